@@ -1,0 +1,35 @@
+#include "common/ids.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace gpunex {
+namespace {
+
+TEST(Ids, AreUniqueAndPrefixed) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string id = NewId("usr");
+    EXPECT_EQ(id.rfind("usr_", 0), 0u);
+    EXPECT_EQ(id.size(), 4u + 26u);
+    EXPECT_TRUE(seen.insert(id).second);
+  }
+}
+
+TEST(Secrets, AreLongRandomAndHashable) {
+  std::string a = NewSecret("gpx_s"), b = NewSecret("gpx_s");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.size(), 6u + 43u);
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string out;
+  ASSERT_TRUE(Base64UrlDecode(Base64UrlEncode("hello|world"), &out));
+  EXPECT_EQ(out, "hello|world");
+  EXPECT_FALSE(Base64UrlDecode("!!!", &out));
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "ab"));
+}
+
+}  // namespace
+}  // namespace gpunex

@@ -1,0 +1,130 @@
+// Accounts (ACC-1..4): users, roles, sessions, API keys, log-in throttling and the audit
+// log of security events.
+//
+// Credentials are 256-bit random secrets ("gpx_s_..." session tokens, "gpx_k_..." API
+// keys; agent tokens "gpx_a_..." live in providers/) shown once and stored only as their
+// SHA-256. Passwords are stored as Argon2id hashes (libsodium).
+//
+// Thread-safety: Accounts is immutable after construction and safe to share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::accounts {
+
+inline constexpr std::string_view kRoleCustomer = "customer";
+inline constexpr std::string_view kRoleProvider = "provider";
+inline constexpr std::string_view kRoleAdmin = "admin";
+
+struct User {
+  std::string id;
+  std::string email;
+  std::string name;
+  std::vector<std::string> roles;  // sorted
+  UnixMicros created_at = 0;
+
+  bool HasRole(std::string_view role) const;
+};
+json::object ToJson(const User& u);
+
+// Who is making a request.
+struct Principal {
+  enum class Via { kBearerSession, kCookieSession, kApiKey };
+  User user;
+  Via via = Via::kBearerSession;
+  std::string credential_id;  // session id or API key id
+  std::string csrf_token;     // sessions only
+  std::string ip;
+
+  bool IsAdmin() const { return user.HasRole(kRoleAdmin); }
+};
+
+struct AccountsOptions {
+  int session_ttl_hours = 168;
+  int login_max_failures = 5;
+  int login_max_failures_ip = 50;
+  int login_window_minutes = 15;
+  unsigned long long argon2_opslimit = 2;
+  size_t argon2_memlimit_bytes = 64ull << 20;
+  const Clock* clock = &SystemClock();
+};
+
+struct LoginResult {
+  std::string token;       // shown once
+  std::string csrf_token;  // to send as X-CSRF-Token with cookie-authenticated writes
+  UnixMicros expires_at = 0;
+  User user;
+};
+
+struct ApiKey {
+  std::string id;
+  std::string name;
+  std::string prefix;  // first characters of the key, to recognise it in lists
+  UnixMicros created_at = 0;
+  std::optional<UnixMicros> last_used_at;
+  std::optional<UnixMicros> revoked_at;
+};
+json::object ToJson(const ApiKey& k);
+
+// Audit log entry, written in the caller's transaction.
+Status Audit(store::Tx& tx, const std::optional<std::string>& actor_user_id,
+             std::string_view action, std::string_view subject, std::string_view ip,
+             json::object detail = {});
+
+// Grants `role` (idempotent), in the caller's transaction, and audits it.
+Status GrantRole(store::Tx& tx, const std::string& user_id, std::string_view role,
+                 const std::string& granted_by);
+
+// Loads a user with roles; NotFound when absent.
+StatusOr<User> LoadUser(store::Tx& tx, const std::string& user_id);
+
+// Validates an email address (RFC 5321 sizes, a practical subset of syntax). Returns an
+// error message, or "" when valid. Normalises to lower case in `*normalized`.
+std::string CheckEmail(std::string_view email, std::string* normalized);
+
+class Accounts {
+ public:
+  Accounts(store::Database& db, AccountsOptions options);
+
+  // {email, password, name} → the new user (role customer). Field errors for each bad field;
+  // kAlreadyExists when the email is taken.
+  StatusOr<User> SignUp(const json::value& body, std::string_view ip);
+
+  // {email, password} → a new session. kUnauthenticated for a wrong email or password (the
+  // same answer for both); kResourceExhausted while throttled.
+  StatusOr<LoginResult> Login(const json::value& body, std::string_view ip,
+                              std::string_view user_agent);
+
+  // Revokes the session that authenticated the principal (API keys: nothing to end).
+  Status Logout(const Principal& p);
+
+  // Resolves a bearer credential (session token or API key). kUnauthenticated when the
+  // token is unknown, expired or revoked; agent tokens are refused here.
+  StatusOr<Principal> Authenticate(std::string_view token, bool from_cookie, std::string_view ip);
+
+  StatusOr<std::pair<ApiKey, std::string>> CreateApiKey(const Principal& p, const json::value& body);
+  StatusOr<std::vector<ApiKey>> ListApiKeys(const Principal& p);
+  Status RevokeApiKey(const Principal& p, const std::string& key_id);
+
+  // For `gpunexd admin create`: creates the user if needed (or resets nothing if it exists
+  // with the same password) and grants admin.
+  StatusOr<User> CreateAdmin(std::string_view email, std::string_view password, std::string_view name);
+
+  // Argon2id hash / verification with the configured cost.
+  StatusOr<std::string> HashPassword(std::string_view password) const;
+  bool VerifyPassword(const std::string& hash, std::string_view password) const;
+
+ private:
+  store::Database& db_;
+  AccountsOptions options_;
+  std::string dummy_hash_;  // verified against on unknown emails, so timing does not tell
+};
+
+}  // namespace gpunex::platform::accounts

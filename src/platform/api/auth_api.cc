@@ -1,0 +1,102 @@
+// /api/v1/auth/*, /api/v1/me, /api/v1/api-keys
+#include "platform/api/api.h"
+
+namespace gpunex::platform::api {
+namespace {
+
+std::string CookieAttrs(const ApiContext& ctx) {
+  return std::string("; Path=/; SameSite=Strict") + (ctx.config.CookieSecure() ? "; Secure" : "");
+}
+
+}  // namespace
+
+void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
+  r.Add("POST", "/api/v1/auth/signup", [&ctx](http::Request& req) {
+    auto body = JsonBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    auto user = ctx.accounts.SignUp(*body, req.remote_addr);
+    if (!user.ok()) return http::ErrorResponse(user.status());
+    return http::Response::Json(201, json::object{{"user", accounts::ToJson(*user)}});
+  });
+
+  r.Add("POST", "/api/v1/auth/login", [&ctx](http::Request& req) {
+    auto body = JsonBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    auto login = ctx.accounts.Login(*body, req.remote_addr, req.Header("user-agent"));
+    if (!login.ok()) {
+      http::Response resp = http::ErrorResponse(login.status());
+      if (login.status().code() == StatusCode::kResourceExhausted) {
+        resp.SetHeader("Retry-After", std::to_string(ctx.config.login_window_minutes * 60));
+      }
+      return resp;
+    }
+    http::Response resp = http::Response::Json(
+        200, json::object{{"token", login->token},
+                          {"csrf_token", login->csrf_token},
+                          {"csrf_header", kCsrfHeader},
+                          {"expires_at", FormatRfc3339(login->expires_at)},
+                          {"user", accounts::ToJson(login->user)}});
+    const int64_t max_age = ctx.config.session_ttl_hours * 3600LL;
+    resp.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + login->token +
+                                                CookieAttrs(ctx) + "; HttpOnly; Max-Age=" +
+                                                std::to_string(max_age));
+    // Readable by the dashboard's script so that it can send the CSRF header.
+    resp.headers.emplace_back("Set-Cookie", std::string(kCsrfCookie) + "=" + login->csrf_token +
+                                                CookieAttrs(ctx) + "; Max-Age=" +
+                                                std::to_string(max_age));
+    return resp;
+  });
+
+  r.Add("POST", "/api/v1/auth/logout", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    Status st = ctx.accounts.Logout(*p);
+    if (!st.ok()) return http::ErrorResponse(st);
+    http::Response resp = http::Response::NoContent();
+    resp.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + CookieAttrs(ctx) +
+                                                "; HttpOnly; Max-Age=0");
+    resp.headers.emplace_back("Set-Cookie",
+                              std::string(kCsrfCookie) + "=" + CookieAttrs(ctx) + "; Max-Age=0");
+    return resp;
+  });
+
+  r.Add("GET", "/api/v1/me", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    json::object me = accounts::ToJson(p->user);
+    if (p->via != accounts::Principal::Via::kApiKey) me["csrf_token"] = p->csrf_token;
+    return http::Response::Json(200, me);
+  });
+
+  r.Add("POST", "/api/v1/api-keys", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto body = JsonBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    auto created = ctx.accounts.CreateApiKey(*p, *body);
+    if (!created.ok()) return http::ErrorResponse(created.status());
+    json::object o = accounts::ToJson(created->first);
+    o["key"] = created->second;  // shown once
+    return http::Response::Json(201, o);
+  });
+
+  r.Add("GET", "/api/v1/api-keys", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto keys = ctx.accounts.ListApiKeys(*p);
+    if (!keys.ok()) return http::ErrorResponse(keys.status());
+    json::array items;
+    for (const auto& k : *keys) items.push_back(accounts::ToJson(k));
+    return http::Response::Json(200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
+  });
+
+  r.Add("DELETE", "/api/v1/api-keys/{id}", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    Status st = ctx.accounts.RevokeApiKey(*p, req.Param("id"));
+    if (!st.ok()) return http::ErrorResponse(st);
+    return http::Response::NoContent();
+  });
+}
+
+}  // namespace gpunex::platform::api

@@ -1,0 +1,27 @@
+// /healthz, /readyz, /metrics
+#include "platform/api/api.h"
+
+namespace gpunex::platform::api {
+
+void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
+  // Liveness: the process serves requests.
+  r.Add("GET", "/healthz", [](http::Request&) {
+    return http::Response::Json(200, json::object{{"status", "ok"}});
+  });
+  // Readiness: started, not draining, and the database answers.
+  r.Add("GET", "/readyz", [&ctx](http::Request&) {
+    if (!ctx.ready()) {
+      return http::Response::Json(503, json::object{{"status", "not ready"}});
+    }
+    Status st = ctx.db.Ping();
+    if (!st.ok()) {
+      return http::Response::Json(503, json::object{{"status", "database unavailable"}});
+    }
+    return http::Response::Json(200, json::object{{"status", "ready"}, {"database", ctx.db.Backend()}});
+  });
+  r.Add("GET", "/metrics", [&ctx](http::Request&) {
+    return http::Response::Text(200, ctx.metrics.Render(), std::string(http::Metrics::kContentType));
+  });
+}
+
+}  // namespace gpunex::platform::api

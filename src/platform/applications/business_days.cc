@@ -1,0 +1,44 @@
+#include "platform/applications/business_days.h"
+
+#include <date/date.h>
+
+#include <sstream>
+
+namespace gpunex::platform::applications {
+namespace {
+
+int64_t DayOf(UnixMicros t) {
+  // Floor division so that instants before the epoch land on the right day.
+  return t >= 0 ? t / kMicrosPerDay : -((-t + kMicrosPerDay - 1) / kMicrosPerDay);
+}
+
+}  // namespace
+
+StatusOr<BusinessCalendar> BusinessCalendar::Create(const std::vector<std::string>& holidays) {
+  BusinessCalendar cal;
+  for (const auto& h : holidays) {
+    std::istringstream in(h);
+    date::sys_days d;
+    in >> date::parse("%F", d);
+    if (in.fail()) return FieldError("review.holidays", "'" + h + "' is not a YYYY-MM-DD date");
+    cal.holidays_.insert(d.time_since_epoch().count());
+  }
+  return cal;
+}
+
+bool BusinessCalendar::IsBusinessDay(int64_t day) const {
+  // 1970-01-01 was a Thursday: weekday index with Monday = 0.
+  int64_t wd = ((day % 7) + 7 + 3) % 7;
+  return wd < 5 && !holidays_.count(day);
+}
+
+int BusinessCalendar::BusinessDaysBetween(UnixMicros from, UnixMicros to) const {
+  int n = 0;
+  int64_t last = DayOf(to);
+  for (int64_t d = DayOf(from) + 1; d <= last && n < 100000; ++d) {
+    if (IsBusinessDay(d)) ++n;
+  }
+  return n;
+}
+
+}  // namespace gpunex::platform::applications

@@ -1,0 +1,27 @@
+#include "platform/applications/business_days.h"
+
+#include <gtest/gtest.h>
+
+namespace gpunex::platform::applications {
+namespace {
+
+UnixMicros At(const char* s) { return ParseRfc3339(s).value(); }
+
+TEST(BusinessCalendar, CountsWeekdaysAfterSubmission) {
+  auto cal = BusinessCalendar::Create({}).value();
+  // 2026-11-27 is a Friday.
+  EXPECT_EQ(cal.BusinessDaysBetween(At("2026-11-27T10:00:00Z"), At("2026-11-27T18:00:00Z")), 0);
+  EXPECT_EQ(cal.BusinessDaysBetween(At("2026-11-27T10:00:00Z"), At("2026-11-29T18:00:00Z")), 0);
+  EXPECT_EQ(cal.BusinessDaysBetween(At("2026-11-27T10:00:00Z"), At("2026-11-30T09:00:00Z")), 1);
+  EXPECT_EQ(cal.BusinessDaysBetween(At("2026-11-27T10:00:00Z"), At("2026-12-04T09:00:00Z")), 5);
+}
+
+TEST(BusinessCalendar, SkipsHolidays) {
+  auto cal = BusinessCalendar::Create({"2026-12-25"}).value();
+  // Thu 24 Dec to Mon 28 Dec: Fri 25 is a holiday, so only Monday counts.
+  EXPECT_EQ(cal.BusinessDaysBetween(At("2026-12-24T10:00:00Z"), At("2026-12-28T10:00:00Z")), 1);
+  EXPECT_FALSE(BusinessCalendar::Create({"25/12/2026"}).ok());
+}
+
+}  // namespace
+}  // namespace gpunex::platform::applications

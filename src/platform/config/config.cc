@@ -1,0 +1,203 @@
+#include "platform/config/config.h"
+
+#include <toml++/toml.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "common/log.h"
+
+namespace gpunex::platform {
+
+std::optional<std::string> ProcessEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+namespace {
+
+Status Bad(const std::string& key, const std::string& why) {
+  return FieldError(key, why);
+}
+
+// Reads typed values out of a TOML table, remembering which keys were consumed so
+// that leftovers can be reported as unknown.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string prefix) : t_(t), prefix_(std::move(prefix)) {}
+
+  Status Str(const char* key, std::string* out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_string()) return Bad(Name(key), "must be a string");
+    *out = n->as_string()->get();
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Int(const char* key, T* out, long long min, long long max) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_integer()) return Bad(Name(key), "must be an integer");
+    long long v = n->as_integer()->get();
+    if (v < min || v > max) {
+      return Bad(Name(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
+    }
+    *out = static_cast<T>(v);
+    return Status::Ok();
+  }
+  Status Bool(const char* key, bool* out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_boolean()) return Bad(Name(key), "must be true or false");
+    *out = n->as_boolean()->get();
+    return Status::Ok();
+  }
+  Status StrList(const char* key, std::vector<std::string>* out) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_array()) return Bad(Name(key), "must be an array of strings");
+    out->clear();
+    for (const auto& e : *n->as_array()) {
+      if (!e.is_string()) return Bad(Name(key), "must be an array of strings");
+      out->push_back(e.as_string()->get());
+    }
+    return Status::Ok();
+  }
+  const toml::table* Sub(const char* key) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    return n ? n->as_table() : nullptr;
+  }
+  Status RejectUnknown() const {
+    for (const auto& [k, v] : t_) {
+      if (!seen_.count(std::string(k.str()))) return Bad(Name(std::string(k.str())), "is not a known setting");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string Name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  const toml::table& t_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+Status ApplyToml(const toml::table& root, Config* c) {
+  TableReader r(root, "");
+  GPUNEX_RETURN_IF_ERROR(r.Str("listen", &c->listen));
+  GPUNEX_RETURN_IF_ERROR(r.Str("data_dir", &c->data_dir));
+  GPUNEX_RETURN_IF_ERROR(r.Str("database_url", &c->database_url));
+  GPUNEX_RETURN_IF_ERROR(r.Str("public_url", &c->public_url));
+  GPUNEX_RETURN_IF_ERROR(r.Bool("allow_emulated_gpus", &c->allow_emulated_gpus));
+  GPUNEX_RETURN_IF_ERROR(r.Str("log_level", &c->log_level));
+  if (auto* t = r.Sub("tls")) {
+    TableReader s(*t, "tls");
+    GPUNEX_RETURN_IF_ERROR(s.Str("cert_file", &c->tls_cert_file));
+    GPUNEX_RETURN_IF_ERROR(s.Str("key_file", &c->tls_key_file));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("http")) {
+    TableReader s(*t, "http");
+    GPUNEX_RETURN_IF_ERROR(s.Int("max_body_bytes", &c->max_body_bytes, 1024, 64ll << 20));
+    GPUNEX_RETURN_IF_ERROR(s.Int("io_threads", &c->io_threads, 1, 64));
+    GPUNEX_RETURN_IF_ERROR(s.Int("worker_threads", &c->worker_threads, 1, 256));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("smtp")) {
+    TableReader s(*t, "smtp");
+    GPUNEX_RETURN_IF_ERROR(s.Str("url", &c->smtp_url));
+    GPUNEX_RETURN_IF_ERROR(s.Str("from", &c->smtp_from));
+    GPUNEX_RETURN_IF_ERROR(s.Int("poll_ms", &c->outbox_poll_ms, 10, 60000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("backoff_base_seconds", &c->outbox_backoff_base_s, 1, 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("max_attempts", &c->outbox_max_attempts, 1, 100));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("auth")) {
+    TableReader s(*t, "auth");
+    GPUNEX_RETURN_IF_ERROR(s.Int("session_ttl_hours", &c->session_ttl_hours, 1, 24 * 90));
+    GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures", &c->login_max_failures, 1, 1000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures_ip", &c->login_max_failures_ip, 1, 100000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("login_window_minutes", &c->login_window_minutes, 1, 1440));
+    GPUNEX_RETURN_IF_ERROR(s.Int("argon2_opslimit", &c->argon2_opslimit, 1, 20));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("argon2_memlimit_bytes", &c->argon2_memlimit_bytes, 8192, 4ll << 30));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("review")) {
+    TableReader s(*t, "review");
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("target_business_days", &c->review_target_business_days, 1, 60));
+    GPUNEX_RETURN_IF_ERROR(s.StrList("holidays", &c->holidays));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  return r.RejectUnknown();
+}
+
+Status ParseBool(const std::string& name, const std::string& v, bool* out) {
+  if (v == "true" || v == "1") {
+    *out = true;
+  } else if (v == "false" || v == "0") {
+    *out = false;
+  } else {
+    return Bad(name, "must be true or false");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env) {
+  Config c;
+  if (!path.empty()) {
+    try {
+      toml::table t = toml::parse_file(path);
+      GPUNEX_RETURN_IF_ERROR(ApplyToml(t, &c));
+    } catch (const toml::parse_error& e) {
+      return InvalidArgument("cannot read config " + path + ": " + std::string(e.description()));
+    }
+  }
+  auto set = [&](const char* var, std::string* field) {
+    if (auto v = env(var)) *field = *v;
+  };
+  set("GPUNEX_LISTEN", &c.listen);
+  set("GPUNEX_DATA_DIR", &c.data_dir);
+  set("GPUNEX_DATABASE_URL", &c.database_url);
+  set("GPUNEX_SMTP_URL", &c.smtp_url);
+  set("GPUNEX_SMTP_FROM", &c.smtp_from);
+  set("GPUNEX_PUBLIC_URL", &c.public_url);
+  set("GPUNEX_LOG_LEVEL", &c.log_level);
+  set("GPUNEX_TLS_CERT", &c.tls_cert_file);
+  set("GPUNEX_TLS_KEY", &c.tls_key_file);
+  if (auto v = env("GPUNEX_ALLOW_EMULATED_GPUS")) {
+    GPUNEX_RETURN_IF_ERROR(ParseBool("GPUNEX_ALLOW_EMULATED_GPUS", *v, &c.allow_emulated_gpus));
+  }
+  LogLevel level;
+  if (!ParseLogLevel(c.log_level, &level)) {
+    return Bad("log_level", "must be one of debug, info, warn, error");
+  }
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return Bad("tls", "cert_file and key_file must be set together");
+  }
+  if (c.listen.find(':') == std::string::npos) return Bad("listen", "must be host:port");
+  if (c.public_url.empty()) {
+    c.public_url = (c.tls_cert_file.empty() ? "http://" : "https://") + c.listen;
+    c.public_url_from_listen = true;
+  }
+  while (c.public_url.ends_with('/')) c.public_url.pop_back();
+  if (!c.public_url.starts_with("http://") && !c.public_url.starts_with("https://")) {
+    return Bad("public_url", "must start with http:// or https://");
+  }
+  for (const auto& h : c.holidays) {
+    if (h.size() != 10 || h[4] != '-' || h[7] != '-') {
+      return Bad("review.holidays", "dates must be YYYY-MM-DD");
+    }
+  }
+  return c;
+}
+
+}  // namespace gpunex::platform

@@ -1,0 +1,68 @@
+// gpunexd configuration: a TOML file (optional) with environment overrides on top.
+// Every key is documented in deploy/gpunexd.example.toml; unknown keys are errors so
+// that a typo never silently falls back to a default.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpunex::platform {
+
+struct Config {
+  std::string listen = "127.0.0.1:8080";
+  std::string data_dir = "gpunex-data";  // SQLite database and state
+  std::string database_url;              // "postgresql://..." selects PostgreSQL
+  std::string public_url;                // base URL users and agents reach; default from listen
+  bool public_url_from_listen = false;   // public_url was derived from listen (port fixed on bind)
+  bool allow_emulated_gpus = false;
+  std::string log_level = "info";
+
+  // TLS: both set → HTTPS only.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+
+  // HTTP limits.
+  size_t max_body_bytes = 1 << 20;
+  int io_threads = 2;
+  int worker_threads = 8;
+
+  // Email. Empty smtp_url: emails wait in the outbox until one is configured.
+  std::string smtp_url;
+  std::string smtp_from = "gpunex <no-reply@gpunex.local>";
+  int outbox_poll_ms = 1000;
+  int outbox_backoff_base_s = 5;
+  int outbox_max_attempts = 12;
+
+  // Accounts.
+  int session_ttl_hours = 168;
+  int login_max_failures = 5;       // per email within the window, then 429
+  int login_max_failures_ip = 50;   // per client address within the window
+  int login_window_minutes = 15;
+  // Argon2id cost (libsodium). The defaults are libsodium's "interactive" limits.
+  unsigned long long argon2_opslimit = 2;
+  size_t argon2_memlimit_bytes = 64ull << 20;
+
+  // Review (REV-1): applications older than this many business days are overdue.
+  int review_target_business_days = 3;
+  std::vector<std::string> holidays;  // "YYYY-MM-DD", not business days
+
+  // The cookie gets the Secure attribute when the public URL is HTTPS.
+  bool CookieSecure() const { return public_url.starts_with("https://"); }
+};
+
+using EnvGetter = std::function<std::optional<std::string>(const std::string&)>;
+
+// Reads the process environment.
+std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Loads `path` (when not empty) and applies the GPUNEX_* environment overrides:
+// GPUNEX_LISTEN, GPUNEX_DATA_DIR, GPUNEX_DATABASE_URL, GPUNEX_SMTP_URL, GPUNEX_SMTP_FROM,
+// GPUNEX_PUBLIC_URL, GPUNEX_ALLOW_EMULATED_GPUS, GPUNEX_LOG_LEVEL, GPUNEX_TLS_CERT,
+// GPUNEX_TLS_KEY. Errors name the key or variable at fault.
+StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env = ProcessEnv);
+
+}  // namespace gpunex::platform

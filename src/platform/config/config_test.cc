@@ -1,0 +1,70 @@
+#include "platform/config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace gpunex::platform {
+namespace {
+
+EnvGetter Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& k) -> std::optional<std::string> {
+    auto it = vars.find(k);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string WriteFile(const std::string& text) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("gpunex_cfg_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+               std::to_string(std::hash<std::string>{}(text)) + ".toml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Config, DefaultsWithoutFile) {
+  auto c = LoadConfig("", Env({}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->listen, "127.0.0.1:8080");
+  EXPECT_EQ(c->public_url, "http://127.0.0.1:8080");
+  EXPECT_FALSE(c->allow_emulated_gpus);
+}
+
+TEST(Config, FileThenEnvironment) {
+  std::string path = WriteFile(R"(
+listen = "0.0.0.0:9000"
+public_url = "https://gpu.example.com/"
+[smtp]
+url = "smtp://127.0.0.1:2525"
+[review]
+holidays = ["2026-12-25"]
+)");
+  auto c = LoadConfig(path, Env({{"GPUNEX_LISTEN", "127.0.0.1:7000"},
+                                 {"GPUNEX_ALLOW_EMULATED_GPUS", "true"}}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen, "127.0.0.1:7000");
+  EXPECT_EQ(c->public_url, "https://gpu.example.com");
+  EXPECT_TRUE(c->CookieSecure());
+  EXPECT_EQ(c->smtp_url, "smtp://127.0.0.1:2525");
+  EXPECT_TRUE(c->allow_emulated_gpus);
+  EXPECT_EQ(c->holidays.size(), 1u);
+}
+
+TEST(Config, ErrorsNameTheSetting) {
+  auto typo = LoadConfig(WriteFile("listn = \"x:1\"\n"), Env({}));
+  ASSERT_FALSE(typo.ok());
+  EXPECT_TRUE(typo.status().fields().count("listn"));
+  auto range = LoadConfig(WriteFile("[http]\nio_threads = 0\n"), Env({}));
+  ASSERT_FALSE(range.ok());
+  EXPECT_TRUE(range.status().fields().count("http.io_threads"));
+  auto env = LoadConfig("", Env({{"GPUNEX_ALLOW_EMULATED_GPUS", "yes"}}));
+  ASSERT_FALSE(env.ok());
+  EXPECT_TRUE(env.status().fields().count("GPUNEX_ALLOW_EMULATED_GPUS"));
+  EXPECT_FALSE(LoadConfig(WriteFile("this is not toml"), Env({})).ok());
+}
+
+}  // namespace
+}  // namespace gpunex::platform

@@ -1,0 +1,198 @@
+#include "platform/http/router.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "platform/http/metrics.h"
+
+namespace gpunex::platform::http {
+namespace {
+
+Request Req(std::string method, std::string path) {
+  Request req;
+  req.method = std::move(method);
+  req.path = std::move(path);
+  req.target = req.path;
+  return req;
+}
+
+// A handler that answers with the name it was registered under.
+Handler Named(std::string name) {
+  return [name](Request&) { return Response::Text(200, name); };
+}
+
+std::string ErrorCode(const Response& r) {
+  auto body = ParseJson(r.body);
+  if (!body.ok()) return "<not json>";
+  return std::string(body->at("error").at("code").as_string());
+}
+
+TEST(Router, BindsParams) {
+  Router router;
+  std::map<std::string, std::string> seen_params;
+  std::string seen_route;
+  router.Add("POST", "/api/v1/provider-applications/{id}/decision", [&](Request& req) {
+    seen_params = req.params;
+    seen_route = req.route;
+    return Response::NoContent();
+  });
+  Request req = Req("POST", "/api/v1/provider-applications/app_42/decision");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(seen_params, (std::map<std::string, std::string>{{"id", "app_42"}}));
+  EXPECT_EQ(seen_route, "/api/v1/provider-applications/{id}/decision");
+  EXPECT_EQ(req.Param("id"), "app_42");
+}
+
+TEST(Router, BindsSeveralParams) {
+  Router router;
+  router.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", [](Request& req) {
+    return Response::Text(200, req.Param("id") + "," + req.Param("gpu_id"));
+  });
+  Request req = Req("PATCH", "/api/v1/machines/m1/gpus/g 2");
+  EXPECT_EQ(router.Dispatch(req).body, "m1,g 2");
+}
+
+TEST(Router, ParamNeedsNonEmptySegment) {
+  Router router;
+  router.Add("GET", "/machines/{id}", Named("machine"));
+  Request req = Req("GET", "/machines/");
+  EXPECT_EQ(router.Dispatch(req).status, 404);
+  req = Req("GET", "/machines/a/b");
+  EXPECT_EQ(router.Dispatch(req).status, 404);
+  req = Req("GET", "/machines");
+  EXPECT_EQ(router.Dispatch(req).status, 404);
+}
+
+TEST(Router, LiteralBeatsParam) {
+  Router router;
+  // Registered param-first on purpose: precedence does not depend on order.
+  router.Add("GET", "/api/v1/machines/{id}", Named("by-id"));
+  router.Add("GET", "/api/v1/machines/summary", Named("summary"));
+  router.Add("GET", "/api/v1/{kind}/summary", Named("kind-summary"));
+  Request req = Req("GET", "/api/v1/machines/summary");
+  EXPECT_EQ(router.Dispatch(req).body, "summary");
+  EXPECT_TRUE(req.params.empty());
+  req = Req("GET", "/api/v1/machines/m7");
+  EXPECT_EQ(router.Dispatch(req).body, "by-id");
+  req = Req("GET", "/api/v1/payouts/summary");
+  EXPECT_EQ(router.Dispatch(req).body, "kind-summary");
+  EXPECT_EQ(req.Param("kind"), "payouts");
+}
+
+TEST(Router, EarlierLiteralSegmentDecides) {
+  Router router;
+  router.Add("GET", "/a/{x}/c", Named("literal-first"));
+  router.Add("GET", "/{y}/b/c", Named("param-first"));
+  Request req = Req("GET", "/a/b/c");
+  EXPECT_EQ(router.Dispatch(req).body, "literal-first");
+}
+
+TEST(Router, UnknownPathIs404) {
+  Router router;
+  router.Add("GET", "/healthz", Named("ok"));
+  Request req = Req("GET", "/nope");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(ErrorCode(r), "not_found");
+  EXPECT_EQ(req.route, "");
+}
+
+TEST(Router, WrongMethodIs405WithAllow) {
+  Router router;
+  router.Add("GET", "/api/v1/api-keys", Named("list"));
+  router.Add("POST", "/api/v1/api-keys", Named("create"));
+  router.Add("DELETE", "/api/v1/api-keys/{id}", Named("delete"));
+  Request req = Req("PUT", "/api/v1/api-keys");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.GetHeader("Allow"), "GET, POST");
+  EXPECT_EQ(ErrorCode(r), "method_not_allowed");
+  EXPECT_EQ(r.GetHeader("Content-Type"), "application/json");
+}
+
+TEST(Router, MethodPicksAmongMatchingPatterns) {
+  Router router;
+  router.Add("POST", "/machines/search", Named("search"));
+  router.Add("GET", "/machines/{id}", Named("get"));
+  Request req = Req("GET", "/machines/search");
+  EXPECT_EQ(router.Dispatch(req).body, "get");
+  req = Req("DELETE", "/machines/search");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.GetHeader("Allow"), "GET, POST");
+}
+
+TEST(Router, RootAndTrailingSlash) {
+  Router router;
+  router.Add("GET", "/", Named("root"));
+  router.Add("GET", "/a", Named("a"));
+  Request req = Req("GET", "/");
+  EXPECT_EQ(router.Dispatch(req).body, "root");
+  req = Req("GET", "/a/");
+  EXPECT_EQ(router.Dispatch(req).status, 404);
+}
+
+TEST(Router, ExceptionBecomes500WithoutItsText) {
+  Router router;
+  router.Add("GET", "/boom", [](Request&) -> Response {
+    throw std::runtime_error("secret database password in message");
+  });
+  router.Add("GET", "/boom2", [](Request&) -> Response { throw 42; });
+  for (const char* path : {"/boom", "/boom2"}) {
+    Request req = Req("GET", path);
+    Response r = router.Dispatch(req);
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(ErrorCode(r), "internal");
+    EXPECT_EQ(r.body.find("secret"), std::string::npos);
+  }
+}
+
+TEST(Router, ReportsToMetrics) {
+  Metrics metrics;
+  Router router(&metrics);
+  router.Add("GET", "/api/v1/machines/{id}", Named("m"));
+  Request req = Req("GET", "/api/v1/machines/m1");
+  router.Dispatch(req);
+  req = Req("GET", "/api/v1/machines/m2");
+  router.Dispatch(req);
+  req = Req("GET", "/elsewhere");
+  router.Dispatch(req);
+  req = Req("BREW", "/api/v1/machines/m1");
+  router.Dispatch(req);
+  std::string text = metrics.Render();
+  EXPECT_NE(text.find("http_requests_total{method=\"GET\",route=\"/api/v1/machines/{id}\","
+                      "status=\"200\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("http_requests_total{method=\"other\",route=\"/api/v1/machines/{id}\","
+                      "status=\"405\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("/api/v1/machines/m1"), std::string::npos);  // never raw paths
+}
+
+TEST(Router, AsHandlerDispatches) {
+  Router router;
+  router.Add("GET", "/x", Named("x"));
+  Handler h = router.AsHandler();
+  Request req = Req("GET", "/x");
+  EXPECT_EQ(h(req).body, "x");
+}
+
+TEST(RouterDeathTest, DuplicateRouteAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Router router;
+  router.Add("GET", "/a/{id}", Named("a"));
+  EXPECT_DEATH(router.Add("GET", "/a/{other}", Named("b")), "duplicate route");
+  EXPECT_DEATH(router.Add("GET", "a", Named("b")), "must start with");
+  EXPECT_DEATH(router.Add("GET", "/a/{x}/{x}", Named("b")), "repeated");
+  EXPECT_DEATH(router.Add("GET", "/a/x{y}", Named("b")), "braces");
+}
+
+}  // namespace
+}  // namespace gpunex::platform::http

@@ -1,0 +1,76 @@
+// Server: the HTTP/1.1 (optionally HTTPS-only) listener of gpunexd. It parses requests
+// into http::Request values, runs the Handler on a pool of worker threads (handlers may
+// block on the database) and writes the Response back, keeping connections alive between
+// requests.
+//
+// Protocol errors are answered by the server itself in the API error shape: 400 for
+// malformed HTTP or a bad request target (bad percent escapes, NUL bytes, ".." segments),
+// 413 for a body over max_body_bytes (refused from Content-Length before the body is
+// read), 431 for headers over max_header_bytes; the connection is then closed.
+//
+// Boost.Beast and Asio stay inside server.cc; this header names no Boost type.
+//
+// Thread-safety: Run() blocks the calling thread; Shutdown() and port() may be called from
+// any thread, including from a handler.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "platform/http/http.h"
+
+namespace gpunex::platform::http {
+
+struct ServerOptions {
+  // "host:port": an IP address ("0.0.0.0", "[::1]") or a resolvable name ("localhost").
+  // Port 0 picks a free port (see Server::port()).
+  std::string listen = "127.0.0.1:8080";
+  size_t max_body_bytes = 1 << 20;
+  size_t max_header_bytes = 16 * 1024;  // request line and header fields together
+  int io_threads = 2;                   // threads running the network event loop
+  int worker_threads = 8;               // threads running handlers
+  // A request (its headers and body) must arrive within this, counted from its first
+  // byte, or from the connection's opening for the first request; also bounds a TLS
+  // handshake and the writing of a response.
+  std::chrono::seconds read_timeout{30};
+  // A keep-alive connection with no request in progress is closed after this.
+  std::chrono::seconds idle_timeout{60};
+  // On Shutdown(), requests in progress get this long to finish.
+  std::chrono::seconds shutdown_grace{25};
+  // Both set: serve HTTPS only, TLS 1.2 or newer. PEM files: the certificate chain (leaf
+  // first) and its private key.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+};
+
+class Server {
+ public:
+  virtual ~Server() = default;
+
+  // Binds and listens on options.listen (connections wait in the backlog until Run()).
+  // `handler` runs on worker threads and must be thread-safe. Fails with
+  // kInvalidArgument when the options are inconsistent or the TLS files cannot be
+  // loaded, and kUnavailable when the address cannot be bound.
+  static StatusOr<std::unique_ptr<Server>> Create(ServerOptions options, Handler handler);
+
+  // The bound port: the real one when options.listen asked for port 0.
+  virtual uint16_t port() const = 0;
+
+  // Serves on io_threads threads (the calling thread is one of them) until a Shutdown()
+  // has drained, then returns. REQUIRES: called at most once.
+  virtual void Run() = 0;
+
+  // Starts a graceful shutdown and returns once the listening socket is closed (new
+  // connections are refused from then on), or at once when Run() is not serving.
+  // The server then closes connections waiting between requests, lets requests in progress
+  // finish and be answered with "Connection: close" for up to shutdown_grace, and makes
+  // Run() return. Handlers still running after the grace period keep their worker thread;
+  // the destructor waits for them. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace gpunex::platform::http

@@ -1,0 +1,681 @@
+// Talks to a real Server over loopback sockets with a small Beast client.
+#include "platform/http/server.h"
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpunex::platform::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+using BeastResponse = bhttp::response<bhttp::string_body>;
+
+ServerOptions TestOptions() {
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.io_threads = 2;
+  options.worker_threads = 4;
+  options.shutdown_grace = 5s;
+  return options;
+}
+
+// A server running Run() on its own thread; shuts down and joins on destruction.
+class TestServer {
+ public:
+  TestServer(ServerOptions options, Handler handler) {
+    auto created = Server::Create(std::move(options), std::move(handler));
+    if (!created.ok()) {
+      ADD_FAILURE() << created.status().ToString();
+      return;
+    }
+    server_ = std::move(*created);
+    thread_ = std::thread([this] {
+      server_->Run();
+      run_returned_.set_value();
+    });
+  }
+  ~TestServer() {
+    if (server_ == nullptr) return;
+    server_->Shutdown();
+    thread_.join();
+  }
+
+  Server& server() { return *server_; }
+  uint16_t port() const { return server_->port(); }
+  // Whether Run() returned within `timeout`.
+  bool WaitForRun(std::chrono::milliseconds timeout) {
+    return run_future_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  std::promise<void> run_returned_;
+  std::future<void> run_future_ = run_returned_.get_future();
+};
+
+// A synchronous HTTP client over one connection. Every operation has a timeout, so a
+// misbehaving server fails the test instead of hanging it.
+template <typename Stream>
+class BasicClient {
+ public:
+  // Runs one asynchronous operation started by `start` to completion.
+  template <typename Start>
+  error_code Run(Start start) {
+    error_code result = asio::error::would_block;
+    beast::get_lowest_layer(*stream_).expires_after(10s);
+    start([&result](error_code ec, auto&&...) { result = ec; });
+    ioc_.restart();
+    ioc_.run();
+    return result;
+  }
+
+  error_code Connect(uint16_t port, std::string_view host = "127.0.0.1") {
+    tcp::endpoint endpoint(asio::ip::make_address(host), port);
+    return Run(
+        [&](auto handler) { beast::get_lowest_layer(*stream_).async_connect(endpoint, handler); });
+  }
+
+  error_code WriteRaw(const std::string& bytes) {
+    return Run([&](auto handler) { asio::async_write(*stream_, asio::buffer(bytes), handler); });
+  }
+
+  error_code Send(bhttp::request<bhttp::string_body> req) {
+    req.prepare_payload();
+    return Run([&](auto handler) { bhttp::async_write(*stream_, req, handler); });
+  }
+
+  error_code Read(BeastResponse* res, bool head = false) {
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.skip(head);
+    error_code ec =
+        Run([&](auto handler) { bhttp::async_read(*stream_, buffer_, parser, handler); });
+    if (!ec) *res = parser.release();
+    return ec;
+  }
+
+  // Sends a request and reads its response; fails the test on an I/O error.
+  BeastResponse Exchange(bhttp::verb method, std::string target, std::string body = "",
+                         std::vector<std::pair<std::string, std::string>> headers = {}) {
+    bhttp::request<bhttp::string_body> req{method, target, 11};
+    req.set(bhttp::field::host, "localhost");
+    for (auto& [k, v] : headers) req.set(k, v);
+    req.body() = std::move(body);
+    BeastResponse res;
+    error_code ec = Send(std::move(req));
+    EXPECT_FALSE(ec) << ec.message();
+    if (!ec) ec = Read(&res, method == bhttp::verb::head);
+    EXPECT_FALSE(ec) << ec.message();
+    return res;
+  }
+  BeastResponse Get(std::string target) { return Exchange(bhttp::verb::get, std::move(target)); }
+
+  // Whether the server closes the connection (and sends nothing more) within the timeout.
+  bool ClosedByPeer() {
+    char byte;
+    error_code ec =
+        Run([&](auto handler) { stream_->async_read_some(asio::buffer(&byte, 1), handler); });
+    return ec == asio::error::eof || ec == asio::error::connection_reset ||
+           ec == asio::ssl::error::stream_truncated;
+  }
+
+  Stream& stream() { return *stream_; }
+
+ protected:
+  asio::io_context ioc_;
+  std::optional<Stream> stream_;
+  beast::flat_buffer buffer_;
+};
+
+class Client : public BasicClient<beast::tcp_stream> {
+ public:
+  Client() { stream_.emplace(ioc_); }
+  explicit Client(uint16_t port) : Client() {
+    error_code ec = Connect(port);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+};
+
+json::value JsonBody(const BeastResponse& res) {
+  auto parsed = ParseJson(res.body());
+  EXPECT_TRUE(parsed.ok()) << res.body();
+  return parsed.ok() ? *parsed : json::value();
+}
+
+std::string ErrorCode(const BeastResponse& res) {
+  json::value v = JsonBody(res);
+  if (!v.is_object() || !v.as_object().contains("error")) return "<none>";
+  return std::string(v.at("error").at("code").as_string());
+}
+
+// Echoes what the server made of the request.
+Response Echo(Request& req) {
+  json::object headers;
+  for (const auto& [k, v] : req.headers) headers[k] = v;
+  json::object query;
+  for (const auto& [k, v] : req.query) query[k] = v;
+  return Response::Json(200, json::object{{"method", req.method},
+                                          {"target", req.target},
+                                          {"path", req.path},
+                                          {"query", query},
+                                          {"headers", headers},
+                                          {"body", req.body},
+                                          {"remote_addr", req.remote_addr},
+                                          {"tls", req.tls},
+                                          {"session", req.Cookie("session")}});
+}
+
+TEST(Server, KeepAliveServesTwoRequestsOnOneConnection) {
+  std::atomic<int> calls{0};
+  TestServer ts(TestOptions(), [&](Request& req) {
+    ++calls;
+    return Echo(req);
+  });
+  Client client(ts.port());
+  BeastResponse first = client.Get("/one");
+  EXPECT_EQ(first.result_int(), 200);
+  EXPECT_TRUE(first.keep_alive());
+  EXPECT_EQ(first[bhttp::field::content_type], "application/json");
+  EXPECT_EQ(JsonBody(first).at("path").as_string(), "/one");
+  EXPECT_EQ(JsonBody(first).at("remote_addr").as_string(), "127.0.0.1");
+  EXPECT_FALSE(JsonBody(first).at("tls").as_bool());
+  BeastResponse second = client.Exchange(bhttp::verb::post, "/two", "{\"a\":1}",
+                                         {{"Content-Type", "application/json"}});
+  EXPECT_EQ(second.result_int(), 200);
+  EXPECT_EQ(JsonBody(second).at("body").as_string(), "{\"a\":1}");
+  EXPECT_EQ(JsonBody(second).at("method").as_string(), "POST");
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(Server, PipelinedRequestsAreAnsweredInOrder) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(
+      client.WriteRaw("GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"));
+  BeastResponse a, b;
+  ASSERT_FALSE(client.Read(&a));
+  ASSERT_FALSE(client.Read(&b));
+  EXPECT_EQ(JsonBody(a).at("path").as_string(), "/a");
+  EXPECT_EQ(JsonBody(b).at("path").as_string(), "/b");
+}
+
+TEST(Server, ConnectionCloseIsHonoured) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  BeastResponse res = client.Exchange(bhttp::verb::get, "/x", "", {{"Connection", "close"}});
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_TRUE(client.ClosedByPeer());
+}
+
+TEST(Server, Http10ClosesByDefault) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw("GET /old HTTP/1.0\r\n\r\n"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.version(), 10u);
+  EXPECT_TRUE(client.ClosedByPeer());
+}
+
+TEST(Server, DecodesPathQueryAndHeaders) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  BeastResponse res =
+      client.Exchange(bhttp::verb::get, "/api/v1/a%20b/%E2%82%AC?x=1+2&y=%26%3D&flag&x2=", "",
+                      {{"X-Custom-Thing", "Value"}, {"Cookie", "theme=dark; session=s3cr3t"}});
+  ASSERT_EQ(res.result_int(), 200);
+  json::value body = JsonBody(res);
+  EXPECT_EQ(body.at("target").as_string(), "/api/v1/a%20b/%E2%82%AC?x=1+2&y=%26%3D&flag&x2=");
+  EXPECT_EQ(body.at("path").as_string(), "/api/v1/a b/\xe2\x82\xac");
+  EXPECT_EQ(body.at("query").at("x").as_string(), "1 2");
+  EXPECT_EQ(body.at("query").at("y").as_string(), "&=");
+  EXPECT_EQ(body.at("query").at("flag").as_string(), "");
+  EXPECT_EQ(body.at("headers").at("x-custom-thing").as_string(), "Value");
+  EXPECT_EQ(body.at("headers").at("host").as_string(), "localhost");
+  EXPECT_EQ(body.at("session").as_string(), "s3cr3t");
+}
+
+TEST(Server, RepeatedHeadersAreJoined) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw(
+      "GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\nCookie: a=1\r\nCookie: session=z\r\n\r\n"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  json::value body = JsonBody(res);
+  EXPECT_EQ(body.at("headers").at("x-a").as_string(), "1, 2");
+  EXPECT_EQ(body.at("session").as_string(), "z");
+}
+
+TEST(Server, RejectsTraversalAndBadEscapes) {
+  std::atomic<int> calls{0};
+  TestServer ts(TestOptions(), [&](Request& req) {
+    ++calls;
+    return Echo(req);
+  });
+  Client client(ts.port());
+  for (const char* target :
+       {"/static/../etc/passwd", "/static/%2e%2e/x", "/a%00b", "/a%zz", "/q?x=%G1"}) {
+    BeastResponse res = client.Get(target);
+    EXPECT_EQ(res.result_int(), 400) << target;
+    EXPECT_EQ(ErrorCode(res), "invalid_argument") << target;
+    EXPECT_TRUE(res.keep_alive());  // well-formed HTTP: the connection stays usable
+  }
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(client.Get("/fine").result_int(), 200);
+}
+
+TEST(Server, GarbageGets400AndClose) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw("this is not http at all\r\n\r\n"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  EXPECT_EQ(res.result_int(), 400);
+  EXPECT_EQ(ErrorCode(res), "invalid_argument");
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_TRUE(client.ClosedByPeer());
+}
+
+TEST(Server, OversizedBodyGets413BeforeItIsRead) {
+  ServerOptions options = TestOptions();
+  options.max_body_bytes = 1024;
+  std::atomic<int> calls{0};
+  TestServer ts(options, [&](Request& req) {
+    ++calls;
+    return Echo(req);
+  });
+  {
+    // The whole body is sent: the server answers and drains it without a reset.
+    Client client(ts.port());
+    BeastResponse res = client.Exchange(bhttp::verb::post, "/upload", std::string(200000, 'x'));
+    EXPECT_EQ(res.result_int(), 413);
+    json::value body = JsonBody(res);
+    EXPECT_EQ(body.at("error").at("code").as_string(), "payload_too_large");
+    EXPECT_EQ(body.at("error").at("fields").at("body").as_string(), "must be at most 1024 bytes");
+    EXPECT_FALSE(res.keep_alive());
+    EXPECT_TRUE(client.ClosedByPeer());
+  }
+  {
+    // Only the header is sent: the answer does not wait for the body.
+    Client client(ts.port());
+    ASSERT_FALSE(
+        client.WriteRaw("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n"));
+    BeastResponse res;
+    ASSERT_FALSE(client.Read(&res));
+    EXPECT_EQ(res.result_int(), 413);
+  }
+  {
+    // Chunked bodies are counted as they arrive.
+    Client client(ts.port());
+    std::string chunk(1000, 'y');
+    ASSERT_FALSE(client.WriteRaw(
+        "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" + chunk +
+        "\r\n3e8\r\n" + chunk + "\r\n0\r\n\r\n"));
+    BeastResponse res;
+    ASSERT_FALSE(client.Read(&res));
+    EXPECT_EQ(res.result_int(), 413);
+  }
+  {
+    // A body at the limit is fine.
+    Client client(ts.port());
+    BeastResponse res = client.Exchange(bhttp::verb::post, "/upload", std::string(1024, 'z'));
+    EXPECT_EQ(res.result_int(), 200);
+  }
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(Server, ExpectContinue) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw(
+      "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  bhttp::response<bhttp::empty_body> interim;
+  {
+    bhttp::response_parser<bhttp::empty_body> parser;
+    beast::flat_buffer buffer;
+    // Read just the interim response's header.
+    ASSERT_FALSE(client.Run(
+        [&](auto handler) { bhttp::async_read_header(client.stream(), buffer, parser, handler); }));
+    EXPECT_EQ(parser.get().result_int(), 100);
+    EXPECT_EQ(buffer.size(), 0u);
+  }
+  ASSERT_FALSE(client.WriteRaw("hello"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(JsonBody(res).at("body").as_string(), "hello");
+}
+
+TEST(Server, LargeHeadersGet431) {
+  TestServer ts(TestOptions(), Echo);
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') +
+                               "\r\n\r\n"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  EXPECT_EQ(res.result_int(), 431);
+  EXPECT_EQ(ErrorCode(res), "headers_too_large");
+}
+
+TEST(Server, HandlerExceptionIs500WithoutItsText) {
+  TestServer ts(TestOptions(), [](Request&) -> Response {
+    throw std::runtime_error("connection string postgresql://user:pw@db");
+  });
+  Client client(ts.port());
+  BeastResponse res = client.Get("/");
+  EXPECT_EQ(res.result_int(), 500);
+  EXPECT_EQ(ErrorCode(res), "internal");
+  EXPECT_EQ(res.body().find("postgresql"), std::string::npos);
+  EXPECT_EQ(client.Get("/").result_int(), 500);  // the connection survives
+}
+
+TEST(Server, ResponseFraming) {
+  TestServer ts(TestOptions(), [](Request& req) {
+    if (req.path == "/empty") return Response::NoContent();
+    Response r = Response::Text(200, "hello");
+    r.headers.emplace_back("Set-Cookie", "a=1");
+    r.headers.emplace_back("Set-Cookie", "b=2");
+    r.headers.emplace_back("Content-Length", "999");         // the server owns framing
+    r.headers.emplace_back("X-Evil", "x\r\nInjected: yes");  // dropped
+    return r;
+  });
+  Client client(ts.port());
+  BeastResponse res = client.Get("/text");
+  EXPECT_EQ(res.body(), "hello");
+  EXPECT_EQ(res[bhttp::field::content_length], "5");
+  EXPECT_EQ(res.count(bhttp::field::set_cookie), 2u);
+  EXPECT_EQ(res.count("Injected"), 0u);
+  EXPECT_EQ(res.count("X-Evil"), 0u);
+  BeastResponse empty = client.Get("/empty");
+  EXPECT_EQ(empty.result_int(), 204);
+  EXPECT_EQ(empty.count(bhttp::field::content_length), 0u);
+  BeastResponse head = client.Exchange(bhttp::verb::head, "/text");
+  EXPECT_EQ(head.result_int(), 200);
+  EXPECT_EQ(head[bhttp::field::content_length], "5");
+  EXPECT_EQ(head.body(), "");
+  EXPECT_EQ(client.Get("/text").body(), "hello");  // HEAD left no stray bytes behind
+}
+
+TEST(Server, RunsHandlersConcurrently) {
+  constexpr int kClients = 8;
+  ServerOptions options = TestOptions();
+  options.worker_threads = kClients;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0;
+  // Each handler waits until all are in flight at once, which only concurrent handlers
+  // can achieve.
+  TestServer ts(options, [&](Request&) {
+    std::unique_lock<std::mutex> lock(mu);
+    ++in_flight;
+    cv.notify_all();
+    bool all = cv.wait_for(lock, 5s, [&] { return in_flight >= kClients; });
+    return Response::Text(all ? 200 : 503, "");
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&] {
+      Client client(ts.port());
+      if (client.Get("/").result_int() == 200) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClients);
+}
+
+TEST(Server, ClosesIdleConnectionsAfterIdleTimeout) {
+  ServerOptions options = TestOptions();
+  options.idle_timeout = 1s;
+  options.read_timeout = 1s;
+  TestServer ts(options, Echo);
+  {
+    Client client(ts.port());
+    EXPECT_EQ(client.Get("/").result_int(), 200);
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(client.ClosedByPeer());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  }
+  {
+    Client silent(ts.port());  // never sends a request
+    EXPECT_TRUE(silent.ClosedByPeer());
+  }
+}
+
+TEST(Server, GracefulShutdown) {
+  std::promise<void> slow_started;
+  TestServer ts(TestOptions(), [&](Request& req) {
+    if (req.path == "/slow") {
+      slow_started.set_value();
+      std::this_thread::sleep_for(500ms);
+      return Response::Text(200, "slow done");
+    }
+    return Response::Text(200, "fast");
+  });
+
+  Client idle(ts.port());
+  EXPECT_EQ(idle.Get("/fast").result_int(), 200);  // now idle, kept alive
+
+  std::promise<BeastResponse> slow_result;
+  std::thread slow_client([&] {
+    Client client(ts.port());
+    slow_result.set_value(client.Get("/slow"));
+  });
+  slow_started.get_future().wait();
+
+  ts.server().Shutdown();
+
+  // New connections are refused as soon as Shutdown() returns.
+  Client late;
+  EXPECT_EQ(late.Connect(ts.port()), asio::error::connection_refused);
+  // The idle keep-alive connection is closed.
+  EXPECT_TRUE(idle.ClosedByPeer());
+
+  // The request in flight completes, told that the connection closes.
+  BeastResponse slow = slow_result.get_future().get();
+  slow_client.join();
+  EXPECT_EQ(slow.result_int(), 200);
+  EXPECT_EQ(slow.body(), "slow done");
+  EXPECT_FALSE(slow.keep_alive());
+  EXPECT_TRUE(ts.WaitForRun(5s));
+  ts.server().Shutdown();  // idempotent
+}
+
+TEST(Server, ShutdownGiveUpAfterGrace) {
+  ServerOptions options = TestOptions();
+  options.shutdown_grace = 1s;
+  std::promise<void> started;
+  TestServer ts(options, [&](Request&) {
+    started.set_value();
+    std::this_thread::sleep_for(3s);
+    return Response::Text(200, "too late");
+  });
+  std::thread client_thread([&] {
+    Client client(ts.port());
+    BeastResponse res;
+    bhttp::request<bhttp::string_body> req{bhttp::verb::get, "/", 11};
+    EXPECT_FALSE(client.Send(req));
+    EXPECT_TRUE(client.Read(&res));  // the connection closes without an answer
+  });
+  started.get_future().wait();
+  auto start = std::chrono::steady_clock::now();
+  ts.server().Shutdown();
+  EXPECT_TRUE(ts.WaitForRun(2500ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2500ms);
+  client_thread.join();
+}
+
+TEST(Server, ShutdownBeforeRun) {
+  auto created = Server::Create(TestOptions(), Echo);
+  ASSERT_TRUE(created.ok());
+  (*created)->Shutdown();
+  (*created)->Run();  // returns at once
+}
+
+TEST(Server, CreateRejectsBadOptions) {
+  ServerOptions options = TestOptions();
+  options.listen = "no-port-here";
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kInvalidArgument);
+  options.listen = "127.0.0.1:99999";
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kInvalidArgument);
+  options = TestOptions();
+  options.tls_cert_file = "/nonexistent/cert.pem";
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kInvalidArgument);
+  options.tls_key_file = "/nonexistent/key.pem";
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kInvalidArgument);
+  options = TestOptions();
+  options.worker_threads = 0;
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Server::Create(TestOptions(), nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Server, PortInUseIsUnavailable) {
+  TestServer first(TestOptions(), Echo);
+  ServerOptions options = TestOptions();
+  options.listen = "127.0.0.1:" + std::to_string(first.port());
+  EXPECT_EQ(Server::Create(options, Echo).status().code(), StatusCode::kUnavailable);
+}
+
+TEST(Server, ListensOnIpv6Loopback) {
+  ServerOptions options = TestOptions();
+  options.listen = "[::1]:0";
+  if (Status probe = Server::Create(options, Echo).status(); !probe.ok()) {
+    GTEST_SKIP() << "no IPv6 loopback: " << probe.ToString();
+  }
+  TestServer ts(options, Echo);
+  Client client;
+  ASSERT_FALSE(client.Connect(ts.port(), "::1"));
+  BeastResponse res = client.Get("/v6");
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(JsonBody(res).at("remote_addr").as_string(), "::1");
+}
+
+// A self-signed certificate for "localhost" and its key, as PEM files in a temp dir.
+class TlsFiles {
+ public:
+  TlsFiles() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpunex_http_test_" + std::to_string(::getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::filesystem::create_directories(dir_);
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* cert = X509_new();
+    X509_set_version(cert, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+    X509_set_issuer_name(cert, name);
+    ok_ = key != nullptr && X509_sign(cert, key, EVP_sha256()) > 0;
+    FILE* f = std::fopen(cert_path().c_str(), "w");
+    ok_ = ok_ && f != nullptr && PEM_write_X509(f, cert) == 1;
+    if (f != nullptr) std::fclose(f);
+    f = std::fopen(key_path().c_str(), "w");
+    ok_ = ok_ && f != nullptr &&
+          PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+    if (f != nullptr) std::fclose(f);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+  }
+  ~TlsFiles() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  bool ok() const { return ok_; }
+  std::string cert_path() const { return (dir_ / "cert.pem").string(); }
+  std::string key_path() const { return (dir_ / "key.pem").string(); }
+
+ private:
+  std::filesystem::path dir_;
+  bool ok_ = false;
+};
+
+class TlsClient : public BasicClient<asio::ssl::stream<beast::tcp_stream>> {
+ public:
+  explicit TlsClient(asio::ssl::context& ctx) { stream_.emplace(ioc_, ctx); }
+  error_code Handshake() {
+    SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
+    return Run(
+        [&](auto handler) { stream_->async_handshake(asio::ssl::stream_base::client, handler); });
+  }
+};
+
+TEST(Server, ServesHttpsOnly) {
+  TlsFiles files;
+  ASSERT_TRUE(files.ok());
+  ServerOptions options = TestOptions();
+  options.tls_cert_file = files.cert_path();
+  options.tls_key_file = files.key_path();
+  TestServer ts(options, Echo);
+
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  ctx.load_verify_file(files.cert_path());
+  ctx.set_verify_mode(asio::ssl::verify_peer);
+  ctx.set_verify_callback(asio::ssl::host_name_verification("localhost"));
+  {
+    TlsClient client(ctx);
+    ASSERT_FALSE(client.Connect(ts.port()));
+    error_code ec = client.Handshake();
+    ASSERT_FALSE(ec) << ec.message();
+    BeastResponse a = client.Get("/secure?x=1");
+    EXPECT_EQ(a.result_int(), 200);
+    EXPECT_TRUE(JsonBody(a).at("tls").as_bool());
+    EXPECT_EQ(JsonBody(a).at("query").at("x").as_string(), "1");
+    EXPECT_EQ(client.Get("/again").result_int(), 200);  // keep-alive over TLS
+    BeastResponse closing =
+        client.Exchange(bhttp::verb::get, "/bye", "", {{"Connection", "close"}});
+    EXPECT_FALSE(closing.keep_alive());
+  }
+  {
+    // TLS 1.1 is refused.
+    asio::ssl::context old(asio::ssl::context::tls_client);
+    SSL_CTX_set_security_level(old.native_handle(), 0);
+    SSL_CTX_set_min_proto_version(old.native_handle(), TLS1_1_VERSION);
+    SSL_CTX_set_max_proto_version(old.native_handle(), TLS1_1_VERSION);
+    TlsClient client(old);
+    ASSERT_FALSE(client.Connect(ts.port()));
+    EXPECT_TRUE(client.Handshake());
+  }
+  {
+    // Plain HTTP on the HTTPS port gets no HTTP answer.
+    Client plain(ts.port());
+    ASSERT_FALSE(plain.WriteRaw("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    BeastResponse res;
+    EXPECT_TRUE(plain.Read(&res));
+  }
+}
+
+}  // namespace
+}  // namespace gpunex::platform::http

@@ -1,0 +1,204 @@
+// gpunexd: the platform server.
+//   gpunexd serve [--config FILE]
+//   gpunexd admin create --email E --password P [--name N] [--config FILE]
+//   gpunexd migrate [--config FILE]
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <iostream>
+#include <pthread.h>
+#include <thread>
+
+#include "common/log.h"
+#include "platform/accounts/accounts.h"
+#include "platform/api/api.h"
+#include "platform/applications/applications.h"
+#include "platform/catalog/catalog.h"
+#include "platform/config/config.h"
+#include "platform/http/metrics.h"
+#include "platform/http/router.h"
+#include "platform/http/server.h"
+#include "platform/notify/outbox.h"
+#include "platform/notify/smtp.h"
+#include "platform/providers/providers.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform {
+namespace {
+
+int Fail(const Status& st) {
+  LogError("gpunexd.failed", {{"error", st.ToString()}});
+  std::cerr << "gpunexd: " << st.ToString() << "\n";
+  return 1;
+}
+
+accounts::AccountsOptions AccountOptions(const Config& c) {
+  accounts::AccountsOptions o;
+  o.session_ttl_hours = c.session_ttl_hours;
+  o.login_max_failures = c.login_max_failures;
+  o.login_max_failures_ip = c.login_max_failures_ip;
+  o.login_window_minutes = c.login_window_minutes;
+  o.argon2_opslimit = c.argon2_opslimit;
+  o.argon2_memlimit_bytes = c.argon2_memlimit_bytes;
+  return o;
+}
+
+// Host part of the public URL, for Message-IDs.
+std::string MailDomain(const std::string& public_url) {
+  std::string rest = public_url.substr(public_url.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.find(':'));
+}
+
+StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) {
+  GPUNEX_ASSIGN_OR_RETURN(auto db, store::OpenDatabase(config.database_url, config.data_dir));
+  GPUNEX_RETURN_IF_ERROR(store::Migrate(*db));
+  GPUNEX_RETURN_IF_ERROR(catalog::SeedBuiltinModels(*db));
+  return db;
+}
+
+int Serve(Config config) {
+  // Signals are taken by a dedicated thread; block them everywhere else first.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Bind first, so that a derived public URL carries the real port (listen port 0).
+  http::ServerOptions so;
+  so.listen = config.listen;
+  so.max_body_bytes = config.max_body_bytes;
+  so.io_threads = config.io_threads;
+  so.worker_threads = config.worker_threads;
+  so.tls_cert_file = config.tls_cert_file;
+  so.tls_key_file = config.tls_key_file;
+  std::function<http::Response(http::Request&)> dispatch;
+  auto server = http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
+  if (!server.ok()) return Fail(server.status());
+  if (config.public_url_from_listen) {
+    std::string host = config.listen.substr(0, config.listen.rfind(':'));
+    config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host + ":" +
+                        std::to_string((*server)->port());
+  }
+
+  auto db = OpenAndMigrate(config);
+  if (!db.ok()) return Fail(db.status());
+  LogInfo("store.opened", {{"backend", (*db)->Backend()}});
+
+  accounts::Accounts accounts(**db, AccountOptions(config));
+  providers::Providers providers(**db);
+  auto calendar = applications::BusinessCalendar::Create(config.holidays);
+  if (!calendar.ok()) return Fail(calendar.status());
+  applications::ApplicationsOptions app_options;
+  app_options.public_url = config.public_url;
+  app_options.mail_domain = MailDomain(config.public_url);
+  app_options.target_business_days = config.review_target_business_days;
+  app_options.calendar = *calendar;
+  applications::Applications applications(**db, app_options);
+
+  http::Metrics metrics;
+  std::unique_ptr<notify::OutboxSender> outbox;
+  if (!config.smtp_url.empty()) {
+    notify::OutboxOptions o;
+    o.from = config.smtp_from;
+    o.poll_interval = std::chrono::milliseconds(config.outbox_poll_ms);
+    o.backoff_base = std::chrono::seconds(config.outbox_backoff_base_s);
+    o.max_attempts = config.outbox_max_attempts;
+    outbox = std::make_unique<notify::OutboxSender>(
+        **db, notify::CurlSmtpClient(config.smtp_url), o);
+    outbox->Start();
+  } else {
+    LogWarn("smtp.unconfigured",
+            {{"message", "no SMTP URL: emails wait in the outbox until one is configured"}});
+  }
+
+  std::atomic<bool> ready{false};
+  api::ApiContext ctx{config,
+                      **db,
+                      accounts,
+                      providers,
+                      applications,
+                      metrics,
+                      [&outbox] {
+                        if (outbox) outbox->Wake();
+                      },
+                      [&ready] { return ready.load(); }};
+  http::Router router(&metrics);
+  api::RegisterRoutes(router, ctx);
+
+  dispatch = [&router](http::Request& req) {
+    return api::WithCommonHeaders(req, router.Dispatch(req));
+  };
+
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LogInfo("gpunexd.stopping", {{"signal", sig}});
+    ready = false;
+    (*server)->Shutdown();
+  });
+  ready = true;
+  LogInfo("gpunexd.started", {{"port", (*server)->port()},
+                             {"tls", !config.tls_cert_file.empty()},
+                             {"public_url", config.public_url}});
+  (*server)->Run();
+  if (outbox) outbox->Stop();
+  // Run() returned because of a signal, so the signal thread has finished or is about to.
+  signal_thread.join();
+  LogInfo("gpunexd.stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpunex::platform
+
+int main(int argc, char** argv) {
+  using namespace gpunex;
+  using namespace gpunex::platform;
+  CLI::App app{"gpunexd: the gpunex platform server"};
+  app.require_subcommand(1);
+  std::string config_path;
+
+  auto* serve = app.add_subcommand("serve", "serve the API and dashboard");
+  serve->add_option("--config", config_path, "TOML configuration file");
+
+  auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
+  migrate->add_option("--config", config_path, "TOML configuration file");
+
+  auto* admin = app.add_subcommand("admin", "administration");
+  admin->require_subcommand(1);
+  auto* create = admin->add_subcommand("create", "create an admin (or make a user admin)");
+  std::string email, password, name;
+  create->add_option("--email", email, "email")->required();
+  create->add_option("--password", password, "password (at least 10 characters)")->required();
+  create->add_option("--name", name, "display name");
+  create->add_option("--config", config_path, "TOML configuration file");
+
+  CLI11_PARSE(app, argc, argv);
+
+  auto config = LoadConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "gpunexd: " << config.status().ToString() << "\n";
+    return 2;
+  }
+  LogLevel level = LogLevel::kInfo;
+  ParseLogLevel(config->log_level, &level);
+  SetLogLevel(level);
+
+  if (*serve) return Serve(*config);
+  auto db = OpenAndMigrate(*config);
+  if (!db.ok()) return Fail(db.status());
+  if (*migrate) {
+    std::cout << "schema at version " << store::LatestSchemaVersion() << "\n";
+    return 0;
+  }
+  accounts::Accounts accounts(**db, AccountOptions(*config));
+  auto user = accounts.CreateAdmin(email, password, name);
+  if (!user.ok()) return Fail(user.status());
+  std::cout << "admin " << user->email << " (" << user->id << ") ready\n";
+  return 0;
+}

@@ -1,0 +1,91 @@
+// Notifications (SPEC NTF-1): what gpunexd tells a person about events that concern
+// them, by email and in the dashboard.
+//
+// Both kinds of message are written inside the caller's transaction, in the same commit
+// as the event that causes them: either the event and its messages are durable together
+// or neither is. Emails go to a durable outbox (table email_outbox) that OutboxSender
+// (outbox.h) delivers in the background, at least once; dashboard notifications go to
+// table notifications, listed and marked read here.
+//
+// Thread-safety: free functions; a Tx belongs to the thread running its callback.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::notify {
+
+// An email to one recipient, as the domain composes it.
+struct Email {
+  std::string to;       // "user@example.com" or "Name <user@example.com>"
+  std::string subject;  // UTF-8, one line
+  std::string body;     // UTF-8 plain text; '\n' line ends
+  std::string kind;     // what caused it, for logs and metrics: "application.approved"
+};
+
+// Size limits enforced by EnqueueEmail (bytes).
+inline constexpr size_t kMaxEmailAddressLength = 320;
+inline constexpr size_t kMaxEmailSubjectLength = 998;
+inline constexpr size_t kMaxEmailBodyLength = 256 * 1024;
+
+// Adds `email` to the outbox in `tx`, status 'pending', due now. The message gets the
+// stable Message-ID "<outbox-id@message_id_domain>", which every delivery attempt
+// reuses so that recipients can recognise a repeat. Stores `id_out` (when not null)
+// with the outbox row id ("eml_...").
+// Fails with kInvalidArgument when the address or subject holds CR/LF (header
+// injection) or is malformed, when the body is not clean UTF-8 text, or when a field is
+// too long; with the Tx's status when the insert fails.
+// The caller should call OutboxSender::Wake() after its transaction commits.
+Status EnqueueEmail(store::Tx& tx, const Email& email, std::string_view message_id_domain,
+                    std::string* id_out = nullptr);
+
+// Adds an unread dashboard notification for `user_id` in `tx`. `link` is a dashboard
+// path such as "/applications/app_..."; "" for none. Fails with kInvalidArgument when
+// kind or title is empty or a text is not clean UTF-8; with the Tx's status otherwise
+// (a missing user fails the foreign key).
+Status AddNotification(store::Tx& tx, const std::string& user_id, std::string_view kind,
+                       std::string_view title, std::string_view body, std::string_view link = "");
+
+struct Notification {
+  std::string id;  // "ntf_..."
+  UnixMicros at = 0;
+  std::string kind;
+  std::string title;
+  std::string body;
+  std::string link;  // "" when none
+  bool read = false;
+};
+
+struct NotificationPage {
+  std::vector<Notification> items;  // newest first
+  std::string next_cursor;          // "" when there are no more
+  int64_t unread_count = 0;         // of all the user's notifications, not just this page
+};
+
+inline constexpr int kMaxNotificationPageSize = 100;
+
+// One page of `user_id`'s notifications, newest first (ids sort by creation time to the
+// millisecond). `cursor` is "" for the first page, or the opaque next_cursor of the
+// previous page. With `unread_only` only unread ones are listed.
+// Fails with kValidationFailed on field "limit" when limit is outside
+// 1..kMaxNotificationPageSize, on field "cursor" when the cursor was not made here.
+StatusOr<NotificationPage> ListNotifications(store::Database& db, const std::string& user_id,
+                                             int limit, const std::string& cursor,
+                                             bool unread_only);
+
+// Marks one of `user_id`'s notifications read; marking a read one again is OK.
+// Fails with kNotFound when no notification with that id belongs to `user_id` (whether
+// or not it exists for someone else).
+Status MarkNotificationRead(store::Database& db, const std::string& user_id,
+                            const std::string& notification_id);
+
+// Marks every unread notification of `user_id` read. Stores in `count_out` (when not
+// null) how many changed.
+Status MarkAllRead(store::Database& db, const std::string& user_id, int64_t* count_out = nullptr);
+
+}  // namespace gpunex::platform::notify

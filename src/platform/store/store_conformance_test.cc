@@ -1,0 +1,412 @@
+// The store conformance suite: one set of behaviours every Database backend must share,
+// instantiated for SQLite (always) and PostgreSQL (when GPUNEX_TEST_PG_URL names a
+// server, e.g. from `scripts/pg-test-server.sh start DIR`). Each test gets an empty
+// database: a fresh data directory for SQLite, a freshly created database for
+// PostgreSQL (dropped afterwards).
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::store {
+namespace {
+
+std::string RandomSuffix() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  std::lock_guard g(mu);
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 12; ++i) s += kHex[rng() % 16];
+  return s;
+}
+
+// `url` with its database name replaced by `dbname`.
+std::string WithDatabase(const std::string& url, const std::string& dbname) {
+  size_t authority = url.find("://");
+  authority = authority == std::string::npos ? 0 : authority + 3;
+  size_t query = url.find('?', authority);
+  size_t slash = url.find('/', authority);
+  std::string suffix = query == std::string::npos ? "" : url.substr(query);
+  if (slash == std::string::npos || (query != std::string::npos && slash > query)) {
+    slash = query == std::string::npos ? url.size() : query;
+  }
+  return url.substr(0, slash) + "/" + dbname + suffix;
+}
+
+// Runs one statement outside a transaction block (CREATE/DROP DATABASE refuse to run
+// inside one, so this cannot go through Database).
+Status AdminExec(const std::string& url, const std::string& sql) {
+  try {
+    pqxx::connection conn(url);
+    pqxx::nontransaction work(conn);
+    work.exec(sql);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Internal(e.what());
+  }
+}
+
+class StoreConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "sqlite") {
+      dir_ = std::filesystem::temp_directory_path() / ("gpunex_store_test_" + RandomSuffix());
+      auto db = OpenSqliteDatabase(dir_.string());
+      ASSERT_TRUE(db.ok()) << db.status().ToString();
+      db_ = std::move(*db);
+      return;
+    }
+    const char* url = std::getenv("GPUNEX_TEST_PG_URL");
+    if (url == nullptr || *url == '\0') {
+      GTEST_SKIP() << "GPUNEX_TEST_PG_URL is not set, so the PostgreSQL backend is not "
+                      "tested; start a server with `scripts/pg-test-server.sh start DIR` "
+                      "and set the variable to the URL it prints";
+    }
+    admin_url_ = url;
+    dbname_ = "gpunex_t_" + RandomSuffix();
+    Status st = AdminExec(admin_url_, "CREATE DATABASE " + dbname_);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    auto db = OpenPostgresDatabase(WithDatabase(admin_url_, dbname_));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(*db);
+  }
+
+  void TearDown() override {
+    db_.reset();
+    if (!dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+    if (!dbname_.empty()) {
+      Status st = AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + dbname_ + " WITH (FORCE)");
+      EXPECT_TRUE(st.ok()) << st.ToString();
+    }
+  }
+
+  // Runs statements, each in its own transaction; fails the test on the first error.
+  void Setup(const std::vector<std::string>& statements) {
+    for (const std::string& sql : statements) {
+      Status st = db_->Transact([&](Tx& tx) { return tx.Exec(sql).status(); });
+      ASSERT_TRUE(st.ok()) << sql << ": " << st.ToString();
+    }
+  }
+
+  StatusOr<Rows> ReadRows(const std::string& sql, const std::vector<Value>& params = {}) {
+    Rows rows;
+    Status st = db_->Read([&](Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(rows, tx.Query(sql, params));
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return rows;
+  }
+
+  int64_t Count(const std::string& table) {
+    auto rows = ReadRows("SELECT COUNT(*) FROM " + table);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? rows->at(0).Int(0) : -1;
+  }
+
+  std::filesystem::path dir_;
+  std::string admin_url_;
+  std::string dbname_;
+  std::unique_ptr<Database> db_;
+};
+
+TEST_P(StoreConformance, ReportsItsBackendAndPings) {
+  EXPECT_EQ(db_->Backend(), GetParam());
+  Status st = db_->Transact([&](Tx& tx) {
+    EXPECT_EQ(tx.Backend(), GetParam());
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  st = db_->Ping();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_P(StoreConformance, MigrateBringsEmptyDatabaseToLatestAndIsIdempotent) {
+  auto before = CurrentSchemaVersion(*db_);
+  // An empty database has no schema_migrations table yet; either answer is fine as long
+  // as it isn't a version.
+  if (before.ok()) {
+    EXPECT_EQ(*before, 0);
+  }
+
+  Status st = Migrate(*db_);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto version = CurrentSchemaVersion(*db_);
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_EQ(*version, LatestSchemaVersion());
+  int64_t recorded = Count("schema_migrations");
+
+  st = Migrate(*db_);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  version = CurrentSchemaVersion(*db_);
+  ASSERT_TRUE(version.ok()) << version.status().ToString();
+  EXPECT_EQ(*version, LatestSchemaVersion());
+  EXPECT_EQ(Count("schema_migrations"), recorded);
+}
+
+TEST_P(StoreConformance, RoundTripsEveryValueType) {
+  Setup({"CREATE TABLE vals (id BIGINT PRIMARY KEY, i BIGINT, d DOUBLE PRECISION, s TEXT)"});
+  const int64_t kBig = int64_t{1} << 62;
+  struct Case {
+    Value i, d, s;
+  };
+  const std::vector<Case> cases = {
+      {int64_t{0}, 0.0, std::string()},
+      {int64_t{1}, 0.5, std::string("plain")},
+      {int64_t{-1}, -1.25,
+       std::string("h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xE6\x97\xA5\xE6\x9C\xAC "
+                   "\xF0\x9F\x9A\x80")},
+      {kBig, 1e300, std::string("it's \"quoted\" and has a ? mark")},
+      {-kBig, -2.5e-300, std::string("line\nbreak\ttab \\ backslash")},
+      {std::numeric_limits<int64_t>::max(), 0.1, std::string(1000, 'x')},
+      {std::numeric_limits<int64_t>::min(), 123456789.125, std::string(" ")},
+      {nullptr, nullptr, nullptr},
+  };
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    for (size_t k = 0; k < cases.size(); ++k) {
+      GPUNEX_ASSIGN_OR_RETURN(
+          int64_t n, tx.Exec("INSERT INTO vals (id, i, d, s) VALUES (?, ?, ?, ?)",
+                             {static_cast<int64_t>(k), cases[k].i, cases[k].d, cases[k].s}));
+      if (n != 1) return Internal("inserted " + std::to_string(n) + " rows");
+    }
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+
+  auto rows = ReadRows("SELECT id, i, d, s FROM vals ORDER BY id");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), cases.size());
+  for (size_t k = 0; k < cases.size(); ++k) {
+    SCOPED_TRACE("row " + std::to_string(k));
+    const Row& r = (*rows)[k];
+    ASSERT_EQ(r.size(), 4u);
+    EXPECT_EQ(r.Int(0), static_cast<int64_t>(k));
+    // Exact cell types: BIGINT reads as int64, DOUBLE PRECISION as double, TEXT as text.
+    EXPECT_EQ(r[1], cases[k].i);
+    EXPECT_EQ(r[2], cases[k].d);
+    EXPECT_EQ(r[3], cases[k].s);
+  }
+  EXPECT_TRUE((*rows)[7].IsNull(1));
+  EXPECT_FALSE((*rows)[7].OptStr(3).has_value());
+  EXPECT_EQ((*rows)[3].Int(1), kBig);
+  EXPECT_EQ((*rows)[4].Int(1), -kBig);
+
+  // Parameters in WHERE clauses compare with the stored values exactly.
+  rows = ReadRows("SELECT id FROM vals WHERE i = ? AND d = ? AND s = ?",
+                  {cases[2].i, cases[2].d, cases[2].s});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].Int(0), 2);
+  rows = ReadRows("SELECT COUNT(*) FROM vals WHERE i IS NULL AND d IS NULL AND s IS NULL");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ((*rows)[0].Int(0), 1);
+}
+
+TEST_P(StoreConformance, ReturningGivesTheWrittenRows) {
+  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 7)"});
+  Rows inserted, updated;
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(inserted, tx.Query("INSERT INTO items (id) VALUES (?), (?) "
+                                               "RETURNING id, n",
+                                               {std::string("a"), std::string("b")}));
+    GPUNEX_ASSIGN_OR_RETURN(updated, tx.Query("UPDATE items SET n = n + ? WHERE id = ? RETURNING n",
+                                              {int64_t{5}, std::string("b")}));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(inserted.size(), 2u);
+  std::map<std::string, int64_t> got;
+  for (const Row& r : inserted) got[r.Str(0)] = r.Int(1);
+  EXPECT_EQ(got, (std::map<std::string, int64_t>{{"a", 7}, {"b", 7}}));
+  ASSERT_EQ(updated.size(), 1u);
+  EXPECT_EQ(updated[0].Int(0), 12);
+}
+
+TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
+  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, note TEXT NOT NULL)"});
+  int64_t first = -1, second = -1;
+  Rows returned;
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    const char* sql = "INSERT INTO items (id, note) VALUES (?, ?) ON CONFLICT (id) DO NOTHING";
+    GPUNEX_ASSIGN_OR_RETURN(first, tx.Exec(sql, {std::string("k"), std::string("first")}));
+    GPUNEX_ASSIGN_OR_RETURN(second, tx.Exec(sql, {std::string("k"), std::string("second")}));
+    GPUNEX_ASSIGN_OR_RETURN(
+        returned, tx.Query("INSERT INTO items (id, note) VALUES (?, ?) ON CONFLICT DO NOTHING "
+                           "RETURNING id",
+                           {std::string("k"), std::string("third")}));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 0);
+  EXPECT_TRUE(returned.empty());
+  auto rows = ReadRows("SELECT note FROM items WHERE id = ?", {std::string("k")});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].Str(0), "first");
+}
+
+TEST_P(StoreConformance, UniqueViolationIsAlreadyExistsAndRollsBack) {
+  Setup({"CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE)",
+         "INSERT INTO users (id, email) VALUES ('u1', 'a@example.com')"});
+  Status seen;
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO users (id, email) VALUES (?, ?)",
+                                   {std::string("u2"), std::string("b@example.com")})
+                               .status());
+    seen = tx.Exec("INSERT INTO users (id, email) VALUES (?, ?)",
+                   {std::string("u3"), std::string("a@example.com")})
+               .status();
+    return seen;
+  });
+  EXPECT_EQ(seen.code(), StatusCode::kAlreadyExists) << seen.ToString();
+  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists) << st.ToString();
+  EXPECT_EQ(Count("users"), 1);  // u2, written before the violation, was rolled back
+
+  // The pool's connection is usable again afterwards.
+  st = db_->Transact([&](Tx& tx) {
+    return tx.Exec("INSERT INTO users (id, email) VALUES ('u2', 'b@example.com')").status();
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Count("users"), 2);
+}
+
+TEST_P(StoreConformance, CallbackErrorRollsBack) {
+  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
+  int calls = 0;
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    ++calls;
+    GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO items (id) VALUES ('x')").status());
+    return FailedPrecondition("changed my mind");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.message(), "changed my mind");
+  EXPECT_EQ(calls, 1);  // not a conflict: not retried
+  EXPECT_EQ(Count("items"), 0);
+}
+
+TEST_P(StoreConformance, CommittedWriteIsVisibleToLaterRead) {
+  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"});
+  Status st = db_->Transact([&](Tx& tx) {
+    return tx.Exec("INSERT INTO items (id, n) VALUES (?, ?)", {std::string("a"), int64_t{42}})
+        .status();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto rows = ReadRows("SELECT n FROM items WHERE id = ?", {std::string("a")});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].Int(0), 42);
+
+  // And Exec counts the rows a statement changed.
+  int64_t changed = -1;
+  st = db_->Transact([&](Tx& tx) -> Status {
+    GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO items (id, n) VALUES ('b', 1), ('c', 1)").status());
+    GPUNEX_ASSIGN_OR_RETURN(changed, tx.Exec("UPDATE items SET n = n + 1"));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(changed, 3);
+}
+
+TEST_P(StoreConformance, ReadSeesOneSnapshot) {
+  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY)", "INSERT INTO items (id) VALUES ('a')"});
+  int64_t first = -1, second = -1;
+  Status st = db_->Read([&](Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(Rows r1, tx.Query("SELECT COUNT(*) FROM items"));
+    first = r1.at(0).Int(0);
+    // Another transaction (on another pooled connection) commits meanwhile.
+    Status w = db_->Transact(
+        [](Tx& other) { return other.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
+    if (!w.ok()) return w;
+    GPUNEX_ASSIGN_OR_RETURN(Rows r2, tx.Query("SELECT COUNT(*) FROM items"));
+    second = r2.at(0).Int(0);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 1);
+  EXPECT_EQ(Count("items"), 2);
+}
+
+TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
+  Setup({"CREATE TABLE counters (id TEXT PRIMARY KEY, n BIGINT NOT NULL)",
+         "INSERT INTO counters (id, n) VALUES ('c', 0)"});
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 25;
+  std::atomic<int> failures{0};
+  std::atomic<int> attempts{0};
+  std::atomic<int> most_attempts{0};  // of one Transact call
+  std::mutex mu;
+  Status first_failure;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < kPerThread; ++k) {
+        // Read-modify-write: without serialisation two transactions would read the same
+        // value and one increment would be lost.
+        int tries = 0;
+        Status st = db_->Transact([&](Tx& tx) -> Status {
+          attempts++;
+          tries++;
+          GPUNEX_ASSIGN_OR_RETURN(Rows r, tx.Query("SELECT n FROM counters WHERE id = 'c'"));
+          return tx.Exec("UPDATE counters SET n = ? WHERE id = 'c'", {r.at(0).Int(0) + 1}).status();
+        });
+        int most = most_attempts.load();
+        while (tries > most && !most_attempts.compare_exchange_weak(most, tries)) {
+        }
+        if (!st.ok()) {
+          failures++;
+          std::lock_guard g(mu);
+          if (first_failure.ok()) first_failure = st;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure.ToString();
+  auto rows = ReadRows("SELECT n FROM counters WHERE id = 'c'");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ((*rows)[0].Int(0), kThreads * kPerThread);
+  RecordProperty("attempts", attempts.load());
+  RecordProperty("most_attempts", most_attempts.load());
+}
+
+TEST_P(StoreConformance, PlaceholderInsideStringLiteralIsText) {
+  Setup({"CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL)"});
+  Status st = db_->Transact([&](Tx& tx) {
+    return tx.Exec("INSERT INTO notes (id, body) VALUES (?, 'is it ''?'' or \"?\"')", {int64_t{7}})
+        .status();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto rows = ReadRows("SELECT body FROM notes WHERE id = ? AND body <> '?'", {int64_t{7}});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].Str(0), "is it '?' or \"?\"");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+}  // namespace
+}  // namespace gpunex::platform::store

@@ -1,0 +1,779 @@
+"""End-to-end test harness for gpunexd.
+
+Starts real gpunexd processes (binary from $GPUNEXD) on a throw-away data directory,
+talks to them over HTTP with http.client, and collects the emails they send with an
+in-process SMTP sink (aiosmtpd). Standard library + Debian's python3-aiosmtpd only:
+run with /usr/bin/python3.
+
+Backends: SQLite always; PostgreSQL when $GPUNEX_TEST_PG_URL names a throw-away server
+(scripts/pg-test-server.sh start DIR prints one). Each PostgreSQL test gets a fresh
+database (CREATE DATABASE through psql) that is dropped afterwards.
+
+Environment:
+  GPUNEXD              path to the gpunexd binary (required; CTest sets it)
+  GPUNEX_SOURCE_DIR    the repository root (for the route table check)
+  GPUNEX_TEST_PG_URL   postgresql://postgres@127.0.0.1:PORT/postgres (optional)
+  GPUNEX_E2E_KEEP      keep data directories and logs of finished tests (debugging)
+"""
+
+import asyncio
+import email
+import email.policy
+import email.utils
+import hashlib
+import http.client
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import uuid
+
+from aiosmtpd.controller import Controller
+
+PUBLIC_URL = "https://gpunex.test"
+ADMIN_EMAIL = "admin@gpunex.test"
+ADMIN_PASSWORD = "admin-password-123"
+PASSWORD = "correct-horse-battery"
+
+AGENT_TOKEN_RE = re.compile(r"gpx_a_[A-Za-z0-9_-]{43}")
+START_TIMEOUT_S = 20.0
+
+PG_URL = os.environ.get("GPUNEX_TEST_PG_URL", "").strip()
+PG_SKIP_REASON = ("GPUNEX_TEST_PG_URL is not set: start a throw-away server with "
+                  "`U=$(scripts/pg-test-server.sh start /tmp/pgx)` and export "
+                  "GPUNEX_TEST_PG_URL=$U to run the PostgreSQL variants")
+
+
+def gpunexd_binary():
+    path = os.environ.get("GPUNEXD", "")
+    if not path:
+        raise unittest.SkipTest("GPUNEXD is not set (the path of the gpunexd binary); "
+                                "run through ctest or export GPUNEXD")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"GPUNEXD={path} is not an executable file")
+    return path
+
+
+def source_dir():
+    d = os.environ.get("GPUNEX_SOURCE_DIR")
+    if d:
+        return d
+    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unique_email(tag="user"):
+    return f"{tag}-{uuid.uuid4().hex[:12]}@example.com"
+
+
+# --------------------------------------------------------------------------- SMTP sink
+
+
+class SinkMessage:
+    """One message accepted by the sink."""
+
+    def __init__(self, envelope):
+        self.raw = envelope.original_content or envelope.content
+        if isinstance(self.raw, str):
+            self.raw = self.raw.encode("utf-8")
+        self.mail_from = envelope.mail_from
+        self.rcpt_tos = list(envelope.rcpt_tos)
+        msg = email.message_from_bytes(self.raw, policy=email.policy.default)
+        self.message_id = str(msg["Message-ID"] or "").strip()
+        self.to = str(msg["To"] or "")
+        self.subject = str(msg["Subject"] or "")
+        self.from_ = str(msg["From"] or "")
+        self.headers = msg
+        try:
+            self.body = msg.get_content()
+        except (KeyError, LookupError):
+            payload = msg.get_payload(decode=True) or b""
+            self.body = payload.decode("utf-8", errors="replace")
+        self.received_at = time.monotonic()
+
+    @property
+    def to_addr(self):
+        """The bare address of the To header, lower case."""
+        return email.utils.parseaddr(self.to)[1].lower()
+
+    def __repr__(self):
+        return f"<mail to={self.to!r} subject={self.subject!r} id={self.message_id}>"
+
+
+class _SinkHandler:
+    def __init__(self, sink):
+        self.sink = sink
+
+    async def handle_DATA(self, server, session, envelope):
+        self.sink._data_started()
+        delay = self.sink.delay_s
+        if delay:
+            # The reply is held back: a client that dies now never gets its 250, and the
+            # message is not accepted (aiosmtpd cancels this coroutine on disconnect).
+            await asyncio.sleep(delay)
+        self.sink._accept(SinkMessage(envelope))
+        return "250 Message accepted for delivery"
+
+
+class SmtpSink:
+    """An SMTP server on 127.0.0.1 that keeps every accepted message.
+
+    `delay_s` (settable at any time) delays the final 250 to DATA, so that a message can
+    be in flight when the client dies; such a message is not counted as accepted.
+    """
+
+    def __init__(self, delay_s=0.0):
+        self.delay_s = delay_s
+        self.messages = []
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self.data_started = 0  # DATA commands seen (accepted or not)
+        self.port = free_port()
+        self.controller = Controller(_SinkHandler(self), hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    @property
+    def url(self):
+        return f"smtp://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.controller.stop()
+
+    def _data_started(self):
+        with self._cv:
+            self.data_started += 1
+            self._cv.notify_all()
+
+    def _accept(self, m):
+        with self._cv:
+            self.messages.append(m)
+            self._cv.notify_all()
+
+    def snapshot(self):
+        with self._lock:
+            return list(self.messages)
+
+    def wait_for(self, predicate, timeout, what="messages"):
+        """Waits until predicate(list of messages) is true; returns the list."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                msgs = list(self.messages)
+                if predicate(msgs):
+                    return msgs
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        f"timed out after {timeout}s waiting for {what}; the sink has "
+                        f"{len(msgs)}: " + "; ".join(f"{m.to} / {m.subject}" for m in msgs))
+                self._cv.wait(min(left, 0.2))
+
+    def wait_data_started(self, count, timeout):
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while self.data_started < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no SMTP DATA #{count} within {timeout}s")
+                self._cv.wait(min(left, 0.2))
+
+    def for_addr(self, addr):
+        addr = addr.lower()
+        return [m for m in self.snapshot() if m.to_addr == addr]
+
+    def wait_for_addr(self, addr, count, timeout=15.0):
+        addr = addr.lower()
+        return [m for m in self.wait_for(
+            lambda ms: len([m for m in ms if m.to_addr == addr]) >= count, timeout,
+            what=f"{count} message(s) to {addr}") if m.to_addr == addr]
+
+
+# --------------------------------------------------------------------------- HTTP client
+
+
+class Response:
+    def __init__(self, status, headers, raw):
+        self.status = status
+        self.headers = headers  # list of (name, value)
+        self.raw = raw
+        self.body = None
+        if raw:
+            try:
+                self.body = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                self.body = None
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def header_all(self, name):
+        name = name.lower()
+        return [v for k, v in self.headers if k.lower() == name]
+
+    def __repr__(self):
+        text = self.raw[:600].decode("utf-8", errors="replace") if self.raw else ""
+        return f"<HTTP {self.status} {text}>"
+
+
+class Client:
+    """A tiny JSON client for one gpunexd. A new connection per request keeps it
+    thread-safe and independent of keep-alive state."""
+
+    def __init__(self, port, token=None, timeout=30.0):
+        self.port = port
+        self.token = token
+        self.timeout = timeout
+
+    def with_token(self, token):
+        return Client(self.port, token, self.timeout)
+
+    def request(self, method, path, body=None, *, token=None, raw=None, content_type=None,
+                headers=None, query=None):
+        """`body` is JSON-encoded (Content-Type application/json unless `content_type`);
+        `raw` (bytes/str) is sent as is, with `content_type` if given. `token` overrides
+        the client's bearer token; token="" sends none."""
+        if query:
+            path = path + "?" + urllib.parse.urlencode(query)
+        hdrs = {}
+        tok = self.token if token is None else token
+        if tok:
+            hdrs["Authorization"] = f"Bearer {tok}"
+        data = None
+        if raw is not None:
+            # Raw bodies carry exactly the Content-Type given (none when None).
+            data = raw.encode("utf-8") if isinstance(raw, str) else raw
+            if content_type:
+                hdrs["Content-Type"] = content_type
+        elif body is not None:
+            data = json.dumps(body).encode("utf-8")
+            hdrs["Content-Type"] = content_type or "application/json"
+        elif content_type:
+            hdrs["Content-Type"] = content_type
+        if headers:
+            hdrs.update(headers)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        try:
+            try:
+                conn.request(method, path, body=data, headers=hdrs)
+            except (BrokenPipeError, ConnectionResetError):
+                # The server may answer (413) and close before the whole body is sent;
+                # the answer is still readable.
+                pass
+            resp = conn.getresponse()
+            payload = resp.read()
+            return Response(resp.status, resp.getheaders(), payload)
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def put(self, path, body=None, **kw):
+        return self.request("PUT", path, body, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+API = "/api/v1"
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def _psql(url, sql, *, tuples=True):
+    args = ["psql", url, "-v", "ON_ERROR_STOP=1", "-X", "-q"]
+    if tuples:
+        args += ["-A", "-t", "-F", "\x1f", "-R", "\x1e"]
+    args += ["-c", sql]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed ({out.returncode}): {out.stderr.strip()}\nSQL: {sql}")
+    return out.stdout
+
+
+def _with_dbname(url, dbname):
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query,
+                                    parts.fragment))
+
+
+class SqliteBackend:
+    name = "sqlite"
+
+    def __init__(self, data_dir):
+        self.data_dir = data_dir
+        self.database_url = ""
+
+    @property
+    def db_path(self):
+        return os.path.join(self.data_dir, "gpunex.db")
+
+    def query(self, sql, params=()):
+        """Rows as tuples of Python values (ints stay ints)."""
+        conn = sqlite3.connect(self.db_path, timeout=30)
+        try:
+            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+        finally:
+            conn.close()
+
+    def tables(self):
+        return sorted(r[0] for r in self.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
+
+    def drop(self):
+        pass
+
+
+class PostgresBackend:
+    name = "postgresql"
+
+    def __init__(self, server_url):
+        self.server_url = server_url
+        self.dbname = "gpunex_e2e_" + uuid.uuid4().hex[:16]
+        _psql(server_url, f'CREATE DATABASE "{self.dbname}"', tuples=False)
+        self.database_url = _with_dbname(server_url, self.dbname)
+
+    def query(self, sql, params=()):
+        """Rows as tuples of strings (None for NULL is not distinguished: '' ).
+
+        `params` are substituted client-side as quoted literals (test data only)."""
+        if params:
+            parts = sql.split("?")
+            assert len(parts) == len(params) + 1, "placeholder count"
+            out = parts[0]
+            for p, rest in zip(params, parts[1:]):
+                if isinstance(p, (int, float)):
+                    lit = str(p)
+                else:
+                    lit = "'" + str(p).replace("'", "''") + "'"
+                out += lit + rest
+            sql = out
+        text = _psql(self.database_url, sql)
+        rows = []
+        for rec in text.split("\x1e"):
+            rec = rec.strip("\n")
+            if rec == "":
+                continue
+            rows.append(tuple(_pg_value(v) for v in rec.split("\x1f")))
+        return rows
+
+    def tables(self):
+        return sorted(r[0] for r in self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+            "AND table_type = 'BASE TABLE'"))
+
+    def drop(self):
+        try:
+            _psql(self.server_url, f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)',
+                  tuples=False)
+        except Exception:  # best effort: the server is throw-away
+            pass
+
+
+def _pg_value(v):
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    return v
+
+
+# --------------------------------------------------------------------------- gpunexd
+
+
+class Gpunexd:
+    """One gpunexd on its own data dir (and database). start() / kill() / restart() keep
+    the data; stop() ends it gracefully."""
+
+    def __init__(self, backend_name="sqlite", smtp_url=None, extra_toml=""):
+        self.binary = gpunexd_binary()
+        self.tmp = tempfile.mkdtemp(prefix="gpunex-e2e-")
+        self.data_dir = os.path.join(self.tmp, "data")
+        os.makedirs(self.data_dir)
+        self.config_path = os.path.join(self.tmp, "gpunexd.toml")
+        if backend_name == "postgresql":
+            if not PG_URL:
+                raise unittest.SkipTest(PG_SKIP_REASON)
+            self.backend = PostgresBackend(PG_URL)
+        else:
+            self.backend = SqliteBackend(self.data_dir)
+        self.smtp_url = smtp_url
+        self._write_config(extra_toml)
+        self.proc = None
+        self.port = None
+        self.starts = 0
+        self.log_paths = []
+
+    # -- configuration
+
+    def _write_config(self, extra_toml):
+        def q(s):
+            return json.dumps(s)  # a TOML basic string is JSON-compatible for our values
+
+        lines = [
+            'listen = "127.0.0.1:0"',
+            f"data_dir = {q(self.data_dir)}",
+            f"public_url = {q(PUBLIC_URL)}",
+            'log_level = "info"',
+        ]
+        lines += [
+            "",
+            "[auth]",
+            "argon2_opslimit = 1",
+            "argon2_memlimit_bytes = 8192",
+            "login_max_failures_ip = 100000",
+            "login_max_failures = 1000",
+        ]
+        if self.smtp_url:
+            lines += [
+                "",
+                "[smtp]",
+                f"url = {q(self.smtp_url)}",
+                'from = "gpunex <no-reply@gpunex.test>"',
+                "poll_ms = 100",
+                "backoff_base_seconds = 1",
+            ]
+        with open(self.config_path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n" + extra_toml)
+
+    def env(self):
+        # The caller's GPUNEX_* overrides must not leak in; the database URL is passed the
+        # documented way, as GPUNEX_DATABASE_URL (for serve and admin create alike).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUNEX_")}
+        if self.backend.database_url:
+            env["GPUNEX_DATABASE_URL"] = self.backend.database_url
+        return env
+
+    # -- process control
+
+    def start(self, timeout=START_TIMEOUT_S):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.starts += 1
+        log_path = os.path.join(self.tmp, f"gpunexd.{self.starts}.log")
+        self.log_paths.append(log_path)
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen([self.binary, "serve", "--config", self.config_path],
+                                     stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.PIPE, env=self.env(), cwd=self.tmp)
+        lines = queue.Queue()
+
+        def pump(stream, sink):
+            # Copies stderr to the log file; hands lines to the waiter until the port is
+            # known, then keeps draining so that gpunexd never blocks on a full pipe.
+            for line in iter(stream.readline, b""):
+                sink.write(line)
+                sink.flush()
+                lines.put(line)
+            lines.put(None)
+
+        self._pump = threading.Thread(target=pump, args=(self.proc.stderr, self._log),
+                                      daemon=True)
+        self._pump.start()
+        deadline = time.monotonic() + timeout
+        port = None
+        while port is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._fail_start(f"no http.listening log line within {timeout}s")
+            try:
+                line = lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if line is None:
+                self.proc.wait(timeout=5)
+                self._fail_start(f"gpunexd exited with status {self.proc.returncode}")
+            try:
+                ev = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(ev, dict) and ev.get("event") == "http.listening" and ev.get("port"):
+                port = int(ev["port"])
+        self.port = port
+        # The first http.listening line comes from the HTTP server itself; wait until the
+        # process says it is ready.
+        c = self.client()
+        while True:
+            try:
+                if c.get("/readyz").status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self._fail_start("/readyz did not answer 200")
+            time.sleep(0.05)
+        return self
+
+    def _fail_start(self, why):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        time.sleep(0.1)
+        with open(self.log_paths[-1], "rb") as f:
+            stderr = f.read().decode("utf-8", errors="replace")
+        raise RuntimeError(f"gpunexd did not start: {why}\n--- stderr ---\n{stderr[-8000:]}")
+
+    def kill(self):
+        """SIGKILL: no shutdown, no flush."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self._close_log()
+
+    def stop(self, timeout=15):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_log()
+
+    def _close_log(self):
+        if getattr(self, "_pump", None):
+            self._pump.join(timeout=5)
+            self._pump = None
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
+        if getattr(self, "_log", None):
+            self._log.close()
+            self._log = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def cleanup(self, keep=False):
+        self.stop()
+        self.backend.drop()
+        if not keep and not os.environ.get("GPUNEX_E2E_KEEP"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def logs(self):
+        out = []
+        for p in self.log_paths:
+            try:
+                with open(p, "rb") as f:
+                    out.append(f.read().decode("utf-8", errors="replace"))
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    # -- helpers
+
+    def client(self, token=None):
+        return Client(self.port, token)
+
+    def create_admin(self, email=ADMIN_EMAIL, password=ADMIN_PASSWORD, name="Rita Reviewer"):
+        out = subprocess.run([self.binary, "admin", "create", "--email", email, "--password",
+                              password, "--name", name, "--config", self.config_path],
+                             capture_output=True, text=True, timeout=60, env=self.env())
+        if out.returncode != 0:
+            raise RuntimeError(f"gpunexd admin create failed ({out.returncode}):\n"
+                               f"{out.stdout}\n{out.stderr}")
+        return out.stdout
+
+    def signup(self, email=None, password=PASSWORD, name="Test User"):
+        email = email or unique_email()
+        r = self.client().post(f"{API}/auth/signup",
+                               {"email": email, "password": password, "name": name})
+        if r.status != 201:
+            raise AssertionError(f"signup {email}: {r}")
+        return r.body["user"]
+
+    def login(self, email, password=PASSWORD):
+        r = self.client().post(f"{API}/auth/login", {"email": email, "password": password})
+        if r.status != 200:
+            raise AssertionError(f"login {email}: {r}")
+        return r
+
+    def user(self, name="Test User", email=None):
+        """Signs up and logs in a new user; returns a User."""
+        email = email or unique_email(name.split()[0].lower())
+        u = self.signup(email, name=name)
+        r = self.login(email)
+        return User(self, email, u["id"], r.body["token"], r.body)
+
+    def admin(self):
+        self.create_admin()
+        r = self.login(ADMIN_EMAIL, ADMIN_PASSWORD)
+        return User(self, ADMIN_EMAIL, r.body["user"]["id"], r.body["token"], r.body,
+                    ADMIN_PASSWORD)
+
+    def outbox(self):
+        return self.backend.query(
+            "SELECT id, to_addr, subject, body, message_id, kind, status, attempts, "
+            "lease_until, last_error FROM email_outbox ORDER BY id")
+
+
+class User:
+    def __init__(self, server, email, user_id, token, login_body=None, password=PASSWORD):
+        self.server = server
+        self.email = email
+        self.password = password
+        self.id = user_id
+        self.token = token
+        self.login_body = login_body or {}
+
+    @property
+    def c(self):
+        return self.server.client(self.token)
+
+
+class ServerTestCase(unittest.TestCase):
+    """Gives each test its own gpunexd (`self.srv`) and SMTP sink (`self.sink`).
+    Subclasses set BACKEND ("sqlite" or "postgresql")."""
+
+    BACKEND = "sqlite"
+    SMTP = True
+    SINK_DELAY_S = 0.0
+
+    def setUp(self):
+        if self.BACKEND == "postgresql" and not PG_URL:
+            self.skipTest(PG_SKIP_REASON)
+        self.sink = SmtpSink(self.SINK_DELAY_S) if self.SMTP else None
+        self.addCleanup(self._stop_sink)
+        self.srv = Gpunexd(self.BACKEND, self.sink.url if self.sink else None)
+        self.addCleanup(self._cleanup_server)
+        self.srv.start()
+
+    def _stop_sink(self):
+        if self.sink:
+            self.sink.stop()
+
+    def _cleanup_server(self):
+        failed = self._outcome_failed()
+        if failed:
+            print(f"\n--- gpunexd logs (data kept in {self.srv.tmp}) ---\n"
+                  + self.srv.logs()[-6000:])
+        self.srv.cleanup(keep=failed)
+
+    def _outcome_failed(self):
+        outcome = getattr(self, "_outcome", None)
+        if outcome is None:
+            return False
+        result = getattr(outcome, "result", None)
+        if result is None:
+            return False
+        for test, _ in list(getattr(result, "failures", [])) + list(getattr(result, "errors", [])):
+            if test is self:
+                return True
+        return False
+
+    # -- assertions
+
+    def assertStatus(self, resp, status, msg=""):
+        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
+
+    def assertError(self, resp, status, fields=(), code=None, msg=""):
+        """The error shape {"error": {"code", "message", "fields"?}} with the named fields."""
+        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
+        self.assertIsInstance(resp.body, dict, f"{msg} body is not a JSON object: {resp!r}")
+        self.assertIn("error", resp.body, msg)
+        err = resp.body["error"]
+        self.assertIsInstance(err.get("code"), str, f"{msg} error.code {resp!r}")
+        self.assertTrue(err["code"], msg)
+        self.assertIsInstance(err.get("message"), str, f"{msg} error.message {resp!r}")
+        self.assertTrue(err["message"], msg)
+        if code:
+            self.assertEqual(err["code"], code, f"{msg} {resp!r}")
+        if fields:
+            self.assertIsInstance(err.get("fields"), dict, f"{msg} error.fields {resp!r}")
+            for f in fields:
+                self.assertIn(f, err["fields"], f"{msg} field {f!r} not named: {resp!r}")
+                self.assertIsInstance(err["fields"][f], str)
+                self.assertTrue(err["fields"][f])
+        return err
+
+
+# --------------------------------------------------------------------------- data
+
+
+def gpu_entry(model="h100-sxm-80gb", quantity=8, ram=1024, up=10, down=10, availability=None,
+              city="Milan", country="IT", region="eu-south", model_other=None):
+    return {
+        "model": model,
+        "model_other": model_other,
+        "quantity": quantity,
+        "system_ram_gb": ram,
+        "upload_gbps": up,
+        "download_gbps": down,
+        "availability": availability or {"kind": "always"},
+        "location": {"city": city, "country": country, "region": region},
+    }
+
+
+def enterprise_application(email, full_name="Ada Lovelace", company="Analytical Engines DC"):
+    """Complete and Enterprise-worthy: UPS, 24/7, 12 months, >= 1 Gbps everywhere."""
+    return {
+        "contact": {"full_name": full_name, "email": email, "company": company},
+        "gpus": [
+            gpu_entry("h100-sxm-80gb", 8, 1024, 10, 10),
+            gpu_entry("a100-sxm-80gb", 4, 512, 2.5, 5, city="Frankfurt", country="DE",
+                      region="eu-central"),
+            gpu_entry("other", 2, 256, 1, 1, model_other="NVIDIA B200 192GB", city="Paris",
+                      country="FR", region="eu-west"),
+        ],
+        "infrastructure": {"ups": True, "commitment_months": 12,
+                           "maintenance_notes": "2-hour window on the first Sunday of each month"},
+    }
+
+
+def community_application(email, full_name="Bob Builder"):
+    return {
+        "contact": {"full_name": full_name, "email": email, "company": ""},
+        "gpus": [gpu_entry("rtx4090-24gb", 2, 64, 0.5, 0.9, availability={
+            "kind": "schedule", "timezone": "Europe/Rome",
+            "windows": [{"days": ["mon", "tue", "wed"], "start": "08:00", "end": "20:00"},
+                        {"days": ["sat"], "start": "00:00", "end": "24:00"}]})],
+        "infrastructure": {"ups": False, "commitment_months": 0, "maintenance_notes": ""},
+    }
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def approved_provider(srv, admin, name="Prov", tier="community", sink=None):
+    """A new user whose application is approved; returns (User, application id, token
+    from the approval email or None when no sink)."""
+    u = srv.user(f"{name} Person")
+    contact = unique_email(name.lower() + "-contact")
+    body = enterprise_application(contact, full_name=f"{name} Person")
+    body["submit"] = True
+    r = u.c.post(f"{API}/provider-applications", body)
+    assert r.status == 201, r
+    app_id = r.body["id"]
+    r = admin.c.post(f"{API}/provider-applications/{app_id}/decision",
+                     {"decision": "approve", "tier": tier})
+    assert r.status == 200, r
+    token = None
+    if sink is not None:
+        msgs = sink.wait_for_addr(contact, 2)
+        for m in msgs:
+            found = AGENT_TOKEN_RE.search(m.body)
+            if found:
+                token = found.group(0)
+    u.contact_email = contact
+    return u, app_id, token

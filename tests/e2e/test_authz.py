@@ -1,0 +1,420 @@
+"""Authorization matrix (ACC-2): every route registered in src/platform/api/*.cc against
+five principals - anonymous, a customer (plain user), provider A, provider B (both
+approved) and an admin - with the status each must get. Nobody reads or changes what is
+not theirs: someone else's resource is "not found" (404), a missing role is 403, no
+credentials 401. Agent tokens are refused on the REST API; API keys act for their owner.
+
+The route table check greps the sources for r.Add("METHOD", "path") so that a new route
+cannot be added without a row here.
+"""
+
+import glob
+import json
+import os
+import re
+import unittest
+import uuid
+
+from harness import (API, PASSWORD, ServerTestCase, approved_provider, community_application,
+                     source_dir, unique_email)
+
+PRINCIPALS = ("anon", "customer", "provA", "provB", "admin")
+ALL_USERS = ("customer", "provA", "provB", "admin")
+
+
+def everyone(status):
+    return {p: status for p in PRINCIPALS}
+
+
+def users(status, anon=401):
+    d = {p: status for p in ALL_USERS}
+    d["anon"] = anon
+    return d
+
+
+def only(allowed, status, others, anon=401, **overrides):
+    """`allowed` principals get `status`, other users `others`, anon `anon`."""
+    d = {p: (status if p in allowed else others) for p in ALL_USERS}
+    d["anon"] = anon
+    d.update(overrides)
+    return d
+
+
+def _signup_body(ctx, who):
+    return {"email": unique_email(f"signup-{who}"), "password": PASSWORD, "name": f"New {who}"}
+
+
+def _login_body(ctx, who):
+    return {"email": ctx["login_email"], "password": PASSWORD}
+
+
+def _gpu_model_body(ctx, who):
+    return {"id": f"e2e-{uuid.uuid4().hex[:8]}", "name": "NVIDIA B200", "vram_gb": 192,
+            "fp32_tflops": 80.0, "fp16_tflops": 160.0, "fp16_tensor_tflops": 2250.0,
+            "tf32_tensor_tflops": 1100.0, "mem_bw_gbps": 8000.0,
+            "default_price_micro": 4000000}
+
+
+def _draft_body(ctx, who):
+    return community_application(unique_email(f"draft-{who}"))
+
+
+def _edit_body(ctx, who):
+    b = community_application(ctx["customer_contact"])
+    b["infrastructure"]["maintenance_notes"] = f"edited by {who}"
+    return b
+
+
+# The matrix. Each row: route (as registered), concrete path ({placeholders} filled from
+# the fixture), body (None, a value, or a function (ctx, principal) -> value), expected
+# status per principal, and options. Within a row the refused principals go first, so a
+# later success also proves that the refusals changed nothing (a revoked key could not
+# be revoked again, a submitted application not submitted again).
+MATRIX = [
+    # --- outside /api/v1
+    dict(route=("GET", "/healthz"), path="/healthz", expect=everyone(200)),
+    dict(route=("GET", "/readyz"), path="/readyz", expect=everyone(200)),
+    dict(route=("GET", "/metrics"), path="/metrics", expect=everyone(200)),
+    # --- accounts
+    dict(route=("POST", "/api/v1/auth/signup"), path=f"{API}/auth/signup", body=_signup_body,
+         expect=everyone(201)),
+    dict(route=("POST", "/api/v1/auth/login"), path=f"{API}/auth/login", body=_login_body,
+         expect=everyone(200)),
+    dict(route=("POST", "/api/v1/auth/logout"), path=f"{API}/auth/logout", expect=users(204),
+         fresh_session=True),
+    dict(route=("GET", "/api/v1/me"), path=f"{API}/me", expect=users(200)),
+    dict(route=("POST", "/api/v1/api-keys"), path=f"{API}/api-keys", body={"name": "matrix"},
+         expect=users(201)),
+    dict(route=("GET", "/api/v1/api-keys"), path=f"{API}/api-keys", expect=users(200)),
+    dict(route=("DELETE", "/api/v1/api-keys/{id}"), path=f"{API}/api-keys/{{key_A}}",
+         expect=only(["provA"], 204, 404)),
+    # --- provider applications
+    dict(route=("POST", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
+         body=_draft_body,
+         # customer has a draft, A and B are approved: one open application per user.
+         expect=only(["admin"], 201, 409)),
+    dict(route=("GET", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
+         expect=users(200)),
+    dict(route=("GET", "/api/v1/provider-applications/{id}"),
+         path=f"{API}/provider-applications/{{app_A}}", expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("GET", "/api/v1/provider-applications/{id}"),
+         path=f"{API}/provider-applications/{{app_C}}",
+         expect=only(["customer", "admin"], 200, 404)),
+    dict(route=("PUT", "/api/v1/provider-applications/{id}"),
+         path=f"{API}/provider-applications/{{app_A}}", body=_edit_body,
+         expect=only([], 0, 404, provA=409, admin=403)),
+    dict(route=("PUT", "/api/v1/provider-applications/{id}"),
+         path=f"{API}/provider-applications/{{app_C}}", body=_edit_body,
+         expect=only(["customer"], 200, 404, admin=403)),
+    dict(route=("POST", "/api/v1/provider-applications/{id}/submit"),
+         path=f"{API}/provider-applications/{{app_A}}/submit",
+         expect=only([], 0, 404, provA=409, admin=403)),
+    dict(route=("POST", "/api/v1/provider-applications/{id}/submit"),
+         path=f"{API}/provider-applications/{{app_C}}/submit",
+         expect=only(["customer"], 200, 404, admin=403)),
+    dict(route=("POST", "/api/v1/provider-applications/{id}/decision"),
+         path=f"{API}/provider-applications/{{app_C}}/decision",
+         body={"decision": "request_info", "message": "Which UPS?"},
+         expect=only(["admin"], 200, 403)),
+    # --- providers and agent tokens
+    dict(route=("GET", "/api/v1/providers/me"), path=f"{API}/providers/me",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("POST", "/api/v1/providers/me/agent-tokens"),
+         path=f"{API}/providers/me/agent-tokens", body={"name": "matrix"},
+         expect=only(["provA", "provB"], 201, 403)),
+    dict(route=("GET", "/api/v1/providers/me/agent-tokens"),
+         path=f"{API}/providers/me/agent-tokens", expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("DELETE", "/api/v1/providers/me/agent-tokens/{id}"),
+         path=f"{API}/providers/me/agent-tokens/{{tok_A_del}}",
+         expect=only(["provA"], 204, 403, provB=404)),
+    dict(route=("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate"),
+         path=f"{API}/providers/me/agent-tokens/{{tok_A_rot}}/rotate",
+         expect=only(["provA"], 201, 403, provB=404)),
+    # --- catalog
+    dict(route=("GET", "/api/v1/gpu-models"), path=f"{API}/gpu-models", expect=everyone(200)),
+    dict(route=("POST", "/api/v1/gpu-models"), path=f"{API}/gpu-models", body=_gpu_model_body,
+         expect=only(["admin"], 201, 403)),
+    # --- notifications
+    dict(route=("GET", "/api/v1/notifications"), path=f"{API}/notifications",
+         expect=users(200)),
+    dict(route=("POST", "/api/v1/notifications/{id}/read"),
+         path=f"{API}/notifications/{{ntf_A}}/read", expect=only(["provA"], 204, 404)),
+    dict(route=("POST", "/api/v1/notifications/read-all"), path=f"{API}/notifications/read-all",
+         expect=users(200)),
+]
+
+ROUTE_RE = re.compile(
+    r'\b\w+\s*(?:\.|->)\s*Add\(\s*"([A-Z]+)"\s*,\s*"([^"]+)"', re.MULTILINE)
+
+
+def source_routes(src=None):
+    """(method, pattern) of every route registered in src/platform/api/*.cc."""
+    src = src or source_dir()
+    files = sorted(glob.glob(os.path.join(src, "src", "platform", "api", "*.cc")))
+    if not files:
+        raise AssertionError(f"no src/platform/api/*.cc under {src} (set GPUNEX_SOURCE_DIR)")
+    routes = set()
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        routes.update(ROUTE_RE.findall(text))
+        # Any Add( that the pattern above did not understand is an error: the check must
+        # not be silently blind to a route.
+        adds = len(re.findall(r'\bAdd\(\s*"', text))
+        found = len(ROUTE_RE.findall(text))
+        if adds != found:
+            raise AssertionError(f"{f}: {adds} Add(\"...\") calls but {found} parsed routes")
+    return routes
+
+
+def missing_from_matrix(routes, matrix=MATRIX):
+    covered = {tuple(row["route"]) for row in matrix}
+    return sorted(set(routes) - covered)
+
+
+def stale_in_matrix(routes, matrix=MATRIX):
+    covered = {tuple(row["route"]) for row in matrix}
+    return sorted(covered - set(routes))
+
+
+class RouteTableTest(unittest.TestCase):
+    """No server needed."""
+
+    def test_every_route_is_in_the_matrix(self):
+        routes = source_routes()
+        self.assertGreaterEqual(len(routes), 20, f"the grep found too few routes: {routes}")
+        self.assertEqual(missing_from_matrix(routes), [],
+                         "routes without a row in test_authz.MATRIX")
+        self.assertEqual(stale_in_matrix(routes), [],
+                         "MATRIX rows for routes that are not registered")
+
+    def test_check_fails_for_a_new_route(self):
+        routes = source_routes() | {("DELETE", "/api/v1/providers/me")}
+        self.assertEqual(missing_from_matrix(routes), [("DELETE", "/api/v1/providers/me")])
+        # And the grep understands the way routes are written.
+        sample = 'r.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", [&ctx](auto& req) {'
+        self.assertEqual(ROUTE_RE.findall(sample),
+                         [("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}")])
+        sample = 'router.Add(\n    "GET",\n    "/api/v1/x", h);'
+        self.assertEqual(ROUTE_RE.findall(sample), [("GET", "/api/v1/x")])
+
+    def test_matrix_rows_are_complete(self):
+        for row in MATRIX:
+            self.assertEqual(set(row["expect"]), set(PRINCIPALS), row["route"])
+            for p, s in row["expect"].items():
+                self.assertIn(s, (200, 201, 204, 401, 403, 404, 409), (row["route"], p))
+
+
+class AuthzMixin:
+
+    def _fixture(self):
+        srv = self.srv
+        admin = srv.admin()
+        prov_a, app_a, agent_a = approved_provider(srv, admin, "Alice", sink=self.sink)
+        prov_b, app_b, agent_b = approved_provider(srv, admin, "Boris", sink=self.sink)
+        self.assertTrue(agent_a and agent_b, "the approval emails carry agent tokens")
+        customer = srv.user("Carla Customer")
+        customer_contact = unique_email("carla")
+        r = customer.c.post(f"{API}/provider-applications",
+                            community_application(customer_contact))
+        self.assertStatus(r, 201)
+        app_c = r.body["id"]
+        who = {"anon": None, "customer": customer, "provA": prov_a, "provB": prov_b,
+               "admin": admin}
+        r = prov_a.c.post(f"{API}/api-keys", {"name": "A's key"})
+        self.assertStatus(r, 201)
+        key_a, key_a_secret = r.body["id"], r.body["key"]
+        r = prov_b.c.post(f"{API}/api-keys", {"name": "B's key"})
+        self.assertStatus(r, 201)
+        key_b, key_b_secret = r.body["id"], r.body["key"]
+        r = prov_a.c.post(f"{API}/providers/me/agent-tokens", {"name": "to delete"})
+        self.assertStatus(r, 201)
+        tok_a_del = r.body["id"]
+        r = prov_a.c.post(f"{API}/providers/me/agent-tokens", {"name": "to rotate"})
+        self.assertStatus(r, 201)
+        tok_a_rot = r.body["id"]
+        r = prov_a.c.get(f"{API}/notifications")
+        self.assertStatus(r, 200)
+        ntf_a = r.body["items"][0]["id"]
+        login_user = srv.user("Lola Login")
+        return dict(srv=srv, who=who, admin=admin, prov_a=prov_a, prov_b=prov_b,
+                    customer=customer, agent_a=agent_a, agent_b=agent_b,
+                    key_a_secret=key_a_secret, key_b_secret=key_b_secret,
+                    ctx=dict(app_A=app_a, app_B=app_b, app_C=app_c, key_A=key_a, key_B=key_b,
+                             tok_A_del=tok_a_del, tok_A_rot=tok_a_rot, ntf_A=ntf_a,
+                             login_email=login_user.email,
+                             customer_contact=customer_contact))
+
+    def test_matrix(self):
+        f = self._fixture()
+        srv, who, ctx = f["srv"], f["who"], f["ctx"]
+        results = []
+        for row in MATRIX:
+            path = row["path"]
+            for k, v in ctx.items():
+                path = path.replace("{" + k + "}", v)
+            self.assertNotIn("{", path, f"unfilled placeholder in {row['path']}")
+            order = sorted(PRINCIPALS, key=lambda p: (row["expect"][p] < 300, PRINCIPALS.index(p)))
+            for principal in order:
+                want = row["expect"][principal]
+                user = who[principal]
+                token = ""
+                if user is not None:
+                    token = user.token
+                    if row.get("fresh_session"):
+                        token = srv.login(user.email, user.password).body["token"]
+                body = row.get("body")
+                if callable(body):
+                    body = body(ctx, principal)
+                r = srv.client().request(row["route"][0], path, body, token=token)
+                results.append((row["route"][0], path, principal, want, r.status))
+                with self.subTest(route=row["route"], path=path, who=principal):
+                    self.assertEqual(r.status, want, f"{row['route'][0]} {path} as {principal}: "
+                                                     f"{r!r}")
+                    if want >= 400:
+                        self.assertError(r, want)
+        # Effects of the successful rows, and none of the refused ones.
+        c = f["customer"]
+        r = c.c.get(f"{API}/provider-applications/{ctx['app_C']}")
+        self.assertEqual(r.body["status"], "needs_info")
+        edits = [h for h in r.body["history"] if h["action"] == "updated"]
+        self.assertEqual(len(edits), 1, "only the owner's PUT changed the draft")
+        self.assertEqual(r.body["infrastructure"]["maintenance_notes"], "edited by customer")
+        r = f["prov_a"].c.get(f"{API}/provider-applications/{ctx['app_A']}")
+        self.assertEqual(r.body["status"], "approved")
+        self.assertNotIn("updated", [h["action"] for h in r.body["history"]])
+
+    def test_lists_show_only_own_applications(self):
+        f = self._fixture()
+        ctx = f["ctx"]
+        expect_own = {"customer": {ctx["app_C"]}, "provA": {ctx["app_A"]},
+                      "provB": {ctx["app_B"]}}
+        for p, own in expect_own.items():
+            for query in (None, {"status": "submitted"}, {"status": "approved"},
+                          {"limit": "1"}):
+                r = f["who"][p].c.get(f"{API}/provider-applications", query=query)
+                self.assertStatus(r, 200)
+                ids = {it["id"] for it in r.body["items"]}
+                self.assertLessEqual(ids, own, f"{p} listed {query}: {r.body}")
+            r = f["who"][p].c.get(f"{API}/provider-applications")
+            self.assertEqual({it["id"] for it in r.body["items"]}, own)
+            for it in r.body["items"]:
+                self.assertEqual(it["user_id"], f["who"][p].id)
+        r = f["admin"].c.get(f"{API}/provider-applications")
+        self.assertEqual({it["id"] for it in r.body["items"]},
+                         {ctx["app_A"], ctx["app_B"], ctx["app_C"]})
+        # Nobody but the admin can decide, not even on their own application.
+        r = f["customer"].c.post(f"{API}/provider-applications/{ctx['app_C']}/submit")
+        self.assertStatus(r, 200)
+        for p in ("customer", "provA", "provB"):
+            for d in ({"decision": "approve", "tier": "community"},
+                      {"decision": "reject", "message": "no"}):
+                r = f["who"][p].c.post(
+                    f"{API}/provider-applications/{ctx['app_C']}/decision", d)
+                self.assertError(r, 403, msg=p)
+        r = f["customer"].c.get(f"{API}/provider-applications/{ctx['app_C']}")
+        self.assertEqual(r.body["status"], "submitted")
+        self.assertError(f["customer"].c.get(f"{API}/providers/me"), 403)
+
+    def test_other_providers_resources_are_not_found(self):
+        f = self._fixture()
+        ctx, a, b = f["ctx"], f["prov_a"], f["prov_b"]
+        # B cannot read, edit or submit A's application.
+        self.assertError(b.c.get(f"{API}/provider-applications/{ctx['app_A']}"), 404)
+        self.assertError(b.c.put(f"{API}/provider-applications/{ctx['app_A']}",
+                                 community_application(unique_email())), 404)
+        self.assertError(b.c.post(f"{API}/provider-applications/{ctx['app_A']}/submit"), 404)
+        # ... nor revoke or rotate A's agent tokens.
+        before = a.c.get(f"{API}/providers/me/agent-tokens").body["items"]
+        for t in before:
+            self.assertError(b.c.delete(f"{API}/providers/me/agent-tokens/{t['id']}"), 404)
+            self.assertError(b.c.post(f"{API}/providers/me/agent-tokens/{t['id']}/rotate"), 404)
+        after = a.c.get(f"{API}/providers/me/agent-tokens").body["items"]
+        self.assertEqual(before, after)
+        b_tokens = {t["id"] for t in b.c.get(f"{API}/providers/me/agent-tokens").body["items"]}
+        self.assertFalse(b_tokens & {t["id"] for t in before}, "B lists A's tokens")
+        # ... nor delete A's API key, which keeps working.
+        self.assertError(b.c.delete(f"{API}/api-keys/{ctx['key_A']}"), 404)
+        self.assertStatus(f["srv"].client(f["key_a_secret"]).get(f"{API}/me"), 200)
+        keys_b = {k["id"] for k in b.c.get(f"{API}/api-keys").body["items"]}
+        self.assertNotIn(ctx["key_A"], keys_b)
+        # ... nor mark A's notifications read.
+        self.assertError(b.c.post(f"{API}/notifications/{ctx['ntf_A']}/read"), 404)
+        self.assertError(f["admin"].c.post(f"{API}/notifications/{ctx['ntf_A']}/read"), 404)
+        items = a.c.get(f"{API}/notifications").body["items"]
+        self.assertFalse([n for n in items if n["id"] == ctx["ntf_A"]][0]["read"])
+        b_ntf = {n["id"] for n in b.c.get(f"{API}/notifications").body["items"]}
+        self.assertNotIn(ctx["ntf_A"], b_ntf)
+        # Only the admin adds GPU models.
+        for p in ("customer", "provA", "provB"):
+            self.assertError(f["who"][p].c.post(f"{API}/gpu-models", _gpu_model_body(ctx, p)),
+                             403)
+        self.assertError(f["srv"].client().post(f"{API}/gpu-models", _gpu_model_body(ctx, "x")),
+                         401)
+
+    def test_api_keys_act_for_their_owner(self):
+        f = self._fixture()
+        srv, ctx = f["srv"], f["ctx"]
+        key_a = srv.client(f["key_a_secret"])
+        r = key_a.get(f"{API}/me")
+        self.assertStatus(r, 200)
+        self.assertEqual(r.body["id"], f["prov_a"].id)
+        self.assertStatus(key_a.get(f"{API}/providers/me"), 200)
+        self.assertError(key_a.get(f"{API}/provider-applications/{ctx['app_B']}"), 404)
+        self.assertError(key_a.delete(f"{API}/api-keys/{ctx['key_B']}"), 404)
+        # Revoked: refused.
+        self.assertStatus(f["prov_a"].c.delete(f"{API}/api-keys/{ctx['key_A']}"), 204)
+        self.assertError(key_a.get(f"{API}/me"), 401)
+        self.assertError(f["prov_a"].c.delete(f"{API}/api-keys/{ctx['key_A']}"), 404)
+        self.assertStatus(srv.client(f["key_b_secret"]).get(f"{API}/me"), 200)
+
+    def test_agent_tokens_and_junk_are_refused_on_rest(self):
+        f = self._fixture()
+        srv, ctx = f["srv"], f["ctx"]
+        r = f["prov_a"].c.post(f"{API}/providers/me/agent-tokens", {"name": "fresh"})
+        fresh = r.body["token"]
+        bad = {
+            "agent token A (approval email)": f["agent_a"],
+            "agent token B (approval email)": f["agent_b"],
+            "agent token A (created)": fresh,
+            "unknown session": "gpx_s_" + "A" * 43,
+            "unknown API key": "gpx_k_" + "A" * 43,
+            "junk": "hello",
+            "overlong": "gpx_s_" + "A" * 500,
+        }
+        authed = [row for row in MATRIX if row["expect"]["anon"] == 401]
+        for label, token in bad.items():
+            for row in authed:
+                path = row["path"]
+                for k, v in ctx.items():
+                    path = path.replace("{" + k + "}", v)
+                body = row.get("body")
+                if callable(body):
+                    body = body(ctx, "anon")
+                r = srv.client(token).request(row["route"][0], path, body)
+                with self.subTest(token=label, route=row["route"]):
+                    self.assertError(r, 401)
+                    self.assertEqual(r.header("WWW-Authenticate"), "Bearer")
+        # The agent token as a session cookie is no better.
+        r = srv.client().get(f"{API}/me", headers={"Cookie": f"gpunex_session={f['agent_a']}"})
+        self.assertError(r, 401)
+        # Malformed Authorization headers.
+        for h in (f"Basic {f['prov_a'].token}", f"bearer{f['prov_a'].token}", "Bearer "):
+            r = srv.client().get(f"{API}/me", headers={"Authorization": h})
+            self.assertError(r, 401, msg=h)
+        # Nothing those requests tried happened.
+        self.assertEqual(len(f["prov_a"].c.get(f"{API}/api-keys").body["items"]), 1)
+        r = f["customer"].c.get(f"{API}/provider-applications/{ctx['app_C']}")
+        self.assertEqual(r.body["status"], "draft")
+
+
+class AuthzSqliteTest(AuthzMixin, ServerTestCase):
+    BACKEND = "sqlite"
+
+
+class AuthzPostgresTest(AuthzMixin, ServerTestCase):
+    BACKEND = "postgresql"
+
+
+if __name__ == "__main__":
+    unittest.main()
