@@ -10,6 +10,8 @@ scripts/install-deps.sh
 
 jobs=${JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# Cache hits across clones in other folders (CI builds a fresh clone).
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 
 build() {  # dir, extra cmake args...
   local dir=$1

@@ -103,6 +103,7 @@ int Serve(Config config) {
   http::Metrics metrics;
   std::unique_ptr<notify::OutboxSender> outbox;
   if (!config.smtp_url.empty()) {
+    if (Status st = notify::ValidateSmtpUrl(config.smtp_url); !st.ok()) return Fail(st);
     notify::OutboxOptions o;
     o.from = config.smtp_from;
     o.poll_interval = std::chrono::milliseconds(config.outbox_poll_ms);
@@ -126,7 +127,17 @@ int Serve(Config config) {
                       [&outbox] {
                         if (outbox) outbox->Wake();
                       },
-                      [&ready] { return ready.load(); }};
+                      [&ready] { return ready.load(); },
+                      [&outbox](http::Metrics& m) {
+                        if (!outbox) return;
+                        notify::OutboxCounters c = outbox->counters();
+                        m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
+                                   static_cast<double>(c.sent));
+                        m.SetGauge("gpunex_emails_failed", "Emails given up on since start.",
+                                   static_cast<double>(c.failed));
+                        m.SetGauge("gpunex_email_retries", "Email deliveries scheduled for retry since start.",
+                                   static_cast<double>(c.retries));
+                      }};
   http::Router router(&metrics);
   api::RegisterRoutes(router, ctx);
 

@@ -14,6 +14,8 @@ Environment:
   GPUNEX_SOURCE_DIR    the repository root (for the route table check)
   GPUNEX_TEST_PG_URL   postgresql://postgres@127.0.0.1:PORT/postgres (optional)
   GPUNEX_E2E_KEEP      keep data directories and logs of finished tests (debugging)
+  GPUNEX_E2E_WRAPPER   run gpunexd under this command, e.g. "valgrind -q" (debugging)
+  GPUNEX_E2E_START_TIMEOUT  seconds to wait for gpunexd to listen (default 20)
 """
 
 import asyncio
@@ -26,6 +28,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -46,7 +49,9 @@ ADMIN_PASSWORD = "admin-password-123"
 PASSWORD = "correct-horse-battery"
 
 AGENT_TOKEN_RE = re.compile(r"gpx_a_[A-Za-z0-9_-]{43}")
-START_TIMEOUT_S = 20.0
+START_TIMEOUT_S = float(os.environ.get("GPUNEX_E2E_START_TIMEOUT", "20"))
+# A command to run gpunexd under, for debugging: GPUNEX_E2E_WRAPPER="valgrind -q".
+WRAPPER = shlex.split(os.environ.get("GPUNEX_E2E_WRAPPER", ""))
 
 PG_URL = os.environ.get("GPUNEX_TEST_PG_URL", "").strip()
 PG_SKIP_REASON = ("GPUNEX_TEST_PG_URL is not set: start a throw-away server with "
@@ -473,7 +478,7 @@ class Gpunexd:
         log_path = os.path.join(self.tmp, f"gpunexd.{self.starts}.log")
         self.log_paths.append(log_path)
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen([self.binary, "serve", "--config", self.config_path],
+        self.proc = subprocess.Popen(WRAPPER + [self.binary, "serve", "--config", self.config_path],
                                      stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.PIPE, env=self.env(), cwd=self.tmp)
         lines = queue.Queue()

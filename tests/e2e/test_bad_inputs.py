@@ -89,8 +89,8 @@ MODEL = {"id": "b200-192gb", "name": "NVIDIA B200", "vram_gb": 192, "fp32_tflops
 APPS = f"{API}/provider-applications"
 
 # Who: "anon" (no credentials), "user" (signed up, no application), "owner" (has the
-# draft {draft}), "admin" (reviewer; {submitted} is someone else's submitted community
-# application without UPS).
+# draft {draft}), "admin" (reviewer; {submitted}, {submitted2} and {submitted3} are other
+# users' submitted community applications, without UPS).
 # Row: (name, method, path, who, body, expected HTTP status, expected error.fields keys).
 # body: a JSON-able value, or ("raw", bytes_or_str, content_type or None).
 ROWS = [
@@ -182,7 +182,10 @@ ROWS = [
     ("approve unknown tier", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "approve", "tier": "platinum"}, 422, ["tier"]),
     ("approve enterprise without UPS", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "approve", "tier": "enterprise"}, 422, ["tier"]),
     ("reject without message", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "reject"}, 422, ["message"]),
-    ("reject with blank message", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "reject", "message": ""}, 422, ["message"]),
+    # (Rows that a lax server might accept target applications of their own, so that one
+    # wrong acceptance does not change what the other rows see.)
+    ("reject with blank message", "POST", APPS + "/{submitted2}/decision", "admin", {"decision": "reject", "message": ""}, 422, ["message"]),
+    ("request_info with blank message", "POST", APPS + "/{submitted3}/decision", "admin", {"decision": "request_info", "message": " \n "}, 422, ["message"]),
     ("request_info without message", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "request_info"}, 422, ["message"]),
     ("tier for reject", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "reject", "tier": "community", "message": "no"}, 422, ["tier"]),
     ("decision unknown field", "POST", APPS + "/{submitted}/decision", "admin", {"decision": "approve", "tier": "community", "bonus": 1}, 422, ["bonus"]),
@@ -254,18 +257,20 @@ class BadInputsMixin:
         r = owner.c.post(APPS, community_application(unique_email("otto")))
         self.assertStatus(r, 201)
         draft = r.body["id"]
-        applicant = srv.user("Vera Applicant")
-        body = community_application(unique_email("vera"))
-        body["submit"] = True
-        r = applicant.c.post(APPS, body)
-        self.assertStatus(r, 201)
-        submitted = r.body["id"]
-        self.assertEqual(r.body["status"], "submitted")
-        who = {"anon": srv.client(), "user": user.c, "owner": owner.c, "admin": admin.c}
-        ctx = {"draft": draft, "submitted": submitted, "owner_email": owner.email,
+        ctx = {"draft": draft, "owner_email": owner.email,
                "owner_email_upper": owner.email.upper()}
+        for key in ("submitted", "submitted2", "submitted3"):
+            applicant = srv.user(f"Vera {key}")
+            body = community_application(unique_email("vera"))
+            body["submit"] = True
+            r = applicant.c.post(APPS, body)
+            self.assertStatus(r, 201)
+            self.assertEqual(r.body["status"], "submitted")
+            ctx[key] = r.body["id"]
+        submitted = ctx["submitted"]
+        who = {"anon": srv.client(), "user": user.c, "owner": owner.c, "admin": admin.c}
         # Let the emails of the setup go out first: the outbox must be still afterwards.
-        self.sink.wait_for(lambda ms: len(ms) >= 1, 15, "the setup's email")
+        self.sink.wait_for(lambda ms: len(ms) >= 3, 15, "the setup's emails")
         self._wait_outbox_idle()
 
         before = self._snapshot()
@@ -284,12 +289,15 @@ class BadInputsMixin:
                     failures.append(f"{name}: {e}")
                     raise
         after = self._snapshot()
+        self.maxDiff = None
         self.assertEqual(before, after, "a rejected request changed the database")
         self.assertFalse(failures, "\n".join(failures))
 
         # The drafts and submitted applications are as they were.
         self.assertEqual(owner.c.get(f"{APPS}/{draft}").body["status"], "draft")
-        self.assertEqual(admin.c.get(f"{APPS}/{submitted}").body["status"], "submitted")
+        for key in ("submitted", "submitted2", "submitted3"):
+            self.assertEqual(admin.c.get(f"{APPS}/{ctx[key]}").body["status"], "submitted",
+                             key)
 
     # -- helpers
 

@@ -5,8 +5,14 @@ one "received" email per submitted application - none lost, none twice - within 
 time after the restart.
 
 Variant "slow sink": the SMTP server holds its reply to each message for 0.5 s and the
-process is killed while a message is in that window (sent, not yet acknowledged), so the
-message must be delivered again after the restart.
+process is killed while a message is in that window (sent, not yet acknowledged, so not
+accepted: the sink drops it when the client goes away), so the message must be delivered
+again after the restart.
+
+Duplicates: none is accepted, with one exception that NTF-1 ("at least once") allows: a
+message the sink had accepted but the killed process had not yet recorded as sent (its
+outbox row still 'sending' when read after the kill) may arrive once more after the
+restart, with the same Message-ID.
 
 Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
 """
@@ -119,6 +125,12 @@ class CrashMixin:
         if self.KILL_IN_FLIGHT:
             self.assertGreaterEqual(in_flight_at_kill, 1)
 
+        # What the dead process left: a row still 'sending' whose message the sink already
+        # accepted was delivered but not recorded; sending it again after the restart is
+        # the at-least-once case of NTF-1 and must reuse the Message-ID.
+        accepted_at_kill = {m.message_id for m in sink.snapshot()}
+        unrecorded = {r[4] for r in srv.outbox() if r[6] == "sending" and r[4] in accepted_at_kill}
+
         kill_time = time.monotonic()
         srv.start()
 
@@ -176,18 +188,29 @@ class CrashMixin:
         # Give a duplicate the chance to show up before judging.
         time.sleep(1.0 + self.SINK_DELAY_S * 2)
         msgs = sink.snapshot()
-        by_addr = collections.Counter(m.to_addr for m in msgs)
         by_id = collections.Counter(m.message_id for m in msgs)
-        dup_ids = {k: v for k, v in by_id.items() if v > 1}
-        self.assertEqual(dup_ids, {}, "the same message was delivered twice")
-        self.assertEqual(set(by_addr), expected_addrs,
+        ids_by_addr = collections.defaultdict(set)
+        for m in msgs:
+            ids_by_addr[m.to_addr].add(m.message_id)
+        self.assertEqual(set(ids_by_addr), expected_addrs,
                          "emails to applications that are not submitted")
-        self.assertEqual({a: n for a, n in by_addr.items() if n != 1}, {},
-                         "more than one email for one application")
+        self.assertEqual({a: ids for a, ids in ids_by_addr.items() if len(ids) != 1}, {},
+                         "more than one distinct email for one application")
+        # No message twice - except, at most once more, one that the sink had accepted
+        # but the dead process had not recorded as sent (same Message-ID).
+        repeats = {k: v for k, v in by_id.items() if v > 1}
+        tolerated = {k for k, v in repeats.items() if k in unrecorded and v == 2}
+        self.assertEqual({k: v for k, v in repeats.items() if k not in tolerated}, {},
+                         "the same message was delivered twice")
+        if tolerated:
+            print(f"\nnote: {len(tolerated)} message(s) accepted just before the kill were "
+                  f"delivered again after the restart with the same Message-ID "
+                  f"(at least once): {sorted(tolerated)}")
         for m in msgs:
             self.assertEqual(m.subject, SUBJECT_SUBMITTED)
             self.assertRegex(m.message_id, r"^<eml_[0-9A-Z]+@gpunex\.test>$")
         # The outbox agrees: one row per submitted application, all sent, same Message-IDs.
+        # (The Message-ID set is compared, so a tolerated repeat is not a second row.)
         rows = srv.outbox()
         self.assertEqual(sorted(r[1].lower() for r in rows), sorted(expected_addrs))
         self.assertEqual({r[4] for r in rows}, set(by_id))

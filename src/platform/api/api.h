@@ -30,6 +30,8 @@ struct ApiContext {
   http::Metrics& metrics;
   std::function<void()> wake_outbox;  // after a commit that enqueued email
   std::function<bool()> ready;        // false while starting or draining
+  // Called before /metrics renders, to refresh figures other modules keep (outbox).
+  std::function<void(http::Metrics&)> collect_metrics;
 };
 
 void RegisterRoutes(http::Router& router, const ApiContext& ctx);

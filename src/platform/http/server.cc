@@ -449,7 +449,6 @@ asio::awaitable<void> ServerImpl::Serve(Stream& stream, Connection& conn,
       conn.idle = true;
       tcp_stream.expires_after(first ? options_.read_timeout : options_.idle_timeout);
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(kReadChunk), kAwait);
-      conn.idle = false;
       if (ec) co_return;
       buffer.commit(n);
     }
@@ -463,13 +462,14 @@ asio::awaitable<void> ServerImpl::Serve(Stream& stream, Connection& conn,
     // Also refuses a larger Content-Length as soon as the header is parsed.
     parser.body_limit(options_.max_body_bytes);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kAwait);
+    // Extension point for the agent channel: a WebSocket upgrade (GET
+    // /api/v1/agent/connect with "Upgrade: websocket", beast::websocket::is_upgrade) is
+    // recognised here, once the header is read and before any body: authenticate it
+    // (a hook beside handler_), then hand `stream`, `buffer` and parser.release() to a
+    // WebSocket session (beast::websocket::stream<Stream&>) running on this strand, and
+    // return from Serve when it ends. The connection counts as busy meanwhile, so the
+    // session should end itself once draining_ is set, or Shutdown() waits out its grace.
     if (!hec && !parser.is_done()) {
-      // Extension point: a WebSocket upgrade (GET /api/v1/agent/connect with
-      // "Upgrade: websocket", see beast::websocket::is_upgrade) is recognised here, once
-      // the header is read: hand `stream`, `buffer` and parser.release() to a WebSocket
-      // session (beast::websocket::stream<Stream&>) on this strand, instead of dispatching
-      // to handler_, then return from Serve. Upgrades have no body, so they never reach
-      // this branch: put the check before it.
       if (parser.get().version() >= 11 &&
           IEquals(parser.get()[bhttp::field::expect], "100-continue")) {
         bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
@@ -521,7 +521,7 @@ asio::awaitable<void> ServerImpl::Close(Stream& stream, bool discard_input) {
   beast::tcp_stream& tcp_stream = beast::get_lowest_layer(stream);
   tcp_stream.expires_after(kCloseTimeout);
   if constexpr (std::is_same_v<Stream, TlsStream>) {
-    auto [ec] = co_await stream.async_shutdown(kAwait);
+    [[maybe_unused]] auto [ec] = co_await stream.async_shutdown(kAwait);
   } else {
     error_code ec;
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -557,9 +557,12 @@ asio::awaitable<Response> ServerImpl::RunHandler(std::shared_ptr<Request> req) {
   // The handler may block, so it runs on the pool; this coroutine resumes on its strand
   // when it is done. The pool's coroutine owns the request, so a handler that outlives
   // this session (the server stopped after the grace period) still has it.
-  co_return co_await asio::co_spawn(
-      pool_, [this, req]() -> asio::awaitable<Response> { co_return InvokeHandler(*req); },
-      asio::use_awaitable);
+  // The lambda and the operation are named rather than temporaries of the co_await
+  // expression: GCC 12 destroys such temporaries twice.
+  auto invoke = [this, req]() -> asio::awaitable<Response> { co_return InvokeHandler(*req); };
+  auto on_pool = asio::co_spawn(pool_, std::move(invoke), asio::use_awaitable);
+  Response resp = co_await std::move(on_pool);
+  co_return resp;
 }
 
 Response ServerImpl::InvokeHandler(Request& req) const {
