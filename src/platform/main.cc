@@ -109,6 +109,12 @@ int Serve(Config config) {
     o.poll_interval = std::chrono::milliseconds(config.outbox_poll_ms);
     o.backoff_base = std::chrono::seconds(config.outbox_backoff_base_s);
     o.max_attempts = config.outbox_max_attempts;
+    o.lease = std::chrono::seconds(config.outbox_lease_s);
+    if ((*db)->Backend() == "sqlite") {
+      // One process owns a SQLite data directory: claims left by a crashed run are
+      // released at once instead of waiting out their lease.
+      if (Status st = notify::ReleaseAbandonedClaims(**db); !st.ok()) return Fail(st);
+    }
     outbox = std::make_unique<notify::OutboxSender>(
         **db, notify::CurlSmtpClient(config.smtp_url), o);
     outbox->Start();

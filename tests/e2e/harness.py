@@ -458,6 +458,9 @@ class Gpunexd:
                 'from = "gpunex <no-reply@gpunex.test>"',
                 "poll_ms = 100",
                 "backoff_base_seconds = 1",
+                # After a SIGKILL on PostgreSQL an email in flight is re-sent once its
+                # claim lapses; keep that short so crash tests see it promptly.
+                "lease_seconds = 3",
             ]
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n" + extra_toml)

@@ -315,6 +315,19 @@ class AuthzMixin:
         r = f["customer"].c.get(f"{API}/provider-applications/{ctx['app_C']}")
         self.assertEqual(r.body["status"], "submitted")
         self.assertError(f["customer"].c.get(f"{API}/providers/me"), 403)
+        # A reviewer does not decide on their own application (REV-2: decisions are
+        # someone else's).
+        body = community_application(unique_email("admin-apply"))
+        body["submit"] = True
+        r = f["admin"].c.post(f"{API}/provider-applications", body)
+        self.assertStatus(r, 201)
+        own = r.body["id"]
+        r = f["admin"].c.post(f"{API}/provider-applications/{own}/decision",
+                              {"decision": "approve", "tier": "community"})
+        self.assertError(r, 403)
+        r = f["admin"].c.get(f"{API}/provider-applications/{own}")
+        self.assertEqual(r.body["status"], "submitted")
+        self.assertNotIn("provider", f["admin"].c.get(f"{API}/me").body["roles"])
 
     def test_other_providers_resources_are_not_found(self):
         f = self._fixture()

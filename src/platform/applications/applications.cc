@@ -415,19 +415,22 @@ StatusOr<json::object> Applications::Decide(const accounts::Principal& p, const 
   r.RejectUnknown({"decision", "tier", "message"});
   auto decision = r.String("decision", true, 32);
   auto tier = r.String("tier", false, 32);
-  auto message = r.String("message", false, kMaxMessage, true);
+  const bool needs_message = decision == "reject" || decision == "request_info";
+  auto message = r.String("message", needs_message, kMaxMessage, true);
   if (decision && *decision != "approve" && *decision != "reject" && *decision != "request_info") {
     r.Fail("decision", "must be \"approve\", \"reject\" or \"request_info\"");
   }
   if (tier && *tier != "community" && *tier != "enterprise") {
     r.Fail("tier", "must be \"community\" or \"enterprise\"");
   }
-  if (decision == "approve" && !tier && !r.Has("tier")) r.Fail("tier", "is required to approve");
+  if (decision == "approve" && !tier && !errors.count("tier")) r.Fail("tier", "is required to approve");
   if (decision && *decision != "approve" && tier) r.Fail("tier", "is only used when approving");
-  if ((decision == "reject" || decision == "request_info") && !message) {
-    r.Fail("message", decision == "reject" ? "must give the reason for the rejection"
-                                           : "must say what information is needed");
+  if (needs_message && errors.count("message") && errors.at("message") == "is required") {
+    errors["message"] = decision == "reject" ? "must give the reason for the rejection"
+                                             : "must say what information is needed";
   }
+  // A blank optional message on approval is no message.
+  if (message && message->find_first_not_of(" \t\r\n") == std::string::npos) message.reset();
   if (!errors.empty()) return ValidationFailed(std::move(errors));
 
   json::object out;

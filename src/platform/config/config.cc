@@ -115,6 +115,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("poll_ms", &c->outbox_poll_ms, 10, 60000));
     GPUNEX_RETURN_IF_ERROR(s.Int("backoff_base_seconds", &c->outbox_backoff_base_s, 1, 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("max_attempts", &c->outbox_max_attempts, 1, 100));
+    GPUNEX_RETURN_IF_ERROR(s.Int("lease_seconds", &c->outbox_lease_s, 2, 3600));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
   if (auto* t = r.Sub("auth")) {

@@ -36,6 +36,10 @@ struct Config {
   int outbox_poll_ms = 1000;
   int outbox_backoff_base_s = 5;
   int outbox_max_attempts = 12;
+  // How long a sender's claim on an email lasts; after a crash on PostgreSQL (several
+  // instances) an email in flight is sent again once this passes. Must exceed one SMTP
+  // send (60 s at most).
+  int outbox_lease_s = 90;
 
   // Accounts.
   int session_ttl_hours = 168;

@@ -109,6 +109,16 @@ void OutboxSender::Run() {
   }
 }
 
+Status ReleaseAbandonedClaims(store::Database& db) {
+  return db.Transact([](store::Tx& tx) {
+    return tx
+        .Exec("UPDATE email_outbox SET status = 'pending', lease_until = NULL, next_attempt_at = ? "
+              "WHERE status = 'sending'",
+              {NowMicros()})
+        .status();
+  });
+}
+
 StatusOr<int> OutboxSender::DeliverDue() {
   Status from_ok = internal::ParseMailbox(options_.from, "from").status();
   if (!from_ok.ok()) return InvalidArgument("outbox sender: " + from_ok.message());

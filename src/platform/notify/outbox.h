@@ -56,6 +56,11 @@ struct OutboxCounters {
   uint64_t retries = 0;  // transient failures scheduled for another attempt
 };
 
+// Returns every email claimed by a sender ('sending') to 'pending', due now. Only for
+// start-up when this process is the only sender (SQLite: one process per data
+// directory); with several instances an expired lease does the same job safely.
+Status ReleaseAbandonedClaims(store::Database& db);
+
 class OutboxSender {
  public:
   // `db` must outlive the sender. REQUIRES: options.from is a valid mailbox.
