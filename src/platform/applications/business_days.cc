@@ -1,3 +1,7 @@
+// GCC 12 at -O2 reports a false "may be used uninitialized" inside date::parse (the
+// warning is attributed to libstdc++'s chrono.h, so it is silenced for this file).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "platform/applications/business_days.h"
 
 #include <date/date.h>
