@@ -1,28 +1,46 @@
 #!/usr/bin/env bash
-# Quick start: installs what is missing, builds, and runs gpunexd on its embedded
-# default (SQLite in .demo/) at http://127.0.0.1:8080 with a demo admin account.
+# Quick start: installs what is missing, builds, and runs gpunexd on its embedded default
+# (SQLite in .demo/) at http://127.0.0.1:8080 with a demo admin, a demo provider and a
+# demo agent whose GPUs are EMULATED (two L4s; this machine needs no GPU).
 # Stop with Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/release -j "$(nproc)" --target gpunexd
+cmake --build build/release -j "$(nproc)" --target gpunexd gpunex-agent
 
-export GPUNEX_DATA_DIR=${GPUNEX_DATA_DIR:-$PWD/.demo/data}
+demo=${GPUNEX_DEMO_DIR:-$PWD/.demo}
+export GPUNEX_DATA_DIR=${GPUNEX_DATA_DIR:-$demo/data}
 export GPUNEX_LISTEN=${GPUNEX_LISTEN:-127.0.0.1:8080}
 export GPUNEX_ALLOW_EMULATED_GPUS=true
 admin_email=${GPUNEX_DEMO_ADMIN:-admin@gpunex.local}
 admin_password=${GPUNEX_DEMO_PASSWORD:-gpunex-demo-admin}
+base=http://$GPUNEX_LISTEN
+mkdir -p "$demo"
 
 build/release/src/platform/gpunexd admin create --email "$admin_email" \
-  --password "$admin_password" --name "Demo admin"
+  --password "$admin_password" --name "Demo admin" >/dev/null
+build/release/src/platform/gpunexd serve 2>>"$demo/gpunexd.log" &
+server=$!
+agent=""
+trap 'kill $agent $server 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fs "$base/readyz" >/dev/null || { echo "gpunexd did not start; see $demo/gpunexd.log" >&2; exit 1; }
+
+token=$(/usr/bin/python3 scripts/demo_seed.py "$base" "$admin_email" "$admin_password")
+GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$demo/agent \
+  build/release/src/agent/gpunex-agent run --emulate-gpus "l4-24gb:2" 2>>"$demo/agent.log" &
+agent=$!
+
 cat <<MSG
 
-gpunexd on http://$GPUNEX_LISTEN  (data: $GPUNEX_DATA_DIR)
-  admin log-in: $admin_email / $admin_password
-  try: curl -s http://$GPUNEX_LISTEN/api/v1/gpu-models
-Emails wait in the outbox until GPUNEX_SMTP_URL names an SMTP server.
+gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
+  admin:    $admin_email / $admin_password
+  provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs)
+  try:      curl -s $base/api/v1/gpu-models
+Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
+GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops everything.
 
 MSG
-exec build/release/src/platform/gpunexd serve
+wait $server

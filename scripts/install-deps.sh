@@ -13,6 +13,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev postgresql python3 python3-aiosmtpd sqlite3
   wrk procps
+  # agent: Docker Engine for workloads, a local registry and busybox for test images
+  docker.io docker-registry busybox-static iproute2
 )
 
 missing=()

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 
 namespace gpunex {
@@ -23,6 +24,27 @@ std::string NewId(std::string_view prefix) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                 std::chrono::system_clock::now().time_since_epoch())
                 .count();
+  // Within one millisecond the random part counts up from the last id, so that ids made
+  // by this process sort in the order they were made.
+  static std::mutex mu;
+  static int64_t last_ms = -1;
+  static std::array<unsigned char, 16> last;  // base-32 digits
+  std::array<unsigned char, 16> r;
+  {
+    std::lock_guard g(mu);
+    if (ms <= last_ms) {
+      ms = last_ms;
+      int i = 15;
+      while (i >= 0 && last[i] == 31) last[i--] = 0;
+      if (i >= 0) ++last[i];
+    } else {
+      last_ms = ms;
+      randombytes_buf(last.data(), last.size());
+      for (auto& c : last) c &= 31;
+      last[0] &= 15;  // headroom so that counting up cannot wrap
+    }
+    r = last;
+  }
   std::string id(prefix);
   id += '_';
   char t[10];
@@ -31,9 +53,7 @@ std::string NewId(std::string_view prefix) {
     ms >>= 5;
   }
   id.append(t, 10);
-  std::array<unsigned char, 16> r;
-  randombytes_buf(r.data(), r.size());
-  for (unsigned char c : r) id += kCrockford[c & 31];
+  for (unsigned char c : r) id += kCrockford[c];
   return id;
 }
 

@@ -17,6 +17,15 @@ TEST(Ids, AreUniqueAndPrefixed) {
   }
 }
 
+TEST(Ids, SortInCreationOrder) {
+  std::string prev = NewId("x");
+  for (int i = 0; i < 5000; ++i) {
+    std::string id = NewId("x");
+    EXPECT_LT(prev, id);
+    prev = id;
+  }
+}
+
 TEST(Secrets, AreLongRandomAndHashable) {
   std::string a = NewSecret("gpx_s"), b = NewSecret("gpx_s");
   EXPECT_NE(a, b);

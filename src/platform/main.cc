@@ -15,6 +15,8 @@
 #include "platform/applications/applications.h"
 #include "platform/catalog/catalog.h"
 #include "platform/config/config.h"
+#include "platform/fleet/fleet.h"
+#include "platform/fleet/workloads.h"
 #include "platform/http/metrics.h"
 #include "platform/http/router.h"
 #include "platform/http/server.h"
@@ -77,6 +79,11 @@ int Serve(Config config) {
   so.tls_cert_file = config.tls_cert_file;
   so.tls_key_file = config.tls_key_file;
   std::function<http::Response(http::Request&)> dispatch;
+  http::WebSocketAcceptor websocket_acceptor;
+  so.websocket_routes[std::string(api::kAgentConnectPath)] =
+      [&websocket_acceptor](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
+        return websocket_acceptor(req, std::move(c));
+      };
   auto server = http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
   if (!server.ok()) return Fail(server.status());
   if (config.public_url_from_listen) {
@@ -101,6 +108,13 @@ int Serve(Config config) {
   applications::Applications applications(**db, app_options);
 
   http::Metrics metrics;
+  fleet::FleetOptions fleet_options;
+  fleet_options.allow_emulated_gpus = config.allow_emulated_gpus;
+  fleet_options.heartbeat_interval_s = config.heartbeat_interval_s;
+  fleet_options.offline_after_s = config.offline_after_s;
+  fleet_options.hello_timeout_s = config.hello_timeout_s;
+  fleet::Fleet fleet(**db, fleet_options);
+  fleet::Workloads workloads(**db, fleet);
   std::unique_ptr<notify::OutboxSender> outbox;
   if (!config.smtp_url.empty()) {
     if (Status st = notify::ValidateSmtpUrl(config.smtp_url); !st.ok()) return Fail(st);
@@ -130,6 +144,9 @@ int Serve(Config config) {
                       providers,
                       applications,
                       metrics,
+                      fleet,
+                      workloads,
+                      api::RenderInstallScript(config.public_url, config.agent_image),
                       [&outbox] {
                         if (outbox) outbox->Wake();
                       },
@@ -146,6 +163,8 @@ int Serve(Config config) {
                       }};
   http::Router router(&metrics);
   api::RegisterRoutes(router, ctx);
+  websocket_acceptor = api::AgentChannelAcceptor(ctx);
+  fleet.Start();
 
   dispatch = [&router](http::Request& req) {
     return api::WithCommonHeaders(req, router.Dispatch(req));
@@ -163,6 +182,7 @@ int Serve(Config config) {
                              {"tls", !config.tls_cert_file.empty()},
                              {"public_url", config.public_url}});
   (*server)->Run();
+  fleet.Stop();
   if (outbox) outbox->Stop();
   // Run() returned because of a signal, so the signal thread has finished or is about to.
   signal_thread.join();

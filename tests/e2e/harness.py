@@ -411,7 +411,7 @@ class Gpunexd:
     """One gpunexd on its own data dir (and database). start() / kill() / restart() keep
     the data; stop() ends it gracefully."""
 
-    def __init__(self, backend_name="sqlite", smtp_url=None, extra_toml=""):
+    def __init__(self, backend_name="sqlite", smtp_url=None, extra_toml="", root_toml=""):
         self.binary = gpunexd_binary()
         self.tmp = tempfile.mkdtemp(prefix="gpunex-e2e-")
         self.data_dir = os.path.join(self.tmp, "data")
@@ -424,7 +424,7 @@ class Gpunexd:
         else:
             self.backend = SqliteBackend(self.data_dir)
         self.smtp_url = smtp_url
-        self._write_config(extra_toml)
+        self._write_config(extra_toml, root_toml)
         self.proc = None
         self.port = None
         self.starts = 0
@@ -432,7 +432,10 @@ class Gpunexd:
 
     # -- configuration
 
-    def _write_config(self, extra_toml):
+    def _write_config(self, extra_toml, root_toml=""):
+        """`root_toml`: lines for the root table (before any [table]); `extra_toml`: lines
+        appended at the end (whole tables)."""
+
         def q(s):
             return json.dumps(s)  # a TOML basic string is JSON-compatible for our values
 
@@ -442,6 +445,8 @@ class Gpunexd:
             f"public_url = {q(PUBLIC_URL)}",
             'log_level = "info"',
         ]
+        if root_toml:
+            lines += root_toml.strip("\n").split("\n")
         lines += [
             "",
             "[auth]",
@@ -656,13 +661,16 @@ class ServerTestCase(unittest.TestCase):
     BACKEND = "sqlite"
     SMTP = True
     SINK_DELAY_S = 0.0
+    ROOT_TOML = ""   # extra root-table lines of the gpunexd config
+    EXTRA_TOML = ""  # extra tables appended to the gpunexd config
 
     def setUp(self):
         if self.BACKEND == "postgresql" and not PG_URL:
             self.skipTest(PG_SKIP_REASON)
         self.sink = SmtpSink(self.SINK_DELAY_S) if self.SMTP else None
         self.addCleanup(self._stop_sink)
-        self.srv = Gpunexd(self.BACKEND, self.sink.url if self.sink else None)
+        self.srv = Gpunexd(self.BACKEND, self.sink.url if self.sink else None,
+                           extra_toml=self.EXTRA_TOML, root_toml=self.ROOT_TOML)
         self.addCleanup(self._cleanup_server)
         self.srv.start()
 
@@ -785,3 +793,13 @@ def approved_provider(srv, admin, name="Prov", tier="community", sink=None):
                 token = found.group(0)
     u.contact_email = contact
     return u, app_id, token
+
+
+def provider_with_agent_token(srv, admin, name="Prov", tier="community", token_name="rack 1"):
+    """An approved provider and a fresh agent token made through the API (no SMTP sink
+    needed). Returns (User, token, token id)."""
+    u, _, _ = approved_provider(srv, admin, name=name, tier=tier)
+    r = u.c.post(f"{API}/providers/me/agent-tokens", {"name": token_name})
+    assert r.status == 201, r
+    assert AGENT_TOKEN_RE.fullmatch(r.body["token"]), r.body
+    return u, r.body["token"], r.body["id"]

@@ -1,6 +1,7 @@
 #include "platform/api/api.h"
 
 #include "common/ids.h"
+#include "common/log.h"
 
 namespace gpunex::platform::api {
 
@@ -57,6 +58,9 @@ void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterProviderRoutes(router, ctx);
   RegisterCatalogRoutes(router, ctx);
   RegisterNotificationRoutes(router, ctx);
+  RegisterMachineRoutes(router, ctx);
+  RegisterWorkloadRoutes(router, ctx);
+  RegisterAgentRoutes(router, ctx);
 }
 
 }  // namespace gpunex::platform::api

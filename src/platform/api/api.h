@@ -9,6 +9,9 @@
 #include "platform/accounts/accounts.h"
 #include "platform/applications/applications.h"
 #include "platform/config/config.h"
+#include "platform/fleet/fleet.h"
+#include "platform/fleet/workloads.h"
+#include "platform/http/websocket.h"
 #include "platform/http/http.h"
 #include "platform/http/metrics.h"
 #include "platform/http/router.h"
@@ -28,6 +31,10 @@ struct ApiContext {
   providers::Providers& providers;
   applications::Applications& applications;
   http::Metrics& metrics;
+  fleet::Fleet& fleet;
+  fleet::Workloads& workloads;
+  // The agent installer served at /agent/install.sh, with this platform's URL filled in.
+  std::string install_script;
   std::function<void()> wake_outbox;  // after a commit that enqueued email
   std::function<bool()> ready;        // false while starting or draining
   // Called before /metrics renders, to refresh figures other modules keep (outbox).
@@ -57,5 +64,16 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterCatalogRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterNotificationRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx);
+
+// The installer script with the platform's URL and the agent image filled in.
+std::string RenderInstallScript(std::string_view public_url, std::string_view agent_image);
+
+// The WebSocket acceptor for /api/v1/agent/connect: verifies the agent token and opens
+// a fleet session for its provider.
+http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx);
+inline constexpr std::string_view kAgentConnectPath = "/api/v1/agent/connect";
 
 }  // namespace gpunex::platform::api

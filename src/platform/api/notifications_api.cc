@@ -1,5 +1,6 @@
 // /api/v1/notifications
 #include "platform/api/api.h"
+#include "common/paging.h"
 #include "platform/notify/notify.h"
 
 namespace gpunex::platform::api {
@@ -8,22 +9,13 @@ void RegisterNotificationRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("GET", "/api/v1/notifications", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    int limit = 50;
-    std::string ls = req.Query("limit");
-    if (!ls.empty()) {
-      try {
-        size_t used = 0;
-        limit = std::stoi(ls, &used);
-        if (used != ls.size() || limit < 1 || limit > 100) throw std::out_of_range("");
-      } catch (const std::exception&) {
-        return http::ErrorResponse(FieldError("limit", "must be an integer from 1 to 100"));
-      }
-    }
+    auto limit = ParsePageLimit(req.Query("limit"), 50, 100);
+    if (!limit.ok()) return http::ErrorResponse(limit.status());
     std::string unread = req.Query("unread");
     if (!unread.empty() && unread != "true" && unread != "false") {
       return http::ErrorResponse(FieldError("unread", "must be true or false"));
     }
-    auto page = notify::ListNotifications(ctx.db, p->user.id, limit, req.Query("cursor"),
+    auto page = notify::ListNotifications(ctx.db, p->user.id, *limit, req.Query("cursor"),
                                           unread == "true");
     if (!page.ok()) return http::ErrorResponse(page.status());
     json::array items;

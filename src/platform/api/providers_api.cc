@@ -51,13 +51,16 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = ctx.providers.RevokeToken(*p, req.Param("id"));
     if (!st.ok()) return http::ErrorResponse(st);
+    ctx.fleet.CloseSessionsForToken(req.Param("id"));
     return http::Response::NoContent();
   });
 
   r.Add("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return TokenCreated(ctx, ctx.providers.RotateToken(*p, req.Param("id")));
+    auto rotated = ctx.providers.RotateToken(*p, req.Param("id"));
+    if (rotated.ok()) ctx.fleet.CloseSessionsForToken(req.Param("id"));
+    return TokenCreated(ctx, rotated);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/ids.h"
+#include "common/paging.h"
 #include "platform/applications/application.h"
 #include "platform/catalog/catalog.h"
 #include "platform/notify/notify.h"
@@ -343,14 +344,10 @@ StatusOr<json::object> Applications::List(const accounts::Principal& p, const st
     errors.emplace("status", "must be one of draft, submitted, needs_info, approved, rejected");
   }
   int limit = kDefaultPageSize;
-  if (!limit_s.empty()) {
-    try {
-      size_t used = 0;
-      limit = std::stoi(limit_s, &used);
-      if (used != limit_s.size() || limit < 1 || limit > kMaxPageSize) throw std::out_of_range("");
-    } catch (const std::exception&) {
-      errors.emplace("limit", "must be an integer from 1 to " + std::to_string(kMaxPageSize));
-    }
+  if (auto l = ParsePageLimit(limit_s, kDefaultPageSize, kMaxPageSize); l.ok()) {
+    limit = *l;
+  } else {
+    errors.merge(FieldErrors(l.status().fields()));
   }
   int64_t after_key = 0;
   std::string after_id;

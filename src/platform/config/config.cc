@@ -129,6 +129,14 @@ Status ApplyToml(const toml::table& root, Config* c) {
         s.Int("argon2_memlimit_bytes", &c->argon2_memlimit_bytes, 8192, 4ll << 30));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
+  if (auto* t = r.Sub("fleet")) {
+    TableReader s(*t, "fleet");
+    GPUNEX_RETURN_IF_ERROR(s.Int("heartbeat_interval_s", &c->heartbeat_interval_s, 1, 300));
+    GPUNEX_RETURN_IF_ERROR(s.Int("offline_after_s", &c->offline_after_s, 2, 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("hello_timeout_s", &c->hello_timeout_s, 1, 300));
+    GPUNEX_RETURN_IF_ERROR(s.Str("agent_image", &c->agent_image));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
   if (auto* t = r.Sub("review")) {
     TableReader s(*t, "review");
     GPUNEX_RETURN_IF_ERROR(
@@ -185,6 +193,9 @@ StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env) {
     return Bad("tls", "cert_file and key_file must be set together");
   }
   if (c.listen.find(':') == std::string::npos) return Bad("listen", "must be host:port");
+  if (c.offline_after_s <= c.heartbeat_interval_s) {
+    return Bad("fleet.offline_after_s", "must be longer than fleet.heartbeat_interval_s");
+  }
   if (c.public_url.empty()) {
     c.public_url = (c.tls_cert_file.empty() ? "http://" : "https://") + c.listen;
     c.public_url_from_listen = true;

@@ -50,6 +50,14 @@ struct Config {
   unsigned long long argon2_opslimit = 2;
   size_t argon2_memlimit_bytes = 64ull << 20;
 
+  // Fleet (AGT-4): agents send a heartbeat every heartbeat_interval_s; a machine without
+  // one for offline_after_s is Offline.
+  int heartbeat_interval_s = 10;
+  int offline_after_s = 30;
+  int hello_timeout_s = 10;  // a new agent connection must say hello within this
+  // The agent image the installer pulls.
+  std::string agent_image = "gpunex/agent:0.1.0";
+
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;
   std::vector<std::string> holidays;  // "YYYY-MM-DD", not business days

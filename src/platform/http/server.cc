@@ -6,6 +6,12 @@
 // on a strand of its own (so a connection's state needs no lock); handlers run on a
 // thread pool and the session waits for them without blocking an I/O thread. The session
 // coroutine is a template over the stream type, shared by plain TCP and TLS.
+//
+// A WebSocket upgrade turns the session into three coroutines on the connection's strand:
+// a reader (hands each message to the worker pool, one at a time per connection), a writer
+// (the only one that writes: queued messages, pings, the close frame) and a watchdog (the
+// session coroutine itself: idle and closing deadlines). WsConnection is what they share
+// with the application's threads.
 #include "platform/http/server.h"
 
 #include <openssl/ssl.h>
@@ -26,7 +32,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <cctype>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <future>
@@ -47,6 +56,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
+namespace websocket = boost::beast::websocket;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
@@ -62,6 +72,17 @@ using TlsStream = asio::ssl::stream<beast::tcp_stream>;
 // or reading (and discarding) the rest of a request that was refused.
 constexpr auto kCloseTimeout = 2s;
 constexpr size_t kReadChunk = 8192;
+
+// The bounds of a WebSocket connection's send queue (websocket.h documents them).
+constexpr size_t kWsMaxQueuedBytes = 4 << 20;
+constexpr size_t kWsMaxQueuedMessages = 1024;
+// Received messages waiting for OnMessage beyond which the reader stops reading.
+constexpr size_t kWsMaxInboxBytes = 4 << 20;
+constexpr size_t kWsMaxInboxMessages = 64;
+// OnMessage calls one pool task makes before it yields the thread to other work.
+constexpr int kWsDispatchBatch = 16;
+// Ping intervals without anything received after which a WebSocket peer is given up.
+constexpr int kWsIdleIntervals = 3;
 
 // Logs the exception that ended a detached coroutine, if any.
 void LogIfFailed(std::exception_ptr e, std::string_view what) {
@@ -181,8 +202,9 @@ bhttp::response<bhttp::string_body> ToBeast(Response resp, unsigned version, boo
 }
 
 // The request value handlers see. `target_status` receives the result of parsing the
-// target; the request is only dispatched when it is OK.
-std::shared_ptr<Request> ToRequest(bhttp::request<bhttp::string_body>&& msg,
+// target; the request is only dispatched when it is OK. Moves the body out of `msg`,
+// whose header stays (a WebSocket handshake still needs it).
+std::shared_ptr<Request> ToRequest(bhttp::request<bhttp::string_body>& msg,
                                    const std::string& remote_addr, bool tls,
                                    Status* target_status) {
   auto req = std::make_shared<Request>();
@@ -214,7 +236,432 @@ struct Connection {
   const asio::any_io_executor executor;
   bool idle = true;             // no request in progress: Shutdown() may close it
   std::function<void()> close;  // closes the socket; empty when there is none
+  // Starts closing a WebSocket connection with 1001; empty unless one is open.
+  std::function<void()> going_away;
 };
+
+// A close code the server may put in a close frame (RFC 6455 section 7.4): others
+// (1004-1006, 1015, unassigned ones) become 1000.
+int SendableCloseCode(int code) {
+  if ((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+      (code >= 3000 && code <= 4999)) {
+    return code;
+  }
+  return 1000;
+}
+
+// A close reason fits in 123 bytes; cut at a UTF-8 character boundary, since the peer
+// fails the connection on a malformed reason.
+std::string TruncateCloseReason(std::string reason) {
+  constexpr size_t kMax = 123;
+  if (reason.size() <= kMax) return reason;
+  size_t n = kMax;
+  while (n > 0 && (static_cast<unsigned char>(reason[n]) & 0xC0) == 0x80) --n;
+  reason.resize(n);
+  return reason;
+}
+
+void CallOnClose(WebSocketSession& session, const std::string& remote) {
+  try {
+    session.OnClose();
+  } catch (const std::exception& e) {
+    LogError("http.websocket_handler_exception", {{"remote", remote}, {"error", e.what()}});
+  } catch (...) {
+    LogError("http.websocket_handler_exception",
+             {{"remote", remote}, {"error", "unknown exception"}});
+  }
+}
+
+// One WebSocket connection as the application and the session coroutines share it: the
+// send queue (filled by the application, emptied by the writer coroutine), the requested
+// close, and the inbox of received messages (filled by the reader coroutine, emptied by
+// Dispatch() on the worker pool, which calls the session serially).
+//
+// The coroutines wait on timers of the session frame; Poke() cancels them from any thread
+// by posting to the strand, and only while the frame is attached (Attach() .. Detach()),
+// so a connection that outlives its session, or the server, touches neither.
+class WsConnection final : public WebSocketConnection,
+                           public std::enable_shared_from_this<WsConnection> {
+ public:
+  enum class OutKind { kNothing, kMessage, kClose };
+  struct Outgoing {
+    OutKind kind = OutKind::kNothing;
+    std::string text;  // kMessage: the message; kClose: the reason
+    int code = 0;      // kClose
+  };
+
+  WsConnection(asio::any_io_executor strand, asio::thread_pool::executor_type pool,
+               std::string remote)
+      : pool_(std::move(pool)), remote_(std::move(remote)), strand_(std::move(strand)) {}
+
+  bool Send(std::string text) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (send_closed_) return false;
+    if (outbox_.size() >= kWsMaxQueuedMessages || outbox_bytes_ + text.size() > kWsMaxQueuedBytes) {
+      LogWarn("http.websocket_send_queue_full", {{"remote", remote_},
+                                                 {"queued_messages", outbox_.size()},
+                                                 {"queued_bytes", outbox_bytes_}});
+      RequestCloseLocked(1008, "send queue full", /*drop_queue=*/true);
+      return false;
+    }
+    outbox_bytes_ += text.size();
+    outbox_.push_back(std::move(text));
+    PokeLocked();
+    return true;
+  }
+
+  void Close(int code, std::string reason) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    RequestCloseLocked(code, std::move(reason), /*drop_queue=*/false);
+  }
+
+  std::string RemoteAddr() const override { return remote_; }
+
+  // A close decided by the server (shutdown, protocol, a throwing handler): unlike Close(),
+  // the messages still queued are dropped.
+  void Abort(int code, std::string reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    RequestCloseLocked(code, std::move(reason), /*drop_queue=*/true);
+  }
+
+  // The accepted application session. REQUIRES: called once, before Deliver().
+  void Start(std::shared_ptr<WebSocketSession> session) {
+    std::lock_guard<std::mutex> lock(mu_);
+    session_ = std::move(session);
+  }
+
+  // On the strand: `signals` (timers of the session frame) are cancelled by Poke() from
+  // now until Detach().
+  void Attach(std::vector<asio::steady_timer*> signals) {
+    std::lock_guard<std::mutex> lock(mu_);
+    signals_ = std::move(signals);
+    attached_ = true;
+  }
+
+  // Ends the connection for the application: Send() fails from now on and Poke() stops.
+  // Calls OnClose here unless it was called or a Dispatch() is running (which will):
+  // the session ended without Finish(), or the server is being destroyed and its pool,
+  // already joined, dropped the Dispatch() that would have called it.
+  void Detach() {
+    std::shared_ptr<WebSocketSession> orphan;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      attached_ = false;
+      signals_.clear();
+      strand_ = asio::any_io_executor();
+      send_closed_ = true;
+      outbox_.clear();
+      outbox_bytes_ = 0;
+      finished_ = true;
+      if (!on_close_called_ && !dispatching_) {
+        on_close_called_ = true;
+        inbox_.clear();
+        orphan = std::move(session_);
+      }
+    }
+    if (orphan) CallOnClose(*orphan, remote_);
+  }
+
+  // For the writer: the next message, else the requested close frame (once), else nothing.
+  Outgoing TakeOutgoing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Outgoing out;
+    if (!outbox_.empty()) {
+      out.kind = OutKind::kMessage;
+      out.text = std::move(outbox_.front());
+      outbox_.pop_front();
+      outbox_bytes_ -= out.text.size();
+    } else if (close_code_ != 0 && !close_taken_) {
+      close_taken_ = true;
+      out.kind = OutKind::kClose;
+      out.code = close_code_;
+      out.text = close_reason_;
+    }
+    return out;
+  }
+
+  // When a close was first requested, if it was.
+  std::optional<std::chrono::steady_clock::time_point> close_requested_at() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return close_requested_at_;
+  }
+
+  // Whether the reader should wait for OnMessage to catch up before reading more.
+  bool InboxFull() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return InboxFullLocked();
+  }
+
+  // A received message for OnMessage; dropped once a close has been requested.
+  void Deliver(std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (close_code_ != 0 || finished_) return;
+    inbox_bytes_ += text.size();
+    inbox_.push_back(std::move(text));
+    ScheduleDispatchLocked();
+  }
+
+  // The connection is closed: no more Sends; OnClose follows the messages still in the
+  // inbox. on_close_done() turns true (with a Poke) once it has returned.
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    send_closed_ = true;
+    outbox_.clear();
+    outbox_bytes_ = 0;
+    finished_ = true;
+    ScheduleDispatchLocked();
+  }
+
+  bool on_close_done() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return on_close_done_;
+  }
+
+  // The code of the close this side requested, 0 when none was.
+  int requested_close_code() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return close_code_;
+  }
+
+ private:
+  // The pool task that runs Dispatch(); when the pool drops it unrun (the server is
+  // being destroyed), it says so, so that Detach() knows OnClose is still owed.
+  class DispatchTask {
+   public:
+    explicit DispatchTask(std::shared_ptr<WsConnection> conn) : conn_(std::move(conn)) {}
+    DispatchTask(DispatchTask&& other) noexcept = default;
+    DispatchTask& operator=(DispatchTask&&) = delete;
+    ~DispatchTask() {
+      if (conn_ != nullptr) conn_->DispatchDropped();
+    }
+    void operator()() {
+      std::shared_ptr<WsConnection> conn = std::move(conn_);
+      conn->Dispatch();
+    }
+
+   private:
+    std::shared_ptr<WsConnection> conn_;
+  };
+
+  bool InboxFullLocked() const {
+    return inbox_.size() >= kWsMaxInboxMessages || inbox_bytes_ >= kWsMaxInboxBytes;
+  }
+
+  void RequestCloseLocked(int code, std::string reason, bool drop_queue) {
+    send_closed_ = true;
+    if (drop_queue) {
+      outbox_.clear();
+      outbox_bytes_ = 0;
+    }
+    if (close_code_ != 0) return;
+    close_code_ = SendableCloseCode(code);
+    close_reason_ = TruncateCloseReason(std::move(reason));
+    close_requested_at_ = std::chrono::steady_clock::now();
+    PokeLocked();
+  }
+
+  void PokeLocked() {
+    if (!attached_ || poke_pending_) return;
+    poke_pending_ = true;
+    asio::post(strand_, [self = shared_from_this()] { self->OnPoke(); });
+  }
+
+  void OnPoke() {
+    std::vector<asio::steady_timer*> signals;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      poke_pending_ = false;
+      signals = signals_;
+    }
+    // On the strand, where Detach() also runs: the timers are alive.
+    for (asio::steady_timer* timer : signals) timer->cancel();
+  }
+
+  void ScheduleDispatchLocked() {
+    if (dispatching_) return;
+    dispatching_ = true;
+    asio::post(pool_, DispatchTask(shared_from_this()));
+  }
+
+  void DispatchDropped() {
+    std::lock_guard<std::mutex> lock(mu_);
+    dispatching_ = false;
+  }
+
+  // On the pool: calls OnMessage for queued messages, then OnClose once finished.
+  void Dispatch() {
+    for (int i = 0; i < kWsDispatchBatch; ++i) {
+      std::string text;
+      std::shared_ptr<WebSocketSession> session;
+      bool closing = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!inbox_.empty()) {
+          const bool was_full = InboxFullLocked();
+          text = std::move(inbox_.front());
+          inbox_.pop_front();
+          inbox_bytes_ -= text.size();
+          if (was_full) PokeLocked();  // the reader may be waiting
+          session = session_;
+        } else if (finished_ && !on_close_called_) {
+          on_close_called_ = true;
+          closing = true;
+          // Dropping the reference breaks the cycle session -> connection -> session.
+          session = std::move(session_);
+        } else {
+          dispatching_ = false;
+          return;
+        }
+      }
+      if (closing) {
+        if (session != nullptr) CallOnClose(*session, remote_);
+        session.reset();
+        std::lock_guard<std::mutex> lock(mu_);
+        on_close_done_ = true;
+        dispatching_ = false;
+        PokeLocked();
+        return;
+      }
+      if (session == nullptr) continue;
+      try {
+        session->OnMessage(std::move(text));
+      } catch (const std::exception& e) {
+        LogError("http.websocket_handler_exception", {{"remote", remote_}, {"error", e.what()}});
+        Abort(1011, "internal error");
+      } catch (...) {
+        LogError("http.websocket_handler_exception",
+                 {{"remote", remote_}, {"error", "unknown exception"}});
+        Abort(1011, "internal error");
+      }
+    }
+    // Yield the thread; dispatching_ stays true.
+    asio::post(pool_, DispatchTask(shared_from_this()));
+  }
+
+  // (A thread_pool executor holds no reference that could outlive the pool.)
+  const asio::thread_pool::executor_type pool_;
+  const std::string remote_;
+
+  mutable std::mutex mu_;
+  // Sending.
+  std::deque<std::string> outbox_;  // GUARDED_BY(mu_)
+  size_t outbox_bytes_ = 0;         // GUARDED_BY(mu_)
+  bool send_closed_ = false;        // GUARDED_BY(mu_): Send() refuses
+  int close_code_ = 0;              // GUARDED_BY(mu_): 0 until a close is requested
+  std::string close_reason_;        // GUARDED_BY(mu_)
+  bool close_taken_ = false;        // GUARDED_BY(mu_): the writer has it
+  std::optional<std::chrono::steady_clock::time_point> close_requested_at_;  // GUARDED_BY(mu_)
+  // Receiving.
+  std::shared_ptr<WebSocketSession> session_;  // GUARDED_BY(mu_): null after OnClose
+  std::deque<std::string> inbox_;              // GUARDED_BY(mu_)
+  size_t inbox_bytes_ = 0;                     // GUARDED_BY(mu_)
+  bool dispatching_ = false;      // GUARDED_BY(mu_): a DispatchTask is queued or running
+  bool finished_ = false;         // GUARDED_BY(mu_): OnClose is due after the inbox
+  bool on_close_called_ = false;  // GUARDED_BY(mu_)
+  bool on_close_done_ = false;    // GUARDED_BY(mu_)
+  // Waking the session coroutines. The strand is dropped by Detach(): a copy kept by a
+  // connection that outlives the server would outlive its io_context.
+  asio::any_io_executor strand_;              // GUARDED_BY(mu_)
+  std::vector<asio::steady_timer*> signals_;  // GUARDED_BY(mu_)
+  bool attached_ = false;                     // GUARDED_BY(mu_)
+  bool poke_pending_ = false;                 // GUARDED_BY(mu_)
+};
+
+// Keeps a WsConnection attached to the timers of a session frame for the frame's lifetime
+// (including its destruction with a server that gave up waiting for it).
+class WsAttachment {
+ public:
+  WsAttachment(std::shared_ptr<WsConnection> conn, std::vector<asio::steady_timer*> signals)
+      : conn_(std::move(conn)) {
+    conn_->Attach(std::move(signals));
+  }
+  ~WsAttachment() { conn_->Detach(); }
+  WsAttachment(const WsAttachment&) = delete;
+  WsAttachment& operator=(const WsAttachment&) = delete;
+
+ private:
+  const std::shared_ptr<WsConnection> conn_;
+};
+
+// What the coroutines of one WebSocket session share. Touched only on its strand.
+struct WsLoop {
+  explicit WsLoop(const asio::any_io_executor& ex)
+      : wake_main(ex), wake_reader(ex), wake_writer(ex) {}
+  asio::steady_timer wake_main;    // the watchdog waits on it
+  asio::steady_timer wake_reader;  // the reader waits on it while the inbox is full
+  asio::steady_timer wake_writer;  // the writer waits on it for messages or the next ping
+  bool reader_done = false;
+  bool writer_done = false;
+  bool stop = false;  // the socket was closed under the coroutines: leave
+  bool reader_paused = false;
+  std::chrono::steady_clock::time_point last_received;  // any frame, control ones included
+};
+
+// Reads messages and hands them to the application until the connection fails or closes.
+template <typename WsStream>
+asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop) {
+  beast::flat_buffer buffer;
+  for (;;) {
+    while (!loop.stop && conn.InboxFull()) {
+      loop.reader_paused = true;
+      loop.wake_reader.expires_at(asio::steady_timer::time_point::max());
+      co_await loop.wake_reader.async_wait(kAwait);
+    }
+    if (loop.stop) co_return;
+    if (loop.reader_paused) {
+      // The peer could not be heard while paused: the idle clock restarts.
+      loop.reader_paused = false;
+      loop.last_received = std::chrono::steady_clock::now();
+    }
+    // Beast answers pings, and on a message over read_message_max or a protocol error
+    // sends the close frame (1009, 1002) and fails the read.
+    auto [ec, n] = co_await ws.async_read(buffer, kAwait);
+    if (ec) co_return;
+    loop.last_received = std::chrono::steady_clock::now();
+    if (ws.got_binary()) {
+      conn.Abort(1003, "binary messages are not accepted");
+    } else {
+      conn.Deliver(beast::buffers_to_string(buffer.data()));
+    }
+    buffer.clear();
+  }
+}
+
+// Writes queued messages, pings every `ping_interval` and finally the close frame.
+template <typename WsStream>
+asio::awaitable<void> WsWriter(WsStream& ws, WsConnection& conn, WsLoop& loop,
+                               std::chrono::steady_clock::duration ping_interval) {
+  auto next_ping = std::chrono::steady_clock::now() + ping_interval;
+  for (;;) {
+    if (loop.stop || loop.reader_done) co_return;
+    WsConnection::Outgoing out = conn.TakeOutgoing();
+    if (out.kind == WsConnection::OutKind::kMessage) {
+      auto [ec, n] = co_await ws.async_write(asio::buffer(out.text), kAwait);
+      // The socket failed, or Beast is closing it: the reader sees the same and ends.
+      if (ec) co_return;
+    } else if (out.kind == WsConnection::OutKind::kClose) {
+      // When Beast already sent a close frame (answering the peer's, or failing the
+      // connection), it must not be sent twice.
+      if (!ws.is_open()) co_return;
+      websocket::close_reason reason(static_cast<websocket::close_code>(out.code),
+                                     beast::string_view(out.text));
+      [[maybe_unused]] auto [ec] = co_await ws.async_close(reason, kAwait);
+      co_return;
+    }
+    if (std::chrono::steady_clock::now() >= next_ping) {
+      if (!ws.is_open()) co_return;
+      websocket::ping_data payload;
+      auto [ec] = co_await ws.async_ping(payload, kAwait);
+      if (ec) co_return;
+      next_ping = std::chrono::steady_clock::now() + ping_interval;
+      continue;
+    }
+    if (out.kind == WsConnection::OutKind::kNothing) {
+      loop.wake_writer.expires_at(next_ping);
+      co_await loop.wake_writer.async_wait(kAwait);
+    }
+  }
+}
 
 class ServerImpl final : public Server {
  public:
@@ -248,6 +695,7 @@ class ServerImpl final : public Server {
     }
     ~Registration() {
       conn_->close = nullptr;
+      conn_->going_away = nullptr;
       std::lock_guard<std::mutex> lock(server_->mu_);
       server_->connections_.erase(conn_);
     }
@@ -266,6 +714,22 @@ class ServerImpl final : public Server {
   asio::awaitable<void> Serve(Stream& stream, Connection& conn, const std::string& remote);
   template <typename Stream>
   asio::awaitable<bool> Write(Stream& stream, bhttp::response<bhttp::string_body>& res);
+  // Serves an accepted WebSocket upgrade until the connection is closed and the session's
+  // OnClose has returned. `upgrade` is the upgrade request (its body already read).
+  template <typename Stream>
+  asio::awaitable<void> ServeWebSocket(Stream& stream, Connection& conn,
+                                       const bhttp::request<bhttp::string_body>& upgrade,
+                                       std::shared_ptr<WsConnection> ws_conn);
+  // The watchdog of a WebSocket session: returns once its reader and writer are done,
+  // closing the socket under them when the peer has been silent for too long or a close
+  // requested by this side has not completed within read_timeout.
+  asio::awaitable<void> WatchWebSocket(beast::tcp_stream& tcp_stream, WsConnection& ws_conn,
+                                       WsLoop& loop, const std::string& remote);
+  // Answers an upgrade request on a WebSocket route: the session on success, otherwise
+  // the refusal to send (the acceptor's error, or 500 when it threw or returned null).
+  asio::awaitable<std::pair<Status, std::shared_ptr<WebSocketSession>>> RunAcceptor(
+      const WebSocketAcceptor& acceptor, std::shared_ptr<Request> req,
+      std::shared_ptr<WsConnection> ws_conn);
   template <typename Stream>
   asio::awaitable<void> Close(Stream& stream, bool discard_input);
   // The answer to a failed read of a request, or nullopt when there is none to give
@@ -362,7 +826,11 @@ asio::awaitable<void> ServerImpl::Drain(std::shared_ptr<std::promise<void>> stop
     draining_ = true;
     for (const auto& conn : connections_) {
       asio::post(conn->executor, [conn] {
-        if (conn->idle && conn->close) conn->close();
+        if (conn->idle && conn->close) {
+          conn->close();
+        } else if (conn->going_away) {
+          conn->going_away();
+        }
       });
     }
   }
@@ -462,13 +930,6 @@ asio::awaitable<void> ServerImpl::Serve(Stream& stream, Connection& conn,
     // Also refuses a larger Content-Length as soon as the header is parsed.
     parser.body_limit(options_.max_body_bytes);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kAwait);
-    // Extension point for the agent channel: a WebSocket upgrade (GET
-    // /api/v1/agent/connect with "Upgrade: websocket", beast::websocket::is_upgrade) is
-    // recognised here, once the header is read and before any body: authenticate it
-    // (a hook beside handler_), then hand `stream`, `buffer` and parser.release() to a
-    // WebSocket session (beast::websocket::stream<Stream&>) running on this strand, and
-    // return from Serve when it ends. The connection counts as busy meanwhile, so the
-    // session should end itself once draining_ is set, or Shutdown() waits out its grace.
     if (!hec && !parser.is_done()) {
       if (parser.get().version() >= 11 &&
           IEquals(parser.get()[bhttp::field::expect], "100-continue")) {
@@ -492,12 +953,37 @@ asio::awaitable<void> ServerImpl::Serve(Stream& stream, Connection& conn,
     const bool head = msg.method() == bhttp::verb::head;
     bool keep_alive = msg.keep_alive();
     Status target_status;
-    std::shared_ptr<Request> req = ToRequest(std::move(msg), remote, kTls, &target_status);
+    std::shared_ptr<Request> req = ToRequest(msg, remote, kTls, &target_status);
     Response resp;
-    if (target_status.ok()) {
-      resp = co_await RunHandler(std::move(req));
-    } else {
+    const auto ws_route = target_status.ok() ? options_.websocket_routes.find(req->path)
+                                             : options_.websocket_routes.end();
+    if (!target_status.ok()) {
       resp = ErrorResponse(target_status);
+    } else if (ws_route == options_.websocket_routes.end()) {
+      resp = co_await RunHandler(std::move(req));
+    } else if (!websocket::is_upgrade(msg)) {
+      resp = ProtocolErrorResponse(426, "upgrade_required",
+                                   "this endpoint only accepts WebSocket connections");
+      resp.SetHeader("Upgrade", "websocket");
+    } else if (buffer.size() != 0) {
+      // The client must wait for the handshake's answer before sending frames; bytes
+      // already buffered here would be lost to the WebSocket stream.
+      resp = ErrorResponse(InvalidArgument("data followed the WebSocket upgrade request"));
+      keep_alive = false;
+    } else if (draining_) {
+      resp = ErrorResponse(Unavailable("the server is shutting down"));
+    } else {
+      req->route = req->path;
+      auto ws_conn = std::make_shared<WsConnection>(conn.executor, pool_.get_executor(), remote);
+      auto accepting = RunAcceptor(ws_route->second, req, ws_conn);
+      auto [status, session] = co_await std::move(accepting);
+      if (status.ok()) {
+        ws_conn->Start(std::move(session));
+        co_await ServeWebSocket(stream, conn, msg, std::move(ws_conn));
+        co_return;
+      }
+      ws_conn->Detach();
+      resp = ErrorResponse(status);
     }
     keep_alive = keep_alive && !draining_ && !IEquals(resp.GetHeader("Connection"), "close");
     auto res = ToBeast(std::move(resp), version, keep_alive, head);
@@ -535,6 +1021,130 @@ asio::awaitable<void> ServerImpl::Close(Stream& stream, bool discard_input) {
       }
     }
   }
+}
+
+template <typename Stream>
+asio::awaitable<void> ServerImpl::ServeWebSocket(Stream& stream, Connection& conn,
+                                                 const bhttp::request<bhttp::string_body>& upgrade,
+                                                 std::shared_ptr<WsConnection> ws_conn) {
+  beast::tcp_stream& tcp_stream = beast::get_lowest_layer(stream);
+  // From here on the WebSocket stream's timer bounds the handshakes and the watchdog the
+  // rest; Beast requires the tcp_stream's own timer to be off.
+  tcp_stream.expires_never();
+  WsLoop loop(conn.executor);
+  // Declared after `loop`, whose timers and fields its callbacks use, so destroyed first.
+  websocket::stream<Stream&> ws(stream);
+  websocket::stream_base::timeout timeouts;
+  timeouts.handshake_timeout = options_.read_timeout;  // the closing handshake too
+  timeouts.idle_timeout = websocket::stream_base::none();
+  timeouts.keep_alive_pings = false;  // the writer pings on its own schedule
+  ws.set_option(timeouts);
+  ws.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.erase(bhttp::field::server); }));
+  ws.read_message_max(options_.ws_max_message_bytes);
+  ws.auto_fragment(false);
+  ws.text(true);
+  WsAttachment attachment(ws_conn, {&loop.wake_main, &loop.wake_reader, &loop.wake_writer});
+
+  auto [ec] = co_await ws.async_accept(upgrade, kAwait);
+  if (!ec) {
+    LogInfo("http.websocket_open",
+            {{"remote", ws_conn->RemoteAddr()}, {"target", std::string(upgrade.target())}});
+    conn.going_away = [ws_conn] { ws_conn->Abort(1001, "going away"); };
+    // Drain() posted its going_away before there was one.
+    if (draining_) ws_conn->Abort(1001, "going away");
+    loop.last_received = std::chrono::steady_clock::now();
+    ws.control_callback([&loop](websocket::frame_type, beast::string_view) {
+      loop.last_received = std::chrono::steady_clock::now();
+    });
+    asio::co_spawn(conn.executor, WsReader(ws, *ws_conn, loop), [&loop](std::exception_ptr e) {
+      LogIfFailed(e, "websocket reader");
+      loop.reader_done = true;
+      loop.wake_writer.cancel();
+      loop.wake_main.cancel();
+    });
+    asio::co_spawn(conn.executor, WsWriter(ws, *ws_conn, loop, options_.ws_ping_interval),
+                   [&loop](std::exception_ptr e) {
+                     LogIfFailed(e, "websocket writer");
+                     loop.writer_done = true;
+                     loop.wake_main.cancel();
+                   });
+    co_await WatchWebSocket(tcp_stream, *ws_conn, loop, ws_conn->RemoteAddr());
+    ws.control_callback();
+    const websocket::close_reason& peer = ws.reason();
+    LogInfo("http.websocket_closed",
+            {{"remote", ws_conn->RemoteAddr()},
+             {"code", ws_conn->requested_close_code()},
+             {"peer_code", static_cast<int>(peer.code)},
+             {"peer_reason", std::string_view(peer.reason.data(), peer.reason.size())}});
+  }
+  conn.going_away = nullptr;
+  ws_conn->Finish();
+  while (!ws_conn->on_close_done()) {
+    loop.wake_main.expires_at(asio::steady_timer::time_point::max());
+    co_await loop.wake_main.async_wait(kAwait);
+  }
+}
+
+asio::awaitable<void> ServerImpl::WatchWebSocket(beast::tcp_stream& tcp_stream,
+                                                 WsConnection& ws_conn, WsLoop& loop,
+                                                 const std::string& remote) {
+  const auto idle_limit = kWsIdleIntervals * options_.ws_ping_interval;
+  while (!loop.reader_done || !loop.writer_done) {
+    const auto now = std::chrono::steady_clock::now();
+    auto wake_at = asio::steady_timer::time_point::max();
+    if (!loop.stop) {
+      const char* give_up = nullptr;
+      if (auto since = ws_conn.close_requested_at()) {
+        const auto deadline = *since + options_.read_timeout;
+        if (now >= deadline) give_up = "close_timeout";
+        wake_at = std::min(wake_at, deadline);
+      }
+      if (!loop.reader_paused && !loop.reader_done) {
+        const auto deadline = loop.last_received + idle_limit;
+        if (now >= deadline) give_up = "idle_timeout";
+        wake_at = std::min(wake_at, deadline);
+      }
+      if (give_up != nullptr) {
+        LogInfo("http.websocket_dropped", {{"remote", remote}, {"reason", give_up}});
+        // The pending reads and writes fail; the waiting coroutines see `stop`.
+        loop.stop = true;
+        error_code ignored;
+        tcp_stream.socket().close(ignored);
+        loop.wake_reader.cancel();
+        loop.wake_writer.cancel();
+        continue;
+      }
+    }
+    loop.wake_main.expires_at(wake_at);
+    co_await loop.wake_main.async_wait(kAwait);
+  }
+}
+
+asio::awaitable<std::pair<Status, std::shared_ptr<WebSocketSession>>> ServerImpl::RunAcceptor(
+    const WebSocketAcceptor& acceptor, std::shared_ptr<Request> req,
+    std::shared_ptr<WsConnection> ws_conn) {
+  using Result = std::pair<Status, std::shared_ptr<WebSocketSession>>;
+  // As in RunHandler. The result is a pair because co_spawn needs a default-constructible
+  // one. `acceptor` lives in options_, as long as the server.
+  auto invoke = [&acceptor, req, ws_conn]() -> asio::awaitable<Result> {
+    try {
+      StatusOr<std::shared_ptr<WebSocketSession>> session = acceptor(*req, ws_conn);
+      if (!session.ok()) co_return Result(session.status(), nullptr);
+      if (*session != nullptr) co_return Result(Status::Ok(), std::move(*session));
+      LogError("http.websocket_acceptor_null", {{"path", req->path}});
+    } catch (const std::exception& e) {
+      LogError("http.handler_exception",
+               {{"method", req->method}, {"path", req->path}, {"error", e.what()}});
+    } catch (...) {
+      LogError("http.handler_exception",
+               {{"method", req->method}, {"path", req->path}, {"error", "unknown exception"}});
+    }
+    co_return Result(Internal("an internal error occurred"), nullptr);
+  };
+  auto on_pool = asio::co_spawn(pool_, std::move(invoke), asio::use_awaitable);
+  Result result = co_await std::move(on_pool);
+  co_return result;
 }
 
 std::optional<Response> ServerImpl::ReadErrorResponse(const error_code& ec) const {
@@ -594,6 +1204,12 @@ StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler 
   }
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     return InvalidArgument("TLS needs both tls_cert_file and tls_key_file");
+  }
+  if (options.ws_max_message_bytes == 0 || options.ws_ping_interval.count() <= 0) {
+    return InvalidArgument("ws_max_message_bytes and ws_ping_interval must be positive");
+  }
+  for (const auto& [path, acceptor] : options.websocket_routes) {
+    if (!acceptor) return InvalidArgument("the WebSocket route " + path + " has no acceptor");
   }
   try {
     std::unique_ptr<asio::ssl::context> tls;

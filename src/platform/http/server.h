@@ -8,6 +8,11 @@
 // 413 for a body over max_body_bytes (refused from Content-Length before the body is
 // read), 431 for headers over max_header_bytes; the connection is then closed.
 //
+// WebSocket endpoints (websocket.h) are listed in ServerOptions::websocket_routes. An
+// upgrade request on such a path goes to the route's acceptor instead of the Handler; any
+// other request on it is answered 426 "upgrade_required". Upgrade requests on other paths
+// are ordinary requests for the Handler.
+//
 // Boost.Beast and Asio stay inside server.cc; this header names no Boost type.
 //
 // Thread-safety: Run() blocks the calling thread; Shutdown() and port() may be called from
@@ -17,11 +22,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "common/status.h"
 #include "platform/http/http.h"
+#include "platform/http/websocket.h"
 
 namespace gpunex::platform::http {
 
@@ -45,6 +52,15 @@ struct ServerOptions {
   // first) and its private key.
   std::string tls_cert_file;
   std::string tls_key_file;
+
+  // WebSocket endpoints: exact request path ("/api/v1/agent/connect") -> acceptor.
+  std::map<std::string, WebSocketAcceptor> websocket_routes;
+  // A larger incoming message (all its frames together) closes the connection with 1009.
+  size_t ws_max_message_bytes = 1 << 20;
+  // The server pings every WebSocket connection this often, which keeps NAT mappings and
+  // proxies open; a connection from which nothing (message, ping or pong) has arrived for
+  // three intervals is dropped. read_timeout bounds the opening and the closing handshakes.
+  std::chrono::seconds ws_ping_interval{20};
 };
 
 class Server {
@@ -67,9 +83,10 @@ class Server {
   // Starts a graceful shutdown and returns once the listening socket is closed (new
   // connections are refused from then on), or at once when Run() is not serving.
   // The server then closes connections waiting between requests, lets requests in progress
-  // finish and be answered with "Connection: close" for up to shutdown_grace, and makes
-  // Run() return. Handlers still running after the grace period keep their worker thread;
-  // the destructor waits for them. Idempotent.
+  // finish and be answered with "Connection: close" for up to shutdown_grace, closes
+  // WebSocket connections with 1001 "going away" (waiting, within the same grace, for their
+  // OnClose), and makes Run() return. Handlers still running after the grace period keep
+  // their worker thread; the destructor waits for them. Idempotent.
   virtual void Shutdown() = 0;
 };
 

@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Seeds a demo gpunexd through its public API: a provider account whose application is
+approved by the demo admin, and an agent token for the demo agent (printed on stdout).
+
+    scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD
+
+Idempotent: an existing demo provider is reused and only a new agent token is made."""
+import json
+import sys
+import urllib.error
+import urllib.request
+
+base, admin_email, admin_password = sys.argv[1].rstrip("/") + "/api/v1", sys.argv[2], sys.argv[3]
+PROVIDER = {"email": "provider@gpunex.local", "password": "gpunex-demo-provider", "name": "Demo Provider"}
+
+
+def call(method, path, body=None, token=None):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        return e.code, json.loads(raw) if raw else None
+
+
+def login(email, password):
+    status, body = call("POST", "/auth/login", {"email": email, "password": password})
+    if status != 200:
+        sys.exit(f"demo: cannot log in as {email}: {body}")
+    return body["token"]
+
+
+call("POST", "/auth/signup", PROVIDER)  # 409 when it exists
+provider = login(PROVIDER["email"], PROVIDER["password"])
+admin = login(admin_email, admin_password)
+status, _ = call("GET", "/providers/me", token=provider)
+if status != 200:
+    application = {
+        "contact": {"full_name": "Demo Provider", "email": PROVIDER["email"], "company": "Demo DC"},
+        "gpus": [{"model": "l4-24gb", "quantity": 2, "system_ram_gb": 128, "upload_gbps": 1,
+                  "download_gbps": 1, "availability": {"kind": "always"},
+                  "location": {"city": "Milan", "country": "IT", "region": "eu-south"}}],
+        "infrastructure": {"ups": True, "commitment_months": 6, "maintenance_notes": ""},
+        "submit": True,
+    }
+    status, app = call("POST", "/provider-applications", application, provider)
+    if status == 409:  # an application exists: find it and submit it if needed
+        _, page = call("GET", "/provider-applications", token=provider)
+        app = page["items"][0]
+        if app["status"] in ("draft", "needs_info"):
+            call("POST", f"/provider-applications/{app['id']}/submit", token=provider)
+    elif status != 201:
+        sys.exit(f"demo: application refused: {app}")
+    status, body = call("POST", f"/provider-applications/{app['id']}/decision",
+                        {"decision": "approve", "tier": "community", "message": "Demo approval"}, admin)
+    if status != 200:
+        sys.exit(f"demo: approval failed: {body}")
+status, token = call("POST", "/providers/me/agent-tokens", {"name": "demo agent"}, provider)
+if status != 201:
+    sys.exit(f"demo: cannot create an agent token: {token}")
+print(token["token"])

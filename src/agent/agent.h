@@ -1,0 +1,78 @@
+// The agent's main loop (AGT-3, AGT-4): one outbound WebSocket to the platform, kept up
+// with jittered exponential backoff; hello with the inventory and the machine identity;
+// heartbeats with telemetry; commands acknowledged and answered exactly once (answers
+// to repeats come from the state record); workload events and logs forwarded, queued
+// while the channel is down.
+//
+// Thread-safety: Run() on one thread; Stop() from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/gpu/gpu_source.h"
+#include "agent/runtime/docker_client.h"
+#include "agent/runtime/workload_runner.h"
+#include "agent/state.h"
+#include "common/agent_protocol.h"
+#include "common/status.h"
+
+namespace gpunex::agent {
+
+inline constexpr char kAgentVersion[] = "0.1.0";
+
+struct AgentOptions {
+  std::string platform_url;  // http(s)://host:port of gpunexd
+  std::string token;         // the agent token
+  std::string ca_file;       // for a platform with a private CA; "" = system store
+  int max_backoff_s = 60;
+  int welcome_timeout_s = 30;
+};
+
+class Agent {
+ public:
+  // `docker` may be null when no engine is reachable (workloads then fail clearly).
+  Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerClient* docker);
+  ~Agent();
+
+  // Connects and serves until Stop(). Returns OK after Stop().
+  Status Run();
+  void Stop();
+
+  // The wait before reconnect attempt `attempt` (0-based): full jitter over
+  // min(max, 1 s · 2^attempt). Exposed for tests.
+  static std::chrono::milliseconds Backoff(int attempt, int max_backoff_s);
+
+ private:
+  class Connection;
+  Status Session();
+  protocol::Hello MakeHello();
+  void HandleCommand(const protocol::Command& c);
+  void Execute(protocol::Command c);
+  void Queue(protocol::AgentMessage m);
+  bool SendNow(const protocol::AgentMessage& m);
+  void FlushQueue();
+
+  AgentOptions options_;
+  AgentState& state_;
+  GpuSource& gpus_;
+  DockerClient* docker_;
+  std::unique_ptr<WorkloadRunner> runner_;
+
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_)
+  std::deque<protocol::AgentMessage> queue_;   // GUARDED_BY(mu_): waits for a connection
+  std::map<std::string, int64_t> log_seq_;     // GUARDED_BY(mu_): per workload and stream
+  std::vector<std::thread> workers_;           // GUARDED_BY(mu_)
+};
+
+}  // namespace gpunex::agent

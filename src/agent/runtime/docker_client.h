@@ -1,0 +1,154 @@
+// DockerClient: the agent's only way to the container engine, a client of the Docker
+// Engine API.
+//
+// DockerEngineClient() speaks HTTP/1.1 over the engine's unix socket with libcurl, every
+// path pinned to API version 1.41 (Docker 20.10, Debian 12's docker.io; newer engines
+// still serve it), so a newer engine cannot change a request's meaning under the agent.
+// Containers are created without a TTY, so their logs are the engine's multiplexed stream
+// (an 8-byte header per frame), which Logs() and FollowLogs() demultiplex.
+//
+// Errors: the engine's {"message"} becomes the Status message, prefixed "docker: ".
+// HTTP 400 -> kInvalidArgument, 401 -> kUnauthenticated, 403 -> kPermissionDenied,
+// 404 -> kNotFound, 409 -> kFailedPrecondition, 503 -> kUnavailable, any other failure ->
+// kInternal; a missing socket, a refused connection or a dropped one -> kUnavailable
+// naming the socket. Responses are bounded: 64 MiB for Logs(), 4 MiB for the rest (the
+// streams of PullImage, LoadImage and FollowLogs are read incrementally and not bounded
+// in total); a larger response fails with kResourceExhausted.
+//
+// Thread-safety: every method may be called concurrently; each call uses its own curl
+// handle and connection.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "common/time.h"
+
+namespace gpunex::agent {
+
+// The engine's identity, from GET /version.
+struct DockerVersion {
+  std::string version;      // "20.10.24+dfsg1"
+  std::string api_version;  // the newest API the engine serves, "1.41"
+  std::string os;           // "linux"
+  std::string arch;         // "amd64"
+};
+
+// Credentials for a private registry, sent as the X-Registry-Auth header of a pull.
+struct RegistryAuth {
+  std::string username;
+  std::string password;
+  std::string server_address;  // "registry.example.com:5000"
+};
+
+// One frame of a container's output.
+struct LogFrame {
+  enum class Stream { kStdout, kStderr };
+  Stream stream = Stream::kStdout;
+  std::string data;  // raw bytes, not necessarily whole lines or valid UTF-8
+};
+
+// One row of ListContainers().
+struct ContainerSummary {
+  std::string id;
+  std::string name;   // without the engine's leading '/'
+  std::string state;  // "created", "running", "exited", ...
+  std::map<std::string, std::string> labels;
+};
+
+class DockerClient {
+ public:
+  virtual ~DockerClient() = default;
+
+  // GET /version.
+  virtual StatusOr<DockerVersion> Version() = 0;
+  // OK when the engine answers GET /_ping.
+  virtual Status Ping() = 0;
+
+  // Pulls exactly one image: `ref` with its tag ("latest" when none) or digest. Each
+  // progress line of the engine's stream ("Pulling fs layer", "Downloading 12MB/40MB", ...)
+  // goes to `progress` when given. Fails with kInvalidArgument on a malformed reference;
+  // with kNotFound or kPermissionDenied when the registry says so; with kUnavailable when
+  // the registry cannot be reached (the engine's message names it) or when the stream
+  // reports an error after it began (the HTTP status is then already 200).
+  virtual Status PullImage(const std::string& ref, const std::optional<RegistryAuth>& auth,
+                           const std::function<void(const std::string&)>& progress) = 0;
+  // Whether the engine holds `ref` locally.
+  virtual StatusOr<bool> ImageExists(const std::string& ref) = 0;
+  // POST /images/load with the tar file at `tar_path` (as written by `docker save`), for
+  // hosts without a registry. Fails with kNotFound when the file cannot be opened and with
+  // kInvalidArgument when the engine reports an error in its stream.
+  virtual Status LoadImage(const std::string& tar_path) = 0;
+
+  // Creates a container named `name` from `config` (the body of POST /containers/create)
+  // and returns its id. kFailedPrecondition when the name is taken; kNotFound when the
+  // image is missing.
+  virtual StatusOr<std::string> CreateContainer(const std::string& name,
+                                                const json::object& config) = 0;
+  // Starts a created container; OK when it already runs.
+  virtual Status StartContainer(const std::string& id) = 0;
+  // Waits until the container is not running and returns its exit code. `timeout_s` = 0
+  // waits without limit; when it passes first, fails with kUnavailable ("timed out").
+  virtual StatusOr<int64_t> WaitContainer(const std::string& id, int64_t timeout_s) = 0;
+  // The container's output so far: from `since` (0 = from the start), and only the last
+  // `tail` lines when `tail` >= 0. Frames in the order the engine sent them.
+  virtual StatusOr<std::vector<LogFrame>> Logs(const std::string& id, UnixMicros since,
+                                               int tail) = 0;
+  // Streams the container's output from its start, delivering each frame (or part of a
+  // long frame) to `on_frame` as it arrives, and returns OK once the container has
+  // stopped and all of its output has been delivered, each byte once. (Engine 20.10 can
+  // end the stream before the last frames, which a second read then recovers: up to 256
+  // frames; a wider gap is logged as "docker.logs_gap".) `keep_going`, when
+  // given, is called about once a second while the stream is open and may block and make
+  // other DockerClient calls (to stop the container, say); when it returns false the
+  // stream is closed and OK returned at once.
+  virtual Status FollowLogs(const std::string& id,
+                            const std::function<void(const LogFrame&)>& on_frame,
+                            const std::function<bool()>& keep_going) = 0;
+  // Sends SIGTERM, then SIGKILL after `timeout_s` seconds; OK when it was not running.
+  virtual Status StopContainer(const std::string& id, int timeout_s) = 0;
+  // Removes the container (killing it first when `force`) and, when `remove_volumes`, its
+  // anonymous volumes. kNotFound when there is no such container.
+  virtual Status RemoveContainer(const std::string& id, bool force, bool remove_volumes) = 0;
+  // GET /containers/{id}/json.
+  virtual StatusOr<json::object> InspectContainer(const std::string& id) = 0;
+  // Every container, running or not, carrying `label_filter` ("key" or "key=value"; empty
+  // for all containers).
+  virtual StatusOr<std::vector<ContainerSummary>> ListContainers(
+      const std::string& label_filter) = 0;
+
+  // Creates a named volume with the local driver (or returns the existing one of that
+  // name). `driver_opts` go to the driver: {"size": "10G"} asks for a quota (only on
+  // data roots with quota support: the engine refuses it elsewhere with kInvalidArgument);
+  // {"type": "tmpfs", "device": "tmpfs", "o": "size=10g"} makes a size-limited tmpfs.
+  virtual Status CreateVolume(const std::string& name,
+                              const std::map<std::string, std::string>& labels,
+                              const std::map<std::string, std::string>& driver_opts) = 0;
+  // kNotFound when there is no such volume; kFailedPrecondition when a container uses it.
+  virtual Status RemoveVolume(const std::string& name) = 0;
+  // Names of the volumes carrying `label_filter` (as for ListContainers).
+  virtual StatusOr<std::vector<std::string>> ListVolumes(const std::string& label_filter) = 0;
+
+  // Creates a user-defined bridge network and returns its id; kFailedPrecondition when the
+  // name is taken. An `internal` network has no route out of the host.
+  virtual StatusOr<std::string> CreateNetwork(const std::string& name,
+                                              const std::map<std::string, std::string>& labels,
+                                              bool internal) = 0;
+  // kNotFound when there is no such network.
+  virtual Status RemoveNetwork(const std::string& name) = 0;
+  // Names of the networks carrying `label_filter` (as for ListContainers).
+  virtual StatusOr<std::vector<std::string>> ListNetworks(const std::string& label_filter) = 0;
+};
+
+// A client of the engine listening on the unix socket `socket_path`. Never fails: an
+// unreachable engine shows as kUnavailable from each call.
+std::unique_ptr<DockerClient> DockerEngineClient(std::string socket_path = "/var/run/docker.sock");
+
+}  // namespace gpunex::agent

@@ -1,0 +1,129 @@
+// The isolation policy for customer workloads (SPEC ISO-1, ISO-2): the single place that
+// decides what a workload container may do.
+//
+// A workload request arrives as JSON and goes through ParseWorkloadSpec(), which accepts
+// only the fields below, within bounds; anything that could widen the container's reach
+// ("privileged", "binds", "cap_add", "devices", "network_mode", "user", ...) is refused
+// with a field error naming it. BuildContainerConfig() turns a validated spec into the body
+// of the Engine API's POST /containers/create, and every container the agent creates is
+// built by it. CheckContainerConfig() re-verifies a built body against the policy right
+// before it is sent (defense in depth: a bug in the builder, or a future change to it,
+// cannot widen the policy silently).
+//
+// What a workload container gets:
+//   - exactly the allocated GPUs, by UUID, through an nvidia device request (none when the
+//     machine's GPUs are emulated); NVIDIA_VISIBLE_DEVICES is pinned to the same UUIDs
+//     ("void" when none) so that an image's own NVIDIA_VISIBLE_DEVICES=all cannot widen it
+//     under the legacy nvidia runtime hook;
+//   - no host mounts: its only volume is its own named scratch volume at /scratch, plus a
+//     size-limited tmpfs at /tmp; the root filesystem is read-only;
+//   - not privileged, every capability dropped, no-new-privileges, private IPC and PID
+//     namespaces, the engine's default seccomp and AppArmor profiles;
+//   - memory (swap disabled), CPU and PID limits from the spec (the platform sizes them in
+//     proportion to the GPUs rented);
+//   - its own bridge network "gpunex-wl-<id>" (or no network at all), no published ports;
+//   - an init process as PID 1, no restart, json-file logs with a size cap.
+// Not enforced here: the user inside the container is the image's (often root, but without
+// capabilities); user-namespace remapping is a daemon setting. The scratch volume's size
+// limit depends on the storage driver (see WorkloadRunner).
+//
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/json.h"
+#include "common/status.h"
+
+namespace gpunex::agent {
+
+// Bounds of a workload request.
+inline constexpr size_t kMaxWorkloadIdLength = 64;
+inline constexpr size_t kMaxCommandArgs = 64;
+inline constexpr size_t kMaxCommandArgLength = 4096;
+inline constexpr size_t kMaxEnvEntries = 128;
+inline constexpr size_t kMaxEnvNameLength = 128;
+inline constexpr size_t kMaxEnvValueLength = 32 * 1024;
+inline constexpr size_t kMaxGpus = 16;
+inline constexpr int64_t kMinMemoryMb = 64;
+inline constexpr int64_t kMaxMemoryMb = 1'048'576;
+inline constexpr double kMinCpus = 0.1;
+inline constexpr double kMaxCpus = 256;
+inline constexpr int64_t kMinPids = 16;
+inline constexpr int64_t kMaxPids = 32'768;
+inline constexpr int64_t kMinScratchMb = 16;
+inline constexpr int64_t kMaxScratchMb = 1'048'576;
+inline constexpr int64_t kMaxTimeoutS = 30 * 86'400;
+
+// Labels on everything the agent creates for a workload (container, volume, network).
+inline constexpr char kLabelManaged[] = "io.gpunex.managed";    // always "true"
+inline constexpr char kLabelWorkload[] = "io.gpunex.workload";  // the workload id
+// Container only: the allocated GPU UUIDs, comma-separated (may be empty), and how they
+// are attached: "nvidia" (device request) or "emulated" (not attached).
+inline constexpr char kLabelGpus[] = "io.gpunex.gpus";
+inline constexpr char kLabelGpuMode[] = "io.gpunex.gpu-mode";
+
+// The mount point of the scratch volume, and of the tmpfs.
+inline constexpr char kScratchPath[] = "/scratch";
+inline constexpr char kTmpPath[] = "/tmp";
+
+// A validated workload request.
+struct WorkloadSpec {
+  std::string workload_id;           // [A-Za-z0-9][A-Za-z0-9_.-]{0,63}
+  std::string image;                 // a Docker image reference (see image_ref.h)
+  std::vector<std::string> command;  // empty: the image's default command
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> gpu_uuids;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  int64_t memory_mb = 0;
+  double cpus = 0;
+  int64_t pids_limit = 0;
+  int64_t scratch_mb = 0;
+  int64_t timeout_s = 0;  // 0 = none
+};
+
+// Parses a workload request:
+//   {"workload_id": "wl_01J...", "image": "pytorch/pytorch:2.3.0",
+//    "command": ["python", "train.py"], "env": {"EPOCHS": "3"},
+//    "gpu_uuids": ["GPU-..."], "memory_mb": 16384, "cpus": 8, "pids_limit": 4096,
+//    "scratch_mb": 102400, "timeout_s": 3600}
+// command, env, gpu_uuids and timeout_s are optional. Fails with kInvalidArgument when `v`
+// is not an object, and with kValidationFailed naming every wrong field otherwise:
+// unknown fields (so every attempt to widen the policy), bounds, an image reference of bad
+// syntax, env names outside [A-Za-z_][A-Za-z0-9_]* or reserved (NVIDIA_*), duplicate GPUs.
+StatusOr<WorkloadSpec> ParseWorkloadSpec(const json::value& v);
+
+// The names of a workload's container, network and scratch volume.
+std::string WorkloadContainerName(const std::string& workload_id);
+std::string WorkloadNetworkName(const std::string& workload_id);
+std::string ScratchVolumeName(const std::string& workload_id);
+
+struct ContainerPolicyOptions {
+  // The machine's GPUs are emulated: no device request; the UUIDs appear only in the
+  // io.gpunex.gpus label.
+  bool emulated_gpus = false;
+  // NetworkMode "none" instead of the workload's own network WorkloadNetworkName(id),
+  // which the caller creates.
+  bool network_none = false;
+  // Size of the tmpfs at /tmp in MiB, capped at the spec's memory (tmpfs pages count
+  // against the container's memory limit).
+  int64_t tmp_mb = 256;
+  // json-file log rotation: size of one file ("32m") and how many are kept.
+  std::string log_max_size = "32m";
+  int log_max_files = 2;
+};
+
+// The body of POST /containers/create for `spec`.
+// REQUIRES: `spec` came from ParseWorkloadSpec (or satisfies its bounds). The caller
+// creates the volume ScratchVolumeName(id) and, unless network_none, the network
+// WorkloadNetworkName(id) before creating the container.
+json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolicyOptions& opts);
+
+// OK when `config` is within the policy: only the keys BuildContainerConfig() writes, each
+// with an allowed value, the GPUs attached being exactly those its labels list. Fails with
+// kPermissionDenied and a field error for each violation ("HostConfig.Privileged": ...).
+Status CheckContainerConfig(const json::object& config);
+
+}  // namespace gpunex::agent

@@ -1,0 +1,483 @@
+#include "agent/runtime/policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace gpunex::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kGpu0[] = "GPU-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+constexpr char kGpu1[] = "GPU-1d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+constexpr char kGpu2[] = "GPU-2d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+
+json::object ValidRequest() {
+  return json::object{{"workload_id", "wl_01JD3ABC"},
+                      {"image", "pytorch/pytorch:2.3.0"},
+                      {"command", json::array{"python", "-c", "print(1)\nprint(2)"}},
+                      {"env", json::object{{"EPOCHS", "3"}, {"_X1", ""}}},
+                      {"gpu_uuids", json::array{kGpu0, kGpu1}},
+                      {"memory_mb", 16384},
+                      {"cpus", 8.5},
+                      {"pids_limit", 4096},
+                      {"scratch_mb", 102400},
+                      {"timeout_s", 3600}};
+}
+
+WorkloadSpec ValidSpec() {
+  auto spec = ParseWorkloadSpec(ValidRequest());
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return *spec;
+}
+
+// The field errors of parsing `request`, or {} when it parses.
+FieldErrors ErrorsOf(const json::object& request) {
+  auto spec = ParseWorkloadSpec(request);
+  if (spec.ok()) return {};
+  EXPECT_EQ(spec.status().code(), StatusCode::kValidationFailed);
+  return spec.status().fields();
+}
+
+TEST(WorkloadSpec, ParsesAValidRequest) {
+  WorkloadSpec s = ValidSpec();
+  EXPECT_EQ(s.workload_id, "wl_01JD3ABC");
+  EXPECT_EQ(s.image, "pytorch/pytorch:2.3.0");
+  EXPECT_EQ(s.command, (std::vector<std::string>{"python", "-c", "print(1)\nprint(2)"}));
+  ASSERT_EQ(s.env.size(), 2u);
+  EXPECT_EQ(s.env[0], (std::pair<std::string, std::string>{"EPOCHS", "3"}));
+  EXPECT_EQ(s.gpu_uuids, (std::vector<std::string>{kGpu0, kGpu1}));
+  EXPECT_EQ(s.memory_mb, 16384);
+  EXPECT_DOUBLE_EQ(s.cpus, 8.5);
+  EXPECT_EQ(s.pids_limit, 4096);
+  EXPECT_EQ(s.scratch_mb, 102400);
+  EXPECT_EQ(s.timeout_s, 3600);
+}
+
+TEST(WorkloadSpec, OptionalFieldsDefault) {
+  json::object r = ValidRequest();
+  r.erase("command");
+  r.erase("env");
+  r.erase("gpu_uuids");
+  r.erase("timeout_s");
+  auto s = ParseWorkloadSpec(r);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->command.empty());
+  EXPECT_TRUE(s->env.empty());
+  EXPECT_TRUE(s->gpu_uuids.empty());
+  EXPECT_EQ(s->timeout_s, 0);
+}
+
+TEST(WorkloadSpec, RefusesEveryFieldThatWouldWidenThePolicy) {
+  const std::vector<std::pair<std::string, json::value>> attempts = {
+      {"binds", json::array{"/:/host"}},
+      {"privileged", true},
+      {"cap_add", json::array{"SYS_ADMIN"}},
+      {"cap_drop", json::array{}},
+      {"devices", json::array{"/dev/nvidia0"}},
+      {"device_requests", json::array{}},
+      {"network_mode", "host"},
+      {"volumes", json::object{{"/data", json::object{}}}},
+      {"mounts", json::array{}},
+      {"security_opt", json::array{"seccomp=unconfined"}},
+      {"user", "root"},
+      {"pid_mode", "host"},
+      {"ipc_mode", "host"},
+      {"userns_mode", "host"},
+      {"uts_mode", "host"},
+      {"runtime", "runc"},
+      {"sysctls", json::object{}},
+      {"ports", json::array{"22:22"}},
+      {"publish_all_ports", true},
+      {"readonly_rootfs", false},
+      {"cgroup_parent", "/"},
+      {"entrypoint", json::array{"/bin/sh"}},
+      {"labels", json::object{{"io.gpunex.managed", "false"}}},
+      {"host_config", json::object{{"Privileged", true}}},
+  };
+  for (const auto& [field, value] : attempts) {
+    json::object r = ValidRequest();
+    r[field] = value;
+    FieldErrors errors = ErrorsOf(r);
+    ASSERT_EQ(errors.size(), 1u) << field;
+    ASSERT_TRUE(errors.contains(field)) << field;
+    EXPECT_THAT(errors[field], HasSubstr("not allowed")) << field;
+  }
+  json::object r = ValidRequest();
+  r["Privileged"] = true;  // any other spelling is refused as unknown
+  EXPECT_THAT(ErrorsOf(r)["Privileged"], HasSubstr("not a known field"));
+}
+
+TEST(WorkloadSpec, EnforcesBounds) {
+  struct Case {
+    std::string field;
+    json::value value;
+    std::string error_path;
+  };
+  json::array many_args;
+  for (int i = 0; i < 65; ++i) many_args.emplace_back("a");
+  json::object many_env;
+  for (int i = 0; i < 129; ++i) many_env["V" + std::to_string(i)] = "x";
+  json::array many_gpus;
+  for (int i = 0; i < 17; ++i) {
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-%08d-1b2c-4d5e-8f90-a1b2c3d4e5f6", i);
+    many_gpus.emplace_back(uuid);
+  }
+  std::vector<Case> cases;
+  auto add = [&cases](std::string field, json::value value, std::string path) {
+    cases.push_back(Case{std::move(field), std::move(value), std::move(path)});
+  };
+  add("workload_id", "", "workload_id");
+  add("workload_id", "-leading-dash", "workload_id");
+  add("workload_id", "has/slash", "workload_id");
+  add("workload_id", json::value_from(std::string(65, 'a')), "workload_id");
+  add("image", "UPPER:case", "image");
+  add("image", json::value_from("a:" + std::string(254, 'b')), "image");
+  add("image", 7, "image");
+  add("command", many_args, "command");
+  add("command", json::array{std::string(4097, 'x')}, "command[0]");
+  add("command", json::array{"ok", 3}, "command[1]");
+  add("command", json::array{std::string("nul\0byte", 8)}, "command[0]");
+  add("env", many_env, "env");
+  add("env", json::object{{"1ABC", "x"}}, "env.1ABC");
+  add("env", json::object{{"A-B", "x"}}, "env.A-B");
+  add("env", json::object{{std::string(129, 'A'), "x"}}, "env." + std::string(129, 'A'));
+  add("env", json::object{{"NVIDIA_VISIBLE_DEVICES", "all"}}, "env.NVIDIA_VISIBLE_DEVICES");
+  add("env", json::object{{"NVIDIA_DRIVER_CAPABILITIES", "all"}}, "env.NVIDIA_DRIVER_CAPABILITIES");
+  add("env", json::object{{"BIG", std::string(32 * 1024 + 1, 'x')}}, "env.BIG");
+  add("env", json::object{{"NUM", 3}}, "env.NUM");
+  add("env", json::object{{"NUL", nullptr}}, "env.NUL");
+  add("env", json::array{"A=1"}, "env");
+  add("gpu_uuids", many_gpus, "gpu_uuids");
+  add("gpu_uuids", json::array{"GPU-xyz"}, "gpu_uuids[0]");
+  add("gpu_uuids", json::array{"MIG-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6"}, "gpu_uuids[0]");
+  add("gpu_uuids", json::array{kGpu0, kGpu0}, "gpu_uuids[1]");
+  add("memory_mb", 63, "memory_mb");
+  add("memory_mb", 1048577, "memory_mb");
+  add("cpus", 0.05, "cpus");
+  add("cpus", 0, "cpus");
+  add("cpus", 256.5, "cpus");
+  add("cpus", "8", "cpus");
+  add("pids_limit", 15, "pids_limit");
+  add("pids_limit", 32769, "pids_limit");
+  add("scratch_mb", 15, "scratch_mb");
+  add("scratch_mb", 1048577, "scratch_mb");
+  add("timeout_s", -1, "timeout_s");
+  add("timeout_s", 30 * 86400 + 1, "timeout_s");
+  add("timeout_s", 1.5, "timeout_s");
+  for (const auto& c : cases) {
+    json::object r = ValidRequest();
+    r[c.field] = c.value;
+    FieldErrors errors = ErrorsOf(r);
+    EXPECT_TRUE(errors.contains(c.error_path))
+        << c.field << " = " << json::serialize(c.value).substr(0, 80) << " gave "
+        << Status(StatusCode::kValidationFailed, "", errors).ToString().substr(0, 300);
+  }
+  // Bounds are inclusive.
+  json::object r = ValidRequest();
+  r["memory_mb"] = 64;
+  r["cpus"] = 0.1;
+  r["pids_limit"] = 16;
+  r["scratch_mb"] = 16;
+  r["timeout_s"] = 30 * 86400;
+  r["command"] = json::array{std::string(4096, 'x')};
+  r["env"] = json::object{{"BIG", std::string(32 * 1024, 'x')}};
+  EXPECT_TRUE(ErrorsOf(r).empty());
+}
+
+TEST(WorkloadSpec, RequiresItsFieldsAndAnObject) {
+  FieldErrors errors = ErrorsOf(json::object{});
+  for (const char* f : {"workload_id", "image", "memory_mb", "cpus", "pids_limit", "scratch_mb"}) {
+    EXPECT_TRUE(errors.contains(f)) << f;
+  }
+  auto s = ParseWorkloadSpec(json::array{});
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+}
+
+const json::object& Host(const json::object& c) { return c.at("HostConfig").get_object(); }
+
+TEST(ContainerPolicy, BuildsEveryIsolationSetting) {
+  WorkloadSpec spec = ValidSpec();
+  json::object c = BuildContainerConfig(spec, {});
+  EXPECT_EQ(c.at("Image"), "pytorch/pytorch:2.3.0");
+  EXPECT_EQ(c.at("Cmd"), (json::array{"python", "-c", "print(1)\nprint(2)"}));
+  EXPECT_EQ(c.at("Env"),
+            (json::array{"EPOCHS=3",
+                         "_X1=", std::string("NVIDIA_VISIBLE_DEVICES=") + kGpu0 + "," + kGpu1}));
+  EXPECT_EQ(c.at("Labels"), (json::object{{"io.gpunex.managed", "true"},
+                                          {"io.gpunex.workload", "wl_01JD3ABC"},
+                                          {"io.gpunex.gpus", std::string(kGpu0) + "," + kGpu1},
+                                          {"io.gpunex.gpu-mode", "nvidia"}}));
+  EXPECT_EQ(c.at("Tty"), false);
+  const json::object& h = Host(c);
+  EXPECT_EQ(h.at("DeviceRequests"),
+            (json::array{json::object{{"Driver", "nvidia"},
+                                      {"DeviceIDs", json::array{kGpu0, kGpu1}},
+                                      {"Capabilities", json::array{json::array{"gpu"}}}}}));
+  EXPECT_EQ(h.at("Binds"), json::array{});
+  EXPECT_EQ(h.at("Mounts"),
+            (json::array{json::object{{"Type", "volume"},
+                                      {"Source", "gpunex-scratch-wl_01JD3ABC"},
+                                      {"Target", "/scratch"},
+                                      {"ReadOnly", false},
+                                      {"VolumeOptions", json::object{{"NoCopy", true}}}}}));
+  EXPECT_EQ(h.at("Tmpfs"), (json::object{{"/tmp", "rw,nosuid,nodev,size=256m"}}));
+  EXPECT_EQ(h.at("Privileged"), false);
+  EXPECT_EQ(h.at("CapDrop"), json::array{"ALL"});
+  EXPECT_FALSE(h.contains("CapAdd"));
+  EXPECT_EQ(h.at("SecurityOpt"), json::array{"no-new-privileges"});
+  EXPECT_EQ(h.at("ReadonlyRootfs"), true);
+  EXPECT_EQ(h.at("PidsLimit"), 4096);
+  EXPECT_EQ(h.at("Memory"), int64_t{16384} << 20);
+  EXPECT_EQ(h.at("MemorySwap"), int64_t{16384} << 20);
+  EXPECT_EQ(h.at("NanoCpus"), int64_t{8'500'000'000});
+  EXPECT_EQ(h.at("NetworkMode"), "gpunex-wl-wl_01JD3ABC");
+  EXPECT_EQ(h.at("PublishAllPorts"), false);
+  EXPECT_FALSE(h.contains("PortBindings"));
+  EXPECT_EQ(h.at("IpcMode"), "private");
+  EXPECT_FALSE(h.contains("PidMode"));
+  EXPECT_FALSE(h.contains("UsernsMode"));
+  EXPECT_FALSE(h.contains("Devices"));
+  EXPECT_EQ(h.at("Init"), true);
+  EXPECT_EQ(h.at("RestartPolicy"), (json::object{{"Name", "no"}, {"MaximumRetryCount", 0}}));
+  EXPECT_EQ(h.at("LogConfig"),
+            (json::object{{"Type", "json-file"},
+                          {"Config", json::object{{"max-size", "32m"}, {"max-file", "2"}}}}));
+  EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
+}
+
+TEST(ContainerPolicy, EmulatedGpusGetNoDeviceRequest) {
+  ContainerPolicyOptions opts;
+  opts.emulated_gpus = true;
+  opts.network_none = true;
+  opts.tmp_mb = 1 << 20;  // capped at the memory limit
+  json::object c = BuildContainerConfig(ValidSpec(), opts);
+  const json::object& h = Host(c);
+  EXPECT_FALSE(h.contains("DeviceRequests"));
+  EXPECT_EQ(c.at("Labels").at("io.gpunex.gpus"), json::value(std::string(kGpu0) + "," + kGpu1));
+  EXPECT_EQ(c.at("Labels").at("io.gpunex.gpu-mode"), "emulated");
+  EXPECT_EQ(c.at("Env").get_array().back(), "NVIDIA_VISIBLE_DEVICES=void");
+  EXPECT_EQ(h.at("NetworkMode"), "none");
+  EXPECT_EQ(h.at("Tmpfs").at("/tmp"), "rw,nosuid,nodev,size=16384m");
+  EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
+}
+
+TEST(ContainerPolicy, NoGpusNoDeviceRequest) {
+  WorkloadSpec spec = ValidSpec();
+  spec.gpu_uuids.clear();
+  spec.command.clear();
+  json::object c = BuildContainerConfig(spec, {});
+  EXPECT_FALSE(Host(c).contains("DeviceRequests"));
+  EXPECT_FALSE(c.contains("Cmd"));
+  EXPECT_EQ(c.at("Env").get_array().back(), "NVIDIA_VISIBLE_DEVICES=void");
+  EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
+}
+
+json::object& MutableHost(json::object& c) { return c["HostConfig"].as_object(); }
+
+struct Mutation {
+  const char* name;
+  bool emulated;
+  std::function<void(json::object&)> mutate;
+  std::string path;  // the field error expected
+};
+
+TEST(ContainerPolicy, CheckCatchesEveryViolation) {
+  const std::string other_gpu = kGpu2;
+  const std::vector<Mutation> mutations = {
+      {"privileged", false, [](auto& c) { MutableHost(c)["Privileged"] = true; },
+       "HostConfig.Privileged"},
+      {"privileged missing", false, [](auto& c) { MutableHost(c).erase("Privileged"); },
+       "HostConfig.Privileged"},
+      {"a bind", false, [](auto& c) { MutableHost(c)["Binds"] = json::array{"/:/host"}; },
+       "HostConfig.Binds"},
+      {"cap add", false, [](auto& c) { MutableHost(c)["CapAdd"] = json::array{"SYS_ADMIN"}; },
+       "HostConfig.CapAdd"},
+      {"cap drop narrowed", false,
+       [](auto& c) { MutableHost(c)["CapDrop"] = json::array{"NET_RAW"}; }, "HostConfig.CapDrop"},
+      {"network host", false, [](auto& c) { MutableHost(c)["NetworkMode"] = "host"; },
+       "HostConfig.NetworkMode"},
+      {"network bridge", false, [](auto& c) { MutableHost(c)["NetworkMode"] = "bridge"; },
+       "HostConfig.NetworkMode"},
+      {"another workload's network", false,
+       [](auto& c) { MutableHost(c)["NetworkMode"] = "gpunex-wl-other"; },
+       "HostConfig.NetworkMode"},
+      {"container network", false, [](auto& c) { MutableHost(c)["NetworkMode"] = "container:abc"; },
+       "HostConfig.NetworkMode"},
+      {"pid host", false, [](auto& c) { MutableHost(c)["PidMode"] = "host"; },
+       "HostConfig.PidMode"},
+      {"ipc host", false, [](auto& c) { MutableHost(c)["IpcMode"] = "host"; },
+       "HostConfig.IpcMode"},
+      {"userns host", false, [](auto& c) { MutableHost(c)["UsernsMode"] = "host"; },
+       "HostConfig.UsernsMode"},
+      {"uts host", false, [](auto& c) { MutableHost(c)["UTSMode"] = "host"; },
+       "HostConfig.UTSMode"},
+      {"no no-new-privileges", false,
+       [](auto& c) { MutableHost(c)["SecurityOpt"] = json::array{}; }, "HostConfig.SecurityOpt"},
+      {"seccomp unconfined", false,
+       [](auto& c) {
+         MutableHost(c)["SecurityOpt"] = json::array{"no-new-privileges", "seccomp=unconfined"};
+       },
+       "HostConfig.SecurityOpt"},
+      {"writable root", false, [](auto& c) { MutableHost(c)["ReadonlyRootfs"] = false; },
+       "HostConfig.ReadonlyRootfs"},
+      {"a GPU not allocated", false,
+       [&](auto& c) {
+         MutableHost(c)["DeviceRequests"]
+             .as_array()[0]
+             .as_object()["DeviceIDs"]
+             .as_array()
+             .emplace_back(other_gpu);
+       },
+       "HostConfig.DeviceRequests[0].DeviceIDs"},
+      {"all GPUs by count", false,
+       [](auto& c) { MutableHost(c)["DeviceRequests"].as_array()[0].as_object()["Count"] = -1; },
+       "HostConfig.DeviceRequests[0].Count"},
+      {"device request driver", false,
+       [](auto& c) {
+         MutableHost(c)["DeviceRequests"].as_array()[0].as_object()["Driver"] = "cdi";
+       },
+       "HostConfig.DeviceRequests[0].Driver"},
+      {"a second device request", false,
+       [](auto& c) {
+         auto& dr = MutableHost(c)["DeviceRequests"].as_array();
+         dr.push_back(dr[0]);
+       },
+       "HostConfig.DeviceRequests"},
+      {"device request when emulated", true,
+       [&](auto& c) {
+         MutableHost(c)["DeviceRequests"] =
+             json::array{json::object{{"Driver", "nvidia"},
+                                      {"DeviceIDs", json::array{kGpu0}},
+                                      {"Capabilities", json::array{json::array{"gpu"}}}}};
+       },
+       "HostConfig.DeviceRequests"},
+      {"label lists an extra GPU", false,
+       [&](auto& c) {
+         c["Labels"].as_object()["io.gpunex.gpus"] =
+             std::string(kGpu0) + "," + kGpu1 + "," + other_gpu;
+       },
+       "HostConfig.DeviceRequests[0].DeviceIDs"},
+      {"devices", false,
+       [](auto& c) {
+         MutableHost(c)["Devices"] = json::array{json::object{{"PathOnHost", "/dev/sda"}}};
+       },
+       "HostConfig.Devices"},
+      {"a bind mount", false,
+       [](auto& c) { MutableHost(c)["Mounts"].as_array()[0].as_object()["Type"] = "bind"; },
+       "HostConfig.Mounts[0].Type"},
+      {"another workload's volume", false,
+       [](auto& c) {
+         MutableHost(c)["Mounts"].as_array()[0].as_object()["Source"] = "gpunex-scratch-other";
+       },
+       "HostConfig.Mounts[0].Source"},
+      {"volume driver bind", false,
+       [](auto& c) {
+         MutableHost(c)["Mounts"].as_array()[0].as_object()["VolumeOptions"] = json::object{
+             {"DriverConfig",
+              json::object{
+                  {"Name", "local"},
+                  {"Options", json::object{{"type", "none"}, {"o", "bind"}, {"device", "/"}}}}}};
+       },
+       "HostConfig.Mounts[0].VolumeOptions.DriverConfig"},
+      {"a second mount", false,
+       [](auto& c) {
+         auto& m = MutableHost(c)["Mounts"].as_array();
+         m.push_back(m[0]);
+       },
+       "HostConfig.Mounts"},
+      {"bind options", false,
+       [](auto& c) {
+         MutableHost(c)["Mounts"].as_array()[0].as_object()["BindOptions"] = json::object{};
+       },
+       "HostConfig.Mounts[0].BindOptions"},
+      {"volumes from", false, [](auto& c) { MutableHost(c)["VolumesFrom"] = json::array{"other"}; },
+       "HostConfig.VolumesFrom"},
+      {"unsized tmpfs", false,
+       [](auto& c) {
+         MutableHost(c)["Tmpfs"] = json::object{{"/tmp", "rw"}};
+       },
+       "HostConfig.Tmpfs./tmp"},
+      {"tmpfs elsewhere", false,
+       [](auto& c) { MutableHost(c)["Tmpfs"].as_object()["/etc"] = "size=1m"; },
+       "HostConfig.Tmpfs"},
+      {"no memory limit", false, [](auto& c) { MutableHost(c).erase("Memory"); },
+       "HostConfig.Memory"},
+      {"unlimited swap", false, [](auto& c) { MutableHost(c)["MemorySwap"] = -1; },
+       "HostConfig.MemorySwap"},
+      {"no cpu limit", false, [](auto& c) { MutableHost(c)["NanoCpus"] = 0; },
+       "HostConfig.NanoCpus"},
+      {"unlimited pids", false, [](auto& c) { MutableHost(c)["PidsLimit"] = -1; },
+       "HostConfig.PidsLimit"},
+      {"publish ports", false, [](auto& c) { MutableHost(c)["PublishAllPorts"] = true; },
+       "HostConfig.PublishAllPorts"},
+      {"port bindings", false, [](auto& c) { MutableHost(c)["PortBindings"] = json::object{}; },
+       "HostConfig.PortBindings"},
+      {"no init", false, [](auto& c) { MutableHost(c)["Init"] = false; }, "HostConfig.Init"},
+      {"restart always", false,
+       [](auto& c) {
+         MutableHost(c)["RestartPolicy"] = json::object{{"Name", "always"}};
+       },
+       "HostConfig.RestartPolicy.Name"},
+      {"no log cap", false,
+       [](auto& c) {
+         MutableHost(c)["LogConfig"] =
+             json::object{{"Type", "json-file"}, {"Config", json::object{}}};
+       },
+       "HostConfig.LogConfig.Config"},
+      {"other log driver", false,
+       [](auto& c) { MutableHost(c)["LogConfig"].as_object()["Type"] = "syslog"; },
+       "HostConfig.LogConfig.Type"},
+      {"sysctls", false, [](auto& c) { MutableHost(c)["Sysctls"] = json::object{}; },
+       "HostConfig.Sysctls"},
+      {"cgroup parent", false, [](auto& c) { MutableHost(c)["CgroupParent"] = "/"; },
+       "HostConfig.CgroupParent"},
+      {"runtime", false, [](auto& c) { MutableHost(c)["Runtime"] = "runc"; }, "HostConfig.Runtime"},
+      {"no host config", false, [](auto& c) { c.erase("HostConfig"); }, "HostConfig"},
+      {"user root", false, [](auto& c) { c["User"] = "root"; }, "User"},
+      {"volumes", false,
+       [](auto& c) {
+         c["Volumes"] = json::object{{"/data", json::object{}}};
+       },
+       "Volumes"},
+      {"extra network", false, [](auto& c) { c["NetworkingConfig"] = json::object{}; },
+       "NetworkingConfig"},
+      {"tty", false, [](auto& c) { c["Tty"] = true; }, "Tty"},
+      {"bad image", false, [](auto& c) { c["Image"] = "Not A Ref"; }, "Image"},
+      {"unmanaged", false, [](auto& c) { c["Labels"].as_object().erase("io.gpunex.managed"); },
+       "Labels.io.gpunex.managed"},
+      {"extra label", false, [](auto& c) { c["Labels"].as_object()["com.example"] = "x"; },
+       "Labels.com.example"},
+      {"all GPUs by env", false,
+       [](auto& c) { c["Env"].as_array().back() = "NVIDIA_VISIBLE_DEVICES=all"; }, "Env[2]"},
+      {"GPU env unpinned", false, [](auto& c) { c["Env"].as_array().pop_back(); }, "Env"},
+      {"other NVIDIA env", false,
+       [](auto& c) { c["Env"].as_array().emplace_back("NVIDIA_DRIVER_CAPABILITIES=all"); },
+       "Env[3]"},
+      {"malformed env", false, [](auto& c) { c["Env"].as_array().emplace_back("NOEQUALS"); },
+       "Env[3]"},
+  };
+  for (const auto& m : mutations) {
+    ContainerPolicyOptions opts;
+    opts.emulated_gpus = m.emulated;
+    json::object c = BuildContainerConfig(ValidSpec(), opts);
+    ASSERT_TRUE(CheckContainerConfig(c).ok()) << m.name;
+    m.mutate(c);
+    Status st = CheckContainerConfig(c);
+    ASSERT_FALSE(st.ok()) << m.name;
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << m.name;
+    EXPECT_TRUE(st.fields().contains(m.path)) << m.name << ": " << st.ToString();
+  }
+}
+
+TEST(ContainerPolicy, NamesAreDerivedFromTheWorkload) {
+  EXPECT_EQ(WorkloadContainerName("w1"), "gpunex-wl-w1");
+  EXPECT_EQ(WorkloadNetworkName("w1"), "gpunex-wl-w1");
+  EXPECT_EQ(ScratchVolumeName("w1"), "gpunex-scratch-w1");
+}
+
+}  // namespace
+}  // namespace gpunex::agent

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# A private Docker engine for tests: everything it owns lives under one directory, it
+# listens only on its own unix socket, and it neither creates the default docker0 bridge
+# nor touches iptables, so several can run beside each other and beside a host dockerd.
+# User-defined bridge networks still work (without NAT: nothing leaves the machine).
+#
+#   dockerd.sh start DIR                 start dockerd under DIR; prints DIR/docker.sock
+#   dockerd.sh stop DIR                  stop it, unmount what is left, remove DIR
+#   dockerd.sh import-busybox DIR REF    import an image REF made of the host's static
+#                                        busybox (no registry involved)
+#
+# Needs root, /usr/sbin/dockerd (or $DOCKERD) and the docker CLI. Exits non-zero with the
+# reason on stderr when the engine cannot start.
+set -euo pipefail
+
+die() {
+  echo "dockerd.sh: $*" >&2
+  exit 1
+}
+
+usage() {
+  echo "usage: $0 start DIR | stop DIR | import-busybox DIR REF" >&2
+  exit 2
+}
+
+cli() {
+  docker -H "unix://$DIR/docker.sock" "$@"
+}
+
+start() {
+  [[ $(id -u) -eq 0 ]] || die "must run as root to start dockerd"
+  local dockerd=${DOCKERD:-}
+  if [[ -z $dockerd ]]; then
+    dockerd=$(command -v dockerd || true)
+    [[ -n $dockerd ]] || dockerd=/usr/sbin/dockerd
+  fi
+  [[ -x $dockerd ]] || die "dockerd not found (set DOCKERD)"
+  command -v docker >/dev/null || die "the docker CLI is not installed"
+  mkdir -p "$DIR/data" "$DIR/exec"
+  # An empty config file: the host's /etc/docker/daemon.json must not apply.
+  echo '{}' >"$DIR/daemon.json"
+  local extra=()
+  [[ -n ${DOCKERD_STORAGE_DRIVER:-} ]] && extra+=(--storage-driver "$DOCKERD_STORAGE_DRIVER")
+  setsid "$dockerd" \
+    --config-file "$DIR/daemon.json" \
+    --host "unix://$DIR/docker.sock" \
+    --data-root "$DIR/data" \
+    --exec-root "$DIR/exec" \
+    --pidfile "$DIR/docker.pid" \
+    --iptables=false --ip-masq=false --bridge=none \
+    --log-level=warn "${extra[@]}" \
+    </dev/null >"$DIR/dockerd.log" 2>&1 &
+  local pid=$!
+  echo "$pid" >"$DIR/launcher.pid"
+  for _ in $(seq 1 300); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "dockerd.sh: dockerd exited during startup; its log:" >&2
+      tail -n 20 "$DIR/dockerd.log" >&2 || true
+      exit 1
+    fi
+    if cli version >/dev/null 2>&1; then
+      echo "$DIR/docker.sock"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "dockerd.sh: dockerd did not answer within 60 s; its log:" >&2
+  tail -n 20 "$DIR/dockerd.log" >&2 || true
+  kill -TERM "$pid" 2>/dev/null || true
+  exit 1
+}
+
+stop() {
+  [[ -d $DIR ]] || return 0
+  local pid=""
+  [[ -f $DIR/docker.pid ]] && pid=$(cat "$DIR/docker.pid")
+  [[ -z $pid && -f $DIR/launcher.pid ]] && pid=$(cat "$DIR/launcher.pid")
+  if [[ -S $DIR/docker.sock ]] && cli version >/dev/null 2>&1; then
+    # Containers and networks first: a network's bridge would outlive the engine.
+    local ids
+    ids=$(cli ps -aq 2>/dev/null || true)
+    [[ -n $ids ]] && cli rm -f $ids >/dev/null 2>&1 || true
+    cli network prune -f >/dev/null 2>&1 || true
+  fi
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  fi
+  # The engine's own containerd and shims, if it died without stopping them: only the
+  # processes whose command line names this directory.
+  local p
+  for p in $(pgrep -f -- "$DIR/exec" 2>/dev/null || true); do
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  # Leftover mounts under DIR, deepest first.
+  local m
+  for m in $(awk -v d="$DIR" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/mounts |
+    sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  rm -rf "$DIR"
+}
+
+import_busybox() {
+  local ref=$1
+  local busybox=${BUSYBOX:-/bin/busybox}
+  [[ -x $busybox ]] || die "$busybox not found (install busybox-static)"
+  if ldd "$busybox" >/dev/null 2>&1; then
+    die "$busybox is dynamically linked; a static busybox is needed (busybox-static)"
+  fi
+  local root
+  root=$(mktemp -d "$DIR/rootfs.XXXXXX")
+  mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/proc" "$root/sys" "$root/dev"
+  cp "$busybox" "$root/bin/busybox"
+  local applet
+  for applet in $("$busybox" --list); do
+    [[ $applet == busybox ]] || ln -sf busybox "$root/bin/$applet"
+  done
+  echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+  echo 'root:x:0:' >"$root/etc/group"
+  tar -C "$root" -c . | cli import -c 'ENV PATH=/bin' - "$ref" >/dev/null
+  rm -rf "$root"
+}
+
+[[ $# -ge 2 ]] || usage
+cmd=$1
+DIR=$(realpath -m "$2")
+case $cmd in
+  start) start ;;
+  stop) stop ;;
+  import-busybox)
+    [[ $# -eq 3 ]] || usage
+    import_busybox "$3"
+    ;;
+  *) usage ;;
+esac

@@ -1,0 +1,486 @@
+#include "agent/runtime/workload_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "common/log.h"
+
+namespace gpunex::agent {
+
+const char* WorkloadStateName(WorkloadState state) {
+  switch (state) {
+    case WorkloadState::kStarting:
+      return "starting";
+    case WorkloadState::kRunning:
+      return "running";
+    case WorkloadState::kExited:
+      return "exited";
+    case WorkloadState::kFailed:
+      return "failed";
+    case WorkloadState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr char kManagedFilter[] = "io.gpunex.managed=true";
+
+// Logged once per process: scratch volumes have no size limit on this engine.
+std::atomic<bool> g_warned_unlimited_scratch{false};
+
+std::map<std::string, std::string> WorkloadLabels(const std::string& workload_id) {
+  return {{kLabelManaged, "true"}, {kLabelWorkload, workload_id}};
+}
+
+// The workload id in a name made by WorkloadNetworkName() or ScratchVolumeName(), or "".
+std::string WorkloadOfName(const std::string& name, const std::string& prefix) {
+  return name.starts_with(prefix) ? name.substr(prefix.size()) : "";
+}
+
+class Runner final : public WorkloadRunner {
+ public:
+  Runner(DockerClient* docker, WorkloadRunnerOptions options, WorkloadCallbacks callbacks)
+      : docker_(*docker), options_(std::move(options)), callbacks_(std::move(callbacks)) {}
+
+  ~Runner() override {
+    std::vector<std::shared_ptr<Entry>> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutting_down_ = true;
+      for (auto& [id, e] : entries_) {
+        if (!e->done) {
+          e->stop_requested = true;
+          if (e->stop_reason.empty()) e->stop_reason = "agent shutdown";
+        }
+        all.push_back(e);
+      }
+    }
+    for (auto& e : all) {
+      if (e->thread.joinable()) e->thread.join();
+    }
+  }
+
+  Status Start(const WorkloadSpec& spec, const std::optional<RegistryAuth>& auth) override {
+    std::vector<std::thread> ended;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (shutting_down_) return Unavailable("the workload runner is shutting down");
+      if (entries_.contains(spec.workload_id)) {
+        return AlreadyExists("workload " + spec.workload_id + " is already known to this agent");
+      }
+      for (const auto& gpu : spec.gpu_uuids) {
+        if (options_.offered_gpus && !options_.offered_gpus->contains(gpu)) {
+          return PermissionDenied("GPU " + gpu + " is not offered by this machine");
+        }
+        for (const auto& [id, e] : entries_) {
+          if (e->done) continue;
+          for (const auto& used : e->spec.gpu_uuids) {
+            if (used == gpu) {
+              return FailedPrecondition("GPU " + gpu + " is in use by workload " + id);
+            }
+          }
+        }
+      }
+      ended = ReapLocked();
+      auto e = std::make_shared<Entry>();
+      e->spec = spec;
+      e->auth = auth;
+      e->status.workload_id = spec.workload_id;
+      entries_[spec.workload_id] = e;
+      e->thread = std::thread([this, e] { Run(*e); });
+    }
+    for (auto& t : ended) t.join();
+    return Status::Ok();
+  }
+
+  Status Stop(const std::string& workload_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(workload_id);
+    if (it == entries_.end()) return NotFound("no workload " + workload_id);
+    RequestStopLocked(*it->second, "stop");
+    return Status::Ok();
+  }
+
+  StatusOr<WorkloadStatus> Wait(const std::string& workload_id, int64_t timeout_ms) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = entries_.find(workload_id);
+    if (it == entries_.end()) return NotFound("no workload " + workload_id);
+    std::shared_ptr<Entry> e = it->second;
+    if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return e->done; })) {
+      return Unavailable("workload " + workload_id + " is still " +
+                         WorkloadStateName(e->status.state));
+    }
+    return e->status;
+  }
+
+  StatusOr<WorkloadStatus> Get(const std::string& workload_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(workload_id);
+    if (it == entries_.end()) return NotFound("no workload " + workload_id);
+    return it->second->status;
+  }
+
+  Status Reconcile(const std::set<std::string>& keep) override {
+    // Workloads this runner runs: stop those not to keep; leave all of them to their
+    // threads, which clean up after themselves.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, e] : entries_) {
+        if (!e->done && !keep.contains(id)) RequestStopLocked(*e, "reconcile");
+      }
+    }
+    // Checked at each removal, so that a workload started meanwhile is not touched.
+    auto owned = [&](const std::string& workload) {
+      if (workload.empty()) return false;
+      if (keep.contains(workload)) return true;
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(workload);
+      return it != entries_.end() && !it->second->done;
+    };
+    Status first;
+    auto note = [&first](const Status& st, const char* what, const std::string& name) {
+      if (st.ok() || st.code() == StatusCode::kNotFound) return;
+      LogWarn("runtime.reconcile_failed",
+              {{"object", what}, {"name", name}, {"error", st.ToString()}});
+      if (first.ok()) first = st;
+    };
+
+    auto containers = docker_.ListContainers(kManagedFilter);
+    if (!containers.ok()) return containers.status();
+    for (const auto& c : *containers) {
+      auto it = c.labels.find(kLabelWorkload);
+      std::string workload = it == c.labels.end() ? "" : it->second;
+      if (owned(workload)) continue;
+      LogInfo("runtime.reconcile_remove",
+              {{"container", c.name}, {"workload", workload}, {"state", c.state}});
+      note(docker_.RemoveContainer(c.id, /*force=*/true, /*remove_volumes=*/true), "container",
+           c.name);
+    }
+    // Volumes and networks after the containers that used them.
+    auto volumes = docker_.ListVolumes(kManagedFilter);
+    if (!volumes.ok()) return volumes.status();
+    for (const auto& v : *volumes) {
+      if (owned(WorkloadOfName(v, ScratchVolumeName("")))) continue;
+      note(docker_.RemoveVolume(v), "volume", v);
+    }
+    auto networks = docker_.ListNetworks(kManagedFilter);
+    if (!networks.ok()) return networks.status();
+    for (const auto& n : *networks) {
+      if (owned(WorkloadOfName(n, WorkloadNetworkName("")))) continue;
+      note(docker_.RemoveNetwork(n), "network", n);
+    }
+    return first;
+  }
+
+ private:
+  struct Entry {
+    WorkloadSpec spec;
+    std::optional<RegistryAuth> auth;
+    WorkloadStatus status;            // GUARDED_BY(mu_)
+    bool done = false;                // GUARDED_BY(mu_)
+    bool stop_requested = false;      // GUARDED_BY(mu_)
+    std::string stop_reason;          // GUARDED_BY(mu_): "stop", "reconcile", ...
+    std::string container_to_remove;  // GUARDED_BY(mu_): id, or name when unsure
+    SteadyClock::time_point deadline = SteadyClock::time_point::max();  // GUARDED_BY(mu_)
+    std::thread thread;  // GUARDED_BY(mu_); joined outside it, by Start() or ~Runner()
+  };
+
+  // What the workload thread found when the container ended.
+  struct Ending {
+    bool timed_out = false;
+    bool stopped = false;
+    std::optional<int64_t> exit_code;
+  };
+
+  void RequestStopLocked(Entry& e, const char* reason) {
+    if (e.done || e.stop_requested) return;
+    e.stop_requested = true;
+    e.stop_reason = reason;
+  }
+
+  // Takes the threads of ended workloads, for joining outside the lock (they are about to
+  // return), and forgets the oldest ended workloads beyond max_finished.
+  std::vector<std::thread> ReapLocked() {
+    std::vector<std::thread> out;
+    for (auto& [id, e] : entries_) {
+      if (e->done && e->thread.joinable()) out.push_back(std::move(e->thread));
+    }
+    while (finished_.size() > options_.max_finished) {
+      entries_.erase(finished_.front());
+      finished_.pop_front();
+    }
+    return out;
+  }
+
+  bool StopRequested(Entry& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return e.stop_requested;
+  }
+
+  // Records and reports a state that is not terminal.
+  void Report(Entry& e, WorkloadState state) {
+    WorkloadStatus copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.status.state = state;
+      copy = e.status;
+    }
+    LogInfo("runtime.workload_state",
+            {{"workload", copy.workload_id}, {"state", WorkloadStateName(state)}});
+    if (callbacks_.on_state) callbacks_.on_state(copy);
+  }
+
+  // Cleans up, then reports the terminal state and wakes Wait().
+  void Finish(Entry& e, WorkloadState state, std::optional<int64_t> exit_code, std::string reason) {
+    Cleanup(e);
+    WorkloadStatus copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.status.state = state;
+      e.status.exit_code = exit_code;
+      e.status.reason = std::move(reason);
+      copy = e.status;
+    }
+    json::object fields{{"workload", copy.workload_id}, {"state", WorkloadStateName(state)}};
+    if (copy.exit_code) fields["exit_code"] = *copy.exit_code;
+    if (!copy.reason.empty()) fields["reason"] = copy.reason;
+    LogInfo("runtime.workload_state", std::move(fields));
+    if (callbacks_.on_state) callbacks_.on_state(copy);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.done = true;
+      finished_.push_back(copy.workload_id);
+    }
+    cv_.notify_all();
+  }
+
+  void Fail(Entry& e, const std::string& step, const Status& st) {
+    std::string reason = step + ": " + st.message();
+    for (const auto& [field, message] : st.fields()) reason += "; " + field + " " + message;
+    Finish(e, WorkloadState::kFailed, std::nullopt, std::move(reason));
+  }
+
+  // The body of a workload's thread.
+  void Run(Entry& e) {
+    const WorkloadSpec& spec = e.spec;
+    Report(e, WorkloadState::kStarting);
+
+    // The policy first: nothing is created for a workload it refuses.
+    json::object config = BuildContainerConfig(spec, options_.policy);
+    if (Status st = CheckContainerConfig(config); !st.ok()) {
+      LogError("runtime.policy_violation",
+               {{"workload", spec.workload_id}, {"error", st.ToString()}});
+      return Fail(e, "policy", st);
+    }
+    auto exists = docker_.ImageExists(spec.image);
+    if (!exists.ok()) return Fail(e, "image", exists.status());
+    if (!*exists) {
+      LogInfo("runtime.image_pull", {{"workload", spec.workload_id}, {"image", spec.image}});
+      Status st = docker_.PullImage(spec.image, e.auth, nullptr);
+      if (!st.ok()) return Fail(e, "image", st);
+    }
+    if (StopRequested(e)) return Finish(e, WorkloadState::kStopped, std::nullopt, "");
+
+    if (!options_.policy.network_none) {
+      auto net = docker_.CreateNetwork(WorkloadNetworkName(spec.workload_id),
+                                       WorkloadLabels(spec.workload_id), /*internal=*/false);
+      // A network of that name left by an earlier attempt is the workload's own: use it.
+      if (!net.ok() && net.status().code() != StatusCode::kFailedPrecondition) {
+        return Fail(e, "network", net.status());
+      }
+    }
+    if (Status st = CreateScratch(spec); !st.ok()) return Fail(e, "scratch volume", st);
+
+    auto id = docker_.CreateContainer(WorkloadContainerName(spec.workload_id), config);
+    if (!id.ok()) {
+      // Unavailable: the engine may have created it before the answer was lost. Any other
+      // failure (a name conflict above all) means the name is not ours to remove.
+      if (id.status().code() == StatusCode::kUnavailable) {
+        std::lock_guard<std::mutex> lock(mu_);
+        e.container_to_remove = WorkloadContainerName(spec.workload_id);
+      }
+      return Fail(e, "create", id.status());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.status.container_id = *id;
+      e.container_to_remove = *id;
+    }
+    if (StopRequested(e)) return Finish(e, WorkloadState::kStopped, std::nullopt, "");
+    if (Status st = docker_.StartContainer(*id); !st.ok()) return Fail(e, "start", st);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (spec.timeout_s > 0) {
+        e.deadline = SteadyClock::now() + std::chrono::seconds(spec.timeout_s);
+      }
+    }
+    Report(e, WorkloadState::kRunning);
+
+    Ending end = Supervise(e, *id);
+    if (end.timed_out) return Finish(e, WorkloadState::kFailed, end.exit_code, "timeout");
+    if (end.stopped) return Finish(e, WorkloadState::kStopped, end.exit_code, "");
+    auto info = docker_.InspectContainer(*id);
+    if (info.ok()) {
+      auto state = info->find("State");
+      if (state != info->end() && state->value().is_object()) {
+        auto oom = state->value().get_object().find("OOMKilled");
+        if (oom != state->value().get_object().end() && oom->value().is_bool() &&
+            oom->value().get_bool()) {
+          return Finish(e, WorkloadState::kFailed, end.exit_code, "out of memory");
+        }
+      }
+    }
+    if (!end.exit_code) {
+      return Finish(e, WorkloadState::kFailed, std::nullopt,
+                    "the container disappeared before its exit code was read");
+    }
+    Finish(e, WorkloadState::kExited, end.exit_code, "");
+  }
+
+  // Follows the running container's output until it ends, stopping it when asked to or
+  // when its timeout passes.
+  Ending Supervise(Entry& e, const std::string& id) {
+    Ending end;
+    bool stop_sent = false;
+    // Called about once a second; stops the container once when it should end.
+    auto check = [&]() -> bool {
+      bool stop;
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        why = e.stop_reason;
+        if (!end.stopped && !end.timed_out) {
+          if (e.stop_requested) {
+            end.stopped = true;
+          } else if (SteadyClock::now() >= e.deadline) {
+            end.timed_out = true;
+          }
+        }
+        stop = end.stopped || end.timed_out;
+      }
+      if (stop && !stop_sent) {
+        stop_sent = true;
+        LogInfo("runtime.workload_stop",
+                {{"workload", e.spec.workload_id}, {"why", end.timed_out ? "timeout" : why}});
+        Status st = docker_.StopContainer(id, options_.stop_grace_s);
+        if (!st.ok() && st.code() != StatusCode::kNotFound) {
+          LogWarn("runtime.stop_failed",
+                  {{"workload", e.spec.workload_id}, {"error", st.ToString()}});
+          // Killing is removing: the stream then ends and the cleanup finds nothing.
+          (void)docker_.RemoveContainer(id, /*force=*/true, /*remove_volumes=*/true);
+        }
+      }
+      return true;
+    };
+    auto on_frame = [&](const LogFrame& f) {
+      if (callbacks_.on_log) callbacks_.on_log(e.spec.workload_id, f);
+    };
+
+    Status followed = docker_.FollowLogs(id, on_frame, check);
+    if (!followed.ok()) {
+      LogWarn("runtime.follow_logs_failed",
+              {{"workload", e.spec.workload_id}, {"error", followed.ToString()}});
+    }
+    // The stream ended with the container, or broke: wait for the exit code, still
+    // checking for stop and timeout.
+    while (true) {
+      auto start = SteadyClock::now();
+      auto code = docker_.WaitContainer(id, followed.ok() ? 30 : 1);
+      if (code.ok()) {
+        end.exit_code = *code;
+        break;
+      }
+      if (code.status().code() == StatusCode::kNotFound) break;
+      check();
+      bool give_up;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        give_up = shutting_down_ && stop_sent;
+      }
+      if (give_up) {
+        LogWarn("runtime.wait_abandoned",
+                {{"workload", e.spec.workload_id}, {"error", code.status().ToString()}});
+        break;
+      }
+      if (SteadyClock::now() - start < std::chrono::seconds(1)) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
+    return end;
+  }
+
+  Status CreateScratch(const WorkloadSpec& spec) {
+    const std::string name = ScratchVolumeName(spec.workload_id);
+    const std::string size = std::to_string(spec.scratch_mb) + "m";
+    if (options_.scratch == ScratchBackend::kTmpfs) {
+      return docker_.CreateVolume(
+          name, WorkloadLabels(spec.workload_id),
+          {{"type", "tmpfs"}, {"device", "tmpfs"}, {"o", "size=" + size + ",nosuid,nodev"}});
+    }
+    Status st = docker_.CreateVolume(name, WorkloadLabels(spec.workload_id), {{"size", size}});
+    if (st.ok() || st.code() != StatusCode::kInvalidArgument ||
+        st.message().find("quota") == std::string::npos) {
+      return st;
+    }
+    if (!g_warned_unlimited_scratch.exchange(true)) {
+      LogWarn("runtime.scratch_unlimited",
+              {{"reason", st.message()},
+               {"note", "scratch volumes have no size limit on this engine's data root"}});
+    }
+    return docker_.CreateVolume(name, WorkloadLabels(spec.workload_id), {});
+  }
+
+  // Removes the workload's container, volume and network; failures are logged and left to
+  // Reconcile().
+  void Cleanup(Entry& e) {
+    const std::string& w = e.spec.workload_id;
+    std::string container;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      container = e.container_to_remove;
+    }
+    auto log = [&w](const Status& st, const char* what) {
+      if (!st.ok() && st.code() != StatusCode::kNotFound) {
+        LogWarn("runtime.cleanup_failed",
+                {{"workload", w}, {"object", what}, {"error", st.ToString()}});
+      }
+    };
+    if (!container.empty()) {
+      log(docker_.RemoveContainer(container, /*force=*/true, /*remove_volumes=*/true), "container");
+    }
+    log(docker_.RemoveVolume(ScratchVolumeName(w)), "volume");
+    if (!options_.policy.network_none) {
+      log(docker_.RemoveNetwork(WorkloadNetworkName(w)), "network");
+    }
+  }
+
+  DockerClient& docker_;
+  const WorkloadRunnerOptions options_;
+  const WorkloadCallbacks callbacks_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // GUARDED_BY(mu_)
+  std::deque<std::string> finished_;                       // GUARDED_BY(mu_): oldest first
+  bool shutting_down_ = false;                             // GUARDED_BY(mu_)
+};
+
+}  // namespace
+
+std::unique_ptr<WorkloadRunner> DockerWorkloadRunner(DockerClient* docker,
+                                                     WorkloadRunnerOptions options,
+                                                     WorkloadCallbacks callbacks) {
+  return std::make_unique<Runner>(docker, std::move(options), std::move(callbacks));
+}
+
+}  // namespace gpunex::agent

@@ -1,0 +1,409 @@
+// WorkloadRunner against a real, private dockerd (test_dockerd.h); the tests skip when
+// the engine cannot start here. GPUs are emulated: the host has none.
+#include "agent/runtime/workload_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "agent/runtime/test_dockerd.h"
+
+namespace gpunex::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::kBusyboxImage;
+using testing::TestDockerd;
+
+constexpr char kGpu0[] = "GPU-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+constexpr char kGpu1[] = "GPU-1d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+constexpr int64_t kWaitMs = 60'000;
+
+// What the callbacks saw.
+class Recorder {
+ public:
+  WorkloadCallbacks Callbacks() {
+    return {[this](const WorkloadStatus& s) {
+              std::lock_guard<std::mutex> lock(mu_);
+              states_[s.workload_id].push_back(s.state);
+            },
+            [this](const std::string& id, const LogFrame& f) {
+              std::lock_guard<std::mutex> lock(mu_);
+              (f.stream == LogFrame::Stream::kStdout ? stdout_ : stderr_)[id] += f.data;
+            }};
+  }
+  std::vector<WorkloadState> States(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return states_[id];
+  }
+  std::string Stdout(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stdout_[id];
+  }
+  std::string Stderr(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stderr_[id];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<WorkloadState>> states_;
+  std::map<std::string, std::string> stdout_, stderr_;
+};
+
+class WorkloadRunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    engine_ = TestDockerd::Start(&skip_reason_).release();
+    if (!engine_) return;
+    if (!engine_->ImportBusybox(&import_error_)) return;
+    client_ = DockerEngineClient(engine_->socket()).release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    client_ = nullptr;
+    delete engine_;
+    engine_ = nullptr;
+  }
+  void SetUp() override {
+    if (!engine_) GTEST_SKIP() << "dockerd could not start here: " << skip_reason_;
+    ASSERT_NE(client_, nullptr) << "importing the busybox image failed: " << import_error_;
+  }
+  void TearDown() override {
+    runner_.reset();
+    if (!client_) return;
+    // Every test leaves the engine as it found it.
+    auto containers = client_->ListContainers("io.gpunex.managed=true");
+    ASSERT_TRUE(containers.ok());
+    for (const auto& c : *containers) {
+      ADD_FAILURE() << "left behind: container " << c.name;
+      (void)client_->RemoveContainer(c.id, true, true);
+    }
+    auto volumes = client_->ListVolumes("io.gpunex.managed=true");
+    ASSERT_TRUE(volumes.ok());
+    for (const auto& v : *volumes) {
+      ADD_FAILURE() << "left behind: volume " << v;
+      (void)client_->RemoveVolume(v);
+    }
+    auto networks = client_->ListNetworks("io.gpunex.managed=true");
+    ASSERT_TRUE(networks.ok());
+    for (const auto& n : *networks) {
+      ADD_FAILURE() << "left behind: network " << n;
+      (void)client_->RemoveNetwork(n);
+    }
+  }
+
+  static WorkloadRunnerOptions Options() {
+    WorkloadRunnerOptions o;
+    o.policy.emulated_gpus = true;
+    o.stop_grace_s = 1;
+    return o;
+  }
+
+  WorkloadRunner& Runner(WorkloadRunnerOptions options = Options()) {
+    runner_ = DockerWorkloadRunner(client_, std::move(options), recorder_.Callbacks());
+    return *runner_;
+  }
+
+  static WorkloadSpec Spec(const std::string& id, const std::string& script) {
+    WorkloadSpec s;
+    s.workload_id = id;
+    s.image = kBusyboxImage;
+    s.command = {"sh", "-c", script};
+    s.env = {{"GREETING", "hello"}};
+    s.gpu_uuids = {kGpu0, kGpu1};
+    s.memory_mb = 128;
+    s.cpus = 0.5;
+    s.pids_limit = 64;
+    s.scratch_mb = 64;
+    return s;
+  }
+
+  // Waits until the workload runs; its container id.
+  std::string AwaitRunning(const std::string& id) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto s = runner_->Get(id);
+      if (s.ok() && s->state == WorkloadState::kRunning) return s->container_id;
+      if (s.ok() && s->state != WorkloadState::kStarting) {
+        ADD_FAILURE() << id << " ended: " << WorkloadStateName(s->state) << " " << s->reason;
+        return "";
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << id << " never ran";
+    return "";
+  }
+
+  static TestDockerd* engine_;
+  static DockerClient* client_;
+  static std::string skip_reason_;
+  static std::string import_error_;
+  Recorder recorder_;
+  std::unique_ptr<WorkloadRunner> runner_;
+};
+
+TestDockerd* WorkloadRunnerTest::engine_ = nullptr;
+DockerClient* WorkloadRunnerTest::client_ = nullptr;
+std::string WorkloadRunnerTest::skip_reason_;
+std::string WorkloadRunnerTest::import_error_;
+
+TEST_F(WorkloadRunnerTest, RunsToItsExitCodeWithLogs) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner.Start(Spec("exit3", "echo $GREETING; echo oops >&2; exit 3")).ok());
+  auto end = runner.Wait("exit3", kWaitMs);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(end->state, WorkloadState::kExited) << end->reason;
+  EXPECT_EQ(end->exit_code, 3);
+  EXPECT_EQ(end->reason, "");
+  EXPECT_FALSE(end->container_id.empty());
+  EXPECT_THAT(
+      recorder_.States("exit3"),
+      ElementsAre(WorkloadState::kStarting, WorkloadState::kRunning, WorkloadState::kExited));
+  EXPECT_EQ(recorder_.Stdout("exit3"), "hello\n");
+  EXPECT_EQ(recorder_.Stderr("exit3"), "oops\n");
+  // Cleaned up before the terminal state was reported.
+  EXPECT_EQ(client_->InspectContainer(end->container_id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(runner.Start(Spec("exit3", "true")).code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(WorkloadRunnerTest, ContainerCarriesEveryIsolationSetting) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner.Start(Spec("iso", "sleep 60")).ok());
+  std::string id = AwaitRunning("iso");
+  ASSERT_FALSE(id.empty());
+  auto info = client_->InspectContainer(id);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  const json::object& h = info->at("HostConfig").get_object();
+  EXPECT_EQ(h.at("Privileged"), false);
+  EXPECT_EQ(h.at("CapDrop"), json::array{"ALL"});
+  EXPECT_TRUE(h.at("CapAdd").is_null());
+  EXPECT_EQ(h.at("SecurityOpt"), json::array{"no-new-privileges"});
+  EXPECT_EQ(h.at("ReadonlyRootfs"), true);
+  EXPECT_EQ(h.at("PidsLimit"), 64);
+  EXPECT_EQ(h.at("Memory"), 128 << 20);
+  EXPECT_EQ(h.at("MemorySwap"), 128 << 20);
+  EXPECT_EQ(h.at("NanoCpus"), 500'000'000);
+  EXPECT_EQ(h.at("NetworkMode"), "gpunex-wl-iso");
+  EXPECT_EQ(h.at("IpcMode"), "private");
+  EXPECT_EQ(h.at("PidMode"), "");
+  EXPECT_EQ(h.at("UsernsMode"), "");
+  EXPECT_EQ(h.at("PublishAllPorts"), false);
+  EXPECT_TRUE(h.at("PortBindings").is_null() || h.at("PortBindings").get_object().empty());
+  EXPECT_TRUE(h.at("Binds").is_null() || h.at("Binds").get_array().empty());
+  EXPECT_TRUE(h.at("Devices").is_null() || h.at("Devices").get_array().empty());
+  EXPECT_TRUE(h.at("DeviceRequests").is_null());  // emulated GPUs
+  EXPECT_EQ(h.at("Init"), true);
+  EXPECT_EQ(h.at("RestartPolicy").at("Name"), "no");
+  EXPECT_EQ(h.at("LogConfig").at("Type"), "json-file");
+  EXPECT_EQ(h.at("LogConfig").at("Config").at("max-size"), "32m");
+  EXPECT_EQ(h.at("Tmpfs"), (json::object{{"/tmp", "rw,nosuid,nodev,size=128m"}}));
+  // The only mount: the workload's own scratch volume.
+  const json::array& mounts = info->at("Mounts").get_array();
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].at("Type"), "volume");
+  EXPECT_EQ(mounts[0].at("Name"), "gpunex-scratch-iso");
+  EXPECT_EQ(mounts[0].at("Destination"), "/scratch");
+  const json::object& cfg = info->at("Config").get_object();
+  EXPECT_EQ(cfg.at("Labels").at("io.gpunex.managed"), "true");
+  EXPECT_EQ(cfg.at("Labels").at("io.gpunex.workload"), "iso");
+  EXPECT_EQ(cfg.at("Labels").at("io.gpunex.gpus"), json::value(std::string(kGpu0) + "," + kGpu1));
+  bool pinned = false;
+  for (const auto& e : cfg.at("Env").get_array()) pinned |= e == "NVIDIA_VISIBLE_DEVICES=void";
+  EXPECT_TRUE(pinned);
+  const json::object& nets = info->at("NetworkSettings").at("Networks").get_object();
+  ASSERT_EQ(nets.size(), 1u);
+  EXPECT_TRUE(nets.contains("gpunex-wl-iso"));
+  ASSERT_TRUE(runner.Stop("iso").ok());
+  auto end = runner.Wait("iso", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kStopped);
+}
+
+TEST_F(WorkloadRunnerTest, IsolationHoldsInsideTheContainer) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner
+                  .Start(Spec("inside",
+                              "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
+                              "touch /rootfs 2>/dev/null && echo root-writable || echo root-ro; "
+                              "touch /scratch/a && echo scratch-rw; touch /tmp/a && echo tmp-rw; "
+                              "mknod /tmp/dev c 1 3 2>/dev/null && echo mknod-ok || echo mknod-no; "
+                              "chroot / true 2>/dev/null && echo chroot-ok || echo chroot-no"))
+                  .ok());
+  auto end = runner.Wait("inside", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kExited) << end->reason;
+  std::string out = recorder_.Stdout("inside");
+  EXPECT_THAT(out, HasSubstr("CapEff:\t0000000000000000"));
+  EXPECT_THAT(out, HasSubstr("NoNewPrivs:\t1"));
+  EXPECT_THAT(out, HasSubstr("root-ro"));
+  EXPECT_THAT(out, HasSubstr("scratch-rw"));
+  EXPECT_THAT(out, HasSubstr("tmp-rw"));
+  EXPECT_THAT(out, HasSubstr("mknod-no"));
+  EXPECT_THAT(out, HasSubstr("chroot-no"));
+}
+
+TEST_F(WorkloadRunnerTest, TimeoutFailsAndRemovesTheContainer) {
+  WorkloadRunner& runner = Runner();
+  WorkloadSpec spec = Spec("slow", "echo begun; sleep 60");
+  spec.timeout_s = 1;
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(runner.Start(spec).ok());
+  auto end = runner.Wait("slow", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kFailed);
+  EXPECT_EQ(end->reason, "timeout");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(recorder_.Stdout("slow"), "begun\n");
+  EXPECT_THAT(
+      recorder_.States("slow"),
+      ElementsAre(WorkloadState::kStarting, WorkloadState::kRunning, WorkloadState::kFailed));
+  EXPECT_EQ(client_->InspectContainer(end->container_id).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(WorkloadRunnerTest, StopStopsAndRemoves) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner.Start(Spec("stopme", "sleep 60")).ok());
+  std::string id = AwaitRunning("stopme");
+  ASSERT_FALSE(id.empty());
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(runner.Stop("stopme").ok());
+  auto end = runner.Wait("stopme", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kStopped);
+  EXPECT_TRUE(end->exit_code.has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(client_->InspectContainer(id).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(runner.Stop("stopme").ok());  // already ended
+  EXPECT_EQ(runner.Stop("unknown").code(), StatusCode::kNotFound);
+  EXPECT_EQ(runner.Wait("unknown", 1).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(WorkloadRunnerTest, WithoutNetworkAndWithTmpfsScratch) {
+  WorkloadRunnerOptions o = Options();
+  o.policy.network_none = true;
+  o.scratch = ScratchBackend::kTmpfs;
+  WorkloadRunner& runner = Runner(o);
+  ASSERT_TRUE(runner
+                  .Start(Spec("nonet",
+                              "ip -o addr | grep -v ' lo ' | wc -l; "
+                              "df -m /scratch | tail -1 | awk '{print $2}'"))
+                  .ok());
+  auto end = runner.Wait("nonet", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kExited) << end->reason;
+  EXPECT_EQ(recorder_.Stdout("nonet"), "0\n64\n");  // no interface but lo; 64 MiB scratch
+}
+
+TEST_F(WorkloadRunnerTest, AMissingImageFailsClearly) {
+  WorkloadRunner& runner = Runner();
+  WorkloadSpec spec = Spec("noimage", "true");
+  spec.image = "127.0.0.1:1/gpunex/missing:1";
+  ASSERT_TRUE(runner.Start(spec).ok());
+  auto end = runner.Wait("noimage", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kFailed);
+  EXPECT_THAT(end->reason, HasSubstr("image: "));
+  EXPECT_THAT(end->reason, HasSubstr("127.0.0.1:1"));
+  EXPECT_THAT(recorder_.States("noimage"),
+              ElementsAre(WorkloadState::kStarting, WorkloadState::kFailed));
+}
+
+TEST_F(WorkloadRunnerTest, ASpecOutsideThePolicyCreatesNothing) {
+  WorkloadRunner& runner = Runner();
+  WorkloadSpec spec = Spec("unchecked", "true");
+  spec.pids_limit = 0;  // not from ParseWorkloadSpec: CheckContainerConfig refuses it
+  ASSERT_TRUE(runner.Start(spec).ok());
+  auto end = runner.Wait("unchecked", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kFailed);
+  EXPECT_THAT(end->reason, HasSubstr("policy: "));
+  EXPECT_THAT(end->reason, HasSubstr("HostConfig.PidsLimit"));
+  EXPECT_TRUE(end->container_id.empty());
+  // TearDown checks that no container, volume or network was left.
+}
+
+TEST_F(WorkloadRunnerTest, RefusesForeignAndBusyGpus) {
+  WorkloadRunnerOptions o = Options();
+  o.offered_gpus = std::set<std::string>{kGpu0, kGpu1};
+  WorkloadRunner& runner = Runner(o);
+  WorkloadSpec foreign = Spec("foreign", "true");
+  foreign.gpu_uuids = {"GPU-9d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6"};
+  EXPECT_EQ(runner.Start(foreign).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(runner.Start(Spec("holder", "sleep 60")).ok());
+  WorkloadSpec second = Spec("second", "true");
+  second.gpu_uuids = {kGpu1};
+  EXPECT_EQ(runner.Start(second).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(runner.Stop("holder").ok());
+  ASSERT_TRUE(runner.Wait("holder", kWaitMs).ok());
+  ASSERT_TRUE(runner.Start(second).ok());  // free again
+  auto end = runner.Wait("second", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kExited) << end->reason;
+}
+
+TEST_F(WorkloadRunnerTest, ReconcileRemovesUnknownAndKeepsKnown) {
+  // Two containers as an earlier agent process would have left them.
+  ContainerPolicyOptions policy;
+  policy.emulated_gpus = true;
+  policy.network_none = true;
+  std::map<std::string, std::string> ids;
+  for (const std::string w : {"orphan", "known"}) {
+    WorkloadSpec spec = Spec(w, "sleep 60");
+    ASSERT_TRUE(client_
+                    ->CreateVolume(ScratchVolumeName(w),
+                                   {{"io.gpunex.managed", "true"}, {"io.gpunex.workload", w}}, {})
+                    .ok());
+    auto id =
+        client_->CreateContainer(WorkloadContainerName(w), BuildContainerConfig(spec, policy));
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_TRUE(client_->StartContainer(*id).ok());
+    ids[w] = *id;
+  }
+  ASSERT_TRUE(client_
+                  ->CreateNetwork(WorkloadNetworkName("orphan"),
+                                  {{"io.gpunex.managed", "true"}, {"io.gpunex.workload", "orphan"}},
+                                  false)
+                  .ok());
+  // And one this runner runs, which the platform no longer wants.
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner.Start(Spec("unwanted", "sleep 60")).ok());
+  ASSERT_FALSE(AwaitRunning("unwanted").empty());
+
+  Status st = runner.Reconcile({"known"});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(client_->InspectContainer(ids["orphan"]).status().code(), StatusCode::kNotFound);
+  auto known = client_->InspectContainer(ids["known"]);
+  ASSERT_TRUE(known.ok());
+  EXPECT_EQ(known->at("State").at("Running"), true);
+  auto volumes = client_->ListVolumes("io.gpunex.managed=true");
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_THAT(*volumes, ::testing::Contains("gpunex-scratch-known"));
+  EXPECT_THAT(*volumes, ::testing::Not(::testing::Contains("gpunex-scratch-orphan")));
+  auto networks = client_->ListNetworks("io.gpunex.managed=true");
+  ASSERT_TRUE(networks.ok());
+  EXPECT_THAT(*networks, ::testing::Not(::testing::Contains("gpunex-wl-orphan")));
+  auto end = runner.Wait("unwanted", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kStopped);
+
+  // Once the platform forgets it too, the known one goes.
+  ASSERT_TRUE(runner.Reconcile({}).ok());
+  EXPECT_EQ(client_->InspectContainer(ids["known"]).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(WorkloadRunnerTest, DestroyingTheRunnerStopsItsWorkloads) {
+  ASSERT_TRUE(Runner().Start(Spec("orphaned", "sleep 60")).ok());
+  std::string id = AwaitRunning("orphaned");
+  ASSERT_FALSE(id.empty());
+  runner_.reset();
+  EXPECT_EQ(client_->InspectContainer(id).status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(recorder_.States("orphaned").back(), WorkloadState::kStopped);
+}
+
+}  // namespace
+}  // namespace gpunex::agent
