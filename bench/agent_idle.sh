@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The agent's resident memory and CPU use while idle and connected: starts a throw-away
+# gpunexd and one gpunex-agent with emulated GPUs (heartbeat every 10 s), lets it settle,
+# then samples the agent over SECONDS (default 60).
+#
+#   bench/agent_idle.sh [GPUNEXD_BINARY] [AGENT_BINARY]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build/release/src/platform/gpunexd}
+agent_bin=${2:-build/release/src/agent/gpunex-agent}
+secs=${SECONDS_TO_SAMPLE:-60}
+
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+cat >"$work/gpunexd.toml" <<TOML
+listen = "127.0.0.1:0"
+data_dir = "$work/data"
+allow_emulated_gpus = true
+TOML
+"$bin" admin create --email admin@bench.local --password bench-admin-pw --config "$work/gpunexd.toml" >/dev/null
+"$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
+pids+=($!)
+for _ in $(seq 100); do
+  port=$(grep -o '"event":"gpunexd.started"[^}]*"port":[0-9]*' "$work/log" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "gpunexd did not start" >&2; exit 1; }
+base=http://127.0.0.1:$port
+token=$(/usr/bin/python3 scripts/demo_seed.py "$base" admin@bench.local bench-admin-pw)
+GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$work/agent \
+  GPUNEX_DOCKER_SOCKET=$work/no-docker.sock "$agent_bin" run --emulate-gpus "h100-sxm-80gb:8" 2>"$work/agent.log" &
+agent=$!
+pids+=($agent)
+sleep 5
+grep -q '"event":"agent.connected"' "$work/agent.log" || { echo "the agent did not connect" >&2; cat "$work/agent.log" >&2; exit 1; }
+
+ticks() { awk '{print $14 + $15}' "/proc/$agent/stat"; }
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$agent/status"; }
+hz=$(getconf CLK_TCK)
+t0=$(ticks)
+max=0
+for _ in $(seq "$secs"); do
+  r=$(rss)
+  [ "$r" -gt "$max" ] && max=$r
+  sleep 1
+done
+t1=$(ticks)
+echo "gpunex-agent idle and connected: ${secs}s, 8 emulated GPUs, heartbeat every 10 s, no Docker engine"
+awk -v m="$max" -v d="$((t1 - t0))" -v hz="$hz" -v s="$secs" 'BEGIN {
+  printf "resident memory (max)   %8.1f MiB\n", m / 1024
+  printf "CPU                     %8.3f %% of one core (%d ticks in %d s)\n", 100 * d / hz / s, d, s
+}'

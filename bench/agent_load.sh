@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# How many concurrent agent connections with heartbeats one gpunexd holds: starts a
+# throw-away gpunexd (SQLite) and runs bench/agent_load.py against it in growing steps.
+#
+#   bench/agent_load.sh [GPUNEXD_BINARY]   env: STEPS (default 250,500,1000,2000),
+#                                            HEARTBEAT (seconds, default 10)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build/release/src/platform/gpunexd}
+steps=${STEPS:-250,500,1000,2000}
+heartbeat=${HEARTBEAT:-10}
+ulimit -n 65536 2>/dev/null || ulimit -n 16384 2>/dev/null || true
+
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+cat >"$work/gpunexd.toml" <<TOML
+listen = "127.0.0.1:0"
+data_dir = "$work/data"
+allow_emulated_gpus = true
+[fleet]
+heartbeat_interval_s = $heartbeat
+offline_after_s = $((heartbeat * 3))
+TOML
+"$bin" admin create --email admin@bench.local --password bench-admin-pw --config "$work/gpunexd.toml" >/dev/null
+"$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
+pid=$!
+for _ in $(seq 100); do
+  port=$(grep -o '"event":"gpunexd.started"[^}]*"port":[0-9]*' "$work/log" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "gpunexd did not start" >&2; cat "$work/log" >&2; exit 1; }
+base=http://127.0.0.1:$port
+token=$(/usr/bin/python3 scripts/demo_seed.py "$base" admin@bench.local bench-admin-pw)
+session=$(curl -fsS -X POST "$base/api/v1/auth/login" -H 'Content-Type: application/json' \
+  -d '{"email":"provider@gpunex.local","password":"gpunex-demo-provider"}' |
+  sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
+echo "gpunexd agent-connection benchmark: SQLite, $(nproc) cores, one process driving all agents"
+/usr/bin/python3 bench/agent_load.py --url "$base" --token "$token" --api-token "$session" \
+  --pid "$pid" --steps "$steps" --heartbeat "$heartbeat"
