@@ -21,8 +21,9 @@ mkdir -p "$root/usr/local/bin" "$root/etc/ssl/certs" "$root/tmp" "$root/var/lib/
 chmod 1777 "$root/tmp"
 install -m 0755 "$bin" "$root/usr/local/bin/gpunex-agent"
 
-# Shared libraries, at the paths the dynamic loader looks for them.
-ldd "$bin" | awk '/=>/ {print $3} /^\t\// {print $1}' | sort -u | while read -r lib; do
+# Shared libraries, at the paths the dynamic loader looks for them (none for a static
+# binary: ldd then fails, which is fine).
+{ ldd "$bin" 2>/dev/null || true; } | awk '/=>/ {print $3} /^\t\// {print $1}' | sort -u | while read -r lib; do
   [ -n "$lib" ] && [ -e "$lib" ] || continue
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"

@@ -16,8 +16,9 @@ GET /api/v1/agent/connect with emulated GPUs:
   exit code and end party; policy fields refused by name; tenants isolated;
 - exactly once: a command is re-sent after a reconnect and after a gpunexd SIGKILL until
   its result arrives, and done once;
-- reconcile on hello: a started workload whose container the agent no longer has failed
-  ("container lost", provider); pending and reported ones are kept.
+- reconcile on hello: a started workload whose container the agent no longer has fails
+  ("container lost", provider) once a grace period passes without its end being
+  reported; pending and reported ones are kept.
 
 Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
 """
@@ -955,6 +956,12 @@ class AgentChannelMixin:
         agent.start_heartbeats()
         self.assertEqual(sorted(welcome["keep_workload_ids"]), sorted([pending, alive]))
 
+        # Lost only after a grace period in which the agent could still report their end.
+        self.assertEqual(self.workload(prov, lost)["state"], "running")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(
+                self.workload(prov, wid)["state"] != "failed" for wid in (lost, lost_starting)):
+            time.sleep(0.5)
         for wid in (lost, lost_starting):
             w = self.workload(prov, wid)
             self.assertEqual(w["state"], "failed", w)

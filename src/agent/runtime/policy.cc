@@ -53,7 +53,11 @@ bool IsReservedEnvName(std::string_view s) { return s.starts_with("NVIDIA_"); }
 // "GPU-" and a UUID: 8-4-4-4-12 hex digits. Emulated GPUs (labelled so everywhere) use
 // "GPU-emu-" and a UUID.
 bool IsGpuUuid(std::string_view s) {
-  if (s.starts_with("GPU-emu-")) s.remove_prefix(4);
+  std::string plain;
+  if (s.starts_with("GPU-emu-")) {
+    plain = "GPU-" + std::string(s.substr(8));
+    s = plain;
+  }
   if (s.size() != 40 || !s.starts_with("GPU-")) return false;
   for (size_t i = 4; i < s.size(); ++i) {
     char c = s[i];

@@ -70,6 +70,19 @@ TEST(WorkloadSpec, OptionalFieldsDefault) {
   EXPECT_EQ(s->timeout_s, 0);
 }
 
+TEST(WorkloadSpec, AcceptsEmulatedGpuUuidsOnlyInTheirOwnForm) {
+  json::object r = ValidRequest();
+  r["gpu_uuids"] = json::array{"GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523a"};
+  auto s = ParseWorkloadSpec(r);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->gpu_uuids[0], "GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523a");
+  for (const char* bad : {"GPU-emu-", "GPU-emu-08f275f0", "GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523z",
+                          "GPU-emu-emu-08f275f0-3ffa-8fa4-e341-ef38567b"}) {
+    r["gpu_uuids"] = json::array{bad};
+    EXPECT_FALSE(ParseWorkloadSpec(r).ok()) << bad;
+  }
+}
+
 TEST(WorkloadSpec, RefusesEveryFieldThatWouldWidenThePolicy) {
   const std::vector<std::pair<std::string, json::value>> attempts = {
       {"binds", json::array{"/:/host"}},

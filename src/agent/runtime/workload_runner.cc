@@ -104,11 +104,22 @@ class Runner final : public WorkloadRunner {
   }
 
   Status Stop(const std::string& workload_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(workload_id);
-    if (it == entries_.end()) return NotFound("no workload " + workload_id);
-    RequestStopLocked(*it->second, "stop");
-    return Status::Ok();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(workload_id);
+      if (it != entries_.end()) {
+        RequestStopLocked(*it->second, "stop");
+        return Status::Ok();
+      }
+    }
+    // Not followed by this runner: act on the container by its name all the same.
+    const std::string name = WorkloadContainerName(workload_id);
+    Status st = docker_.StopContainer(name, options_.stop_grace_s);
+    if (st.code() == StatusCode::kNotFound) return NotFound("no workload " + workload_id);
+    (void)docker_.RemoveContainer(name, /*force=*/true, /*remove_volumes=*/true);
+    (void)docker_.RemoveVolume(ScratchVolumeName(workload_id));
+    if (!options_.policy.network_none) (void)docker_.RemoveNetwork(WorkloadNetworkName(workload_id));
+    return st;
   }
 
   StatusOr<WorkloadStatus> Wait(const std::string& workload_id, int64_t timeout_ms) override {
@@ -160,6 +171,13 @@ class Runner final : public WorkloadRunner {
     for (const auto& c : *containers) {
       auto it = c.labels.find(kLabelWorkload);
       std::string workload = it == c.labels.end() ? "" : it->second;
+      if (!workload.empty() && keep.contains(workload)) {
+        // A kept workload this runner does not follow (it ran under an earlier agent
+        // process): supervise it from here on.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!shutting_down_ && !entries_.contains(workload)) AdoptLocked(c, workload);
+        continue;
+      }
       if (owned(workload)) continue;
       LogInfo("runtime.reconcile_remove",
               {{"container", c.name}, {"workload", workload}, {"state", c.state}});
@@ -340,6 +358,69 @@ class Runner final : public WorkloadRunner {
         }
       }
     }
+    if (!end.exit_code) {
+      return Finish(e, WorkloadState::kFailed, std::nullopt,
+                    "the container disappeared before its exit code was read");
+    }
+    Finish(e, WorkloadState::kExited, end.exit_code, "");
+  }
+
+  // Follows a container started by an earlier agent process. REQUIRES: mu_ held.
+  void AdoptLocked(const ContainerSummary& c, const std::string& workload) {
+    auto e = std::make_shared<Entry>();
+    e->spec.workload_id = workload;
+    if (auto g = c.labels.find(kLabelGpus); g != c.labels.end()) {
+      std::string list = g->second;
+      for (size_t pos = 0; pos < list.size();) {
+        size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > pos) e->spec.gpu_uuids.push_back(list.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+    }
+    e->status.workload_id = workload;
+    e->status.container_id = c.id;
+    e->status.state = WorkloadState::kRunning;
+    e->container_to_remove = c.id;
+    entries_[workload] = e;
+    LogInfo("runtime.workload_adopted", {{"workload", workload}, {"container", c.id}, {"state", c.state}});
+    e->thread = std::thread([this, e, id = c.id] { RunAdopted(*e, id); });
+  }
+
+  // The thread of an adopted workload: waits for the end (stopping it when asked), then
+  // forwards the output written since the adoption and reports the end. The timeout of
+  // the original request is not known here and is not enforced.
+  void RunAdopted(Entry& e, const std::string& id) {
+    const UnixMicros since = NowMicros();
+    Ending end;
+    bool stop_sent = false;
+    for (;;) {
+      auto code = docker_.WaitContainer(id, 1);
+      if (code.ok()) {
+        end.exit_code = *code;
+        break;
+      }
+      if (code.status().code() == StatusCode::kNotFound) break;
+      bool stop, give_up;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop = e.stop_requested;
+        give_up = shutting_down_ && stop_sent;
+      }
+      if (give_up) break;
+      if (stop && !stop_sent) {
+        stop_sent = true;
+        end.stopped = true;
+        if (Status st = docker_.StopContainer(id, options_.stop_grace_s);
+            !st.ok() && st.code() != StatusCode::kNotFound) {
+          (void)docker_.RemoveContainer(id, /*force=*/true, /*remove_volumes=*/true);
+        }
+      }
+    }
+    if (auto frames = docker_.Logs(id, since, -1); frames.ok() && callbacks_.on_log) {
+      for (const auto& f : *frames) callbacks_.on_log(e.spec.workload_id, f);
+    }
+    if (end.stopped) return Finish(e, WorkloadState::kStopped, end.exit_code, "");
     if (!end.exit_code) {
       return Finish(e, WorkloadState::kFailed, std::nullopt,
                     "the container disappeared before its exit code was read");

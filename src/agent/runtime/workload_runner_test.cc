@@ -391,8 +391,17 @@ TEST_F(WorkloadRunnerTest, ReconcileRemovesUnknownAndKeepsKnown) {
   ASSERT_TRUE(end.ok());
   EXPECT_EQ(end->state, WorkloadState::kStopped);
 
-  // Once the platform forgets it too, the known one goes.
+  // The kept container from the earlier process is followed by this runner now.
+  auto adopted = runner.Get("known");
+  ASSERT_TRUE(adopted.ok()) << adopted.status().ToString();
+  EXPECT_EQ(adopted->state, WorkloadState::kRunning);
+  EXPECT_EQ(adopted->container_id, ids["known"]);
+
+  // Once the platform forgets it too, the known one is stopped and removed.
   ASSERT_TRUE(runner.Reconcile({}).ok());
+  auto gone = runner.Wait("known", kWaitMs);
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(gone->state, WorkloadState::kStopped);
   EXPECT_EQ(client_->InspectContainer(ids["known"]).status().code(), StatusCode::kNotFound);
 }
 

@@ -188,9 +188,10 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
   const UnixMicros now = fleet_.options().clock->Now();
   const std::string key_hash = Sha256Hex(h.machine_key);
   std::string machine_id;
-  std::vector<std::string> keep;
+  std::vector<std::string> keep, suspects;
   GPUNEX_RETURN_IF_ERROR(fleet_.db().Transact([&](store::Tx& tx) -> Status {
     keep.clear();
+    suspects.clear();
     GPUNEX_ASSIGN_OR_RETURN(store::Rows by_key,
                             tx.Query("SELECT id, provider_id FROM machines WHERE key_hash = ?", {key_hash}));
     if (!by_key.empty()) {
@@ -258,7 +259,8 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     GPUNEX_RETURN_IF_ERROR(AddEvent(tx, machine_id, "connected",
                                     {{"remote", remote_addr_}, {"agent_version", h.agent_version}}, now));
     // Reconcile: workloads the platform expects here are kept; a started workload whose
-    // container the agent no longer has was lost on the provider's side.
+    // container the agent no longer has is lost on the provider's side unless the agent
+    // reports its end right after the welcome (see suspected_lost_).
     std::set<std::string> reported;
     for (const auto& c : h.containers) {
       if (!c.workload_id.empty()) reported.insert(c.workload_id);
@@ -271,11 +273,7 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     for (const auto& w : active) {
       const std::string wid = w.Str(0);
       if (w.Str(1) != "pending" && !reported.count(wid)) {
-        GPUNEX_RETURN_IF_ERROR(
-            tx.Exec("UPDATE workloads SET state = 'failed', end_reason = 'container lost', "
-                    "end_party = 'provider', ended_at = ?, updated_at = ? WHERE id = ?",
-                    {now, now, wid})
-                .status());
+        suspects.push_back(wid);
         continue;
       }
       keep.push_back(wid);
@@ -287,6 +285,7 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     machine_id_ = machine_id;
   }
   if (refused_) return Status::Ok();
+  fleet_.SuspectLost(suspects);
   hello_done_ = true;
   // Welcome first, so no command can overtake it; then take over the machine and send
   // what is pending.
@@ -316,6 +315,41 @@ std::shared_ptr<AgentSession> Fleet::Open(std::string provider_id, std::string t
   std::lock_guard g(mu_);
   pending_hello_.push_back(s);
   return s;
+}
+
+void Fleet::SuspectLost(const std::vector<std::string>& workload_ids) {
+  const UnixMicros deadline =
+      options_.clock->Now() +
+      std::max<UnixMicros>(5, 2 * options_.heartbeat_interval_s) * kMicrosPerSecond;
+  std::lock_guard g(mu_);
+  for (const auto& id : workload_ids) suspected_lost_.emplace(id, deadline);
+}
+
+Status Fleet::FailLostWorkloads() {
+  const UnixMicros now = options_.clock->Now();
+  std::vector<std::string> due;
+  {
+    std::lock_guard g(mu_);
+    for (auto it = suspected_lost_.begin(); it != suspected_lost_.end();) {
+      if (it->second <= now) {
+        due.push_back(it->first);
+        it = suspected_lost_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& wid : due) {
+    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) {
+      return tx
+          .Exec("UPDATE workloads SET state = 'failed', end_reason = 'container lost', "
+                "end_party = 'provider', ended_at = ?, updated_at = ? WHERE id = ? AND state IN "
+                "('starting', 'running')",
+                {now, now, wid})
+          .status();
+    }));
+  }
+  return Status::Ok();
 }
 
 void Fleet::CloseSessionsForToken(const std::string& token_id) {
@@ -625,6 +659,7 @@ Status Fleet::SweepOnce() {
     for (const auto& [mid, s] : sessions_) connected.push_back(mid);
   }
   for (auto& s : silent) s->Refuse("protocol_error", "no hello within the time limit");
+  GPUNEX_RETURN_IF_ERROR(FailLostWorkloads());
   // Commands queued by other gpunexd instances for machines connected here.
   for (const auto& mid : connected) DeliverPending(mid);
   return Status::Ok();

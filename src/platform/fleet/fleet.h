@@ -94,6 +94,11 @@ class Fleet {
 
   std::shared_ptr<AgentSession> Open(std::string provider_id, std::string token_id,
                                      std::shared_ptr<AgentChannel> channel, std::string remote_addr);
+  // Started workloads the agent did not report on connect: failed as lost (provider's
+  // side) unless their end is reported within a grace period.
+  void SuspectLost(const std::vector<std::string>& workload_ids);
+  Status FailLostWorkloads();
+
   // Ends the live sessions opened with an agent token (after it is revoked or rotated).
   void CloseSessionsForToken(const std::string& token_id);
 
@@ -140,6 +145,10 @@ class Fleet {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentSession>> sessions_;  // GUARDED_BY(mu_) by machine
   std::vector<std::weak_ptr<AgentSession>> pending_hello_;         // GUARDED_BY(mu_)
+  // Started workloads whose container the agent did not report in its hello, with the
+  // time after which they count as lost: events the agent queued while disconnected (an
+  // exit, say) arrive just after the welcome and settle most of them first.
+  std::map<std::string, UnixMicros> suspected_lost_;  // GUARDED_BY(mu_)
   std::mutex delivery_mu_;  // serialises command delivery so order holds
   std::thread sweeper_;
   std::mutex stop_mu_;
