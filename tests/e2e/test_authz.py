@@ -15,6 +15,7 @@ import re
 import unittest
 import uuid
 
+import wsclient
 from harness import (API, PASSWORD, ServerTestCase, approved_provider, community_application,
                      source_dir, unique_email)
 
@@ -57,6 +58,11 @@ def _gpu_model_body(ctx, who):
 
 def _draft_body(ctx, who):
     return community_application(unique_email(f"draft-{who}"))
+
+
+def _workload_body(ctx, who):
+    return {"machine_id": ctx["mch_A"], "gpu_ids": [], "image": "gpunex-test/busybox:1",
+            "command": ["/bin/sh", "-c", f"echo {who}"], "memory_mb": 256}
 
 
 def _edit_body(ctx, who):
@@ -141,6 +147,26 @@ MATRIX = [
          path=f"{API}/notifications/{{ntf_A}}/read", expect=only(["provA"], 204, 404)),
     dict(route=("POST", "/api/v1/notifications/read-all"), path=f"{API}/notifications/read-all",
          expect=users(200)),
+    # --- the agent installer, machines and workloads
+    dict(route=("GET", "/agent/install.sh"), path="/agent/install.sh", expect=everyone(200)),
+    dict(route=("GET", "/api/v1/machines"), path=f"{API}/machines",
+         expect=only(["provA", "provB", "admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}"),
+         path=f"{API}/machines/{{mch_A}}/gpus/{{gpu_A}}", body={"enabled": True},
+         expect=only(["provA"], 200, 404, admin=403)),
+    # Someone else's machine is named in the body: a field error (422), as for any
+    # machine id one may not use.
+    dict(route=("POST", "/api/v1/workloads"), path=f"{API}/workloads", body=_workload_body,
+         expect=only(["provA", "admin"], 201, 422)),
+    dict(route=("GET", "/api/v1/workloads"), path=f"{API}/workloads", expect=users(200)),
+    dict(route=("GET", "/api/v1/workloads/{id}"), path=f"{API}/workloads/{{wl_A}}",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("GET", "/api/v1/workloads/{id}/logs"), path=f"{API}/workloads/{{wl_A}}/logs",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("POST", "/api/v1/workloads/{id}/stop"), path=f"{API}/workloads/{{wl_A}}/stop",
+         expect=only(["provA", "admin"], 202, 404)),
 ]
 
 ROUTE_RE = re.compile(
@@ -202,10 +228,35 @@ class RouteTableTest(unittest.TestCase):
         for row in MATRIX:
             self.assertEqual(set(row["expect"]), set(PRINCIPALS), row["route"])
             for p, s in row["expect"].items():
-                self.assertIn(s, (200, 201, 204, 401, 403, 404, 409), (row["route"], p))
+                self.assertIn(s, (200, 201, 202, 204, 401, 403, 404, 409, 422),
+                              (row["route"], p))
 
 
 class AuthzMixin:
+    ROOT_TOML = "allow_emulated_gpus = true"
+
+    def _machine(self, agent_token):
+        """Registers a machine for the token's provider through the agent channel, as a
+        minimal agent would; returns (open socket, machine id)."""
+        ws = wsclient.connect(self.srv.port, "/api/v1/agent/connect",
+                              {"Authorization": f"Bearer {agent_token}"})
+        gpu = "GPU-emu-%08x-aaaa-bbbb-cccc-1234567890ab" % (uuid.uuid4().int & 0xFFFFFFFF)
+        ws.send_json({"type": "hello", "protocol": 1, "agent_version": "authz",
+                      "machine_id": "", "machine_key": uuid.uuid4().hex + uuid.uuid4().hex,
+                      "emulated": True,
+                      "host": {"hostname": "authz", "cpu_model": "x", "os": "x", "kernel": "x",
+                               "docker_version": "", "cpu_cores": 8, "ram_mb": 65536,
+                               "disk_total_mb": 100000, "disk_free_mb": 50000},
+                      "gpus": [{"index": 0, "uuid": gpu, "name": "NVIDIA L4 (emulated)",
+                                "catalog_id": "l4-24gb", "vram_mb": 24576,
+                                "driver_version": "emulated", "cuda_driver_version": "emulated",
+                                "pcie_gen_max": 4, "pcie_gen_current": 4, "pcie_width_max": 16,
+                                "pcie_width_current": 16, "power_limit_w": 72,
+                                "emulated": True}],
+                      "containers": []})
+        welcome = ws.recv_json(timeout=10)
+        self.assertEqual(welcome["type"], "welcome", welcome)
+        return ws, welcome["machine_id"]
 
     def _fixture(self):
         srv = self.srv
@@ -237,11 +288,22 @@ class AuthzMixin:
         self.assertStatus(r, 200)
         ntf_a = r.body["items"][0]["id"]
         login_user = srv.user("Lola Login")
+        self._agent_ws, mch_a = self._machine(agent_a)
+        self.addCleanup(self._agent_ws.close)
+        r = prov_a.c.get(f"{API}/machines/{mch_a}")
+        self.assertStatus(r, 200)
+        gpu_a = r.body["gpus"][0]["id"]
+        r = prov_a.c.post(f"{API}/workloads", {"machine_id": mch_a, "gpu_ids": [gpu_a],
+                                               "image": "gpunex-test/busybox:1",
+                                               "command": ["sleep", "60"]})
+        self.assertStatus(r, 201)
+        wl_a = r.body["id"]
         return dict(srv=srv, who=who, admin=admin, prov_a=prov_a, prov_b=prov_b,
                     customer=customer, agent_a=agent_a, agent_b=agent_b,
                     key_a_secret=key_a_secret, key_b_secret=key_b_secret,
                     ctx=dict(app_A=app_a, app_B=app_b, app_C=app_c, key_A=key_a, key_B=key_b,
                              tok_A_del=tok_a_del, tok_A_rot=tok_a_rot, ntf_A=ntf_a,
+                             mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a,
                              login_email=login_user.email,
                              customer_contact=customer_contact))
 
