@@ -37,19 +37,19 @@ pids+=($agent)
 sleep 5
 grep -q '"event":"agent.connected"' "$work/agent.log" || { echo "the agent did not connect" >&2; cat "$work/agent.log" >&2; exit 1; }
 
-ticks() { awk '{print $14 + $15}' "/proc/$agent/stat"; }
+# CPU time in nanoseconds (schedstat), finer than clock ticks.
+cpu_ns() { awk '{print $1}' "/proc/$agent/schedstat"; }
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$agent/status"; }
-hz=$(getconf CLK_TCK)
-t0=$(ticks)
+t0=$(cpu_ns)
 max=0
 for _ in $(seq "$secs"); do
   r=$(rss)
   [ "$r" -gt "$max" ] && max=$r
   sleep 1
 done
-t1=$(ticks)
+t1=$(cpu_ns)
 echo "gpunex-agent idle and connected: ${secs}s, 8 emulated GPUs, heartbeat every 10 s, no Docker engine"
-awk -v m="$max" -v d="$((t1 - t0))" -v hz="$hz" -v s="$secs" 'BEGIN {
+awk -v m="$max" -v d="$((t1 - t0))" -v s="$secs" 'BEGIN {
   printf "resident memory (max)   %8.1f MiB\n", m / 1024
-  printf "CPU                     %8.3f %% of one core (%d ticks in %d s)\n", 100 * d / hz / s, d, s
+  printf "CPU                     %8.4f %% of one core (%.1f ms in %d s)\n", 100 * d / 1e9 / s, d / 1e6, s
 }'
