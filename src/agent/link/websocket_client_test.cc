@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "agent/link/endpoint.h"
+#include "common/testing/tls_files.h"
 
 namespace gpunex::agent {
 namespace {
@@ -178,54 +179,7 @@ void Echo(ServerConn& conn) {
   }
 }
 
-// A self-signed certificate for localhost and 127.0.0.1, and its key, as PEM files.
-class TlsFiles {
- public:
-  TlsFiles() {
-    static std::atomic<int> counter{0};
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpunex_link_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    std::filesystem::create_directories(dir_);
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* cert = X509_new();
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    X509V3_CTX v3;
-    X509V3_set_ctx(&v3, cert, cert, nullptr, nullptr, 0);
-    X509_EXTENSION* san =
-        X509V3_EXT_conf_nid(nullptr, &v3, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
-    ok_ = key != nullptr && san != nullptr && X509_add_ext(cert, san, -1) == 1 &&
-          X509_sign(cert, key, EVP_sha256()) > 0;
-    X509_EXTENSION_free(san);
-    FILE* f = std::fopen(cert_path().c_str(), "w");
-    ok_ = ok_ && f != nullptr && PEM_write_X509(f, cert) == 1;
-    if (f != nullptr) std::fclose(f);
-    f = std::fopen(key_path().c_str(), "w");
-    ok_ = ok_ && f != nullptr &&
-          PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-    if (f != nullptr) std::fclose(f);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-  }
-  ~TlsFiles() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  bool ok() const { return ok_; }
-  std::string cert_path() const { return (dir_ / "cert.pem").string(); }
-  std::string key_path() const { return (dir_ / "key.pem").string(); }
-
- private:
-  std::filesystem::path dir_;
-  bool ok_ = false;
-};
+using ::gpunex::testing::TlsFiles;
 
 // A WebSocket server on ws:// (or wss:// with `tls`). The upgrade needs
 // "Authorization: Bearer good"; "Bearer forbidden" gets 403, anything else 401, both with

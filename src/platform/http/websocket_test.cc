@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "platform/http/server.h"
+#include "common/testing/tls_files.h"
 
 namespace gpunex::platform::http {
 namespace {
@@ -635,48 +636,7 @@ TEST(WebSocket, CreateRejectsBadOptions) {
   EXPECT_EQ(Server::Create(options, NotFoundHandler).status().code(), StatusCode::kInvalidArgument);
 }
 
-// A self-signed certificate for "localhost" and its key, as PEM files in a temp dir.
-class TlsFiles {
- public:
-  TlsFiles() {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpunex_ws_test_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    std::filesystem::create_directories(dir_);
-    EVP_PKEY* key = EVP_EC_gen("P-256");
-    X509* cert = X509_new();
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    ok_ = key != nullptr && X509_sign(cert, key, EVP_sha256()) > 0;
-    FILE* f = std::fopen(cert_path().c_str(), "w");
-    ok_ = ok_ && f != nullptr && PEM_write_X509(f, cert) == 1;
-    if (f != nullptr) std::fclose(f);
-    f = std::fopen(key_path().c_str(), "w");
-    ok_ = ok_ && f != nullptr &&
-          PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-    if (f != nullptr) std::fclose(f);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-  }
-  ~TlsFiles() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  bool ok() const { return ok_; }
-  std::string cert_path() const { return (dir_ / "cert.pem").string(); }
-  std::string key_path() const { return (dir_ / "key.pem").string(); }
-
- private:
-  std::filesystem::path dir_;
-  bool ok_ = false;
-};
+using ::gpunex::testing::TlsFiles;
 
 class TlsWsClient : public BasicWsClient<asio::ssl::stream<beast::tcp_stream>> {
  public:
