@@ -112,8 +112,12 @@ TEST_F(OutboxTest, RetriesWithBackoffUntilTheServerComesUp) {
   const std::string id = Enqueue();
   sender.Start();
 
-  // At least two failed attempts, each rescheduled into the future.
-  ASSERT_TRUE(test::WaitFor([&] { return Outbox(id).Int(1) >= 2; }));
+  // At least two failed attempts, each rescheduled into the future. (attempts counts
+  // claims, so wait until the second claim has been answered too.)
+  ASSERT_TRUE(test::WaitFor([&] {
+    store::Row r = Outbox(id);
+    return r.Int(1) >= 2 && r.Str(0) == "pending";
+  }));
   store::Row row = Outbox(id);
   EXPECT_EQ(row.Str(0), "pending");
   EXPECT_FALSE(row.IsNull(2));  // the body stays until it is delivered
