@@ -97,12 +97,9 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
 
 Agent::~Agent() {
   Stop();
-  std::vector<std::thread> workers;
-  {
-    std::lock_guard g(mu_);
-    workers.swap(workers_);
-  }
-  for (auto& t : workers) t.join();
+  // Commands run on detached threads that use this object: wait for them.
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return running_workers_ == 0; });
 }
 
 std::chrono::milliseconds Agent::Backoff(int attempt, int max_backoff_s) {
@@ -316,8 +313,16 @@ void Agent::HandleCommand(const protocol::Command& c) {
     LogError("agent.state_write_failed", {{"error", st.ToString()}});
     return;
   }
-  std::lock_guard g(mu_);
-  workers_.emplace_back([this, c] { Execute(c); });
+  {
+    std::lock_guard g(mu_);
+    ++running_workers_;
+  }
+  std::thread([this, c] {
+    Execute(c);
+    std::lock_guard g(mu_);
+    --running_workers_;
+    cv_.notify_all();
+  }).detach();
 }
 
 void Agent::Execute(protocol::Command c) {

@@ -72,7 +72,7 @@ class Agent {
   std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_)
   std::deque<protocol::AgentMessage> queue_;   // GUARDED_BY(mu_): waits for a connection
   std::map<std::string, int64_t> log_seq_;     // GUARDED_BY(mu_): per workload and stream
-  std::vector<std::thread> workers_;           // GUARDED_BY(mu_)
+  int running_workers_ = 0;                    // GUARDED_BY(mu_): commands executing
 };
 
 }  // namespace gpunex::agent

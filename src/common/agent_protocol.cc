@@ -150,10 +150,20 @@ const std::vector<std::string_view> kWorkloadStates = {"starting", "running", "e
 
 }  // namespace
 
-StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
+namespace {
+
+// The JSON object of one message, within the size limit.
+StatusOr<json::value> ParseEnvelope(std::string_view text) {
   if (text.size() > kMaxMessageBytes) return FieldError("message", "is larger than 1 MiB");
   GPUNEX_ASSIGN_OR_RETURN(json::value v, ParseJson(text));
   if (!v.is_object()) return FieldError("message", "must be a JSON object");
+  return v;
+}
+
+}  // namespace
+
+StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
+  GPUNEX_ASSIGN_OR_RETURN(json::value v, ParseEnvelope(text));
   FieldErrors errors;
   JsonReader r(v.get_object(), "", &errors);
   auto type = r.String("type", true, 32);
@@ -219,9 +229,7 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
 }
 
 StatusOr<PlatformMessage> ParsePlatformMessage(std::string_view text) {
-  if (text.size() > kMaxMessageBytes) return FieldError("message", "is larger than 1 MiB");
-  GPUNEX_ASSIGN_OR_RETURN(json::value v, ParseJson(text));
-  if (!v.is_object()) return FieldError("message", "must be a JSON object");
+  GPUNEX_ASSIGN_OR_RETURN(json::value v, ParseEnvelope(text));
   FieldErrors errors;
   JsonReader r(v.get_object(), "", &errors);
   auto type = r.String("type", true, 32);

@@ -20,24 +20,8 @@ using ::testing::HasSubstr;
 using testing::kBusyboxImage;
 using testing::TestDockerd;
 
-class DockerClientTest : public ::testing::Test {
+class DockerClientTest : public testing::DockerSuite<DockerClientTest> {
  protected:
-  static void SetUpTestSuite() {
-    engine_ = TestDockerd::Start(&skip_reason_).release();
-    if (!engine_) return;
-    if (!engine_->ImportBusybox(&import_error_)) return;
-    client_ = DockerEngineClient(engine_->socket()).release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    client_ = nullptr;
-    delete engine_;
-    engine_ = nullptr;
-  }
-  void SetUp() override {
-    if (!engine_) GTEST_SKIP() << "dockerd could not start here: " << skip_reason_;
-    ASSERT_NE(client_, nullptr) << "importing the busybox image failed: " << import_error_;
-  }
 
   // A stopped container running `script` with sh, without network; its id.
   std::string Create(const std::string& name, const std::string& script) {
@@ -58,16 +42,8 @@ class DockerClientTest : public ::testing::Test {
     return out;
   }
 
-  static TestDockerd* engine_;
-  static DockerClient* client_;
-  static std::string skip_reason_;
-  static std::string import_error_;
 };
 
-TestDockerd* DockerClientTest::engine_ = nullptr;
-DockerClient* DockerClientTest::client_ = nullptr;
-std::string DockerClientTest::skip_reason_;
-std::string DockerClientTest::import_error_;
 
 TEST_F(DockerClientTest, VersionAndPing) {
   ASSERT_TRUE(client_->Ping().ok());

@@ -5,8 +5,12 @@
 // Thread-safety: not thread-safe; one per suite, from SetUpTestSuite to TearDownTestSuite.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
+
+#include "agent/runtime/docker_client.h"
 
 namespace gpunex::agent::testing {
 
@@ -42,5 +46,34 @@ class TestDockerd {
 
 // Runs `command` with /bin/sh; returns its exit status and its stdout and stderr.
 int RunShell(const std::string& command, std::string* output);
+
+// A test suite with one private engine (with kBusyboxImage imported) and a client for it,
+// shared by the suite's tests; tests skip with the reason when dockerd cannot start here.
+// `Suite` is the deriving fixture, so that each suite has its own engine.
+template <typename Suite>
+class DockerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    engine_ = TestDockerd::Start(&skip_reason_).release();
+    if (!engine_) return;
+    if (!engine_->ImportBusybox(&import_error_)) return;
+    client_ = DockerEngineClient(engine_->socket()).release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    client_ = nullptr;
+    delete engine_;
+    engine_ = nullptr;
+  }
+  void SetUp() override {
+    if (!engine_) GTEST_SKIP() << "dockerd could not start here: " << skip_reason_;
+    ASSERT_NE(client_, nullptr) << "importing the busybox image failed: " << import_error_;
+  }
+
+  static inline TestDockerd* engine_ = nullptr;
+  static inline DockerClient* client_ = nullptr;
+  static inline std::string skip_reason_;
+  static inline std::string import_error_;
+};
 
 }  // namespace gpunex::agent::testing

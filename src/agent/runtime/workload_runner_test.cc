@@ -55,24 +55,8 @@ class Recorder {
   std::map<std::string, std::string> stdout_, stderr_;
 };
 
-class WorkloadRunnerTest : public ::testing::Test {
+class WorkloadRunnerTest : public testing::DockerSuite<WorkloadRunnerTest> {
  protected:
-  static void SetUpTestSuite() {
-    engine_ = TestDockerd::Start(&skip_reason_).release();
-    if (!engine_) return;
-    if (!engine_->ImportBusybox(&import_error_)) return;
-    client_ = DockerEngineClient(engine_->socket()).release();
-  }
-  static void TearDownTestSuite() {
-    delete client_;
-    client_ = nullptr;
-    delete engine_;
-    engine_ = nullptr;
-  }
-  void SetUp() override {
-    if (!engine_) GTEST_SKIP() << "dockerd could not start here: " << skip_reason_;
-    ASSERT_NE(client_, nullptr) << "importing the busybox image failed: " << import_error_;
-  }
   void TearDown() override {
     runner_.reset();
     if (!client_) return;
@@ -139,18 +123,10 @@ class WorkloadRunnerTest : public ::testing::Test {
     return "";
   }
 
-  static TestDockerd* engine_;
-  static DockerClient* client_;
-  static std::string skip_reason_;
-  static std::string import_error_;
   Recorder recorder_;
   std::unique_ptr<WorkloadRunner> runner_;
 };
 
-TestDockerd* WorkloadRunnerTest::engine_ = nullptr;
-DockerClient* WorkloadRunnerTest::client_ = nullptr;
-std::string WorkloadRunnerTest::skip_reason_;
-std::string WorkloadRunnerTest::import_error_;
 
 TEST_F(WorkloadRunnerTest, RunsToItsExitCodeWithLogs) {
   WorkloadRunner& runner = Runner();

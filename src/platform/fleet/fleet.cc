@@ -660,8 +660,19 @@ Status Fleet::SweepOnce() {
   }
   for (auto& s : silent) s->Refuse("protocol_error", "no hello within the time limit");
   GPUNEX_RETURN_IF_ERROR(FailLostWorkloads());
-  // Commands queued by other gpunexd instances for machines connected here.
-  for (const auto& mid : connected) DeliverPending(mid);
+  // Commands queued by other gpunexd instances for machines connected here: one query
+  // for the machines that have any, not one per connected machine.
+  if (connected.empty()) return Status::Ok();
+  store::Rows waiting;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(
+        waiting, tx.Query("SELECT DISTINCT machine_id FROM agent_commands WHERE state = 'pending'"));
+    return Status::Ok();
+  }));
+  for (const auto& r : waiting) {
+    const std::string mid = r.Str(0);
+    if (std::binary_search(connected.begin(), connected.end(), mid)) DeliverPending(mid);
+  }
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // Talks to a real Server over loopback sockets with a small Beast client.
 #include "platform/http/server.h"
 #include "common/testing/tls_files.h"
+#include "platform/http/testing/test_server.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -37,49 +38,9 @@ using namespace std::chrono_literals;
 
 using BeastResponse = bhttp::response<bhttp::string_body>;
 
-ServerOptions TestOptions() {
-  ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.io_threads = 2;
-  options.worker_threads = 4;
-  options.shutdown_grace = 5s;
-  return options;
-}
-
-// A server running Run() on its own thread; shuts down and joins on destruction.
-class TestServer {
- public:
-  TestServer(ServerOptions options, Handler handler) {
-    auto created = Server::Create(std::move(options), std::move(handler));
-    if (!created.ok()) {
-      ADD_FAILURE() << created.status().ToString();
-      return;
-    }
-    server_ = std::move(*created);
-    thread_ = std::thread([this] {
-      server_->Run();
-      run_returned_.set_value();
-    });
-  }
-  ~TestServer() {
-    if (server_ == nullptr) return;
-    server_->Shutdown();
-    thread_.join();
-  }
-
-  Server& server() { return *server_; }
-  uint16_t port() const { return server_->port(); }
-  // Whether Run() returned within `timeout`.
-  bool WaitForRun(std::chrono::milliseconds timeout) {
-    return run_future_.wait_for(timeout) == std::future_status::ready;
-  }
-
- private:
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-  std::promise<void> run_returned_;
-  std::future<void> run_future_ = run_returned_.get_future();
-};
+using testing::NotFoundHandler;
+using testing::TestOptions;
+using testing::TestServer;
 
 // A synchronous HTTP client over one connection. Every operation has a timeout, so a
 // misbehaving server fails the test instead of hanging it.

@@ -241,6 +241,7 @@ const std::vector<Migration>& AllMigrations() {
                 ok BIGINT,
                 result TEXT))",
            "CREATE INDEX agent_commands_machine ON agent_commands (machine_id, state, id)",
+           "CREATE INDEX agent_commands_state ON agent_commands (state, machine_id)",
            R"(CREATE TABLE workloads (
                 id TEXT PRIMARY KEY,
                 machine_id TEXT NOT NULL REFERENCES machines(id),
