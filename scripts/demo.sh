@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+scripts/build-web.sh >/dev/null  # the dashboard, embedded in gpunexd
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/release -j "$(nproc)" --target gpunexd gpunex-agent
 
@@ -36,6 +37,7 @@ agent=$!
 cat <<MSG
 
 gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
+  dashboard: $base/
   admin:    $admin_email / $admin_password
   provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs)
   try:      curl -s $base/api/v1/gpu-models

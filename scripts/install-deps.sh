@@ -13,9 +13,18 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev postgresql python3 python3-aiosmtpd sqlite3
   wrk procps
+  # storage and network benchmarks (bench/storage_vs_fio.sh, bench/network_vs_iperf3.sh)
+  liburing-dev fio iperf3
   # agent: Docker Engine for workloads, a local registry and busybox for test images
   docker.io docker-registry busybox-static iproute2
+  # web dashboard: browser tests in Debian's Chromium (tests/browser), fonts for screenshots
+  chromium fonts-dejavu-core
 )
+# Node.js and npm build the web dashboard (scripts/build-web.sh). A node that is already
+# installed is kept, whatever installed it; Debian's come only when the commands are missing.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,11 +2,13 @@
 # The whole test suite: installs what is missing, builds the normal and the sanitizer
 # (ASan+UBSan) configurations with warnings as errors, starts a throw-away PostgreSQL
 # server on loopback, and runs every test (unit, store conformance on both backends,
-# end-to-end) in both configurations.
+# end-to-end, the dashboard in a browser) in both configurations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+# The web dashboard first: gpunexd embeds web/dist, and the browser tests need it.
+scripts/build-web.sh
 
 jobs=${JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

@@ -5,6 +5,9 @@
 #include <set>
 #include <thread>
 
+#include "agent/bench/network.h"
+#include "agent/bench/storage.h"
+#include "agent/benchmark.h"
 #include "agent/host/host_facts.h"
 #include "agent/link/websocket_client.h"
 #include "agent/runtime/policy.h"
@@ -71,6 +74,7 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
     ro.policy.emulated_gpus = gpus_.Emulated();
     WorkloadCallbacks cb;
     cb.on_state = [this](const WorkloadStatus& s) {
+      if (s.workload_id.starts_with(kBenchWorkloadPrefix)) return;  // the benchmark waits for it
       protocol::WorkloadEvent e;
       e.workload_id = s.workload_id;
       e.state = WorkloadStateName(s.state);
@@ -80,6 +84,14 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
       Queue(e);
     };
     cb.on_log = [this](const std::string& workload_id, const LogFrame& frame) {
+      if (workload_id.starts_with(kBenchWorkloadPrefix)) {
+        // gpunex-gpubench prints its JSON on stdout and progress on stderr.
+        if (frame.stream == LogFrame::Stream::kStderr) return;
+        std::lock_guard g(mu_);
+        std::string& out = bench_output_[workload_id];
+        if (out.size() + frame.data.size() <= protocol::kMaxMessageBytes / 2) out += frame.data;
+        return;
+      }
       std::string stream = frame.stream == LogFrame::Stream::kStderr ? "stderr" : "stdout";
       std::string text = protocol::SanitizeLogText(frame.data);
       for (size_t off = 0; off < text.size(); off += protocol::kMaxLogChunk / 2) {
@@ -206,6 +218,10 @@ Status Agent::Session() {
                               {"heartbeat_interval_s", welcome.heartbeat_interval_s}});
   if (runner_) {
     std::set<std::string> keep(welcome.keep_workload_ids.begin(), welcome.keep_workload_ids.end());
+    {
+      std::lock_guard g(mu_);
+      keep.insert(bench_running_.begin(), bench_running_.end());
+    }
     Status st = runner_->Reconcile(keep);
     if (!st.ok()) LogWarn("agent.reconcile_failed", {{"error", st.ToString()}});
   }
@@ -249,6 +265,10 @@ Status Agent::Session() {
     }
     if (auto* c = std::get_if<protocol::Command>(&*msg)) {
       HandleCommand(*c);
+    } else if (auto* p = std::get_if<protocol::Pong>(&*msg)) {
+      std::lock_guard g(mu_);
+      if (pongs_.count(p->id)) pongs_[p->id] = std::chrono::steady_clock::now();
+      cv_.notify_all();
     } else if (auto* e = std::get_if<protocol::Error>(&*msg)) {
       result = Unavailable("the platform closed the session: " + e->code + ": " + e->message);
       break;
@@ -329,7 +349,9 @@ void Agent::Execute(protocol::Command c) {
   bool ok = true;
   std::string error;
   json::object data;
-  if (!runner_) {
+  if (c.kind == "run_benchmark") {
+    data = RunBenchmark(c.payload, &ok, &error);
+  } else if (!runner_) {
     ok = false;
     error = "no Docker engine is reachable on this machine";
   } else if (c.kind == "start_workload") {
@@ -363,6 +385,158 @@ void Agent::Execute(protocol::Command c) {
   }
   // Queued, so a result produced while disconnected goes out on the next connection.
   Queue(protocol::Result{c.command_id, ok, error, data});
+}
+
+StatusOr<std::vector<double>> Agent::MeasureRoundTrips(int64_t n) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> ms;
+  for (int64_t i = 0; i < n && !stopping_; ++i) {
+    int64_t id;
+    Clock::time_point sent;
+    {
+      std::lock_guard g(mu_);
+      id = ++last_ping_id_;
+      sent = Clock::now();
+      pongs_[id] = Clock::time_point{};
+    }
+    if (!SendNow(protocol::Ping{id})) {
+      std::lock_guard g(mu_);
+      pongs_.erase(id);
+      return Unavailable("the platform channel is down");
+    }
+    std::unique_lock lock(mu_);
+    bool answered = cv_.wait_for(lock, std::chrono::seconds(5), [&] {
+      return stopping_ || pongs_[id] != Clock::time_point{};
+    });
+    Clock::time_point got = pongs_[id];
+    pongs_.erase(id);
+    lock.unlock();
+    if (!answered || got == Clock::time_point{}) return Unavailable("no pong within 5 s");
+    ms.push_back(std::chrono::duration<double, std::milli>(got - sent).count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ms;
+}
+
+StatusOr<json::object> Agent::RunGpubench(const std::string& benchmark_id, const GpuInfo& gpu,
+                                          int64_t sustain_s) {
+  if (!runner_) return FailedPrecondition("no Docker engine is reachable on this machine");
+  // Short, valid and unique: the policy's workload id syntax.
+  std::string wid = std::string(kBenchWorkloadPrefix) + benchmark_id + "-" + std::to_string(gpu.index);
+  if (wid.size() > 64) wid = wid.substr(wid.size() - 64);
+  json::object spec{{"workload_id", wid},
+                    {"image", options_.gpubench_image},
+                    // The image's entrypoint is gpunex-gpubench; these are its arguments.
+                    {"command", json::array{"--uuid", gpu.uuid, "--sustain-s", std::to_string(sustain_s)}},
+                    {"gpu_uuids", json::array{gpu.uuid}},
+                    {"memory_mb", 4096},
+                    {"cpus", 2.0},
+                    {"pids_limit", 256},
+                    {"scratch_mb", 64},
+                    {"timeout_s", sustain_s + 600}};
+  GPUNEX_ASSIGN_OR_RETURN(WorkloadSpec ws, ParseWorkloadSpec(json::value(spec)));
+  {
+    std::lock_guard g(mu_);
+    bench_running_.insert(wid);
+    bench_output_.erase(wid);
+  }
+  auto done = [&] {
+    std::lock_guard g(mu_);
+    bench_running_.erase(wid);
+    std::string out = std::move(bench_output_[wid]);
+    bench_output_.erase(wid);
+    return out;
+  };
+  if (Status st = runner_->Start(ws); !st.ok()) {
+    done();
+    return st;
+  }
+  auto end = runner_->Wait(wid, (sustain_s + 660) * 1000);
+  std::string out = done();
+  if (!end.ok()) return end.status();
+  // Exit 0: figures; 2: the GPU computed wrong results (the JSON says which).
+  if (end->state != WorkloadState::kExited || !end->exit_code || (*end->exit_code != 0 && *end->exit_code != 2)) {
+    return Internal("gpunex-gpubench did not finish: " + std::string(WorkloadStateName(end->state)) +
+                    (end->reason.empty() ? "" : " (" + end->reason + ")") +
+                    (end->exit_code ? ", exit code " + std::to_string(*end->exit_code) : ""));
+  }
+  // The JSON object is the last line that parses as one.
+  size_t pos = out.rfind("\n{");
+  std::string text = pos == std::string::npos ? out : out.substr(pos + 1);
+  GPUNEX_ASSIGN_OR_RETURN(json::value v, ParseJson(text));
+  if (!v.is_object()) return Internal("gpunex-gpubench printed no JSON object");
+  return v.get_object();
+}
+
+json::object Agent::RunBenchmark(const json::object& payload, bool* ok, std::string* error) {
+  std::lock_guard one(bench_mu_);
+  json::object data;
+  auto req = ParseBenchmarkRequest(payload);
+  if (!req.ok()) {
+    *ok = false;
+    *error = req.status().ToString();
+    return data;
+  }
+  LogInfo("benchmark.started", {{"benchmark_id", req->benchmark_id},
+                                {"gpus", static_cast<int64_t>(req->gpus.size())},
+                                {"machine_phases", req->machine_phases}});
+  data["benchmark_id"] = req->benchmark_id;
+  data["emulated"] = gpus_.Emulated();
+  std::vector<GpuInfo> inventory;
+  if (auto inv = gpus_.Inventory(); inv.ok()) inventory = *inv;
+  json::array results;
+  for (const auto& want : req->gpus) {
+    json::object r{{"uuid", want.uuid}};
+    auto it = std::find_if(inventory.begin(), inventory.end(), [&](const GpuInfo& g) { return g.uuid == want.uuid; });
+    StatusOr<json::object> figures = NotFound("the GPU is not on this machine now");
+    if (it != inventory.end()) {
+      figures = it->emulated ? EmulatedGpubenchResult(*it, gpus_.PerfFactor(), req->sustain_s)
+                             : RunGpubench(req->benchmark_id, *it, req->sustain_s);
+    }
+    r["ok"] = figures.ok();
+    if (figures.ok()) {
+      r["result"] = std::move(*figures);
+    } else {
+      r["error"] = figures.status().ToString().substr(0, 1000);
+    }
+    results.push_back(std::move(r));
+  }
+  data["gpus"] = std::move(results);
+  if (req->machine_phases) {
+    bench::NetworkOptions no;
+    no.base_url = options_.platform_url;
+    no.token = options_.token;
+    no.ca_file = options_.ca_file;
+    no.bytes = req->network_mb << 20;
+    auto rtt = MeasureRoundTrips(req->pings);
+    auto net = rtt.ok() ? bench::RunNetworkThroughput(no) : StatusOr<bench::NetworkResult>(rtt.status());
+    if (net.ok()) {
+      auto [p50, p99] = Percentiles50And99(*rtt);
+      data["network"] = json::object{{"rtt_p50_ms", p50},
+                                     {"rtt_p99_ms", p99},
+                                     {"download_mbit_s", net->download_mbit_s},
+                                     {"upload_mbit_s", net->upload_mbit_s}};
+    } else {
+      data["network_error"] = net.status().ToString().substr(0, 1000);
+    }
+    bench::StorageOptions so;
+    so.dir = state_.dir();
+    so.file_bytes = req->storage_file_mb << 20;
+    so.seconds_per_phase = req->storage_seconds;
+    auto disk = bench::RunStorageBenchmark(so);
+    if (disk.ok()) {
+      data["storage"] = json::object{{"seq_read_mb_s", disk->seq_read_mb_s},
+                                     {"seq_write_mb_s", disk->seq_write_mb_s},
+                                     {"rand_read_iops", disk->rand_read_iops},
+                                     {"rand_read_p50_us", disk->rand_read_p50_us},
+                                     {"rand_read_p99_us", disk->rand_read_p99_us},
+                                     {"direct_io", disk->direct_io}};
+    } else {
+      data["storage_error"] = disk.status().ToString().substr(0, 1000);
+    }
+  }
+  LogInfo("benchmark.finished", {{"benchmark_id", req->benchmark_id}});
+  return data;
 }
 
 }  // namespace gpunex::agent

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,8 @@ struct AgentOptions {
   std::string ca_file;       // for a platform with a private CA; "" = system store
   int max_backoff_s = 60;
   int welcome_timeout_s = 30;
+  // The image holding gpunex-gpubench, run like a workload on the GPU under test.
+  std::string gpubench_image = "gpunex/gpubench:0.1.0";
 };
 
 class Agent {
@@ -59,6 +62,12 @@ class Agent {
   void Queue(protocol::AgentMessage m);
   bool SendNow(const protocol::AgentMessage& m);
   void FlushQueue();
+  // run_benchmark (benchmark.h): GPU phases, then network and storage when asked.
+  json::object RunBenchmark(const json::object& payload, bool* ok, std::string* error);
+  // gpunex-gpubench on one real GPU, in a container through the workload runner.
+  StatusOr<json::object> RunGpubench(const std::string& benchmark_id, const GpuInfo& gpu, int64_t sustain_s);
+  // Round trips over the channel: `n` pings, each answered by a pong; milliseconds.
+  StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n);
 
   AgentOptions options_;
   AgentState& state_;
@@ -73,6 +82,11 @@ class Agent {
   std::deque<protocol::AgentMessage> queue_;   // GUARDED_BY(mu_): waits for a connection
   std::map<std::string, int64_t> log_seq_;     // GUARDED_BY(mu_): per workload and stream
   int running_workers_ = 0;                    // GUARDED_BY(mu_): commands executing
+  int64_t last_ping_id_ = 0;                   // GUARDED_BY(mu_)
+  std::map<int64_t, std::chrono::steady_clock::time_point> pongs_;  // GUARDED_BY(mu_)
+  std::set<std::string> bench_running_;        // GUARDED_BY(mu_): benchmark containers
+  std::map<std::string, std::string> bench_output_;  // GUARDED_BY(mu_): their stdout
+  std::mutex bench_mu_;                        // one benchmark at a time
 };
 
 }  // namespace gpunex::agent

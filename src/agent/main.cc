@@ -2,10 +2,11 @@
 //   gpunex-agent run [--emulate-gpus SPEC] [--emulate-perf F]
 //   gpunex-agent self-test [--emulate-gpus SPEC]
 //   gpunex-agent store-token            (reads the token from standard input)
+//   gpunex-agent bench storage|network ...   (agent/bench/bench_command.h)
 //   gpunex-agent version
 // Environment: GPUNEX_PLATFORM_URL, GPUNEX_TOKEN (or the stored token), GPUNEX_STATE_DIR
 // (default /var/lib/gpunex-agent), GPUNEX_DOCKER_SOCKET (default /var/run/docker.sock),
-// GPUNEX_CA_FILE.
+// GPUNEX_CA_FILE, GPUNEX_GPUBENCH_IMAGE (the gpunex-gpubench image benchmarks run).
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/bench/bench_command.h"
 #include "agent/self_test.h"
 #include "common/log.h"
 
@@ -43,7 +45,13 @@ int main(int argc, char** argv) {
   }
   auto* store_token = app.add_subcommand("store-token", "save the agent token (from stdin) in the state directory");
   auto* version = app.add_subcommand("version", "print the version");
+  // `bench storage|network ...`: the rest of the words are parsed by RunBenchCommand.
+  auto* bench = app.add_subcommand(
+      "bench", "measure storage (bench storage --dir D) or the network to the platform (bench network)");
+  bench->prefix_command();
+  bench->set_help_flag();
   CLI11_PARSE(app, argc, argv);
+  if (*bench) return bench::RunBenchCommand(bench->remaining(), std::cout, std::cerr);
 
   if (*version) {
     std::cout << "gpunex-agent " << kAgentVersion << " (protocol " << protocol::kProtocolVersion << ")\n";
@@ -90,6 +98,7 @@ int main(int argc, char** argv) {
   options.platform_url = Env("GPUNEX_PLATFORM_URL");
   options.token = Env("GPUNEX_TOKEN", (*state)->token());
   options.ca_file = Env("GPUNEX_CA_FILE");
+  options.gpubench_image = Env("GPUNEX_GPUBENCH_IMAGE", options.gpubench_image);
 
   if (*self_test) {
     SelfTestReport report = RunSelfTest(options, **state, *gpus, docker.get());

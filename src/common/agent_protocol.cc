@@ -224,6 +224,12 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
     GPUNEX_RETURN_IF_ERROR(Finish(errors));
     return AgentMessage(std::move(l));
   }
+  if (*type == "ping") {
+    r.RejectUnknown({"type", "id"});
+    Ping p{Int(r, "id", 0, kBig)};
+    GPUNEX_RETURN_IF_ERROR(Finish(errors));
+    return AgentMessage(p);
+  }
   r.Fail("type", "is not a known message type");
   return Finish(errors);
 }
@@ -256,7 +262,8 @@ StatusOr<PlatformMessage> ParsePlatformMessage(std::string_view text) {
     Command c;
     c.command_id = Str(r, "command_id", true, 64);
     c.kind = Str(r, "kind", true, 32);
-    if (!c.kind.empty() && c.kind != "start_workload" && c.kind != "stop_workload") {
+    if (!c.kind.empty() && c.kind != "start_workload" && c.kind != "stop_workload" &&
+        c.kind != "run_benchmark") {
       r.Fail("kind", "is not a known command");
     }
     if (const json::object* p = r.Object("payload", true)) c.payload = *p;
@@ -268,6 +275,12 @@ StatusOr<PlatformMessage> ParsePlatformMessage(std::string_view text) {
     Error e{Str(r, "code", true, 64), Str(r, "message", true, 2000)};
     GPUNEX_RETURN_IF_ERROR(Finish(errors));
     return PlatformMessage(std::move(e));
+  }
+  if (*type == "pong") {
+    r.RejectUnknown({"type", "id"});
+    Pong p{Int(r, "id", 0, kBig)};
+    GPUNEX_RETURN_IF_ERROR(Finish(errors));
+    return PlatformMessage(p);
   }
   r.Fail("type", "is not a known message type");
   return Finish(errors);
@@ -337,6 +350,7 @@ struct AgentWriter {
     return {{"type", "logs"}, {"workload_id", l.workload_id}, {"stream", l.stream},
             {"seq", l.seq},   {"data", l.data}};
   }
+  json::object operator()(const Ping& p) const { return {{"type", "ping"}, {"id", p.id}}; }
 };
 
 struct PlatformWriter {
@@ -354,6 +368,7 @@ struct PlatformWriter {
   json::object operator()(const Error& e) const {
     return {{"type", "error"}, {"code", e.code}, {"message", e.message}};
   }
+  json::object operator()(const Pong& p) const { return {{"type", "pong"}, {"id", p.id}}; }
 };
 
 }  // namespace

@@ -3,8 +3,8 @@
 // message strictly with these functions: unknown types or fields, wrong types and
 // out-of-range values are refused with the field at fault.
 //
-// Agent → platform: hello, heartbeat, ack, result, workload_event, logs.
-// Platform → agent: welcome, command, error.
+// Agent → platform: hello, heartbeat, ack, result, workload_event, logs, ping.
+// Platform → agent: welcome, command, error, pong.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +100,12 @@ struct Logs {
   std::string data;    // UTF-8 (invalid bytes replaced), at most kMaxLogChunk
 };
 
+// Round-trip probe for the network benchmark (BEN-4): the platform answers each ping
+// with a pong carrying the same id, at once.
+struct Ping {
+  int64_t id = 0;
+};
+
 struct Welcome {
   std::string machine_id;
   int64_t heartbeat_interval_s = 10;
@@ -110,7 +116,7 @@ struct Welcome {
 
 struct Command {
   std::string command_id;
-  std::string kind;  // start_workload | stop_workload
+  std::string kind;  // start_workload | stop_workload | run_benchmark
   json::object payload;
 };
 
@@ -119,8 +125,12 @@ struct Error {
   std::string message;
 };
 
-using AgentMessage = std::variant<Hello, Heartbeat, Ack, Result, WorkloadEvent, Logs>;
-using PlatformMessage = std::variant<Welcome, Command, Error>;
+struct Pong {
+  int64_t id = 0;
+};
+
+using AgentMessage = std::variant<Hello, Heartbeat, Ack, Result, WorkloadEvent, Logs, Ping>;
+using PlatformMessage = std::variant<Welcome, Command, Error, Pong>;
 
 // Parse a message received from the agent / the platform. Field errors name the path.
 StatusOr<AgentMessage> ParseAgentMessage(std::string_view text);

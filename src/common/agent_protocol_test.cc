@@ -29,7 +29,8 @@ TEST(AgentProtocol, RoundTripsEveryMessage) {
       Ack{"cmd_1"},
       Result{"cmd_1", false, "no such image", {{"k", 1}}},
       WorkloadEvent{"wl_1", "exited", 3, "", "abc"},
-      Logs{"wl_1", "stderr", 2, "line\n"}};
+      Logs{"wl_1", "stderr", 2, "line\n"},
+      Ping{42}};
   for (const auto& m : agent) {
     std::string text = Serialize(m);
     auto back = ParseAgentMessage(text);
@@ -38,7 +39,9 @@ TEST(AgentProtocol, RoundTripsEveryMessage) {
   }
   std::vector<PlatformMessage> platform = {Welcome{"mch_1", 10, {"wl_1"}},
                                            Command{"cmd_2", "stop_workload", {{"workload_id", "wl_1"}}},
-                                           Error{"unauthenticated", "token revoked"}};
+                                           Command{"cmd_3", "run_benchmark", {{"benchmark_id", "bm_1"}}},
+                                           Error{"unauthenticated", "token revoked"},
+                                           Pong{42}};
   for (const auto& m : platform) {
     std::string text = Serialize(m);
     auto back = ParsePlatformMessage(text);
@@ -62,6 +65,8 @@ TEST(AgentProtocol, RefusesMalformedMessagesNamingTheField) {
           "memory_used_mb": 1, "temperature_c": 1, "sm_clock_mhz": 1}]})", "gpus[0].utilization_pct"},
       {R"({"type": "workload_event", "workload_id": "w", "state": "exploded"})", "state"},
       {R"({"type": "logs", "workload_id": "w", "stream": "stdin", "seq": 1, "data": ""})", "stream"},
+      {R"({"type": "ping", "id": -3})", "id"},
+      {R"({"type": "ping", "id": 1, "at": 5})", "at"},
   };
   for (const auto& c : cases) {
     auto m = ParseAgentMessage(c.text);

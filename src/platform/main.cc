@@ -15,6 +15,7 @@
 #include "platform/applications/applications.h"
 #include "platform/catalog/catalog.h"
 #include "platform/config/config.h"
+#include "platform/benchmarks/benchmarks.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/workloads.h"
 #include "platform/http/metrics.h"
@@ -54,6 +55,30 @@ std::string MailDomain(const std::string& public_url) {
   return rest.substr(0, rest.find(':'));
 }
 
+StatusOr<benchmarks::BenchmarksOptions> BenchmarkOptions(const Config& c) {
+  benchmarks::BenchmarksOptions o;
+  o.enabled = c.benchmarks_enabled;
+  o.interval_s = c.benchmark_interval_s;
+  o.retry_after_s = c.benchmark_retry_after_s;
+  o.run_timeout_s = c.benchmark_run_timeout_s;
+  o.sustain_s = c.benchmark_sustain_s;
+  o.storage_file_mb = c.benchmark_storage_file_mb;
+  o.storage_seconds = static_cast<double>(c.benchmark_storage_seconds);
+  o.network_mb = c.benchmark_network_mb;
+  o.pings = c.benchmark_pings;
+  o.tick_ms = c.benchmark_tick_ms;
+  o.mail_domain = MailDomain(c.public_url);
+  o.public_url = c.public_url;
+  GPUNEX_RETURN_IF_ERROR(
+      benchmarks::ApplyThresholdOverrides(c.benchmark_thresholds, "benchmarks.thresholds", &o.thresholds));
+  for (const auto& [model, overrides] : c.benchmark_model_thresholds) {
+    benchmarks::Thresholds t = o.thresholds;
+    GPUNEX_RETURN_IF_ERROR(benchmarks::ApplyThresholdOverrides(overrides, "benchmarks.models." + model, &t));
+    o.by_model[model] = t;
+  }
+  return o;
+}
+
 StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) {
   GPUNEX_ASSIGN_OR_RETURN(auto db, store::OpenDatabase(config.database_url, config.data_dir));
   GPUNEX_RETURN_IF_ERROR(store::Migrate(*db));
@@ -84,6 +109,12 @@ int Serve(Config config) {
       [&websocket_acceptor](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
         return websocket_acceptor(req, std::move(c));
       };
+  http::StreamAuthorizer bench_authorizer;  // the agent's throughput benchmark
+  auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
+  so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {
+      http::StreamRoute::Kind::kDownload, bench};
+  so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {
+      http::StreamRoute::Kind::kUpload, bench};
   auto server = http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
   if (!server.ok()) return Fail(server.status());
   if (config.public_url_from_listen) {
@@ -113,8 +144,12 @@ int Serve(Config config) {
   fleet_options.heartbeat_interval_s = config.heartbeat_interval_s;
   fleet_options.offline_after_s = config.offline_after_s;
   fleet_options.hello_timeout_s = config.hello_timeout_s;
+  fleet_options.list_after_benchmark = config.benchmarks_enabled;
   fleet::Fleet fleet(**db, fleet_options);
   fleet::Workloads workloads(**db, fleet);
+  auto bench_options = BenchmarkOptions(config);
+  if (!bench_options.ok()) return Fail(bench_options.status());
+  benchmarks::Benchmarks benchmarks(**db, fleet, *bench_options);
   std::unique_ptr<notify::OutboxSender> outbox;
   if (!config.smtp_url.empty()) {
     if (Status st = notify::ValidateSmtpUrl(config.smtp_url); !st.ok()) return Fail(st);
@@ -146,6 +181,7 @@ int Serve(Config config) {
                       metrics,
                       fleet,
                       workloads,
+                      benchmarks,
                       api::RenderInstallScript(config.public_url, config.agent_image),
                       [&outbox] {
                         if (outbox) outbox->Wake();
@@ -164,7 +200,9 @@ int Serve(Config config) {
   http::Router router(&metrics);
   api::RegisterRoutes(router, ctx);
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
+  bench_authorizer = api::AgentBenchAuthorizer(ctx);
   fleet.Start();
+  if (config.benchmarks_enabled) benchmarks.Start();
 
   dispatch = [&router](http::Request& req) {
     return api::WithCommonHeaders(req, router.Dispatch(req));
@@ -182,6 +220,7 @@ int Serve(Config config) {
                              {"tls", !config.tls_cert_file.empty()},
                              {"public_url", config.public_url}});
   (*server)->Run();
+  benchmarks.Stop();
   fleet.Stop();
   if (outbox) outbox->Stop();
   // Run() returned because of a signal, so the signal thread has finished or is about to.

@@ -467,6 +467,10 @@ class Gpunexd:
                 # claim lapses; keep that short so crash tests see it promptly.
                 "lease_seconds = 3",
             ]
+        if "[benchmarks]" not in extra_toml:
+            # Tests about other things do not want run_benchmark commands in their agents'
+            # streams; benchmark tests configure [benchmarks] themselves.
+            lines += ["", "[benchmarks]", "enabled = false"]
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n" + extra_toml)
 

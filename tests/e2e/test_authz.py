@@ -156,6 +156,11 @@ MATRIX = [
     dict(route=("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}"),
          path=f"{API}/machines/{{mch_A}}/gpus/{{gpu_A}}", body={"enabled": True},
          expect=only(["provA"], 200, 404, admin=403)),
+    dict(route=("GET", "/api/v1/machines/{id}/benchmarks"), path=f"{API}/machines/{{mch_A}}/benchmarks",
+         expect=only(["provA", "admin"], 200, 404)),
+    # Benchmarks are off in this fixture: the owner and admins are told so (409).
+    dict(route=("POST", "/api/v1/machines/{id}/benchmarks"), path=f"{API}/machines/{{mch_A}}/benchmarks",
+         body={}, expect=only(["provA", "admin"], 409, 404)),
     # Someone else's machine is named in the body: a field error (422), as for any
     # machine id one may not use.
     dict(route=("POST", "/api/v1/workloads"), path=f"{API}/workloads", body=_workload_body,

@@ -2,6 +2,10 @@
 // (GET /agent/install.sh).
 #include "platform/api/api.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+
 #include "common/log.h"
 
 namespace gpunex::platform::api {
@@ -44,17 +48,92 @@ std::string RenderInstallScript(std::string_view public_url, std::string_view ag
   return s;
 }
 
+namespace {
+
+// The agent behind "Authorization: Bearer <agent token>"; `what` names the endpoint in
+// the refusal.
+StatusOr<providers::AgentIdentity> AuthenticateAgentRequest(const http::Request& req,
+                                                            const ApiContext& ctx,
+                                                            std::string_view what) {
+  std::string auth = req.Header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!auth.starts_with(kBearer)) {
+    return Unauthenticated(std::string(what) + " needs \"Authorization: Bearer <agent token>\"");
+  }
+  auto id = ctx.providers.AuthenticateAgent(std::string_view(auth).substr(kBearer.size()));
+  if (!id.ok()) {
+    LogWarn("agent.auth_failed",
+            {{"remote", req.remote_addr}, {"path", req.path}, {"error", id.status().message()}});
+  }
+  return id;
+}
+
+// Benchmark transfers in progress per agent token.
+class BenchSlots final : public std::enable_shared_from_this<BenchSlots> {
+ public:
+  // A slot held until the returned value is dropped; kResourceExhausted when the token
+  // already has kAgentBenchTransfersPerToken transfers going.
+  StatusOr<std::shared_ptr<void>> Acquire(const std::string& token_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int& n = in_use_[token_id];
+    if (n >= kAgentBenchTransfersPerToken) {
+      return ResourceExhausted("at most " + std::to_string(kAgentBenchTransfersPerToken) +
+                               " benchmark transfers at a time per agent token");
+    }
+    ++n;
+    return std::shared_ptr<void>(std::make_shared<Slot>(shared_from_this(), token_id));
+  }
+
+ private:
+  struct Slot {
+    Slot(std::shared_ptr<BenchSlots> s, std::string id)
+        : slots(std::move(s)), token_id(std::move(id)) {}
+    ~Slot() { slots->Release(token_id); }
+    std::shared_ptr<BenchSlots> slots;
+    std::string token_id;
+  };
+
+  void Release(const std::string& token_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = in_use_.find(token_id);
+    if (it != in_use_.end() && --it->second <= 0) in_use_.erase(it);
+  }
+
+  std::mutex mu_;
+  std::map<std::string, int> in_use_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace
+
+http::StreamAuthorizer AgentBenchAuthorizer(const ApiContext& ctx) {
+  auto slots = std::make_shared<BenchSlots>();
+  return [&ctx, slots](const http::Request& req) -> StatusOr<http::StreamGrant> {
+    GPUNEX_ASSIGN_OR_RETURN(providers::AgentIdentity id,
+                            AuthenticateAgentRequest(req, ctx, "the benchmark endpoint"));
+    http::StreamGrant grant;
+    grant.bytes = static_cast<uint64_t>(kAgentBenchMaxBytes);
+    if (req.path == kAgentBenchDownloadPath) {
+      const std::string bytes = req.Query("bytes");
+      const std::string limit =
+          "must be a whole number of bytes from 1 to " + std::to_string(kAgentBenchMaxBytes);
+      if (bytes.empty() || bytes.size() > 10 ||
+          !std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return FieldError("bytes", limit);
+      }
+      const int64_t n = std::stoll(bytes);
+      if (n < 1 || n > kAgentBenchMaxBytes) return FieldError("bytes", limit);
+      grant.bytes = static_cast<uint64_t>(n);
+    }
+    GPUNEX_ASSIGN_OR_RETURN(grant.hold, slots->Acquire(id.token_id));
+    return grant;
+  };
+}
+
 http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx) {
   return [&ctx](const http::Request& req, std::shared_ptr<http::WebSocketConnection> conn)
              -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
-    std::string auth = req.Header("authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (!auth.starts_with(kBearer)) return Unauthenticated("the agent channel needs \"Authorization: Bearer <agent token>\"");
-    auto id = ctx.providers.AuthenticateAgent(std::string_view(auth).substr(kBearer.size()));
-    if (!id.ok()) {
-      LogWarn("agent.auth_failed", {{"remote", req.remote_addr}, {"error", id.status().message()}});
-      return id.status();
-    }
+    auto id = AuthenticateAgentRequest(req, ctx, "the agent channel");
+    if (!id.ok()) return id.status();
     Status touch = ctx.db.Transact([&](store::Tx& tx) {
       return tx.Exec("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?", {NowMicros(), id->token_id})
           .status();

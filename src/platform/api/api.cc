@@ -1,7 +1,10 @@
 #include "platform/api/api.h"
 
+#include <memory>
+
 #include "common/ids.h"
 #include "common/log.h"
+#include "platform/web/static_site.h"
 
 namespace gpunex::platform::api {
 
@@ -51,7 +54,10 @@ http::Response WithCommonHeaders(const http::Request& req, http::Response resp) 
   return resp;
 }
 
-void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
+namespace {
+
+// Every route but the dashboard's: the REST API, /healthz, /agent/install.sh, ...
+void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterSystemRoutes(router, ctx);
   RegisterAuthRoutes(router, ctx);
   RegisterApplicationRoutes(router, ctx);
@@ -61,6 +67,20 @@ void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterMachineRoutes(router, ctx);
   RegisterWorkloadRoutes(router, ctx);
   RegisterAgentRoutes(router, ctx);
+  RegisterBenchmarkRoutes(router, ctx);
+}
+
+}  // namespace
+
+void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
+  RegisterApiRoutes(router, ctx);
+  // The web dashboard answers every other path (web/static_site.h). It first asks a
+  // router holding only the routes above, so that an unknown API path still gets the
+  // API's 404 and a known path with another method its 405 with Allow.
+  auto api_only = std::make_shared<http::Router>();
+  RegisterApiRoutes(*api_only, ctx);
+  web::RegisterRoutes(router, web::EmbeddedSite(),
+                      [api_only](http::Request& req) { return api_only->Dispatch(req); });
 }
 
 }  // namespace gpunex::platform::api

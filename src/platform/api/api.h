@@ -8,6 +8,7 @@
 
 #include "platform/accounts/accounts.h"
 #include "platform/applications/applications.h"
+#include "platform/benchmarks/benchmarks.h"
 #include "platform/config/config.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/workloads.h"
@@ -15,6 +16,7 @@
 #include "platform/http/http.h"
 #include "platform/http/metrics.h"
 #include "platform/http/router.h"
+#include "platform/http/stream.h"
 #include "platform/providers/providers.h"
 #include "platform/store/db.h"
 
@@ -33,6 +35,7 @@ struct ApiContext {
   http::Metrics& metrics;
   fleet::Fleet& fleet;
   fleet::Workloads& workloads;
+  benchmarks::Benchmarks& benchmarks;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<void()> wake_outbox;  // after a commit that enqueued email
@@ -41,6 +44,8 @@ struct ApiContext {
   std::function<void(http::Metrics&)> collect_metrics;
 };
 
+// Every route: the API, the system endpoints and the web dashboard, which answers GET
+// for every other path (platform/web/static_site.h).
 void RegisterRoutes(http::Router& router, const ApiContext& ctx);
 
 // Adds the headers every response carries (no-sniff, frame denial, no-store for the API).
@@ -67,6 +72,7 @@ void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterBenchmarkRoutes(http::Router& r, const ApiContext& ctx);
 
 // The installer script with the platform's URL and the agent image filled in.
 std::string RenderInstallScript(std::string_view public_url, std::string_view agent_image);
@@ -75,5 +81,15 @@ std::string RenderInstallScript(std::string_view public_url, std::string_view ag
 // a fleet session for its provider.
 http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx);
 inline constexpr std::string_view kAgentConnectPath = "/api/v1/agent/connect";
+
+// The authorizer of the agent's throughput benchmark, both stream routes
+// (http/stream.h): GET kAgentBenchDownloadPath?bytes=N (1 <= N <= 1 GiB) and POST
+// kAgentBenchUploadPath (a body of at most 1 GiB), authenticated with an agent token as
+// the channel is; at most kAgentBenchTransfersPerToken at a time per token (429 beyond).
+http::StreamAuthorizer AgentBenchAuthorizer(const ApiContext& ctx);
+inline constexpr std::string_view kAgentBenchDownloadPath = "/api/v1/agent/bench/download";
+inline constexpr std::string_view kAgentBenchUploadPath = "/api/v1/agent/bench/upload";
+inline constexpr int64_t kAgentBenchMaxBytes = int64_t{1} << 30;
+inline constexpr int kAgentBenchTransfersPerToken = 2;
 
 }  // namespace gpunex::platform::api

@@ -137,6 +137,40 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Str("agent_image", &c->agent_image));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
+  if (auto* t = r.Sub("benchmarks")) {
+    TableReader s(*t, "benchmarks");
+    GPUNEX_RETURN_IF_ERROR(s.Bool("enabled", &c->benchmarks_enabled));
+    GPUNEX_RETURN_IF_ERROR(s.Int("interval_s", &c->benchmark_interval_s, 1, 365ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("retry_after_s", &c->benchmark_retry_after_s, 1, 30ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("run_timeout_s", &c->benchmark_run_timeout_s, 10, 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("sustain_s", &c->benchmark_sustain_s, 0, 600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("storage_file_mb", &c->benchmark_storage_file_mb, 1, 64 * 1024));
+    GPUNEX_RETURN_IF_ERROR(s.Int("storage_seconds", &c->benchmark_storage_seconds, 1, 120));
+    GPUNEX_RETURN_IF_ERROR(s.Int("network_mb", &c->benchmark_network_mb, 1, 1024));
+    GPUNEX_RETURN_IF_ERROR(s.Int("pings", &c->benchmark_pings, 1, 1000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("tick_ms", &c->benchmark_tick_ms, 50, 3600 * 1000));
+    auto numbers = [](const toml::table& tt, const std::string& name,
+                      std::map<std::string, double>* out) -> Status {
+      for (const auto& [k, v] : tt) {
+        std::optional<double> d = v.value<double>();
+        if (!d) return Bad(name + "." + std::string(k.str()), "must be a number");
+        (*out)[std::string(k.str())] = *d;
+      }
+      return Status::Ok();
+    };
+    if (auto* th = s.Sub("thresholds")) {
+      GPUNEX_RETURN_IF_ERROR(numbers(*th, "benchmarks.thresholds", &c->benchmark_thresholds));
+    }
+    if (auto* models = s.Sub("models")) {
+      for (const auto& [id, v] : *models) {
+        const std::string name = "benchmarks.models." + std::string(id.str());
+        if (!v.is_table()) return Bad(name, "must be a table of thresholds");
+        GPUNEX_RETURN_IF_ERROR(
+            numbers(*v.as_table(), name, &c->benchmark_model_thresholds[std::string(id.str())]));
+      }
+    }
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
   if (auto* t = r.Sub("review")) {
     TableReader s(*t, "review");
     GPUNEX_RETURN_IF_ERROR(

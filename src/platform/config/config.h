@@ -3,7 +3,9 @@
 // that a typo never silently falls back to a default.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +59,22 @@ struct Config {
   int hello_timeout_s = 10;  // a new agent connection must say hello within this
   // The agent image the installer pulls.
   std::string agent_image = "gpunex/agent:0.1.0";
+
+  // Benchmarks (BEN-1..6; deploy/gpunexd.example.toml documents each key).
+  bool benchmarks_enabled = true;
+  int64_t benchmark_interval_s = 7 * 24 * 3600;
+  int64_t benchmark_retry_after_s = 3600;
+  int64_t benchmark_run_timeout_s = 1800;
+  int64_t benchmark_sustain_s = 60;
+  int64_t benchmark_storage_file_mb = 1024;
+  int64_t benchmark_storage_seconds = 8;
+  int64_t benchmark_network_mb = 256;
+  int64_t benchmark_pings = 20;
+  int benchmark_tick_ms = 5000;
+  // Threshold overrides by name ("memory" = 0.75, ...), for every model and per model;
+  // names are checked where they are applied (benchmarks::ApplyThresholdOverrides).
+  std::map<std::string, double> benchmark_thresholds;
+  std::map<std::string, std::map<std::string, double>> benchmark_model_thresholds;
 
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;

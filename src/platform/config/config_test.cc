@@ -66,5 +66,37 @@ TEST(Config, ErrorsNameTheSetting) {
   EXPECT_FALSE(LoadConfig(WriteFile("this is not toml"), Env({})).ok());
 }
 
+TEST(Config, TheExampleFileLoadsAsDocumented) {
+  auto c = LoadConfig(std::string(GPUNEX_SOURCE_DIR) + "/deploy/gpunexd.example.toml", Env({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->benchmarks_enabled);
+  EXPECT_EQ(c->benchmark_interval_s, 7 * 24 * 3600);
+  EXPECT_DOUBLE_EQ(c->benchmark_thresholds.at("memory"), 0.70);
+  EXPECT_EQ(c->benchmark_thresholds.size(), 14u);
+}
+
+TEST(Config, BenchmarkSettings) {
+  auto c = LoadConfig(WriteFile(R"(
+[benchmarks]
+enabled = false
+interval_s = 60
+[benchmarks.thresholds]
+memory = 0.8
+[benchmarks.models."l4-24gb"]
+fp32 = 0.5
+)"),
+                      Env({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->benchmarks_enabled);
+  EXPECT_EQ(c->benchmark_interval_s, 60);
+  EXPECT_DOUBLE_EQ(c->benchmark_model_thresholds.at("l4-24gb").at("fp32"), 0.5);
+  auto bad = LoadConfig(WriteFile("[benchmarks.thresholds]\nmemory = \"high\"\n"), Env({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.status().fields().count("benchmarks.thresholds.memory")) << bad.status().ToString();
+  auto unknown = LoadConfig(WriteFile("[benchmarks]\nintervall_s = 5\n"), Env({}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_TRUE(unknown.status().fields().count("benchmarks.intervall_s"));
+}
+
 }  // namespace
 }  // namespace gpunex::platform

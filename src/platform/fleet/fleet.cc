@@ -151,6 +151,7 @@ void AgentSession::OnMessage(const std::string& text) {
         if constexpr (std::is_same_v<T, protocol::Result>) st = fleet_.HandleResult(mid, m);
         if constexpr (std::is_same_v<T, protocol::WorkloadEvent>) st = fleet_.HandleWorkloadEvent(mid, m);
         if constexpr (std::is_same_v<T, protocol::Logs>) st = fleet_.HandleLogs(mid, m);
+        if constexpr (std::is_same_v<T, protocol::Ping>) Send(protocol::Pong{m.id});
       },
       *parsed);
   if (!st.ok()) {
@@ -247,11 +248,14 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
       if (updated == 0) {
         GPUNEX_RETURN_IF_ERROR(
             tx.Exec("INSERT INTO machine_gpus (id, machine_id, idx, uuid, name, catalog_id, vram_mb, "
-                    "emulated, present, enabled, listed, info, created_at) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, 1, 1, 1, ?, ?)",
+                    "emulated, present, enabled, listed, delisted_reason, info, created_at) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?)",
                     {NewId("gpu"), machine_id, g.index, g.uuid, g.name,
                      g.catalog_id.empty() ? std::string("other") : g.catalog_id, g.vram_mb,
-                     int64_t{g.emulated}, ToJsonText(GpuInfoJson(g)), now})
+                     int64_t{g.emulated}, int64_t{!fleet_.options().list_after_benchmark},
+                     fleet_.options().list_after_benchmark ? store::Value(std::string("awaiting its first benchmark"))
+                                                           : store::Value(nullptr),
+                     ToJsonText(GpuInfoJson(g)), now})
                 .status());
       }
     }
@@ -306,6 +310,8 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
 Fleet::Fleet(store::Database& db, FleetOptions options) : db_(db), options_(options) {}
 
 Fleet::~Fleet() { Stop(); }
+
+void Fleet::OnResult(std::string kind, ResultHook hook) { result_hooks_[std::move(kind)] = std::move(hook); }
 
 std::shared_ptr<AgentSession> Fleet::Open(std::string provider_id, std::string token_id,
                                           std::shared_ptr<AgentChannel> channel,
@@ -515,6 +521,11 @@ Status Fleet::HandleResult(const std::string& machine_id, const protocol::Result
                 {now, int64_t{r.ok}, ToJsonText(json::object{{"error", r.error}, {"data", r.data}}),
                  r.command_id})
             .status());
+    if (auto hook = result_hooks_.find(cmd[0].Str(0)); hook != result_hooks_.end()) {
+      GPUNEX_ASSIGN_OR_RETURN(json::value payload, ParseJson(cmd[0].Str(1)));
+      if (!payload.is_object()) return Internal("stored command payload is not an object");
+      return hook->second(tx, machine_id, payload.get_object(), r);
+    }
     if (cmd[0].Str(0) == "start_workload" && !r.ok) {
       auto payload = ParseJson(cmd[0].Str(1));
       if (payload.ok() && payload->is_object() && payload->get_object().contains("workload_id")) {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,9 @@ class AgentChannel {
 
 struct FleetOptions {
   bool allow_emulated_gpus = false;
+  // A GPU seen for the first time is not listed until its first benchmark passes
+  // (benchmarks/benchmarks.h); false lists it at once (benchmarks turned off).
+  bool list_after_benchmark = false;
   int heartbeat_interval_s = 10;
   int offline_after_s = 30;   // no heartbeat for this long → Offline
   int hello_timeout_s = 10;   // a connection must say hello within this
@@ -115,6 +119,15 @@ class Fleet {
   // connected to this instance.
   void Kick(const std::string& machine_id);
 
+  // Hands the first result of each command of `kind` to `hook`, inside the transaction
+  // that records the result, so that what the hook writes and the command's end commit
+  // together (exactly once). The hook gets the command's payload; it should record bad
+  // result data as a failure of its own and fail only when the store does.
+  // REQUIRES: called before Start() and before agents connect.
+  using ResultHook = std::function<Status(store::Tx& tx, const std::string& machine_id,
+                                          const json::object& payload, const protocol::Result& r)>;
+  void OnResult(std::string kind, ResultHook hook);
+
   // GET /machines: providers see their own, admins all.
   StatusOr<json::object> ListMachines(const accounts::Principal& p, const std::string& limit,
                                       const std::string& cursor);
@@ -142,6 +155,7 @@ class Fleet {
 
   store::Database& db_;
   const FleetOptions options_;
+  std::map<std::string, ResultHook> result_hooks_;  // set before Start(), then read-only
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentSession>> sessions_;  // GUARDED_BY(mu_) by machine
   std::vector<std::weak_ptr<AgentSession>> pending_hello_;         // GUARDED_BY(mu_)

@@ -178,6 +178,12 @@ StatusOr<json::object> Workloads::Create(const accounts::Principal& p, const jso
       if (!g[0].Bool(1)) return FieldError(field, "is not present on the machine now");
       if (!g[0].Bool(2)) return FieldError(field, "is not offered by the provider");
       if (busy.count(gpu_ids[i])) return FieldError(field, "is in use by another workload");
+      GPUNEX_ASSIGN_OR_RETURN(
+          store::Rows benchmarking,
+          tx.Query("SELECT 1 FROM benchmark_gpus bg JOIN benchmark_runs br ON br.id = bg.run_id "
+                   "WHERE bg.gpu_id = ? AND br.state = 'running'",
+                   {gpu_ids[i]}));
+      if (!benchmarking.empty()) return FieldError(field, "is being benchmarked; try again in a few minutes");
       uuids.emplace_back(g[0].Str(0));
     }
     json::array ids;

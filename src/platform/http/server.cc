@@ -12,6 +12,11 @@
 // (the only one that writes: queued messages, pings, the close frame) and a watchdog (the
 // session coroutine itself: idle and closing deadlines). WsConnection is what they share
 // with the application's threads.
+//
+// A request on a stream route (stream.h) is served by ServeStream on the session
+// coroutine, once its header is in: a download through Beast's serializer from one shared
+// pattern buffer, an upload read straight from the stream into the connection's buffer and
+// counted by Beast's parser (DiscardBody) without being copied.
 #include "platform/http/server.h"
 
 #include <openssl/ssl.h>
@@ -35,6 +40,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <cctype>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -83,6 +89,50 @@ constexpr size_t kWsMaxInboxMessages = 64;
 constexpr int kWsDispatchBatch = 16;
 // Ping intervals without anything received after which a WebSocket peer is given up.
 constexpr int kWsIdleIntervals = 3;
+
+// A streamed body moves through buffers of this size.
+constexpr size_t kStreamChunk = 1 << 20;
+
+// The body of an upload to a stream route: counted and dropped, never copied.
+struct DiscardBody {
+  using value_type = uint64_t;  // bytes received
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& received) : received_(received) {}
+    void init(const boost::optional<std::uint64_t>&, error_code& ec) { ec = {}; }
+    template <class ConstBufferSequence>
+    size_t put(const ConstBufferSequence& buffers, error_code& ec) {
+      ec = {};
+      const size_t n = beast::buffer_bytes(buffers);
+      received_ += n;
+      return n;
+    }
+    void finish(error_code& ec) { ec = {}; }
+
+   private:
+    value_type& received_;
+  };
+};
+
+// What a download route sends, over and over: pseudo-random bytes (xorshift64*), so that
+// nothing on the way can compress them. Built once; never written afterwards.
+char* StreamPattern() {
+  static const std::unique_ptr<char[]> pattern = [] {
+    auto p = std::make_unique<char[]>(kStreamChunk);
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (size_t i = 0; i < kStreamChunk; i += sizeof(uint64_t)) {
+      x ^= x >> 12;
+      x ^= x << 25;
+      x ^= x >> 27;
+      const uint64_t v = x * 0x2545F4914F6CDD1DULL;
+      std::memcpy(p.get() + i, &v, sizeof v);
+    }
+    return p;
+  }();
+  return pattern.get();
+}
 
 // Logs the exception that ended a detached coroutine, if any.
 void LogIfFailed(std::exception_ptr e, std::string_view what) {
@@ -732,6 +782,21 @@ class ServerImpl final : public Server {
       std::shared_ptr<WsConnection> ws_conn);
   template <typename Stream>
   asio::awaitable<void> Close(Stream& stream, bool discard_input);
+  // The stream route for a request target, or null.
+  const StreamRoute* FindStreamRoute(beast::string_view target) const;
+  // Serves a request on a stream route whose header `parser` has read (its body, if any,
+  // is still unread). Returns whether the connection may carry another request; when it
+  // may not, it has been closed.
+  template <typename Stream>
+  asio::awaitable<bool> ServeStream(Stream& stream, beast::flat_buffer& buffer,
+                                    bhttp::request_parser<bhttp::string_body>& parser,
+                                    const StreamRoute& route, const std::string& remote);
+  // Arms the stream's timer for the next read or write of a streamed body: read_timeout,
+  // cut to what is left before `deadline`. False when the deadline has passed.
+  bool ArmStreamTimer(beast::tcp_stream& tcp_stream,
+                      std::chrono::steady_clock::time_point deadline) const;
+  asio::awaitable<std::pair<Status, StreamGrant>> RunAuthorizer(const StreamAuthorizer& authorize,
+                                                                std::shared_ptr<Request> req);
   // The answer to a failed read of a request, or nullopt when there is none to give
   // (the peer left, the read timed out, the server closed the connection).
   std::optional<Response> ReadErrorResponse(const error_code& ec) const;
@@ -927,9 +992,22 @@ asio::awaitable<void> ServerImpl::Serve(Stream& stream, Connection& conn,
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(options_.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
-    // Also refuses a larger Content-Length as soon as the header is parsed.
-    parser.body_limit(options_.max_body_bytes);
+    // The body limit depends on the route, known once the header is in: a stream route
+    // has its own; other requests get max_body_bytes, checked against Content-Length
+    // before any body byte is read and by the parser for a chunked body.
+    parser.body_limit(boost::none);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kAwait);
+    if (!hec) {
+      if (const StreamRoute* route = FindStreamRoute(parser.get().target())) {
+        if (!co_await ServeStream(stream, buffer, parser, *route, remote)) co_return;
+        continue;
+      }
+      if (parser.content_length().value_or(0) > options_.max_body_bytes) {
+        hec = bhttp::error::body_limit;
+      } else {
+        parser.body_limit(options_.max_body_bytes);
+      }
+    }
     if (!hec && !parser.is_done()) {
       if (parser.get().version() >= 11 &&
           IEquals(parser.get()[bhttp::field::expect], "100-continue")) {
@@ -1021,6 +1099,245 @@ asio::awaitable<void> ServerImpl::Close(Stream& stream, bool discard_input) {
       }
     }
   }
+}
+
+const StreamRoute* ServerImpl::FindStreamRoute(beast::string_view target) const {
+  if (options_.stream_routes.empty()) return nullptr;
+  std::string path;
+  std::map<std::string, std::string> query;
+  // A bad target is answered by the normal path.
+  if (!ParseTarget(std::string_view(target.data(), target.size()), &path, &query).ok()) {
+    return nullptr;
+  }
+  auto it = options_.stream_routes.find(path);
+  return it == options_.stream_routes.end() ? nullptr : &it->second;
+}
+
+bool ServerImpl::ArmStreamTimer(beast::tcp_stream& tcp_stream,
+                                std::chrono::steady_clock::time_point deadline) const {
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return false;
+  tcp_stream.expires_after(
+      std::min<std::chrono::steady_clock::duration>(options_.read_timeout, left));
+  return true;
+}
+
+template <typename Stream>
+asio::awaitable<bool> ServerImpl::ServeStream(Stream& stream, beast::flat_buffer& buffer,
+                                              bhttp::request_parser<bhttp::string_body>& parser,
+                                              const StreamRoute& route, const std::string& remote) {
+  constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  beast::tcp_stream& tcp_stream = beast::get_lowest_layer(stream);
+  const unsigned version = parser.get().version();
+  const bool has_body = !parser.is_done();
+  const bool expects_continue =
+      version >= 11 && IEquals(parser.get()[bhttp::field::expect], "100-continue");
+  bool keep_alive = parser.get().keep_alive();
+  const bool upload = route.kind == StreamRoute::Kind::kUpload;
+  const char* const method = upload ? "POST" : "GET";
+  Status target_status;  // already parsed by FindStreamRoute
+  std::shared_ptr<Request> req = ToRequest(parser.get(), remote, kTls, &target_status);
+  req->route = req->path;
+
+  // Sends `resp`; `close` closes the connection afterwards (draining what the client
+  // still sends, since a body may be left unread). (Named arguments only: GCC 12
+  // mishandles temporaries in co_await expressions.)
+  auto answer = [&](Response& resp, bool close) -> asio::awaitable<bool> {
+    resp.SetHeader("Cache-Control", "no-store");
+    resp.SetHeader("X-Content-Type-Options", "nosniff");
+    const bool keep = keep_alive && !close && !draining_;
+    auto res = ToBeast(std::move(resp), version, keep, false);
+    if (!co_await Write(stream, res)) co_return false;
+    if (!keep) co_await Close(stream, close);
+    co_return keep;
+  };
+  auto too_large = [](uint64_t limit) {
+    return ErrorResponse(Status(StatusCode::kPayloadTooLarge, "the request body is too large",
+                                {{"body", "must be at most " + std::to_string(limit) + " bytes"}}));
+  };
+
+  // Refusals leave the body unread, so the connection cannot carry another request.
+  std::optional<Response> refusal;
+  if (req->method != method) {
+    refusal = ProtocolErrorResponse(405, "method_not_allowed",
+                                    std::string("this endpoint only accepts ") + method);
+    refusal->SetHeader("Allow", method);
+  } else if (draining_) {
+    refusal = ErrorResponse(Unavailable("the server is shutting down"));
+  } else if (!upload && has_body) {
+    refusal = ErrorResponse(InvalidArgument("a download request has no body"));
+  }
+  StreamGrant grant;
+  if (!refusal) {
+    auto authorizing = RunAuthorizer(route.authorize, req);
+    auto [status, granted] = co_await std::move(authorizing);
+    if (!status.ok()) {
+      refusal = ErrorResponse(status);
+    } else if (upload && parser.content_length().value_or(0) > granted.bytes) {
+      refusal = too_large(granted.bytes);
+    } else {
+      grant = std::move(granted);
+    }
+  }
+  if (refusal) {
+    const bool close = has_body || draining_;
+    const bool keep = co_await answer(*refusal, close);
+    co_return keep;
+  }
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + options_.stream_timeout;
+  auto log_done = [&](uint64_t bytes, bool complete) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    LogInfo("http.stream", {{"path", req->path},
+                            {"remote", remote},
+                            {"bytes", bytes},
+                            {"seconds", seconds},
+                            {"complete", complete}});
+  };
+
+  if (!upload) {
+    bhttp::response<bhttp::buffer_body> res{bhttp::status::ok, version};
+    res.set(bhttp::field::content_type, "application/octet-stream");
+    res.set(bhttp::field::cache_control, "no-store");
+    res.set("X-Content-Type-Options", "nosniff");
+    res.content_length(grant.bytes);
+    keep_alive = keep_alive && !draining_;
+    res.keep_alive(keep_alive);
+    res.body().data = nullptr;
+    res.body().more = true;
+    bhttp::response_serializer<bhttp::buffer_body> serializer{res};
+    uint64_t sent = 0;
+    bool ok = ArmStreamTimer(tcp_stream, deadline);
+    if (ok) {
+      auto [ec, n] = co_await bhttp::async_write_header(stream, serializer, kAwait);
+      ok = !ec;
+    }
+    while (ok && sent < grant.bytes) {
+      // A shutdown ends the transfer rather than waiting for it.
+      if (draining_ || !ArmStreamTimer(tcp_stream, deadline)) {
+        ok = false;
+        break;
+      }
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(grant.bytes - sent, kStreamChunk));
+      res.body().data = StreamPattern();
+      res.body().size = n;
+      res.body().more = true;
+      // The serializer takes the whole buffer: need_buffer means it has all been written.
+      auto [ec, written] = co_await bhttp::async_write(stream, serializer, kAwait);
+      if (ec && ec != bhttp::error::need_buffer) {
+        ok = false;
+      } else {
+        sent += n;
+      }
+    }
+    if (ok && ArmStreamTimer(tcp_stream, deadline)) {
+      res.body().data = nullptr;
+      res.body().size = 0;
+      res.body().more = false;
+      auto [ec, written] = co_await bhttp::async_write(stream, serializer, kAwait);
+      ok = !ec;
+    } else {
+      ok = false;
+    }
+    log_done(sent, ok);
+    if (!ok) {
+      error_code ignored;
+      tcp_stream.socket().close(ignored);
+      co_return false;
+    }
+    if (!keep_alive) co_await Close(stream, false);
+    co_return keep_alive;
+  }
+
+  if (has_body && expects_continue) {
+    bhttp::response<bhttp::empty_body> go_on{bhttp::status::continue_, 11};
+    ArmStreamTimer(tcp_stream, deadline);
+    auto [cec, cn] = co_await bhttp::async_write(stream, go_on, kAwait);
+    if (cec) co_return false;
+  }
+  // Takes over the header; `parser` may only be destroyed from here on. The body is
+  // read straight from the stream in pieces of up to kStreamChunk into the connection's
+  // buffer (grown once, shrunk afterwards) and handed to the parser, which deframes it
+  // (chunked encoding) and counts it without copying it anywhere.
+  bhttp::request_parser<DiscardBody> body_parser{std::move(parser)};
+  body_parser.body_limit(grant.bytes);
+  body_parser.eager(true);
+  const auto body_started = std::chrono::steady_clock::now();
+  auto body_ended = body_started;
+  error_code ec;
+  while (!body_parser.is_done()) {
+    if (buffer.size() > 0) {
+      const size_t used = body_parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (used > 0) body_ended = std::chrono::steady_clock::now();
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+      } else if (ec) {
+        break;
+      } else if (used > 0) {
+        continue;
+      }
+    }
+    if (draining_ || !ArmStreamTimer(tcp_stream, deadline)) {
+      ec = beast::error::timeout;
+      break;
+    }
+    auto [rec, n] = co_await stream.async_read_some(buffer.prepare(kStreamChunk), kAwait);
+    buffer.commit(n);
+    if (rec == asio::error::eof) {
+      body_parser.put_eof(ec);
+      if (!ec) ec = bhttp::error::partial_message;
+      break;
+    }
+    if (rec) {
+      ec = rec;
+      break;
+    }
+  }
+  const uint64_t received = body_parser.get().body();
+  if (buffer.size() == 0) buffer.shrink_to_fit();
+  log_done(received, !ec);
+  if (ec) {
+    refusal = ec == bhttp::error::body_limit ? too_large(grant.bytes) : ReadErrorResponse(ec);
+    if (!refusal) {
+      error_code ignored;
+      tcp_stream.socket().close(ignored);
+      co_return false;
+    }
+    const bool keep = co_await answer(*refusal, true);
+    co_return keep;
+  }
+  json::object body;
+  body["bytes"] = received;
+  body["seconds"] = std::chrono::duration<double>(body_ended - body_started).count();
+  Response done = Response::Json(200, body);
+  const bool keep = co_await answer(done, false);
+  co_return keep;
+}
+
+asio::awaitable<std::pair<Status, StreamGrant>> ServerImpl::RunAuthorizer(
+    const StreamAuthorizer& authorize, std::shared_ptr<Request> req) {
+  using Result = std::pair<Status, StreamGrant>;
+  // As in RunAcceptor. `authorize` lives in options_, as long as the server.
+  auto invoke = [&authorize, req]() -> asio::awaitable<Result> {
+    try {
+      StatusOr<StreamGrant> grant = authorize(*req);
+      if (!grant.ok()) co_return Result(grant.status(), StreamGrant());
+      co_return Result(Status::Ok(), std::move(*grant));
+    } catch (const std::exception& e) {
+      LogError("http.handler_exception",
+               {{"method", req->method}, {"path", req->path}, {"error", e.what()}});
+    } catch (...) {
+      LogError("http.handler_exception",
+               {{"method", req->method}, {"path", req->path}, {"error", "unknown exception"}});
+    }
+    co_return Result(Internal("an internal error occurred"), StreamGrant());
+  };
+  auto on_pool = asio::co_spawn(pool_, std::move(invoke), asio::use_awaitable);
+  Result result = co_await std::move(on_pool);
+  co_return result;
 }
 
 template <typename Stream>
@@ -1211,6 +1528,13 @@ StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler 
   for (const auto& [path, acceptor] : options.websocket_routes) {
     if (!acceptor) return InvalidArgument("the WebSocket route " + path + " has no acceptor");
   }
+  for (const auto& [path, route] : options.stream_routes) {
+    if (!route.authorize) return InvalidArgument("the stream route " + path + " has no authorizer");
+    if (options.websocket_routes.contains(path)) {
+      return InvalidArgument("the path " + path + " is both a WebSocket and a stream route");
+    }
+  }
+  if (options.stream_timeout.count() <= 0) return InvalidArgument("timeouts must be positive");
   try {
     std::unique_ptr<asio::ssl::context> tls;
     if (!options.tls_cert_file.empty()) {

@@ -13,6 +13,10 @@
 // other request on it is answered 426 "upgrade_required". Upgrade requests on other paths
 // are ordinary requests for the Handler.
 //
+// Streaming endpoints (stream.h) are listed in ServerOptions::stream_routes: a request on
+// such a path goes to the route instead of the Handler, and its body is never held in
+// memory.
+//
 // Boost.Beast and Asio stay inside server.cc; this header names no Boost type.
 //
 // Thread-safety: Run() blocks the calling thread; Shutdown() and port() may be called from
@@ -28,6 +32,7 @@
 
 #include "common/status.h"
 #include "platform/http/http.h"
+#include "platform/http/stream.h"
 #include "platform/http/websocket.h"
 
 namespace gpunex::platform::http {
@@ -61,6 +66,12 @@ struct ServerOptions {
   // proxies open; a connection from which nothing (message, ping or pong) has arrived for
   // three intervals is dropped. read_timeout bounds the opening and the closing handshakes.
   std::chrono::seconds ws_ping_interval{20};
+
+  // Streaming endpoints: exact request path -> route. While one streams, each read or
+  // write of a piece of its body must complete within read_timeout, and the whole body
+  // within stream_timeout (a 1 GiB body at 100 Mbit/s takes 86 s).
+  std::map<std::string, StreamRoute> stream_routes;
+  std::chrono::seconds stream_timeout{600};
 };
 
 class Server {

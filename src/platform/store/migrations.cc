@@ -268,6 +268,47 @@ const std::vector<Migration>& AllMigrations() {
                 data TEXT NOT NULL,
                 PRIMARY KEY (workload_id, stream, seq)))",
        }},
+      {5,
+       "benchmarks: runs with their machine figures, per-GPU results, re-run due times",
+       {
+           // reason: first_connect | hardware_change | periodic | retry | requested.
+           // state: running | passed | failed | error.
+           R"(CREATE TABLE benchmark_runs (
+                id TEXT PRIMARY KEY,
+                machine_id TEXT NOT NULL REFERENCES machines(id),
+                reason TEXT NOT NULL,
+                state TEXT NOT NULL,
+                requested_by TEXT,
+                command_id TEXT NOT NULL,
+                machine_phases BIGINT NOT NULL,
+                emulated BIGINT NOT NULL,
+                network TEXT,
+                storage TEXT,
+                failures TEXT NOT NULL,
+                error TEXT,
+                created_at BIGINT NOT NULL,
+                finished_at BIGINT))",
+           "CREATE INDEX benchmark_runs_machine ON benchmark_runs (machine_id, id)",
+           "CREATE INDEX benchmark_runs_state ON benchmark_runs (state, created_at)",
+           // One active run per machine, whichever instance schedules it.
+           "CREATE UNIQUE INDEX benchmark_runs_active ON benchmark_runs (machine_id) WHERE state = 'running'",
+           // state: running | passed | failed | error. figures: as gpunex-gpubench reported them.
+           R"(CREATE TABLE benchmark_gpus (
+                run_id TEXT NOT NULL REFERENCES benchmark_runs(id),
+                gpu_id TEXT NOT NULL REFERENCES machine_gpus(id),
+                uuid TEXT NOT NULL,
+                catalog_id TEXT NOT NULL,
+                state TEXT NOT NULL,
+                figures TEXT,
+                score DOUBLE PRECISION,
+                failures TEXT NOT NULL,
+                error TEXT,
+                created_at BIGINT NOT NULL,
+                PRIMARY KEY (run_id, gpu_id)))",
+           "CREATE INDEX benchmark_gpus_gpu ON benchmark_gpus (gpu_id, created_at)",
+           // When a GPU whose benchmark could not run is due again.
+           "ALTER TABLE machine_gpus ADD COLUMN benchmark_due_at BIGINT",
+       }},
   };
   return migrations;
 }

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The agent's storage benchmark next to fio with the same parameters, in the same
+# directory (so on the same file system and device), in the same run: prints both
+# figures and the ratio ours / fio for each metric.
+#
+#   bench/storage_vs_fio.sh [AGENT_BINARY] [DIR]
+#
+# Environment: FILE_MB (test file size, default 1024), SECONDS_PER_PHASE (default 8),
+# QUEUE_DEPTH (random reads in flight, default 32), ROUNDS (default 5: ours, fio, ours,
+# fio, ...; each figure is the median of its rounds).
+#
+# What fio runs, phase by phase, as `gpunex-agent bench storage` does (storage.h):
+#   seq write  rw=write     bs=1M  direct=1 ioengine=psync  iodepth=1, a new file
+#              (fallocate=none, as ours extends it), end_fsync=1; MB/s = bytes / the
+#              job's time including the fsync
+#   seq read   rw=read      bs=1M  direct=1 ioengine=psync  iodepth=1
+#   rand read  rw=randread  bs=4k  direct=1 ioengine=io_uring iodepth=QUEUE_DEPTH
+#              norandommap, time_based; p50/p99 of the total latency (submission to
+#              completion, lat_percentiles=1)
+# Each phase is bounded by SECONDS_PER_PHASE (runtime=). fio's I/O buffer is set up as
+# ours is (storage.cc, SequentialBuffer): 2 MiB-aligned (iomem_align=2m) inside memory that
+# malloc asks to be backed by transparent huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1),
+# so that a 1 MiB block is one physically contiguous request for both; over scattered 4 KiB
+# pages the kernel splits it (a virtio disk takes 254 segments per request) and the figure
+# depends on where the pages lie.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+agent_bin=${1:-build/release/src/agent/gpunex-agent}
+dir=${2:-}
+file_mb=${FILE_MB:-1024}
+secs=${SECONDS_PER_PHASE:-8}
+qd=${QUEUE_DEPTH:-32}
+rounds=${ROUNDS:-5}
+runtime_ms=$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1000 }')
+command -v fio >/dev/null || { echo "fio is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+
+own_dir=""
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/gpunex-storage-bench.XXXXXX")
+  own_dir=$dir
+fi
+work=$(mktemp -d)
+cleanup() {
+  rm -f "$dir/gpunex-fio-test"
+  rm -rf "$work"
+  [ -z "$own_dir" ] || rm -rf "$own_dir"
+}
+trap cleanup EXIT
+
+# Two invocations, so that the write job creates the file as ours does: in one job file
+# fio would lay the file out for the read jobs first and the write job would only overwrite
+# blocks already allocated.
+global="[global]
+directory=$dir
+filename=gpunex-fio-test
+size=${file_mb}M
+direct=1
+iomem_align=2m
+runtime=${runtime_ms}ms
+randrepeat=0"
+cat >"$work/fio-write.job" <<JOB
+$global
+[seqwrite]
+rw=write
+bs=1M
+ioengine=psync
+iodepth=1
+fallocate=none
+end_fsync=1
+JOB
+cat >"$work/fio-read.job" <<JOB
+$global
+[seqread]
+rw=read
+bs=1M
+ioengine=psync
+iodepth=1
+[randread]
+stonewall
+rw=randread
+bs=4k
+ioengine=io_uring
+iodepth=$qd
+norandommap
+time_based
+lat_percentiles=1
+JOB
+
+fs_type=$(stat -f -c %T "$dir")
+echo "storage: gpunex-agent bench storage vs fio $(fio --version | sed 's/^fio-//')"
+echo "directory $dir ($fs_type), file ${file_mb} MiB, ${secs} s per phase, queue depth $qd, $rounds round(s)"
+# Deleting a test file frees (and on a file system mounted with `discard`, trims) a lot of
+# blocks: let that settle before each run, so that neither side pays for the other.
+settle() { sync; sleep 2; }
+for r in $(seq "$rounds"); do
+  settle
+  "$agent_bin" bench storage --dir "$dir" --file-mb "$file_mb" --seconds "$secs" --queue-depth "$qd" \
+    --keep-free-mb 0 --json >"$work/ours.$r.json"
+  settle
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-write.job" >"$work/fio-write.$r.json"
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-read.job" >"$work/fio-read.$r.json"
+  rm -f "$dir/gpunex-fio-test"
+done
+
+/usr/bin/python3 - "$work" "$rounds" <<'PY'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+ours, fio = [], []
+for r in range(1, rounds + 1):
+    o = json.load(open(f"{work}/ours.{r}.json"))
+    if not o["direct_io"]:
+        print("NOTE: the file system refused O_DIRECT; ours fell back to buffered I/O")
+    if not o["io_uring"]:
+        print("NOTE: io_uring was refused; ours used threads for the random reads")
+    ours.append({"write": o["seq_write_mb_s"], "read": o["seq_read_mb_s"], "iops": o["rand_read_iops"],
+                 "p50": o["rand_read_p50_us"], "p99": o["rand_read_p99_us"]})
+    jobs = {j["jobname"]: j for part in ("write", "read")
+            for j in json.load(open(f"{work}/fio-{part}.{r}.json"))["jobs"]}
+    w, rd, rr = jobs["seqwrite"], jobs["seqread"], jobs["randread"]
+    # job_runtime (ms) covers the whole job, end_fsync included, as ours does.
+    pct = rr["read"]["lat_ns"]["percentile"]
+    fio.append({"write": w["write"]["io_bytes"] / (w["job_runtime"] / 1e3) / 1e6,
+                "read": rd["read"]["io_bytes"] / (rd["job_runtime"] / 1e3) / 1e6,
+                "iops": rr["read"]["iops"],
+                "p50": pct["50.000000"] / 1e3, "p99": pct["99.000000"] / 1e3})
+rows = [("seq write MB/s (1 MiB, O_DIRECT)", "write", 1), ("seq read MB/s (1 MiB, O_DIRECT)", "read", 1),
+        ("rand read 4 KiB IOPS", "iops", 0), ("rand read p50 latency us", "p50", 1),
+        ("rand read p99 latency us", "p99", 1)]
+print(f"{'metric':36} {'gpunex':>12} {'fio':>12} {'ratio':>7}")
+for label, k, d in rows:
+    a = statistics.median(x[k] for x in ours)
+    b = statistics.median(x[k] for x in fio)
+    print(f"{label:36} {a:12.{d}f} {b:12.{d}f} {a / b if b else float('nan'):7.3f}")
+if rounds > 1:
+    print("rounds (gpunex / fio):")
+    for i, (a, b) in enumerate(zip(ours, fio), 1):
+        print(f"  {i}: " + "  ".join(f"{k} {a[k]:.0f}/{b[k]:.0f}" for _, k, _ in rows))
+PY

@@ -1,0 +1,7 @@
+#include "gpubench/telemetry.h"
+
+namespace gpunex::gpubench {
+
+Telemetry::~Telemetry() = default;
+
+}  // namespace gpunex::gpubench

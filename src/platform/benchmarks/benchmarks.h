@@ -1,0 +1,108 @@
+// Automatic benchmarks (BEN-1..6): when a machine's GPUs are benchmarked, what a run
+// sends to the agent, and what the platform does with the figures that come back.
+//
+// A run covers some GPUs of one machine, and the machine's network and storage when no
+// workload is running there. It is scheduled by TickOnce() when an enabled, present GPU
+// of an Online machine is due:
+//   - it was never benchmarked (first connect, or a new GPU),
+//   - the machine's inventory changed after its last benchmark (driver or hardware),
+//   - its last benchmark is older than `interval_s` (periodic, weekly by default),
+//   - its last run could not measure it and `retry_after_s` has passed,
+// and the provider can ask for a run (Request). A GPU in an active workload (a rental)
+// is never benchmarked: it is left for a later run. One run at a time per machine (a
+// unique index on the active run holds it across instances). A run is written together
+// with its run_benchmark command; the result comes back through Fleet::OnResult in the
+// transaction that records it, so each result is applied exactly once.
+//
+// Applying a result: each GPU gets its figures, its performance score and pass/fail
+// against the thresholds of its model (score.h); a GPU that fails is delisted with the
+// reason, and the provider gets a dashboard notification and an email (through the
+// outbox, which picks it up on its next poll) with what failed and what to check; a delisted GPU whose re-run passes is listed again. A GPU that was
+// never benchmarked is not listed ("awaiting its first benchmark").
+//
+// Authorization: the provider that owns the machine and admins read runs and request
+// them; nobody else learns that they exist.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/json.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/accounts/accounts.h"
+#include "platform/benchmarks/score.h"
+#include "platform/fleet/fleet.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::benchmarks {
+
+inline constexpr char kAwaitingFirstBenchmark[] = "awaiting its first benchmark";
+
+struct BenchmarksOptions {
+  bool enabled = true;  // false: nothing is scheduled and requests are refused
+  int64_t interval_s = 7 * 24 * 3600;  // periodic re-run
+  int64_t retry_after_s = 3600;        // after a run that could not measure a GPU
+  int64_t run_timeout_s = 1800;        // a run without a result by then ends in error
+  int64_t sustain_s = 60;              // the GPU sustained-load phase
+  int64_t storage_file_mb = 1024;
+  double storage_seconds = 8;          // per storage phase
+  int64_t network_mb = 256;            // per direction
+  int64_t pings = 20;                  // round trips over the agent channel
+  int tick_ms = 5000;
+  Thresholds thresholds;                        // every model
+  std::map<std::string, Thresholds> by_model;   // catalog id → overrides
+  std::string mail_domain = "gpunex.local";
+  std::string public_url;                       // for links in emails
+  const Clock* clock = &SystemClock();
+};
+
+class Benchmarks {
+ public:
+  // Registers the run_benchmark result hook on `fleet`.
+  // REQUIRES: before fleet.Start().
+  Benchmarks(store::Database& db, fleet::Fleet& fleet, BenchmarksOptions options);
+  ~Benchmarks();
+
+  // The scheduler thread: TickOnce() every tick_ms.
+  void Start();
+  void Stop();
+  // Ends overdue runs in error and starts the runs that are due. After the commit of a
+  // new run its command is sent at once when the agent is connected here.
+  Status TickOnce();
+
+  // POST /machines/{id}/benchmarks: a run now, on every enabled GPU that is not rented.
+  // kFailedPrecondition when the machine is offline, already benchmarking, or has no
+  // GPU that may be benchmarked now.
+  StatusOr<json::object> Request(const accounts::Principal& p, const std::string& machine_id);
+  // GET /machines/{id}/benchmarks: runs newest first, with each GPU's figures, score,
+  // reference figures and pass/fail.
+  StatusOr<json::object> List(const accounts::Principal& p, const std::string& machine_id,
+                              const std::string& limit, const std::string& cursor);
+
+  // The thresholds that apply to a model.
+  const Thresholds& ThresholdsFor(const std::string& catalog_id) const;
+
+ private:
+  Status ApplyResult(store::Tx& tx, const std::string& machine_id, const json::object& payload,
+                     const protocol::Result& r);
+  // Creates a run on `machine_id` in `tx` if GPUs are due (or, with `requested_by`, on
+  // every GPU that may run now). Returns the run id, or "" when nothing is due.
+  StatusOr<std::string> Schedule(store::Tx& tx, const std::string& machine_id,
+                                 const std::string& requested_by);
+
+  store::Database& db_;
+  fleet::Fleet& fleet_;
+  const BenchmarksOptions options_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace gpunex::platform::benchmarks

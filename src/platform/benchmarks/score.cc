@@ -1,0 +1,318 @@
+#include "platform/benchmarks/score.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace gpunex::platform::benchmarks {
+namespace {
+
+constexpr double kMaxFigure = 1e7;  // far above any GPU, disk or link today
+
+double Num(JsonReader& r, std::string_view key, bool required = true) {
+  return r.Number(key, required, -1e-12, kMaxFigure).value_or(0);
+}
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<GpuFigures> ParseGpubenchJson(const json::object& o, const std::string& path) {
+  FieldErrors errors;
+  JsonReader r(o, path, &errors);
+  GpuFigures f;
+  f.emulated = r.Bool("emulated", false).value_or(false);
+  if (const json::object* c = r.Object("compute", true)) {
+    JsonReader cr(*c, r.PathOf("compute"), &errors);
+    f.fp32_tflops = Num(cr, "fp32_tflops");
+    f.fp16_tflops = Num(cr, "fp16_tflops");
+    f.fp16_tensor_tflops = Num(cr, "fp16_tensor_tflops");
+    f.bf16_tensor_tflops = Num(cr, "bf16_tensor_tflops");
+    f.tf32_tensor_tflops = Num(cr, "tf32_tensor_tflops");
+  }
+  if (const json::object* m = r.Object("memory", true)) {
+    JsonReader mr(*m, r.PathOf("memory"), &errors);
+    f.mem_read_gbps = Num(mr, "read_gbps");
+    f.mem_write_gbps = Num(mr, "write_gbps");
+    f.mem_copy_gbps = Num(mr, "copy_gbps");
+    f.mem_triad_gbps = Num(mr, "triad_gbps");
+  }
+  if (const json::object* s = r.Object("sustained", true)) {
+    JsonReader sr(*s, r.PathOf("sustained"), &errors);
+    f.sustained_seconds = Num(sr, "seconds");
+    f.sustained_mean_tflops = Num(sr, "mean_tflops");
+    f.sustained_min_over_median = sr.Number("min_over_median", true, -1e-12, 1.0 + 1e-9).value_or(0);
+    f.sustained_cv = Num(sr, "cv");
+    f.thermal_throttle_fraction = sr.Number("thermal_throttle_fraction", true, -1e-12, 1).value_or(0);
+    f.power_throttle_fraction = sr.Number("power_throttle_fraction", true, -1e-12, 1).value_or(0);
+    f.max_temperature_c = sr.Number("max_temperature_c", false, -1e-12, 200).value_or(0);
+    f.mean_power_w = Num(sr, "mean_power_w", false);
+  }
+  if (const json::object* d = r.Object("device", false)) {
+    JsonReader dr(*d, r.PathOf("device"), &errors);
+    f.pcie_width = dr.Int("pcie_width", false, 0, 64).value_or(0);
+    f.pcie_gen = dr.Int("pcie_gen", false, 0, 16).value_or(0);
+  }
+  if (const json::object* s = r.Object("sanity", true)) {
+    JsonReader sr(*s, r.PathOf("sanity"), &errors);
+    f.sanity_ok = sr.Bool("ok", true).value_or(false);
+    if (const json::array* fails = sr.Array("failures", false, 0, 32)) {
+      for (const auto& v : *fails) {
+        if (v.is_string() && v.get_string().size() <= 500 && IsCleanText(v.get_string(), false)) {
+          f.sanity_failures.emplace_back(v.get_string());
+        } else {
+          sr.Fail("failures", "must be short strings");
+          break;
+        }
+      }
+    }
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return f;
+}
+
+json::object ToJson(const GpuFigures& f) {
+  json::array fails;
+  for (const auto& s : f.sanity_failures) fails.emplace_back(s);
+  return {{"emulated", f.emulated},
+          {"compute",
+           {{"fp32_tflops", f.fp32_tflops},
+            {"fp16_tflops", f.fp16_tflops},
+            {"fp16_tensor_tflops", f.fp16_tensor_tflops},
+            {"bf16_tensor_tflops", f.bf16_tensor_tflops},
+            {"tf32_tensor_tflops", f.tf32_tensor_tflops}}},
+          {"memory",
+           {{"read_gbps", f.mem_read_gbps},
+            {"write_gbps", f.mem_write_gbps},
+            {"copy_gbps", f.mem_copy_gbps},
+            {"triad_gbps", f.mem_triad_gbps}}},
+          {"sustained",
+           {{"seconds", f.sustained_seconds},
+            {"mean_tflops", f.sustained_mean_tflops},
+            {"min_over_median", f.sustained_min_over_median},
+            {"cv", f.sustained_cv},
+            {"thermal_throttle_fraction", f.thermal_throttle_fraction},
+            {"power_throttle_fraction", f.power_throttle_fraction},
+            {"max_temperature_c", f.max_temperature_c},
+            {"mean_power_w", f.mean_power_w}}},
+          {"device", {{"pcie_width", f.pcie_width}, {"pcie_gen", f.pcie_gen}}},
+          {"sanity", {{"ok", f.sanity_ok}, {"failures", std::move(fails)}}}};
+}
+
+StatusOr<NetworkFigures> ParseNetworkJson(const json::object& o, const std::string& path) {
+  FieldErrors errors;
+  JsonReader r(o, path, &errors);
+  NetworkFigures f;
+  f.rtt_p50_ms = Num(r, "rtt_p50_ms");
+  f.rtt_p99_ms = Num(r, "rtt_p99_ms");
+  f.download_mbit_s = Num(r, "download_mbit_s");
+  f.upload_mbit_s = Num(r, "upload_mbit_s");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return f;
+}
+
+StatusOr<StorageFigures> ParseStorageJson(const json::object& o, const std::string& path) {
+  FieldErrors errors;
+  JsonReader r(o, path, &errors);
+  StorageFigures f;
+  f.seq_read_mb_s = Num(r, "seq_read_mb_s");
+  f.seq_write_mb_s = Num(r, "seq_write_mb_s");
+  f.rand_read_iops = Num(r, "rand_read_iops");
+  f.rand_read_p50_us = Num(r, "rand_read_p50_us");
+  f.rand_read_p99_us = Num(r, "rand_read_p99_us");
+  f.direct_io = r.Bool("direct_io", false).value_or(true);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return f;
+}
+
+json::object ToJson(const NetworkFigures& f) {
+  return {{"rtt_p50_ms", f.rtt_p50_ms},
+          {"rtt_p99_ms", f.rtt_p99_ms},
+          {"download_mbit_s", f.download_mbit_s},
+          {"upload_mbit_s", f.upload_mbit_s}};
+}
+
+json::object ToJson(const StorageFigures& f) {
+  return {{"seq_read_mb_s", f.seq_read_mb_s},     {"seq_write_mb_s", f.seq_write_mb_s},
+          {"rand_read_iops", f.rand_read_iops},   {"rand_read_p50_us", f.rand_read_p50_us},
+          {"rand_read_p99_us", f.rand_read_p99_us}, {"direct_io", f.direct_io}};
+}
+
+double PerformanceScore(const GpuFigures& f, const ScoreWeights& w) {
+  static const GpuModel base = *FindGpuModel("a100-sxm-80gb");
+  double log_sum = 0;
+  auto term = [&](double measured, double reference, double weight) {
+    double ratio = std::max(measured / reference, 0.01);
+    log_sum += weight * std::log(ratio);
+  };
+  term(f.fp32_tflops, base.fp32_tflops, w.fp32);
+  term(f.fp16_tflops, base.fp16_tflops, w.fp16);
+  term(f.fp16_tensor_tflops, base.fp16_tensor_tflops, w.fp16_tensor);
+  term(f.bf16_tensor_tflops, base.fp16_tensor_tflops, w.bf16_tensor);
+  term(f.tf32_tensor_tflops, base.tf32_tensor_tflops, w.tf32_tensor);
+  term(f.mem_triad_gbps, base.mem_bw_gbps, w.memory);
+  return 100.0 * std::exp(log_sum);
+}
+
+Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, const std::string& where,
+                               Thresholds* t) {
+  struct Field {
+    double Thresholds::*member;
+    bool fraction;
+  };
+  static const std::map<std::string, Field> kFields = {
+      {"fp32", {&Thresholds::fp32, true}},
+      {"fp16", {&Thresholds::fp16, true}},
+      {"fp16_tensor", {&Thresholds::fp16_tensor, true}},
+      {"bf16_tensor", {&Thresholds::bf16_tensor, true}},
+      {"tf32_tensor", {&Thresholds::tf32_tensor, true}},
+      {"memory", {&Thresholds::memory, true}},
+      {"min_over_median", {&Thresholds::min_over_median, true}},
+      {"thermal_throttle_fraction", {&Thresholds::thermal_throttle_fraction, true}},
+      {"download_mbit_s", {&Thresholds::download_mbit_s, false}},
+      {"upload_mbit_s", {&Thresholds::upload_mbit_s, false}},
+      {"rtt_p50_ms", {&Thresholds::rtt_p50_ms, false}},
+      {"seq_read_mb_s", {&Thresholds::seq_read_mb_s, false}},
+      {"seq_write_mb_s", {&Thresholds::seq_write_mb_s, false}},
+      {"rand_read_iops", {&Thresholds::rand_read_iops, false}},
+  };
+  for (const auto& [name, value] : overrides) {
+    auto it = kFields.find(name);
+    if (it == kFields.end()) return InvalidArgument(where + "." + name + ": is not a known threshold");
+    if (!std::isfinite(value) || value < 0 || (it->second.fraction && value > 1)) {
+      return InvalidArgument(where + "." + name + ": must be " +
+                             (it->second.fraction ? "a fraction between 0 and 1" : "a number ≥ 0"));
+    }
+    t->*(it->second.member) = value;
+  }
+  return Status::Ok();
+}
+
+json::object ToJson(const Failure& f) {
+  return {{"metric", f.metric}, {"measured", f.measured}, {"required", f.required}, {"guidance", f.guidance}};
+}
+
+json::array ToJson(const std::vector<Failure>& fs) {
+  json::array a;
+  for (const auto& f : fs) a.push_back(ToJson(f));
+  return a;
+}
+
+namespace {
+
+constexpr char kComputeGuidance[] =
+    "Compute throughput is below what this model reaches when healthy: check cooling (airflow, fans, "
+    "dust) and thermal throttling, the power limit (nvidia-smi -q -d POWER,PERFORMANCE), and that no "
+    "other process uses the GPU.";
+constexpr char kMemoryGuidance[] =
+    "Memory bandwidth is low: check memory temperature and clocks, ECC errors and retired pages "
+    "(nvidia-smi -q -d ECC,PAGE_RETIREMENT), and that no other process uses the GPU.";
+
+}  // namespace
+
+std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_t pcie_width_max,
+                              const Thresholds& t) {
+  std::vector<Failure> out;
+  if (!f.sanity_ok) {
+    std::string what;
+    for (const auto& s : f.sanity_failures) what += (what.empty() ? "" : "; ") + s;
+    out.push_back({"sanity", 0, 1,
+                   "The GPU computed wrong results" + (what.empty() ? std::string() : " (" + what + ")") +
+                       ": check for memory errors (nvidia-smi -q -d ECC), remove overclocking, update "
+                       "the driver; faulty hardware must be replaced."});
+  }
+  if (model) {
+    auto check = [&](const char* metric, double measured, double reference, double fraction,
+                     const char* guidance) {
+      const double required = reference * fraction;
+      if (measured < required) out.push_back({metric, measured, required, guidance});
+    };
+    check("fp32_tflops", f.fp32_tflops, model->fp32_tflops, t.fp32, kComputeGuidance);
+    check("fp16_tflops", f.fp16_tflops, model->fp16_tflops, t.fp16, kComputeGuidance);
+    check("fp16_tensor_tflops", f.fp16_tensor_tflops, model->fp16_tensor_tflops, t.fp16_tensor,
+          kComputeGuidance);
+    check("bf16_tensor_tflops", f.bf16_tensor_tflops, model->fp16_tensor_tflops, t.bf16_tensor,
+          kComputeGuidance);
+    check("tf32_tensor_tflops", f.tf32_tensor_tflops, model->tf32_tensor_tflops, t.tf32_tensor,
+          kComputeGuidance);
+    check("memory_triad_gbps", f.mem_triad_gbps, model->mem_bw_gbps, t.memory, kMemoryGuidance);
+  }
+  if (f.sustained_seconds > 0 && f.sustained_min_over_median < t.min_over_median) {
+    out.push_back({"sustained_min_over_median", f.sustained_min_over_median, t.min_over_median,
+                   "Throughput fell under sustained load (to " + Fmt(100 * f.sustained_min_over_median) +
+                       "% of its median): usually thermal or power throttling; check cooling and the "
+                       "power supply."});
+  }
+  if (f.thermal_throttle_fraction > t.thermal_throttle_fraction) {
+    out.push_back({"thermal_throttle_fraction", f.thermal_throttle_fraction, t.thermal_throttle_fraction,
+                   "The GPU throttled for heat during " + Fmt(100 * f.thermal_throttle_fraction) +
+                       "% of the sustained load (max " + Fmt(f.max_temperature_c) +
+                       " °C): improve airflow and cooling, clean the heatsink, check fan speeds."});
+  }
+  if (pcie_width_max > 0 && f.pcie_width > 0 && f.pcie_width < pcie_width_max) {
+    out.push_back({"pcie_width", static_cast<double>(f.pcie_width), static_cast<double>(pcie_width_max),
+                   "The PCIe link runs at x" + std::to_string(f.pcie_width) + " of x" +
+                       std::to_string(pcie_width_max) +
+                       ": reseat the card or riser, use a full-width slot, check the BIOS PCIe "
+                       "settings."});
+  }
+  return out;
+}
+
+namespace {
+
+// A failure when `measured` is below `minimum` (or above it, for a maximum).
+void Require(std::vector<Failure>& out, const char* metric, double measured, double limit, bool is_maximum,
+             const char* guidance) {
+  if (is_maximum ? measured > limit : measured < limit) out.push_back({metric, measured, limit, guidance});
+}
+
+}  // namespace
+
+std::vector<Failure> CheckNetwork(const NetworkFigures& f, const Thresholds& t) {
+  constexpr char kGuidance[] =
+      "The network between this machine and the platform is slow: check the uplink and its "
+      "contracted speed, cabling and switch ports, and that no other traffic saturates it.";
+  std::vector<Failure> out;
+  Require(out, "network.download_mbit_s", f.download_mbit_s, t.download_mbit_s, false, kGuidance);
+  Require(out, "network.upload_mbit_s", f.upload_mbit_s, t.upload_mbit_s, false, kGuidance);
+  Require(out, "network.rtt_p50_ms", f.rtt_p50_ms, t.rtt_p50_ms, true,
+          "The round trip to the platform is long: check for congestion, a saturated uplink, or a "
+          "proxy in the way.");
+  return out;
+}
+
+std::vector<Failure> CheckStorage(const StorageFigures& f, const Thresholds& t) {
+  constexpr char kGuidance[] =
+      "The disk where datasets live (the agent's work area) is slow: put it on a local NVMe SSD, "
+      "not a network share or a spinning disk, and check that the disk is not nearly full.";
+  std::vector<Failure> out;
+  Require(out, "storage.seq_read_mb_s", f.seq_read_mb_s, t.seq_read_mb_s, false, kGuidance);
+  Require(out, "storage.seq_write_mb_s", f.seq_write_mb_s, t.seq_write_mb_s, false, kGuidance);
+  Require(out, "storage.rand_read_iops", f.rand_read_iops, t.rand_read_iops, false, kGuidance);
+  return out;
+}
+
+std::string Describe(const std::vector<Failure>& fs) {
+  std::string s;
+  for (const auto& f : fs) {
+    if (!s.empty()) s += "; ";
+    if (f.metric == "sanity") {
+      s += "wrong results";
+    } else if (f.metric == "pcie_width") {
+      s += "PCIe link x" + Fmt(f.measured) + " of x" + Fmt(f.required);
+    } else if (f.metric.ends_with("_fraction") || f.metric.ends_with("over_median")) {
+      s += f.metric + " " + Fmt(f.measured) + (f.measured > f.required ? " > " : " < ") + Fmt(f.required);
+    } else if (f.metric == "network.rtt_p50_ms") {
+      s += f.metric + " " + Fmt(f.measured) + " > " + Fmt(f.required) + " allowed";
+    } else {
+      s += f.metric + " " + Fmt(f.measured) + " < " + Fmt(f.required) + " required";
+    }
+  }
+  return s;
+}
+
+}  // namespace gpunex::platform::benchmarks

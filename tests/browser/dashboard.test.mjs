@@ -1,0 +1,954 @@
+// The dashboard in a real browser against a real gpunexd and gpunex-agent (issue 4):
+// sign-up → Roles → application with a field error shown next to its input, fixed →
+// submit → a reviewer (another browser context) requests information → the provider
+// edits and resubmits → approval as Community → an agent token with its install
+// command → an agent with two EMULATED L4 GPUs appears Online on the Overview without a
+// reload. The Benchmark tab (issue 5): an EMULATED L4 at half speed fails its first
+// benchmark (figures, guidance, not listed), the agent restarted at full speed passes a
+// re-run asked for on the tab (updated without a reload, score, history chart), and the
+// Overview's "Offered" switch withdraws and offers a GPU. Plus: user-typed markup is shown
+// as text (XSS), the static files' headers, and screenshots of every page at laptop and
+// phone width.
+//
+// Run: ctest -L browser (see harness.mjs for the environment).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  ADMIN,
+  Agent,
+  DESKTOP,
+  Gpunexd,
+  launchBrowser,
+  shoot,
+  sleep,
+  uniqueEmail,
+  unlabelled,
+  until,
+  watch,
+} from "./harness.mjs";
+
+const PASSWORD = "correct-horse-battery";
+
+let server;
+let browser;
+
+before(async () => {
+  server = new Gpunexd();
+  server.createAdmin();
+  await server.start();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.cleanup();
+});
+
+async function newPage(opts = {}) {
+  const context = await browser.newContext({ viewport: DESKTOP, ...opts });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const problems = watch(page);
+  return { context, page, problems };
+}
+
+async function expectLabelled(page, where) {
+  assert.deepEqual(
+    await unlabelled(page),
+    [],
+    `form controls without a label on ${where}`,
+  );
+}
+
+async function heading(page, text) {
+  await page.getByRole("heading", { level: 1, name: text }).waitFor();
+}
+
+async function signUp(page, name, email) {
+  await page.goto(server.base + "/");
+  await heading(page, "Log in");
+  await page.getByRole("link", { name: "Sign up" }).first().click();
+  await heading(page, "Create your gpunex account");
+  await expectLabelled(page, "sign-up");
+  await page.getByLabel("Your name").fill(name);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await heading(page, "Your roles");
+}
+
+// Logs in with the keyboard only: the e-mail field has the focus, Tab, Enter.
+async function logInByKeyboard(page, email, password) {
+  await page.goto(server.base + "/#/login");
+  await heading(page, "Log in");
+  await page.keyboard.type(email);
+  await page.keyboard.press("Tab");
+  await page.keyboard.type(password);
+  await page.keyboard.press("Enter");
+  await heading(page, "Your roles");
+}
+
+// Fills GPU entry `i` of the application form.
+async function fillEntry(page, i, e) {
+  const entry = page.locator("fieldset.gpu-entry").nth(i);
+  await entry.getByLabel("GPU model").selectOption(e.model);
+  if (e.other) await entry.getByLabel("Model name").fill(e.other);
+  await entry.getByLabel("Quantity (GPUs)").fill(String(e.quantity));
+  await entry.getByLabel("System RAM (GB)").fill(String(e.ram));
+  await entry.getByLabel("Upload (Gbps)").fill(String(e.up));
+  await entry.getByLabel("Download (Gbps)").fill(String(e.down));
+  if (e.schedule) {
+    await entry.getByLabel("Weekly schedule").check();
+    await entry.getByLabel("Time zone").fill(e.schedule.timezone);
+    const win = entry.locator("fieldset.window").first();
+    for (const day of ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]) {
+      await win
+        .getByLabel(day, { exact: true })
+        .setChecked(e.schedule.days.includes(day));
+    }
+    await win.getByLabel("From").fill(e.schedule.start);
+    await win.getByLabel("Until").fill(e.schedule.end);
+  }
+  await entry.getByLabel("City").fill(e.city);
+  await entry.getByLabel("Country").fill(e.country);
+  await entry.getByLabel("Data-center region (optional)").fill(e.region ?? "");
+}
+
+// A link of the header's navigation.
+function nav(page, name) {
+  return page.locator("header nav").getByRole("link", { name });
+}
+
+function statusBadge(page) {
+  return page.locator(".page-header .badge").first();
+}
+
+describe("dashboard", () => {
+  test("serves the built dashboard with caching headers and a strict CSP", async () => {
+    const index = await fetch(server.base + "/");
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get("content-type"), /^text\/html/);
+    assert.equal(index.headers.get("cache-control"), "no-cache");
+    const csp = index.headers.get("content-security-policy");
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.equal(index.headers.get("x-content-type-options"), "nosniff");
+    const html = await index.text();
+    assert.doesNotMatch(
+      html,
+      /dashboard is not built/,
+      "gpunexd was built without web/dist: run scripts/build-web.sh",
+    );
+    assert.doesNotMatch(html, /<script>|style=/, "no inline script or style");
+    const etag = index.headers.get("etag");
+    assert.ok(etag);
+    assert.equal(
+      (await fetch(server.base + "/", { headers: { "If-None-Match": etag } }))
+        .status,
+      304,
+    );
+
+    const script = html.match(/src="(\/assets\/[^"]+\.js)"/);
+    assert.ok(script, html);
+    const js = await fetch(server.base + script[1]);
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type"), /^text\/javascript/);
+    assert.equal(
+      js.headers.get("cache-control"),
+      "public, max-age=31536000, immutable",
+    );
+
+    // Deep links get the app; unknown API paths keep the API's JSON 404.
+    const deep = await fetch(server.base + "/provider/overview");
+    assert.equal(deep.status, 200);
+    assert.equal(await deep.text(), html);
+    const api404 = await fetch(server.base + "/api/v1/no-such-thing");
+    assert.equal(api404.status, 404);
+    assert.equal((await api404.json()).error.code, "not_found");
+    assert.equal(
+      (await fetch(server.base + "/assets/gone-123.js")).status,
+      404,
+    );
+  });
+
+  test(
+    "provider journey: apply, review, approve, agent online",
+    { timeout: 240000 },
+    async (t) => {
+      const prov = await newPage({
+        permissions: ["clipboard-read", "clipboard-write"],
+      });
+      const admin = await newPage();
+      const p = prov.page;
+      const a = admin.page;
+      const email = uniqueEmail("provider");
+      let agent = null;
+      t.after(async () => {
+        await agent?.stop();
+      });
+      try {
+        // --- sign-up lands on the Roles page
+        await signUp(p, "Paola Provider", email);
+        await p.getByText("Customer", { exact: true }).waitFor();
+        await shoot(p, "01-roles");
+
+        // --- apply, with a deliberate error
+        await p.getByRole("link", { name: "Apply to provide GPUs" }).click();
+        await heading(p, "Apply to provide GPUs");
+        assert.equal(
+          await p.getByLabel("Full legal name").inputValue(),
+          "Paola Provider",
+        );
+        assert.equal(await p.getByLabel("Email").inputValue(), email);
+        await p.getByLabel("Company (optional)").fill("Paola's GPU Garage");
+        await fillEntry(p, 0, {
+          model: "l4-24gb",
+          quantity: 0,
+          ram: 128,
+          up: 1,
+          down: 1,
+          city: "Milan",
+          country: "IT",
+          region: "eu-south",
+        });
+        // A second entry with a weekly schedule; then a third one, added and removed.
+        await p.getByRole("button", { name: "Add another GPU entry" }).click();
+        await fillEntry(p, 1, {
+          model: "rtx4090-24gb",
+          quantity: 1,
+          ram: 64,
+          up: 0.5,
+          down: 1,
+          city: "Turin",
+          country: "IT",
+          schedule: {
+            timezone: "Europe/Rome",
+            days: ["Sat", "Sun"],
+            start: "09:00",
+            end: "21:00",
+          },
+        });
+        await p.getByRole("button", { name: "Add another GPU entry" }).click();
+        assert.equal(await p.locator("fieldset.gpu-entry").count(), 3);
+        await p.getByRole("button", { name: "Remove GPU entry 3" }).click();
+        assert.equal(await p.locator("fieldset.gpu-entry").count(), 2);
+        await p.getByLabel("The machines are protected by a UPS").check();
+        await p.getByLabel("Commitment period").selectOption("6");
+        await p
+          .getByLabel("Maintenance notes (optional)")
+          .fill("2-hour window on the first Sunday of each month");
+        await expectLabelled(p, "the application form");
+        await p.getByRole("button", { name: "Submit application" }).click();
+
+        // The API's field error sits right after the quantity input it names.
+        const quantity = p
+          .locator("fieldset.gpu-entry")
+          .nth(0)
+          .getByLabel("Quantity (GPUs)");
+        const error = p.locator('.field-error[data-path="gpus[0].quantity"]');
+        await error.waitFor();
+        assert.match(await error.textContent(), /must be at least 1/);
+        assert.equal(await quantity.getAttribute("aria-invalid"), "true");
+        assert.equal(
+          await quantity.evaluate((el) =>
+            el.nextElementSibling?.classList.contains("field-error"),
+          ),
+          true,
+        );
+        assert.ok(
+          (await quantity.getAttribute("aria-describedby")).includes(
+            await error.getAttribute("id"),
+          ),
+        );
+        assert.equal(
+          await p.evaluate(() =>
+            document.activeElement?.getAttribute("data-field"),
+          ),
+          "gpus[0].quantity",
+        );
+        await p
+          .getByRole("alert")
+          .filter({
+            hasText: "GPU entry 1: Quantity (GPUs): must be at least 1",
+          })
+          .waitFor();
+        await shoot(p, "02-application-field-error");
+
+        // --- fixed, submitted
+        await quantity.fill("2");
+        await p.getByRole("button", { name: "Submit application" }).click();
+        await heading(p, "Your provider application");
+        assert.equal(
+          await statusBadge(p).textContent(),
+          "Submitted: in review",
+        );
+        await p.getByText("Application submitted.").waitFor();
+        assert.equal(await p.locator(".field-error").count(), 0);
+        await shoot(p, "03-application-submitted");
+
+        // --- the reviewer asks for more information
+        await logInByKeyboard(a, ADMIN.email, ADMIN.password);
+        await nav(a, "Review queue").click();
+        await heading(a, "Review queue");
+        const row = a.locator("table.queue tbody tr", {
+          hasText: "Paola Provider",
+        });
+        await row.waitFor();
+        assert.match(await row.textContent(), /0 business days/);
+        assert.match(await row.textContent(), /Community/); // suggested: not 24/7 everywhere
+        assert.match(await row.textContent(), /3/); // GPUs in total
+        await shoot(a, "04-review-queue");
+        await row.getByRole("link", { name: /Review/ }).click();
+        await heading(a, "Application from Paola Provider");
+        await a.getByText("Paola's GPU Garage").waitFor();
+        await a.getByText("Sat, Sun 09:00–21:00 (Europe/Rome)").waitFor();
+        await a.getByText("not available 24/7 on every GPU entry").waitFor();
+        await expectLabelled(a, "the review page");
+        await shoot(a, "05-review-detail");
+        await a.getByLabel("Request more information").check();
+        // A request without a message is refused by the API, next to the message field.
+        await a.getByRole("button", { name: "Request information" }).click();
+        await a.locator('.field-error[data-path="message"]').waitFor();
+        await a
+          .getByLabel("What information is needed")
+          .fill("Please confirm the upload speed of the Turin machine.");
+        await a.getByRole("button", { name: "Request information" }).click();
+        await a.getByText("Information requested.").waitFor();
+        assert.equal(
+          await statusBadge(a).textContent(),
+          "More information needed",
+        );
+
+        // --- the provider edits and resubmits
+        await nav(p, "Roles").click();
+        await heading(p, "Your roles");
+        await p.getByRole("link", { name: "Edit and resubmit" }).click();
+        await heading(p, "Your provider application");
+        await p
+          .locator(".reviewer-message")
+          .getByText("Please confirm the upload speed of the Turin machine.")
+          .waitFor();
+        await shoot(p, "06-needs-info");
+        await p
+          .locator("fieldset.gpu-entry")
+          .nth(1)
+          .getByLabel("Upload (Gbps)")
+          .fill("1");
+        await p.getByRole("button", { name: "Resubmit application" }).click();
+        await p
+          .getByText("Application resubmitted: it is back in review.")
+          .waitFor();
+        assert.equal(
+          await statusBadge(p).textContent(),
+          "Submitted: in review",
+        );
+        const historyText = await p.locator(".timeline").textContent();
+        assert.match(historyText, /More information requested/);
+        assert.match(historyText, /Resubmitted/);
+
+        // --- the reviewer approves as Community
+        await a.getByRole("link", { name: "Back to the queue" }).click();
+        await a
+          .locator("table.queue tbody tr", { hasText: "Paola Provider" })
+          .getByRole("link", { name: /Review/ })
+          .click();
+        await heading(a, "Application from Paola Provider");
+        await a.getByLabel("Approve").check();
+        await a.getByLabel("Tier").selectOption("community");
+        await a.getByRole("button", { name: "Approve" }).click();
+        await a.getByText("Approved as Community.").waitFor();
+        assert.equal(await statusBadge(a).textContent(), "Approved");
+        await shoot(a, "07-review-approved");
+
+        // --- the provider's dashboard: tier, a token with its install command
+        await nav(p, "Roles").click();
+        await heading(p, "Your roles");
+        await p
+          .getByRole("link", { name: "Go to the Provider Dashboard" })
+          .click();
+        await heading(p, "Provider Dashboard");
+        await p.locator(".tier-card").getByText("Community").waitFor();
+        await p.getByRole("link", { name: "Overview" }).waitFor();
+        assert.deepEqual(
+          await p.locator("nav.tabs a").allTextContents(),
+          ["Overview", "Benchmark"],
+          "the tabs that exist, no placeholders",
+        );
+        await p.getByText("No machines yet.").waitFor();
+        // The approval issued a first token ("first agent"), shown in the list.
+        await p.locator("table.tokens").getByText("first agent").waitFor();
+        await shoot(p, "08-provider-overview");
+        await p.getByLabel("Token name").fill("rack-1");
+        await p.getByRole("button", { name: "Create agent token" }).click();
+        const command = (
+          await p.locator(".install-command").textContent()
+        ).trim();
+        const token = (await p.locator(".token-value").textContent()).trim();
+        assert.match(token, /^gpx_a_[A-Za-z0-9_-]{43}$/);
+        assert.equal(
+          command,
+          `curl -fsSL ${server.base}/agent/install.sh | GPUNEX_TOKEN=${token} bash`,
+        );
+        await p.getByRole("button", { name: "Copy install command" }).click();
+        await p
+          .locator(".new-token .copied")
+          .filter({ hasText: /Copied|Selected/ })
+          .waitFor();
+        if (
+          (await p.locator(".new-token .copied").textContent()).startsWith(
+            "Copied",
+          )
+        ) {
+          assert.equal(
+            await p.evaluate(() => navigator.clipboard.readText()),
+            command,
+          );
+        }
+        await p.locator("table.tokens").getByText("rack-1").waitFor();
+        await shoot(p, "09-token-created");
+
+        // --- an agent with two EMULATED L4s appears Online without a reload
+        await p.evaluate(() => {
+          window.__sameDocument = true;
+        });
+        agent = new Agent(server, token, "l4-24gb:2");
+        const machine = p.locator("article.machine");
+        try {
+          await machine
+            .locator(".machine-status", { hasText: "Online" })
+            .waitFor({ timeout: 30000 });
+        } catch (e) {
+          throw new Error(
+            `${e.message}\n--- agent log ---\n${agent.logs()}\n--- gpunexd log ---\n${server.logs()}`,
+          );
+        }
+        assert.equal(
+          await p.evaluate(() => window.__sameDocument),
+          true,
+          "the page was not reloaded",
+        );
+        const gpus = machine.locator("table.gpus tbody tr");
+        assert.equal(await gpus.count(), 2);
+        for (let i = 0; i < 2; i++) {
+          const text = await gpus.nth(i).textContent();
+          assert.match(text, /L4/);
+          assert.match(text, /EMULATED/);
+          assert.match(text, /24 GiB/);
+        }
+        assert.match(
+          await machine.locator(".machine-head").textContent(),
+          /EMULATED/,
+        );
+        // Live telemetry: utilization figures arrive and the list keeps refreshing.
+        await machine
+          .locator("td[data-label=Utilization]", { hasText: "%" })
+          .first()
+          .waitFor({ timeout: 20000 });
+        const stamp = await p.locator(".updated").textContent();
+        await p.waitForFunction(
+          (s) => document.querySelector(".updated")?.textContent !== s,
+          stamp,
+          { timeout: 10000 },
+        );
+        await shoot(p, "10-machine-online");
+
+        // --- revoking the token disconnects the agent: Offline, still without a reload
+        await p.getByRole("button", { name: "Done, I have copied it" }).click();
+        await p.getByRole("button", { name: "Revoke token rack-1" }).click();
+        await p.getByRole("button", { name: "Revoke “rack-1”" }).click();
+        await p.getByText("Token “rack-1” revoked").waitFor();
+        await machine
+          .locator(".machine-status", { hasText: "Offline" })
+          .waitFor({ timeout: 30000 });
+        assert.equal(
+          await p.evaluate(() => window.__sameDocument),
+          true,
+          "the page was not reloaded",
+        );
+        await shoot(p, "11-machine-offline");
+
+        // --- notifications
+        await nav(p, /Notifications/).click();
+        await heading(p, "Notifications");
+        await p.getByText("Application approved (Community)").waitFor();
+        await p.getByText("More information needed").first().waitFor();
+        await shoot(p, "12-notifications");
+        await p.getByRole("button", { name: "Mark all as read" }).click();
+        await p.getByText("All notifications marked as read.").waitFor();
+        assert.equal(await p.locator(".notification.unread").count(), 0);
+
+        // --- log out
+        await p.getByRole("button", { name: "Log out" }).click();
+        await heading(p, "Log in");
+        const me = await p.evaluate(
+          async () => (await fetch("/api/v1/me")).status,
+        );
+        assert.equal(me, 401);
+        await shoot(p, "13-login");
+
+        assert.deepEqual(prov.problems, []);
+        assert.deepEqual(admin.problems, []);
+      } finally {
+        await prov.context.close();
+        await admin.context.close();
+      }
+    },
+  );
+
+  test(
+    "benchmark tab: a slow GPU fails, a re-run passes, the Offered switch",
+    { timeout: 300000 },
+    async (t) => {
+      const prov = await server.approvedProvider("Bea Bench", PASSWORD);
+      const api = (method, path, body) =>
+        server.apiOk(method, path, body, prov.token);
+      let agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
+        name: "bench-agent",
+        perf: 0.5,
+      });
+      t.after(async () => {
+        await agent?.stop();
+      });
+      const diagnose = (e) =>
+        new Error(
+          `${e.message}\n--- agent log ---\n${agent.logs()}\n--- gpunexd log ---\n${server.logs()}`,
+        );
+      const { context, page: p, problems } = await newPage();
+      try {
+        const machine = await until(
+          async () => (await api("GET", "/machines")).items[0],
+          30000,
+          "the machine",
+        ).catch((e) => {
+          throw diagnose(e);
+        });
+        const mid = machine.id;
+        const gid = machine.gpus[0].id;
+
+        // --- the notification links' form: #/provider/benchmark?machine=ID, before and
+        // through log-in; the first run (first connection) may still be running: the tab
+        // follows it without a reload.
+        await p.goto(
+          `${server.base}/#/provider/benchmark?machine=${encodeURIComponent(mid)}`,
+        );
+        await heading(p, "Log in");
+        await p.getByLabel("Email").fill(prov.email);
+        await p.getByLabel("Password").fill(PASSWORD);
+        await p.getByRole("button", { name: "Log in" }).click();
+        await heading(p, "Provider Dashboard");
+        assert.match(p.url(), /#\/provider\/benchmark\?machine=/);
+        await p.evaluate(() => {
+          window.__sameDocument = true;
+        });
+        const tab = p.locator("nav.tabs a.active");
+        assert.equal(await tab.textContent(), "Benchmark");
+        assert.equal(await tab.getAttribute("aria-current"), "page");
+        assert.equal(
+          await p.getByLabel("Machine", { exact: true }).inputValue(),
+          mid,
+        );
+        await expectLabelled(p, "the Benchmark tab");
+
+        const card = p.locator(`article.bench-gpu[data-gpu-id="${gid}"]`);
+        const head = card.locator(".bench-gpu-head");
+        await head
+          .locator(".bench-state", { hasText: "FAILED" })
+          .waitFor({ timeout: 60000 })
+          .catch((e) => {
+            throw diagnose(e);
+          });
+        assert.match(await head.textContent(), /GPU 0 · NVIDIA L4/);
+        assert.match(await head.textContent(), /EMULATED/);
+        assert.equal(await card.locator(".score-value").textContent(), "17.00");
+        // What failed, each figure against its minimum, and what to check (once).
+        const failures = card.locator(".bench-failures");
+        assert.match(
+          await failures
+            .locator('li[data-metric="bf16_tensor_tflops"]')
+            .textContent(),
+          /^BF16 tensor cores: 60\.5 TFLOPS, at least 72\.6 TFLOPS required$/,
+        );
+        assert.match(
+          await failures
+            .locator('li[data-metric="memory_triad_gbps"]')
+            .textContent(),
+          /^Memory bandwidth \(triad\): 150 GB\/s, at least 210 GB\/s required$/,
+        );
+        assert.equal(
+          await failures
+            .locator('li[data-metric="tf32_tensor_tflops"]')
+            .count(),
+          0,
+          "TF32 at 30 of a 30 minimum passes",
+        );
+        const guidance = await failures
+          .locator(".guidance li")
+          .allTextContents();
+        assert.equal(guidance.length, 2, guidance.join("\n"));
+        assert.match(guidance.join("\n"), /check cooling/);
+        assert.match(guidance.join("\n"), /Memory bandwidth is low/);
+        // The table: measured, reference, % of reference, minimum, mark.
+        const bf16 = card.locator(
+          'table.bench-figures tr[data-metric="bf16_tensor_tflops"]',
+        );
+        assert.deepEqual(
+          (await bf16.locator("th, td").allInnerTexts()).map((x) => x.trim()),
+          [
+            "BF16 tensor cores",
+            "60.5 TFLOPS",
+            "121 TFLOPS",
+            "50 %",
+            "72.6 TFLOPS",
+            "✗ Fail",
+          ],
+        );
+        assert.match(
+          await card
+            .locator('table.bench-figures tr[data-metric="tf32_tensor_tflops"]')
+            .textContent(),
+          /✓ Pass/,
+        );
+        // Its listing, from the machine.
+        const listing = await card.locator("dd.listing").textContent();
+        assert.match(listing, /Not listed/);
+        assert.match(listing, /benchmark: .*bf16_tensor_tflops/);
+        // The machine's network and storage figures, measured for real.
+        const machineCard = p.locator(".bench-machine-card");
+        assert.match(
+          await machineCard
+            .locator('tr[data-metric="network.download_mbit_s"]')
+            .textContent(),
+          /Mbit\/s✓ Pass/,
+        );
+        assert.match(
+          await machineCard
+            .locator('tr[data-metric="storage.rand_read_iops"]')
+            .textContent(),
+          /IOPS✓ Pass/,
+        );
+        // History: one (failed: hollow) point, one run.
+        assert.equal(await p.locator(".bench-chart circle.point").count(), 1);
+        assert.equal(
+          await p.locator(".bench-chart circle.point.hollow").count(),
+          1,
+        );
+        const svg = p.locator(".bench-chart svg");
+        assert.equal(await svg.getAttribute("role"), "img");
+        assert.match(
+          await svg.locator("desc").textContent(),
+          /GPU 0 · NVIDIA L4 \(emulated\): 1 run, score from 17\.00 to 17\.00/,
+        );
+        assert.equal(await p.locator(".run-list .run").count(), 1);
+        assert.match(
+          await p.locator(".run-list .run").first().textContent(),
+          /first connection.*FAILED/,
+        );
+        await p.getByText("About the performance score").click();
+        await p
+          .getByText("100 = an A100-SXM-80GB at its datasheet peaks")
+          .waitFor();
+        await shoot(p, "40-benchmark-failed");
+
+        // --- the Overview says it is not listed, and why
+        await p
+          .locator("nav.tabs")
+          .getByRole("link", { name: "Overview" })
+          .click();
+        const row = p.locator(`table.gpus tr[data-gpu-id="${gid}"]`);
+        await row
+          .locator(".listing", { hasText: "Not listed: benchmark: " })
+          .waitFor();
+        const offered = row.getByRole("checkbox", { name: /^Offered: GPU 0/ });
+        assert.equal(await offered.isChecked(), true);
+
+        // --- a re-run needs the agent: 409 while the machine is offline, said clearly
+        await agent.stop();
+        await until(
+          async () =>
+            (await api("GET", `/machines/${mid}`)).status === "offline",
+          20000,
+          "the machine offline",
+        );
+        await p.locator("article.machine .machine-bench-link").click();
+        await heading(p, "Provider Dashboard");
+        const rerun = p.getByRole("button", { name: "Re-run benchmark" });
+        await rerun.click();
+        await p
+          .getByRole("alert")
+          .filter({
+            hasText: "The benchmark cannot start now: the machine is offline",
+          })
+          .waitFor();
+
+        // --- the provider "fixes" the machine (the agent, restarted at full speed) and
+        // asks for a re-run with the keyboard; the tab shows it running, then PASSED,
+        // without a reload.
+        agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
+          name: "bench-agent",
+          perf: 1.0,
+        });
+        await until(
+          async () =>
+            (await api("GET", `/machines/${mid}`)).status === "online",
+          30000,
+          "the machine online again",
+        ).catch((e) => {
+          throw diagnose(e);
+        });
+        await sleep(1500); // the old session's Offline may still be settling
+        await until(
+          async () => {
+            await rerun.focus();
+            await p.keyboard.press("Enter");
+            const slot = p.locator(".bench-machine-head .status-slot");
+            await slot.locator(".banner").waitFor();
+            if ((await slot.textContent()).startsWith("Benchmark started"))
+              return true;
+            await sleep(800);
+            return false;
+          },
+          30000,
+          "a re-run accepted",
+        );
+        await head
+          .locator(".bench-state", { hasText: "PASSED" })
+          .waitFor({ timeout: 60000 })
+          .catch((e) => {
+            throw diagnose(e);
+          });
+        assert.equal(
+          await p.evaluate(() => window.__sameDocument),
+          true,
+          "the page was not reloaded",
+        );
+        // An L4 at exactly its reference figures: 33.99 (docs/performance-score.md).
+        assert.equal(await card.locator(".score-value").textContent(), "33.99");
+        assert.match(await head.textContent(), /EMULATED/);
+        assert.equal(await card.locator(".bench-failures").count(), 0);
+        assert.match(
+          await card.locator("dd.listing").textContent(),
+          /Listed.*Offered to customers/,
+        );
+        await p
+          .locator(".bench-machine-head .status-slot")
+          .getByText(/The benchmark finished: PASSED/)
+          .waitFor();
+        assert.equal(await p.locator(".bench-chart circle.point").count(), 2);
+        assert.equal(
+          await p.locator(".bench-chart circle.point.hollow").count(),
+          1,
+        );
+        const runs = p.locator(".run-list .run");
+        assert.equal(await runs.count(), 2);
+        assert.match(
+          await runs.first().textContent(),
+          /asked for by you.*PASSED/,
+        );
+        assert.equal(await p.locator(".running-banner").count(), 0);
+        await expectLabelled(p, "the Benchmark tab");
+        await shoot(p, "41-benchmark-passed");
+
+        // --- the Overview's Offered switch: withdraw the GPU, then offer it again
+        await p
+          .locator("nav.tabs")
+          .getByRole("link", { name: "Overview" })
+          .click();
+        await row
+          .locator(".listing", { hasText: "Listed for customers" })
+          .waitFor();
+        assert.match(
+          await row.locator(".listing").textContent(),
+          /score 33\.99/,
+        );
+        await offered.uncheck();
+        await row
+          .locator(".listing", { hasText: "Not listed: not offered by you" })
+          .waitFor();
+        await p
+          .getByText(
+            /, GPU 0 · NVIDIA L4 \(emulated\): no longer offered to customers\.$/,
+          )
+          .waitFor();
+        let gpu = (await api("GET", `/machines/${mid}`)).gpus[0];
+        assert.equal(gpu.enabled, false);
+        assert.equal(gpu.listed, false);
+        await expectLabelled(p, "the Overview");
+        await shoot(p, "42-gpu-withdrawn");
+        // With the keyboard; the focus stays on the switch across the refreshes.
+        await offered.focus();
+        await p.keyboard.press("Space");
+        await row
+          .locator(".listing", { hasText: "Listed for customers" })
+          .waitFor();
+        gpu = (await api("GET", `/machines/${mid}`)).gpus[0];
+        assert.equal(gpu.enabled, true);
+        assert.equal(gpu.listed, true);
+        await sleep(3500); // a refresh of the list
+        assert.equal(
+          await p.evaluate(() => document.activeElement?.dataset.focus),
+          `offer-${gid}`,
+        );
+
+        // --- the notification says so and links to the machine's Benchmark tab
+        await nav(p, /Notifications/).click();
+        await heading(p, "Notifications");
+        const note = p.locator(".notification", {
+          hasText: "GPU listed again on",
+        });
+        assert.match(await note.textContent(), /GPU 0/);
+        await note.getByRole("link", { name: "Open" }).click();
+        await heading(p, "Provider Dashboard");
+        assert.match(
+          p.url(),
+          new RegExp(`#/provider/benchmark\\?machine=${mid}$`),
+        );
+        await head.locator(".bench-state", { hasText: "PASSED" }).waitFor();
+        assert.deepEqual(problems, []);
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  test(
+    "markup typed by users is shown as text (XSS)",
+    { timeout: 120000 },
+    async () => {
+      const marks = {
+        name: `<img src=x onerror="window.__xss=1">Mallory`,
+        company: `<script>window.__xss=2</script>Evil Corp`,
+        notes: `"><svg onload=window.__xss=3><b>bold</b> & <i>notes</i>`,
+        other: `<img src=x onerror=window.__xss=4>GPU`,
+      };
+      const { context, page, problems } = await newPage();
+      const admin = await newPage();
+      try {
+        await signUp(page, marks.name, uniqueEmail("mallory"));
+        assert.equal(
+          await page.locator(".account .who").textContent(),
+          marks.name,
+        );
+        await page.getByRole("link", { name: "Apply to provide GPUs" }).click();
+        await heading(page, "Apply to provide GPUs");
+        await page.getByLabel("Company (optional)").fill(marks.company);
+        await fillEntry(page, 0, {
+          model: "other",
+          other: marks.other,
+          quantity: 1,
+          ram: 32,
+          up: 1,
+          down: 1,
+          city: "Paris",
+          country: "FR",
+        });
+        await page.getByLabel("The machines are protected by a UPS").check();
+        await page.getByLabel("Commitment period").selectOption("0");
+        await page.getByLabel("Maintenance notes (optional)").fill(marks.notes);
+        await page.getByRole("button", { name: "Submit application" }).click();
+        await heading(page, "Your provider application");
+
+        const check = async (pg, where) => {
+          for (const [what, text] of Object.entries(marks)) {
+            const hits = await pg.evaluate(
+              (t) => document.body.innerText.includes(t),
+              text,
+            );
+            assert.ok(hits, `${where}: the ${what} is not shown literally`);
+          }
+          assert.equal(
+            await pg.evaluate(() => window.__xss),
+            undefined,
+            `${where}: injected script ran`,
+          );
+          assert.equal(
+            await pg.locator('img[src="x"], svg[onload], main script').count(),
+            0,
+            `${where}: injected elements`,
+          );
+        };
+        await page.locator(".model-other").waitFor();
+        await check(page, "the applicant's page");
+        await shoot(page, "20-xss-applicant");
+
+        // Submitted two weeks ago: past the 3 business days the review should take.
+        server.sql(
+          "UPDATE provider_applications SET submitted_at = submitted_at - 14 * 86400 * 1000000 " +
+            "WHERE status = 'submitted' AND body LIKE '%Evil Corp%'",
+        );
+        await logInByKeyboard(admin.page, ADMIN.email, ADMIN.password);
+        await admin.page.goto(server.base + "/#/review");
+        const row = admin.page.locator("table.queue tbody tr", {
+          hasText: "Mallory",
+        });
+        await row.waitFor();
+        assert.match(
+          await row.locator("td[data-label=Age]").textContent(),
+          /^1[01] business daysOverdue$/,
+        );
+        assert.equal(await row.getAttribute("class"), "overdue");
+        await shoot(admin.page, "21-review-queue-overdue");
+        assert.equal(
+          await row.locator(".applicant-name").textContent(),
+          marks.name,
+        );
+        assert.equal(
+          await row.locator(".applicant-company").textContent(),
+          marks.company,
+        );
+        await row.getByRole("link", { name: /Review/ }).click();
+        await admin.page.locator(".notes").waitFor();
+        assert.equal(
+          await admin.page.locator(".notes").textContent(),
+          marks.notes,
+        );
+        await check(admin.page, "the review page");
+        await shoot(admin.page, "22-xss-review");
+        assert.deepEqual(problems, []);
+        assert.deepEqual(admin.problems, []);
+      } finally {
+        await context.close();
+        await admin.context.close();
+      }
+    },
+  );
+
+  test(
+    "a failed request says what went wrong",
+    { timeout: 60000 },
+    async () => {
+      const { context, page, problems } = await newPage();
+      try {
+        await page.goto(server.base + "/#/login");
+        await heading(page, "Log in");
+        await page.getByLabel("Email").fill(uniqueEmail("nobody"));
+        await page.getByLabel("Password").fill("wrong-password-123");
+        await page.getByRole("button", { name: "Log in" }).click();
+        const alert = page.getByRole("alert");
+        await alert.waitFor();
+        assert.match(await alert.textContent(), /^Log-in failed: \S/);
+        await shoot(page, "30-login-error");
+
+        // The server goes away: the page says so instead of failing silently.
+        await signUp(page, "Otto Offline", uniqueEmail("otto"));
+        await page.route("**/api/v1/provider-applications*", (route) =>
+          route.abort("connectionrefused"),
+        );
+        await nav(page, "Notifications").click();
+        await heading(page, "Notifications");
+        await nav(page, "Roles").click();
+        await page
+          .getByRole("alert")
+          .filter({ hasText: "Cannot reach the gpunex server" })
+          .waitFor();
+        await shoot(page, "31-network-error");
+        assert.deepEqual(
+          problems.filter((x) => !/ERR_CONNECTION_REFUSED|ERR_FAILED/.test(x)),
+          [],
+        );
+      } finally {
+        await context.close();
+      }
+    },
+  );
+});

@@ -1,0 +1,486 @@
+// Test harness for the dashboard's browser tests: a real gpunexd on a free loopback port
+// with a throw-away SQLite data directory, its first admin, a real gpunex-agent with
+// EMULATED GPUs, and Debian's Chromium driven by playwright-core (never a downloaded
+// browser). Node's standard library plus playwright-core from web/node_modules.
+//
+// Environment (CTest sets the first two):
+//   GPUNEXD                 the gpunexd binary
+//   GPUNEX_AGENT            the gpunex-agent binary
+//   GPUNEX_SOURCE_DIR       the repository root (default: two folders up)
+//   GPUNEX_CHROMIUM         the browser (default /usr/bin/chromium)
+//   GPUNEX_SCREENSHOT_DIR   where screenshots go (default ./screenshots)
+//   GPUNEX_BROWSER_KEEP     keep data directories and logs (debugging)
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SOURCE_DIR =
+  process.env.GPUNEX_SOURCE_DIR || path.resolve(here, "..", "..");
+export const SCREENSHOT_DIR = path.resolve(
+  process.env.GPUNEX_SCREENSHOT_DIR || "screenshots",
+);
+export const ADMIN = {
+  email: "admin@gpunex.test",
+  password: "admin-password-123",
+  name: "Rita Reviewer",
+};
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+function need(name) {
+  const v = process.env[name];
+  if (!v)
+    throw new Error(
+      `${name} is not set (the path of the binary); run through ctest`,
+    );
+  fs.accessSync(v, fs.constants.X_OK);
+  return v;
+}
+
+// playwright-core lives in web/node_modules (scripts/build-web.sh installs it).
+export function loadPlaywright() {
+  const require = createRequire(path.join(SOURCE_DIR, "web", "package.json"));
+  try {
+    return require("playwright-core");
+  } catch (e) {
+    throw new Error(
+      `playwright-core is not installed in ${SOURCE_DIR}/web: run scripts/build-web.sh (${e.message})`,
+    );
+  }
+}
+
+export async function launchBrowser() {
+  const executablePath = process.env.GPUNEX_CHROMIUM || "/usr/bin/chromium";
+  if (!fs.existsSync(executablePath)) {
+    throw new Error(
+      `no browser at ${executablePath}: install Debian's chromium (scripts/install-deps.sh)`,
+    );
+  }
+  const { chromium } = loadPlaywright();
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+// One gpunexd with its own data directory. start() waits until /readyz answers 200.
+export class Gpunexd {
+  constructor() {
+    this.binary = need("GPUNEXD");
+    this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gpunex-browser-"));
+    this.dataDir = path.join(this.tmp, "data");
+    fs.mkdirSync(this.dataDir);
+    this.config = path.join(this.tmp, "gpunexd.toml");
+    this.logPath = path.join(this.tmp, "gpunexd.log");
+    fs.writeFileSync(
+      this.config,
+      [
+        'listen = "127.0.0.1:0"',
+        `data_dir = ${JSON.stringify(this.dataDir)}`,
+        "allow_emulated_gpus = true",
+        'log_level = "info"',
+        "",
+        "[auth]",
+        // Fast password hashing: the tests log in many times.
+        "argon2_opslimit = 1",
+        "argon2_memlimit_bytes = 8192",
+        "",
+        "[fleet]",
+        "heartbeat_interval_s = 1",
+        "offline_after_s = 4",
+        "",
+        // Benchmarks are on (as in production), with small figures so that a run of
+        // EMULATED GPUs takes a few seconds; no periodic run during a test.
+        "[benchmarks]",
+        "tick_ms = 200",
+        "interval_s = 86400",
+        "sustain_s = 0",
+        "storage_file_mb = 8",
+        "storage_seconds = 1",
+        "network_mb = 4",
+        "pings = 3",
+        "",
+      ].join("\n"),
+    );
+    this.proc = null;
+    this.port = 0;
+  }
+
+  env() {
+    // The caller's GPUNEX_* settings must not leak into the server.
+    const env = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith("GPUNEX_")) env[k] = v;
+    env.GPUNEX_ALLOW_EMULATED_GPUS = "true";
+    return env;
+  }
+
+  createAdmin(user = ADMIN) {
+    const r = spawnSync(
+      this.binary,
+      [
+        "admin",
+        "create",
+        "--email",
+        user.email,
+        "--password",
+        user.password,
+        "--name",
+        user.name,
+        "--config",
+        this.config,
+      ],
+      { env: this.env(), encoding: "utf8", timeout: 60000 },
+    );
+    if (r.status !== 0)
+      throw new Error(`gpunexd admin create failed (${r.status}): ${r.stderr}`);
+  }
+
+  async start(timeoutMs = 30000) {
+    const log = fs.openSync(this.logPath, "a");
+    this.proc = spawn(this.binary, ["serve", "--config", this.config], {
+      env: this.env(),
+      cwd: this.tmp,
+      stdio: ["ignore", log, "pipe"],
+    });
+    fs.closeSync(log);
+    const deadline = Date.now() + timeoutMs;
+    this.port = await new Promise((resolve, reject) => {
+      let buf = "";
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `gpunexd did not listen within ${timeoutMs} ms: ${this.logs()}`,
+            ),
+          ),
+        timeoutMs,
+      );
+      this.proc.stderr.on("data", (chunk) => {
+        fs.appendFileSync(this.logPath, chunk);
+        buf += chunk.toString("utf8");
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          try {
+            const ev = JSON.parse(line);
+            if (ev.event === "http.listening" && ev.port) {
+              clearTimeout(timer);
+              resolve(Number(ev.port));
+            }
+          } catch {
+            // not a JSON log line
+          }
+        }
+      });
+      this.proc.on("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`gpunexd exited with ${code}: ${this.logs()}`));
+      });
+    });
+    for (;;) {
+      try {
+        const r = await fetch(`${this.base}/readyz`);
+        if (r.status === 200) break;
+      } catch {
+        // not yet
+      }
+      if (Date.now() > deadline)
+        throw new Error(`/readyz did not answer 200: ${this.logs()}`);
+      await sleep(50);
+    }
+    return this;
+  }
+
+  // Runs SQL on the server's SQLite database (Debian's sqlite3 command), for test setup
+  // the API cannot express, such as an application submitted two weeks ago.
+  sql(statement) {
+    const r = spawnSync(
+      "sqlite3",
+      [
+        "-cmd",
+        ".timeout 10000",
+        path.join(this.dataDir, "gpunex.db"),
+        statement,
+      ],
+      {
+        encoding: "utf8",
+        timeout: 30000,
+      },
+    );
+    if (r.status !== 0)
+      throw new Error(`sqlite3 failed (${r.status}): ${r.stderr || r.error}`);
+    return r.stdout;
+  }
+
+  get base() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  // A REST call as the user whose bearer token is `token` (test setup and checks that
+  // need no browser). Returns {status, body}.
+  async api(method, path, body, token) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const r = await fetch(`${this.base}/api/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = text;
+    }
+    return { status: r.status, body: data };
+  }
+
+  async apiOk(method, path, body, token) {
+    const r = await this.api(method, path, body, token);
+    if (r.status < 200 || r.status > 299)
+      throw new Error(
+        `${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`,
+      );
+    return r.body;
+  }
+
+  // A new user, approved as a Community provider by the admin through the API, with a
+  // fresh agent token. Returns {email, password, token (the session), agentToken}.
+  async approvedProvider(name, password) {
+    const email = uniqueEmail(name.split(" ")[0].toLowerCase());
+    await this.apiOk("POST", "/auth/signup", { email, password, name });
+    const login = await this.apiOk("POST", "/auth/login", { email, password });
+    const app = await this.apiOk(
+      "POST",
+      "/provider-applications",
+      {
+        submit: true,
+        contact: { full_name: name, email, company: "" },
+        gpus: [
+          {
+            model: "l4-24gb",
+            model_other: null,
+            quantity: 1,
+            system_ram_gb: 64,
+            upload_gbps: 1,
+            download_gbps: 1,
+            availability: { kind: "always" },
+            location: { city: "Milan", country: "IT", region: null },
+          },
+        ],
+        infrastructure: {
+          ups: true,
+          commitment_months: 6,
+          maintenance_notes: "",
+        },
+      },
+      login.token,
+    );
+    const admin = await this.apiOk("POST", "/auth/login", {
+      email: ADMIN.email,
+      password: ADMIN.password,
+    });
+    await this.apiOk(
+      "POST",
+      `/provider-applications/${app.id}/decision`,
+      { decision: "approve", tier: "community" },
+      admin.token,
+    );
+    const agentToken = await this.apiOk(
+      "POST",
+      "/providers/me/agent-tokens",
+      { name: "bench rack" },
+      login.token,
+    );
+    return {
+      email,
+      password,
+      token: login.token,
+      agentToken: agentToken.token,
+    };
+  }
+
+  logs() {
+    try {
+      return fs.readFileSync(this.logPath, "utf8").slice(-6000);
+    } catch {
+      return "";
+    }
+  }
+
+  async stop() {
+    if (this.proc && this.proc.exitCode === null) {
+      this.proc.kill("SIGTERM");
+      const timer = setTimeout(() => this.proc.kill("SIGKILL"), 15000);
+      await once(this.proc, "exit").catch(() => {});
+      clearTimeout(timer);
+    }
+  }
+
+  async cleanup() {
+    await this.stop();
+    if (!process.env.GPUNEX_BROWSER_KEEP)
+      fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+}
+
+// gpunex-agent with EMULATED GPUs ("l4-24gb:2"), as scripts/demo.sh starts it.
+// opts.perf: the benchmark factor of the emulated GPUs (--emulate-perf, default 1.0);
+// opts.name: the agent's state directory and log under the server's folder: a new Agent
+// with the same name is the same machine, restarted.
+export class Agent {
+  constructor(server, token, gpus, opts = {}) {
+    this.binary = need("GPUNEX_AGENT");
+    const name = opts.name ?? "agent";
+    this.stateDir = path.join(server.tmp, `${name}-state`);
+    this.logPath = path.join(server.tmp, `${name}.log`);
+    const env = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith("GPUNEX_")) env[k] = v;
+    Object.assign(env, {
+      GPUNEX_PLATFORM_URL: server.base,
+      GPUNEX_TOKEN: token,
+      GPUNEX_STATE_DIR: this.stateDir,
+      // No Docker Engine for this test: workloads are not part of it.
+      GPUNEX_DOCKER_SOCKET: path.join(server.tmp, "no-docker.sock"),
+    });
+    const log = fs.openSync(this.logPath, "a");
+    const args = ["run", "--emulate-gpus", gpus];
+    if (opts.perf !== undefined) args.push("--emulate-perf", String(opts.perf));
+    this.proc = spawn(this.binary, args, {
+      env,
+      stdio: ["ignore", log, log],
+    });
+    fs.closeSync(log);
+  }
+
+  logs() {
+    try {
+      return fs.readFileSync(this.logPath, "utf8").slice(-4000);
+    } catch {
+      return "";
+    }
+  }
+
+  async stop() {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill("SIGTERM");
+      const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10000);
+      await once(this.proc, "exit").catch(() => {});
+      clearTimeout(timer);
+    }
+  }
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+// Calls `fn` until it returns something truthy (returned), or throws after `timeoutMs`.
+export async function until(fn, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`,
+      );
+    await sleep(200);
+  }
+}
+
+let emailCounter = 0;
+export function uniqueEmail(tag) {
+  emailCounter += 1;
+  return `${tag}-${process.pid}-${emailCounter}-${Date.now().toString(36)}@example.com`;
+}
+
+// Watches a page for what must never happen: script errors, Content-Security-Policy
+// violations, console errors other than the expected failed requests.
+export function watch(page) {
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const text = m.text();
+    // A failed request the test provoked (422 on a bad field, 401 before log-in) is
+    // logged by Chromium as "Failed to load resource"; the UI shows those itself.
+    if (
+      /Failed to load resource: the server responded with a status of (4\d\d)/.test(
+        text,
+      )
+    )
+      return;
+    problems.push(`console error: ${text}`);
+  });
+  page.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+  return problems;
+}
+
+// Saves a screenshot of `page` at desktop width and at phone width (the page is
+// resized and then put back). At phone width the page must not scroll sideways.
+export async function shoot(page, name) {
+  fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const size = page.viewportSize() ?? DESKTOP;
+  await page.screenshot({
+    path: path.join(SCREENSHOT_DIR, `${name}-desktop.png`),
+    fullPage: true,
+  });
+  await page.setViewportSize(PHONE);
+  await sleep(100);
+  await page.screenshot({
+    path: path.join(SCREENSHOT_DIR, `${name}-phone.png`),
+    fullPage: true,
+  });
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - window.innerWidth,
+  );
+  await page.setViewportSize(size);
+  if (overflow > 1)
+    throw new Error(
+      `${name}: the page is ${overflow}px wider than a 390px phone screen`,
+    );
+}
+
+// Every visible form control has a label (a <label for>, a wrapping label, or aria-label).
+export async function unlabelled(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => el.type !== "hidden" && el.offsetParent !== null)
+      .filter(
+        (el) =>
+          !(el.labels && el.labels.length) &&
+          !el.getAttribute("aria-label") &&
+          !el.getAttribute("aria-labelledby"),
+      )
+      .map((el) => el.outerHTML.slice(0, 120)),
+  );
+}

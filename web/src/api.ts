@@ -1,0 +1,358 @@
+// The REST API client (/api/v1, see shared/API.md). The session is the HttpOnly cookie
+// that log-in sets; requests that change state carry the session's CSRF token in the
+// header the log-in answer names (X-CSRF-Token). Every failure becomes an ApiError with
+// a sentence a person can read.
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number, // 0: the server could not be reached
+    readonly code: string,
+    message: string,
+    readonly fields: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+let csrfToken = "";
+let onUnauthenticated: (() => void) | null = null;
+
+export function setCsrfToken(token: string): void {
+  csrfToken = token;
+}
+
+// Called when a request made with a session gets 401 (the session ended).
+export function setUnauthenticatedHandler(fn: () => void): void {
+  onUnauthenticated = fn;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  // Do not call the unauthenticated handler on 401 (log-in, /me at start).
+  quiet401?: boolean;
+}
+
+export async function request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  let resp: Response;
+  try {
+    resp = await fetch("/api/v1" + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+      cache: "no-store",
+      signal: opts.signal,
+    });
+  } catch (e) {
+    if (e instanceof DOMException && e.name === "AbortError") throw e;
+    throw new ApiError(0, "network", "Cannot reach the gpunex server. Check your connection and try again.");
+  }
+  if (resp.status === 204) return undefined as T;
+  const text = await resp.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!resp.ok) {
+    const err = (data as { error?: { code?: string; message?: string; fields?: Record<string, string> } } | null)
+      ?.error;
+    let message = err?.message || `The server answered ${resp.status} ${resp.statusText}`.trim();
+    if (resp.status === 429) {
+      const after = resp.headers.get("Retry-After");
+      if (after) message += ` (try again in ${Math.ceil(Number(after) / 60)} min)`;
+    }
+    if (resp.status >= 500 && !err?.message) message = "The server had a problem. Try again in a moment.";
+    const apiErr = new ApiError(resp.status, err?.code ?? `http_${resp.status}`, message, err?.fields ?? {});
+    if (resp.status === 401 && !opts.quiet401 && onUnauthenticated) onUnauthenticated();
+    throw apiErr;
+  }
+  return data as T;
+}
+
+export const get = <T>(path: string, opts?: RequestOptions) => request<T>("GET", path, undefined, opts);
+export const post = <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("POST", path, body, opts);
+export const put = <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("PUT", path, body, opts);
+export const patch = <T>(path: string, body?: unknown, opts?: RequestOptions) => request<T>("PATCH", path, body, opts);
+export const del = <T>(path: string, opts?: RequestOptions) => request<T>("DELETE", path, undefined, opts);
+
+// ---- shapes (the fields the dashboard reads)
+
+export type Role = "customer" | "provider" | "admin";
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  roles: Role[];
+  created_at: string;
+  csrf_token?: string;
+}
+
+export interface LoginAnswer {
+  token: string;
+  csrf_token: string;
+  csrf_header: string;
+  user: User;
+}
+
+export interface GpuModel {
+  id: string;
+  name: string;
+  vram_gb: number;
+  source: string;
+}
+
+export interface Window {
+  days: string[];
+  start: string;
+  end: string;
+}
+
+export type Availability = { kind: "always" } | { kind: "schedule"; timezone: string; windows: Window[] };
+
+export interface GpuEntry {
+  model: string | null;
+  model_other: string | null;
+  quantity: number | null;
+  system_ram_gb: number | null;
+  upload_gbps: number | null;
+  download_gbps: number | null;
+  availability: Availability | null;
+  location: { city: string | null; country: string | null; region: string | null } | null;
+}
+
+export interface ApplicationBody {
+  contact: { full_name: string | null; email: string | null; company: string | null };
+  gpus: GpuEntry[];
+  infrastructure: { ups: boolean | null; commitment_months: number | null; maintenance_notes: string | null };
+}
+
+export type AppStatus = "draft" | "submitted" | "needs_info" | "approved" | "rejected";
+
+export interface HistoryEvent {
+  at: string;
+  actor_id: string;
+  actor_name: string | null;
+  action: string;
+  from_status: string;
+  to_status: string;
+  message: string | null;
+  tier: string | null;
+}
+
+export interface Application extends ApplicationBody {
+  id: string;
+  user_id: string;
+  status: AppStatus;
+  suggested_tier: "community" | "enterprise";
+  suggested_tier_reasons: string[];
+  tier: string | null;
+  created_at: string;
+  updated_at: string;
+  submitted_at: string | null;
+  decided_at: string | null;
+  age_business_days: number | null;
+  overdue: boolean;
+  total_gpus: number;
+  has_unlisted_models: boolean;
+  history?: HistoryEvent[];
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+export interface Provider {
+  user_id: string;
+  tier: "community" | "enterprise";
+  status: string;
+  application_id: string;
+  approved_at: string;
+}
+
+export interface AgentToken {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  active: boolean;
+}
+
+export interface CreatedToken extends AgentToken {
+  token: string;
+  install_command: string;
+}
+
+export interface Telemetry {
+  utilization_pct: number;
+  memory_used_mb: number;
+  temperature_c: number;
+  power_w: number;
+  sm_clock_mhz: number;
+  throttle_reasons: string[];
+}
+
+export interface MachineGpu {
+  id: string;
+  index: number;
+  uuid: string;
+  name: string;
+  catalog_id: string;
+  vram_mb: number;
+  emulated: boolean;
+  enabled: boolean;
+  listed: boolean;
+  present: boolean;
+  delisted_reason: string | null;
+  performance_score: number | null;
+  last_benchmark_at: string | null;
+  telemetry: Telemetry | null;
+  telemetry_at: string | null;
+}
+
+export interface Machine {
+  id: string;
+  name: string;
+  status: "online" | "offline";
+  emulated: boolean;
+  agent_version: string;
+  host: {
+    hostname?: string;
+    cpu_model?: string;
+    cpu_cores?: number;
+    ram_mb?: number;
+    os?: string;
+  } | null;
+  last_seen: string;
+  status_since: string;
+  gpus: MachineGpu[];
+}
+
+export interface Notification {
+  id: string;
+  at: string;
+  kind: string;
+  title: string;
+  body: string;
+  read: boolean;
+  link: string | null;
+}
+
+export interface NotificationPage extends Page<Notification> {
+  unread_count: number;
+}
+
+// ---- benchmarks (GET /machines/{id}/benchmarks; docs/performance-score.md)
+
+export interface BenchmarkFailure {
+  metric: string; // "bf16_tensor_tflops", "pcie_width", "network.download_mbit_s", ...
+  measured: number;
+  required: number;
+  guidance: string;
+}
+
+export interface GpuFigures {
+  emulated: boolean;
+  compute: {
+    fp32_tflops: number;
+    fp16_tflops: number;
+    fp16_tensor_tflops: number;
+    bf16_tensor_tflops: number;
+    tf32_tensor_tflops: number;
+  };
+  memory: { read_gbps: number; write_gbps: number; copy_gbps: number; triad_gbps: number };
+  sustained: {
+    seconds: number;
+    mean_tflops: number;
+    min_over_median: number;
+    cv: number;
+    thermal_throttle_fraction: number;
+    power_throttle_fraction: number;
+    max_temperature_c: number;
+    mean_power_w: number;
+  };
+  device: { pcie_width: number; pcie_gen: number };
+  sanity: { ok: boolean; failures: string[] };
+}
+
+export interface GpuReference {
+  fp32_tflops: number;
+  fp16_tflops: number;
+  fp16_tensor_tflops: number;
+  bf16_tensor_tflops: number;
+  tf32_tensor_tflops: number;
+  memory_gbps: number;
+}
+
+// Absolute minimums for the GPU's model; the figure keys are absent for a model without
+// reference figures ("other").
+export interface GpuThresholds {
+  fp32_tflops?: number;
+  fp16_tflops?: number;
+  fp16_tensor_tflops?: number;
+  bf16_tensor_tflops?: number;
+  tf32_tensor_tflops?: number;
+  memory_triad_gbps?: number;
+  min_over_median: number;
+  max_thermal_throttle_fraction: number;
+}
+
+export type BenchmarkState = "running" | "passed" | "failed" | "error";
+
+export interface BenchmarkGpu {
+  gpu_id: string;
+  uuid: string;
+  index: number;
+  name: string;
+  catalog_id: string;
+  state: BenchmarkState;
+  figures: GpuFigures | null;
+  performance_score: number | null;
+  failures: BenchmarkFailure[];
+  error: string | null;
+  reference: GpuReference | null;
+  thresholds: GpuThresholds;
+}
+
+export interface NetworkFigures {
+  rtt_p50_ms: number;
+  rtt_p99_ms: number;
+  download_mbit_s: number;
+  upload_mbit_s: number;
+}
+
+export interface StorageFigures {
+  seq_read_mb_s: number;
+  seq_write_mb_s: number;
+  rand_read_iops: number;
+  rand_read_p50_us: number;
+  rand_read_p99_us: number;
+  direct_io: boolean;
+}
+
+export interface BenchmarkRun {
+  id: string;
+  reason: "first_connect" | "hardware_change" | "periodic" | "retry" | "requested" | "new_gpu" | string;
+  state: BenchmarkState;
+  requested: boolean;
+  machine_phases: boolean;
+  emulated: boolean;
+  network: NetworkFigures | null;
+  storage: StorageFigures | null;
+  machine_failures: BenchmarkFailure[];
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
+  gpus: BenchmarkGpu[];
+}

@@ -1,0 +1,142 @@
+// The weekly schedule editor of a GPU entry: an IANA time zone and windows of days with a
+// start and an end time ({"kind": "schedule", "timezone", "windows": [...]}).
+import type * as api from "../api";
+import { append, button, field, h, uid } from "../dom";
+import { kDayNames, kDays } from "../format";
+
+let zones: string[] | null = null;
+function timeZones(): string[] {
+  if (zones) return zones;
+  const intl = Intl as unknown as { supportedValuesOf?: (k: string) => string[] };
+  zones = typeof intl.supportedValuesOf === "function" ? intl.supportedValuesOf("timeZone") : [];
+  if (!zones.includes("UTC")) zones = ["UTC", ...zones];
+  return zones;
+}
+
+let zoneList: HTMLDataListElement | null = null;
+// One shared <datalist> of time zones for every schedule editor on the page.
+function zoneListId(): string {
+  if (!zoneList || !zoneList.isConnected) {
+    zoneList = h(
+      "datalist",
+      { id: uid("tz") },
+      timeZones().map((z) => h("option", { value: z })),
+    );
+    document.body.appendChild(zoneList);
+  }
+  return zoneList.id;
+}
+
+export function browserTimeZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  } catch {
+    return "UTC";
+  }
+}
+
+class WindowEditor {
+  readonly el: HTMLFieldSetElement;
+  private readonly legend = h("legend", null, "");
+  private readonly daysGroup: HTMLFieldSetElement;
+  private readonly dayBoxes: HTMLInputElement[] = [];
+  private readonly start: HTMLInputElement;
+  private readonly end: HTMLInputElement;
+  private readonly removeBtn: HTMLButtonElement;
+
+  constructor(initial: api.Window, onRemove: (w: WindowEditor) => void) {
+    this.daysGroup = h("fieldset", { class: "days" }, h("legend", null, "Days"));
+    const boxes = h("div", { class: "day-boxes" });
+    for (const d of kDays) {
+      const box = h("input", { type: "checkbox", value: d, checked: initial.days.includes(d), id: uid("day") });
+      this.dayBoxes.push(box);
+      append(boxes, h("label", { class: "check", for: box.id }, box, kDayNames[d]));
+    }
+    this.daysGroup.appendChild(boxes);
+    this.start = h("input", { type: "time", value: initial.start, required: true });
+    // "24:00" (end of day) cannot be typed in a time input; 23:59 is offered instead.
+    this.end = h("input", { type: "time", value: initial.end === "24:00" ? "23:59" : initial.end, required: true });
+    this.removeBtn = button("Remove window", () => onRemove(this), { kind: "link" });
+    this.el = h(
+      "fieldset",
+      { class: "window" },
+      this.legend,
+      this.daysGroup,
+      h("div", { class: "row" }, field("From", this.start), field("Until", this.end)),
+      this.removeBtn,
+    );
+  }
+
+  renumber(prefix: string, index: number, total: number): void {
+    this.legend.textContent = `Window ${index + 1}`;
+    this.el.dataset.field = prefix;
+    this.daysGroup.dataset.field = `${prefix}.days`;
+    this.start.dataset.field = `${prefix}.start`;
+    this.end.dataset.field = `${prefix}.end`;
+    this.removeBtn.hidden = total <= 1;
+    this.removeBtn.setAttribute("aria-label", `Remove window ${index + 1}`);
+  }
+
+  value(): api.Window {
+    return {
+      days: this.dayBoxes.filter((b) => b.checked).map((b) => b.value),
+      start: this.start.value,
+      end: this.end.value === "23:59" ? "24:00" : this.end.value,
+    };
+  }
+}
+
+export class ScheduleEditor {
+  readonly el: HTMLDivElement;
+  private readonly zone: HTMLInputElement;
+  private readonly windowsGroup: HTMLDivElement;
+  private windows: WindowEditor[] = [];
+  private prefix = "";
+
+  constructor(initial: { timezone: string; windows: api.Window[] } | null) {
+    this.zone = h("input", {
+      type: "text",
+      list: zoneListId(),
+      value: initial?.timezone || browserTimeZone(),
+      autocomplete: "off",
+      spellcheck: "false",
+    });
+    this.windowsGroup = h("div", { class: "windows", role: "group", "aria-label": "Weekly windows" });
+    const windows = initial?.windows.length
+      ? initial.windows
+      : [{ days: ["mon", "tue", "wed", "thu", "fri"], start: "08:00", end: "20:00" }];
+    for (const w of windows) this.addWindow(w);
+    this.el = h(
+      "div",
+      { class: "schedule" },
+      field("Time zone", this.zone, { hint: "An IANA time zone, e.g. Europe/Rome or America/New_York." }),
+      this.windowsGroup,
+      button("Add a window", () => {
+        this.addWindow({ days: ["sat", "sun"], start: "10:00", end: "18:00" });
+        this.renumber(this.prefix);
+      }),
+    );
+  }
+
+  private addWindow(w: api.Window): void {
+    const editor = new WindowEditor(w, (gone) => {
+      this.windows = this.windows.filter((x) => x !== gone);
+      gone.el.remove();
+      this.renumber(this.prefix);
+    });
+    this.windows.push(editor);
+    this.windowsGroup.appendChild(editor.el);
+  }
+
+  // `prefix` is the availability's path: "gpus[0].availability".
+  renumber(prefix: string): void {
+    this.prefix = prefix;
+    this.zone.dataset.field = `${prefix}.timezone`;
+    this.windowsGroup.dataset.field = `${prefix}.windows`;
+    this.windows.forEach((w, i) => w.renumber(`${prefix}.windows[${i}]`, i, this.windows.length));
+  }
+
+  value(): { kind: "schedule"; timezone: string; windows: api.Window[] } {
+    return { kind: "schedule", timezone: this.zone.value.trim(), windows: this.windows.map((w) => w.value()) };
+  }
+}

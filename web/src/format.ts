@@ -1,0 +1,78 @@
+// Display formats: dates in the browser's locale and time zone, sizes, tiers, statuses.
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+export function when(rfc3339: string | null | undefined): string {
+  if (!rfc3339) return "—";
+  const d = new Date(rfc3339);
+  return Number.isNaN(d.getTime()) ? rfc3339 : dateTime.format(d);
+}
+
+// "12 s ago", "5 min ago", or the date.
+export function ago(rfc3339: string | null | undefined, now = Date.now()): string {
+  if (!rfc3339) return "never";
+  const t = new Date(rfc3339).getTime();
+  if (Number.isNaN(t)) return rfc3339;
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return when(rfc3339);
+}
+
+export function gib(mb: number | null | undefined): string {
+  if (mb === null || mb === undefined) return "—";
+  return `${(mb / 1024).toFixed(mb % 1024 === 0 ? 0 : 1)} GiB`;
+}
+
+export function tierName(tier: string | null | undefined): string {
+  if (tier === "enterprise") return "Enterprise";
+  if (tier === "community") return "Community";
+  return tier ?? "—";
+}
+
+const kStatusNames: Record<string, string> = {
+  draft: "Draft",
+  submitted: "Submitted: in review",
+  needs_info: "More information needed",
+  approved: "Approved",
+  rejected: "Not approved",
+};
+
+export function statusName(status: string): string {
+  return kStatusNames[status] ?? status;
+}
+
+const kActionNames: Record<string, string> = {
+  created: "Draft created",
+  updated: "Edited",
+  submitted: "Submitted",
+  resubmitted: "Resubmitted",
+  approve: "Approved",
+  reject: "Rejected",
+  request_info: "More information requested",
+};
+
+export function actionName(action: string): string {
+  return kActionNames[action] ?? action;
+}
+
+export function commitmentName(months: number | null | undefined): string {
+  if (months === null || months === undefined) return "—";
+  return months === 0 ? "None" : `${months} months`;
+}
+
+export const kDays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
+export const kDayNames: Record<string, string> = {
+  mon: "Mon",
+  tue: "Tue",
+  wed: "Wed",
+  thu: "Thu",
+  fri: "Fri",
+  sat: "Sat",
+  sun: "Sun",
+};
+
+export function plural(n: number, one: string, many = one + "s"): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

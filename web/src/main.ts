@@ -1,0 +1,46 @@
+// The gpunex dashboard: boots the session from the cookie (GET /me), registers the pages
+// and renders the one the URL names.
+import * as api from "./api";
+import { mountShell, render, route, session, signedIn, signedOut } from "./app";
+import { applicationPage, applyPage } from "./pages/application";
+import { loginPage, signupPage } from "./pages/auth";
+import { notificationsPage } from "./pages/notifications";
+import { providerPage } from "./pages/provider/dashboard";
+import { reviewDetailPage, reviewQueuePage } from "./pages/review";
+import { rolesPage } from "./pages/roles";
+import "./styles.css";
+
+route("/login", "Log in", loginPage, false);
+route("/signup", "Sign up", signupPage, false);
+route("/roles", "Roles", rolesPage);
+route("/apply", "Apply to provide GPUs", applyPage);
+route("/applications/:id", "Provider application", applicationPage);
+route("/review", "Review queue", reviewQueuePage);
+route("/review/:id", "Review an application", reviewDetailPage);
+route("/provider", "Provider Dashboard", providerPage);
+route("/provider/:tab", "Provider Dashboard", providerPage);
+route("/notifications", "Notifications", notificationsPage);
+
+async function boot(): Promise<void> {
+  // A path-style link (/provider, served the dashboard by the server's fallback) becomes
+  // the hash route the dashboard uses (#/provider).
+  if (location.pathname !== "/" && !location.hash) {
+    history.replaceState(null, "", "/#" + location.pathname + location.search);
+  }
+  mountShell(document.getElementById("app")!);
+  api.setUnauthenticatedHandler(() => {
+    if (session.user) signedOut("Your session has ended. Please log in again.");
+  });
+  try {
+    const me = await api.get<api.User>("/me", { quiet401: true });
+    signedIn(me, me.csrf_token ?? "");
+  } catch (e) {
+    if (!(e instanceof api.ApiError && e.status === 401)) {
+      // The server is unreachable or failing: say so on the log-in page.
+      location.hash = "#/login?m=" + encodeURIComponent(e instanceof Error ? e.message : String(e));
+    }
+  }
+  await render();
+}
+
+void boot();

@@ -1,0 +1,222 @@
+// The provider application: a new one (#/apply) and one that exists
+// (#/applications/ID): editable as a draft or when the reviewer asked for more
+// information, otherwise its answers, status and history.
+import * as api from "../api";
+import { flash, navigate, pageHeader, session, takeFlash, type View } from "../app";
+import { gpuModels } from "../catalog";
+import { ApplicationForm, emptyEntry } from "../components/appform";
+import { applicationDetails, history, reviewerMessage, statusBadge, suggestedTier } from "../components/details";
+import { append, busy, h } from "../dom";
+import { clearFieldErrors, noticeBanner, showFieldErrors, StatusSlot } from "../errors";
+import { when } from "../format";
+import { latestApplication } from "./roles";
+
+function bodyOf(app: api.ApplicationBody): api.ApplicationBody {
+  return { contact: app.contact, gpus: app.gpus, infrastructure: app.infrastructure };
+}
+
+function blankBody(): api.ApplicationBody {
+  return {
+    contact: { full_name: session.user?.name ?? "", email: session.user?.email ?? "", company: null },
+    gpus: [emptyEntry()],
+    infrastructure: { ups: false, commitment_months: null, maintenance_notes: null },
+  };
+}
+
+// Runs a save/submit request and shows what went wrong: field errors next to their
+// inputs (with a summary at the top), anything else as a banner. The work's result on
+// success, null on failure.
+async function attempt<T>(
+  form: ApplicationForm,
+  status: StatusSlot,
+  what: string,
+  work: () => Promise<T>,
+): Promise<{ value: T } | null> {
+  status.clear();
+  clearFieldErrors(form.el);
+  try {
+    return { value: await work() };
+  } catch (e) {
+    if (e instanceof api.ApiError && Object.keys(e.fields).length) {
+      const summary = showFieldErrors(form.el, e.fields);
+      if (summary) {
+        status.el.replaceChildren(h("p", { class: "error-title" }, `${what}: ${e.message}`), summary);
+      }
+    } else {
+      status.error(e, what);
+    }
+    status.el.scrollIntoView({ block: "nearest" });
+    return null;
+  }
+}
+
+export async function applyPage(v: View): Promise<void> {
+  const [models, latest] = await Promise.all([gpuModels(v.signal), latestApplication(v.signal)]);
+  if (latest && latest.status !== "rejected") {
+    navigate(`/applications/${latest.id}`);
+    return;
+  }
+  const status = new StatusSlot();
+  const save = h("button", { type: "button", class: "btn btn-secondary" }, "Save as draft");
+  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit application");
+  const form = new ApplicationForm(
+    models,
+    latest ? bodyOf(latest) : blankBody(),
+    status.el,
+    h("div", { class: "actions form-actions" }, save, submit),
+  );
+  save.addEventListener(
+    "click",
+    () =>
+      void busy(save, async () => {
+        const created = await attempt(form, status, "The draft was not saved", () =>
+          api.post<api.Application>("/provider-applications", form.value()),
+        );
+        if (created) {
+          flash("Draft saved. You can come back to it at any time.");
+          navigate(`/applications/${created.value.id}`);
+        }
+      }),
+  );
+  form.el.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void busy(submit, async () => {
+      const created = await attempt(form, status, "The application was not submitted", () =>
+        api.post<api.Application>("/provider-applications", { ...form.value(), submit: true }),
+      );
+      if (created) {
+        flash("Application submitted. A reviewer will answer within 1–3 business days.");
+        navigate(`/applications/${created.value.id}`);
+      }
+    });
+  });
+  append(
+    v.main,
+    pageHeader(
+      "Apply to provide GPUs",
+      latest
+        ? "Your previous application was not approved; its answers are filled in below."
+        : "Tell us about you and your GPUs.",
+    ),
+    form.el,
+  );
+}
+
+export async function applicationPage(v: View): Promise<void> {
+  const id = v.params.id;
+  const [models, app] = await Promise.all([
+    gpuModels(v.signal),
+    api.get<api.Application>(`/provider-applications/${encodeURIComponent(id)}`, { signal: v.signal }),
+  ]);
+  const mine = app.user_id === session.user?.id;
+  const editable = mine && (app.status === "draft" || app.status === "needs_info");
+  const flashed = takeFlash();
+  const sub = h(
+    "span",
+    { class: "app-status" },
+    statusBadge(app.status),
+    app.submitted_at ? ` Submitted ${when(app.submitted_at)}` : ` Created ${when(app.created_at)}`,
+    app.decided_at ? ` · decided ${when(app.decided_at)}` : "",
+  );
+  append(
+    v.main,
+    pageHeader(mine ? "Your provider application" : "Provider application", sub),
+    flashed ? noticeBanner(flashed) : null,
+    reviewerMessage(app),
+  );
+  if (app.status === "approved" && mine) {
+    append(
+      v.main,
+      h(
+        "div",
+        { class: "banner banner-ok" },
+        h(
+          "p",
+          null,
+          "You are a provider. Your agent token and the install command were emailed to you; you can create more tokens in the Provider Dashboard.",
+        ),
+        h("a", { class: "btn btn-primary", href: "#/provider" }, "Open the Provider Dashboard"),
+      ),
+    );
+  }
+  if (app.status === "rejected" && mine) {
+    append(
+      v.main,
+      h("div", { class: "actions" }, h("a", { class: "btn btn-primary", href: "#/apply" }, "Apply again")),
+    );
+  }
+  if (!mine && session.user?.roles.includes("admin")) {
+    append(
+      v.main,
+      h("p", null, h("a", { href: `#/review/${encodeURIComponent(app.id)}` }, "Open in the review queue")),
+    );
+  }
+
+  if (editable) {
+    const status = new StatusSlot();
+    const resubmit = app.status === "needs_info";
+    const save = h("button", { type: "button", class: "btn btn-secondary" }, resubmit ? "Save changes" : "Save draft");
+    const submit = h(
+      "button",
+      { type: "submit", class: "btn btn-primary" },
+      resubmit ? "Resubmit application" : "Submit application",
+    );
+    const form = new ApplicationForm(
+      models,
+      bodyOf(app),
+      status.el,
+      h("div", { class: "actions form-actions" }, save, submit),
+    );
+    const path = `/provider-applications/${encodeURIComponent(app.id)}`;
+    save.addEventListener(
+      "click",
+      () =>
+        void busy(save, async () => {
+          const ok = await attempt(form, status, "Your changes were not saved", () => api.put(path, form.value()));
+          if (ok) status.ok(`Saved ${when(new Date().toISOString())}.`);
+        }),
+    );
+    form.el.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      void busy(submit, async () => {
+        const ok = await attempt(
+          form,
+          status,
+          `The application was not ${resubmit ? "resubmitted" : "submitted"}`,
+          async () => {
+            await api.put(path, form.value());
+            await api.post(`${path}/submit`);
+          },
+        );
+        if (ok) {
+          flash(
+            resubmit
+              ? "Application resubmitted: it is back in review."
+              : "Application submitted. A reviewer will answer within 1–3 business days.",
+          );
+          navigate(`/applications/${app.id}`);
+        }
+      });
+    });
+    append(
+      v.main,
+      resubmit ? h("p", null, "Edit your answers below, then resubmit the application.") : null,
+      form.el,
+      history(app.history),
+    );
+    return;
+  }
+
+  const byId = new Map(models.map((m) => [m.id, m]));
+  append(
+    v.main,
+    h(
+      "section",
+      { "aria-labelledby": "answers-title" },
+      h("h2", { id: "answers-title" }, mine ? "Your answers" : "Answers"),
+      suggestedTier(app),
+      applicationDetails(app, byId),
+    ),
+    history(app.history),
+  );
+}

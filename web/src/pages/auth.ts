@@ -1,0 +1,114 @@
+// Sign-up and log-in. The session is the HttpOnly cookie log-in sets; the CSRF token
+// from the answer goes with every request that changes something.
+import * as api from "../api";
+import { afterLoginPath, navigate, pageHeader, session, signedIn, type View } from "../app";
+import { append, busy, field, h } from "../dom";
+import { clearFieldErrors, showFieldErrors, StatusSlot } from "../errors";
+
+async function logIn(email: string, password: string): Promise<void> {
+  const ans = await api.post<api.LoginAnswer>("/auth/login", { email, password }, { quiet401: true });
+  signedIn(ans.user, ans.csrf_token);
+}
+
+function input(type: string, name: string, autocomplete: string, field_: string): HTMLInputElement {
+  return h("input", { type, name, autocomplete, required: true, "data-field": field_ });
+}
+
+export function loginPage(v: View): void {
+  if (session.user) {
+    navigate("/roles");
+    return;
+  }
+  const email = input("email", "email", "username", "email");
+  const password = input("password", "password", "current-password", "password");
+  const status = new StatusSlot();
+  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Log in");
+  const form = h(
+    "form",
+    { class: "card narrow", novalidate: true, "aria-labelledby": "login-title" },
+    status.el,
+    field("Email", email),
+    field("Password", password),
+    h("div", { class: "actions" }, submit),
+    h("p", { class: "muted" }, "No account yet? ", h("a", { href: "#/signup" }, "Sign up")),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void busy(submit, async () => {
+      status.clear();
+      clearFieldErrors(form);
+      try {
+        await logIn(email.value.trim(), password.value);
+        navigate(afterLoginPath());
+      } catch (e) {
+        if (e instanceof api.ApiError && Object.keys(e.fields).length) {
+          const summary = showFieldErrors(form, e.fields);
+          if (summary) status.el.replaceChildren(summary);
+        } else {
+          status.error(e, "Log-in failed");
+          password.focus();
+        }
+      }
+    });
+  });
+  const message = v.query.get("m");
+  const header = pageHeader("Log in", "Providers, customers and reviewers all log in here.");
+  header.querySelector("h1")?.setAttribute("id", "login-title");
+  append(v.main, header, message ? h("div", { class: "banner banner-info", role: "status" }, message) : null, form);
+  email.focus();
+}
+
+export function signupPage(v: View): void {
+  if (session.user) {
+    navigate("/roles");
+    return;
+  }
+  const name = input("text", "name", "name", "name");
+  const email = input("email", "email", "email", "email");
+  const password = input("password", "password", "new-password", "password");
+  password.minLength = 10;
+  const status = new StatusSlot();
+  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Create account");
+  const form = h(
+    "form",
+    { class: "card narrow", novalidate: true, "aria-labelledby": "signup-title" },
+    status.el,
+    field("Your name", name),
+    field("Email", email),
+    field("Password", password, { hint: "At least 10 characters." }),
+    h("div", { class: "actions" }, submit),
+    h("p", { class: "muted" }, "Already registered? ", h("a", { href: "#/login" }, "Log in")),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void busy(submit, async () => {
+      status.clear();
+      clearFieldErrors(form);
+      try {
+        await api.post("/auth/signup", {
+          name: name.value.trim(),
+          email: email.value.trim(),
+          password: password.value,
+        });
+      } catch (e) {
+        if (e instanceof api.ApiError && Object.keys(e.fields).length) {
+          const summary = showFieldErrors(form, e.fields);
+          if (summary) status.el.replaceChildren(summary);
+        } else {
+          status.error(e, "Sign-up failed");
+        }
+        return;
+      }
+      try {
+        await logIn(email.value.trim(), password.value);
+        navigate("/roles");
+      } catch (e) {
+        status.error(e, "Your account was created, but logging in failed");
+      }
+    });
+  });
+  const header = pageHeader("Create your gpunex account", "Rent GPUs as a customer, or apply to provide your own.");
+  header.querySelector("h1")?.setAttribute("id", "signup-title");
+  append(v.main, header, form);
+  name.focus();
+}

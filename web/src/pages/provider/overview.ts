@@ -1,0 +1,473 @@
+// The Overview tab: tier, agent tokens (create: shown once with the install command;
+// revoke) and machines with their GPUs, Online/Offline and live telemetry, polled every
+// few seconds without a reload. Each GPU has an "Offered" switch (PATCH .../gpus/{id}
+// {enabled}) and says whether it is listed, or why not (a benchmark it failed, ...).
+import * as api from "../../api";
+import type { View } from "../../app";
+import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
+import { errorBanner, StatusSlot } from "../../errors";
+import { ago, gib, tierName, when } from "../../format";
+import type { ProviderTab } from "./tabs";
+
+const kPollMs = 3000;
+
+// Copies `text`; where the Clipboard API is unavailable, selects `el` for Ctrl+C.
+async function copy(text: string, el: HTMLElement, status: HTMLElement): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    status.textContent = "Copied to the clipboard.";
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const sel = window.getSelection();
+    sel?.removeAllRanges();
+    sel?.addRange(range);
+    status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+  }
+}
+
+function newTokenPanel(t: api.CreatedToken, onClose: () => void): HTMLElement {
+  const copied = h("span", { class: "copied", role: "status", "aria-live": "polite" });
+  const command = h("code", { class: "install-command" }, t.install_command);
+  const token = h("code", { class: "token-value" }, t.token);
+  const panel = h(
+    "div",
+    { class: "banner banner-ok new-token", role: "region", "aria-label": "New agent token" },
+    h("h3", null, `Agent token “${t.name}” created`),
+    h(
+      "p",
+      null,
+      h("strong", null, "Copy it now: it is shown only once."),
+      " Only its hash is kept; if it is lost, create another one.",
+    ),
+    h(
+      "p",
+      { class: "label" },
+      "Install the agent on a GPU machine (Docker and the NVIDIA Container Toolkit required):",
+    ),
+    h("pre", { class: "code" }, command),
+    h(
+      "div",
+      { class: "actions" },
+      button("Copy install command", () => void copy(t.install_command, command, copied), {
+        kind: "primary",
+        attrs: { "data-copy": "command" },
+      }),
+      button("Copy token", () => void copy(t.token, token, copied)),
+      copied,
+    ),
+    h("details", null, h("summary", null, "Show the token alone"), h("pre", { class: "code" }, token)),
+    h("div", { class: "actions" }, button("Done, I have copied it", onClose, { kind: "secondary" })),
+  );
+  return panel;
+}
+
+// The tokens section, and a function that reloads its list (last use changes when an
+// agent connects).
+function tokensSection(v: View): { el: HTMLElement; reload: () => void } {
+  const slot = new StatusSlot();
+  const fresh = h("div");
+  const list = h("div", { class: "table-wrap tokens-list" });
+  const name = h("input", { type: "text", maxlength: 100, placeholder: "e.g. rack-1", autocomplete: "off" });
+  const create = h("button", { type: "submit", class: "btn btn-primary" }, "Create agent token");
+  const form = h(
+    "form",
+    { class: "inline-form", novalidate: true },
+    field("Token name", name, { hint: "One token per machine or group of machines." }),
+    create,
+  );
+
+  const load = async () => {
+    const page = await api.get<api.Page<api.AgentToken>>("/providers/me/agent-tokens", { signal: v.signal });
+    const rows = page.items.map((t) => {
+      const actions = h("td", { class: "row-action" });
+      if (t.active) {
+        const revoke = button(
+          "Revoke",
+          () => {
+            const confirmBtn = button(
+              `Revoke “${t.name}”`,
+              () =>
+                void busy(confirmBtn, async () => {
+                  try {
+                    await api.del(`/providers/me/agent-tokens/${encodeURIComponent(t.id)}`);
+                    slot.ok(`Token “${t.name}” revoked; agents using it are disconnected.`);
+                    await load();
+                  } catch (e) {
+                    slot.error(e, "The token was not revoked");
+                  }
+                }),
+              { kind: "danger" },
+            );
+            const cancel = button("Cancel", () => {
+              replace(actions, revoke);
+              revoke.focus();
+            });
+            replace(actions, h("span", { class: "confirm" }, "Agents using it stop. ", confirmBtn, " ", cancel));
+            confirmBtn.focus();
+          },
+          { kind: "danger", attrs: { "aria-label": `Revoke token ${t.name}` } },
+        );
+        actions.appendChild(revoke);
+      }
+      return h(
+        "tr",
+        { class: t.active ? null : "revoked" },
+        h("td", { "data-label": "Name" }, t.name),
+        h("td", { "data-label": "Token" }, h("code", null, `${t.prefix}…`)),
+        h("td", { "data-label": "Created" }, when(t.created_at)),
+        h("td", { "data-label": "Last used" }, t.last_used_at ? ago(t.last_used_at) : "never"),
+        h(
+          "td",
+          { "data-label": "Status" },
+          t.active
+            ? h("span", { class: "badge badge-ok" }, "Active")
+            : h("span", { class: "badge" }, `Revoked ${when(t.revoked_at)}`),
+        ),
+        actions,
+      );
+    });
+    replace(
+      list,
+      rows.length
+        ? h(
+            "table",
+            { class: "tokens" },
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                ["Name", "Token", "Created", "Last used", "Status", ""].map((x) => h("th", { scope: "col" }, x)),
+              ),
+            ),
+            h("tbody", null, rows),
+          )
+        : h("p", { class: "muted" }, "No agent tokens yet."),
+    );
+  };
+
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void busy(create, async () => {
+      slot.clear();
+      try {
+        const body = name.value.trim() ? { name: name.value.trim() } : {};
+        const t = await api.post<api.CreatedToken>("/providers/me/agent-tokens", body);
+        name.value = "";
+        replace(
+          fresh,
+          newTokenPanel(t, () => {
+            replace(fresh);
+            name.focus();
+          }),
+        );
+        fresh.querySelector<HTMLButtonElement>("[data-copy]")?.focus();
+        await load();
+      } catch (e) {
+        slot.error(e, "The token was not created");
+      }
+    });
+  });
+
+  const reload = () => void load().catch((e) => slot.error(e, "Could not load your agent tokens"));
+  reload();
+  const el = h(
+    "section",
+    { class: "card", "aria-labelledby": "tokens-title" },
+    h("h2", { id: "tokens-title" }, "Agent tokens"),
+    h(
+      "p",
+      { class: "muted" },
+      "The agent on each GPU machine authenticates with a token. It connects out to the platform, so it works behind NAT.",
+    ),
+    slot.el,
+    form,
+    fresh,
+    list,
+  );
+  return { el, reload };
+}
+
+function telemetryCells(g: api.MachineGpu, online: boolean): HTMLElement[] {
+  const t = online ? g.telemetry : null;
+  const cell = (label: string, text: string, cls = "") => h("td", { "data-label": label, class: cls || null }, text);
+  if (!t) return ["Utilization", "Memory used", "Temperature", "Power", "SM clock"].map((l) => cell(l, "—", "muted"));
+  return [
+    cell("Utilization", `${Math.round(t.utilization_pct)} %`, "num"),
+    cell("Memory used", `${gib(t.memory_used_mb)} / ${gib(g.vram_mb)}`, "num"),
+    cell("Temperature", `${Math.round(t.temperature_c)} °C`, t.temperature_c >= 85 ? "num hot" : "num"),
+    cell("Power", `${Math.round(t.power_w)} W`, "num"),
+    cell("SM clock", `${Math.round(t.sm_clock_mhz)} MHz`, "num"),
+  ];
+}
+
+export function machineTitle(m: api.Machine): string {
+  return m.name || m.host?.hostname || m.id;
+}
+
+export function gpuLabel(g: { index: number; name: string }): string {
+  return `GPU ${g.index} · ${g.name}`;
+}
+
+// Whether a GPU is offered to customers, and why not: "awaiting its first benchmark",
+// "benchmark: fp32_tflops 15.2 < 19.7 required", withheld by the provider, missing.
+export function listingText(g: api.MachineGpu): { text: string; ok: boolean } {
+  if (!g.present) return { text: "Not listed: the GPU is missing from the machine", ok: false };
+  if (!g.enabled) return { text: "Not listed: not offered by you", ok: false };
+  if (g.listed) return { text: "Listed for customers", ok: true };
+  return { text: `Not listed: ${g.delisted_reason ?? "not available"}`, ok: false };
+}
+
+// The GPUs whose "Offered" switch was changed and not yet answered, with the state asked
+// for; and what to call when it changes.
+interface OfferState {
+  pending: Map<string, boolean>;
+  toggle(m: api.Machine, g: api.MachineGpu, offered: boolean): void;
+}
+
+function offeredCell(m: api.Machine, g: api.MachineGpu, offers: OfferState): HTMLElement {
+  const listing = listingText(g);
+  const statusId = `listing-${g.id}`;
+  const pending = offers.pending.get(g.id);
+  const box = h("input", {
+    type: "checkbox",
+    checked: pending ?? g.enabled,
+    disabled: !g.present,
+    "aria-busy": pending !== undefined ? "true" : null,
+    "aria-label": `Offered: ${gpuLabel(g)}`,
+    "aria-describedby": statusId,
+    "data-focus": `offer-${g.id}`,
+    onchange: (ev: Event) => offers.toggle(m, g, (ev.target as HTMLInputElement).checked),
+  });
+  return h(
+    "td",
+    { "data-label": "Listing", class: "offered" },
+    h("label", { class: "check switch" }, box, "Offered"),
+    h(
+      "div",
+      { id: statusId, class: `small listing ${listing.ok ? "listed" : "not-listed"}` },
+      pending !== undefined ? "Saving…" : listing.text,
+      g.performance_score !== null && g.present ? ` · score ${g.performance_score.toFixed(2)}` : null,
+    ),
+  );
+}
+
+function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
+  const online = m.status === "online";
+  const host = m.host ?? {};
+  const title = machineTitle(m);
+  const gpus = [...m.gpus].sort((a, b) => a.index - b.index);
+  return h(
+    "article",
+    {
+      class: `card machine ${online ? "is-online" : "is-offline"}`,
+      "data-machine-id": m.id,
+      "aria-label": `Machine ${title}`,
+    },
+    h(
+      "header",
+      { class: "machine-head" },
+      h("h3", null, title),
+      h(
+        "span",
+        { class: `badge machine-status ${online ? "badge-ok" : "badge-off"}` },
+        h("span", { class: "dot", "aria-hidden": "true" }),
+        online ? "Online" : "Offline",
+      ),
+      m.emulated
+        ? h("span", { class: "badge badge-warn", title: "Emulated GPUs, for tests and demos" }, "EMULATED")
+        : null,
+      h(
+        "span",
+        { class: "muted small" },
+        online ? `last heartbeat ${ago(m.last_seen)}` : `offline since ${when(m.status_since)}`,
+      ),
+      h(
+        "a",
+        {
+          class: "machine-bench-link small",
+          href: `#/provider/benchmark?machine=${encodeURIComponent(m.id)}`,
+          "data-focus": `bench-${m.id}`,
+          "aria-label": `Benchmark results of ${title}`,
+        },
+        "Benchmark results",
+      ),
+    ),
+    h(
+      "p",
+      { class: "muted small host" },
+      [
+        host.cpu_model,
+        host.cpu_cores ? `${host.cpu_cores} cores` : null,
+        host.ram_mb ? `${gib(host.ram_mb)} RAM` : null,
+        host.os,
+        m.agent_version ? `agent ${m.agent_version}` : null,
+      ]
+        .filter(Boolean)
+        .join(" · "),
+    ),
+    gpus.length === 0
+      ? h("p", { class: "muted" }, "No GPUs reported.")
+      : h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { class: "gpus" },
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                ["#", "GPU", "VRAM", "Utilization", "Memory used", "Temperature", "Power", "SM clock", "Listing"].map(
+                  (x) => h("th", { scope: "col" }, x),
+                ),
+              ),
+            ),
+            h(
+              "tbody",
+              null,
+              gpus.map((g) =>
+                h(
+                  "tr",
+                  { "data-gpu-id": g.id, class: g.present ? null : "absent" },
+                  h("td", { "data-label": "#" }, String(g.index)),
+                  h(
+                    "td",
+                    { "data-label": "GPU", class: "gpu-name" },
+                    g.name,
+                    g.emulated ? h("span", { class: "badge badge-warn" }, "EMULATED") : null,
+                    g.telemetry?.throttle_reasons?.length && online
+                      ? h("div", { class: "small warn" }, `Throttled: ${g.telemetry.throttle_reasons.join(", ")}`)
+                      : null,
+                  ),
+                  h("td", { "data-label": "VRAM", class: "num" }, gib(g.vram_mb)),
+                  telemetryCells(g, online),
+                  offeredCell(m, g, offers),
+                ),
+              ),
+            ),
+          ),
+        ),
+  );
+}
+
+// `onChange` runs when a machine comes, goes, or changes between Online and Offline.
+function machinesSection(v: View, onChange: () => void): HTMLElement {
+  const slot = new StatusSlot();
+  const offers: OfferState = {
+    pending: new Map(),
+    toggle(m, g, offered) {
+      if (offers.pending.has(g.id)) {
+        render(); // one change at a time: shows the state asked for first
+        return;
+      }
+      offers.pending.set(g.id, offered);
+      render();
+      void (async () => {
+        try {
+          await api.patch(`/machines/${encodeURIComponent(m.id)}/gpus/${encodeURIComponent(g.id)}`, {
+            enabled: offered,
+          });
+          slot.ok(
+            offered
+              ? `${machineTitle(m)}, ${gpuLabel(g)}: offered again; it is listed once its benchmark has passed.`
+              : `${machineTitle(m)}, ${gpuLabel(g)}: no longer offered to customers.`,
+          );
+        } catch (e) {
+          slot.error(e, `${machineTitle(m)}, ${gpuLabel(g)}: not ${offered ? "offered" : "withdrawn"}`);
+        } finally {
+          offers.pending.delete(g.id);
+          await refresh();
+        }
+      })();
+    },
+  };
+  let items: api.Machine[] | null = null;
+  const list = h(
+    "div",
+    { class: "machines", "aria-live": "polite", "aria-busy": "true" },
+    h("p", { class: "muted" }, "Loading machines…"),
+  );
+  const stamp = h("span", { class: "muted small updated" });
+  const problem = h("div");
+  let failing = false;
+  let shape: string | null = null;
+  const refresh = async () => {
+    try {
+      const page = await api.get<api.Page<api.Machine>>("/machines?limit=500", { signal: v.signal });
+      const now = page.items.map((m) => `${m.id}:${m.status}`).join();
+      if (shape !== null && now !== shape) onChange();
+      shape = now;
+      items = page.items;
+      render();
+      stamp.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${kPollMs / 1000} s`;
+      if (failing) replace(problem);
+      failing = false;
+    } catch (e) {
+      if (v.signal.aborted) return;
+      failing = true;
+      replace(problem, errorBanner(e, "Live updates paused (retrying)"));
+    }
+  };
+  function render(): void {
+    if (items === null) return;
+    list.removeAttribute("aria-busy");
+    // Screen readers should not re-read the whole list every few seconds.
+    list.setAttribute("aria-live", "off");
+    replaceKeepingFocus(
+      list,
+      items.length
+        ? items.map((m) => machineCard(m, offers))
+        : h(
+            "p",
+            { class: "muted empty-machines" },
+            "No machines yet. Create an agent token and run its install command on a GPU machine: it appears here, Online, within seconds.",
+          ),
+    );
+  }
+  void refresh();
+  v.every(kPollMs, refresh);
+  return h(
+    "section",
+    { class: "machines-section", "aria-labelledby": "machines-title" },
+    h("div", { class: "section-head" }, h("h2", { id: "machines-title" }, "Machines"), stamp),
+    problem,
+    slot.el,
+    list,
+  );
+}
+
+export const overviewTab: ProviderTab = {
+  id: "overview",
+  label: "Overview",
+  render(v, panel, provider) {
+    const tokens = tokensSection(v);
+    append(
+      panel,
+      h(
+        "section",
+        { class: "card tier-card", "aria-labelledby": "tier-title" },
+        h("h2", { id: "tier-title" }, "Your tier"),
+        h(
+          "p",
+          { class: "tier-line" },
+          h("span", { class: `badge tier-${provider.tier}` }, tierName(provider.tier)),
+          ` provider since ${when(provider.approved_at)}`,
+        ),
+        h(
+          "p",
+          { class: "muted" },
+          provider.tier === "enterprise"
+            ? "Premium placement in the marketplace and access to enterprise customer contracts."
+            : "Full marketplace visibility with flexible schedules.",
+        ),
+      ),
+      tokens.el,
+      machinesSection(v, tokens.reload),
+    );
+  },
+};

@@ -1,0 +1,17 @@
+// The Provider Dashboard's tabs. Each tab is a module that exports a ProviderTab; the
+// dashboard shows them in the order of `providerTabs` at #/provider/<id>. A tab appears
+// when its feature lands (no empty placeholders): to add one (Benchmark, Pricing,
+// Earnings, Payments, Performance), write its module and list it below.
+import type * as api from "../../api";
+import type { View } from "../../app";
+import { benchmarkTab } from "./benchmark";
+import { overviewTab } from "./overview";
+
+export interface ProviderTab {
+  id: string; // the URL segment: #/provider/<id>
+  label: string;
+  // Renders into `panel`. `view` ends with the tab (its signal aborts, its timers stop).
+  render(view: View, panel: HTMLElement, provider: api.Provider): void | Promise<void>;
+}
+
+export const providerTabs: ProviderTab[] = [overviewTab, benchmarkTab];
