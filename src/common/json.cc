@@ -17,6 +17,11 @@ StatusOr<json::value> ParseJson(std::string_view text) {
   return v;
 }
 
+json::value ParseJsonOr(std::string_view text, json::value fallback) {
+  auto v = ParseJson(text);
+  return v.ok() ? std::move(*v) : fallback;
+}
+
 namespace {
 
 void Write(const json::value& v, std::string* out) {

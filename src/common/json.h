@@ -20,6 +20,8 @@ namespace json = boost::json;
 // Parses a request body. Fails with kInvalidArgument naming "body" when the text is not
 // JSON, or when it is nested deeper than 32 levels.
 StatusOr<json::value> ParseJson(std::string_view text);
+// The parsed value of JSON the program stored itself, or `fallback` when it does not parse.
+json::value ParseJsonOr(std::string_view text, json::value fallback);
 
 // Serialises compactly; doubles in their shortest exact form (10, 2.5), not 1E1.
 std::string ToJsonText(const json::value& v);

@@ -6,6 +6,8 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/paging.h"
+#include "platform/catalog/catalog.h"
+#include "platform/fleet/workloads.h"
 #include "platform/notify/notify.h"
 
 namespace gpunex::platform::benchmarks {
@@ -14,44 +16,6 @@ namespace {
 constexpr char kCommandKind[] = "run_benchmark";
 constexpr char kDelistPrefix[] = "benchmark: ";
 constexpr size_t kMaxReasonLength = 1000;
-
-// The GPUs of active workloads on a machine (rented or reserved GPUs).
-StatusOr<std::set<std::string>> BusyGpus(store::Tx& tx, const std::string& machine_id) {
-  std::set<std::string> busy;
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows active,
-                          tx.Query("SELECT gpu_ids FROM workloads WHERE machine_id = ? AND state IN "
-                                   "('pending', 'starting', 'running')",
-                                   {machine_id}));
-  for (const auto& a : active) {
-    auto ids = ParseJson(a.Str(0));
-    if (!ids.ok() || !ids->is_array()) continue;
-    for (const auto& id : ids->get_array()) {
-      if (id.is_string()) busy.insert(std::string(id.get_string()));
-    }
-  }
-  return busy;
-}
-
-// The model's reference figures from the platform's catalog (built-in and reviewed
-// models alike); nullopt for "other".
-StatusOr<std::optional<GpuModel>> ReferenceModel(store::Tx& tx, const std::string& catalog_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query("SELECT nvml_name, vram_gb, fp32_tflops, fp16_tflops, fp16_tensor_tflops, tf32_tensor_tflops, "
-               "mem_bw_gbps FROM gpu_models WHERE id = ?",
-               {catalog_id}));
-  if (rows.empty()) return std::optional<GpuModel>();
-  GpuModel m;
-  m.id = catalog_id;
-  m.nvml_name = rows[0].Str(0);
-  m.vram_gb = static_cast<int>(rows[0].Int(1));
-  m.fp32_tflops = rows[0].Real(2);
-  m.fp16_tflops = rows[0].Real(3);
-  m.fp16_tensor_tflops = rows[0].Real(4);
-  m.tf32_tensor_tflops = rows[0].Real(5);
-  m.mem_bw_gbps = rows[0].Real(6);
-  return std::optional<GpuModel>(m);
-}
 
 json::object ReferenceJson(const std::optional<GpuModel>& m) {
   if (!m) return {};
@@ -85,11 +49,6 @@ std::string Truncate(std::string s) {
     s += "…";
   }
   return s;
-}
-
-json::value JsonOr(const std::string& text, json::value fallback) {
-  auto v = ParseJson(text);
-  return v.ok() ? std::move(*v) : fallback;
 }
 
 std::string GpuLabel(const std::string& name, int64_t index) {
@@ -155,7 +114,7 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, const std::string& mac
       tx.Query("SELECT id, uuid, catalog_id, last_benchmark_at, benchmark_due_at FROM machine_gpus "
                "WHERE machine_id = ? AND present = 1 AND enabled = 1 ORDER BY idx",
                {machine_id}));
-  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, BusyGpus(tx, machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, fleet::GpusInActiveWorkloads(tx, machine_id));
   GPUNEX_ASSIGN_OR_RETURN(store::Rows ever,
                           tx.Query("SELECT COUNT(*) FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
   const UnixMicros periodic_cutoff = now - options_.interval_s * kMicrosPerSecond;
@@ -408,7 +367,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, const std::string& machine_id, con
       continue;
     }
     emulated = emulated || figures->emulated;
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<GpuModel> model, ReferenceModel(tx, catalog_id));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<GpuModel> model, catalog::FindModel(tx, catalog_id));
     int64_t width_max = 0;
     if (auto info = ParseJson(g.Str(8)); info.ok() && info->is_object()) {
       const auto& io = info->get_object();
@@ -553,9 +512,9 @@ StatusOr<json::object> Benchmarks::List(const accounts::Principal& p, const std:
                        {"requested", !r.IsNull(3)},
                        {"machine_phases", r.Bool(4)},
                        {"emulated", r.Bool(5)},
-                       {"network", r.IsNull(6) ? json::value(nullptr) : JsonOr(r.Str(6), nullptr)},
-                       {"storage", r.IsNull(7) ? json::value(nullptr) : JsonOr(r.Str(7), nullptr)},
-                       {"machine_failures", JsonOr(r.Str(8), json::array{})},
+                       {"network", r.IsNull(6) ? json::value(nullptr) : ParseJsonOr(r.Str(6), nullptr)},
+                       {"storage", r.IsNull(7) ? json::value(nullptr) : ParseJsonOr(r.Str(7), nullptr)},
+                       {"machine_failures", ParseJsonOr(r.Str(8), json::array{})},
                        {"error", r.IsNull(9) ? json::value(nullptr) : json::value(r.Str(9))},
                        {"created_at", FormatRfc3339(r.Int(10))},
                        {"finished_at", r.IsNull(11) ? json::value(nullptr) : json::value(FormatRfc3339(r.Int(11)))}};
@@ -569,7 +528,7 @@ StatusOr<json::object> Benchmarks::List(const accounts::Principal& p, const std:
       for (const auto& g : gs) {
         const std::string catalog_id = g.Str(2);
         if (!models.count(catalog_id)) {
-          GPUNEX_ASSIGN_OR_RETURN(models[catalog_id], ReferenceModel(tx, catalog_id));
+          GPUNEX_ASSIGN_OR_RETURN(models[catalog_id], catalog::FindModel(tx, catalog_id));
         }
         const auto& model = models[catalog_id];
         gpus.push_back(json::object{
@@ -579,9 +538,9 @@ StatusOr<json::object> Benchmarks::List(const accounts::Principal& p, const std:
             {"name", g.Str(9)},
             {"catalog_id", catalog_id},
             {"state", g.Str(3)},
-            {"figures", g.IsNull(4) ? json::value(nullptr) : JsonOr(g.Str(4), nullptr)},
+            {"figures", g.IsNull(4) ? json::value(nullptr) : ParseJsonOr(g.Str(4), nullptr)},
             {"performance_score", g.IsNull(5) ? json::value(nullptr) : json::value(g.Real(5))},
-            {"failures", JsonOr(g.Str(6), json::array{})},
+            {"failures", ParseJsonOr(g.Str(6), json::array{})},
             {"error", g.IsNull(7) ? json::value(nullptr) : json::value(g.Str(7))},
             {"reference", model ? json::value(ReferenceJson(model)) : json::value(nullptr)},
             {"thresholds", ThresholdsJson(ThresholdsFor(catalog_id), model)}});

@@ -22,6 +22,12 @@ Status Insert(store::Tx& tx, const GpuModel& m, std::string_view source, bool ig
       .status();
 }
 
+// A row selected with kColumns.
+GpuModel ModelFromRow(const store::Row& r) {
+  return GpuModel{r.Str(0),  r.Str(1),  static_cast<int>(r.Int(2)), r.Real(3), r.Real(4),
+                  r.Real(5), r.Real(6), r.Real(7),                  r.Int(8)};
+}
+
 }  // namespace
 
 json::object ToJson(const GpuModel& m, std::string_view source) {
@@ -53,17 +59,21 @@ StatusOr<bool> ModelExists(store::Tx& tx, std::string_view id) {
   return !rows.empty();
 }
 
+StatusOr<std::optional<GpuModel>> FindModel(store::Tx& tx, std::string_view id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx.Query(std::string("SELECT ") + kColumns + " FROM gpu_models WHERE id = ?", {std::string(id)}));
+  if (rows.empty()) return std::optional<GpuModel>();
+  return std::optional<GpuModel>(ModelFromRow(rows[0]));
+}
+
 StatusOr<json::object> ListModels(store::Database& db) {
   json::array items;
   GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(
         store::Rows rows,
         tx.Query(std::string("SELECT ") + kColumns + " FROM gpu_models ORDER BY id"));
-    for (const auto& r : rows) {
-      GpuModel m{r.Str(0), r.Str(1), static_cast<int>(r.Int(2)), r.Real(3), r.Real(4),
-                 r.Real(5), r.Real(6), r.Real(7), r.Int(8)};
-      items.push_back(ToJson(m, r.Str(9)));
-    }
+    for (const auto& r : rows) items.push_back(ToJson(ModelFromRow(r), r.Str(9)));
     return Status::Ok();
   }));
   return json::object{{"items", std::move(items)}};

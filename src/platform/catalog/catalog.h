@@ -3,6 +3,7 @@
 // they approve an unsupported model case by case.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "common/gpu_catalog.h"
@@ -19,6 +20,10 @@ Status SeedBuiltinModels(store::Database& db);
 
 // Whether `id` is a model in the catalog.
 StatusOr<bool> ModelExists(store::Tx& tx, std::string_view id);
+
+// The model `id` with its reference figures as the catalog holds them (built-in and
+// reviewed models alike); nullopt when there is none ("other").
+StatusOr<std::optional<GpuModel>> FindModel(store::Tx& tx, std::string_view id);
 
 // GET /gpu-models: {"items": [...]} with reference figures; prices in micro-USDC.
 StatusOr<json::object> ListModels(store::Database& db);

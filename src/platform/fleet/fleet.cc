@@ -73,9 +73,7 @@ json::object GpuInfoJson(const protocol::Gpu& g) {
 }
 
 json::value ParseOr(const std::optional<std::string>& s) {
-  if (!s) return nullptr;
-  auto v = ParseJson(*s);
-  return v.ok() ? *v : json::value(nullptr);
+  return s ? ParseJsonOr(*s, nullptr) : json::value(nullptr);
 }
 
 json::value OptTime(const std::optional<int64_t>& t) {

@@ -69,6 +69,22 @@ bool IsImageRef(const std::string& s) {
 
 }  // namespace
 
+StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id) {
+  std::set<std::string> busy;
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows active,
+                          tx.Query("SELECT gpu_ids FROM workloads WHERE machine_id = ? AND state IN "
+                                   "('pending', 'starting', 'running')",
+                                   {machine_id}));
+  for (const auto& a : active) {
+    json::value ids = ParseJsonOr(a.Str(0), json::array{});
+    if (!ids.is_array()) continue;
+    for (const auto& id : ids.get_array()) {
+      if (id.is_string()) busy.insert(std::string(id.get_string()));
+    }
+  }
+  return busy;
+}
+
 StatusOr<json::object> Workloads::Create(const accounts::Principal& p, const json::value& body) {
   if (!body.is_object()) return FieldError("body", "must be a JSON object");
   FieldErrors errors;
@@ -156,19 +172,7 @@ StatusOr<json::object> Workloads::Create(const accounts::Principal& p, const jso
     }
     // The GPUs must be this machine's, present, designated by the provider, and free.
     json::array uuids;
-    std::set<std::string> busy;
-    GPUNEX_ASSIGN_OR_RETURN(store::Rows active,
-                            tx.Query("SELECT gpu_ids FROM workloads WHERE machine_id = ? AND state IN "
-                                     "('pending', 'starting', 'running')",
-                                     {*machine_id}));
-    for (const auto& a : active) {
-      auto ids = ParseJson(a.Str(0));
-      if (ids.ok() && ids->is_array()) {
-        for (const auto& id : ids->get_array()) {
-          if (id.is_string()) busy.insert(std::string(id.get_string()));
-        }
-      }
-    }
+    GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, *machine_id));
     for (size_t i = 0; i < gpu_ids.size(); ++i) {
       GPUNEX_ASSIGN_OR_RETURN(
           store::Rows g, tx.Query("SELECT uuid, present, enabled FROM machine_gpus WHERE id = ? AND machine_id = ?",

@@ -9,6 +9,7 @@
 // workloads and read them and their logs. Nobody else learns that they exist.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "common/json.h"
@@ -23,6 +24,10 @@ namespace gpunex::platform::fleet {
 inline constexpr int64_t kMaxWorkloadMemoryMb = 1 << 20;
 inline constexpr int64_t kMaxWorkloadScratchMb = 1 << 20;
 inline constexpr int64_t kMaxWorkloadTimeoutS = 30LL * 24 * 3600;
+
+// The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or
+// reserved GPUs, which nothing else may use.
+StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id);
 
 class Workloads {
  public:
