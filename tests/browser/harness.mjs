@@ -114,6 +114,16 @@ export class Gpunexd {
         "network_mb = 4",
         "pings = 3",
         "",
+        // The machine's own disk and loopback speed depend on what else CI runs at the
+        // time: only the GPU figures decide pass or fail in these tests.
+        "[benchmarks.thresholds]",
+        "download_mbit_s = 0",
+        "upload_mbit_s = 0",
+        "rtt_p50_ms = 100000",
+        "seq_read_mb_s = 0",
+        "seq_write_mb_s = 0",
+        "rand_read_iops = 0",
+        "",
       ].join("\n"),
     );
     this.proc = null;

@@ -42,6 +42,16 @@ storage_file_mb = 8
 storage_seconds = 1
 network_mb = 4
 pings = 3
+
+# The test machine's own disk and loopback speed depend on what else runs at the time: only
+# the GPU figures decide pass or fail here (the fake agent reports fixed machine figures).
+[benchmarks.thresholds]
+download_mbit_s = 0
+upload_mbit_s = 0
+rtt_p50_ms = 100000
+seq_read_mb_s = 0
+seq_write_mb_s = 0
+rand_read_iops = 0
 """
 
 L4_REF = {"fp32": 30.3, "fp16": 30.3, "tensor": 121.0, "tf32": 60.0, "mem": 300.0}
