@@ -7,8 +7,11 @@
 #
 #   bench/network_vs_iperf3.sh [GPUNEXD_BINARY] [AGENT_BINARY]
 #
-# Environment: MB (MiB per direction, default 1024, at most 1024), ROUNDS (default 3:
-# ours, iperf3, ours, iperf3, ...; each figure is the median of its rounds).
+# Environment: MB (MiB per direction, default 1024, at most 1024), ROUNDS (default 9).
+# Each round runs both, ours first in odd rounds and iperf3 first in even ones; loopback
+# throughput on a small virtual machine moves by a third from one second to the next, so
+# each figure is the median over the rounds, printed with the ratio of the medians and
+# the median of the rounds' own ratios.
 # Units: Mbit/s = 1e6 bits per second. iperf3's figure is its receiver's
 # (end.sum_received); "download" is iperf3 -R (the server sends), "upload" plain iperf3.
 # iperf3 moves 1 MiB per system call (-l 1M), as gpunexd does (one 1 MiB pattern buffer
@@ -18,7 +21,7 @@ cd "$(dirname "$0")/.."
 bin=${1:-build/release/src/platform/gpunexd}
 agent_bin=${2:-build/release/src/agent/gpunex-agent}
 mb=${MB:-1024}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-9}
 command -v iperf3 >/dev/null || { echo "iperf3 is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -49,10 +52,15 @@ sleep 0.5
 
 echo "network over loopback: gpunex-agent bench network (through gpunexd) vs $(iperf3 --version | head -1 | cut -d' ' -f1,2)"
 echo "${mb} MiB per direction, one TCP connection each, $rounds round(s), $(nproc) CPUs"
+run_ours() {
+  "$agent_bin" bench network --url "$base" --token "$token" --mb "$mb" --seconds 60 --json >"$work/ours.$1.json"
+}
+run_iperf() {
+  iperf3 -c 127.0.0.1 -p "$iperf_port" -n "${mb}M" -l 1M -R -J >"$work/iperf-down.$1.json"
+  iperf3 -c 127.0.0.1 -p "$iperf_port" -n "${mb}M" -l 1M -J >"$work/iperf-up.$1.json"
+}
 for r in $(seq "$rounds"); do
-  "$agent_bin" bench network --url "$base" --token "$token" --mb "$mb" --seconds 60 --json >"$work/ours.$r.json"
-  iperf3 -c 127.0.0.1 -p "$iperf_port" -n "${mb}M" -l 1M -J >"$work/iperf-up.$r.json"
-  iperf3 -c 127.0.0.1 -p "$iperf_port" -n "${mb}M" -l 1M -R -J >"$work/iperf-down.$r.json"
+  if [ $((r % 2)) = 1 ]; then run_ours "$r"; run_iperf "$r"; else run_iperf "$r"; run_ours "$r"; fi
 done
 
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
@@ -65,12 +73,14 @@ for r in range(1, rounds + 1):
     up = json.load(open(f"{work}/iperf-up.{r}.json"))["end"]["sum_received"]["bits_per_second"] / 1e6
     down = json.load(open(f"{work}/iperf-down.{r}.json"))["end"]["sum_received"]["bits_per_second"] / 1e6
     theirs.append({"down": down, "up": up})
-print(f"{'metric':28} {'gpunex':>12} {'iperf3':>12} {'ratio':>7}")
+print(f"{'metric':28} {'gpunex':>12} {'iperf3':>12} {'ratio':>7} {'rounds':>7}")
 for label, k in (("download Mbit/s", "down"), ("upload Mbit/s", "up")):
     a = statistics.median(x[k] for x in ours)
     b = statistics.median(x[k] for x in theirs)
-    print(f"{label:28} {a:12.0f} {b:12.0f} {a / b:7.3f}")
+    per_round = statistics.median(x[k] / y[k] for x, y in zip(ours, theirs))
+    print(f"{label:28} {a:12.0f} {b:12.0f} {a / b:7.3f} {per_round:7.3f}")
 if rounds > 1:
-    print("rounds (gpunex / iperf3): " + ", ".join(
-        f"down {a['down']:.0f}/{b['down']:.0f} up {a['up']:.0f}/{b['up']:.0f}" for a, b in zip(ours, theirs)))
+    print("rounds (gpunex / iperf3; odd rounds ran ours first):")
+    for i, (a, b) in enumerate(zip(ours, theirs), 1):
+        print(f"  {i}: down {a['down']:.0f}/{b['down']:.0f}  up {a['up']:.0f}/{b['up']:.0f}")
 PY

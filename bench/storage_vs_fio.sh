@@ -6,13 +6,21 @@
 #   bench/storage_vs_fio.sh [AGENT_BINARY] [DIR]
 #
 # Environment: FILE_MB (test file size, default 1024), SECONDS_PER_PHASE (default 8),
-# QUEUE_DEPTH (random reads in flight, default 32), ROUNDS (default 5: ours, fio, ours,
-# fio, ...; each figure is the median of its rounds).
+# QUEUE_DEPTH (random reads in flight, default 32), ROUNDS (default 10). Each round runs
+# both, ours first in odd rounds and fio first in even ones: whichever runs second on a
+# virtual disk pays for the host still writing back what the first one wrote, so a fixed
+# order would favour one side. Before each run the disk settles: sync, then wait until
+# its statistics show nothing written, discarded or in flight for 2 s (the discards of a
+# deleted test file on a file system mounted with `discard` go on after sync returns), at
+# most SETTLE_MAX_SECONDS (default 60; 0: sync only).
+# Each figure is the median over the rounds, and the ratio of those medians is printed
+# beside the median of the rounds' own ratios.
 #
 # What fio runs, phase by phase, as `gpunex-agent bench storage` does (storage.h):
 #   seq write  rw=write     bs=1M  direct=1 ioengine=psync  iodepth=1, a new file
 #              (fallocate=none, as ours extends it), end_fsync=1; MB/s = bytes / the
-#              job's time including the fsync
+#              job's time including the fsync; fio's default scramble_buffers=1 makes
+#              each block differ, as ours stamps each 4 KiB sector with its offset
 #   seq read   rw=read      bs=1M  direct=1 ioengine=psync  iodepth=1
 #   rand read  rw=randread  bs=4k  direct=1 ioengine=io_uring iodepth=QUEUE_DEPTH
 #              norandommap, time_based; p50/p99 of the total latency (submission to
@@ -30,7 +38,8 @@ dir=${2:-}
 file_mb=${FILE_MB:-1024}
 secs=${SECONDS_PER_PHASE:-8}
 qd=${QUEUE_DEPTH:-32}
-rounds=${ROUNDS:-5}
+rounds=${ROUNDS:-10}
+settle_max=${SETTLE_MAX_SECONDS:-60}
 runtime_ms=$(awk -v s="$secs" 'BEGIN { printf "%d", s * 1000 }')
 command -v fio >/dev/null || { echo "fio is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 
@@ -89,17 +98,40 @@ JOB
 fs_type=$(stat -f -c %T "$dir")
 echo "storage: gpunex-agent bench storage vs fio $(fio --version | sed 's/^fio-//')"
 echo "directory $dir ($fs_type), file ${file_mb} MiB, ${secs} s per phase, queue depth $qd, $rounds round(s)"
-# Deleting a test file frees (and on a file system mounted with `discard`, trims) a lot of
-# blocks: let that settle before each run, so that neither side pays for the other.
-settle() { sync; sleep 2; }
-for r in $(seq "$rounds"); do
+# The block device under the directory, whose statistics tell when it has settled; none
+# (tmpfs, overlay) falls back to a fixed pause.
+dev_stat=/sys/dev/block/$(stat -c '%Hd:%Ld' "$dir")/stat
+settle() {
+  sync
+  [ "$settle_max" -gt 0 ] || return 0
+  if [ ! -r "$dev_stat" ]; then sleep 3; return; fi
+  # Fields 7, 9 and 14: sectors written, I/Os in flight, sectors discarded.
+  local prev="" cur quiet=0
+  for _ in $(seq $((settle_max * 2))); do
+    sleep 0.5
+    cur=$(awk '{ print $7, $9, $14 }' "$dev_stat")
+    if [ "$cur" = "$prev" ] && [ "$(echo "$cur" | cut -d' ' -f2)" = 0 ]; then
+      quiet=$((quiet + 1))
+      [ "$quiet" -ge 4 ] && return
+    else
+      quiet=0
+    fi
+    prev=$cur
+  done
+}
+run_ours() {
   settle
   "$agent_bin" bench storage --dir "$dir" --file-mb "$file_mb" --seconds "$secs" --queue-depth "$qd" \
-    --keep-free-mb 0 --json >"$work/ours.$r.json"
+    --keep-free-mb 0 --json >"$work/ours.$1.json"
+}
+run_fio() {
   settle
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-write.job" >"$work/fio-write.$r.json"
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-read.job" >"$work/fio-read.$r.json"
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-write.job" >"$work/fio-write.$1.json"
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 fio --output-format=json "$work/fio-read.job" >"$work/fio-read.$1.json"
   rm -f "$dir/gpunex-fio-test"
+}
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then run_ours "$r"; run_fio "$r"; else run_fio "$r"; run_ours "$r"; fi
 done
 
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
@@ -126,13 +158,14 @@ for r in range(1, rounds + 1):
 rows = [("seq write MB/s (1 MiB, O_DIRECT)", "write", 1), ("seq read MB/s (1 MiB, O_DIRECT)", "read", 1),
         ("rand read 4 KiB IOPS", "iops", 0), ("rand read p50 latency us", "p50", 1),
         ("rand read p99 latency us", "p99", 1)]
-print(f"{'metric':36} {'gpunex':>12} {'fio':>12} {'ratio':>7}")
+print(f"{'metric':36} {'gpunex':>12} {'fio':>12} {'ratio':>7} {'rounds':>7}")
 for label, k, d in rows:
     a = statistics.median(x[k] for x in ours)
     b = statistics.median(x[k] for x in fio)
-    print(f"{label:36} {a:12.{d}f} {b:12.{d}f} {a / b if b else float('nan'):7.3f}")
+    per_round = statistics.median(x[k] / y[k] if y[k] else float("nan") for x, y in zip(ours, fio))
+    print(f"{label:36} {a:12.{d}f} {b:12.{d}f} {a / b if b else float('nan'):7.3f} {per_round:7.3f}")
 if rounds > 1:
-    print("rounds (gpunex / fio):")
+    print("rounds (gpunex / fio; odd rounds ran ours first):")
     for i, (a, b) in enumerate(zip(ours, fio), 1):
         print(f"  {i}: " + "  ".join(f"{k} {a[k]:.0f}/{b[k]:.0f}" for _, k, _ in rows))
 PY

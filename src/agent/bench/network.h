@@ -4,8 +4,10 @@
 //
 //   download: GET  <base_url>/api/v1/agent/bench/download?bytes=N, the body discarded as
 //             it arrives;
-//   upload:   POST <base_url>/api/v1/agent/bench/upload, a chunked body of N bytes fed
-//             from one reused buffer; gpunexd answers how many bytes it read.
+//   upload:   POST <base_url>/api/v1/agent/bench/upload with Expect: 100-continue, a
+//             chunked body of N bytes written onto the connection straight from one
+//             framed 1 MiB chunk (libcurl opens the connection, CURLOPT_CONNECT_ONLY);
+//             gpunexd answers how many bytes it read.
 // Each direction stops early after max_seconds and is computed from what was moved.
 // The time runs from the first body byte to the last (download: the bytes after the
 // first piece received, over the time from its arrival to the last one's; upload: from

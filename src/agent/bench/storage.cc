@@ -210,15 +210,28 @@ StatusOr<int64_t> SequentialWrite(TestFile& file, int64_t file_bytes, double sec
   if (block == nullptr) return Internal("out of memory for the I/O buffer");
   AlignedBuffer& buf = *block;
   Rng rng(RandomSeed());
-  // Incompressible content, so that storage that compresses or deduplicates is not flattered.
+  // Incompressible content, so that storage that compresses is not flattered...
   for (int64_t i = 0; i < kSeqBlock; i += 8) {
     const uint64_t v = rng.Next();
     std::memcpy(buf.get() + i, &v, 8);
   }
+  // ... and no two 4 KiB sectors of the file alike, so that storage that deduplicates is
+  // not either: each sector of a block starts with its own file offset mixed with a
+  // random key of this run (16 bytes per 4 KiB, rewritten before each write, as fio's
+  // scramble_buffers does by default).
+  const uint64_t key = rng.Next();
+  auto stamp = [&](int64_t offset) {
+    for (int64_t s = 0; s < kSeqBlock; s += kAlign) {
+      const uint64_t words[2] = {static_cast<uint64_t>(offset + s),
+                                 static_cast<uint64_t>(offset + s) ^ key};
+      std::memcpy(buf.get() + s, words, sizeof words);
+    }
+  };
   const int64_t start = NowNs();
   const int64_t deadline = start + static_cast<int64_t>(seconds * 1e9);
   int64_t written = 0;
   while (written < file_bytes) {
+    stamp(written);
     int err = 0;
     Status st = WriteFully(file.fd(), buf.get(), kSeqBlock, written, &err);
     if (!st.ok() && err == EINVAL && file.direct() && written == 0) {
@@ -448,6 +461,7 @@ StatusOr<StorageResult> RunStorageBenchmarkWithHooks(const StorageOptions& o,
   StorageResult result;
   GPUNEX_ASSIGN_OR_RETURN(result.file_bytes, SequentialWrite(file, file_bytes, o.seconds_per_phase,
                                                              &result.seq_write_mb_s));
+  if (hooks.after_write) hooks.after_write(file.fd(), result.file_bytes);
   result.direct_io = file.direct();
   if (!result.direct_io) {
     LogWarn("bench.storage_buffered",

@@ -4,6 +4,8 @@
 // Three phases, each bounded by StorageOptions::seconds_per_phase:
 //   1. sequential write: 1 MiB blocks written one after another with O_DIRECT (no page
 //      cache) until the file is complete, then fsync; the fsync is inside the timing.
+//      Random bytes, each 4 KiB sector stamped with its offset: nothing to compress or
+//      deduplicate.
 //      A phase that runs out of time ends the file where the writing stopped, and the
 //      other phases use that shorter file (StorageResult::file_bytes).
 //   2. sequential read: the file read back in 1 MiB blocks, O_DIRECT, until its end.

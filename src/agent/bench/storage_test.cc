@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "agent/bench/internal/storage_hooks.h"
 
@@ -111,6 +114,31 @@ TEST(StorageBenchmark, FallsBackToThreadsWithoutIoUringAndSaysSo) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ExpectFigures(*r);
   EXPECT_FALSE(r->io_uring);
+  EXPECT_TRUE(dir.Empty());
+}
+
+// Storage that deduplicates must not be flattered: no two 4 KiB sectors of the written
+// file are alike, within one run or across two.
+TEST(StorageBenchmark, WritesNoTwoSectorsAlike) {
+  TempDir dir;
+  std::set<std::string> sectors;
+  int64_t total = 0;
+  internal::StorageHooks hooks;
+  hooks.refuse_direct_io = true;  // buffered reads of the file need no aligned buffer
+  hooks.after_write = [&](int fd, int64_t bytes) {
+    std::vector<char> buf(4096);
+    for (int64_t at = 0; at < bytes; at += 4096) {
+      ASSERT_EQ(pread(fd, buf.data(), buf.size(), at), 4096) << "at " << at;
+      sectors.emplace(buf.data(), buf.size());
+      ++total;
+    }
+  };
+  for (int run = 0; run < 2; ++run) {
+    auto r = internal::RunStorageBenchmarkWithHooks(Quick(dir.path()), hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  EXPECT_EQ(total, 2 * (8 << 20) / 4096);
+  EXPECT_EQ(static_cast<int64_t>(sectors.size()), total);
   EXPECT_TRUE(dir.Empty());
 }
 

@@ -2,9 +2,13 @@
 // gpunex that includes Beast or Asio: keep it that way, so that the rest of the platform
 // compiles quickly and knows nothing of sockets.
 //
-// Shape: one acceptor coroutine on its own strand; one session coroutine per connection
-// on a strand of its own (so a connection's state needs no lock); handlers run on a
-// thread pool and the session waits for them without blocking an I/O thread. The session
+// Shape: one event loop (io_context) per I/O thread, each run by that thread alone; one
+// acceptor coroutine on the first loop, handing each accepted connection to the loops in
+// turn; one session coroutine per connection on a strand of its own (so a connection's
+// state needs no lock), which stays on its loop's thread; handlers run on a thread pool
+// and the session waits for them without blocking an I/O thread. (One io_context shared
+// by all I/O threads hands every completion from the thread that saw it to another: on a
+// bulk transfer that costs more CPU than the transfer itself.) The session
 // coroutine is a template over the stream type, shared by plain TCP and TLS.
 //
 // A WebSocket upgrade turns the session into three coroutines on the connection's strand:
@@ -26,6 +30,7 @@
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -719,8 +724,8 @@ class ServerImpl final : public Server {
       : options_(std::move(options)),
         handler_(std::move(handler)),
         tls_(std::move(tls)),
-        ioc_(options_.io_threads),
-        acceptor_(asio::make_strand(ioc_)),
+        iocs_(MakeLoops(options_.io_threads)),
+        acceptor_(asio::make_strand(*iocs_[0])),
         pool_(static_cast<size_t>(options_.worker_threads)) {}
 
   // Members are destroyed in reverse order: the pool first (waiting for handlers still
@@ -757,7 +762,8 @@ class ServerImpl final : public Server {
     const std::shared_ptr<Connection> conn_;
   };
 
-  void RunEventLoop();
+  static std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int n);
+  void RunEventLoop(asio::io_context& ioc);
   asio::awaitable<void> AcceptLoop();
   asio::awaitable<void> Session(tcp::socket socket);
   template <typename Stream>
@@ -816,7 +822,9 @@ class ServerImpl final : public Server {
   std::atomic<bool> serving_{false};  // Run() is running the event loop
   uint16_t port_ = 0;
 
-  asio::io_context ioc_;
+  // One per I/O thread (at least one); the first also runs the acceptor.
+  const std::vector<std::unique_ptr<asio::io_context>> iocs_;
+  size_t next_loop_ = 0;    // the loop of the next connection; used only on the acceptor's strand
   tcp::acceptor acceptor_;  // used only on its strand
   asio::thread_pool pool_;  // runs handlers
 };
@@ -825,7 +833,7 @@ Status ServerImpl::Listen() {
   std::string host, port;
   GPUNEX_RETURN_IF_ERROR(SplitHostPort(options_.listen, &host, &port));
   error_code ec;
-  tcp::resolver resolver(ioc_);
+  tcp::resolver resolver(*iocs_[0]);
   auto results = resolver.resolve(host, port, tcp::resolver::passive, ec);
   if (ec || results.empty()) {
     return InvalidArgument("cannot resolve the listen address " + options_.listen + ": " +
@@ -845,9 +853,14 @@ void ServerImpl::Run() {
   serving_ = true;
   asio::co_spawn(acceptor_.get_executor(), AcceptLoop(),
                  [](std::exception_ptr e) { LogIfFailed(e, "accept"); });
+  // Loops without a connection yet must not return: they run until Drain stops them.
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> keep;
+  for (const auto& ioc : iocs_) keep.push_back(asio::make_work_guard(*ioc));
   std::vector<std::thread> threads;
-  for (int i = 1; i < options_.io_threads; ++i) threads.emplace_back([this] { RunEventLoop(); });
-  RunEventLoop();
+  for (size_t i = 1; i < iocs_.size(); ++i) {
+    threads.emplace_back([this, i] { RunEventLoop(*iocs_[i]); });
+  }
+  RunEventLoop(*iocs_[0]);
   for (std::thread& t : threads) t.join();
   serving_ = false;
   // The event loop has stopped, so nothing else touches the connections: close those that
@@ -858,10 +871,16 @@ void ServerImpl::Run() {
   }
 }
 
-void ServerImpl::RunEventLoop() {
+std::vector<std::unique_ptr<asio::io_context>> ServerImpl::MakeLoops(int n) {
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  for (int i = 0; i < std::max(n, 1); ++i) loops.push_back(std::make_unique<asio::io_context>(1));
+  return loops;
+}
+
+void ServerImpl::RunEventLoop(asio::io_context& ioc) {
   for (;;) {
     try {
-      ioc_.run();
+      ioc.run();
       return;
     } catch (const std::exception& e) {
       LogError("http.event_loop_exception", {{"error", e.what()}});
@@ -916,13 +935,14 @@ asio::awaitable<void> ServerImpl::Drain(std::shared_ptr<std::promise<void>> stop
     timer.expires_after(std::min<std::chrono::steady_clock::duration>(10ms, deadline - now));
     co_await timer.async_wait(kAwait);
   }
-  ioc_.stop();
+  for (const auto& ioc : iocs_) ioc->stop();
 }
 
 asio::awaitable<void> ServerImpl::AcceptLoop() {
   for (;;) {
-    // Each connection gets its own strand; any_io_executor so sockets are tcp::socket.
-    asio::any_io_executor strand = asio::make_strand(ioc_);
+    // Each connection gets its own strand on the next loop; any_io_executor so sockets
+    // are tcp::socket.
+    asio::any_io_executor strand = asio::make_strand(*iocs_[next_loop_++ % iocs_.size()]);
     auto [ec, socket] = co_await acceptor_.async_accept(strand, kAwait);
     if (ec) {
       if (draining_ || ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;

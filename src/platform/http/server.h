@@ -43,7 +43,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8080";
   size_t max_body_bytes = 1 << 20;
   size_t max_header_bytes = 16 * 1024;  // request line and header fields together
-  int io_threads = 2;                   // threads running the network event loop
+  int io_threads = 2;                   // threads running network event loops, one each
   int worker_threads = 8;               // threads running handlers
   // A request (its headers and body) must arrive within this, counted from its first
   // byte, or from the connection's opening for the first request; also bounds a TLS
