@@ -1,7 +1,5 @@
 // Talks to a real Server over loopback sockets with a small Beast client.
 #include "platform/http/server.h"
-#include "common/testing/tls_files.h"
-#include "platform/http/testing/test_server.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -26,6 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/testing/tls_files.h"
+#include "platform/http/testing/test_client.h"
+#include "platform/http/testing/test_server.h"
+
 namespace gpunex::platform::http {
 namespace {
 
@@ -36,105 +38,14 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-using BeastResponse = bhttp::response<bhttp::string_body>;
-
+using testing::BeastResponse;
+using testing::Client;
+using testing::ErrorCode;
+using testing::JsonBody;
 using testing::NotFoundHandler;
 using testing::TestOptions;
 using testing::TestServer;
-
-// A synchronous HTTP client over one connection. Every operation has a timeout, so a
-// misbehaving server fails the test instead of hanging it.
-template <typename Stream>
-class BasicClient {
- public:
-  // Runs one asynchronous operation started by `start` to completion.
-  template <typename Start>
-  error_code Run(Start start) {
-    error_code result = asio::error::would_block;
-    beast::get_lowest_layer(*stream_).expires_after(10s);
-    start([&result](error_code ec, auto&&...) { result = ec; });
-    ioc_.restart();
-    ioc_.run();
-    return result;
-  }
-
-  error_code Connect(uint16_t port, std::string_view host = "127.0.0.1") {
-    tcp::endpoint endpoint(asio::ip::make_address(host), port);
-    return Run(
-        [&](auto handler) { beast::get_lowest_layer(*stream_).async_connect(endpoint, handler); });
-  }
-
-  error_code WriteRaw(const std::string& bytes) {
-    return Run([&](auto handler) { asio::async_write(*stream_, asio::buffer(bytes), handler); });
-  }
-
-  error_code Send(bhttp::request<bhttp::string_body> req) {
-    req.prepare_payload();
-    return Run([&](auto handler) { bhttp::async_write(*stream_, req, handler); });
-  }
-
-  error_code Read(BeastResponse* res, bool head = false) {
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.skip(head);
-    error_code ec =
-        Run([&](auto handler) { bhttp::async_read(*stream_, buffer_, parser, handler); });
-    if (!ec) *res = parser.release();
-    return ec;
-  }
-
-  // Sends a request and reads its response; fails the test on an I/O error.
-  BeastResponse Exchange(bhttp::verb method, std::string target, std::string body = "",
-                         std::vector<std::pair<std::string, std::string>> headers = {}) {
-    bhttp::request<bhttp::string_body> req{method, target, 11};
-    req.set(bhttp::field::host, "localhost");
-    for (auto& [k, v] : headers) req.set(k, v);
-    req.body() = std::move(body);
-    BeastResponse res;
-    error_code ec = Send(std::move(req));
-    EXPECT_FALSE(ec) << ec.message();
-    if (!ec) ec = Read(&res, method == bhttp::verb::head);
-    EXPECT_FALSE(ec) << ec.message();
-    return res;
-  }
-  BeastResponse Get(std::string target) { return Exchange(bhttp::verb::get, std::move(target)); }
-
-  // Whether the server closes the connection (and sends nothing more) within the timeout.
-  bool ClosedByPeer() {
-    char byte;
-    error_code ec =
-        Run([&](auto handler) { stream_->async_read_some(asio::buffer(&byte, 1), handler); });
-    return ec == asio::error::eof || ec == asio::error::connection_reset ||
-           ec == asio::ssl::error::stream_truncated;
-  }
-
-  Stream& stream() { return *stream_; }
-
- protected:
-  asio::io_context ioc_;
-  std::optional<Stream> stream_;
-  beast::flat_buffer buffer_;
-};
-
-class Client : public BasicClient<beast::tcp_stream> {
- public:
-  Client() { stream_.emplace(ioc_); }
-  explicit Client(uint16_t port) : Client() {
-    error_code ec = Connect(port);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-};
-
-json::value JsonBody(const BeastResponse& res) {
-  auto parsed = ParseJson(res.body());
-  EXPECT_TRUE(parsed.ok()) << res.body();
-  return parsed.ok() ? *parsed : json::value();
-}
-
-std::string ErrorCode(const BeastResponse& res) {
-  json::value v = JsonBody(res);
-  if (!v.is_object() || !v.as_object().contains("error")) return "<none>";
-  return std::string(v.at("error").at("code").as_string());
-}
+using testing::TlsClient;
 
 // Echoes what the server made of the request.
 Response Echo(Request& req) {
@@ -542,16 +453,6 @@ TEST(Server, ListensOnIpv6Loopback) {
 }
 
 using ::gpunex::testing::TlsFiles;
-
-class TlsClient : public BasicClient<asio::ssl::stream<beast::tcp_stream>> {
- public:
-  explicit TlsClient(asio::ssl::context& ctx) { stream_.emplace(ioc_, ctx); }
-  error_code Handshake() {
-    SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
-    return Run(
-        [&](auto handler) { stream_->async_handshake(asio::ssl::stream_base::client, handler); });
-  }
-};
 
 TEST(Server, ServesHttpsOnly) {
   TlsFiles files;

@@ -17,6 +17,7 @@
 
 #include "common/testing/tls_files.h"
 #include "platform/http/server.h"
+#include "platform/http/testing/test_client.h"
 #include "platform/http/testing/test_server.h"
 
 namespace gpunex::platform::http {
@@ -29,8 +30,13 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
+using testing::BeastResponse;
+using testing::Client;
+using testing::ErrorCode;
+using testing::JsonBody;
 using testing::TestOptions;
 using testing::TestServer;
+using testing::TlsClient;
 
 constexpr char kDown[] = "/bench/down";
 constexpr char kUp[] = "/bench/up";
@@ -70,115 +76,16 @@ ServerOptions StreamOptions(Holds* holds, uint64_t bytes) {
 
 Response Ok(Request&) { return Response::Text(200, "handler"); }
 
-// A synchronous client over one connection; every operation times out after 10 s.
-template <typename Stream>
-class BasicClient {
- public:
-  template <typename Start>
-  error_code Run(Start start) {
-    error_code result = asio::error::would_block;
-    beast::get_lowest_layer(*stream_).expires_after(10s);
-    start([&result](error_code ec, auto&&...) { result = ec; });
-    ioc_.restart();
-    ioc_.run();
-    return result;
-  }
-
-  error_code Connect(uint16_t port) {
-    return Run([&](auto h) {
-      beast::get_lowest_layer(*stream_).async_connect(
-          tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), h);
-    });
-  }
-
-  error_code WriteRaw(const std::string& bytes) {
-    return Run([&](auto h) { asio::async_write(*stream_, asio::buffer(bytes), h); });
-  }
-
-  error_code Send(bhttp::request<bhttp::string_body> req) {
-    req.prepare_payload();
-    return Run([&](auto h) { bhttp::async_write(*stream_, req, h); });
-  }
-
-  // Reads one response; a body may be large.
-  error_code Read(bhttp::response<bhttp::string_body>* res) {
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(64 << 20);
-    error_code ec = Run([&](auto h) { bhttp::async_read(*stream_, buffer_, parser, h); });
-    if (!ec) *res = parser.release();
-    return ec;
-  }
-
-  // Reads only a response header.
-  error_code ReadHeader(bhttp::response_parser<bhttp::string_body>* parser) {
-    return Run([&](auto h) { bhttp::async_read_header(*stream_, buffer_, *parser, h); });
-  }
-
-  bhttp::response<bhttp::string_body> Exchange(bhttp::verb method, const std::string& target,
-                                               std::string body = "", bool auth = true) {
-    bhttp::request<bhttp::string_body> req{method, target, 11};
-    req.set(bhttp::field::host, "localhost");
-    if (auth) req.set(bhttp::field::authorization, "Bearer ok");
-    req.body() = std::move(body);
-    bhttp::response<bhttp::string_body> res;
-    error_code ec = Send(std::move(req));
-    EXPECT_FALSE(ec) << ec.message();
-    if (!ec) ec = Read(&res);
-    EXPECT_FALSE(ec) << ec.message();
-    return res;
-  }
-
-  bool ClosedByPeer() {
-    char byte;
-    error_code ec = Run([&](auto h) { stream_->async_read_some(asio::buffer(&byte, 1), h); });
-    return ec == asio::error::eof || ec == asio::error::connection_reset;
-  }
-
-  void Close() { beast::get_lowest_layer(*stream_).close(); }
-
- protected:
-  asio::io_context ioc_;
-  std::optional<Stream> stream_;
-  beast::flat_buffer buffer_;
-};
-
-class Client : public BasicClient<beast::tcp_stream> {
- public:
-  explicit Client(uint16_t port) {
-    stream_.emplace(ioc_);
-    error_code ec = Connect(port);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-};
-
-class TlsClient : public BasicClient<asio::ssl::stream<beast::tcp_stream>> {
- public:
-  TlsClient(asio::ssl::context& ctx, uint16_t port) {
-    stream_.emplace(ioc_, ctx);
-    error_code ec = Connect(port);
-    if (!ec) ec = Run([&](auto h) { stream_->async_handshake(asio::ssl::stream_base::client, h); });
-    EXPECT_FALSE(ec) << ec.message();
-  }
-};
-
-json::value JsonOf(const std::string& body) {
-  auto parsed = ParseJson(body);
-  EXPECT_TRUE(parsed.ok()) << body;
-  return parsed.ok() ? *parsed : json::value();
-}
-
-std::string ErrorCode(const bhttp::response<bhttp::string_body>& res) {
-  json::value v = JsonOf(res.body());
-  if (!v.is_object() || !v.as_object().contains("error")) return "<none>";
-  return std::string(v.at("error").at("code").as_string());
-}
+// The token StreamOptions' authorizer accepts.
+const testing::HeaderList kAuth = {{"Authorization", "Bearer ok"}};
 
 TEST(Stream, DownloadSendsTheGrantedBytesAndKeepsTheConnection) {
   Holds holds;
   TestServer ts(StreamOptions(&holds, 0), Ok);
   Client client(ts.port());
   const uint64_t n = (3 << 20) + 5;  // more than one buffer, not a whole number of them
-  auto res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=" + std::to_string(n));
+  auto res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=" + std::to_string(n),
+                             "", kAuth);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res[bhttp::field::content_length], std::to_string(n));
   EXPECT_EQ(res[bhttp::field::content_type], "application/octet-stream");
@@ -189,9 +96,9 @@ TEST(Stream, DownloadSendsTheGrantedBytesAndKeepsTheConnection) {
   EXPECT_GT(distinct.size(), 200u);
   EXPECT_TRUE(res.keep_alive());
   // The same connection carries the next request, streamed or not.
-  res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=1");
+  res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=1", "", kAuth);
   EXPECT_EQ(res.body().size(), 1u);
-  res = client.Exchange(bhttp::verb::get, "/other");
+  res = client.Exchange(bhttp::verb::get, "/other", "", kAuth);
   EXPECT_EQ(res.body(), "handler");
   EXPECT_TRUE(holds.WaitForNone());
 }
@@ -200,12 +107,12 @@ TEST(Stream, RefusalIsTheAuthorizersStatus) {
   Holds holds;
   TestServer ts(StreamOptions(&holds, 10), Ok);
   Client client(ts.port());
-  auto res = client.Exchange(bhttp::verb::get, kDown, "", /*auth=*/false);
+  auto res = client.Exchange(bhttp::verb::get, kDown);
   EXPECT_EQ(res.result_int(), 401);
   EXPECT_EQ(ErrorCode(res), "unauthenticated");
   EXPECT_EQ(res[bhttp::field::cache_control], "no-store");
   // A refusal without a body keeps the connection.
-  res = client.Exchange(bhttp::verb::get, kDown);
+  res = client.Exchange(bhttp::verb::get, kDown, "", kAuth);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body().size(), 10u);
 }
@@ -214,12 +121,12 @@ TEST(Stream, WrongMethodIs405) {
   Holds holds;
   TestServer ts(StreamOptions(&holds, 10), Ok);
   Client client(ts.port());
-  auto res = client.Exchange(bhttp::verb::post, kDown, "x");
+  auto res = client.Exchange(bhttp::verb::post, kDown, "x", kAuth);
   EXPECT_EQ(res.result_int(), 405);
   EXPECT_EQ(res[bhttp::field::allow], "GET");
   EXPECT_TRUE(client.ClosedByPeer());  // the body was not read
   Client other(ts.port());
-  res = other.Exchange(bhttp::verb::get, kUp);
+  res = other.Exchange(bhttp::verb::get, kUp, "", kAuth);
   EXPECT_EQ(res.result_int(), 405);
   EXPECT_EQ(res[bhttp::field::allow], "POST");
   EXPECT_EQ(holds.alive.load(), 0);
@@ -230,14 +137,14 @@ TEST(Stream, UploadReadsABodyLargerThanMaxBodyBytes) {
   TestServer ts(StreamOptions(&holds, 8 << 20), Ok);
   Client client(ts.port());
   const size_t n = (5 << 20) + 3;
-  auto res = client.Exchange(bhttp::verb::post, kUp, std::string(n, 'u'));
+  auto res = client.Exchange(bhttp::verb::post, kUp, std::string(n, 'u'), kAuth);
   ASSERT_EQ(res.result_int(), 200) << res.body();
-  json::value v = JsonOf(res.body());
+  json::value v = JsonBody(res);
   EXPECT_EQ(v.at("bytes").to_number<uint64_t>(), n);
   EXPECT_GE(v.at("seconds").to_number<double>(), 0.0);
   EXPECT_TRUE(res.keep_alive());
   // Other paths keep max_body_bytes.
-  res = client.Exchange(bhttp::verb::post, "/other", std::string(2048, 'x'));
+  res = client.Exchange(bhttp::verb::post, "/other", std::string(2048, 'x'), kAuth);
   EXPECT_EQ(res.result_int(), 413);
   EXPECT_TRUE(holds.WaitForNone());
 }
@@ -253,10 +160,10 @@ TEST(Stream, ChunkedUploadIsCounted) {
   for (int i = 0; i < 7; ++i) req += "493e0\r\n" + piece + "\r\n";  // 0x493e0 = 300000
   req += "0\r\n\r\n";
   ASSERT_FALSE(client.WriteRaw(req));
-  bhttp::response<bhttp::string_body> res;
+  BeastResponse res;
   ASSERT_FALSE(client.Read(&res));
   ASSERT_EQ(res.result_int(), 200) << res.body();
-  EXPECT_EQ(JsonOf(res.body()).at("bytes").to_number<uint64_t>(), 7u * 300000u);
+  EXPECT_EQ(JsonBody(res).at("bytes").to_number<uint64_t>(), 7u * 300000u);
 }
 
 TEST(Stream, UploadOverTheGrantIs413) {
@@ -265,7 +172,7 @@ TEST(Stream, UploadOverTheGrantIs413) {
   {
     // Announced by Content-Length: refused before the body is read.
     Client client(ts.port());
-    auto res = client.Exchange(bhttp::verb::post, kUp, std::string(1001, 'x'));
+    auto res = client.Exchange(bhttp::verb::post, kUp, std::string(1001, 'x'), kAuth);
     EXPECT_EQ(res.result_int(), 413);
     EXPECT_EQ(ErrorCode(res), "payload_too_large");
     EXPECT_TRUE(client.ClosedByPeer());
@@ -277,7 +184,7 @@ TEST(Stream, UploadOverTheGrantIs413) {
         client.WriteRaw("POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n"
                         "Transfer-Encoding: chunked\r\n\r\n3e8\r\n" +
                         std::string(1000, 'x') + "\r\n1\r\nx\r\n0\r\n\r\n"));
-    bhttp::response<bhttp::string_body> res;
+    BeastResponse res;
     ASSERT_FALSE(client.Read(&res));
     EXPECT_EQ(res.result_int(), 413);
   }
@@ -293,7 +200,7 @@ TEST(Stream, ExpectContinueIsAnsweredOnlyAfterAuthorization) {
     // Refused: the final answer comes without the body having been sent.
     Client client(ts.port());
     ASSERT_FALSE(client.WriteRaw(head + "\r\n"));
-    bhttp::response<bhttp::string_body> res;
+    BeastResponse res;
     ASSERT_FALSE(client.Read(&res));
     EXPECT_EQ(res.result_int(), 401);
   }
@@ -304,10 +211,10 @@ TEST(Stream, ExpectContinueIsAnsweredOnlyAfterAuthorization) {
     ASSERT_FALSE(client.ReadHeader(&cont));
     EXPECT_EQ(cont.get().result_int(), 100);
     ASSERT_FALSE(client.WriteRaw("hello"));
-    bhttp::response<bhttp::string_body> res;
+    BeastResponse res;
     ASSERT_FALSE(client.Read(&res));
     EXPECT_EQ(res.result_int(), 200);
-    EXPECT_EQ(JsonOf(res.body()).at("bytes").to_number<int>(), 5);
+    EXPECT_EQ(JsonBody(res).at("bytes").to_number<int>(), 5);
   }
 }
 
@@ -361,14 +268,17 @@ TEST(Stream, OverTls) {
   asio::ssl::context ctx(asio::ssl::context::tls_client);
   ctx.load_verify_file(files.cert_path());
   ctx.set_verify_mode(asio::ssl::verify_peer);
-  TlsClient client(ctx, ts.port());
+  TlsClient client(ctx);
+  ASSERT_FALSE(client.Connect(ts.port()));
+  ASSERT_FALSE(client.Handshake());
   const uint64_t n = (3 << 20) + 11;
-  auto res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=" + std::to_string(n));
+  auto res = client.Exchange(bhttp::verb::get, std::string(kDown) + "?bytes=" + std::to_string(n),
+                             "", kAuth);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body().size(), n);
-  res = client.Exchange(bhttp::verb::post, kUp, std::string(n, 'u'));
+  res = client.Exchange(bhttp::verb::post, kUp, std::string(n, 'u'), kAuth);
   ASSERT_EQ(res.result_int(), 200) << res.body();
-  EXPECT_EQ(JsonOf(res.body()).at("bytes").to_number<uint64_t>(), n);
+  EXPECT_EQ(JsonBody(res).at("bytes").to_number<uint64_t>(), n);
   EXPECT_TRUE(holds.WaitForNone());
 }
 
