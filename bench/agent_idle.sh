@@ -14,22 +14,11 @@ work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-cat >"$work/gpunexd.toml" <<TOML
-listen = "127.0.0.1:0"
-data_dir = "$work/data"
-allow_emulated_gpus = true
-TOML
-"$bin" admin create --email admin@bench.local --password bench-admin-pw --config "$work/gpunexd.toml" >/dev/null
-"$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
-pids+=($!)
-for _ in $(seq 100); do
-  port=$(grep -o '"event":"gpunexd.started"[^}]*"port":[0-9]*' "$work/log" 2>/dev/null | grep -o '[0-9]*$' || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "gpunexd did not start" >&2; exit 1; }
-base=http://127.0.0.1:$port
-token=$(/usr/bin/python3 scripts/demo_seed.py "$base" admin@bench.local bench-admin-pw)
+. bench/lib.sh
+start_gpunexd "$bin" "$work" "allow_emulated_gpus = true"
+pids+=("$GPUNEXD_PID")
+base=$BASE
+token=$(demo_agent_token)
 GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$work/agent \
   GPUNEX_DOCKER_SOCKET=$work/no-docker.sock "$agent_bin" run --emulate-gpus "h100-sxm-80gb:8" 2>"$work/agent.log" &
 agent=$!

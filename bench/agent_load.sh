@@ -15,25 +15,14 @@ work=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-cat >"$work/gpunexd.toml" <<TOML
-listen = "127.0.0.1:0"
-data_dir = "$work/data"
-allow_emulated_gpus = true
+. bench/lib.sh
+start_gpunexd "$bin" "$work" "allow_emulated_gpus = true
 [fleet]
 heartbeat_interval_s = $heartbeat
-offline_after_s = $((heartbeat * 3))
-TOML
-"$bin" admin create --email admin@bench.local --password bench-admin-pw --config "$work/gpunexd.toml" >/dev/null
-"$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
-pid=$!
-for _ in $(seq 100); do
-  port=$(grep -o '"event":"gpunexd.started"[^}]*"port":[0-9]*' "$work/log" 2>/dev/null | grep -o '[0-9]*$' || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "gpunexd did not start" >&2; cat "$work/log" >&2; exit 1; }
-base=http://127.0.0.1:$port
-token=$(/usr/bin/python3 scripts/demo_seed.py "$base" admin@bench.local bench-admin-pw)
+offline_after_s = $((heartbeat * 3))"
+pid=$GPUNEXD_PID
+base=$BASE
+token=$(demo_agent_token)
 session=$(curl -fsS -X POST "$base/api/v1/auth/login" -H 'Content-Type: application/json' \
   -d '{"email":"provider@gpunex.local","password":"gpunex-demo-provider"}' |
   sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
