@@ -18,7 +18,6 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "agent/link/endpoint.h"
 #include "common/json.h"
@@ -40,23 +39,6 @@ int64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// What the upload sends, over and over: incompressible bytes (xorshift64*).
-const char* Pattern() {
-  static const std::vector<char> pattern = [] {
-    std::vector<char> p(kPatternBytes);
-    uint64_t x = 0x2545F4914F6CDD1DULL;
-    for (size_t i = 0; i < p.size(); i += 8) {
-      x ^= x >> 12;
-      x ^= x << 25;
-      x ^= x >> 27;
-      const uint64_t v = x * 0x2545F4914F6CDD1DULL;
-      std::memcpy(p.data() + i, &v, 8);
-    }
-    return p;
-  }();
-  return pattern.data();
 }
 
 struct CurlDeleter {
@@ -266,18 +248,28 @@ StatusOr<std::pair<double, int64_t>> RunDownload(const NetworkOptions& o, const 
 // which over a fast link costs a tenth of the throughput. The body is sent straight from
 // one chunk built once; the answer is parsed by Beast's HTTP parser.
 
-// One chunk of the chunked body: the 1 MiB pattern with its framing, built once.
+// What the upload sends, over and over: one chunk of the chunked body, built once, whose
+// data are kPatternBytes of incompressible bytes (xorshift64*) framed as "100000\r\n"
+// ... "\r\n".
+constexpr size_t kChunkHeadBytes = 8;  // "100000\r\n"
 const std::string& FramedChunk() {
   static const std::string chunk = [] {
-    char size[32];
-    std::snprintf(size, sizeof size, "%zx\r\n", kPatternBytes);
-    std::string c = size;
-    c.append(Pattern(), kPatternBytes);
+    std::string c = "100000\r\n";
+    static_assert(kPatternBytes == 0x100000);
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    for (size_t i = 0; i < kPatternBytes; i += 8) {
+      x ^= x >> 12;
+      x ^= x << 25;
+      x ^= x >> 27;
+      const uint64_t v = x * 0x2545F4914F6CDD1DULL;
+      c.append(reinterpret_cast<const char*>(&v), 8);
+    }
     c += "\r\n";
     return c;
   }();
   return chunk;
 }
+const char* Pattern() { return FramedChunk().data() + kChunkHeadBytes; }
 
 // How long to wait for "100 Continue" before sending the body anyway (RFC 9110 §10.1.1:
 // a proxy or server may not answer it).
@@ -429,26 +421,9 @@ class Exchange {
   bool eof_ = false;
 };
 
-// "Host" and the request target of `url`, as libcurl parses it.
-StatusOr<std::pair<std::string, std::string>> HostAndTarget(const std::string& url) {
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), curl_url_cleanup);
-  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-    return InvalidArgument("base_url: cannot be parsed");
-  auto part = [&](CURLUPart what) {
-    char* v = nullptr;
-    std::string out;
-    if (curl_url_get(u.get(), what, &v, 0) == CURLUE_OK && v != nullptr) out = v;
-    curl_free(v);
-    return out;
-  };
-  std::string host = part(CURLUPART_HOST);
-  if (const std::string port = part(CURLUPART_PORT); !port.empty()) host += ":" + port;
-  return std::make_pair(host, part(CURLUPART_PATH));
-}
-
 StatusOr<std::pair<double, int64_t>> RunUpload(const NetworkOptions& o, const Target& t) {
   const std::string url = t.base + "/api/v1/agent/bench/upload";
-  GPUNEX_ASSIGN_OR_RETURN(auto host_target, HostAndTarget(url));
+  GPUNEX_ASSIGN_OR_RETURN(WebSocketEndpoint endpoint, ParseWebSocketUrl(url));
   char errbuf[CURL_ERROR_SIZE] = {0};
   GPUNEX_ASSIGN_OR_RETURN(CurlHandle h, NewHandle(o, t, url, errbuf));
   Slist proxy_headers = ProxyHeaders(h.get(), t);
@@ -464,8 +439,8 @@ StatusOr<std::pair<double, int64_t>> RunUpload(const NetworkOptions& o, const Ta
   Exchange x(h.get(), fd, deadline);
   auto failed = [](const Status& st) { return Unavailable("upload: " + st.message()); };
 
-  const std::string head = "POST " + host_target.second +
-                           " HTTP/1.1\r\nHost: " + host_target.first +
+  const std::string head = "POST " + endpoint.target +
+                           " HTTP/1.1\r\nHost: " + endpoint.HostHeader() +
                            "\r\nAuthorization: Bearer " + o.token +
                            "\r\nContent-Type: application/octet-stream\r\n"
                            "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n";
