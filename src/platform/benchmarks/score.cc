@@ -8,9 +8,60 @@ namespace {
 
 constexpr double kMaxFigure = 1e7;  // far above any GPU, disk or link today
 
-double Num(JsonReader& r, std::string_view key, bool required = true) {
-  return r.Number(key, required, -1e-12, kMaxFigure).value_or(0);
+// One number of a figures struct as it stands in JSON: its key, its member, whether it
+// must be there, and its largest value. Parse and ToJson read the same tables.
+template <typename Figures>
+struct NumberField {
+  const char* key;
+  double Figures::*member;
+  bool required = true;
+  double max = kMaxFigure;
+};
+
+template <typename Figures, size_t N>
+void ReadNumbers(JsonReader& r, const NumberField<Figures> (&fields)[N], Figures* f) {
+  for (const auto& field : fields) {
+    f->*field.member = r.Number(field.key, field.required, -1e-12, field.max).value_or(0);
+  }
 }
+
+template <typename Figures, size_t N>
+json::object WriteNumbers(const NumberField<Figures> (&fields)[N], const Figures& f) {
+  json::object o;
+  for (const auto& field : fields) o[field.key] = f.*field.member;
+  return o;
+}
+
+using G = GpuFigures;
+constexpr NumberField<G> kCompute[] = {{"fp32_tflops", &G::fp32_tflops},
+                                       {"fp16_tflops", &G::fp16_tflops},
+                                       {"fp16_tensor_tflops", &G::fp16_tensor_tflops},
+                                       {"bf16_tensor_tflops", &G::bf16_tensor_tflops},
+                                       {"tf32_tensor_tflops", &G::tf32_tensor_tflops}};
+constexpr NumberField<G> kMemory[] = {{"read_gbps", &G::mem_read_gbps},
+                                      {"write_gbps", &G::mem_write_gbps},
+                                      {"copy_gbps", &G::mem_copy_gbps},
+                                      {"triad_gbps", &G::mem_triad_gbps}};
+constexpr NumberField<G> kSustained[] = {
+    {"seconds", &G::sustained_seconds},
+    {"mean_tflops", &G::sustained_mean_tflops},
+    {"min_over_median", &G::sustained_min_over_median, true, 1.0 + 1e-9},
+    {"cv", &G::sustained_cv},
+    {"thermal_throttle_fraction", &G::thermal_throttle_fraction, true, 1},
+    {"power_throttle_fraction", &G::power_throttle_fraction, true, 1},
+    {"max_temperature_c", &G::max_temperature_c, false, 200},
+    {"mean_power_w", &G::mean_power_w, false}};
+constexpr NumberField<NetworkFigures> kNetwork[] = {
+    {"rtt_p50_ms", &NetworkFigures::rtt_p50_ms},
+    {"rtt_p99_ms", &NetworkFigures::rtt_p99_ms},
+    {"download_mbit_s", &NetworkFigures::download_mbit_s},
+    {"upload_mbit_s", &NetworkFigures::upload_mbit_s}};
+constexpr NumberField<StorageFigures> kStorage[] = {
+    {"seq_read_mb_s", &StorageFigures::seq_read_mb_s},
+    {"seq_write_mb_s", &StorageFigures::seq_write_mb_s},
+    {"rand_read_iops", &StorageFigures::rand_read_iops},
+    {"rand_read_p50_us", &StorageFigures::rand_read_p50_us},
+    {"rand_read_p99_us", &StorageFigures::rand_read_p99_us}};
 
 std::string Fmt(double v) {
   char buf[32];
@@ -27,29 +78,15 @@ StatusOr<GpuFigures> ParseGpubenchJson(const json::object& o, const std::string&
   f.emulated = r.Bool("emulated", false).value_or(false);
   if (const json::object* c = r.Object("compute", true)) {
     JsonReader cr(*c, r.PathOf("compute"), &errors);
-    f.fp32_tflops = Num(cr, "fp32_tflops");
-    f.fp16_tflops = Num(cr, "fp16_tflops");
-    f.fp16_tensor_tflops = Num(cr, "fp16_tensor_tflops");
-    f.bf16_tensor_tflops = Num(cr, "bf16_tensor_tflops");
-    f.tf32_tensor_tflops = Num(cr, "tf32_tensor_tflops");
+    ReadNumbers(cr, kCompute, &f);
   }
   if (const json::object* m = r.Object("memory", true)) {
     JsonReader mr(*m, r.PathOf("memory"), &errors);
-    f.mem_read_gbps = Num(mr, "read_gbps");
-    f.mem_write_gbps = Num(mr, "write_gbps");
-    f.mem_copy_gbps = Num(mr, "copy_gbps");
-    f.mem_triad_gbps = Num(mr, "triad_gbps");
+    ReadNumbers(mr, kMemory, &f);
   }
   if (const json::object* s = r.Object("sustained", true)) {
     JsonReader sr(*s, r.PathOf("sustained"), &errors);
-    f.sustained_seconds = Num(sr, "seconds");
-    f.sustained_mean_tflops = Num(sr, "mean_tflops");
-    f.sustained_min_over_median = sr.Number("min_over_median", true, -1e-12, 1.0 + 1e-9).value_or(0);
-    f.sustained_cv = Num(sr, "cv");
-    f.thermal_throttle_fraction = sr.Number("thermal_throttle_fraction", true, -1e-12, 1).value_or(0);
-    f.power_throttle_fraction = sr.Number("power_throttle_fraction", true, -1e-12, 1).value_or(0);
-    f.max_temperature_c = sr.Number("max_temperature_c", false, -1e-12, 200).value_or(0);
-    f.mean_power_w = Num(sr, "mean_power_w", false);
+    ReadNumbers(sr, kSustained, &f);
   }
   if (const json::object* d = r.Object("device", false)) {
     JsonReader dr(*d, r.PathOf("device"), &errors);
@@ -78,26 +115,9 @@ json::object ToJson(const GpuFigures& f) {
   json::array fails;
   for (const auto& s : f.sanity_failures) fails.emplace_back(s);
   return {{"emulated", f.emulated},
-          {"compute",
-           {{"fp32_tflops", f.fp32_tflops},
-            {"fp16_tflops", f.fp16_tflops},
-            {"fp16_tensor_tflops", f.fp16_tensor_tflops},
-            {"bf16_tensor_tflops", f.bf16_tensor_tflops},
-            {"tf32_tensor_tflops", f.tf32_tensor_tflops}}},
-          {"memory",
-           {{"read_gbps", f.mem_read_gbps},
-            {"write_gbps", f.mem_write_gbps},
-            {"copy_gbps", f.mem_copy_gbps},
-            {"triad_gbps", f.mem_triad_gbps}}},
-          {"sustained",
-           {{"seconds", f.sustained_seconds},
-            {"mean_tflops", f.sustained_mean_tflops},
-            {"min_over_median", f.sustained_min_over_median},
-            {"cv", f.sustained_cv},
-            {"thermal_throttle_fraction", f.thermal_throttle_fraction},
-            {"power_throttle_fraction", f.power_throttle_fraction},
-            {"max_temperature_c", f.max_temperature_c},
-            {"mean_power_w", f.mean_power_w}}},
+          {"compute", WriteNumbers(kCompute, f)},
+          {"memory", WriteNumbers(kMemory, f)},
+          {"sustained", WriteNumbers(kSustained, f)},
           {"device", {{"pcie_width", f.pcie_width}, {"pcie_gen", f.pcie_gen}}},
           {"sanity", {{"ok", f.sanity_ok}, {"failures", std::move(fails)}}}};
 }
@@ -106,10 +126,7 @@ StatusOr<NetworkFigures> ParseNetworkJson(const json::object& o, const std::stri
   FieldErrors errors;
   JsonReader r(o, path, &errors);
   NetworkFigures f;
-  f.rtt_p50_ms = Num(r, "rtt_p50_ms");
-  f.rtt_p99_ms = Num(r, "rtt_p99_ms");
-  f.download_mbit_s = Num(r, "download_mbit_s");
-  f.upload_mbit_s = Num(r, "upload_mbit_s");
+  ReadNumbers(r, kNetwork, &f);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   return f;
 }
@@ -118,27 +135,18 @@ StatusOr<StorageFigures> ParseStorageJson(const json::object& o, const std::stri
   FieldErrors errors;
   JsonReader r(o, path, &errors);
   StorageFigures f;
-  f.seq_read_mb_s = Num(r, "seq_read_mb_s");
-  f.seq_write_mb_s = Num(r, "seq_write_mb_s");
-  f.rand_read_iops = Num(r, "rand_read_iops");
-  f.rand_read_p50_us = Num(r, "rand_read_p50_us");
-  f.rand_read_p99_us = Num(r, "rand_read_p99_us");
+  ReadNumbers(r, kStorage, &f);
   f.direct_io = r.Bool("direct_io", false).value_or(true);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   return f;
 }
 
-json::object ToJson(const NetworkFigures& f) {
-  return {{"rtt_p50_ms", f.rtt_p50_ms},
-          {"rtt_p99_ms", f.rtt_p99_ms},
-          {"download_mbit_s", f.download_mbit_s},
-          {"upload_mbit_s", f.upload_mbit_s}};
-}
+json::object ToJson(const NetworkFigures& f) { return WriteNumbers(kNetwork, f); }
 
 json::object ToJson(const StorageFigures& f) {
-  return {{"seq_read_mb_s", f.seq_read_mb_s},     {"seq_write_mb_s", f.seq_write_mb_s},
-          {"rand_read_iops", f.rand_read_iops},   {"rand_read_p50_us", f.rand_read_p50_us},
-          {"rand_read_p99_us", f.rand_read_p99_us}, {"direct_io", f.direct_io}};
+  json::object o = WriteNumbers(kStorage, f);
+  o["direct_io"] = f.direct_io;
+  return o;
 }
 
 double PerformanceScore(const GpuFigures& f, const ScoreWeights& w) {
@@ -211,6 +219,14 @@ constexpr char kMemoryGuidance[] =
     "Memory bandwidth is low: check memory temperature and clocks, ECC errors and retired pages "
     "(nvidia-smi -q -d ECC,PAGE_RETIREMENT), and that no other process uses the GPU.";
 
+// A failure when `measured` is below `limit` (or above it, for a maximum).
+void Require(std::vector<Failure>& out, const char* metric, double measured, double limit,
+             bool is_maximum, const char* guidance) {
+  if (is_maximum ? measured > limit : measured < limit) {
+    out.push_back({metric, measured, limit, guidance});
+  }
+}
+
 }  // namespace
 
 std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_t pcie_width_max,
@@ -227,8 +243,7 @@ std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_
   if (model) {
     auto check = [&](const char* metric, double measured, double reference, double fraction,
                      const char* guidance) {
-      const double required = reference * fraction;
-      if (measured < required) out.push_back({metric, measured, required, guidance});
+      Require(out, metric, measured, reference * fraction, false, guidance);
     };
     check("fp32_tflops", f.fp32_tflops, model->fp32_tflops, t.fp32, kComputeGuidance);
     check("fp16_tflops", f.fp16_tflops, model->fp16_tflops, t.fp16, kComputeGuidance);
@@ -261,16 +276,6 @@ std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_
   }
   return out;
 }
-
-namespace {
-
-// A failure when `measured` is below `minimum` (or above it, for a maximum).
-void Require(std::vector<Failure>& out, const char* metric, double measured, double limit, bool is_maximum,
-             const char* guidance) {
-  if (is_maximum ? measured > limit : measured < limit) out.push_back({metric, measured, limit, guidance});
-}
-
-}  // namespace
 
 std::vector<Failure> CheckNetwork(const NetworkFigures& f, const Thresholds& t) {
   constexpr char kGuidance[] =
