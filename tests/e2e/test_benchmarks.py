@@ -97,6 +97,14 @@ class BenchmarksFakeAgentMixin:
         self.agents = []
         self.addCleanup(lambda: [a.cleanup() for a in self.agents])
 
+    def join_agent(self, models=(L4,)):
+        """A provider "Bench" whose fake agent with `models` has joined: (provider, agent, machine id)."""
+        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name="Bench")
+        agent = FakeAgent(self.srv, token, models=models)
+        self.agents.append(agent)
+        agent.join()
+        return prov, agent, agent.machine_id
+
     def q(self, sql, params=()):
         return self.srv.backend.query(sql, params)
 
@@ -137,12 +145,8 @@ class BenchmarksFakeAgentMixin:
         return r.body["items"]
 
     def test_first_connect_periodic_rented_delist_relist(self):
-        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name="Bench")
+        prov, agent, mid = self.join_agent(models=(L4, L4))
         other, _, _ = provider_with_agent_token(self.srv, self.admin, name="Other")
-        agent = FakeAgent(self.srv, token, models=(L4, L4))
-        self.agents.append(agent)
-        agent.join()
-        mid = agent.machine_id
         u0, u1 = agent.gpus[0]["uuid"], agent.gpus[1]["uuid"]
 
         # --- first connect: one run on both GPUs, with the machine phases
@@ -266,11 +270,7 @@ class BenchmarksFakeAgentMixin:
         self.assertEqual(len(rest.body["items"]), 3)
 
     def test_offline_machine_and_inventory_change(self):
-        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name="Bench")
-        agent = FakeAgent(self.srv, token, models=(L4,))
-        self.agents.append(agent)
-        agent.join()
-        mid = agent.machine_id
+        prov, agent, mid = self.join_agent()
         cmd = agent.expect_command("run_benchmark")
         self.answer(agent, cmd, {agent.gpus[0]["uuid"]: l4_figures(1.0)})
         wait_until(lambda: self.runs(prov, mid)[0]["state"] == "passed", 5, "first run passed")
@@ -285,11 +285,7 @@ class BenchmarksFakeAgentMixin:
 
 
     def test_a_run_survives_a_platform_crash_and_counts_once(self):
-        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name="Bench")
-        agent = FakeAgent(self.srv, token, models=(L4,))
-        self.agents.append(agent)
-        agent.join()
-        mid = agent.machine_id
+        prov, agent, mid = self.join_agent()
         cmd = agent.expect_command("run_benchmark")
         agent.send({"type": "ack", "command_id": cmd["command_id"]})
         self.srv.kill()
