@@ -39,6 +39,20 @@ export class StatusSlot {
   clear(): void {
     replace(this.el);
   }
+
+  // The failure of a form's submission: the API's field errors next to their inputs with
+  // their summary here (under "title: message" when a title is given), or else the error
+  // banner prefixed with `prefix`. Returns whether there were field errors.
+  formError(form: HTMLElement, err: unknown, prefix: string, title = ""): boolean {
+    const summary = err instanceof ApiError ? showFieldErrors(form, err.fields) : null;
+    if (!summary) {
+      this.error(err, prefix);
+      return false;
+    }
+    const heading = title ? h("p", { class: "error-title" }, `${title}: ${messageOf(err)}`) : null;
+    this.el.replaceChildren(...(heading ? [heading, summary] : [summary]));
+    return true;
+  }
 }
 
 // A CSS.escape stand-in for attribute selectors on field paths ("gpus[0].quantity").

@@ -7,7 +7,7 @@ import { gpuModels } from "../catalog";
 import { ApplicationForm, emptyEntry } from "../components/appform";
 import { applicationDetails, history, reviewerMessage, statusBadge, suggestedTier } from "../components/details";
 import { append, busy, h } from "../dom";
-import { clearFieldErrors, noticeBanner, showFieldErrors, StatusSlot } from "../errors";
+import { clearFieldErrors, noticeBanner, StatusSlot } from "../errors";
 import { when } from "../format";
 import { latestApplication } from "./roles";
 
@@ -37,14 +37,7 @@ async function attempt<T>(
   try {
     return { value: await work() };
   } catch (e) {
-    if (e instanceof api.ApiError && Object.keys(e.fields).length) {
-      const summary = showFieldErrors(form.el, e.fields);
-      if (summary) {
-        status.el.replaceChildren(h("p", { class: "error-title" }, `${what}: ${e.message}`), summary);
-      }
-    } else {
-      status.error(e, what);
-    }
+    status.formError(form.el, e, what, what);
     status.el.scrollIntoView({ block: "nearest" });
     return null;
   }

@@ -3,7 +3,7 @@
 import * as api from "../api";
 import { afterLoginPath, navigate, pageHeader, session, signedIn, type View } from "../app";
 import { append, busy, field, h } from "../dom";
-import { clearFieldErrors, showFieldErrors, StatusSlot } from "../errors";
+import { clearFieldErrors, StatusSlot } from "../errors";
 
 async function logIn(email: string, password: string): Promise<void> {
   const ans = await api.post<api.LoginAnswer>("/auth/login", { email, password }, { quiet401: true });
@@ -41,13 +41,7 @@ export function loginPage(v: View): void {
         await logIn(email.value.trim(), password.value);
         navigate(afterLoginPath());
       } catch (e) {
-        if (e instanceof api.ApiError && Object.keys(e.fields).length) {
-          const summary = showFieldErrors(form, e.fields);
-          if (summary) status.el.replaceChildren(summary);
-        } else {
-          status.error(e, "Log-in failed");
-          password.focus();
-        }
+        if (!status.formError(form, e, "Log-in failed")) password.focus();
       }
     });
   });
@@ -91,12 +85,7 @@ export function signupPage(v: View): void {
           password: password.value,
         });
       } catch (e) {
-        if (e instanceof api.ApiError && Object.keys(e.fields).length) {
-          const summary = showFieldErrors(form, e.fields);
-          if (summary) status.el.replaceChildren(summary);
-        } else {
-          status.error(e, "Sign-up failed");
-        }
+        status.formError(form, e, "Sign-up failed");
         return;
       }
       try {

@@ -1,6 +1,7 @@
 // In-dashboard notifications (NTF-1): the same events the emails tell.
 import * as api from "../api";
 import { pageHeader, refreshUnread, type View } from "../app";
+import { pageThrough } from "../components/paging";
 import { append, busy, button, h, replace } from "../dom";
 import { StatusSlot } from "../errors";
 import { when } from "../format";
@@ -40,8 +41,7 @@ export async function notificationsPage(v: View): Promise<void> {
     more,
   );
 
-  let cursor: string | null = null;
-  const load = async () => {
+  const loadPage = async (cursor: string | null) => {
     const q = new URLSearchParams({ limit: "50" });
     if (cursor) q.set("cursor", cursor);
     const page = await api.get<api.NotificationPage>(`/notifications?${q}`, { signal: v.signal });
@@ -95,24 +95,8 @@ export async function notificationsPage(v: View): Promise<void> {
       );
       list.appendChild(li);
     }
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
     if (list.childElementCount === 0) replace(list, h("li", { class: "muted" }, "No notifications yet."));
+    return page.next_cursor;
   };
-  more.addEventListener(
-    "click",
-    () =>
-      void busy(more, async () => {
-        try {
-          await load();
-        } catch (e) {
-          slot.error(e, "Could not load more");
-        }
-      }),
-  );
-  try {
-    await load();
-  } catch (e) {
-    slot.error(e, "Could not load your notifications");
-  }
+  await pageThrough(more, slot, loadPage, "Could not load your notifications", "Could not load more");
 }

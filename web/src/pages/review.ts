@@ -5,8 +5,9 @@ import { flash, navigate, pageHeader, takeFlash, type View } from "../app";
 import { modelMap } from "../catalog";
 import { modelLabel } from "../components/appform";
 import { applicationDetails, history, statusBadge, suggestedTier } from "../components/details";
+import { pageThrough } from "../components/paging";
 import { append, busy, field, h, replace, uid } from "../dom";
-import { clearFieldErrors, noticeBanner, showFieldErrors, StatusSlot } from "../errors";
+import { clearFieldErrors, noticeBanner, StatusSlot } from "../errors";
 import { plural, tierName, when } from "../format";
 
 const kFilters: Array<[string, string]> = [
@@ -78,8 +79,7 @@ export async function reviewQueuePage(v: View): Promise<void> {
     more,
   );
   const byId = await modelMap(v.signal);
-  let cursor: string | null = null;
-  const load = async () => {
+  const loadPage = async (cursor: string | null) => {
     const q = new URLSearchParams({ limit: "50" });
     if (status) q.set("status", status);
     if (cursor) q.set("cursor", cursor);
@@ -120,27 +120,11 @@ export async function reviewQueuePage(v: View): Promise<void> {
         ),
       );
     }
-    cursor = page.next_cursor;
-    more.hidden = !cursor;
     empty.hidden = tbody.childElementCount > 0;
     table.hidden = tbody.childElementCount === 0;
+    return page.next_cursor;
   };
-  more.addEventListener(
-    "click",
-    () =>
-      void busy(more, async () => {
-        try {
-          await load();
-        } catch (e) {
-          slot.error(e, "Could not load more applications");
-        }
-      }),
-  );
-  try {
-    await load();
-  } catch (e) {
-    slot.error(e, "Could not load the queue");
-  }
+  await pageThrough(more, slot, loadPage, "Could not load the queue", "Could not load more applications");
 }
 
 function decisionForm(app: api.Application, onDone: () => void): HTMLElement {
@@ -209,9 +193,7 @@ function decisionForm(app: api.Application, onDone: () => void): HTMLElement {
       try {
         await api.post(`/provider-applications/${encodeURIComponent(app.id)}/decision`, body);
       } catch (e) {
-        const summary = e instanceof api.ApiError ? showFieldErrors(form, e.fields) : null;
-        if (summary) status.el.replaceChildren(summary);
-        else status.error(e, "The decision was not recorded");
+        status.formError(form, e, "The decision was not recorded");
         return;
       }
       flash(
