@@ -151,6 +151,23 @@ void LogIfFailed(std::exception_ptr e, std::string_view what) {
   }
 }
 
+// Calls application code (a handler, an acceptor, an authorizer) for `req` and returns
+// its result; an exception it throws is logged as the request's and `failed()` is
+// returned instead.
+template <typename Call, typename Failed>
+auto Guarded(const Request& req, Call call, Failed failed) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    LogError("http.handler_exception",
+             {{"method", req.method}, {"path", req.path}, {"error", e.what()}});
+  } catch (...) {
+    LogError("http.handler_exception",
+             {{"method", req.method}, {"path", req.path}, {"error", "unknown exception"}});
+  }
+  return failed();
+}
+
 bool IEquals(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) ==
@@ -1342,18 +1359,14 @@ asio::awaitable<std::pair<Status, StreamGrant>> ServerImpl::RunAuthorizer(
   using Result = std::pair<Status, StreamGrant>;
   // As in RunAcceptor. `authorize` lives in options_, as long as the server.
   auto invoke = [&authorize, req]() -> asio::awaitable<Result> {
-    try {
+    // Named, not temporaries of the co_return expression (GCC 12; see RunHandler).
+    auto call = [&]() -> Result {
       StatusOr<StreamGrant> grant = authorize(*req);
-      if (!grant.ok()) co_return Result(grant.status(), StreamGrant());
-      co_return Result(Status::Ok(), std::move(*grant));
-    } catch (const std::exception& e) {
-      LogError("http.handler_exception",
-               {{"method", req->method}, {"path", req->path}, {"error", e.what()}});
-    } catch (...) {
-      LogError("http.handler_exception",
-               {{"method", req->method}, {"path", req->path}, {"error", "unknown exception"}});
-    }
-    co_return Result(Internal("an internal error occurred"), StreamGrant());
+      if (!grant.ok()) return Result(grant.status(), StreamGrant());
+      return Result(Status::Ok(), std::move(*grant));
+    };
+    auto failed = [] { return Result(Internal("an internal error occurred"), StreamGrant()); };
+    co_return Guarded(*req, call, failed);
   };
   auto on_pool = asio::co_spawn(pool_, std::move(invoke), asio::use_awaitable);
   Result result = co_await std::move(on_pool);
@@ -1465,19 +1478,15 @@ asio::awaitable<std::pair<Status, std::shared_ptr<WebSocketSession>>> ServerImpl
   // As in RunHandler. The result is a pair because co_spawn needs a default-constructible
   // one. `acceptor` lives in options_, as long as the server.
   auto invoke = [&acceptor, req, ws_conn]() -> asio::awaitable<Result> {
-    try {
+    auto failed = [] { return Result(Internal("an internal error occurred"), nullptr); };
+    auto call = [&]() -> Result {
       StatusOr<std::shared_ptr<WebSocketSession>> session = acceptor(*req, ws_conn);
-      if (!session.ok()) co_return Result(session.status(), nullptr);
-      if (*session != nullptr) co_return Result(Status::Ok(), std::move(*session));
+      if (!session.ok()) return Result(session.status(), nullptr);
+      if (*session != nullptr) return Result(Status::Ok(), std::move(*session));
       LogError("http.websocket_acceptor_null", {{"path", req->path}});
-    } catch (const std::exception& e) {
-      LogError("http.handler_exception",
-               {{"method", req->method}, {"path", req->path}, {"error", e.what()}});
-    } catch (...) {
-      LogError("http.handler_exception",
-               {{"method", req->method}, {"path", req->path}, {"error", "unknown exception"}});
-    }
-    co_return Result(Internal("an internal error occurred"), nullptr);
+      return failed();
+    };
+    co_return Guarded(*req, call, failed);
   };
   auto on_pool = asio::co_spawn(pool_, std::move(invoke), asio::use_awaitable);
   Result result = co_await std::move(on_pool);
@@ -1513,16 +1522,9 @@ asio::awaitable<Response> ServerImpl::RunHandler(std::shared_ptr<Request> req) {
 }
 
 Response ServerImpl::InvokeHandler(Request& req) const {
-  try {
-    return handler_(req);
-  } catch (const std::exception& e) {
-    LogError("http.handler_exception",
-             {{"method", req.method}, {"path", req.path}, {"error", e.what()}});
-  } catch (...) {
-    LogError("http.handler_exception",
-             {{"method", req.method}, {"path", req.path}, {"error", "unknown exception"}});
-  }
-  return ErrorResponse(Internal("an internal error occurred"));
+  return Guarded(
+      req, [&] { return handler_(req); },
+      [] { return ErrorResponse(Internal("an internal error occurred")); });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -115,6 +116,19 @@ TEST(Stream, RefusalIsTheAuthorizersStatus) {
   res = client.Exchange(bhttp::verb::get, kDown, "", kAuth);
   EXPECT_EQ(res.result_int(), 200);
   EXPECT_EQ(res.body().size(), 10u);
+}
+
+TEST(Stream, AuthorizerExceptionIs500WithoutItsText) {
+  ServerOptions options = TestOptions();
+  options.stream_routes[kDown] = {
+      StreamRoute::Kind::kDownload,
+      [](const Request&) -> StatusOr<StreamGrant> { throw std::runtime_error("secret detail"); }};
+  TestServer ts(options, Ok);
+  Client client(ts.port());
+  auto res = client.Exchange(bhttp::verb::get, kDown, "", kAuth);
+  EXPECT_EQ(res.result_int(), 500);
+  EXPECT_EQ(ErrorCode(res), "internal");
+  EXPECT_EQ(res.body().find("secret"), std::string::npos);
 }
 
 TEST(Stream, WrongMethodIs405) {
