@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds the normal and the sanitizer
-# (ASan+UBSan) configurations with warnings as errors, starts a throw-away PostgreSQL
-# server on loopback, and runs every test (unit, store conformance on both backends,
-# end-to-end, the dashboard in a browser) in both configurations.
+# The whole test suite: installs what is missing, checks the formatting, builds
+#   - build/release: GCC, RelWithDebInfo, warnings as errors: every test;
+#   - build/asan:    clang, ASan+UBSan, -Wthread-safety, warnings as errors: every test,
+#                    and clang-tidy over every translation unit (scripts/clang-tidy.sh);
+#   - build/tsan:    clang, ThreadSanitizer: the unit tests of the concurrent parts (HTTP
+#                    server, email outbox, fleet sessions, agent link, store pools);
+# starts a throw-away PostgreSQL server on loopback, and runs them (unit, store
+# conformance on both backends, end-to-end, the dashboard in a browser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+scripts/check-format.sh
 # The web dashboard first: gpunexd embeds web/dist, and the browser tests need it.
 scripts/build-web.sh
 
@@ -15,15 +20,28 @@ export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 # Cache hits across clones in other folders (CI builds a fresh clone).
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 
-build() {  # dir, extra cmake args...
+configure() {  # dir, extra cmake args...
   local dir=$1
   shift
   cmake -S . -B "$dir" -G Ninja -DGPUNEX_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
 }
 
-build build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
-build build/asan -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_SANITIZE=ON
+configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build/release -j "$jobs"
+CC=clang CXX=clang++ configure build/asan -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_SANITIZE=ON -DGPUNEX_CUDA=OFF
+cmake --build build/asan -j "$jobs"
+scripts/clang-tidy.sh build/asan
+
+# ThreadSanitizer: the unit tests of the parts that share state between threads.
+tsan_tests=(
+  src/platform/http/http_test
+  src/platform/notify/notify_test
+  src/platform/fleet/fleet_test
+  src/platform/store/store_test
+  src/agent/link/agent_link_test
+)
+CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNEX_TSAN=ON -DGPUNEX_CUDA=OFF
+cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]##*/}"
 
 pgdir=$(mktemp -d)
 cleanup() { scripts/pg-test-server.sh stop "$pgdir/pg" >/dev/null 2>&1 || true; rm -rf "$pgdir"; }
@@ -31,10 +49,13 @@ trap cleanup EXIT
 GPUNEX_TEST_PG_URL=$(scripts/pg-test-server.sh start "$pgdir/pg")
 export GPUNEX_TEST_PG_URL
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-
 echo "== release build tests"
 ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600
+echo "== thread sanitizer tests"
+for t in "${tsan_tests[@]}"; do
+  echo "-- $t"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1
+done
 echo "== sanitizer build tests"
-ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900

@@ -5,8 +5,6 @@
 #include <set>
 #include <thread>
 
-#include "agent/bench/network.h"
-#include "agent/bench/storage.h"
 #include "agent/benchmark.h"
 #include "agent/host/host_facts.h"
 #include "agent/link/websocket_client.h"
@@ -87,7 +85,7 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
       if (workload_id.starts_with(kBenchWorkloadPrefix)) {
         // gpunex-gpubench prints its JSON on stdout and progress on stderr.
         if (frame.stream == LogFrame::Stream::kStderr) return;
-        std::lock_guard g(mu_);
+        MutexLock lock(&mu_);
         std::string& out = bench_output_[workload_id];
         if (out.size() + frame.data.size() <= protocol::kMaxMessageBytes / 2) out += frame.data;
         return;
@@ -97,10 +95,11 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
       for (size_t off = 0; off < text.size(); off += protocol::kMaxLogChunk / 2) {
         int64_t seq;
         {
-          std::lock_guard g(mu_);
+          MutexLock lock(&mu_);
           seq = ++log_seq_[workload_id + "/" + stream];
         }
-        Queue(protocol::Logs{workload_id, stream, seq, text.substr(off, protocol::kMaxLogChunk / 2)});
+        Queue(
+            protocol::Logs{workload_id, stream, seq, text.substr(off, protocol::kMaxLogChunk / 2)});
       }
     };
     runner_ = DockerWorkloadRunner(docker_, ro, cb);
@@ -110,26 +109,27 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
 Agent::~Agent() {
   Stop();
   // Commands run on detached threads that use this object: wait for them.
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return running_workers_ == 0; });
+  MutexLock lock(&mu_);
+  while (running_workers_ != 0) cv_.Wait(&mu_);
 }
 
 std::chrono::milliseconds Agent::Backoff(int attempt, int max_backoff_s) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   int64_t cap = static_cast<int64_t>(max_backoff_s) * 1000;
   int64_t ceiling = std::min<int64_t>(cap, 1000LL << std::min(attempt, 20));
-  return std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(rng));
+  return std::chrono::milliseconds(
+      std::uniform_int_distribution<int64_t>(ceiling / 2, ceiling)(rng));
 }
 
 void Agent::Stop() {
   stopping_ = true;
   std::shared_ptr<Connection> c;
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     c = conn_;
   }
   if (c) c->ws().Close(1001, "agent stopping");
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 Status Agent::Run() {
@@ -142,8 +142,13 @@ Status Agent::Run() {
     }
     auto wait = Backoff(attempt++, options_.max_backoff_s);
     LogWarn("agent.disconnected", {{"error", st.ToString()}, {"retry_in_ms", wait.count()}});
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, wait, [this] { return stopping_.load(); });
+    const auto until = std::chrono::steady_clock::now() + wait;
+    MutexLock lock(&mu_);
+    while (!stopping_) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) break;
+      cv_.WaitFor(&mu_, until - now);
+    }
   }
   return Status::Ok();
 }
@@ -195,10 +200,12 @@ Status Agent::Session() {
   GPUNEX_RETURN_IF_ERROR(conn->Send(MakeHello()));
 
   // Welcome, or the platform's reason for refusing.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options_.welcome_timeout_s);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.welcome_timeout_s);
   protocol::Welcome welcome;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return Unavailable("no welcome from the platform");
     GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> text, conn->ws().Receive(left));
     if (!text) continue;
@@ -219,14 +226,14 @@ Status Agent::Session() {
   if (runner_) {
     std::set<std::string> keep(welcome.keep_workload_ids.begin(), welcome.keep_workload_ids.end());
     {
-      std::lock_guard g(mu_);
+      MutexLock lock(&mu_);
       keep.insert(bench_running_.begin(), bench_running_.end());
     }
     Status st = runner_->Reconcile(keep);
     if (!st.ok()) LogWarn("agent.reconcile_failed", {{"error", st.ToString()}});
   }
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     conn_ = conn;
   }
   FlushQueue();
@@ -266,16 +273,16 @@ Status Agent::Session() {
     if (auto* c = std::get_if<protocol::Command>(&*msg)) {
       HandleCommand(*c);
     } else if (auto* p = std::get_if<protocol::Pong>(&*msg)) {
-      std::lock_guard g(mu_);
+      MutexLock lock(&mu_);
       if (pongs_.count(p->id)) pongs_[p->id] = std::chrono::steady_clock::now();
-      cv_.notify_all();
+      cv_.SignalAll();
     } else if (auto* e = std::get_if<protocol::Error>(&*msg)) {
       result = Unavailable("the platform closed the session: " + e->code + ": " + e->message);
       break;
     }
   }
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     conn_.reset();
   }
   conn->ws().Close(1000, "");
@@ -285,12 +292,14 @@ Status Agent::Session() {
 
 void Agent::Queue(protocol::AgentMessage m) {
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(m));
     // Bounded: beyond this the oldest log chunks are dropped first (events are kept).
+    // The front is not dropped while FlushQueue is sending it.
     while (queue_.size() > 10000) {
-      auto it = std::find_if(queue_.begin(), queue_.end(),
-                             [](const auto& q) { return std::holds_alternative<protocol::Logs>(q); });
+      auto it = std::find_if(queue_.begin() + (flushing_ ? 1 : 0), queue_.end(), [](const auto& q) {
+        return std::holds_alternative<protocol::Logs>(q);
+      });
       if (it == queue_.end()) break;
       queue_.erase(it);
     }
@@ -299,23 +308,38 @@ void Agent::Queue(protocol::AgentMessage m) {
 }
 
 void Agent::FlushQueue() {
-  std::unique_lock lock(mu_);
-  auto c = conn_;
-  if (!c) return;
-  while (!queue_.empty()) {
-    protocol::AgentMessage m = queue_.front();
-    lock.unlock();
-    Status st = c->Send(m);
-    lock.lock();
-    if (!st.ok()) return;  // stays queued for the next connection
-    if (!queue_.empty()) queue_.pop_front();
+  std::shared_ptr<Connection> c;
+  {
+    MutexLock lock(&mu_);
+    // Another thread is sending: it sends what is queued meanwhile too, in order.
+    if (flushing_ || !conn_) return;
+    flushing_ = true;
+    c = conn_;
+  }
+  for (bool sent = false;;) {
+    protocol::AgentMessage m;
+    {
+      MutexLock lock(&mu_);
+      if (sent) queue_.pop_front();
+      if (queue_.empty()) {
+        flushing_ = false;
+        return;
+      }
+      m = queue_.front();
+    }
+    sent = c->Send(m).ok();
+    if (!sent) {  // it stays queued for the next connection
+      MutexLock lock(&mu_);
+      flushing_ = false;
+      return;
+    }
   }
 }
 
 bool Agent::SendNow(const protocol::AgentMessage& m) {
   std::shared_ptr<Connection> c;
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     c = conn_;
   }
   return c && c->Send(m).ok();
@@ -334,14 +358,14 @@ void Agent::HandleCommand(const protocol::Command& c) {
     return;
   }
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     ++running_workers_;
   }
   std::thread([this, c] {
     Execute(c);
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     --running_workers_;
-    cv_.notify_all();
+    cv_.SignalAll();
   }).detach();
 }
 
@@ -349,33 +373,36 @@ void Agent::Execute(protocol::Command c) {
   bool ok = true;
   std::string error;
   json::object data;
-  if (c.kind == "run_benchmark") {
-    data = RunBenchmark(c.payload, &ok, &error);
+  auto fail = [&](const Status& st) {
+    ok = false;
+    error = st.ToString();
+  };
+  if (c.kind == protocol::kRunBenchmark) {
+    auto req = protocol::ParseRunBenchmark(c.payload);
+    if (req.ok()) {
+      data = protocol::ToJson(Benchmark(*req));
+    } else {
+      fail(req.status());
+    }
   } else if (!runner_) {
     ok = false;
     error = "no Docker engine is reachable on this machine";
-  } else if (c.kind == "start_workload") {
-    // Defense in depth (ISO-2): the agent validates the platform's request again.
-    auto spec = ParseWorkloadSpec(c.payload);
+  } else if (c.kind == protocol::kStartWorkload) {
+    // Defense in depth (ISO-2): the platform validated the request, the agent parses it
+    // again, and the runner checks the container it builds.
+    auto spec = protocol::ParseStartWorkload(c.payload);
     if (!spec.ok()) {
-      ok = false;
-      error = spec.status().ToString();
+      fail(spec.status());
     } else if (Status st = runner_->Start(*spec);
                !st.ok() && st.code() != StatusCode::kAlreadyExists) {  // a repeat: it runs
-      ok = false;
-      error = st.ToString();
+      fail(st);
     } else {
       data["workload_id"] = spec->workload_id;
     }
-  } else if (c.kind == "stop_workload") {
-    std::string wid = c.payload.contains("workload_id") && c.payload.at("workload_id").is_string()
-                          ? std::string(c.payload.at("workload_id").get_string())
-                          : "";
-    Status st = runner_->Stop(wid);
-    if (!st.ok() && st.code() != StatusCode::kNotFound) {
-      ok = false;
-      error = st.ToString();
-    }
+  } else if (c.kind == protocol::kStopWorkload) {
+    auto stop = protocol::ParseStopWorkload(c.payload);
+    Status st = stop.ok() ? runner_->Stop(stop->workload_id) : stop.status();
+    if (!st.ok() && st.code() != StatusCode::kNotFound) fail(st);
   } else {
     ok = false;
     error = "unknown command " + c.kind;
@@ -394,24 +421,29 @@ StatusOr<std::vector<double>> Agent::MeasureRoundTrips(int64_t n) {
     int64_t id;
     Clock::time_point sent;
     {
-      std::lock_guard g(mu_);
+      MutexLock lock(&mu_);
       id = ++last_ping_id_;
       sent = Clock::now();
       pongs_[id] = Clock::time_point{};
     }
     if (!SendNow(protocol::Ping{id})) {
-      std::lock_guard g(mu_);
+      MutexLock lock(&mu_);
       pongs_.erase(id);
       return Unavailable("the platform channel is down");
     }
-    std::unique_lock lock(mu_);
-    bool answered = cv_.wait_for(lock, std::chrono::seconds(5), [&] {
-      return stopping_ || pongs_[id] != Clock::time_point{};
-    });
-    Clock::time_point got = pongs_[id];
-    pongs_.erase(id);
-    lock.unlock();
-    if (!answered || got == Clock::time_point{}) return Unavailable("no pong within 5 s");
+    Clock::time_point got;
+    {
+      const auto until = Clock::now() + std::chrono::seconds(5);
+      MutexLock lock(&mu_);
+      while (!stopping_ && pongs_[id] == Clock::time_point{}) {
+        const auto now = Clock::now();
+        if (now >= until) break;
+        cv_.WaitFor(&mu_, until - now);
+      }
+      got = pongs_[id];
+      pongs_.erase(id);
+    }
+    if (got == Clock::time_point{}) return Unavailable("no pong within 5 s");
     ms.push_back(std::chrono::duration<double, std::milli>(got - sent).count());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -421,27 +453,16 @@ StatusOr<std::vector<double>> Agent::MeasureRoundTrips(int64_t n) {
 StatusOr<json::object> Agent::RunGpubench(const std::string& benchmark_id, const GpuInfo& gpu,
                                           int64_t sustain_s) {
   if (!runner_) return FailedPrecondition("no Docker engine is reachable on this machine");
-  // Short, valid and unique: the policy's workload id syntax.
-  std::string wid = std::string(kBenchWorkloadPrefix) + benchmark_id + "-" + std::to_string(gpu.index);
-  if (wid.size() > 64) wid = wid.substr(wid.size() - 64);
-  json::object spec{{"workload_id", wid},
-                    {"image", options_.gpubench_image},
-                    // The image's entrypoint is gpunex-gpubench; these are its arguments.
-                    {"command", json::array{"--uuid", gpu.uuid, "--sustain-s", std::to_string(sustain_s)}},
-                    {"gpu_uuids", json::array{gpu.uuid}},
-                    {"memory_mb", 4096},
-                    {"cpus", 2.0},
-                    {"pids_limit", 256},
-                    {"scratch_mb", 64},
-                    {"timeout_s", sustain_s + 600}};
-  GPUNEX_ASSIGN_OR_RETURN(WorkloadSpec ws, ParseWorkloadSpec(json::value(spec)));
+  GPUNEX_ASSIGN_OR_RETURN(WorkloadSpec ws,
+                          GpubenchWorkload(benchmark_id, gpu, sustain_s, options_.gpubench_image));
+  const std::string wid = ws.workload_id;
   {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     bench_running_.insert(wid);
     bench_output_.erase(wid);
   }
   auto done = [&] {
-    std::lock_guard g(mu_);
+    MutexLock lock(&mu_);
     bench_running_.erase(wid);
     std::string out = std::move(bench_output_[wid]);
     bench_output_.erase(wid);
@@ -455,10 +476,12 @@ StatusOr<json::object> Agent::RunGpubench(const std::string& benchmark_id, const
   std::string out = done();
   if (!end.ok()) return end.status();
   // Exit 0: figures; 2: the GPU computed wrong results (the JSON says which).
-  if (end->state != WorkloadState::kExited || !end->exit_code || (*end->exit_code != 0 && *end->exit_code != 2)) {
-    return Internal("gpunex-gpubench did not finish: " + std::string(WorkloadStateName(end->state)) +
-                    (end->reason.empty() ? "" : " (" + end->reason + ")") +
-                    (end->exit_code ? ", exit code " + std::to_string(*end->exit_code) : ""));
+  if (end->state != WorkloadState::kExited || !end->exit_code ||
+      (*end->exit_code != 0 && *end->exit_code != 2)) {
+    return Internal(
+        "gpunex-gpubench did not finish: " + std::string(WorkloadStateName(end->state)) +
+        (end->reason.empty() ? "" : " (" + end->reason + ")") +
+        (end->exit_code ? ", exit code " + std::to_string(*end->exit_code) : ""));
   }
   // The JSON object is the last line that parses as one.
   size_t pos = out.rfind("\n{");
@@ -468,75 +491,34 @@ StatusOr<json::object> Agent::RunGpubench(const std::string& benchmark_id, const
   return v.get_object();
 }
 
-json::object Agent::RunBenchmark(const json::object& payload, bool* ok, std::string* error) {
-  std::lock_guard one(bench_mu_);
-  json::object data;
-  auto req = ParseBenchmarkRequest(payload);
-  if (!req.ok()) {
-    *ok = false;
-    *error = req.status().ToString();
-    return data;
-  }
-  LogInfo("benchmark.started", {{"benchmark_id", req->benchmark_id},
-                                {"gpus", static_cast<int64_t>(req->gpus.size())},
-                                {"machine_phases", req->machine_phases}});
-  data["benchmark_id"] = req->benchmark_id;
-  data["emulated"] = gpus_.Emulated();
-  std::vector<GpuInfo> inventory;
-  if (auto inv = gpus_.Inventory(); inv.ok()) inventory = *inv;
-  json::array results;
-  for (const auto& want : req->gpus) {
-    json::object r{{"uuid", want.uuid}};
-    auto it = std::find_if(inventory.begin(), inventory.end(), [&](const GpuInfo& g) { return g.uuid == want.uuid; });
-    StatusOr<json::object> figures = NotFound("the GPU is not on this machine now");
-    if (it != inventory.end()) {
-      figures = it->emulated ? EmulatedGpubenchResult(*it, gpus_.PerfFactor(), req->sustain_s)
-                             : RunGpubench(req->benchmark_id, *it, req->sustain_s);
-    }
-    r["ok"] = figures.ok();
-    if (figures.ok()) {
-      r["result"] = std::move(*figures);
-    } else {
-      r["error"] = figures.status().ToString().substr(0, 1000);
-    }
-    results.push_back(std::move(r));
-  }
-  data["gpus"] = std::move(results);
-  if (req->machine_phases) {
+protocol::BenchmarkResult Agent::Benchmark(const protocol::RunBenchmark& req) {
+  MutexLock one(&bench_mu_);
+  LogInfo("benchmark.started", {{"benchmark_id", req.benchmark_id},
+                                {"gpus", static_cast<int64_t>(req.gpus.size())},
+                                {"machine_phases", req.machine_phases}});
+  BenchmarkSteps steps;
+  steps.gpubench = [&](const GpuInfo& gpu, int64_t sustain_s) {
+    return RunGpubench(req.benchmark_id, gpu, sustain_s);
+  };
+  steps.round_trips = [this](int64_t n) { return MeasureRoundTrips(n); };
+  steps.throughput = [this](int64_t bytes) {
     bench::NetworkOptions no;
     no.base_url = options_.platform_url;
     no.token = options_.token;
     no.ca_file = options_.ca_file;
-    no.bytes = req->network_mb << 20;
-    auto rtt = MeasureRoundTrips(req->pings);
-    auto net = rtt.ok() ? bench::RunNetworkThroughput(no) : StatusOr<bench::NetworkResult>(rtt.status());
-    if (net.ok()) {
-      auto [p50, p99] = Percentiles50And99(*rtt);
-      data["network"] = json::object{{"rtt_p50_ms", p50},
-                                     {"rtt_p99_ms", p99},
-                                     {"download_mbit_s", net->download_mbit_s},
-                                     {"upload_mbit_s", net->upload_mbit_s}};
-    } else {
-      data["network_error"] = net.status().ToString().substr(0, 1000);
-    }
+    no.bytes = bytes;
+    return bench::RunNetworkThroughput(no);
+  };
+  steps.storage = [this](int64_t file_bytes, double seconds_per_phase) {
     bench::StorageOptions so;
     so.dir = state_.dir();
-    so.file_bytes = req->storage_file_mb << 20;
-    so.seconds_per_phase = req->storage_seconds;
-    auto disk = bench::RunStorageBenchmark(so);
-    if (disk.ok()) {
-      data["storage"] = json::object{{"seq_read_mb_s", disk->seq_read_mb_s},
-                                     {"seq_write_mb_s", disk->seq_write_mb_s},
-                                     {"rand_read_iops", disk->rand_read_iops},
-                                     {"rand_read_p50_us", disk->rand_read_p50_us},
-                                     {"rand_read_p99_us", disk->rand_read_p99_us},
-                                     {"direct_io", disk->direct_io}};
-    } else {
-      data["storage_error"] = disk.status().ToString().substr(0, 1000);
-    }
-  }
-  LogInfo("benchmark.finished", {{"benchmark_id", req->benchmark_id}});
-  return data;
+    so.file_bytes = file_bytes;
+    so.seconds_per_phase = seconds_per_phase;
+    return bench::RunStorageBenchmark(so);
+  };
+  protocol::BenchmarkResult result = RunBenchmark(req, gpus_, steps);
+  LogInfo("benchmark.finished", {{"benchmark_id", req.benchmark_id}});
+  return result;
 }
 
 }  // namespace gpunex::agent

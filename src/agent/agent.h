@@ -8,11 +8,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +23,7 @@
 #include "agent/state.h"
 #include "common/agent_protocol.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 
@@ -46,8 +46,8 @@ class Agent {
   ~Agent();
 
   // Connects and serves until Stop(). Returns OK after Stop().
-  Status Run();
-  void Stop();
+  Status Run() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
 
   // The wait before reconnect attempt `attempt` (0-based): full jitter over
   // min(max, 1 s · 2^attempt). Exposed for tests.
@@ -55,19 +55,21 @@ class Agent {
 
  private:
   class Connection;
-  Status Session();
+  Status Session() EXCLUDES(mu_);
   protocol::Hello MakeHello();
-  void HandleCommand(const protocol::Command& c);
-  void Execute(protocol::Command c);
-  void Queue(protocol::AgentMessage m);
-  bool SendNow(const protocol::AgentMessage& m);
-  void FlushQueue();
-  // run_benchmark (benchmark.h): GPU phases, then network and storage when asked.
-  json::object RunBenchmark(const json::object& payload, bool* ok, std::string* error);
+  void HandleCommand(const protocol::Command& c) EXCLUDES(mu_);
+  void Execute(protocol::Command c) EXCLUDES(mu_);
+  void Queue(protocol::AgentMessage m) EXCLUDES(mu_);
+  bool SendNow(const protocol::AgentMessage& m) EXCLUDES(mu_);
+  // Sends the queue in order while the connection takes it; one caller at a time does.
+  void FlushQueue() EXCLUDES(mu_);
+  // run_benchmark (benchmark.h) with this agent's runner, channel and state directory.
+  protocol::BenchmarkResult Benchmark(const protocol::RunBenchmark& req) EXCLUDES(bench_mu_, mu_);
   // gpunex-gpubench on one real GPU, in a container through the workload runner.
-  StatusOr<json::object> RunGpubench(const std::string& benchmark_id, const GpuInfo& gpu, int64_t sustain_s);
+  StatusOr<json::object> RunGpubench(const std::string& benchmark_id, const GpuInfo& gpu,
+                                     int64_t sustain_s) EXCLUDES(mu_);
   // Round trips over the channel: `n` pings, each answered by a pong; milliseconds.
-  StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n);
+  StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n) EXCLUDES(mu_);
 
   AgentOptions options_;
   AgentState& state_;
@@ -76,17 +78,19 @@ class Agent {
   std::unique_ptr<WorkloadRunner> runner_;
 
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::shared_ptr<Connection> conn_;           // GUARDED_BY(mu_)
-  std::deque<protocol::AgentMessage> queue_;   // GUARDED_BY(mu_): waits for a connection
-  std::map<std::string, int64_t> log_seq_;     // GUARDED_BY(mu_): per workload and stream
-  int running_workers_ = 0;                    // GUARDED_BY(mu_): commands executing
-  int64_t last_ping_id_ = 0;                   // GUARDED_BY(mu_)
-  std::map<int64_t, std::chrono::steady_clock::time_point> pongs_;  // GUARDED_BY(mu_)
-  std::set<std::string> bench_running_;        // GUARDED_BY(mu_): benchmark containers
-  std::map<std::string, std::string> bench_output_;  // GUARDED_BY(mu_): their stdout
-  std::mutex bench_mu_;                        // one benchmark at a time
+  Mutex mu_;
+  CondVar cv_;  // signalled when a pong arrives, a command's worker ends, or on Stop()
+  std::shared_ptr<Connection> conn_ GUARDED_BY(mu_);
+  std::deque<protocol::AgentMessage> queue_ GUARDED_BY(mu_);  // waits for a connection
+  bool flushing_ GUARDED_BY(mu_) = false;                     // FlushQueue is sending it
+  std::map<std::string, int64_t> log_seq_ GUARDED_BY(mu_);    // per workload and stream
+  int running_workers_ GUARDED_BY(mu_) = 0;                   // commands executing
+  int64_t last_ping_id_ GUARDED_BY(mu_) = 0;
+  // Pings waiting for their pong: when it arrived, or the epoch while it has not.
+  std::map<int64_t, std::chrono::steady_clock::time_point> pongs_ GUARDED_BY(mu_);
+  std::set<std::string> bench_running_ GUARDED_BY(mu_);              // benchmark containers
+  std::map<std::string, std::string> bench_output_ GUARDED_BY(mu_);  // their stdout
+  Mutex bench_mu_ ACQUIRED_BEFORE(mu_);                              // one benchmark at a time
 };
 
 }  // namespace gpunex::agent

@@ -7,43 +7,8 @@
 
 namespace gpunex::agent {
 
-StatusOr<BenchmarkRequest> ParseBenchmarkRequest(const json::object& payload) {
-  FieldErrors errors;
-  JsonReader r(payload, "", &errors);
-  r.RejectUnknown({"benchmark_id", "gpus", "machine_phases", "sustain_s", "storage", "network"});
-  BenchmarkRequest b;
-  b.benchmark_id = r.String("benchmark_id", true, 64).value_or("");
-  if (const json::array* gpus = r.Array("gpus", true, 0, 64)) {
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      const std::string path = "gpus[" + std::to_string(i) + "]";
-      if (!(*gpus)[i].is_object()) {
-        r.Fail(path, "must be an object");
-        continue;
-      }
-      JsonReader g((*gpus)[i].get_object(), r.PathOf(path), &errors);
-      g.RejectUnknown({"uuid", "catalog_id"});
-      b.gpus.push_back({g.String("uuid", true, 96).value_or(""), g.String("catalog_id", false, 64).value_or("")});
-    }
-  }
-  b.machine_phases = r.Bool("machine_phases", false).value_or(false);
-  b.sustain_s = r.Int("sustain_s", false, 0, 600).value_or(60);
-  if (const json::object* s = r.Object("storage", false)) {
-    JsonReader sr(*s, r.PathOf("storage"), &errors);
-    sr.RejectUnknown({"file_mb", "seconds_per_phase"});
-    b.storage_file_mb = sr.Int("file_mb", false, 1, 64 * 1024).value_or(1024);
-    b.storage_seconds = sr.Number("seconds_per_phase", false, 0, 120).value_or(8);
-  }
-  if (const json::object* n = r.Object("network", false)) {
-    JsonReader nr(*n, r.PathOf("network"), &errors);
-    nr.RejectUnknown({"mb", "pings"});
-    b.network_mb = nr.Int("mb", false, 1, 1024).value_or(256);
-    b.pings = nr.Int("pings", false, 1, 1000).value_or(20);
-  }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return b;
-}
-
-StatusOr<json::object> EmulatedGpubenchResult(const GpuInfo& gpu, double factor, int64_t sustain_s) {
+StatusOr<json::object> EmulatedGpubenchResult(const GpuInfo& gpu, double factor,
+                                              int64_t sustain_s) {
   const GpuModel* m = FindGpuModel(gpu.catalog_id);
   if (!m) return NotFound("no reference figures for " + gpu.name);
   const double bw = m->mem_bw_gbps * factor;
@@ -80,8 +45,12 @@ StatusOr<json::object> EmulatedGpubenchResult(const GpuInfo& gpu, double factor,
         {"mean_sm_clock_mhz", 0.0},
         {"throttle_reasons", json::array{}}}},
       {"reference_fraction",
-       {{"fp32", factor}, {"fp16", factor}, {"fp16_tensor", factor}, {"bf16_tensor", factor},
-        {"tf32_tensor", factor}, {"memory", factor}}},
+       {{"fp32", factor},
+        {"fp16", factor},
+        {"fp16_tensor", factor},
+        {"bf16_tensor", factor},
+        {"tf32_tensor", factor},
+        {"memory", factor}}},
       {"sanity", {{"ok", true}, {"failures", json::array{}}}},
       {"duration_s", 0.0}};
 }
@@ -94,6 +63,99 @@ std::pair<double, double> Percentiles50And99(std::vector<double> s) {
     return s[std::clamp<size_t>(k, 1, s.size()) - 1];
   };
   return {rank(0.50), rank(0.99)};
+}
+
+StatusOr<protocol::StartWorkload> GpubenchWorkload(const std::string& benchmark_id,
+                                                   const GpuInfo& gpu, int64_t sustain_s,
+                                                   const std::string& image) {
+  // Short, valid and unique: the policy's workload id syntax.
+  std::string wid =
+      std::string(kBenchWorkloadPrefix) + benchmark_id + "-" + std::to_string(gpu.index);
+  if (wid.size() > protocol::kMaxWorkloadIdLength) {
+    wid = wid.substr(wid.size() - protocol::kMaxWorkloadIdLength);
+  }
+  protocol::StartWorkload w;
+  w.workload_id = wid;
+  w.image = image;
+  w.command = {"--uuid", gpu.uuid, "--sustain-s", std::to_string(sustain_s)};
+  w.gpu_uuids = {gpu.uuid};
+  w.memory_mb = 4096;
+  w.cpus = 2.0;
+  w.pids_limit = 256;
+  w.scratch_mb = 64;
+  w.timeout_s = sustain_s + 600;
+  // The same checks as a workload from the platform: the image comes from the agent's
+  // configuration, the ids from the platform.
+  return protocol::ParseStartWorkload(protocol::ToJson(w));
+}
+
+std::string BenchmarkErrorText(const Status& status) {
+  std::string text = protocol::SanitizeLogText(status.ToString());
+  if (text.size() > protocol::kMaxBenchmarkErrorLength) {
+    size_t n = protocol::kMaxBenchmarkErrorLength;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    text.resize(n);
+  }
+  return text;
+}
+
+protocol::BenchmarkResult::Gpu GpuResult(const std::string& uuid,
+                                         const StatusOr<json::object>& figures) {
+  protocol::BenchmarkResult::Gpu g;
+  g.uuid = uuid;
+  g.ok = figures.ok();
+  if (figures.ok()) {
+    g.result = *figures;
+  } else {
+    g.error = BenchmarkErrorText(figures.status());
+  }
+  return g;
+}
+
+protocol::BenchmarkNetwork NetworkFigures(const std::vector<double>& rtt_ms,
+                                          const bench::NetworkResult& throughput) {
+  auto [p50, p99] = Percentiles50And99(rtt_ms);
+  return {p50, p99, throughput.download_mbit_s, throughput.upload_mbit_s};
+}
+
+protocol::BenchmarkStorage StorageFigures(const bench::StorageResult& disk) {
+  return {disk.seq_read_mb_s,    disk.seq_write_mb_s,   disk.rand_read_iops,
+          disk.rand_read_p50_us, disk.rand_read_p99_us, disk.direct_io};
+}
+
+protocol::BenchmarkResult RunBenchmark(const protocol::RunBenchmark& req, GpuSource& gpus,
+                                       const BenchmarkSteps& steps) {
+  protocol::BenchmarkResult result;
+  result.benchmark_id = req.benchmark_id;
+  result.emulated = gpus.Emulated();
+  std::vector<GpuInfo> inventory;
+  if (auto inv = gpus.Inventory(); inv.ok()) inventory = *inv;
+  for (const auto& want : req.gpus) {
+    auto it = std::find_if(inventory.begin(), inventory.end(),
+                           [&](const GpuInfo& g) { return g.uuid == want.uuid; });
+    StatusOr<json::object> figures = NotFound("the GPU is not on this machine now");
+    if (it != inventory.end()) {
+      figures = it->emulated ? EmulatedGpubenchResult(*it, gpus.PerfFactor(), req.sustain_s)
+                             : steps.gpubench(*it, req.sustain_s);
+    }
+    result.gpus.push_back(GpuResult(want.uuid, figures));
+  }
+  if (!req.machine_phases) return result;
+  auto rtt = steps.round_trips(req.pings);
+  auto net = rtt.ok() ? steps.throughput(req.network_mb << 20)
+                      : StatusOr<bench::NetworkResult>(rtt.status());
+  if (net.ok()) {
+    result.network = NetworkFigures(*rtt, *net);
+  } else {
+    result.network_error = BenchmarkErrorText(net.status());
+  }
+  auto disk = steps.storage(req.storage_file_mb << 20, req.storage_seconds);
+  if (disk.ok()) {
+    result.storage = StorageFigures(*disk);
+  } else {
+    result.storage_error = BenchmarkErrorText(disk.status());
+  }
+  return result;
 }
 
 }  // namespace gpunex::agent

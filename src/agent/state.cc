@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <sstream>
 
 #include "common/ids.h"
@@ -26,7 +26,8 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
-Status AgentState::WriteFileAtomically(const std::string& path, const std::string& content, int mode) {
+Status AgentState::WriteFileAtomically(const std::string& path, const std::string& content,
+                                       int mode) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
@@ -44,7 +45,8 @@ Status AgentState::WriteFileAtomically(const std::string& path, const std::strin
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return Unavailable("cannot replace " + path + ": " + std::strerror(errno));
   }
-  int dfd = ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd =
+      ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
@@ -58,7 +60,7 @@ StatusOr<std::unique_ptr<AgentState>> AgentState::Open(const std::string& dir) {
   if (ec) return Unavailable("cannot create the state directory " + dir + ": " + ec.message());
   ::chmod(dir.c_str(), 0700);
   std::unique_ptr<AgentState> s(new AgentState(dir));
-  std::lock_guard g(s->mu_);
+  MutexLock lock(&s->mu_);
   auto machine = ReadFile(dir + "/machine.json");
   if (machine.ok()) {
     auto v = ParseJson(*machine);
@@ -75,7 +77,8 @@ StatusOr<std::unique_ptr<AgentState>> AgentState::Open(const std::string& dir) {
   }
   if (auto t = ReadFile(dir + "/token"); t.ok()) {
     std::string tok = *t;
-    while (!tok.empty() && (tok.back() == '\n' || tok.back() == '\r' || tok.back() == ' ')) tok.pop_back();
+    while (!tok.empty() && (tok.back() == '\n' || tok.back() == '\r' || tok.back() == ' '))
+      tok.pop_back();
     s->token_ = tok;
   }
   if (auto c = ReadFile(dir + "/commands.json"); c.ok()) {
@@ -98,50 +101,50 @@ StatusOr<std::unique_ptr<AgentState>> AgentState::Open(const std::string& dir) {
 }
 
 std::string AgentState::machine_key() const {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   return machine_key_;
 }
 
 std::string AgentState::machine_id() const {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   return machine_id_;
 }
 
 Status AgentState::SetMachineId(const std::string& id) {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   if (machine_id_ == id) return Status::Ok();
   machine_id_ = id;
   return SaveMachine();
 }
 
 std::string AgentState::token() const {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   return token_;
 }
 
 Status AgentState::StoreToken(const std::string& token) {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   GPUNEX_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/token", token + "\n", 0600));
   token_ = token;
   return Status::Ok();
 }
 
 std::optional<CommandRecord> AgentState::Command(const std::string& id) const {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   auto it = commands_.find(id);
   if (it == commands_.end()) return std::nullopt;
   return it->second;
 }
 
 Status AgentState::Accept(const std::string& id) {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   if (commands_.count(id)) return Status::Ok();
   commands_[id] = CommandRecord{false, false, "", {}, NowMicros()};
   return SaveCommands();
 }
 
 Status AgentState::Finish(const std::string& id, bool ok, std::string error, json::object data) {
-  std::lock_guard g(mu_);
+  MutexLock lock(&mu_);
   commands_[id] = CommandRecord{true, ok, std::move(error), std::move(data), NowMicros()};
   return SaveCommands();
 }
@@ -156,7 +159,8 @@ Status AgentState::SaveCommands() {
   while (commands_.size() > kMaxCommandRecords) commands_.erase(commands_.begin());
   json::object all;
   for (const auto& [id, r] : commands_) {
-    all[id] = json::object{{"done", r.done}, {"ok", r.ok}, {"error", r.error}, {"data", r.data}, {"at", r.at}};
+    all[id] = json::object{
+        {"done", r.done}, {"ok", r.ok}, {"error", r.error}, {"data", r.data}, {"at", r.at}};
   }
   return WriteFileAtomically(dir_ + "/commands.json", ToJsonText(all), 0600);
 }

@@ -13,12 +13,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/json.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "common/time.h"
 
 namespace gpunex::agent {
@@ -37,33 +37,33 @@ class AgentState {
   static StatusOr<std::unique_ptr<AgentState>> Open(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
-  std::string machine_key() const;
-  std::string machine_id() const;
-  Status SetMachineId(const std::string& id);
+  std::string machine_key() const EXCLUDES(mu_);
+  std::string machine_id() const EXCLUDES(mu_);
+  Status SetMachineId(const std::string& id) EXCLUDES(mu_);
 
   // The stored token, or "" when none.
-  std::string token() const;
-  Status StoreToken(const std::string& token);
+  std::string token() const EXCLUDES(mu_);
+  Status StoreToken(const std::string& token) EXCLUDES(mu_);
 
-  std::optional<CommandRecord> Command(const std::string& id) const;
+  std::optional<CommandRecord> Command(const std::string& id) const EXCLUDES(mu_);
   // Records that a command was accepted (before running it).
-  Status Accept(const std::string& id);
-  Status Finish(const std::string& id, bool ok, std::string error, json::object data);
+  Status Accept(const std::string& id) EXCLUDES(mu_);
+  Status Finish(const std::string& id, bool ok, std::string error, json::object data) EXCLUDES(mu_);
 
   // Files are written atomically: exposed for tests.
   static Status WriteFileAtomically(const std::string& path, const std::string& content, int mode);
 
  private:
   explicit AgentState(std::string dir) : dir_(std::move(dir)) {}
-  Status SaveMachine();   // REQUIRES: mu_ held
-  Status SaveCommands();  // REQUIRES: mu_ held
+  Status SaveMachine() REQUIRES(mu_);
+  Status SaveCommands() REQUIRES(mu_);
 
   const std::string dir_;
-  mutable std::mutex mu_;
-  std::string machine_key_;  // GUARDED_BY(mu_)
-  std::string machine_id_;   // GUARDED_BY(mu_)
-  std::string token_;        // GUARDED_BY(mu_)
-  std::map<std::string, CommandRecord> commands_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::string machine_key_ GUARDED_BY(mu_);
+  std::string machine_id_ GUARDED_BY(mu_);
+  std::string token_ GUARDED_BY(mu_);
+  std::map<std::string, CommandRecord> commands_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpunex::agent

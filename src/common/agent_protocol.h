@@ -5,12 +5,21 @@
 //
 // Agent → platform: hello, heartbeat, ack, result, workload_event, logs, ping.
 // Platform → agent: welcome, command, error, pong.
+//
+// A command's payload and a run_benchmark result's data travel as JSON objects inside
+// those messages (Command::payload, Result::data); each has a typed form below with one
+// strict parser and one serializer, so that both sides read and write them with the same
+// code.
+//
+// Thread-safety: pure functions over values.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <variant>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/json.h"
@@ -96,7 +105,7 @@ struct WorkloadEvent {
 struct Logs {
   std::string workload_id;
   std::string stream;  // stdout | stderr
-  int64_t seq = 0;     // per workload, increasing
+  int64_t seq = 0;     // per workload and stream, increasing
   std::string data;    // UTF-8 (invalid bytes replaced), at most kMaxLogChunk
 };
 
@@ -116,8 +125,8 @@ struct Welcome {
 
 struct Command {
   std::string command_id;
-  std::string kind;  // start_workload | stop_workload | run_benchmark
-  json::object payload;
+  std::string kind;      // kStartWorkload | kStopWorkload | kRunBenchmark
+  json::object payload;  // ToJson of the kind's payload below; parse it with ParseX
 };
 
 struct Error {
@@ -138,6 +147,211 @@ StatusOr<PlatformMessage> ParsePlatformMessage(std::string_view text);
 
 std::string Serialize(const AgentMessage& m);
 std::string Serialize(const PlatformMessage& m);
+
+// ---------------------------------------------------------------------------------------
+// Command payloads (docs/agent-protocol.md). Each ParseX takes the payload object and
+// fails with kValidationFailed and a field error for every wrong field, named by its path
+// inside the payload ("memory_mb", "env.EPOCHS", "gpus[1].uuid"): unknown fields, missing
+// ones, wrong types, values out of bounds. ToJson(x) writes x back (every field; optional
+// ones of BenchmarkResult when present), so that ParseX(ToJson(x)) == x for any x that
+// ParseX accepts. The platform builds payloads with ToJson, the agent reads them with
+// ParseX, and the other way round for BenchmarkResult.
+
+inline constexpr char kStartWorkload[] = "start_workload";
+inline constexpr char kStopWorkload[] = "stop_workload";
+inline constexpr char kRunBenchmark[] = "run_benchmark";
+
+// Whether `kind` is one of the command kinds above.
+bool IsCommandKind(std::string_view kind);
+
+// Bounds of start_workload, inclusive.
+inline constexpr size_t kMaxWorkloadIdLength = 64;
+inline constexpr size_t kMaxCommandArgs = 64;
+inline constexpr size_t kMaxCommandArgLength = 4096;
+inline constexpr size_t kMaxEnvEntries = 128;
+inline constexpr size_t kMaxEnvNameLength = 128;
+inline constexpr size_t kMaxEnvValueLength = 32 * 1024;
+inline constexpr size_t kMaxWorkloadGpus = 16;
+inline constexpr int64_t kMinMemoryMb = 64;
+inline constexpr int64_t kMaxMemoryMb = 1'048'576;
+inline constexpr double kMinCpus = 0.1;
+inline constexpr double kMaxCpus = 256;
+inline constexpr int64_t kMinPids = 16;
+inline constexpr int64_t kMaxPids = 32'768;
+inline constexpr int64_t kMinScratchMb = 16;
+inline constexpr int64_t kMaxScratchMb = 1'048'576;
+inline constexpr int64_t kMaxTimeoutS = 30 * 86'400;
+
+// The syntax of start_workload's fields, shared with the agent's container policy.
+// [A-Za-z0-9][A-Za-z0-9_.-]*, at most kMaxWorkloadIdLength characters.
+bool IsWorkloadId(std::string_view s);
+// [A-Za-z_][A-Za-z0-9_]*, at most kMaxEnvNameLength characters.
+bool IsEnvName(std::string_view s);
+// NVIDIA_*: the agent sets the GPU selection itself, a workload may not.
+bool IsReservedEnvName(std::string_view s);
+// "GPU-" and a UUID (8-4-4-4-12 hex digits); emulated GPUs: "GPU-emu-" and a UUID.
+bool IsGpuUuid(std::string_view s);
+
+// start_workload: the workload to run (SPEC ISO-1, ISO-2).
+//   {"workload_id": "wl_01J...", "image": "pytorch/pytorch:2.3.0",
+//    "command": ["python", "train.py"], "env": {"EPOCHS": "3"},
+//    "gpu_uuids": ["GPU-..."], "memory_mb": 16384, "cpus": 8, "pids_limit": 4096,
+//    "scratch_mb": 102400, "timeout_s": 3600}
+// command, env, gpu_uuids and timeout_s may be left out. Fields that would widen the
+// isolation policy ("privileged", "binds", "cap_add", "network_mode", "user", ...) are
+// refused like any unknown field, with a message saying so.
+struct StartWorkload {
+  std::string workload_id;           // IsWorkloadId
+  std::string image;                 // a Docker image reference (common/image_ref.h)
+  std::vector<std::string> command;  // empty: the image's default command; text, \n allowed
+  // In the order of the JSON object; names IsEnvName and not reserved; values text.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> gpu_uuids;  // IsGpuUuid, each at most once
+  int64_t memory_mb = 0;               // [kMinMemoryMb, kMaxMemoryMb]
+  double cpus = 0;                     // [kMinCpus, kMaxCpus]
+  int64_t pids_limit = 0;              // [kMinPids, kMaxPids]
+  int64_t scratch_mb = 0;              // [kMinScratchMb, kMaxScratchMb]
+  int64_t timeout_s = 0;               // [0, kMaxTimeoutS]; 0 = none
+
+  bool operator==(const StartWorkload&) const = default;
+};
+StatusOr<StartWorkload> ParseStartWorkload(const json::object& payload);
+json::object ToJson(const StartWorkload& s);
+
+// stop_workload: {"workload_id"}.
+struct StopWorkload {
+  std::string workload_id;  // IsWorkloadId
+
+  bool operator==(const StopWorkload&) const = default;
+};
+StatusOr<StopWorkload> ParseStopWorkload(const json::object& payload);
+json::object ToJson(const StopWorkload& s);
+
+// Bounds of run_benchmark, inclusive.
+inline constexpr int64_t kMaxBenchmarkSustainS = 600;
+inline constexpr int64_t kMaxBenchmarkFileMb = 64 * 1024;
+inline constexpr double kMaxBenchmarkSecondsPerPhase = 120;  // and more than 0
+inline constexpr int64_t kMaxBenchmarkNetworkMb = 1024;
+inline constexpr int64_t kMaxBenchmarkPings = 1000;
+
+// run_benchmark (BEN-1..5, docs/performance-score.md):
+//   {"benchmark_id", "gpus": [{"uuid", "catalog_id"}], "machine_phases": bool,
+//    "sustain_s", "storage": {"file_mb", "seconds_per_phase"}, "network": {"mb", "pings"}}
+// Everything but benchmark_id and gpus may be left out and then takes the defaults below.
+struct RunBenchmark {
+  struct Gpu {
+    std::string uuid;
+    std::string catalog_id;  // "" when the model is not in the catalog
+
+    bool operator==(const Gpu&) const = default;
+  };
+  std::string benchmark_id;
+  std::vector<Gpu> gpus;           // at most kMaxGpus
+  bool machine_phases = false;     // also the network and storage benchmarks
+  int64_t sustain_s = 60;          // [0, kMaxBenchmarkSustainS]
+  int64_t storage_file_mb = 1024;  // storage.file_mb: [1, kMaxBenchmarkFileMb]
+  double storage_seconds = 8;      // storage.seconds_per_phase: (0, kMaxBenchmarkSecondsPerPhase]
+  int64_t network_mb = 256;        // network.mb: [1, kMaxBenchmarkNetworkMb]
+  int64_t pings = 20;              // network.pings: [1, kMaxBenchmarkPings]
+
+  bool operator==(const RunBenchmark&) const = default;
+};
+StatusOr<RunBenchmark> ParseRunBenchmark(const json::object& payload);
+json::object ToJson(const RunBenchmark& b);
+
+// The longest error text of a benchmark result, in bytes.
+inline constexpr size_t kMaxBenchmarkErrorLength = 1000;
+// The largest figure a benchmark result may carry; far above any link or disk (the
+// platform's thresholds judge the figures, docs/benchmarks-network-storage.md).
+inline constexpr double kMaxBenchmarkFigure = 1e9;
+
+// Network figures of a benchmark result: round trips over the channel (milliseconds) and
+// HTTP throughput against the platform (1e6 bit/s).
+struct BenchmarkNetwork {
+  double rtt_p50_ms = 0, rtt_p99_ms = 0;
+  double download_mbit_s = 0, upload_mbit_s = 0;
+
+  bool operator==(const BenchmarkNetwork&) const = default;
+};
+
+// Storage figures of a benchmark result, measured in the agent's state directory
+// (agent/bench/storage.h): MB/s are 1e6 bytes per second, latencies microseconds.
+struct BenchmarkStorage {
+  double seq_read_mb_s = 0, seq_write_mb_s = 0;
+  double rand_read_iops = 0, rand_read_p50_us = 0, rand_read_p99_us = 0;
+  // false: the file system refused O_DIRECT and buffered I/O was measured. Optional on
+  // the wire, true when left out.
+  bool direct_io = true;
+
+  bool operator==(const BenchmarkStorage&) const = default;
+};
+
+// The data of a successful run_benchmark's result:
+//   {"benchmark_id", "emulated", "gpus": [{"uuid", "ok", "error"?, "result"?}],
+//    "network"?: {"rtt_p50_ms", "rtt_p99_ms", "download_mbit_s", "upload_mbit_s"},
+//    "network_error"?, "storage"?: {"seq_read_mb_s", "seq_write_mb_s", "rand_read_iops",
+//    "rand_read_p50_us", "rand_read_p99_us", "direct_io"}, "storage_error"?}
+// Figures are non-negative numbers up to kMaxBenchmarkFigure; error texts may span lines,
+// at most kMaxBenchmarkErrorLength bytes. Optional members are left out of the JSON when
+// absent (an empty error text counts as absent). The parser checks the form only: which
+// members go together (ok with result, network or network_error) is the platform's call.
+// A result that is not ok carries no data: parse Result::data only when Result::ok.
+struct BenchmarkResult {
+  struct Gpu {
+    std::string uuid;
+    bool ok = false;
+    std::string error;  // why it was not measured; "" = absent
+    // The JSON gpunex-gpubench printed (docs/gpubench.md), passed on as it is: the
+    // platform parses it (benchmarks/score.h).
+    std::optional<json::object> result;
+
+    bool operator==(const Gpu&) const = default;
+  };
+
+  std::string benchmark_id;
+  bool emulated = false;  // the machine's GPUs are emulated
+  std::vector<Gpu> gpus;  // at most kMaxGpus
+  // Machine phases only: the figures, or why there are none ("" = absent).
+  std::optional<BenchmarkNetwork> network;
+  std::string network_error;
+  std::optional<BenchmarkStorage> storage;
+  std::string storage_error;
+
+  bool operator==(const BenchmarkResult&) const = default;
+};
+StatusOr<BenchmarkResult> ParseBenchmarkResult(const json::object& data);
+json::object ToJson(const BenchmarkResult& r);
+// The "network" and "storage" members of a result.
+json::object ToJson(const BenchmarkNetwork& n);
+json::object ToJson(const BenchmarkStorage& s);
+
+// What gpunex-gpubench measured on one GPU (docs/gpubench.md), or an emulated GPU's
+// figures: the `result` of a BenchmarkResult::Gpu, typed. TFLOPS and GB/s (1 GB = 1e9
+// bytes). The platform scores and checks them (platform/benchmarks/score.h) and keeps
+// them in this JSON form.
+struct GpubenchFigures {
+  double fp32_tflops = 0, fp16_tflops = 0;
+  double fp16_tensor_tflops = 0, bf16_tensor_tflops = 0, tf32_tensor_tflops = 0;
+  double mem_read_gbps = 0, mem_write_gbps = 0, mem_copy_gbps = 0, mem_triad_gbps = 0;
+  // Sustained-load phase.
+  double sustained_seconds = 0;
+  double sustained_mean_tflops = 0;
+  double sustained_min_over_median = 1;  // 1 = perfectly steady
+  double sustained_cv = 0;
+  double thermal_throttle_fraction = 0, power_throttle_fraction = 0;
+  double max_temperature_c = 0, mean_power_w = 0;
+  // PCIe link as seen under load; 0 = not reported.
+  int64_t pcie_width = 0, pcie_gen = 0;
+  bool sanity_ok = true;
+  std::vector<std::string> sanity_failures;
+  bool emulated = false;
+
+  bool operator==(const GpubenchFigures&) const = default;
+};
+// Parses the JSON object gpunex-gpubench prints (the members this struct holds; others are
+// ignored, as the tool adds detail over time). Field errors name the path under `path`.
+StatusOr<GpubenchFigures> ParseGpubenchFigures(const json::object& o, const std::string& path);
+json::object ToJson(const GpubenchFigures& f);
 
 // Replaces invalid UTF-8 and control characters (except \n, \t) so that a log chunk is
 // safe to carry as a JSON string.

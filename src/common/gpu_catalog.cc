@@ -73,9 +73,9 @@ std::vector<GpuModel> ParseGpuCatalogCsv(std::string_view csv) {
     m.fp16_tensor_tflops = ToDouble(f[5], n);
     m.tf32_tensor_tflops = ToDouble(f[6], n);
     m.mem_bw_gbps = ToDouble(f[7], n);
-    auto price = ParseUsdc(f[8]);
+    auto price = Usdc::Parse(f[8]);
     if (!price) throw std::runtime_error("gpu catalog line " + std::to_string(n) + ": bad price");
-    m.default_price_micro = *price;
+    m.default_price = *price;
     models.push_back(std::move(m));
   }
   return models;

@@ -13,7 +13,7 @@ TEST(GpuCatalog, BuiltinMatchesReferenceTable) {
   EXPECT_EQ(a100->vram_gb, 80);
   EXPECT_DOUBLE_EQ(a100->fp16_tensor_tflops, 312.0);
   EXPECT_DOUBLE_EQ(a100->mem_bw_gbps, 2039);
-  EXPECT_EQ(a100->default_price_micro, 1'200'000);
+  EXPECT_EQ(a100->default_price, Usdc::Micros(1'200'000));
   EXPECT_EQ(FindGpuModel("nope"), nullptr);
 }
 

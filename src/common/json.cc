@@ -286,4 +286,39 @@ void JsonReader::RejectUnknown(std::initializer_list<std::string_view> known) co
   }
 }
 
+const json::object& StoredObject(const json::value& v) {
+  static const json::object kEmpty;
+  return v.is_object() ? v.get_object() : kEmpty;
+}
+
+std::string StoredText(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  return it != o.end() && it->value().is_string() ? std::string(it->value().get_string()) : "";
+}
+
+int64_t StoredInt(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (it->value().is_int64()) return it->value().get_int64();
+  if (it->value().is_double()) return static_cast<int64_t>(it->value().get_double());
+  return 0;
+}
+
+double StoredNumber(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (it->value().is_double()) return it->value().get_double();
+  if (it->value().is_int64()) return static_cast<double>(it->value().get_int64());
+  return 0;
+}
+
+std::vector<std::string> StoredTextList(const json::value& v) {
+  std::vector<std::string> out;
+  if (!v.is_array()) return out;
+  for (const auto& x : v.get_array()) {
+    if (x.is_string()) out.emplace_back(x.get_string());
+  }
+  return out;
+}
+
 }  // namespace gpunex

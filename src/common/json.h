@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -22,6 +23,15 @@ namespace json = boost::json;
 StatusOr<json::value> ParseJson(std::string_view text);
 // The parsed value of JSON the program stored itself, or `fallback` when it does not parse.
 json::value ParseJsonOr(std::string_view text, json::value fallback);
+
+// Lenient reads of JSON documents the program stored itself (TEXT columns): what was
+// validated when it was written is not validated again when it is read back; a member
+// that is missing or of another type reads as the empty value.
+const json::object& StoredObject(const json::value& v);  // an empty object when not one
+std::string StoredText(const json::object& o, std::string_view key);
+int64_t StoredInt(const json::object& o, std::string_view key);  // doubles truncated
+double StoredNumber(const json::object& o, std::string_view key);
+std::vector<std::string> StoredTextList(const json::value& v);  // the strings of an array
 
 // Serialises compactly; doubles in their shortest exact form (10, 2.5), not 1E1.
 std::string ToJsonText(const json::value& v);

@@ -49,7 +49,7 @@ bool ParseLogLevel(std::string_view s, LogLevel* out) {
 void Log(LogLevel level, std::string_view event, json::object fields) {
   if (level < g_level.load()) return;
   json::object line;
-  line["ts"] = FormatRfc3339(NowMicros());
+  line["ts"] = FormatRfc3339(SystemClock().Now());
   line["level"] = Name(level);
   line["event"] = event;
   for (auto& kv : fields) line[kv.key()] = std::move(kv.value());

@@ -16,6 +16,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kPayloadTooLarge: return "payload_too_large";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kAborted: return "aborted";
+    case StatusCode::kOutOfRange: return "out_of_range";
+    case StatusCode::kOutcomeUnknown: return "outcome_unknown";
     case StatusCode::kInternal: return "internal";
   }
   return "internal";

@@ -31,6 +31,11 @@ enum class StatusCode {
   kPayloadTooLarge,     // (HTTP 413)
   kUnavailable,         // transient: retry later (HTTP 503)
   kAborted,             // transaction conflict: the caller may retry
+  kOutOfRange,          // a value beyond what can be represented, e.g. money overflow (HTTP 422)
+  // The operation may or may not have taken effect (a connection lost during COMMIT):
+  // the caller must find out, e.g. by reading again, before it acts on either outcome
+  // (HTTP 503).
+  kOutcomeUnknown,
   kInternal,            // bug or broken dependency (HTTP 500)
 };
 
@@ -74,6 +79,8 @@ inline Status ResourceExhausted(std::string m) {
 }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+inline Status OutcomeUnknown(std::string m) { return {StatusCode::kOutcomeUnknown, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status ValidationFailed(FieldErrors fields) {
   return {StatusCode::kValidationFailed, "the request has invalid fields", std::move(fields)};

@@ -1,32 +1,27 @@
 // GCC 12 at -O2 reports a false "may be used uninitialized" inside date::parse (the
 // warning is attributed to libstdc++'s chrono.h, so it is silenced for this file).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "common/time.h"
 
 #include <date/date.h>
 
-#include <chrono>
 #include <sstream>
 
 namespace gpunex {
 
-UnixMicros NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+UnixMicros NowMicros() { return ToUnixMicros(SystemClock().Now()); }
+
+std::string FormatRfc3339(Timestamp t) {
+  using namespace std::chrono;
+  return date::format("%FT%TZ", floor<milliseconds>(t));
 }
 
-std::string FormatRfc3339(UnixMicros t) {
-  using namespace std::chrono;
-  sys_time<milliseconds> tp{duration_cast<milliseconds>(microseconds(t))};
-  return date::format("%FT%TZ", tp);
-}
-
-std::optional<UnixMicros> ParseRfc3339(std::string_view s) {
-  using namespace std::chrono;
+std::optional<Timestamp> ParseRfc3339(std::string_view s) {
   std::istringstream in{std::string(s)};
-  date::sys_time<microseconds> tp;
+  date::sys_time<std::chrono::microseconds> tp;
   if (s.ends_with('Z') || s.ends_with('z')) {
     in >> date::parse("%FT%TZ", tp);
   } else {
@@ -35,13 +30,15 @@ std::optional<UnixMicros> ParseRfc3339(std::string_view s) {
   if (in.fail()) return std::nullopt;
   in.peek();
   if (!in.eof()) return std::nullopt;
-  return tp.time_since_epoch().count();
+  return tp;
 }
 
 namespace {
 class RealClock final : public Clock {
  public:
-  UnixMicros Now() const override { return NowMicros(); }
+  Timestamp Now() const override {
+    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+  }
 };
 }  // namespace
 

@@ -19,13 +19,14 @@
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/workloads.h"
 #include "platform/http/metrics.h"
+#include "platform/idempotency/idempotency.h"
 #include "platform/http/router.h"
 #include "platform/http/server.h"
 #include "platform/notify/outbox.h"
 #include "platform/notify/smtp.h"
 #include "platform/providers/providers.h"
+#include "platform/schema.h"
 #include "platform/store/db.h"
-#include "platform/store/migrations.h"
 
 namespace gpunex::platform {
 namespace {
@@ -81,7 +82,7 @@ StatusOr<benchmarks::BenchmarksOptions> BenchmarkOptions(const Config& c) {
 
 StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) {
   GPUNEX_ASSIGN_OR_RETURN(auto db, store::OpenDatabase(config.database_url, config.data_dir));
-  GPUNEX_RETURN_IF_ERROR(store::Migrate(*db));
+  GPUNEX_RETURN_IF_ERROR(schema::MigrateAll(*db));
   GPUNEX_RETURN_IF_ERROR(catalog::SeedBuiltinModels(*db));
   return db;
 }
@@ -127,8 +128,13 @@ int Serve(Config config) {
   if (!db.ok()) return Fail(db.status());
   LogInfo("store.opened", {{"backend", (*db)->Backend()}});
 
+  const Clock& clock = SystemClock();
+  std::unique_ptr<notify::OutboxSender> outbox;
+  const std::function<void()> wake_outbox = [&outbox] {
+    if (outbox) outbox->Wake();
+  };
   accounts::Accounts accounts(**db, AccountOptions(config));
-  providers::Providers providers(**db);
+  providers::Providers providers(**db, {&clock});
   auto calendar = applications::BusinessCalendar::Create(config.holidays);
   if (!calendar.ok()) return Fail(calendar.status());
   applications::ApplicationsOptions app_options;
@@ -136,6 +142,8 @@ int Serve(Config config) {
   app_options.mail_domain = MailDomain(config.public_url);
   app_options.target_business_days = config.review_target_business_days;
   app_options.calendar = *calendar;
+  app_options.wake_outbox = wake_outbox;
+  app_options.clock = &clock;
   applications::Applications applications(**db, app_options);
 
   http::Metrics metrics;
@@ -145,12 +153,17 @@ int Serve(Config config) {
   fleet_options.offline_after_s = config.offline_after_s;
   fleet_options.hello_timeout_s = config.hello_timeout_s;
   fleet_options.list_after_benchmark = config.benchmarks_enabled;
+  fleet_options.clock = &clock;
   fleet::Fleet fleet(**db, fleet_options);
-  fleet::Workloads workloads(**db, fleet);
+  fleet::Workloads workloads(**db, fleet, &clock);
   auto bench_options = BenchmarkOptions(config);
   if (!bench_options.ok()) return Fail(bench_options.status());
+  bench_options->wake_outbox = wake_outbox;
+  bench_options->clock = &clock;
   benchmarks::Benchmarks benchmarks(**db, fleet, *bench_options);
-  std::unique_ptr<notify::OutboxSender> outbox;
+  idempotency::Idempotency idempotency(**db, {.clock = &clock});
+  // Listings follow the rules of the release that runs.
+  if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
   if (!config.smtp_url.empty()) {
     if (Status st = notify::ValidateSmtpUrl(config.smtp_url); !st.ok()) return Fail(st);
     notify::OutboxOptions o;
@@ -159,10 +172,11 @@ int Serve(Config config) {
     o.backoff_base = std::chrono::seconds(config.outbox_backoff_base_s);
     o.max_attempts = config.outbox_max_attempts;
     o.lease = std::chrono::seconds(config.outbox_lease_s);
+    o.clock = &clock;
     if ((*db)->Backend() == "sqlite") {
       // One process owns a SQLite data directory: claims left by a crashed run are
       // released at once instead of waiting out their lease.
-      if (Status st = notify::ReleaseAbandonedClaims(**db); !st.ok()) return Fail(st);
+      if (Status st = notify::ReleaseAbandonedClaims(**db, clock.Now()); !st.ok()) return Fail(st);
     }
     outbox = std::make_unique<notify::OutboxSender>(
         **db, notify::CurlSmtpClient(config.smtp_url), o);
@@ -175,6 +189,7 @@ int Serve(Config config) {
   std::atomic<bool> ready{false};
   api::ApiContext ctx{config,
                       **db,
+                      clock,
                       accounts,
                       providers,
                       applications,
@@ -182,12 +197,13 @@ int Serve(Config config) {
                       fleet,
                       workloads,
                       benchmarks,
+                      idempotency,
                       api::RenderInstallScript(config.public_url, config.agent_image),
-                      [&outbox] {
-                        if (outbox) outbox->Wake();
-                      },
                       [&ready] { return ready.load(); },
-                      [&outbox](http::Metrics& m) {
+                      [&outbox, &applications](http::Metrics& m) {
+                        m.SetGauge("gpunex_unreadable_application_rows",
+                                   "Stored provider applications skipped by lists because they could not be read.",
+                                   static_cast<double>(applications.unreadable_rows()));
                         if (!outbox) return;
                         notify::OutboxCounters c = outbox->counters();
                         m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
@@ -203,9 +219,10 @@ int Serve(Config config) {
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
   fleet.Start();
   if (config.benchmarks_enabled) benchmarks.Start();
+  idempotency.Start();
 
-  dispatch = [&router](http::Request& req) {
-    return api::WithCommonHeaders(req, router.Dispatch(req));
+  dispatch = [&ctx, &router](http::Request& req) {
+    return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
   };
 
   std::thread signal_thread([&] {
@@ -220,6 +237,7 @@ int Serve(Config config) {
                              {"tls", !config.tls_cert_file.empty()},
                              {"public_url", config.public_url}});
   (*server)->Run();
+  idempotency.Stop();
   benchmarks.Stop();
   fleet.Stop();
   if (outbox) outbox->Stop();
@@ -269,7 +287,7 @@ int main(int argc, char** argv) {
   auto db = OpenAndMigrate(*config);
   if (!db.ok()) return Fail(db.status());
   if (*migrate) {
-    std::cout << "schema at version " << store::LatestSchemaVersion() << "\n";
+    std::cout << "schema at version " << schema::LatestVersion() << "\n";
     return 0;
   }
   accounts::Accounts accounts(**db, AccountOptions(*config));

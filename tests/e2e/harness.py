@@ -340,7 +340,9 @@ class SqliteBackend:
         """Rows as tuples of Python values (ints stay ints)."""
         conn = sqlite3.connect(self.db_path, timeout=30)
         try:
-            return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+            rows = [tuple(r) for r in conn.execute(sql, params).fetchall()]
+            conn.commit()  # a test that changes a row means it
+            return rows
         finally:
             conn.close()
 

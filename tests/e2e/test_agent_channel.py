@@ -271,7 +271,7 @@ class AgentChannelMixin:
             "machines": self.q("SELECT id, provider_id, key_hash, name, emulated, agent_version, "
                                "host FROM machines ORDER BY id"),
             "gpus": self.q("SELECT id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, "
-                           "present, enabled, listed FROM machine_gpus ORDER BY id"),
+                           "present, enabled, benchmark_verdict, benchmark_note FROM machine_gpus ORDER BY id"),
             "workloads": self.q("SELECT id, machine_id, state, exit_code, end_reason, end_party, "
                                 "container_id FROM workloads ORDER BY id"),
             "commands": self.q("SELECT id, machine_id, kind, state, ok FROM agent_commands "

@@ -242,7 +242,9 @@ class BenchmarksFakeAgentMixin:
         self.assertIn("listed again", mails[1].subject)
 
         # --- malformed figures and an error result: no listing change, due again later
-        before = self.q("SELECT id, listed, delisted_reason, performance_score FROM machine_gpus ORDER BY id")
+        listing = ("SELECT g.id, g.listing_state, g.listing_note, s.performance_score FROM machine_gpus g "
+                   "LEFT JOIN gpu_benchmark_status s ON s.gpu_id = g.id ORDER BY g.id")
+        before = self.q(listing)
         r = prov.c.post(f"{API}/machines/{mid}/benchmarks", {})
         self.assertStatus(r, 202)
         cmd = agent.expect_command("run_benchmark")
@@ -257,9 +259,8 @@ class BenchmarksFakeAgentMixin:
         self.answer(agent, cmd, {}, ok=False)
         run = self.wait_run_state(prov, mid, r.body["id"], ("error",))
         self.assertIn("docker engine unreachable", run["error"])
-        self.assertEqual(self.q("SELECT id, listed, delisted_reason, performance_score FROM machine_gpus "
-                                "ORDER BY id"), before)
-        due = self.q("SELECT benchmark_due_at FROM machine_gpus WHERE id = ?", (gid1,))[0][0]
+        self.assertEqual(self.q(listing), before)
+        due = self.q("SELECT due_at FROM gpu_benchmark_status WHERE gpu_id = ?", (gid1,))[0][0]
         self.assertIsNotNone(due)
         # The history keeps every run, newest first.
         self.assertEqual([r["reason"] for r in self.runs(prov, mid)],

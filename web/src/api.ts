@@ -203,6 +203,18 @@ export interface Telemetry {
   throttle_reasons: string[];
 }
 
+export type ListingState =
+  | "listed"
+  | "rented"
+  | "benchmarking"
+  | "disabled_by_provider"
+  | "missing_from_machine"
+  | "machine_offline"
+  | "awaiting_first_benchmark"
+  | "failed_benchmark"
+  | "outside_schedule"
+  | "in_maintenance";
+
 export interface MachineGpu {
   id: string;
   index: number;
@@ -212,8 +224,13 @@ export interface MachineGpu {
   vram_mb: number;
   emulated: boolean;
   enabled: boolean;
+  // On the marketplace: listed, rented or being benchmarked (listing_state says which).
   listed: boolean;
   present: boolean;
+  // The one listing decision of the platform: a code to switch on and a sentence to show.
+  listing_state: ListingState;
+  listing_note: string | null;
+  listed_since: string;
   delisted_reason: string | null;
   performance_score: number | null;
   last_benchmark_at: string | null;

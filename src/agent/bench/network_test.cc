@@ -12,12 +12,12 @@
 #include <cctype>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/testing/tls_files.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent::bench {
 namespace {
@@ -125,7 +125,7 @@ class FakePlatform {
   }
   int port() const { return port_; }
   std::vector<Seen> seen() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return seen_;
   }
 
@@ -179,7 +179,7 @@ class FakePlatform {
         req.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         seen_.push_back(req);
       }
       if (req.method == "CONNECT") {
@@ -249,8 +249,8 @@ class FakePlatform {
   int listener_ = -1;
   int port_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::vector<Seen> seen_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<Seen> seen_ GUARDED_BY(mu_);
 };
 
 NetworkOptions Options(const FakePlatform& p) {

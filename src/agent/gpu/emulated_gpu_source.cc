@@ -6,6 +6,7 @@
 // 45 C and a power draw near the board's idle watts. Readings are a pure function of
 // the seed, the GPU index and the clock's time, so tests can predict them.
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <numbers>
 #include <set>
@@ -145,7 +146,7 @@ class EmulatedSource final : public GpuSource {
   }
 
   StatusOr<std::vector<GpuTelemetry>> Sample() override {
-    const double t = static_cast<double>(clock_.Now()) / kMicrosPerSecond;
+    const double t = std::chrono::duration<double>(clock_.Now().time_since_epoch()).count();
     const auto second = static_cast<uint64_t>(std::floor(t));
     constexpr double kTwoPi = 2 * std::numbers::pi;
     std::vector<GpuTelemetry> out;

@@ -5,18 +5,13 @@
 #include <thread>
 
 #include "agent/gpu/gpu_source.h"
+#include "common/testing/fake_clock.h"
 
 namespace gpunex::agent {
 namespace {
 
-class FakeClock final : public Clock {
- public:
-  UnixMicros Now() const override { return now_; }
-  void Set(UnixMicros t) { now_ = t; }
-
- private:
-  UnixMicros now_ = 1'795'000'000 * kMicrosPerSecond;
-};
+using gpunex::testing::FakeClock;
+constexpr Timestamp kStart = FromUnixMicros(int64_t{1'795'000'000} * 1'000'000);
 
 std::unique_ptr<GpuSource> MustCreate(std::string_view spec, std::string_view seed = "mk_1",
                                       const Clock& clock = SystemClock()) {
@@ -114,7 +109,7 @@ TEST(EmulatedGpuSource, RejectsPerfFactorOutOfRangeAndEmptySeed) {
 }
 
 TEST(EmulatedGpuSource, TelemetryIsIdleDeterministicAndVaries) {
-  FakeClock clock;
+  FakeClock clock(kStart);
   auto source = MustCreate("h100-sxm-80gb:1,l4-24gb:1", "mk_1", clock);
   ASSERT_NE(source, nullptr);
   auto inventory = source->Inventory().value();
@@ -125,7 +120,7 @@ TEST(EmulatedGpuSource, TelemetryIsIdleDeterministicAndVaries) {
   std::set<int> temps;
   std::set<double> watts;
   for (int minute = 0; minute < 24 * 60; ++minute) {
-    clock.Set(clock.Now() + 60 * kMicrosPerSecond);
+    clock.Advance(kOneMinute);
     auto sample = source->Sample().value();
     for (size_t i = 0; i < sample.size(); ++i) {
       const GpuTelemetry& t = sample[i];
@@ -155,7 +150,7 @@ TEST(EmulatedGpuSource, TelemetryIsIdleDeterministicAndVaries) {
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(ToJson(first[i]), ToJson(again[i]));
   }
-  clock.Set(clock.Now() - 24 * 60 * 60 * kMicrosPerSecond);
+  clock.Advance(-kOneDay);
   auto replay = source->Sample().value();
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(ToJson(first[i]), ToJson(replay[i]));
 }

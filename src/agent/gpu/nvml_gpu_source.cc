@@ -7,13 +7,13 @@
 #include <dlfcn.h>
 
 #include <cmath>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "agent/gpu/gpu_source.h"
 #include "common/gpu_catalog.h"
 #include "common/log.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 namespace {
@@ -126,7 +126,7 @@ class NvmlSource final : public GpuSource {
   explicit NvmlSource(std::string library) : library_(std::move(library)) {}
 
   ~NvmlSource() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (initialized_) api_.shutdown();
     if (lib_ != nullptr) dlclose(lib_);
   }
@@ -135,8 +135,8 @@ class NvmlSource final : public GpuSource {
   bool Emulated() const override { return false; }
   double PerfFactor() const override { return 1.0; }
 
-  StatusOr<std::vector<GpuInfo>> Inventory() override {
-    std::lock_guard lock(mu_);
+  StatusOr<std::vector<GpuInfo>> Inventory() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     GPUNEX_RETURN_IF_ERROR(EnsureReadyLocked());
 
     std::string driver;
@@ -184,8 +184,8 @@ class NvmlSource final : public GpuSource {
     return gpus;
   }
 
-  StatusOr<std::vector<GpuTelemetry>> Sample() override {
-    std::lock_guard lock(mu_);
+  StatusOr<std::vector<GpuTelemetry>> Sample() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     GPUNEX_RETURN_IF_ERROR(EnsureReadyLocked());
     GPUNEX_ASSIGN_OR_RETURN(unsigned int count, CountLocked());
     std::vector<GpuTelemetry> out;
@@ -228,7 +228,7 @@ class NvmlSource final : public GpuSource {
 
   // Loads the library and initialises NVML unless done; retried on every call until it
   // succeeds.
-  Status EnsureReadyLocked() {
+  Status EnsureReadyLocked() REQUIRES(mu_) {
     if (lib_ == nullptr) {
       dlerror();
       void* lib = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -260,7 +260,7 @@ class NvmlSource final : public GpuSource {
     return Status::Ok();
   }
 
-  StatusOr<unsigned int> CountLocked() {
+  StatusOr<unsigned int> CountLocked() REQUIRES(mu_) {
     unsigned int count = 0;
     if (NvmlReturn r = api_.device_count(&count); r != kNvmlSuccess) {
       return Unavailable("NVML cannot count GPUs: " + ErrorTextLocked(r));
@@ -269,7 +269,7 @@ class NvmlSource final : public GpuSource {
   }
 
   // The handle and UUID of GPU `index`.
-  Status DeviceLocked(unsigned int index, NvmlDevice* dev, std::string* uuid) {
+  Status DeviceLocked(unsigned int index, NvmlDevice* dev, std::string* uuid) REQUIRES(mu_) {
     NvmlReturn r = api_.device_by_index(index, dev);
     char text[kNvmlTextBuffer];
     if (r == kNvmlSuccess) r = api_.device_uuid(*dev, text, sizeof text);
@@ -281,16 +281,16 @@ class NvmlSource final : public GpuSource {
     return Status::Ok();
   }
 
-  std::string ErrorTextLocked(NvmlReturn r) const {
+  std::string ErrorTextLocked(NvmlReturn r) const REQUIRES(mu_) {
     const char* text = api_.error_string != nullptr ? api_.error_string(r) : nullptr;
     return std::string(text != nullptr ? text : "error") + " (NVML code " + std::to_string(r) + ")";
   }
 
   const std::string library_;
-  std::mutex mu_;
-  void* lib_ = nullptr;       // GUARDED_BY(mu_); set once, with api_
-  NvmlApi api_;               // GUARDED_BY(mu_)
-  bool initialized_ = false;  // GUARDED_BY(mu_); nvmlInit succeeded, nvmlShutdown owed
+  Mutex mu_;
+  void* lib_ GUARDED_BY(mu_) = nullptr;  // set once, with api_
+  NvmlApi api_ GUARDED_BY(mu_);
+  bool initialized_ GUARDED_BY(mu_) = false;  // nvmlInit succeeded, nvmlShutdown owed
 };
 
 }  // namespace

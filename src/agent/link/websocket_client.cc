@@ -24,16 +24,15 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
-#include <condition_variable>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 
 #include "agent/link/endpoint.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 namespace {
@@ -168,11 +167,12 @@ class ClientImpl final : public WebSocketClient {
   ~ClientImpl() override { Close(1000, ""); }
 
   // Connects and, on success, starts the I/O thread. REQUIRES: called once, first.
-  Status Open();
+  Status Open() EXCLUDES(mu_, join_mu_);
 
-  Status Send(std::string text) override;
-  StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) override;
-  void Close(int code, std::string reason) override;
+  Status Send(std::string text) override EXCLUDES(mu_);
+  StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) override
+      EXCLUDES(mu_);
+  void Close(int code, std::string reason) override EXCLUDES(mu_, join_mu_);
 
  private:
   beast::tcp_stream& tcp_stream() { return beast::get_lowest_layer(*ws_); }
@@ -183,14 +183,14 @@ class ClientImpl final : public WebSocketClient {
 
   asio::awaitable<Status> Handshake();
   asio::awaitable<Status> OpenTunnel();
-  asio::awaitable<void> ReadLoop();
-  asio::awaitable<void> WriteLoop();
-  asio::awaitable<void> Watch();
+  asio::awaitable<void> ReadLoop() EXCLUDES(mu_);
+  asio::awaitable<void> WriteLoop() EXCLUDES(mu_);
+  asio::awaitable<void> Watch() EXCLUDES(mu_);
 
   // Wakes the coroutines (they re-check their state). Any thread.
-  void PokeLocked();
-  void OnPoke();
-  bool InboxFullLocked() const {
+  void PokeLocked() REQUIRES(mu_);
+  void OnPoke() EXCLUDES(mu_);
+  bool InboxFullLocked() const REQUIRES(mu_) {
     return inbox_.size() >= kMaxInboxMessages || inbox_bytes_ >= kMaxInboxBytes;
   }
 
@@ -205,23 +205,23 @@ class ClientImpl final : public WebSocketClient {
   asio::steady_timer wake_reader_{ioc_};  // the reader waits on it while the inbox is full
   asio::steady_timer wake_writer_{ioc_};  // the writer waits on it for messages or a ping
   asio::steady_timer wake_main_{ioc_};    // the watchdog waits on it
-  std::thread io_thread_;
-  std::mutex join_mu_;  // serialises joining io_thread_
+  Mutex join_mu_;                         // serialises starting and joining io_thread_
+  std::thread io_thread_ GUARDED_BY(join_mu_);
 
-  std::mutex mu_;
-  std::condition_variable cv_;      // inbox_ or closed_ changed
-  std::deque<std::string> outbox_;  // GUARDED_BY(mu_)
-  size_t outbox_bytes_ = 0;         // GUARDED_BY(mu_)
-  std::deque<std::string> inbox_;   // GUARDED_BY(mu_)
-  size_t inbox_bytes_ = 0;          // GUARDED_BY(mu_)
-  int close_code_ = 0;              // GUARDED_BY(mu_): 0 until Close() or a local failure
-  std::string close_reason_;        // GUARDED_BY(mu_)
-  bool close_taken_ = false;        // GUARDED_BY(mu_): the writer has it
-  bool closed_by_user_ = false;     // GUARDED_BY(mu_)
-  std::optional<Clock::time_point> close_requested_at_;  // GUARDED_BY(mu_)
-  bool closed_ = false;                                  // GUARDED_BY(mu_): the connection is gone
-  std::string closed_why_;                               // GUARDED_BY(mu_)
-  bool poke_pending_ = false;                            // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;  // inbox_ or closed_ changed
+  std::deque<std::string> outbox_ GUARDED_BY(mu_);
+  size_t outbox_bytes_ GUARDED_BY(mu_) = 0;
+  std::deque<std::string> inbox_ GUARDED_BY(mu_);
+  size_t inbox_bytes_ GUARDED_BY(mu_) = 0;
+  int close_code_ GUARDED_BY(mu_) = 0;  // 0 until Close() or a local failure
+  std::string close_reason_ GUARDED_BY(mu_);
+  bool close_taken_ GUARDED_BY(mu_) = false;  // the writer has it
+  bool closed_by_user_ GUARDED_BY(mu_) = false;
+  std::optional<Clock::time_point> close_requested_at_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;  // the connection is gone
+  std::string closed_why_ GUARDED_BY(mu_);
+  bool poke_pending_ GUARDED_BY(mu_) = false;
 
   // The I/O side (the thread running ioc_) only.
   bool reader_done_ = false;
@@ -292,6 +292,7 @@ Status ClientImpl<NextLayer>::Open() {
   asio::co_spawn(ioc_, Watch(), [](std::exception_ptr) {});
   LogInfo("agent.link.connected", {{"endpoint", Describe()}, {"tls", kTls}});
   ioc_.restart();
+  MutexLock lock(&join_mu_);
   io_thread_ = std::thread([this] {
     for (;;) {
       try {
@@ -394,7 +395,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
     for (;;) {
       bool full;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         full = InboxFullLocked();
       }
       if (!full || stop_) break;
@@ -414,7 +415,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
     if (ec) {
       bool closing;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         closing = close_taken_;
       }
       if (ec == websocket::error::message_too_big) {
@@ -429,7 +430,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
     }
     last_received_ = Clock::now();
     if (ws_->got_binary()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (failure_.empty()) failure_ = "the platform sent a binary message";
       if (close_code_ == 0) {
         close_code_ = 1003;
@@ -440,10 +441,10 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
         wake_writer_.cancel();
       }
     } else {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       inbox_bytes_ += buffer.size();
       inbox_.push_back(beast::buffers_to_string(buffer.data()));
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     buffer.clear();
   }
@@ -460,7 +461,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::WriteLoop() {
     int code = 0;
     std::string reason;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!outbox_.empty()) {
         message = std::move(outbox_.front());
         outbox_.pop_front();
@@ -510,7 +511,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
     if (!stop_) {
       std::optional<Clock::time_point> closing;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         closing = close_requested_at_;
       }
       std::string give_up;
@@ -546,7 +547,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
 
   std::string why;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const websocket::close_reason& peer = ws_->reason();
     if (closed_by_user_ && failure_.empty()) {
       why = "closed by this side";
@@ -561,7 +562,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
     outbox_.clear();
     outbox_bytes_ = 0;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   LogInfo("agent.link.closed", {{"endpoint", Describe()}, {"why", why}});
 }
 
@@ -575,7 +576,7 @@ void ClientImpl<NextLayer>::PokeLocked() {
 template <typename NextLayer>
 void ClientImpl<NextLayer>::OnPoke() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     poke_pending_ = false;
   }
   wake_reader_.cancel();
@@ -585,7 +586,7 @@ void ClientImpl<NextLayer>::OnPoke() {
 
 template <typename NextLayer>
 Status ClientImpl<NextLayer>::Send(std::string text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_) return Unavailable("the connection is closed: " + closed_why_);
   if (close_code_ != 0) return Unavailable("the connection is closing");
   if (outbox_.size() >= kMaxQueuedMessages || outbox_bytes_ + text.size() > kMaxQueuedBytes) {
@@ -600,8 +601,13 @@ Status ClientImpl<NextLayer>::Send(std::string text) {
 template <typename NextLayer>
 StatusOr<std::optional<std::string>> ClientImpl<NextLayer>::Receive(
     std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [this] { return !inbox_.empty() || closed_; });
+  const auto until = Clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (inbox_.empty() && !closed_) {
+    const auto now = Clock::now();
+    if (now >= until) break;
+    cv_.WaitFor(&mu_, until - now);
+  }
   if (!inbox_.empty()) {
     const bool was_full = InboxFullLocked();
     std::string text = std::move(inbox_.front());
@@ -617,7 +623,7 @@ StatusOr<std::optional<std::string>> ClientImpl<NextLayer>::Receive(
 template <typename NextLayer>
 void ClientImpl<NextLayer>::Close(int code, std::string reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!closed_ && close_code_ == 0) {
       close_code_ = SendableCloseCode(code);
       close_reason_ = TruncateCloseReason(std::move(reason));
@@ -626,7 +632,7 @@ void ClientImpl<NextLayer>::Close(int code, std::string reason) {
       PokeLocked();
     }
   }
-  std::lock_guard<std::mutex> lock(join_mu_);
+  MutexLock join_lock(&join_mu_);
   if (io_thread_.joinable() && io_thread_.get_id() != std::this_thread::get_id()) {
     io_thread_.join();
   }

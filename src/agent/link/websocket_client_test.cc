@@ -28,7 +28,6 @@
 #include <functional>
 #include <future>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,6 +36,7 @@
 
 #include "agent/link/endpoint.h"
 #include "common/testing/tls_files.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 namespace {
@@ -75,12 +75,12 @@ class Listener {
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     accept_thread_.join();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
     }
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       threads.swap(threads_);
     }
     for (auto& t : threads) t.join();
@@ -92,11 +92,11 @@ class Listener {
   // A socket that the destructor must unblock. Untrack() it before closing it, so that
   // a reused descriptor number is never shut down.
   void Track(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fds_.insert(fd);
   }
   void Untrack(int fd) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fds_.erase(fd);
   }
 
@@ -111,7 +111,7 @@ class Listener {
         continue;
       }
       // Tracked before its thread starts, so that the destructor cannot miss it.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       fds_.insert(socket.native_handle());
       threads_.emplace_back([this, s = std::move(socket)]() mutable {
         serve_(s);
@@ -126,9 +126,9 @@ class Listener {
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
-  std::mutex mu_;
-  std::set<int> fds_;                 // GUARDED_BY(mu_)
-  std::vector<std::thread> threads_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::set<int> fds_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
 };
 
 // The server's end of one WebSocket connection, over a plain or a TLS stream.
@@ -206,11 +206,11 @@ class TestWsServer {
   }
   // Headers of the last upgrade request, names lower-case.
   std::map<std::string, std::string> last_headers() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return last_headers_;
   }
   int upgrades() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return upgrades_;
   }
 
@@ -234,7 +234,7 @@ class TestWsServer {
     bhttp::read(stream, buffer, req, ec);
     if (ec) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       last_headers_.clear();
       for (const auto& field : req) {
         std::string name(field.name_string());
@@ -261,7 +261,7 @@ class TestWsServer {
     ws.accept(req, ec);
     if (ec) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++upgrades_;
     }
     ServerConnImpl<websocket::stream<Stream&>> conn(ws);
@@ -274,10 +274,10 @@ class TestWsServer {
 
   const Handler handler_;
   std::unique_ptr<asio::ssl::context> ssl_;
-  std::mutex mu_;
-  std::map<std::string, std::string> last_headers_;  // GUARDED_BY(mu_)
-  int upgrades_ = 0;                                 // GUARDED_BY(mu_)
-  std::unique_ptr<Listener> listener_;               // last: its threads use the above
+  Mutex mu_;
+  std::map<std::string, std::string> last_headers_ GUARDED_BY(mu_);
+  int upgrades_ GUARDED_BY(mu_) = 0;
+  std::unique_ptr<Listener> listener_;  // last: its threads use the above
 };
 
 // A minimal HTTP CONNECT proxy: checks Proxy-Authorization when `required_auth` is set
@@ -295,15 +295,15 @@ class TestProxy {
            "127.0.0.1:" + std::to_string(port());
   }
   int tunnels() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return tunnels_;
   }
   std::string last_target() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return last_target_;
   }
   std::string last_auth() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return last_auth_;
   }
 
@@ -318,7 +318,7 @@ class TestProxy {
     const std::string target(req.target());
     const std::string auth(req[bhttp::field::proxy_authorization]);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       last_target_ = target;
       last_auth_ = auth;
     }
@@ -352,7 +352,7 @@ class TestProxy {
     const int upstream_fd = upstream.native_handle();
     listener_->Track(upstream_fd);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++tunnels_;
     }
     asio::write(client, asio::buffer(std::string("HTTP/1.1 200 Connection established\r\n\r\n")),
@@ -381,10 +381,10 @@ class TestProxy {
   }
 
   const std::string required_auth_;
-  std::mutex mu_;
-  int tunnels_ = 0;          // GUARDED_BY(mu_)
-  std::string last_target_;  // GUARDED_BY(mu_)
-  std::string last_auth_;    // GUARDED_BY(mu_)
+  Mutex mu_;
+  int tunnels_ GUARDED_BY(mu_) = 0;
+  std::string last_target_ GUARDED_BY(mu_);
+  std::string last_auth_ GUARDED_BY(mu_);
   std::unique_ptr<Listener> listener_;
 };
 

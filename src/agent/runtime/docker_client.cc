@@ -11,9 +11,9 @@
 #include <string_view>
 #include <utility>
 
-#include "agent/runtime/image_ref.h"
 #include "agent/runtime/internal/engine_streams.h"
 #include "common/ids.h"
+#include "common/image_ref.h"
 #include "common/log.h"
 
 namespace gpunex::agent {
@@ -188,6 +188,7 @@ StatusOr<json::value> ParseBody(const std::string& body) {
 
 // "1700000000.123456000": the engine's `since` (seconds with an optional fraction).
 std::string SinceParam(UnixMicros since) {
+  constexpr int64_t kMicrosPerSecond = 1'000'000;
   char buf[48];
   std::snprintf(buf, sizeof buf, "%lld.%06lld000", static_cast<long long>(since / kMicrosPerSecond),
                 static_cast<long long>(since % kMicrosPerSecond));

@@ -22,7 +22,6 @@ using testing::TestDockerd;
 
 class DockerClientTest : public testing::DockerSuite<DockerClientTest> {
  protected:
-
   // A stopped container running `script` with sh, without network; its id.
   std::string Create(const std::string& name, const std::string& script) {
     json::object config{{"Image", kBusyboxImage},
@@ -41,9 +40,7 @@ class DockerClientTest : public testing::DockerSuite<DockerClientTest> {
     }
     return out;
   }
-
 };
-
 
 TEST_F(DockerClientTest, VersionAndPing) {
   ASSERT_TRUE(client_->Ping().ok());
@@ -97,7 +94,7 @@ TEST_F(DockerClientTest, LogsSinceAndTail) {
   auto tail = client_->Logs(id, 0, 1);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(Joined(*tail, LogFrame::Stream::kStdout), "c\n");
-  auto future = client_->Logs(id, NowMicros() + 3600 * kMicrosPerSecond, -1);
+  auto future = client_->Logs(id, ToUnixMicros(SystemClock().Now() + kOneHour), -1);
   ASSERT_TRUE(future.ok());
   EXPECT_TRUE(future->empty());
   EXPECT_TRUE(client_->RemoveContainer(id, true, true).ok());

@@ -1,10 +1,11 @@
 #include "agent/runtime/policy.h"
 
 #include <cmath>
-#include <set>
+#include <optional>
 #include <string_view>
+#include <vector>
 
-#include "agent/runtime/image_ref.h"
+#include "common/image_ref.h"
 
 namespace gpunex::agent {
 namespace {
@@ -12,64 +13,10 @@ namespace {
 constexpr int64_t kMiB = 1024 * 1024;
 constexpr char kNvidiaVisibleDevices[] = "NVIDIA_VISIBLE_DEVICES";
 
-// Request fields that would widen the policy, refused with a message saying so (any other
-// unknown field is refused too, as unknown).
-// clang-format off
-constexpr std::string_view kForbiddenFields[] = {
-    "binds", "mounts", "volumes", "volumes_from", "tmpfs", "read_only", "readonly_rootfs",
-    "privileged", "cap_add", "cap_drop", "capabilities", "security_opt", "user", "group_add",
-    "devices", "device_requests", "runtime", "network", "network_mode", "networks", "ports",
-    "port_bindings", "publish_all_ports", "extra_hosts", "dns", "hostname", "ipc_mode",
-    "pid_mode", "uts_mode", "userns_mode", "cgroup_parent", "cgroupns_mode", "sysctls",
-    "ulimits", "shm_size", "oom_kill_disable", "memory_swap", "init", "restart_policy",
-    "log_config", "labels", "entrypoint", "working_dir", "tty", "host_config"};
-// clang-format on
-
-bool IsWorkloadId(std::string_view s) {
-  if (s.empty() || s.size() > kMaxWorkloadIdLength) return false;
-  auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (!alnum(s[0])) return false;
-  for (char c : s) {
-    if (!alnum(c) && c != '_' && c != '.' && c != '-') return false;
-  }
-  return true;
-}
-
-bool IsEnvName(std::string_view s) {
-  if (s.empty() || s.size() > kMaxEnvNameLength) return false;
-  auto head = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!head(s[0])) return false;
-  for (char c : s) {
-    if (!head(c) && !(c >= '0' && c <= '9')) return false;
-  }
-  return true;
-}
-
-// Names the agent sets itself: GPU selection belongs to the policy.
-bool IsReservedEnvName(std::string_view s) { return s.starts_with("NVIDIA_"); }
-
-// "GPU-" and a UUID: 8-4-4-4-12 hex digits. Emulated GPUs (labelled so everywhere) use
-// "GPU-emu-" and a UUID.
-bool IsGpuUuid(std::string_view s) {
-  std::string plain;
-  if (s.starts_with("GPU-emu-")) {
-    plain = "GPU-" + std::string(s.substr(8));
-    s = plain;
-  }
-  if (s.size() != 40 || !s.starts_with("GPU-")) return false;
-  for (size_t i = 4; i < s.size(); ++i) {
-    char c = s[i];
-    size_t k = i - 4;
-    if (k == 8 || k == 13 || k == 18 || k == 23) {
-      if (c != '-') return false;
-    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-      return false;
-    }
-  }
-  return true;
-}
+using protocol::IsEnvName;
+using protocol::IsGpuUuid;
+using protocol::IsReservedEnvName;
+using protocol::IsWorkloadId;
 
 std::string Join(const std::vector<std::string>& v, char sep) {
   std::string out;
@@ -105,109 +52,6 @@ std::string ScratchVolumeName(const std::string& workload_id) {
   return "gpunex-scratch-" + workload_id;
 }
 
-StatusOr<WorkloadSpec> ParseWorkloadSpec(const json::value& v) {
-  if (!v.is_object()) {
-    return Status(StatusCode::kInvalidArgument, "a workload spec must be a JSON object",
-                  FieldErrors{{"body", "must be an object"}});
-  }
-  const json::object& obj = v.get_object();
-  FieldErrors errors;
-  JsonReader r(obj, "", &errors);
-  static constexpr std::string_view kKnown[] = {"workload_id", "image",     "command", "env",
-                                                "gpu_uuids",   "memory_mb", "cpus",    "pids_limit",
-                                                "scratch_mb",  "timeout_s"};
-  for (const auto& kv : obj) {
-    std::string_view key = kv.key();
-    bool known = false;
-    for (auto k : kKnown) known = known || key == k;
-    if (known) continue;
-    bool forbidden = false;
-    for (auto k : kForbiddenFields) forbidden = forbidden || key == k;
-    r.Fail(key, forbidden ? "is not allowed: the agent's isolation policy is fixed"
-                          : "is not a known field");
-  }
-
-  WorkloadSpec spec;
-  if (auto id = r.String("workload_id", true, kMaxWorkloadIdLength)) {
-    if (IsWorkloadId(*id)) {
-      spec.workload_id = *id;
-    } else {
-      r.Fail("workload_id", "must match [A-Za-z0-9][A-Za-z0-9_.-]*");
-    }
-  }
-  if (auto image = r.String("image", true, kMaxImageRefLength)) {
-    std::string error;
-    if (ParseImageRef(*image, &error)) {
-      spec.image = *image;
-    } else {
-      r.Fail("image", "is not an image reference: " + error);
-    }
-  }
-  if (const json::array* cmd = r.Array("command", false, 0, kMaxCommandArgs)) {
-    for (size_t i = 0; i < cmd->size(); ++i) {
-      std::string path = "command[" + std::to_string(i) + "]";
-      const json::value& a = (*cmd)[i];
-      if (!a.is_string()) {
-        r.Fail(path, "must be a string");
-      } else if (a.get_string().size() > kMaxCommandArgLength) {
-        r.Fail(path, "must be at most " + std::to_string(kMaxCommandArgLength) + " characters");
-      } else if (!IsCleanText(a.get_string(), true)) {
-        r.Fail(path, "must be text without control characters");
-      } else {
-        spec.command.emplace_back(a.get_string());
-      }
-    }
-  }
-  if (const json::object* env = r.Object("env", false)) {
-    if (env->size() > kMaxEnvEntries) {
-      r.Fail("env", "must have at most " + std::to_string(kMaxEnvEntries) + " entries");
-    } else {
-      JsonReader er(*env, r.PathOf("env"), &errors);
-      for (const auto& kv : *env) {
-        std::string name(kv.key());
-        if (!IsEnvName(name)) {
-          er.Fail(name, "is not a valid name ([A-Za-z_][A-Za-z0-9_]*, at most " +
-                            std::to_string(kMaxEnvNameLength) + " characters)");
-        } else if (IsReservedEnvName(name)) {
-          er.Fail(name, "is reserved: the agent sets NVIDIA_* itself");
-        } else if (!kv.value().is_string()) {
-          er.Fail(name, "must be a string");
-        } else if (auto value = er.String(name, false, kMaxEnvValueLength, true)) {
-          spec.env.emplace_back(name, *value);
-        }
-      }
-    }
-  }
-  if (const json::array* gpus = r.Array("gpu_uuids", false, 0, kMaxGpus)) {
-    std::set<std::string> seen;
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      std::string path = "gpu_uuids[" + std::to_string(i) + "]";
-      const json::value& g = (*gpus)[i];
-      if (!g.is_string() || !IsGpuUuid(g.get_string())) {
-        r.Fail(path, "must be a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-      } else if (!seen.insert(std::string(g.get_string())).second) {
-        r.Fail(path, "is listed twice");
-      } else {
-        spec.gpu_uuids.emplace_back(g.get_string());
-      }
-    }
-  }
-  if (auto m = r.Int("memory_mb", true, kMinMemoryMb, kMaxMemoryMb)) spec.memory_mb = *m;
-  if (auto c = r.Number("cpus", true, 0, kMaxCpus)) {
-    if (*c < kMinCpus) {
-      r.Fail("cpus", "must be at least 0.1");
-    } else {
-      spec.cpus = *c;
-    }
-  }
-  if (auto p = r.Int("pids_limit", true, kMinPids, kMaxPids)) spec.pids_limit = *p;
-  if (auto s = r.Int("scratch_mb", true, kMinScratchMb, kMaxScratchMb)) spec.scratch_mb = *s;
-  if (auto t = r.Int("timeout_s", false, 0, kMaxTimeoutS)) spec.timeout_s = *t;
-
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return spec;
-}
-
 json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolicyOptions& opts) {
   const bool attach_gpus = !opts.emulated_gpus && !spec.gpu_uuids.empty();
 
@@ -227,10 +71,14 @@ json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolic
   if (attach_gpus) {
     json::array ids;
     for (const auto& u : spec.gpu_uuids) ids.emplace_back(u);
+    // [["gpu"]], built by hand: clang list-initialises json::array{json::array{"gpu"}} as a
+    // copy of the inner array (CWG 2137), which would be ["gpu"].
+    json::array caps;
+    caps.emplace_back(json::array{"gpu"});
     host["DeviceRequests"] = json::array{json::object{
         {"Driver", "nvidia"},
         {"DeviceIDs", std::move(ids)},
-        {"Capabilities", json::array{json::array{"gpu"}}},
+        {"Capabilities", std::move(caps)},
     }};
   }
   host["Binds"] = json::array{};
@@ -523,14 +371,15 @@ Status CheckContainerConfig(const json::object& config) {
     c.RequireStrings(h, p, "CapDrop", {"ALL"});
     c.RequireStrings(h, p, "SecurityOpt", {"no-new-privileges"});
     c.RequireBool(h, p, "ReadonlyRootfs", true);
-    c.RequireInt(h, p, "PidsLimit", kMinPids, kMaxPids);
-    auto mem = c.RequireInt(h, p, "Memory", kMinMemoryMb * kMiB, kMaxMemoryMb * kMiB);
+    c.RequireInt(h, p, "PidsLimit", protocol::kMinPids, protocol::kMaxPids);
+    auto mem =
+        c.RequireInt(h, p, "Memory", protocol::kMinMemoryMb * kMiB, protocol::kMaxMemoryMb * kMiB);
     const json::value* swap = c.Get(h, "MemorySwap");
     if (mem && (!swap || !swap->is_int64() || swap->get_int64() != *mem)) {
       c.Fail(p + "MemorySwap", "must equal Memory (no swap)");
     }
-    c.RequireInt(h, p, "NanoCpus", static_cast<int64_t>(kMinCpus * 1e9),
-                 static_cast<int64_t>(kMaxCpus * 1e9));
+    c.RequireInt(h, p, "NanoCpus", static_cast<int64_t>(protocol::kMinCpus * 1e9),
+                 static_cast<int64_t>(protocol::kMaxCpus * 1e9));
     const json::value* net = c.Get(h, "NetworkMode");
     if (!net || !net->is_string() ||
         (net->get_string() != "none" &&

@@ -1,14 +1,16 @@
 // The isolation policy for customer workloads (SPEC ISO-1, ISO-2): the single place that
 // decides what a workload container may do.
 //
-// A workload request arrives as JSON and goes through ParseWorkloadSpec(), which accepts
-// only the fields below, within bounds; anything that could widen the container's reach
-// ("privileged", "binds", "cap_add", "devices", "network_mode", "user", ...) is refused
-// with a field error naming it. BuildContainerConfig() turns a validated spec into the body
-// of the Engine API's POST /containers/create, and every container the agent creates is
-// built by it. CheckContainerConfig() re-verifies a built body against the policy right
-// before it is sent (defense in depth: a bug in the builder, or a future change to it,
-// cannot widen the policy silently).
+// A workload request arrives as the start_workload payload and is parsed by
+// protocol::ParseStartWorkload() (common/agent_protocol.h), the same strict parser the
+// platform's payload is written for: it accepts only the spec's fields, within bounds, and
+// refuses anything that could widen the container's reach ("privileged", "binds",
+// "cap_add", "devices", "network_mode", "user", ...) with a field error naming it.
+// BuildContainerConfig() turns a parsed spec into the body of the Engine API's
+// POST /containers/create, and every container the agent creates is built by it.
+// CheckContainerConfig() re-verifies a built body against the policy, with its own checks
+// of the bounds, right before it is sent (defense in depth: a bug in the parser or the
+// builder, or a future change to them, cannot widen the policy silently).
 //
 // What a workload container gets:
 //   - exactly the allocated GPUs, by UUID, through an nvidia device request (none when the
@@ -32,31 +34,12 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
+#include "common/agent_protocol.h"
 #include "common/json.h"
 #include "common/status.h"
 
 namespace gpunex::agent {
-
-// Bounds of a workload request.
-inline constexpr size_t kMaxWorkloadIdLength = 64;
-inline constexpr size_t kMaxCommandArgs = 64;
-inline constexpr size_t kMaxCommandArgLength = 4096;
-inline constexpr size_t kMaxEnvEntries = 128;
-inline constexpr size_t kMaxEnvNameLength = 128;
-inline constexpr size_t kMaxEnvValueLength = 32 * 1024;
-inline constexpr size_t kMaxGpus = 16;
-inline constexpr int64_t kMinMemoryMb = 64;
-inline constexpr int64_t kMaxMemoryMb = 1'048'576;
-inline constexpr double kMinCpus = 0.1;
-inline constexpr double kMaxCpus = 256;
-inline constexpr int64_t kMinPids = 16;
-inline constexpr int64_t kMaxPids = 32'768;
-inline constexpr int64_t kMinScratchMb = 16;
-inline constexpr int64_t kMaxScratchMb = 1'048'576;
-inline constexpr int64_t kMaxTimeoutS = 30 * 86'400;
 
 // Labels on everything the agent creates for a workload (container, volume, network).
 inline constexpr char kLabelManaged[] = "io.gpunex.managed";    // always "true"
@@ -70,30 +53,8 @@ inline constexpr char kLabelGpuMode[] = "io.gpunex.gpu-mode";
 inline constexpr char kScratchPath[] = "/scratch";
 inline constexpr char kTmpPath[] = "/tmp";
 
-// A validated workload request.
-struct WorkloadSpec {
-  std::string workload_id;           // [A-Za-z0-9][A-Za-z0-9_.-]{0,63}
-  std::string image;                 // a Docker image reference (see image_ref.h)
-  std::vector<std::string> command;  // empty: the image's default command
-  std::vector<std::pair<std::string, std::string>> env;
-  std::vector<std::string> gpu_uuids;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-  int64_t memory_mb = 0;
-  double cpus = 0;
-  int64_t pids_limit = 0;
-  int64_t scratch_mb = 0;
-  int64_t timeout_s = 0;  // 0 = none
-};
-
-// Parses a workload request:
-//   {"workload_id": "wl_01J...", "image": "pytorch/pytorch:2.3.0",
-//    "command": ["python", "train.py"], "env": {"EPOCHS": "3"},
-//    "gpu_uuids": ["GPU-..."], "memory_mb": 16384, "cpus": 8, "pids_limit": 4096,
-//    "scratch_mb": 102400, "timeout_s": 3600}
-// command, env, gpu_uuids and timeout_s are optional. Fails with kInvalidArgument when `v`
-// is not an object, and with kValidationFailed naming every wrong field otherwise:
-// unknown fields (so every attempt to widen the policy), bounds, an image reference of bad
-// syntax, env names outside [A-Za-z_][A-Za-z0-9_]* or reserved (NVIDIA_*), duplicate GPUs.
-StatusOr<WorkloadSpec> ParseWorkloadSpec(const json::value& v);
+// A workload request, parsed and bounded by protocol::ParseStartWorkload().
+using WorkloadSpec = protocol::StartWorkload;
 
 // The names of a workload's container, network and scratch volume.
 std::string WorkloadContainerName(const std::string& workload_id);
@@ -116,7 +77,7 @@ struct ContainerPolicyOptions {
 };
 
 // The body of POST /containers/create for `spec`.
-// REQUIRES: `spec` came from ParseWorkloadSpec (or satisfies its bounds). The caller
+// REQUIRES: `spec` came from protocol::ParseStartWorkload (or satisfies its bounds). The caller
 // creates the volume ScratchVolumeName(id) and, unless network_none, the network
 // WorkloadNetworkName(id) before creating the container.
 json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolicyOptions& opts);

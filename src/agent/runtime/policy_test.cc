@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 
 namespace gpunex::agent {
@@ -13,6 +14,13 @@ using ::testing::HasSubstr;
 constexpr char kGpu0[] = "GPU-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 constexpr char kGpu1[] = "GPU-1d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 constexpr char kGpu2[] = "GPU-2d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+
+// [["gpu"]]: json::array{json::array{"gpu"}} is a copy of the inner array under clang.
+json::array GpuCapabilities() {
+  json::array caps;
+  caps.emplace_back(json::array{"gpu"});
+  return caps;
+}
 
 json::object ValidRequest() {
   return json::object{{"workload_id", "wl_01JD3ABC"},
@@ -28,186 +36,44 @@ json::object ValidRequest() {
 }
 
 WorkloadSpec ValidSpec() {
-  auto spec = ParseWorkloadSpec(ValidRequest());
+  auto spec = protocol::ParseStartWorkload(ValidRequest());
   EXPECT_TRUE(spec.ok()) << spec.status().ToString();
   return *spec;
 }
 
-// The field errors of parsing `request`, or {} when it parses.
-FieldErrors ErrorsOf(const json::object& request) {
-  auto spec = ParseWorkloadSpec(request);
-  if (spec.ok()) return {};
-  EXPECT_EQ(spec.status().code(), StatusCode::kValidationFailed);
-  return spec.status().fields();
-}
-
-TEST(WorkloadSpec, ParsesAValidRequest) {
-  WorkloadSpec s = ValidSpec();
-  EXPECT_EQ(s.workload_id, "wl_01JD3ABC");
-  EXPECT_EQ(s.image, "pytorch/pytorch:2.3.0");
-  EXPECT_EQ(s.command, (std::vector<std::string>{"python", "-c", "print(1)\nprint(2)"}));
-  ASSERT_EQ(s.env.size(), 2u);
-  EXPECT_EQ(s.env[0], (std::pair<std::string, std::string>{"EPOCHS", "3"}));
-  EXPECT_EQ(s.gpu_uuids, (std::vector<std::string>{kGpu0, kGpu1}));
-  EXPECT_EQ(s.memory_mb, 16384);
-  EXPECT_DOUBLE_EQ(s.cpus, 8.5);
-  EXPECT_EQ(s.pids_limit, 4096);
-  EXPECT_EQ(s.scratch_mb, 102400);
-  EXPECT_EQ(s.timeout_s, 3600);
-}
-
-TEST(WorkloadSpec, OptionalFieldsDefault) {
+// The parser's tests are in common/agent_protocol_test.cc; here the policy's own checks
+// must accept every spec the parser accepts, at both ends of each bound.
+TEST(ContainerPolicy, AcceptsTheParsersBounds) {
   json::object r = ValidRequest();
-  r.erase("command");
-  r.erase("env");
-  r.erase("gpu_uuids");
-  r.erase("timeout_s");
-  auto s = ParseWorkloadSpec(r);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_TRUE(s->command.empty());
-  EXPECT_TRUE(s->env.empty());
-  EXPECT_TRUE(s->gpu_uuids.empty());
-  EXPECT_EQ(s->timeout_s, 0);
-}
+  r["memory_mb"] = protocol::kMinMemoryMb;
+  r["cpus"] = protocol::kMinCpus;
+  r["pids_limit"] = protocol::kMinPids;
+  r["scratch_mb"] = protocol::kMinScratchMb;
+  auto low = protocol::ParseStartWorkload(r);
+  ASSERT_TRUE(low.ok()) << low.status().ToString();
+  json::object c = BuildContainerConfig(*low, {});
+  EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
 
-TEST(WorkloadSpec, AcceptsEmulatedGpuUuidsOnlyInTheirOwnForm) {
-  json::object r = ValidRequest();
-  r["gpu_uuids"] = json::array{"GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523a"};
-  auto s = ParseWorkloadSpec(r);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->gpu_uuids[0], "GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523a");
-  for (const char* bad : {"GPU-emu-", "GPU-emu-08f275f0", "GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523z",
-                          "GPU-emu-emu-08f275f0-3ffa-8fa4-e341-ef38567b"}) {
-    r["gpu_uuids"] = json::array{bad};
-    EXPECT_FALSE(ParseWorkloadSpec(r).ok()) << bad;
-  }
-}
-
-TEST(WorkloadSpec, RefusesEveryFieldThatWouldWidenThePolicy) {
-  const std::vector<std::pair<std::string, json::value>> attempts = {
-      {"binds", json::array{"/:/host"}},
-      {"privileged", true},
-      {"cap_add", json::array{"SYS_ADMIN"}},
-      {"cap_drop", json::array{}},
-      {"devices", json::array{"/dev/nvidia0"}},
-      {"device_requests", json::array{}},
-      {"network_mode", "host"},
-      {"volumes", json::object{{"/data", json::object{}}}},
-      {"mounts", json::array{}},
-      {"security_opt", json::array{"seccomp=unconfined"}},
-      {"user", "root"},
-      {"pid_mode", "host"},
-      {"ipc_mode", "host"},
-      {"userns_mode", "host"},
-      {"uts_mode", "host"},
-      {"runtime", "runc"},
-      {"sysctls", json::object{}},
-      {"ports", json::array{"22:22"}},
-      {"publish_all_ports", true},
-      {"readonly_rootfs", false},
-      {"cgroup_parent", "/"},
-      {"entrypoint", json::array{"/bin/sh"}},
-      {"labels", json::object{{"io.gpunex.managed", "false"}}},
-      {"host_config", json::object{{"Privileged", true}}},
-  };
-  for (const auto& [field, value] : attempts) {
-    json::object r = ValidRequest();
-    r[field] = value;
-    FieldErrors errors = ErrorsOf(r);
-    ASSERT_EQ(errors.size(), 1u) << field;
-    ASSERT_TRUE(errors.contains(field)) << field;
-    EXPECT_THAT(errors[field], HasSubstr("not allowed")) << field;
-  }
-  json::object r = ValidRequest();
-  r["Privileged"] = true;  // any other spelling is refused as unknown
-  EXPECT_THAT(ErrorsOf(r)["Privileged"], HasSubstr("not a known field"));
-}
-
-TEST(WorkloadSpec, EnforcesBounds) {
-  struct Case {
-    std::string field;
-    json::value value;
-    std::string error_path;
-  };
-  json::array many_args;
-  for (int i = 0; i < 65; ++i) many_args.emplace_back("a");
-  json::object many_env;
-  for (int i = 0; i < 129; ++i) many_env["V" + std::to_string(i)] = "x";
-  json::array many_gpus;
-  for (int i = 0; i < 17; ++i) {
+  r["memory_mb"] = protocol::kMaxMemoryMb;
+  r["cpus"] = protocol::kMaxCpus;
+  r["pids_limit"] = protocol::kMaxPids;
+  r["scratch_mb"] = protocol::kMaxScratchMb;
+  r["workload_id"] = std::string(protocol::kMaxWorkloadIdLength, 'w');
+  json::array gpus;
+  for (size_t i = 0; i < protocol::kMaxWorkloadGpus; ++i) {
     char uuid[64];
-    std::snprintf(uuid, sizeof uuid, "GPU-%08d-1b2c-4d5e-8f90-a1b2c3d4e5f6", i);
-    many_gpus.emplace_back(uuid);
+    std::snprintf(uuid, sizeof uuid, "GPU-%08zu-1b2c-4d5e-8f90-a1b2c3d4e5f6", i);
+    gpus.emplace_back(uuid);
   }
-  std::vector<Case> cases;
-  auto add = [&cases](std::string field, json::value value, std::string path) {
-    cases.push_back(Case{std::move(field), std::move(value), std::move(path)});
-  };
-  add("workload_id", "", "workload_id");
-  add("workload_id", "-leading-dash", "workload_id");
-  add("workload_id", "has/slash", "workload_id");
-  add("workload_id", json::value_from(std::string(65, 'a')), "workload_id");
-  add("image", "UPPER:case", "image");
-  add("image", json::value_from("a:" + std::string(254, 'b')), "image");
-  add("image", 7, "image");
-  add("command", many_args, "command");
-  add("command", json::array{std::string(4097, 'x')}, "command[0]");
-  add("command", json::array{"ok", 3}, "command[1]");
-  add("command", json::array{std::string("nul\0byte", 8)}, "command[0]");
-  add("env", many_env, "env");
-  add("env", json::object{{"1ABC", "x"}}, "env.1ABC");
-  add("env", json::object{{"A-B", "x"}}, "env.A-B");
-  add("env", json::object{{std::string(129, 'A'), "x"}}, "env." + std::string(129, 'A'));
-  add("env", json::object{{"NVIDIA_VISIBLE_DEVICES", "all"}}, "env.NVIDIA_VISIBLE_DEVICES");
-  add("env", json::object{{"NVIDIA_DRIVER_CAPABILITIES", "all"}}, "env.NVIDIA_DRIVER_CAPABILITIES");
-  add("env", json::object{{"BIG", std::string(32 * 1024 + 1, 'x')}}, "env.BIG");
-  add("env", json::object{{"NUM", 3}}, "env.NUM");
-  add("env", json::object{{"NUL", nullptr}}, "env.NUL");
-  add("env", json::array{"A=1"}, "env");
-  add("gpu_uuids", many_gpus, "gpu_uuids");
-  add("gpu_uuids", json::array{"GPU-xyz"}, "gpu_uuids[0]");
-  add("gpu_uuids", json::array{"MIG-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6"}, "gpu_uuids[0]");
-  add("gpu_uuids", json::array{kGpu0, kGpu0}, "gpu_uuids[1]");
-  add("memory_mb", 63, "memory_mb");
-  add("memory_mb", 1048577, "memory_mb");
-  add("cpus", 0.05, "cpus");
-  add("cpus", 0, "cpus");
-  add("cpus", 256.5, "cpus");
-  add("cpus", "8", "cpus");
-  add("pids_limit", 15, "pids_limit");
-  add("pids_limit", 32769, "pids_limit");
-  add("scratch_mb", 15, "scratch_mb");
-  add("scratch_mb", 1048577, "scratch_mb");
-  add("timeout_s", -1, "timeout_s");
-  add("timeout_s", 30 * 86400 + 1, "timeout_s");
-  add("timeout_s", 1.5, "timeout_s");
-  for (const auto& c : cases) {
-    json::object r = ValidRequest();
-    r[c.field] = c.value;
-    FieldErrors errors = ErrorsOf(r);
-    EXPECT_TRUE(errors.contains(c.error_path))
-        << c.field << " = " << json::serialize(c.value).substr(0, 80) << " gave "
-        << Status(StatusCode::kValidationFailed, "", errors).ToString().substr(0, 300);
+  r["gpu_uuids"] = std::move(gpus);
+  auto high = protocol::ParseStartWorkload(r);
+  ASSERT_TRUE(high.ok()) << high.status().ToString();
+  for (bool emulated : {false, true}) {
+    ContainerPolicyOptions opts;
+    opts.emulated_gpus = emulated;
+    c = BuildContainerConfig(*high, opts);
+    EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
   }
-  // Bounds are inclusive.
-  json::object r = ValidRequest();
-  r["memory_mb"] = 64;
-  r["cpus"] = 0.1;
-  r["pids_limit"] = 16;
-  r["scratch_mb"] = 16;
-  r["timeout_s"] = 30 * 86400;
-  r["command"] = json::array{std::string(4096, 'x')};
-  r["env"] = json::object{{"BIG", std::string(32 * 1024, 'x')}};
-  EXPECT_TRUE(ErrorsOf(r).empty());
-}
-
-TEST(WorkloadSpec, RequiresItsFieldsAndAnObject) {
-  FieldErrors errors = ErrorsOf(json::object{});
-  for (const char* f : {"workload_id", "image", "memory_mb", "cpus", "pids_limit", "scratch_mb"}) {
-    EXPECT_TRUE(errors.contains(f)) << f;
-  }
-  auto s = ParseWorkloadSpec(json::array{});
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
 }
 
 const json::object& Host(const json::object& c) { return c.at("HostConfig").get_object(); }
@@ -229,7 +95,7 @@ TEST(ContainerPolicy, BuildsEveryIsolationSetting) {
   EXPECT_EQ(h.at("DeviceRequests"),
             (json::array{json::object{{"Driver", "nvidia"},
                                       {"DeviceIDs", json::array{kGpu0, kGpu1}},
-                                      {"Capabilities", json::array{json::array{"gpu"}}}}}));
+                                      {"Capabilities", GpuCapabilities()}}}));
   EXPECT_EQ(h.at("Binds"), json::array{});
   EXPECT_EQ(h.at("Mounts"),
             (json::array{json::object{{"Type", "volume"},
@@ -365,7 +231,7 @@ TEST(ContainerPolicy, CheckCatchesEveryViolation) {
          MutableHost(c)["DeviceRequests"] =
              json::array{json::object{{"Driver", "nvidia"},
                                       {"DeviceIDs", json::array{kGpu0}},
-                                      {"Capabilities", json::array{json::array{"gpu"}}}}};
+                                      {"Capabilities", GpuCapabilities()}}};
        },
        "HostConfig.DeviceRequests"},
       {"label lists an extra GPU", false,

@@ -2,14 +2,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "common/log.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 
@@ -53,27 +52,27 @@ class Runner final : public WorkloadRunner {
       : docker_(*docker), options_(std::move(options)), callbacks_(std::move(callbacks)) {}
 
   ~Runner() override {
-    std::vector<std::shared_ptr<Entry>> all;
+    std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       shutting_down_ = true;
       for (auto& [id, e] : entries_) {
+        MutexLock entry_lock(&e->mu);
         if (!e->done) {
           e->stop_requested = true;
           if (e->stop_reason.empty()) e->stop_reason = "agent shutdown";
         }
-        all.push_back(e);
+        if (e->thread.joinable()) threads.push_back(std::move(e->thread));
       }
     }
-    for (auto& e : all) {
-      if (e->thread.joinable()) e->thread.join();
-    }
+    for (auto& t : threads) t.join();
   }
 
-  Status Start(const WorkloadSpec& spec, const std::optional<RegistryAuth>& auth) override {
+  Status Start(const WorkloadSpec& spec, const std::optional<RegistryAuth>& auth) override
+      EXCLUDES(mu_) {
     std::vector<std::thread> ended;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (shutting_down_) return Unavailable("the workload runner is shutting down");
       if (entries_.contains(spec.workload_id)) {
         return AlreadyExists("workload " + spec.workload_id + " is already known to this agent");
@@ -83,7 +82,7 @@ class Runner final : public WorkloadRunner {
           return PermissionDenied("GPU " + gpu + " is not offered by this machine");
         }
         for (const auto& [id, e] : entries_) {
-          if (e->done) continue;
+          if (Done(*e)) continue;
           for (const auto& used : e->spec.gpu_uuids) {
             if (used == gpu) {
               return FailedPrecondition("GPU " + gpu + " is in use by workload " + id);
@@ -92,9 +91,8 @@ class Runner final : public WorkloadRunner {
         }
       }
       ended = ReapLocked();
-      auto e = std::make_shared<Entry>();
-      e->spec = spec;
-      e->auth = auth;
+      auto e = std::make_shared<Entry>(spec, auth);
+      MutexLock entry_lock(&e->mu);
       e->status.workload_id = spec.workload_id;
       entries_[spec.workload_id] = e;
       e->thread = std::thread([this, e] { Run(*e); });
@@ -103,12 +101,12 @@ class Runner final : public WorkloadRunner {
     return Status::Ok();
   }
 
-  Status Stop(const std::string& workload_id) override {
+  Status Stop(const std::string& workload_id) override EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = entries_.find(workload_id);
       if (it != entries_.end()) {
-        RequestStopLocked(*it->second, "stop");
+        RequestStop(*it->second, "stop");
         return Status::Ok();
       }
     }
@@ -118,45 +116,51 @@ class Runner final : public WorkloadRunner {
     if (st.code() == StatusCode::kNotFound) return NotFound("no workload " + workload_id);
     (void)docker_.RemoveContainer(name, /*force=*/true, /*remove_volumes=*/true);
     (void)docker_.RemoveVolume(ScratchVolumeName(workload_id));
-    if (!options_.policy.network_none) (void)docker_.RemoveNetwork(WorkloadNetworkName(workload_id));
+    if (!options_.policy.network_none) {
+      (void)docker_.RemoveNetwork(WorkloadNetworkName(workload_id));
+    }
     return st;
   }
 
-  StatusOr<WorkloadStatus> Wait(const std::string& workload_id, int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto it = entries_.find(workload_id);
-    if (it == entries_.end()) return NotFound("no workload " + workload_id);
-    std::shared_ptr<Entry> e = it->second;
-    if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return e->done; })) {
-      return Unavailable("workload " + workload_id + " is still " +
-                         WorkloadStateName(e->status.state));
+  StatusOr<WorkloadStatus> Wait(const std::string& workload_id, int64_t timeout_ms) override
+      EXCLUDES(mu_) {
+    const auto until = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
+    std::shared_ptr<Entry> e = Find(workload_id);
+    if (!e) return NotFound("no workload " + workload_id);
+    MutexLock lock(&e->mu);
+    while (!e->done) {
+      const auto now = SteadyClock::now();
+      if (now >= until) {
+        return Unavailable("workload " + workload_id + " is still " +
+                           WorkloadStateName(e->status.state));
+      }
+      e->ended.WaitFor(&e->mu, until - now);
     }
     return e->status;
   }
 
-  StatusOr<WorkloadStatus> Get(const std::string& workload_id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(workload_id);
-    if (it == entries_.end()) return NotFound("no workload " + workload_id);
-    return it->second->status;
+  StatusOr<WorkloadStatus> Get(const std::string& workload_id) override EXCLUDES(mu_) {
+    std::shared_ptr<Entry> e = Find(workload_id);
+    if (!e) return NotFound("no workload " + workload_id);
+    MutexLock lock(&e->mu);
+    return e->status;
   }
 
-  Status Reconcile(const std::set<std::string>& keep) override {
+  Status Reconcile(const std::set<std::string>& keep) override EXCLUDES(mu_) {
     // Workloads this runner runs: stop those not to keep; leave all of them to their
     // threads, which clean up after themselves.
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (auto& [id, e] : entries_) {
-        if (!e->done && !keep.contains(id)) RequestStopLocked(*e, "reconcile");
+        if (!keep.contains(id)) RequestStop(*e, "reconcile");
       }
     }
     // Checked at each removal, so that a workload started meanwhile is not touched.
     auto owned = [&](const std::string& workload) {
       if (workload.empty()) return false;
       if (keep.contains(workload)) return true;
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = entries_.find(workload);
-      return it != entries_.end() && !it->second->done;
+      std::shared_ptr<Entry> e = Find(workload);
+      return e && !Done(*e);
     };
     Status first;
     auto note = [&first](const Status& st, const char* what, const std::string& name) {
@@ -174,7 +178,7 @@ class Runner final : public WorkloadRunner {
       if (!workload.empty() && keep.contains(workload)) {
         // A kept workload this runner does not follow (it ran under an earlier agent
         // process): supervise it from here on.
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (!shutting_down_ && !entries_.contains(workload)) AdoptLocked(c, workload);
         continue;
       }
@@ -201,16 +205,24 @@ class Runner final : public WorkloadRunner {
   }
 
  private:
+  // One workload, shared by entries_ and the workload's thread. What changes is guarded
+  // by the entry's own mutex, which is taken after the runner's mu_ when both are held
+  // (and never the other way round).
   struct Entry {
-    WorkloadSpec spec;
-    std::optional<RegistryAuth> auth;
-    WorkloadStatus status;            // GUARDED_BY(mu_)
-    bool done = false;                // GUARDED_BY(mu_)
-    bool stop_requested = false;      // GUARDED_BY(mu_)
-    std::string stop_reason;          // GUARDED_BY(mu_): "stop", "reconcile", ...
-    std::string container_to_remove;  // GUARDED_BY(mu_): id, or name when unsure
-    SteadyClock::time_point deadline = SteadyClock::time_point::max();  // GUARDED_BY(mu_)
-    std::thread thread;  // GUARDED_BY(mu_); joined outside it, by Start() or ~Runner()
+    Entry(WorkloadSpec s, std::optional<RegistryAuth> a) : spec(std::move(s)), auth(std::move(a)) {}
+
+    const WorkloadSpec spec;
+    const std::optional<RegistryAuth> auth;
+    Mutex mu;
+    CondVar ended;  // signalled when `done` becomes true
+    WorkloadStatus status GUARDED_BY(mu);
+    bool done GUARDED_BY(mu) = false;
+    bool stop_requested GUARDED_BY(mu) = false;
+    std::string stop_reason GUARDED_BY(mu);          // "stop", "reconcile", ...
+    std::string container_to_remove GUARDED_BY(mu);  // id, or name when unsure
+    SteadyClock::time_point deadline GUARDED_BY(mu) = SteadyClock::time_point::max();
+    // Taken out by ReapLocked() or ~Runner() and joined outside the locks.
+    std::thread thread GUARDED_BY(mu);
   };
 
   // What the workload thread found when the container ended.
@@ -220,7 +232,20 @@ class Runner final : public WorkloadRunner {
     std::optional<int64_t> exit_code;
   };
 
-  void RequestStopLocked(Entry& e, const char* reason) {
+  // The entry of `workload_id`, or null.
+  std::shared_ptr<Entry> Find(const std::string& workload_id) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    auto it = entries_.find(workload_id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+  static bool Done(Entry& e) EXCLUDES(e.mu) {
+    MutexLock lock(&e.mu);
+    return e.done;
+  }
+
+  static void RequestStop(Entry& e, const char* reason) EXCLUDES(e.mu) {
+    MutexLock lock(&e.mu);
     if (e.done || e.stop_requested) return;
     e.stop_requested = true;
     e.stop_reason = reason;
@@ -228,9 +253,10 @@ class Runner final : public WorkloadRunner {
 
   // Takes the threads of ended workloads, for joining outside the lock (they are about to
   // return), and forgets the oldest ended workloads beyond max_finished.
-  std::vector<std::thread> ReapLocked() {
+  std::vector<std::thread> ReapLocked() REQUIRES(mu_) {
     std::vector<std::thread> out;
     for (auto& [id, e] : entries_) {
+      MutexLock lock(&e->mu);
       if (e->done && e->thread.joinable()) out.push_back(std::move(e->thread));
     }
     while (finished_.size() > options_.max_finished) {
@@ -240,16 +266,21 @@ class Runner final : public WorkloadRunner {
     return out;
   }
 
-  bool StopRequested(Entry& e) {
-    std::lock_guard<std::mutex> lock(mu_);
+  static bool StopRequested(Entry& e) EXCLUDES(e.mu) {
+    MutexLock lock(&e.mu);
     return e.stop_requested;
   }
 
+  bool ShuttingDown() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return shutting_down_;
+  }
+
   // Records and reports a state that is not terminal.
-  void Report(Entry& e, WorkloadState state) {
+  void Report(Entry& e, WorkloadState state) EXCLUDES(e.mu) {
     WorkloadStatus copy;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&e.mu);
       e.status.state = state;
       copy = e.status;
     }
@@ -259,11 +290,12 @@ class Runner final : public WorkloadRunner {
   }
 
   // Cleans up, then reports the terminal state and wakes Wait().
-  void Finish(Entry& e, WorkloadState state, std::optional<int64_t> exit_code, std::string reason) {
+  void Finish(Entry& e, WorkloadState state, std::optional<int64_t> exit_code, std::string reason)
+      EXCLUDES(mu_, e.mu) {
     Cleanup(e);
     WorkloadStatus copy;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&e.mu);
       e.status.state = state;
       e.status.exit_code = exit_code;
       e.status.reason = std::move(reason);
@@ -275,21 +307,22 @@ class Runner final : public WorkloadRunner {
     LogInfo("runtime.workload_state", std::move(fields));
     if (callbacks_.on_state) callbacks_.on_state(copy);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
+      MutexLock entry_lock(&e.mu);
       e.done = true;
       finished_.push_back(copy.workload_id);
+      e.ended.SignalAll();
     }
-    cv_.notify_all();
   }
 
-  void Fail(Entry& e, const std::string& step, const Status& st) {
+  void Fail(Entry& e, const std::string& step, const Status& st) EXCLUDES(mu_, e.mu) {
     std::string reason = step + ": " + st.message();
     for (const auto& [field, message] : st.fields()) reason += "; " + field + " " + message;
     Finish(e, WorkloadState::kFailed, std::nullopt, std::move(reason));
   }
 
   // The body of a workload's thread.
-  void Run(Entry& e) {
+  void Run(Entry& e) EXCLUDES(mu_, e.mu) {
     const WorkloadSpec& spec = e.spec;
     Report(e, WorkloadState::kStarting);
 
@@ -324,20 +357,20 @@ class Runner final : public WorkloadRunner {
       // Unavailable: the engine may have created it before the answer was lost. Any other
       // failure (a name conflict above all) means the name is not ours to remove.
       if (id.status().code() == StatusCode::kUnavailable) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&e.mu);
         e.container_to_remove = WorkloadContainerName(spec.workload_id);
       }
       return Fail(e, "create", id.status());
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&e.mu);
       e.status.container_id = *id;
       e.container_to_remove = *id;
     }
     if (StopRequested(e)) return Finish(e, WorkloadState::kStopped, std::nullopt, "");
     if (Status st = docker_.StartContainer(*id); !st.ok()) return Fail(e, "start", st);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&e.mu);
       if (spec.timeout_s > 0) {
         e.deadline = SteadyClock::now() + std::chrono::seconds(spec.timeout_s);
       }
@@ -365,32 +398,35 @@ class Runner final : public WorkloadRunner {
     Finish(e, WorkloadState::kExited, end.exit_code, "");
   }
 
-  // Follows a container started by an earlier agent process. REQUIRES: mu_ held.
-  void AdoptLocked(const ContainerSummary& c, const std::string& workload) {
-    auto e = std::make_shared<Entry>();
-    e->spec.workload_id = workload;
+  // Follows a container started by an earlier agent process.
+  void AdoptLocked(const ContainerSummary& c, const std::string& workload) REQUIRES(mu_) {
+    WorkloadSpec spec;
+    spec.workload_id = workload;
     if (auto g = c.labels.find(kLabelGpus); g != c.labels.end()) {
       std::string list = g->second;
       for (size_t pos = 0; pos < list.size();) {
         size_t comma = list.find(',', pos);
         if (comma == std::string::npos) comma = list.size();
-        if (comma > pos) e->spec.gpu_uuids.push_back(list.substr(pos, comma - pos));
+        if (comma > pos) spec.gpu_uuids.push_back(list.substr(pos, comma - pos));
         pos = comma + 1;
       }
     }
+    auto e = std::make_shared<Entry>(std::move(spec), std::nullopt);
+    MutexLock entry_lock(&e->mu);
     e->status.workload_id = workload;
     e->status.container_id = c.id;
     e->status.state = WorkloadState::kRunning;
     e->container_to_remove = c.id;
     entries_[workload] = e;
-    LogInfo("runtime.workload_adopted", {{"workload", workload}, {"container", c.id}, {"state", c.state}});
+    LogInfo("runtime.workload_adopted",
+            {{"workload", workload}, {"container", c.id}, {"state", c.state}});
     e->thread = std::thread([this, e, id = c.id] { RunAdopted(*e, id); });
   }
 
   // The thread of an adopted workload: waits for the end (stopping it when asked), then
   // forwards the output written since the adoption and reports the end. The timeout of
   // the original request is not known here and is not enforced.
-  void RunAdopted(Entry& e, const std::string& id) {
+  void RunAdopted(Entry& e, const std::string& id) EXCLUDES(mu_, e.mu) {
     const UnixMicros since = NowMicros();
     Ending end;
     bool stop_sent = false;
@@ -401,13 +437,8 @@ class Runner final : public WorkloadRunner {
         break;
       }
       if (code.status().code() == StatusCode::kNotFound) break;
-      bool stop, give_up;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop = e.stop_requested;
-        give_up = shutting_down_ && stop_sent;
-      }
-      if (give_up) break;
+      const bool stop = StopRequested(e);
+      if (stop_sent && ShuttingDown()) break;
       if (stop && !stop_sent) {
         stop_sent = true;
         end.stopped = true;
@@ -430,7 +461,7 @@ class Runner final : public WorkloadRunner {
 
   // Follows the running container's output until it ends, stopping it when asked to or
   // when its timeout passes.
-  Ending Supervise(Entry& e, const std::string& id) {
+  Ending Supervise(Entry& e, const std::string& id) EXCLUDES(mu_, e.mu) {
     Ending end;
     bool stop_sent = false;
     // Called about once a second; stops the container once when it should end.
@@ -438,7 +469,7 @@ class Runner final : public WorkloadRunner {
       bool stop;
       std::string why;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&e.mu);
         why = e.stop_reason;
         if (!end.stopped && !end.timed_out) {
           if (e.stop_requested) {
@@ -483,12 +514,7 @@ class Runner final : public WorkloadRunner {
       }
       if (code.status().code() == StatusCode::kNotFound) break;
       check();
-      bool give_up;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        give_up = shutting_down_ && stop_sent;
-      }
-      if (give_up) {
+      if (stop_sent && ShuttingDown()) {
         LogWarn("runtime.wait_abandoned",
                 {{"workload", e.spec.workload_id}, {"error", code.status().ToString()}});
         break;
@@ -523,11 +549,11 @@ class Runner final : public WorkloadRunner {
 
   // Removes the workload's container, volume and network; failures are logged and left to
   // Reconcile().
-  void Cleanup(Entry& e) {
+  void Cleanup(Entry& e) EXCLUDES(e.mu) {
     const std::string& w = e.spec.workload_id;
     std::string container;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&e.mu);
       container = e.container_to_remove;
     }
     auto log = [&w](const Status& st, const char* what) {
@@ -549,11 +575,10 @@ class Runner final : public WorkloadRunner {
   const WorkloadRunnerOptions options_;
   const WorkloadCallbacks callbacks_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_;  // GUARDED_BY(mu_)
-  std::deque<std::string> finished_;                       // GUARDED_BY(mu_): oldest first
-  bool shutting_down_ = false;                             // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_ GUARDED_BY(mu_);
+  std::deque<std::string> finished_ GUARDED_BY(mu_);  // oldest first
+  bool shutting_down_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

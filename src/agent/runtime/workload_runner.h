@@ -99,7 +99,7 @@ class WorkloadRunner {
   // workload id (running or ended: ids are never reused), with kPermissionDenied when a
   // GPU is not among offered_gpus, with kFailedPrecondition when a GPU is in use by another
   // running workload, and with kUnavailable while the runner is shutting down.
-  // REQUIRES: `spec` came from ParseWorkloadSpec().
+  // REQUIRES: `spec` came from protocol::ParseStartWorkload() (or satisfies its bounds).
   virtual Status Start(const WorkloadSpec& spec,
                        const std::optional<RegistryAuth>& auth = std::nullopt) = 0;
   // Asks the workload to stop; its thread stops the container and reports kStopped after

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include "agent/runtime/test_dockerd.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 namespace {
@@ -28,31 +28,31 @@ class Recorder {
  public:
   WorkloadCallbacks Callbacks() {
     return {[this](const WorkloadStatus& s) {
-              std::lock_guard<std::mutex> lock(mu_);
+              MutexLock lock(&mu_);
               states_[s.workload_id].push_back(s.state);
             },
             [this](const std::string& id, const LogFrame& f) {
-              std::lock_guard<std::mutex> lock(mu_);
+              MutexLock lock(&mu_);
               (f.stream == LogFrame::Stream::kStdout ? stdout_ : stderr_)[id] += f.data;
             }};
   }
   std::vector<WorkloadState> States(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return states_[id];
   }
   std::string Stdout(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return stdout_[id];
   }
   std::string Stderr(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return stderr_[id];
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::vector<WorkloadState>> states_;
-  std::map<std::string, std::string> stdout_, stderr_;
+  Mutex mu_;
+  std::map<std::string, std::vector<WorkloadState>> states_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> stdout_ GUARDED_BY(mu_), stderr_ GUARDED_BY(mu_);
 };
 
 class WorkloadRunnerTest : public testing::DockerSuite<WorkloadRunnerTest> {
@@ -126,7 +126,6 @@ class WorkloadRunnerTest : public testing::DockerSuite<WorkloadRunnerTest> {
   Recorder recorder_;
   std::unique_ptr<WorkloadRunner> runner_;
 };
-
 
 TEST_F(WorkloadRunnerTest, RunsToItsExitCodeWithLogs) {
   WorkloadRunner& runner = Runner();
@@ -292,7 +291,7 @@ TEST_F(WorkloadRunnerTest, AMissingImageFailsClearly) {
 TEST_F(WorkloadRunnerTest, ASpecOutsideThePolicyCreatesNothing) {
   WorkloadRunner& runner = Runner();
   WorkloadSpec spec = Spec("unchecked", "true");
-  spec.pids_limit = 0;  // not from ParseWorkloadSpec: CheckContainerConfig refuses it
+  spec.pids_limit = 0;  // not from ParseStartWorkload: CheckContainerConfig refuses it
   ASSERT_TRUE(runner.Start(spec).ok());
   auto end = runner.Wait("unchecked", kWaitMs);
   ASSERT_TRUE(end.ok());

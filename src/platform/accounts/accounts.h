@@ -5,14 +5,18 @@
 // keys; agent tokens "gpx_a_..." live in providers/) shown once and stored only as their
 // SHA-256. Passwords are stored as Argon2id hashes (libsodium).
 //
+// The tables are accounts_store.h's; other folders use the functions here that take the
+// caller's transaction (Audit, GrantRole, LoadUser) to write and read them.
+//
 // Thread-safety: Accounts is immutable after construction and safe to share.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "common/json.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/store/db.h"
@@ -28,11 +32,10 @@ struct User {
   std::string email;
   std::string name;
   std::vector<std::string> roles;  // sorted
-  UnixMicros created_at = 0;
+  Timestamp created_at;
 
   bool HasRole(std::string_view role) const;
 };
-json::object ToJson(const User& u);
 
 // Who is making a request.
 struct Principal {
@@ -56,10 +59,21 @@ struct AccountsOptions {
   const Clock* clock = &SystemClock();
 };
 
+struct SignUpRequest {
+  std::string email;
+  std::string password;
+  std::string name;
+};
+
+struct LoginRequest {
+  std::string email;
+  std::string password;
+};
+
 struct LoginResult {
   std::string token;       // shown once
   std::string csrf_token;  // to send as X-CSRF-Token with cookie-authenticated writes
-  UnixMicros expires_at = 0;
+  Timestamp expires_at;
   User user;
 };
 
@@ -67,22 +81,30 @@ struct ApiKey {
   std::string id;
   std::string name;
   std::string prefix;  // first characters of the key, to recognise it in lists
-  UnixMicros created_at = 0;
-  std::optional<UnixMicros> last_used_at;
-  std::optional<UnixMicros> revoked_at;
+  Timestamp created_at;
+  std::optional<Timestamp> last_used_at;
+  std::optional<Timestamp> revoked_at;
 };
-json::object ToJson(const ApiKey& k);
+
+// A new API key with its secret, which is shown only this once.
+struct NewApiKey {
+  ApiKey key;
+  std::string secret;
+};
+
+// What an audit event says beyond its action and subject: short named strings.
+using AuditDetail = std::map<std::string, std::string>;
 
 // Audit log entry, written in the caller's transaction.
-Status Audit(store::Tx& tx, const std::optional<std::string>& actor_user_id,
+Status Audit(store::Tx& tx, Timestamp at, const std::optional<std::string>& actor_user_id,
              std::string_view action, std::string_view subject, std::string_view ip,
-             json::object detail = {});
+             const AuditDetail& detail = {});
 
 // Grants `role` (idempotent), in the caller's transaction, and audits it.
-Status GrantRole(store::Tx& tx, const std::string& user_id, std::string_view role,
+Status GrantRole(store::Tx& tx, Timestamp at, const std::string& user_id, std::string_view role,
                  const std::string& granted_by);
 
-// Loads a user with roles; NotFound when absent.
+// Loads an enabled user with roles; NotFound when absent or disabled.
 StatusOr<User> LoadUser(store::Tx& tx, const std::string& user_id);
 
 // Validates an email address (RFC 5321 sizes, a practical subset of syntax). Returns an
@@ -93,14 +115,13 @@ class Accounts {
  public:
   Accounts(store::Database& db, AccountsOptions options);
 
-  // {email, password, name} → the new user (role customer). Field errors for each bad field;
-  // kAlreadyExists when the email is taken.
-  StatusOr<User> SignUp(const json::value& body, std::string_view ip);
+  // A new user (role customer). Field errors for each bad field; kAlreadyExists when the
+  // email is taken.
+  StatusOr<User> SignUp(const SignUpRequest& req, std::string_view ip);
 
-  // {email, password} → a new session. kUnauthenticated for a wrong email or password (the
-  // same answer for both); kResourceExhausted while throttled.
-  StatusOr<LoginResult> Login(const json::value& body, std::string_view ip,
-                              std::string_view user_agent);
+  // A new session. kUnauthenticated for a wrong email or password (the same answer for
+  // both); kResourceExhausted while throttled.
+  StatusOr<LoginResult> Login(const LoginRequest& req, std::string_view ip, std::string_view user_agent);
 
   // Revokes the session that authenticated the principal (API keys: nothing to end).
   Status Logout(const Principal& p);
@@ -109,17 +130,25 @@ class Accounts {
   // token is unknown, expired or revoked; agent tokens are refused here.
   StatusOr<Principal> Authenticate(std::string_view token, bool from_cookie, std::string_view ip);
 
-  StatusOr<std::pair<ApiKey, std::string>> CreateApiKey(const Principal& p, const json::value& body);
+  // `name`: 1 to 100 characters.
+  StatusOr<NewApiKey> CreateApiKey(const Principal& p, const std::string& name);
   StatusOr<std::vector<ApiKey>> ListApiKeys(const Principal& p);
   Status RevokeApiKey(const Principal& p, const std::string& key_id);
 
-  // For `gpunexd admin create`: creates the user if needed (or resets nothing if it exists
-  // with the same password) and grants admin.
+  // For `gpunexd admin create`: creates the user if needed (or sets the password of the
+  // one that exists) and grants admin.
   StatusOr<User> CreateAdmin(std::string_view email, std::string_view password, std::string_view name);
 
   // Argon2id hash / verification with the configured cost.
   StatusOr<std::string> HashPassword(std::string_view password) const;
   bool VerifyPassword(const std::string& hash, std::string_view password) const;
+
+  // Bounds the API checks while decoding requests.
+  static constexpr size_t kMaxEmail = 254;
+  static constexpr size_t kMaxPassword = 256;
+  static constexpr size_t kMinPassword = 10;
+  static constexpr size_t kMaxName = 200;
+  static constexpr size_t kMaxApiKeyName = 100;
 
  private:
   store::Database& db_;

@@ -2,119 +2,147 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "common/ids.h"
-#include "platform/store/migrations.h"
+#include "platform/testing/platform_test.h"
 
 namespace gpunex::platform::accounts {
 namespace {
 
-class AccountsTest : public ::testing::Test {
+class AccountsTest : public testing::PlatformTest {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / NewId("acct_test");
-    db_ = store::OpenSqliteDatabase(dir_.string()).value();
-    ASSERT_TRUE(store::Migrate(*db_).ok());
-    AccountsOptions o;
-    o.argon2_opslimit = 1;
-    o.argon2_memlimit_bytes = 8192;
+    PlatformTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    AccountsOptions o = FastAccountsOptions();
     o.login_max_failures = 3;
-    accounts_ = std::make_unique<Accounts>(*db_, o);
-  }
-  void TearDown() override {
-    accounts_.reset();
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  json::value J(const char* s) { return ParseJson(s).value(); }
-  int64_t Count(const std::string& sql) {
-    int64_t n = -1;
-    EXPECT_TRUE(db_->Read([&](store::Tx& tx) -> Status {
-                     GPUNEX_ASSIGN_OR_RETURN(store::Rows r, tx.Query(sql));
-                     n = r[0].Int(0);
-                     return Status::Ok();
-                   }).ok());
-    return n;
+    o.login_window_minutes = 15;
+    o.session_ttl_hours = 24;
+    accounts_ = std::make_unique<Accounts>(faulty(), o);
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Database> db_;
+  User SignUp(const std::string& email, const std::string& password = "0123456789") {
+    auto u = accounts_->SignUp({email, password, "Someone"}, "10.0.0.1");
+    EXPECT_TRUE(u.ok()) << u.status().ToString();
+    return u.ok() ? *u : User{};
+  }
+
+  Principal LogIn(const std::string& email, const std::string& password = "0123456789") {
+    auto login = accounts_->Login({email, password}, "10.0.0.1", "test");
+    EXPECT_TRUE(login.ok()) << login.status().ToString();
+    auto p = accounts_->Authenticate(login.ok() ? login->token : "", false, "10.0.0.1");
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? *p : Principal{};
+  }
+
   std::unique_ptr<Accounts> accounts_;
 };
 
-TEST_F(AccountsTest, SignUpValidatesAndStoresOnlyAHash) {
-  auto bad = accounts_->SignUp(J(R"({"email": "x@", "password": "short", "name": ""})"), "1.2.3.4");
+TEST_P(AccountsTest, SignUpValidatesAndStoresOnlyAHash) {
+  auto bad = accounts_->SignUp({"x@", "short", ""}, "1.2.3.4");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().fields().size(), 3u);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM users"), 0);
 
-  auto u = accounts_->SignUp(J(R"({"email": "Ana@Example.com", "password": "correct horse", "name": "Ana"})"), "");
+  auto u = accounts_->SignUp({"Ana@Example.com", "correct horse", "Ana"}, "");
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->email, "ana@example.com");
   EXPECT_EQ(u->roles, std::vector<std::string>{"customer"});
+  EXPECT_EQ(u->created_at, clock_.Now());
   EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE password_hash LIKE '$argon2id$%'"), 1);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE password_hash LIKE '%correct horse%'"), 0);
 
-  auto dup = accounts_->SignUp(J(R"({"email": "ana@example.com", "password": "0123456789", "name": "B"})"), "");
+  auto dup = accounts_->SignUp({"ana@example.com", "0123456789", "B"}, "");
   ASSERT_FALSE(dup.ok());
   EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
   EXPECT_TRUE(dup.status().fields().count("email"));
 }
 
-TEST_F(AccountsTest, LoginSessionsAndThrottling) {
-  ASSERT_TRUE(accounts_->SignUp(J(R"({"email": "b@example.com", "password": "0123456789", "name": "B"})"), "").ok());
-  auto wrong = accounts_->Login(J(R"({"email": "b@example.com", "password": "nope-nope-nope"})"), "ip", "ua");
+TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
+  SignUp("b@example.com");
+  auto wrong = accounts_->Login({"b@example.com", "nope-nope-nope"}, "ip", "ua");
   EXPECT_EQ(wrong.status().code(), StatusCode::kUnauthenticated);
-  auto unknown = accounts_->Login(J(R"({"email": "zz@example.com", "password": "0123456789"})"), "ip", "ua");
+  auto unknown = accounts_->Login({"zz@example.com", "0123456789"}, "ip", "ua");
   EXPECT_EQ(unknown.status().code(), StatusCode::kUnauthenticated);
   EXPECT_EQ(unknown.status().message(), wrong.status().message());
 
-  auto ok = accounts_->Login(J(R"({"email": "B@example.com", "password": "0123456789"})"), "ip", "ua");
+  auto ok = accounts_->Login({"B@example.com", "0123456789"}, "ip", "ua");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM sessions WHERE token_hash = '" + Sha256Hex(ok->token) + "'"), 1);
+  EXPECT_EQ(ok->expires_at, clock_.Now() + std::chrono::hours(24));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM sessions WHERE token_hash = ?", {Sha256Hex(ok->token)}), 1);
   auto p = accounts_->Authenticate(ok->token, false, "ip");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->user.email, "b@example.com");
-  ASSERT_TRUE(accounts_->Logout(*p).ok());
-  EXPECT_EQ(accounts_->Authenticate(ok->token, false, "ip").status().code(),
-            StatusCode::kUnauthenticated);
+  // A day later the session has expired.
+  clock_.Advance(std::chrono::hours(24) + kOneSecond);
+  EXPECT_EQ(accounts_->Authenticate(ok->token, false, "ip").status().code(), StatusCode::kUnauthenticated);
+  // A session that is ended by log-out no longer works either.
+  Principal again = LogIn("b@example.com");
+  ASSERT_TRUE(accounts_->Logout(again).ok());
 
-  for (int i = 0; i < 3; ++i) {
-    (void)accounts_->Login(J(R"({"email": "b@example.com", "password": "wrong-wrong"})"), "ip", "ua");
-  }
-  auto locked = accounts_->Login(J(R"({"email": "b@example.com", "password": "0123456789"})"), "ip", "ua");
+  for (int i = 0; i < 3; ++i) (void)accounts_->Login({"b@example.com", "wrong-wrong"}, "ip", "ua");
+  auto locked = accounts_->Login({"b@example.com", "0123456789"}, "ip", "ua");
   EXPECT_EQ(locked.status().code(), StatusCode::kResourceExhausted);
   EXPECT_GE(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'login.throttled'"), 1);
+  // The window passes: the right password works again.
+  clock_.Advance(std::chrono::minutes(15) + kOneSecond);
+  EXPECT_TRUE(accounts_->Login({"b@example.com", "0123456789"}, "ip", "ua").ok());
 }
 
-TEST_F(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
-  ASSERT_TRUE(accounts_->SignUp(J(R"({"email": "c@example.com", "password": "0123456789", "name": "C"})"), "").ok());
-  auto login = accounts_->Login(J(R"({"email": "c@example.com", "password": "0123456789"})"), "", "");
-  auto p = accounts_->Authenticate(login->token, false, "").value();
-  auto key = accounts_->CreateApiKey(p, J(R"({"name": "ci"})"));
+TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
+  SignUp("c@example.com");
+  Principal p = LogIn("c@example.com");
+  auto key = accounts_->CreateApiKey(p, "ci");
   ASSERT_TRUE(key.ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM api_keys WHERE token_hash = '" + Sha256Hex(key->second) + "'"), 1);
-  auto via_key = accounts_->Authenticate(key->second, false, "");
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}), 1);
+  EXPECT_EQ(accounts_->CreateApiKey(p, "").status().fields().count("name"), 1u);
+  auto via_key = accounts_->Authenticate(key->secret, false, "");
   ASSERT_TRUE(via_key.ok());
   EXPECT_EQ(via_key->via, Principal::Via::kApiKey);
+  // last_used_at moves at most once a minute, so authenticated reads stay reads.
+  auto keys = accounts_->ListApiKeys(p);
+  ASSERT_EQ(keys->size(), 1u);
+  EXPECT_EQ((*keys)[0].last_used_at, clock_.Now());
   // API keys are not accepted as cookies.
-  EXPECT_FALSE(accounts_->Authenticate(key->second, true, "").ok());
-  EXPECT_EQ(accounts_->ListApiKeys(p)->size(), 1u);
-  ASSERT_TRUE(accounts_->RevokeApiKey(p, key->first.id).ok());
-  EXPECT_FALSE(accounts_->Authenticate(key->second, false, "").ok());
-  EXPECT_EQ(accounts_->RevokeApiKey(p, key->first.id).code(), StatusCode::kNotFound);
-  EXPECT_EQ(accounts_->Authenticate("gpx_a_whatever", false, "").status().code(),
-            StatusCode::kUnauthenticated);
+  EXPECT_FALSE(accounts_->Authenticate(key->secret, true, "").ok());
+  ASSERT_TRUE(accounts_->RevokeApiKey(p, key->key.id).ok());
+  EXPECT_FALSE(accounts_->Authenticate(key->secret, false, "").ok());
+  EXPECT_EQ(accounts_->RevokeApiKey(p, key->key.id).code(), StatusCode::kNotFound);
+  EXPECT_EQ(accounts_->Authenticate("gpx_a_whatever", false, "").status().code(), StatusCode::kUnauthenticated);
 }
 
-TEST_F(AccountsTest, CreateAdminGrantsTheRole) {
+TEST_P(AccountsTest, CreateAdminGrantsTheRole) {
   auto admin = accounts_->CreateAdmin("root@example.com", "0123456789", "Root");
   ASSERT_TRUE(admin.ok());
   EXPECT_TRUE(admin->HasRole(kRoleAdmin));
   EXPECT_TRUE(accounts_->CreateAdmin("root@example.com", "9876543210", "Root").ok());
-  EXPECT_TRUE(accounts_->Login(J(R"({"email": "root@example.com", "password": "9876543210"})"), "", "").ok());
+  EXPECT_TRUE(accounts_->Login({"root@example.com", "9876543210"}, "", "").ok());
 }
+
+TEST_P(AccountsTest, ASignUpWhoseCommitOutcomeIsUnknownIsNeverDoubled) {
+  // The commit went through but the answer was lost: the retry finds the account.
+  faulty().FailCommit("INSERT INTO users", /*committed=*/true);
+  auto first = accounts_->SignUp({"d@example.com", "0123456789", "D"}, "");
+  EXPECT_EQ(first.status().code(), StatusCode::kOutcomeUnknown);
+  auto retry = accounts_->SignUp({"d@example.com", "0123456789", "D"}, "");
+  EXPECT_EQ(retry.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'd@example.com'"), 1);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM user_roles"), 1);
+  // It did not commit: the retry creates the account once.
+  faulty().FailCommit("INSERT INTO users", /*committed=*/false);
+  EXPECT_EQ(accounts_->SignUp({"e@example.com", "0123456789", "E"}, "").status().code(),
+            StatusCode::kOutcomeUnknown);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'e@example.com'"), 0);
+  EXPECT_TRUE(accounts_->SignUp({"e@example.com", "0123456789", "E"}, "").ok());
+  // A conflict on the audit row is retried as a whole transaction.
+  faulty().FailStatement("INSERT INTO audit_events", Aborted("injected conflict"));
+  EXPECT_TRUE(accounts_->SignUp({"f@example.com", "0123456789", "F"}, "").ok());
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'f@example.com'"), 1);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' AND subject IN "
+                  "(SELECT id FROM users WHERE email = 'f@example.com')"),
+            1);
+}
+
+GPUNEX_INSTANTIATE_BACKENDS(AccountsTest);
 
 TEST(CheckEmail, AcceptsCommonRejectsBroken) {
   std::string n;

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "common/log.h"
+#include "common/thread_annotations.h"
+#include "platform/fleet/agent_session.h"
 
 namespace gpunex::platform::api {
 namespace {
@@ -73,8 +74,8 @@ class BenchSlots final : public std::enable_shared_from_this<BenchSlots> {
  public:
   // A slot held until the returned value is dropped; kResourceExhausted when the token
   // already has kAgentBenchTransfersPerToken transfers going.
-  StatusOr<std::shared_ptr<void>> Acquire(const std::string& token_id) {
-    std::lock_guard<std::mutex> lock(mu_);
+  StatusOr<std::shared_ptr<void>> Acquire(const std::string& token_id) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     int& n = in_use_[token_id];
     if (n >= kAgentBenchTransfersPerToken) {
       return ResourceExhausted("at most " + std::to_string(kAgentBenchTransfersPerToken) +
@@ -93,14 +94,14 @@ class BenchSlots final : public std::enable_shared_from_this<BenchSlots> {
     std::string token_id;
   };
 
-  void Release(const std::string& token_id) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Release(const std::string& token_id) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     auto it = in_use_.find(token_id);
     if (it != in_use_.end() && --it->second <= 0) in_use_.erase(it);
   }
 
-  std::mutex mu_;
-  std::map<std::string, int> in_use_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, int> in_use_ GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -134,11 +135,7 @@ http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx) {
              -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
     auto id = AuthenticateAgentRequest(req, ctx, "the agent channel");
     if (!id.ok()) return id.status();
-    Status touch = ctx.db.Transact([&](store::Tx& tx) {
-      return tx.Exec("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?", {NowMicros(), id->token_id})
-          .status();
-    });
-    if (!touch.ok()) return touch;
+    GPUNEX_RETURN_IF_ERROR(ctx.providers.TouchAgentToken(id->token_id));
     auto session = ctx.fleet.Open(id->provider_id, id->token_id, std::make_shared<ChannelAdapter>(conn), req.remote_addr);
     return std::shared_ptr<http::WebSocketSession>(std::make_shared<SessionAdapter>(session));
   };

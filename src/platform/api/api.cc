@@ -1,5 +1,6 @@
 #include "platform/api/api.h"
 
+#include <charconv>
 #include <memory>
 
 #include "common/ids.h"
@@ -38,6 +39,43 @@ StatusOr<json::value> JsonBody(const http::Request& req) {
   return ParseJson(req.body);
 }
 
+StatusOr<json::object> JsonObjectBody(const http::Request& req) {
+  GPUNEX_ASSIGN_OR_RETURN(json::value v, JsonBody(req));
+  if (!v.is_object()) return FieldError("body", "must be a JSON object");
+  return std::move(v.get_object());
+}
+
+StatusOr<PageRequest> ParsePageRequest(const http::Request& req, PageLimits limits) {
+  FieldErrors errors;
+  PageRequest page;
+  page.limit = limits.default_limit;
+  if (const std::string limit = req.Query("limit"); !limit.empty()) {
+    int v = 0;
+    auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), v);
+    if (ec != std::errc() || end != limit.data() + limit.size() || v < 1 || v > limits.max_limit) {
+      errors.emplace("limit", "must be an integer from 1 to " + std::to_string(limits.max_limit));
+    } else {
+      page.limit = v;
+    }
+  }
+  if (const std::string cursor = req.Query("cursor"); !cursor.empty()) {
+    auto c = Cursor::Decode(cursor);
+    if (c.ok()) {
+      page.after = std::move(*c);
+    } else {
+      errors.merge(FieldErrors(c.status().fields()));
+    }
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return page;
+}
+
+json::value TimeJson(const std::optional<Timestamp>& t) {
+  return t ? json::value(FormatRfc3339(*t)) : json::value(nullptr);
+}
+
+json::value OptJson(const std::optional<std::string>& s) { return s ? json::value(*s) : json::value(nullptr); }
+
 http::Response Reply(int status, const StatusOr<json::object>& result) {
   if (!result.ok()) return http::ErrorResponse(result.status());
   return http::Response::Json(status, *result);
@@ -51,6 +89,46 @@ http::Response WithCommonHeaders(const http::Request& req, http::Response resp) 
     resp.SetHeader("Cache-Control", "no-store");
   }
   if (req.tls) resp.SetHeader("Strict-Transport-Security", "max-age=31536000");
+  return resp;
+}
+
+namespace {
+
+// Whether a request's answer may be kept under its Idempotency-Key.
+bool KeepsIdempotentAnswer(const http::Request& req) {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") return false;
+  if (!req.path.starts_with("/api/v1/")) return false;
+  // Log-in and sign-up, and answers that hold a secret shown once.
+  if (req.path.starts_with("/api/v1/auth/")) return false;
+  if (req.path == "/api/v1/api-keys") return false;
+  if (req.path.starts_with("/api/v1/providers/me/agent-tokens")) return false;
+  return true;
+}
+
+}  // namespace
+
+http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http::Request& req) {
+  const std::string key = req.Header("idempotency-key");
+  if (key.empty() || !KeepsIdempotentAnswer(req)) return router.Dispatch(req);
+  auto p = RequireUser(req, ctx);
+  if (!p.ok()) return http::ErrorResponse(p.status());
+  const std::string hash = Sha256Hex(req.method + "\n" + req.path + "\n" + req.body);
+  auto claim = ctx.idempotency.Begin(p->user.id, key, hash);
+  if (!claim.ok()) return http::ErrorResponse(claim.status());
+  if (claim->replay) {
+    http::Response resp;
+    resp.status = claim->response.status;
+    resp.body = claim->response.body;
+    if (!claim->response.content_type.empty()) resp.SetHeader("Content-Type", claim->response.content_type);
+    resp.SetHeader("Idempotent-Replayed", "true");
+    return resp;
+  }
+  http::Response resp = router.Dispatch(req);
+  Status kept = resp.status >= 500
+                    ? ctx.idempotency.Abandon(p->user.id, key, *claim)
+                    : ctx.idempotency.Complete(p->user.id, key, *claim,
+                                               {resp.status, resp.GetHeader("Content-Type"), resp.body});
+  if (!kept.ok()) LogWarn("api.idempotency_record_failed", {{"path", req.path}, {"error", kept.ToString()}});
   return resp;
 }
 

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
+#include "common/paging.h"
+#include "common/time.h"
 #include "platform/accounts/accounts.h"
 #include "platform/applications/applications.h"
 #include "platform/benchmarks/benchmarks.h"
@@ -17,6 +20,7 @@
 #include "platform/http/metrics.h"
 #include "platform/http/router.h"
 #include "platform/http/stream.h"
+#include "platform/idempotency/idempotency.h"
 #include "platform/providers/providers.h"
 #include "platform/store/db.h"
 
@@ -29,6 +33,7 @@ inline constexpr std::string_view kCsrfHeader = "X-CSRF-Token";
 struct ApiContext {
   const Config& config;
   store::Database& db;
+  const Clock& clock;
   accounts::Accounts& accounts;
   providers::Providers& providers;
   applications::Applications& applications;
@@ -36,10 +41,10 @@ struct ApiContext {
   fleet::Fleet& fleet;
   fleet::Workloads& workloads;
   benchmarks::Benchmarks& benchmarks;
+  idempotency::Idempotency& idempotency;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
-  std::function<void()> wake_outbox;  // after a commit that enqueued email
-  std::function<bool()> ready;        // false while starting or draining
+  std::function<bool()> ready;  // false while starting or draining
   // Called before /metrics renders, to refresh figures other modules keep (outbox).
   std::function<void(http::Metrics&)> collect_metrics;
 };
@@ -51,6 +56,13 @@ void RegisterRoutes(http::Router& router, const ApiContext& ctx);
 // Adds the headers every response carries (no-sniff, frame denial, no-store for the API).
 http::Response WithCommonHeaders(const http::Request& req, http::Response resp);
 
+// Serves one request through `router`, with Idempotency-Key handling (idempotency.h) for
+// the state-changing requests of the REST API: a request that carries the header is
+// answered once, and repeats get that answer back ("Idempotent-Replayed: true"). Log-in,
+// sign-up and the requests that answer with a secret shown once (new API keys and agent
+// tokens) ignore the header: their answer is never stored.
+http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http::Request& req);
+
 // --- helpers shared by the resource files ---
 
 // The caller, from "Authorization: Bearer" or the session cookie. Cookie-authenticated
@@ -60,8 +72,32 @@ StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiCon
 // The JSON body; kInvalidArgument naming "body" when it is not JSON or has another
 // Content-Type.
 StatusOr<json::value> JsonBody(const http::Request& req);
+// The JSON body as an object; a field error on "body" when it is another JSON value.
+StatusOr<json::object> JsonObjectBody(const http::Request& req);
 
 http::Response Reply(int status, const StatusOr<json::object>& result);
+
+// `?limit=&cursor=` of a list request: `limits.default_limit` when limit is absent, a
+// field error naming "limit" outside 1..limits.max_limit, one naming "cursor" for a
+// cursor this server did not make.
+StatusOr<PageRequest> ParsePageRequest(const http::Request& req, PageLimits limits);
+
+// {"items": [...], "next_cursor": "..." | null} for a page, each item encoded by `encode`.
+template <typename T, typename Encode>
+json::object PageJson(const Page<T>& page, Encode encode) {
+  json::array items;
+  for (const T& item : page.items) items.push_back(encode(item));
+  return {{"items", std::move(items)},
+          {"next_cursor", page.next ? json::value(page.next->Encode()) : json::value(nullptr)}};
+}
+
+// A user as the API shows it: {id, email, name, roles, created_at}.
+json::object UserJson(const accounts::User& u);
+
+// RFC 3339 text, or null.
+json::value TimeJson(const std::optional<Timestamp>& t);
+// The string, or null.
+json::value OptJson(const std::optional<std::string>& s);
 
 void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx);

@@ -1,56 +1,346 @@
-// /api/v1/provider-applications
+// /api/v1/provider-applications: the JSON form of an application (API.md "Application
+// body"), decoded into applications::ApplicationBody and encoded from
+// applications::Application, and the routes.
+//
+// Decoding checks what the wire form decides: JSON types, unknown members (refused),
+// members required at the request's completeness (a draft may leave anything out; with
+// "submit": true everything is required), text lengths and numeric ranges. The domain
+// checks the values (formats, the catalog, the rules between fields). When decoding finds
+// problems, the domain's checks run too on what could be decoded, so that one answer
+// names every bad field, as API.md promises.
+//
+// An absent value is null on the wire (email, country, model_other, region, numbers) or
+// "" (the free-text fields full_name, company, city, maintenance_notes), as before.
+#include <string_view>
+
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
+namespace {
+
+using applications::Application;
+using applications::ApplicationBody;
+using applications::Applications;
+using applications::Completeness;
+
+// --- decoding
+
+std::optional<applications::Availability> DecodeAvailability(const JsonReader& parent,
+                                                             bool required) {
+  const json::object* o = parent.Object("availability", required);
+  if (!o) return std::nullopt;
+  JsonReader r(*o, parent.PathOf("availability"), parent.errors());
+  auto kind = r.String("kind", true, 16);
+  if (!kind) return std::nullopt;
+  applications::Availability a;
+  if (*kind == "always") {
+    r.RejectUnknown({"kind"});
+    return a;
+  }
+  if (*kind != "schedule") {
+    r.Fail("kind", "must be \"always\" or \"schedule\"");
+    return std::nullopt;
+  }
+  a.always = false;
+  r.RejectUnknown({"kind", "timezone", "windows"});
+  a.timezone = r.String("timezone", true, applications::kMaxTimeZone).value_or("");
+  if (const json::array* ws = r.Array("windows", true, 1, applications::kMaxWindows)) {
+    for (size_t i = 0; i < ws->size(); ++i) {
+      const std::string path = r.PathOf("windows") + "[" + std::to_string(i) + "]";
+      // Undecodable elements stay as empty placeholders, so that the domain's errors keep
+      // their indexes (and those under `path` are dropped, see Merge).
+      applications::Window& win = a.windows.emplace_back();
+      if (!(*ws)[i].is_object()) {
+        parent.errors()->emplace(path, "must be an object");
+        continue;
+      }
+      JsonReader w((*ws)[i].get_object(), path, parent.errors());
+      w.RejectUnknown({"days", "start", "end"});
+      if (const json::array* days = w.Array("days", true, 1, 7)) {
+        for (const json::value& d : *days) {
+          if (!d.is_string()) {
+            w.Fail("days", "must list days as \"mon\" .. \"sun\"");
+            break;
+          }
+          win.days.emplace_back(d.get_string());
+        }
+      }
+      win.start = w.String("start", true, 5).value_or("");
+      win.end = w.String("end", true, 5).value_or("");
+    }
+  }
+  return a;
+}
+
+std::optional<applications::Location> DecodeLocation(const JsonReader& parent, bool required) {
+  const json::object* o = parent.Object("location", required);
+  if (!o) return std::nullopt;
+  JsonReader r(*o, parent.PathOf("location"), parent.errors());
+  r.RejectUnknown({"city", "country", "region"});
+  applications::Location loc;
+  loc.city = r.String("city", required, applications::kMaxCity).value_or("");
+  loc.country = r.String("country", required, 2);
+  loc.region = r.String("region", false, applications::kMaxRegion).value_or("");
+  return loc;
+}
+
+// The body of a POST (`submit_allowed`) or PUT; what could not be decoded is left out
+// and named in `*errors`.
+ApplicationBody DecodeBody(const json::object& o, Completeness completeness, bool submit_allowed,
+                           FieldErrors* errors) {
+  const bool req = completeness == Completeness::kComplete;
+  JsonReader root(o, "", errors);
+  root.RejectUnknown({"contact", "gpus", "infrastructure", "submit"});
+  if (!submit_allowed && o.contains("submit")) {
+    root.Fail("submit", "is only accepted on creation; use the submit endpoint");
+  }
+  ApplicationBody body;
+
+  if (const json::object* c = root.Object("contact", req)) {
+    JsonReader r(*c, "contact", errors);
+    r.RejectUnknown({"full_name", "email", "company"});
+    body.contact.full_name = r.String("full_name", req, applications::kMaxFullName).value_or("");
+    body.contact.email = r.String("email", req, applications::kMaxEmail);
+    body.contact.company = r.String("company", false, applications::kMaxCompany).value_or("");
+  }
+
+  if (const json::array* gpus =
+          root.Array("gpus", req, req ? 1 : 0, applications::kMaxGpuEntries)) {
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      const std::string path = "gpus[" + std::to_string(i) + "]";
+      applications::GpuEntry& g = body.gpus.emplace_back();  // a placeholder when undecodable
+      if (!(*gpus)[i].is_object()) {
+        errors->emplace(path, "must be an object");
+        continue;
+      }
+      JsonReader r((*gpus)[i].get_object(), path, errors);
+      r.RejectUnknown({"model", "model_other", "quantity", "system_ram_gb", "upload_gbps",
+                       "download_gbps", "availability", "location"});
+      g.model = r.String("model", true, applications::kMaxModelId).value_or("");
+      g.model_other = r.String("model_other", false, applications::kMaxModelOther);
+      g.quantity = r.Int("quantity", req, 1, applications::kMaxQuantity);
+      g.system_ram_gb = r.Int("system_ram_gb", req, 1, applications::kMaxSystemRamGb);
+      g.upload_gbps = r.Number("upload_gbps", req, 0, applications::kMaxGbps);
+      g.download_gbps = r.Number("download_gbps", req, 0, applications::kMaxGbps);
+      g.availability = DecodeAvailability(r, req);
+      g.location = DecodeLocation(r, req);
+    }
+  }
+
+  if (const json::object* inf = root.Object("infrastructure", req)) {
+    JsonReader r(*inf, "infrastructure", errors);
+    r.RejectUnknown({"ups", "commitment_months", "maintenance_notes"});
+    body.infrastructure.ups = r.Bool("ups", req);
+    body.infrastructure.commitment_months = r.Int("commitment_months", req, 0, 12);
+    body.infrastructure.maintenance_notes =
+        r.String("maintenance_notes", false, applications::kMaxNotes, true).value_or("");
+  }
+  return body;
+}
+
+applications::DecisionRequest DecodeDecision(const json::object& o, FieldErrors* errors) {
+  JsonReader r(o, "", errors);
+  r.RejectUnknown({"decision", "tier", "message"});
+  applications::DecisionRequest d;
+  d.decision = r.String("decision", true, 32).value_or("");
+  d.tier = r.String("tier", false, 32);
+  d.message = r.String("message", false, Applications::kMaxMessage, true);
+  return d;
+}
+
+// Whether `path` is `prefix` or lies under it ("gpus[0]" holds "gpus[0].model").
+bool Under(std::string_view path, std::string_view prefix) {
+  if (!path.starts_with(prefix)) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
+}
+
+// The decoding errors plus the domain's errors on what was decoded, less those about
+// values that could not be decoded (reported already).
+Status Merge(FieldErrors decoded, const FieldErrors& domain) {
+  for (const auto& [path, message] : domain) {
+    bool covered = false;
+    for (const auto& [bad, unused] : decoded) covered = covered || Under(path, bad);
+    if (!covered) decoded.emplace(path, message);
+  }
+  return ValidationFailed(std::move(decoded));
+}
+
+// The answer for a body that did not decode: every bad field.
+http::Response BodyErrors(const ApiContext& ctx, const ApplicationBody& partial,
+                          Completeness completeness, FieldErrors errors) {
+  auto domain = ctx.applications.Check(partial, completeness);
+  return http::ErrorResponse(Merge(std::move(errors), domain.ok() ? *domain : FieldErrors{}));
+}
+
+// --- encoding
+
+json::value OptInt(const std::optional<int64_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+json::value OptDouble(const std::optional<double>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+json::value OptBool(const std::optional<bool>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::object BodyJson(const ApplicationBody& body) {
+  json::object contact{{"full_name", body.contact.full_name},
+                       {"email", OptJson(body.contact.email)},
+                       {"company", body.contact.company}};
+  json::array gpus;
+  for (const applications::GpuEntry& g : body.gpus) {
+    json::object o;
+    o["model"] = g.model;
+    o["model_other"] = OptJson(g.model_other);
+    o["quantity"] = OptInt(g.quantity);
+    o["system_ram_gb"] = OptInt(g.system_ram_gb);
+    o["upload_gbps"] = OptDouble(g.upload_gbps);
+    o["download_gbps"] = OptDouble(g.download_gbps);
+    if (!g.availability) {
+      o["availability"] = nullptr;
+    } else if (g.availability->always) {
+      o["availability"] = json::object{{"kind", "always"}};
+    } else {
+      json::array windows;
+      for (const applications::Window& w : g.availability->windows) {
+        json::array days;
+        for (const std::string& d : w.days) days.emplace_back(d);
+        windows.push_back(
+            json::object{{"days", std::move(days)}, {"start", w.start}, {"end", w.end}});
+      }
+      o["availability"] = json::object{{"kind", "schedule"},
+                                       {"timezone", g.availability->timezone},
+                                       {"windows", std::move(windows)}};
+    }
+    if (g.location) {
+      o["location"] =
+          json::object{{"city", g.location->city},
+                       {"country", OptJson(g.location->country)},
+                       {"region", g.location->region.empty() ? json::value(nullptr)
+                                                             : json::value(g.location->region)}};
+    } else {
+      o["location"] = nullptr;
+    }
+    gpus.push_back(std::move(o));
+  }
+  json::object inf{{"ups", OptBool(body.infrastructure.ups)},
+                   {"commitment_months", OptInt(body.infrastructure.commitment_months)},
+                   {"maintenance_notes", body.infrastructure.maintenance_notes}};
+  return {{"contact", std::move(contact)},
+          {"gpus", std::move(gpus)},
+          {"infrastructure", std::move(inf)}};
+}
+
+json::object ApplicationJson(const Application& a) {
+  json::object out = BodyJson(a.body);
+  out["id"] = a.id;
+  out["user_id"] = a.user_id;
+  out["status"] = a.status;
+  out["suggested_tier"] = a.suggested_tier;
+  json::array reasons;
+  for (const std::string& r : a.suggested_tier_reasons) reasons.emplace_back(r);
+  out["suggested_tier_reasons"] = std::move(reasons);
+  out["tier"] = OptJson(a.tier);
+  out["created_at"] = FormatRfc3339(a.created_at);
+  out["updated_at"] = FormatRfc3339(a.updated_at);
+  out["submitted_at"] = TimeJson(a.submitted_at);
+  out["decided_at"] = TimeJson(a.decided_at);
+  out["age_business_days"] =
+      a.age_business_days ? json::value(*a.age_business_days) : json::value(nullptr);
+  out["overdue"] = a.overdue;
+  out["total_gpus"] = a.total_gpus;
+  out["has_unlisted_models"] = a.has_unlisted_models;
+  if (a.history) {
+    json::array history;
+    for (const applications::ApplicationEvent& e : *a.history) {
+      history.push_back(json::object{{"at", FormatRfc3339(e.at)},
+                                     {"actor_id", e.actor_id},
+                                     {"action", e.action},
+                                     {"from_status", e.from_status},
+                                     {"to_status", e.to_status},
+                                     {"actor_name", OptJson(e.actor_name)},
+                                     {"message", OptJson(e.message)},
+                                     {"tier", OptJson(e.tier)}});
+    }
+    out["history"] = std::move(history);
+  }
+  return out;
+}
+
+http::Response Answer(int status, const StatusOr<Application>& a) {
+  if (!a.ok()) return http::ErrorResponse(a.status());
+  return http::Response::Json(status, ApplicationJson(*a));
+}
+
+}  // namespace
 
 void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/provider-applications", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto body = JsonBody(req);
-    if (!body.ok()) return http::ErrorResponse(body.status());
-    auto res = ctx.applications.Create(*p, *body);
-    if (res.ok() && res->at("status") == "submitted") ctx.wake_outbox();
-    return Reply(201, res);
+    auto obj = JsonObjectBody(req);
+    if (!obj.ok()) return http::ErrorResponse(obj.status());
+    FieldErrors errors;
+    bool submit = false;
+    if (auto it = obj->find("submit"); it != obj->end()) {
+      if (it->value().is_bool()) {
+        submit = it->value().get_bool();
+      } else {
+        errors.emplace("submit", "must be true or false");
+      }
+    }
+    const Completeness completeness = submit ? Completeness::kComplete : Completeness::kDraft;
+    ApplicationBody body = DecodeBody(*obj, completeness, true, &errors);
+    if (!errors.empty()) return BodyErrors(ctx, body, completeness, std::move(errors));
+    return Answer(201, ctx.applications.Create(*p, {std::move(body), submit}));
   });
 
   r.Add("GET", "/api/v1/provider-applications", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(200, ctx.applications.List(*p, req.Query("status"), req.Query("limit"),
-                                            req.Query("cursor")));
+    auto page = ParsePageRequest(req, Applications::kPageLimits);
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto list = ctx.applications.List(*p, {req.Query("status"), *page});
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    return http::Response::Json(200, PageJson(*list, ApplicationJson));
   });
 
   r.Add("GET", "/api/v1/provider-applications/{id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(200, ctx.applications.Get(*p, req.Param("id")));
+    return Answer(200, ctx.applications.Get(*p, req.Param("id")));
   });
 
   r.Add("PUT", "/api/v1/provider-applications/{id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto body = JsonBody(req);
-    if (!body.ok()) return http::ErrorResponse(body.status());
-    return Reply(200, ctx.applications.Update(*p, req.Param("id"), *body));
+    auto obj = JsonObjectBody(req);
+    if (!obj.ok()) return http::ErrorResponse(obj.status());
+    FieldErrors errors;
+    ApplicationBody body = DecodeBody(*obj, Completeness::kDraft, false, &errors);
+    if (!errors.empty()) return BodyErrors(ctx, body, Completeness::kDraft, std::move(errors));
+    return Answer(200, ctx.applications.Update(*p, req.Param("id"), body));
   });
 
   r.Add("POST", "/api/v1/provider-applications/{id}/submit", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto res = ctx.applications.Submit(*p, req.Param("id"));
-    if (res.ok()) ctx.wake_outbox();
-    return Reply(200, res);
+    return Answer(200, ctx.applications.Submit(*p, req.Param("id")));
   });
 
   r.Add("POST", "/api/v1/provider-applications/{id}/decision", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto body = JsonBody(req);
-    if (!body.ok()) return http::ErrorResponse(body.status());
-    auto res = ctx.applications.Decide(*p, req.Param("id"), *body);
-    if (res.ok()) ctx.wake_outbox();
-    return Reply(200, res);
+    auto obj = JsonObjectBody(req);
+    if (!obj.ok()) return http::ErrorResponse(obj.status());
+    FieldErrors errors;
+    applications::DecisionRequest decision = DecodeDecision(*obj, &errors);
+    if (!errors.empty()) {
+      return http::ErrorResponse(
+          Merge(std::move(errors), applications::ValidateDecision(decision)));
+    }
+    return Answer(200, ctx.applications.Decide(*p, req.Param("id"), decision));
   });
 }
 

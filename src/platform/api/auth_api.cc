@@ -2,7 +2,59 @@
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
+
+json::object UserJson(const accounts::User& u) {
+  json::array roles;
+  for (const auto& r : u.roles) roles.emplace_back(r);
+  return {{"id", u.id},
+          {"email", u.email},
+          {"name", u.name},
+          {"roles", std::move(roles)},
+          {"created_at", FormatRfc3339(u.created_at)}};
+}
+
 namespace {
+
+json::object ApiKeyJson(const accounts::ApiKey& k) {
+  return {{"id", k.id},
+          {"name", k.name},
+          {"prefix", k.prefix},
+          {"created_at", FormatRfc3339(k.created_at)},
+          {"last_used_at", TimeJson(k.last_used_at)},
+          {"revoked_at", TimeJson(k.revoked_at)}};
+}
+
+StatusOr<accounts::SignUpRequest> DecodeSignUp(const json::object& body) {
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  r.RejectUnknown({"email", "password", "name"});
+  accounts::SignUpRequest req;
+  req.email = r.String("email", true, accounts::Accounts::kMaxEmail).value_or("");
+  req.password = r.String("password", true, accounts::Accounts::kMaxPassword).value_or("");
+  req.name = r.String("name", true, accounts::Accounts::kMaxName).value_or("");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return req;
+}
+
+StatusOr<accounts::LoginRequest> DecodeLogin(const json::object& body) {
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  r.RejectUnknown({"email", "password"});
+  accounts::LoginRequest req;
+  req.email = r.String("email", true, accounts::Accounts::kMaxEmail).value_or("");
+  req.password = r.String("password", true, accounts::Accounts::kMaxPassword).value_or("");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return req;
+}
+
+StatusOr<std::string> DecodeApiKeyName(const json::object& body) {
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  r.RejectUnknown({"name"});
+  auto name = r.String("name", true, accounts::Accounts::kMaxApiKeyName);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return *name;
+}
 
 std::string CookieAttrs(const ApiContext& ctx) {
   return std::string("; Path=/; SameSite=Strict") + (ctx.config.CookieSecure() ? "; Secure" : "");
@@ -12,17 +64,21 @@ std::string CookieAttrs(const ApiContext& ctx) {
 
 void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/auth/signup", [&ctx](http::Request& req) {
-    auto body = JsonBody(req);
+    auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
-    auto user = ctx.accounts.SignUp(*body, req.remote_addr);
+    auto signup = DecodeSignUp(*body);
+    if (!signup.ok()) return http::ErrorResponse(signup.status());
+    auto user = ctx.accounts.SignUp(*signup, req.remote_addr);
     if (!user.ok()) return http::ErrorResponse(user.status());
-    return http::Response::Json(201, json::object{{"user", accounts::ToJson(*user)}});
+    return http::Response::Json(201, json::object{{"user", UserJson(*user)}});
   });
 
   r.Add("POST", "/api/v1/auth/login", [&ctx](http::Request& req) {
-    auto body = JsonBody(req);
+    auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
-    auto login = ctx.accounts.Login(*body, req.remote_addr, req.Header("user-agent"));
+    auto credentials = DecodeLogin(*body);
+    if (!credentials.ok()) return http::ErrorResponse(credentials.status());
+    auto login = ctx.accounts.Login(*credentials, req.remote_addr, req.Header("user-agent"));
     if (!login.ok()) {
       http::Response resp = http::ErrorResponse(login.status());
       if (login.status().code() == StatusCode::kResourceExhausted) {
@@ -35,7 +91,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
                           {"csrf_token", login->csrf_token},
                           {"csrf_header", kCsrfHeader},
                           {"expires_at", FormatRfc3339(login->expires_at)},
-                          {"user", accounts::ToJson(login->user)}});
+                          {"user", UserJson(login->user)}});
     const int64_t max_age = ctx.config.session_ttl_hours * 3600LL;
     resp.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + login->token +
                                                 CookieAttrs(ctx) + "; HttpOnly; Max-Age=" +
@@ -63,7 +119,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("GET", "/api/v1/me", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    json::object me = accounts::ToJson(p->user);
+    json::object me = UserJson(p->user);
     if (p->via != accounts::Principal::Via::kApiKey) me["csrf_token"] = p->csrf_token;
     return http::Response::Json(200, me);
   });
@@ -71,12 +127,14 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/api-keys", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto body = JsonBody(req);
+    auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
-    auto created = ctx.accounts.CreateApiKey(*p, *body);
+    auto name = DecodeApiKeyName(*body);
+    if (!name.ok()) return http::ErrorResponse(name.status());
+    auto created = ctx.accounts.CreateApiKey(*p, *name);
     if (!created.ok()) return http::ErrorResponse(created.status());
-    json::object o = accounts::ToJson(created->first);
-    o["key"] = created->second;  // shown once
+    json::object o = ApiKeyJson(created->key);
+    o["key"] = created->secret;  // shown once
     return http::Response::Json(201, o);
   });
 
@@ -86,7 +144,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     auto keys = ctx.accounts.ListApiKeys(*p);
     if (!keys.ok()) return http::ErrorResponse(keys.status());
     json::array items;
-    for (const auto& k : *keys) items.push_back(accounts::ToJson(k));
+    for (const auto& k : *keys) items.push_back(ApiKeyJson(k));
     return http::Response::Json(200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 

@@ -4,13 +4,43 @@
 namespace gpunex::platform::api {
 namespace {
 
-http::Response TokenCreated(const ApiContext& ctx,
-                            const StatusOr<std::pair<providers::AgentToken, std::string>>& t) {
+json::object ProviderJson(const providers::Provider& p) {
+  return {{"user_id", p.user_id},
+          {"tier", p.tier},
+          {"status", p.status},
+          {"application_id", p.application_id},
+          {"approved_at", FormatRfc3339(p.approved_at)}};
+}
+
+json::object TokenJson(const providers::AgentToken& t) {
+  return {{"id", t.id},
+          {"name", t.name},
+          {"prefix", t.prefix},
+          {"created_at", FormatRfc3339(t.created_at)},
+          {"last_used_at", TimeJson(t.last_used_at)},
+          {"revoked_at", TimeJson(t.revoked_at)},
+          {"replaced_by", OptJson(t.replaced_by)},
+          {"active", !t.revoked_at.has_value()}};
+}
+
+http::Response TokenCreated(const ApiContext& ctx, const StatusOr<providers::NewAgentToken>& t) {
   if (!t.ok()) return http::ErrorResponse(t.status());
-  json::object o = providers::ToJson(t->first);
-  o["token"] = t->second;  // shown once
-  o["install_command"] = providers::InstallCommand(ctx.config.public_url, t->second);
+  json::object o = TokenJson(t->token);
+  o["token"] = t->secret;  // shown once
+  o["install_command"] = providers::InstallCommand(ctx.config.public_url, t->secret);
   return http::Response::Json(201, o);
+}
+
+// {name?}: an empty body names the token "agent".
+StatusOr<std::string> DecodeTokenName(const http::Request& req) {
+  if (req.body.empty()) return std::string();
+  GPUNEX_ASSIGN_OR_RETURN(json::object body, JsonObjectBody(req));
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  r.RejectUnknown({"name"});
+  auto name = r.String("name", false, providers::kMaxTokenName);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return name.value_or("");
 }
 
 }  // namespace
@@ -21,19 +51,15 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto prov = ctx.providers.Get(*p);
     if (!prov.ok()) return http::ErrorResponse(prov.status());
-    return http::Response::Json(200, providers::ToJson(*prov));
+    return http::Response::Json(200, ProviderJson(*prov));
   });
 
   r.Add("POST", "/api/v1/providers/me/agent-tokens", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    json::value body = json::object{};
-    if (!req.body.empty()) {
-      auto parsed = JsonBody(req);
-      if (!parsed.ok()) return http::ErrorResponse(parsed.status());
-      body = std::move(*parsed);
-    }
-    return TokenCreated(ctx, ctx.providers.CreateToken(*p, body));
+    auto name = DecodeTokenName(req);
+    if (!name.ok()) return http::ErrorResponse(name.status());
+    return TokenCreated(ctx, ctx.providers.CreateToken(*p, *name));
   });
 
   r.Add("GET", "/api/v1/providers/me/agent-tokens", [&ctx](http::Request& req) {
@@ -42,7 +68,7 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     auto tokens = ctx.providers.ListTokens(*p);
     if (!tokens.ok()) return http::ErrorResponse(tokens.status());
     json::array items;
-    for (const auto& t : *tokens) items.push_back(providers::ToJson(t));
+    for (const auto& t : *tokens) items.push_back(TokenJson(t));
     return http::Response::Json(200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 

@@ -1,36 +1,166 @@
 // /api/v1/workloads
+#include <algorithm>
+#include <limits>
+#include <map>
+
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
+namespace {
+
+// Fields people try that the policy never allows, with the reason (ISO-1).
+const std::map<std::string, std::string, std::less<>> kForbidden = {
+    {"binds", "host mounts are never allowed; use /scratch"},
+    {"mounts", "host mounts are never allowed; use /scratch"},
+    {"volumes", "host mounts are never allowed; use /scratch"},
+    {"privileged", "privileged containers are never allowed"},
+    {"cap_add", "added capabilities are never allowed"},
+    {"capabilities", "added capabilities are never allowed"},
+    {"devices", "only the allocated GPUs are passed to a workload"},
+    {"network_mode", "workloads always get their own network"},
+    {"pid_mode", "workloads never share the host's process namespace"},
+    {"ipc_mode", "workloads never share the host's IPC namespace"},
+    {"security_opt", "the security options are fixed by the platform"},
+    {"user", "the user is fixed by the image"},
+};
+
+constexpr std::string_view kKnown[] = {"machine_id", "gpu_ids",    "image",     "command",   "env",
+                                       "memory_mb",  "cpus",       "pids_limit", "scratch_mb", "timeout_s"};
+
+StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  for (const auto& kv : body) {
+    const std::string_view key = kv.key();
+    if (auto it = kForbidden.find(key); it != kForbidden.end()) {
+      errors.emplace(std::string(key), it->second);
+    } else if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      errors.emplace(std::string(key), "is not a known field");
+    }
+  }
+  fleet::CreateWorkloadRequest req;
+  req.machine_id = r.String("machine_id", true, 64).value_or("");
+  req.image = r.String("image", true, 255).value_or("");
+  if (const json::array* a = r.Array("gpu_ids", true, 0, 64)) {
+    for (const auto& g : *a) {
+      if (!g.is_string() || g.get_string().size() > 64) {
+        r.Fail("gpu_ids", "must be GPU ids from the machine");
+        break;
+      }
+      req.gpu_ids.emplace_back(g.get_string());
+    }
+  }
+  if (const json::array* a = r.Array("command", false, 0, 1024)) {
+    for (const auto& c : *a) {
+      if (!c.is_string()) {
+        r.Fail("command", "must be a list of at most 64 strings of at most 4096 characters");
+        break;
+      }
+      req.command.emplace_back(c.get_string());
+    }
+  }
+  if (const json::object* e = r.Object("env", false)) {
+    for (const auto& kv : *e) {
+      if (!kv.value().is_string()) {
+        errors.emplace("env." + std::string(kv.key()), "must be a string of at most 32768 characters");
+        continue;
+      }
+      req.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
+    }
+  }
+  constexpr int64_t kIntMin = std::numeric_limits<int64_t>::min(), kIntMax = std::numeric_limits<int64_t>::max();
+  constexpr double kAny = std::numeric_limits<double>::max();
+  req.memory_mb = r.Int("memory_mb", false, kIntMin, kIntMax);
+  req.cpus = r.Number("cpus", false, -kAny, kAny);
+  req.pids_limit = r.Int("pids_limit", false, kIntMin, kIntMax);
+  req.scratch_mb = r.Int("scratch_mb", false, kIntMin, kIntMax);
+  req.timeout_s = r.Int("timeout_s", false, kIntMin, kIntMax);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return req;
+}
+
+json::object WorkloadJson(const fleet::Workload& w) {
+  json::array gpu_ids;
+  for (const auto& id : w.gpu_ids) gpu_ids.emplace_back(id);
+  return {{"id", w.id},
+          {"machine_id", w.machine_id},
+          {"provider_id", w.provider_id},
+          {"created_by", w.created_by},
+          {"purpose", w.purpose},
+          {"state", w.state},
+          {"spec", protocol::ToJson(w.spec)},
+          {"gpu_ids", std::move(gpu_ids)},
+          {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
+          {"end_reason", OptJson(w.end_reason)},
+          {"end_party", OptJson(w.end_party)},
+          {"container_id", OptJson(w.container_id)},
+          {"created_at", FormatRfc3339(w.created_at)},
+          {"started_at", TimeJson(w.started_at)},
+          {"ended_at", TimeJson(w.ended_at)},
+          {"updated_at", FormatRfc3339(w.updated_at)}};
+}
+
+http::Response WorkloadReply(int status, const StatusOr<fleet::Workload>& w) {
+  if (!w.ok()) return http::ErrorResponse(w.status());
+  return http::Response::Json(status, WorkloadJson(*w));
+}
+
+}  // namespace
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/workloads", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto body = JsonBody(req);
+    auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
-    return Reply(201, ctx.workloads.Create(*p, *body));
+    auto create = DecodeCreate(*body);
+    if (!create.ok()) return http::ErrorResponse(create.status());
+    return WorkloadReply(201, ctx.workloads.Create(*p, *create));
   });
   r.Add("GET", "/api/v1/workloads", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(200, ctx.workloads.List(*p, req.Query("machine_id"), req.Query("limit"),
-                                         req.Query("cursor")));
+    auto page = ParsePageRequest(req, {50, 500});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto list = ctx.workloads.List(*p, req.Query("machine_id"), *page);
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    return http::Response::Json(200, PageJson(*list, WorkloadJson));
   });
   r.Add("GET", "/api/v1/workloads/{id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(200, ctx.workloads.Get(*p, req.Param("id")));
+    return WorkloadReply(200, ctx.workloads.Get(*p, req.Param("id")));
   });
   r.Add("POST", "/api/v1/workloads/{id}/stop", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(202, ctx.workloads.Stop(*p, req.Param("id")));
+    auto w = ctx.workloads.Stop(*p, req.Param("id"));
+    if (!w.ok()) return http::ErrorResponse(w.status());
+    json::object out = WorkloadJson(*w);
+    out["stop_requested"] = true;
+    return http::Response::Json(202, out);
   });
+  // ?after=<position from a previous answer>: the chunks since. next_cursor is the position
+  // to follow on from (present even at the end: a running workload's log grows).
   r.Add("GET", "/api/v1/workloads/{id}/logs", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Reply(200, ctx.workloads.Logs(*p, req.Param("id"), req.Query("after")));
+    PageRequest page{fleet::Workloads::kMaxLogPage, std::nullopt};
+    if (const std::string after = req.Query("after"); !after.empty()) {
+      auto c = Cursor::Decode(after);
+      if (!c.ok()) return http::ErrorResponse(FieldError("after", "must be a position from a previous answer"));
+      page.after = std::move(*c);
+    }
+    auto logs = ctx.workloads.Logs(*p, req.Param("id"), page);
+    if (!logs.ok()) return http::ErrorResponse(logs.status());
+    json::array items;
+    for (const auto& c : logs->items) {
+      items.push_back(json::object{
+          {"stream", c.stream}, {"seq", c.seq}, {"at", FormatRfc3339(c.at)}, {"data", c.data}});
+    }
+    return http::Response::Json(200, json::object{{"items", std::move(items)},
+                                                  {"next_cursor", logs->position ? json::value(logs->position->Encode())
+                                                                                 : json::value(nullptr)}});
   });
 }
 

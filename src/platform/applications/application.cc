@@ -26,6 +26,10 @@ constexpr std::string_view kCountries =
     "SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI "
     "VN VU WF WS YE YT ZA ZM ZW";
 
+constexpr std::string_view kRequired = "is required";
+
+bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
 // Minutes since midnight for "HH:MM"; -1 when malformed. "24:00" allowed when `allow_24`.
 int ParseHhMm(std::string_view s, bool allow_24) {
   if (s.size() != 5 || s[2] != ':') return -1;
@@ -40,106 +44,140 @@ int ParseHhMm(std::string_view s, bool allow_24) {
   return h * 60 + m;
 }
 
-std::optional<Availability> ParseAvailability(const JsonReader& parent, bool required) {
-  const json::object* o = parent.Object("availability", required);
-  if (!o) return std::nullopt;
-  JsonReader r(*o, parent.PathOf("availability"), parent.errors());
-  size_t before = parent.errors()->size();
-  auto kind = r.String("kind", true, 16);
-  if (!kind) return std::nullopt;
-  Availability a;
-  if (*kind == "always") {
-    r.RejectUnknown({"kind"});
-    return a;
-  }
-  if (*kind != "schedule") {
-    r.Fail("kind", "must be \"always\" or \"schedule\"");
-    return std::nullopt;
-  }
-  a.always = false;
-  r.RejectUnknown({"kind", "timezone", "windows"});
-  if (auto tz = r.String("timezone", true, 64)) {
-    if (IsValidTimeZone(*tz)) {
-      a.timezone = *tz;
-    } else {
-      r.Fail("timezone", "must be an IANA time zone such as \"Europe/Rome\"");
-    }
-  }
-  if (const json::array* ws = r.Array("windows", true, 1, kMaxWindows)) {
-    for (size_t i = 0; i < ws->size(); ++i) {
-      std::string wpath = r.PathOf("windows") + "[" + std::to_string(i) + "]";
-      if (!(*ws)[i].is_object()) {
-        parent.errors()->emplace(wpath, "must be an object");
-        continue;
-      }
-      JsonReader w((*ws)[i].get_object(), wpath, parent.errors());
-      w.RejectUnknown({"days", "start", "end"});
-      Window win;
-      if (const json::array* days = w.Array("days", true, 1, 7)) {
-        std::set<size_t> seen;
-        for (const auto& d : *days) {
-          auto it = d.is_string() ? std::find(kDays.begin(), kDays.end(), d.get_string())
-                                  : kDays.end();
-          if (it == kDays.end()) {
-            w.Fail("days", "must list days as \"mon\" .. \"sun\"");
-            break;
-          }
-          if (!seen.insert(it - kDays.begin()).second) {
-            w.Fail("days", "must not repeat a day");
-            break;
-          }
-        }
-        for (size_t d : seen) win.days.emplace_back(kDays[d]);
-      }
-      auto start = w.String("start", true, 5);
-      auto end = w.String("end", true, 5);
-      int s = start ? ParseHhMm(*start, false) : -2;
-      int e = end ? ParseHhMm(*end, true) : -2;
-      if (s == -1) w.Fail("start", "must be a time \"HH:MM\" from 00:00 to 23:59");
-      if (e == -1) w.Fail("end", "must be a time \"HH:MM\" from 00:01 to 24:00");
-      if (s >= 0 && e >= 0 && e <= s) {
-        w.Fail("end", "must be after start (split windows that cross midnight in two)");
-      }
-      if (start) win.start = *start;
-      if (end) win.end = *end;
-      a.windows.push_back(std::move(win));
-    }
-  }
-  if (parent.errors()->size() != before) return std::nullopt;
-  return a;
+// The number as the API's messages write it: 800, 0.5.
+std::string FormatNumber(double x) {
+  std::string s = std::to_string(x);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
 }
 
-std::optional<Location> ParseLocation(const JsonReader& parent, bool required) {
-  const json::object* o = parent.Object("location", required);
-  if (!o) return std::nullopt;
-  JsonReader r(*o, parent.PathOf("location"), parent.errors());
-  r.RejectUnknown({"city", "country", "region"});
-  Location loc;
-  loc.city = r.String("city", required, 100).value_or("");
-  if (auto c = r.String("country", required, 2)) {
-    if (IsCountryCode(*c)) {
-      loc.country = *c;
-    } else {
-      r.Fail("country", "must be an ISO 3166-1 alpha-2 country code such as \"IT\"");
+// Collects errors under one object's path, like the API's decoder does.
+class Errors {
+ public:
+  Errors(FieldErrors* errors, std::string path) : errors_(errors), path_(std::move(path)) {}
+  std::string PathOf(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  void Fail(std::string_view key, std::string_view message) const {
+    errors_->emplace(PathOf(key), std::string(message));
+  }
+  void Int(std::string_view key, const std::optional<int64_t>& v, bool required, int64_t min,
+           int64_t max) const {
+    if (!v) {
+      if (required) Fail(key, kRequired);
+    } else if (*v < min) {
+      Fail(key, "must be at least " + std::to_string(min));
+    } else if (*v > max) {
+      Fail(key, "must be at most " + std::to_string(max));
     }
   }
-  if (auto region = r.String("region", false, 64)) {
-    bool ok = std::all_of(region->begin(), region->end(), [](unsigned char c) {
-      return std::islower(c) || std::isdigit(c) || c == '-';
-    });
-    if (ok) {
-      loc.region = *region;
-    } else {
-      r.Fail("region", "must use lower-case letters, digits and '-' (e.g. \"eu-south\")");
+  void Number(std::string_view key, const std::optional<double>& v, bool required,
+              double min_exclusive, double max_inclusive) const {
+    if (!v) {
+      if (required) Fail(key, kRequired);
+    } else if (!(*v > min_exclusive)) {
+      Fail(key, "must be greater than " + FormatNumber(min_exclusive));
+    } else if (*v > max_inclusive) {
+      Fail(key, "must be at most " + FormatNumber(max_inclusive));
     }
   }
-  return loc;
+  void Items(std::string_view key, size_t n, size_t min, size_t max) const {
+    if (n < min) {
+      Fail(key, "must have at least " + std::to_string(min) + " item" + (min == 1 ? "" : "s"));
+    } else if (n > max) {
+      Fail(key, "must have at most " + std::to_string(max) + " items");
+    }
+  }
+  FieldErrors* errors() const { return errors_; }
+
+ private:
+  FieldErrors* errors_;
+  std::string path_;
+};
+
+void ValidateWindow(const Window& w, const Errors& e) {
+  e.Items("days", w.days.size(), 1, kDays.size());
+  std::set<std::string_view> seen;
+  for (const std::string& d : w.days) {
+    if (std::find(kDays.begin(), kDays.end(), d) == kDays.end()) {
+      e.Fail("days", "must list days as \"mon\" .. \"sun\"");
+      break;
+    }
+    if (!seen.insert(d).second) {
+      e.Fail("days", "must not repeat a day");
+      break;
+    }
+  }
+  int s = w.start.empty() ? -2 : ParseHhMm(w.start, false);
+  int end = w.end.empty() ? -2 : ParseHhMm(w.end, true);
+  if (s == -2) e.Fail("start", kRequired);
+  if (end == -2) e.Fail("end", kRequired);
+  if (s == -1) e.Fail("start", "must be a time \"HH:MM\" from 00:00 to 23:59");
+  if (end == -1) e.Fail("end", "must be a time \"HH:MM\" from 00:01 to 24:00");
+  if (s >= 0 && end >= 0 && end <= s) {
+    e.Fail("end", "must be after start (split windows that cross midnight in two)");
+  }
+}
+
+void ValidateAvailability(const Availability& a, const Errors& e) {
+  if (a.always) return;
+  if (Blank(a.timezone)) {
+    e.Fail("timezone", kRequired);
+  } else if (!IsValidTimeZone(a.timezone)) {
+    e.Fail("timezone", "must be an IANA time zone such as \"Europe/Rome\"");
+  }
+  e.Items("windows", a.windows.size(), 1, kMaxWindows);
+  for (size_t i = 0; i < a.windows.size(); ++i) {
+    ValidateWindow(a.windows[i],
+                   Errors(e.errors(), e.PathOf("windows") + "[" + std::to_string(i) + "]"));
+  }
+}
+
+void ValidateLocation(const Location& loc, bool req, const Errors& e) {
+  if (req && Blank(loc.city)) e.Fail("city", kRequired);
+  if (!loc.country || (req && Blank(*loc.country))) {
+    if (req) e.Fail("country", kRequired);
+  } else if (!IsCountryCode(*loc.country)) {
+    e.Fail("country", "must be an ISO 3166-1 alpha-2 country code such as \"IT\"");
+  }
+  bool region_ok = std::all_of(loc.region.begin(), loc.region.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '-';
+  });
+  if (!region_ok)
+    e.Fail("region", "must use lower-case letters, digits and '-' (e.g. \"eu-south\")");
+}
+
+void ValidateEntry(const GpuEntry& g, bool req, const ModelExists& model_exists, const Errors& e) {
+  if (Blank(g.model)) {
+    e.Fail("model", kRequired);
+  } else if (g.model == "other") {
+    if (!g.model_other || Blank(*g.model_other)) e.Fail("model_other", kRequired);
+  } else if (!model_exists(g.model)) {
+    e.Fail("model", "is not a GPU model in the catalog; use \"other\" with model_other");
+  } else if (g.model_other) {
+    e.Fail("model_other", "must be null unless model is \"other\"");
+  }
+  e.Int("quantity", g.quantity, req, 1, kMaxQuantity);
+  e.Int("system_ram_gb", g.system_ram_gb, req, 1, kMaxSystemRamGb);
+  e.Number("upload_gbps", g.upload_gbps, req, 0, kMaxGbps);
+  e.Number("download_gbps", g.download_gbps, req, 0, kMaxGbps);
+  if (g.availability) {
+    ValidateAvailability(*g.availability, Errors(e.errors(), e.PathOf("availability")));
+  } else if (req) {
+    e.Fail("availability", kRequired);
+  }
+  if (g.location) {
+    ValidateLocation(*g.location, req, Errors(e.errors(), e.PathOf("location")));
+  } else if (req) {
+    e.Fail("location", kRequired);
+  }
 }
 
 }  // namespace
 
 bool IsValidTimeZone(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
+  if (name.empty() || name.size() > kMaxTimeZone) return false;
   try {
     return date::locate_zone(name) != nullptr;
   } catch (const std::exception&) {
@@ -158,134 +196,59 @@ bool IsCountryCode(std::string_view code) {
   return false;
 }
 
-StatusOr<ApplicationBody> ParseApplication(const json::value& v, Completeness completeness,
-                                           const ModelExists& model_exists) {
-  if (!v.is_object()) return FieldError("body", "must be a JSON object");
+FieldErrors Validate(const ApplicationBody& body, Completeness completeness,
+                     const ModelExists& model_exists) {
   const bool req = completeness == Completeness::kComplete;
   FieldErrors errors;
-  JsonReader root(v.get_object(), "", &errors);
-  root.RejectUnknown({"contact", "gpus", "infrastructure", "submit"});
-  ApplicationBody body;
 
-  if (const json::object* c = root.Object("contact", req)) {
-    JsonReader r(*c, "contact", &errors);
-    r.RejectUnknown({"full_name", "email", "company"});
-    body.contact.full_name = r.String("full_name", req, 200).value_or("");
-    if (auto email = r.String("email", req, 254)) {
-      std::string why = accounts::CheckEmail(*email, &body.contact.email);
-      if (!why.empty()) r.Fail("email", why);
-    }
-    body.contact.company = r.String("company", false, 200).value_or("");
+  const Errors contact(&errors, "contact");
+  if (req && Blank(body.contact.full_name)) contact.Fail("full_name", kRequired);
+  if (!body.contact.email || (req && Blank(*body.contact.email))) {
+    if (req) contact.Fail("email", kRequired);
+  } else if (std::string normalized, why = accounts::CheckEmail(*body.contact.email, &normalized);
+             !why.empty()) {
+    contact.Fail("email", why);
   }
 
-  if (const json::array* gpus = root.Array("gpus", req, req ? 1 : 0, kMaxGpuEntries)) {
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      std::string path = "gpus[" + std::to_string(i) + "]";
-      if (!(*gpus)[i].is_object()) {
-        errors.emplace(path, "must be an object");
-        continue;
-      }
-      JsonReader r((*gpus)[i].get_object(), path, &errors);
-      r.RejectUnknown({"model", "model_other", "quantity", "system_ram_gb", "upload_gbps",
-                       "download_gbps", "availability", "location"});
-      GpuEntry g;
-      if (auto model = r.String("model", true, 64)) {
-        g.model = *model;
-        if (*model == "other") {
-          g.model_other = r.String("model_other", true, 100);
-        } else if (!model_exists(*model)) {
-          r.Fail("model", "is not a GPU model in the catalog; use \"other\" with model_other");
-        } else if (r.HasValue("model_other")) {
-          r.Fail("model_other", "must be null unless model is \"other\"");
-        }
-      }
-      g.quantity = r.Int("quantity", req, 1, kMaxQuantity);
-      g.system_ram_gb = r.Int("system_ram_gb", req, 1, kMaxSystemRamGb);
-      g.upload_gbps = r.Number("upload_gbps", req, 0, kMaxGbps);
-      g.download_gbps = r.Number("download_gbps", req, 0, kMaxGbps);
-      g.availability = ParseAvailability(r, req);
-      g.location = ParseLocation(r, req);
-      body.gpus.push_back(std::move(g));
-    }
+  const Errors root(&errors, "");
+  root.Items("gpus", body.gpus.size(), req ? 1 : 0, kMaxGpuEntries);
+  for (size_t i = 0; i < body.gpus.size(); ++i) {
+    ValidateEntry(body.gpus[i], req, model_exists,
+                  Errors(&errors, "gpus[" + std::to_string(i) + "]"));
   }
 
-  if (const json::object* inf = root.Object("infrastructure", req)) {
-    JsonReader r(*inf, "infrastructure", &errors);
-    r.RejectUnknown({"ups", "commitment_months", "maintenance_notes"});
-    body.infrastructure.ups = r.Bool("ups", req);
-    if (auto m = r.Int("commitment_months", req, 0, 12)) {
-      if (*m == 0 || *m == 3 || *m == 6 || *m == 12) {
-        body.infrastructure.commitment_months = m;
-      } else {
-        r.Fail("commitment_months", "must be 0 (none), 3, 6 or 12");
-      }
+  const Errors inf(&errors, "infrastructure");
+  if (!body.infrastructure.ups && req) inf.Fail("ups", kRequired);
+  if (const auto& m = body.infrastructure.commitment_months; m) {
+    if (*m != 0 && *m != 3 && *m != 6 && *m != 12)
+      inf.Fail("commitment_months", "must be 0 (none), 3, 6 or 12");
+  } else if (req) {
+    inf.Fail("commitment_months", kRequired);
+  }
+  return errors;
+}
+
+ApplicationBody Normalize(ApplicationBody body) {
+  if (body.contact.email) {
+    std::string normalized;
+    if (accounts::CheckEmail(*body.contact.email, &normalized).empty())
+      body.contact.email = normalized;
+  }
+  for (GpuEntry& g : body.gpus) {
+    if (!g.availability) continue;
+    for (Window& w : g.availability->windows) {
+      std::sort(w.days.begin(), w.days.end(), [](const std::string& a, const std::string& b) {
+        return std::find(kDays.begin(), kDays.end(), a) < std::find(kDays.begin(), kDays.end(), b);
+      });
     }
-    body.infrastructure.maintenance_notes =
-        r.String("maintenance_notes", false, kMaxNotes, true).value_or("");
   }
-  if (v.get_object().contains("submit") && !v.get_object().at("submit").is_bool()) {
-    errors.emplace("submit", "must be true or false");
-  }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
   return body;
-}
-
-Status CheckComplete(const ApplicationBody& body, const ModelExists& model_exists) {
-  // Re-validate the JSON form in complete mode: one definition of "complete".
-  return ParseApplication(ToJson(body), Completeness::kComplete, model_exists).status();
-}
-
-json::object ToJson(const ApplicationBody& body) {
-  json::object contact{{"full_name", body.contact.full_name},
-                       {"email", body.contact.email},
-                       {"company", body.contact.company}};
-  json::array gpus;
-  for (const auto& g : body.gpus) {
-    json::object o;
-    o["model"] = g.model;
-    o["model_other"] = g.model_other ? json::value(*g.model_other) : nullptr;
-    o["quantity"] = g.quantity ? json::value(*g.quantity) : nullptr;
-    o["system_ram_gb"] = g.system_ram_gb ? json::value(*g.system_ram_gb) : nullptr;
-    o["upload_gbps"] = g.upload_gbps ? json::value(*g.upload_gbps) : nullptr;
-    o["download_gbps"] = g.download_gbps ? json::value(*g.download_gbps) : nullptr;
-    if (g.availability) {
-      if (g.availability->always) {
-        o["availability"] = json::object{{"kind", "always"}};
-      } else {
-        json::array windows;
-        for (const auto& w : g.availability->windows) {
-          json::array days;
-          for (const auto& d : w.days) days.emplace_back(d);
-          windows.push_back(json::object{{"days", std::move(days)}, {"start", w.start}, {"end", w.end}});
-        }
-        o["availability"] = json::object{{"kind", "schedule"},
-                                         {"timezone", g.availability->timezone},
-                                         {"windows", std::move(windows)}};
-      }
-    } else {
-      o["availability"] = nullptr;
-    }
-    if (g.location) {
-      json::object loc{{"city", g.location->city}, {"country", g.location->country}};
-      loc["region"] = g.location->region.empty() ? json::value(nullptr) : json::value(g.location->region);
-      o["location"] = std::move(loc);
-    } else {
-      o["location"] = nullptr;
-    }
-    gpus.push_back(std::move(o));
-  }
-  json::object inf;
-  inf["ups"] = body.infrastructure.ups ? json::value(*body.infrastructure.ups) : nullptr;
-  inf["commitment_months"] = body.infrastructure.commitment_months
-                                 ? json::value(*body.infrastructure.commitment_months)
-                                 : nullptr;
-  inf["maintenance_notes"] = body.infrastructure.maintenance_notes;
-  return {{"contact", std::move(contact)}, {"gpus", std::move(gpus)}, {"infrastructure", std::move(inf)}};
 }
 
 TierSuggestion SuggestTier(const ApplicationBody& body) {
   TierSuggestion s;
-  if (!body.infrastructure.ups.value_or(false)) s.reasons.push_back("no UPS (required for Enterprise)");
+  if (!body.infrastructure.ups.value_or(false))
+    s.reasons.push_back("no UPS (required for Enterprise)");
   if (body.infrastructure.commitment_months.value_or(0) < 6) {
     s.reasons.push_back("commitment shorter than 6 months");
   }
@@ -299,6 +262,17 @@ TierSuggestion SuggestTier(const ApplicationBody& body) {
   if (!fast) s.reasons.push_back("less than 1 Gbps upload or download on some GPU entry");
   s.tier = s.reasons.empty() ? "enterprise" : "community";
   return s;
+}
+
+int64_t TotalGpus(const ApplicationBody& body) {
+  int64_t n = 0;
+  for (const auto& g : body.gpus) n += g.quantity.value_or(0);
+  return n;
+}
+
+bool HasUnlistedModels(const ApplicationBody& body) {
+  return std::any_of(body.gpus.begin(), body.gpus.end(),
+                     [](const GpuEntry& g) { return g.model == "other"; });
 }
 
 }  // namespace gpunex::platform::applications

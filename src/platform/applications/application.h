@@ -1,13 +1,24 @@
-// The provider application (APP-1..3): its fields, their validation and JSON form, and
-// the tier suggestion (REV-3). Pure functions: no database, no HTTP.
+// The provider application's body (APP-1..3): what an applicant tells about themselves and
+// their GPUs, the rules its values follow, and the tier suggestion (REV-3). Pure
+// functions: no database, no HTTP, no JSON (api/applications_api.cc decodes and encodes
+// the wire form; applications_store.cc the stored form).
+//
+// A draft may leave anything out. An absent value is absent (std::nullopt, or "" for the
+// free-text fields full_name, company, city, region and maintenance_notes, which have no
+// other empty meaning); it is never stored or read back as a value that would not
+// validate, such as an email of "".
+//
+// Thread-safety: value types and pure functions.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "common/json.h"
 #include "common/status.h"
 
 namespace gpunex::platform::applications {
@@ -16,55 +27,78 @@ struct Window {
   std::vector<std::string> days;  // "mon".."sun", unique, in week order
   std::string start;              // "HH:MM", 00:00..23:59
   std::string end;                // "HH:MM", after start; "24:00" allowed
+
+  friend bool operator==(const Window&, const Window&) = default;
 };
 
 struct Availability {
-  bool always = true;        // {"kind": "always"}: 24/7
-  std::string timezone;      // IANA name, for schedules
+  bool always = true;    // {"kind": "always"}: 24/7
+  std::string timezone;  // IANA name, for schedules
   std::vector<Window> windows;
+
+  friend bool operator==(const Availability&, const Availability&) = default;
 };
 
 struct Location {
-  std::string city;
-  std::string country;  // ISO 3166-1 alpha-2, upper case
-  std::string region;   // optional data-center region, e.g. "eu-south"
+  std::string city;                    // "" when not given
+  std::optional<std::string> country;  // ISO 3166-1 alpha-2, upper case
+  std::string region;                  // optional data-center region, e.g. "eu-south"
+
+  friend bool operator==(const Location&, const Location&) = default;
 };
 
 struct GpuEntry {
-  std::string model;                      // catalog id or "other"
-  std::optional<std::string> model_other; // set iff model == "other"
+  std::string model;                       // catalog id or "other"
+  std::optional<std::string> model_other;  // set iff model == "other"
   std::optional<int64_t> quantity;
   std::optional<int64_t> system_ram_gb;
   std::optional<double> upload_gbps;
   std::optional<double> download_gbps;
   std::optional<Availability> availability;
   std::optional<Location> location;
+
+  friend bool operator==(const GpuEntry&, const GpuEntry&) = default;
 };
 
 struct Contact {
   std::string full_name;
-  std::string email;  // normalised to lower case
+  std::optional<std::string> email;  // normalised to lower case
   std::string company;
+
+  friend bool operator==(const Contact&, const Contact&) = default;
 };
 
 struct Infrastructure {
   std::optional<bool> ups;
   std::optional<int64_t> commitment_months;  // 0, 3, 6 or 12
   std::string maintenance_notes;
+
+  friend bool operator==(const Infrastructure&, const Infrastructure&) = default;
 };
 
 struct ApplicationBody {
   Contact contact;
   std::vector<GpuEntry> gpus;
   Infrastructure infrastructure;
+
+  friend bool operator==(const ApplicationBody&, const ApplicationBody&) = default;
 };
 
-// Limits, shared with docs/ and the web form.
+// Limits, shared with docs/ and the web form. The API also checks the text lengths
+// while decoding.
 inline constexpr size_t kMaxGpuEntries = 64;
 inline constexpr int64_t kMaxQuantity = 1024;
 inline constexpr int64_t kMaxSystemRamGb = 65536;
 inline constexpr double kMaxGbps = 800;
 inline constexpr size_t kMaxWindows = 28;
+inline constexpr size_t kMaxFullName = 200;
+inline constexpr size_t kMaxEmail = 254;
+inline constexpr size_t kMaxCompany = 200;
+inline constexpr size_t kMaxModelId = 64;
+inline constexpr size_t kMaxModelOther = 100;
+inline constexpr size_t kMaxTimeZone = 64;
+inline constexpr size_t kMaxCity = 100;
+inline constexpr size_t kMaxRegion = 64;
 inline constexpr size_t kMaxNotes = 2000;
 
 enum class Completeness {
@@ -74,15 +108,15 @@ enum class Completeness {
 
 using ModelExists = std::function<bool(std::string_view catalog_id)>;
 
-// Parses and validates an application body. Every problem is reported under its field
-// path; kInvalidArgument when `v` is not an object.
-StatusOr<ApplicationBody> ParseApplication(const json::value& v, Completeness completeness,
-                                           const ModelExists& model_exists);
+// Every problem with the values of `body` under its field path ("gpus[0].location.country",
+// the API's names), with the messages the API answers; empty when `body` is valid at
+// `completeness`. `model_exists` answers for catalog ids other than "other".
+FieldErrors Validate(const ApplicationBody& body, Completeness completeness,
+                     const ModelExists& model_exists);
 
-// Whether the stored draft has everything a submission needs (same errors as above).
-Status CheckComplete(const ApplicationBody& body, const ModelExists& model_exists);
-
-json::object ToJson(const ApplicationBody& body);
+// `body` in its canonical form: the email in lower case, each window's days in week
+// order. REQUIRES: Validate found no problem with it.
+ApplicationBody Normalize(ApplicationBody body);
 
 struct TierSuggestion {
   std::string tier;                  // "enterprise" or "community"
@@ -91,6 +125,11 @@ struct TierSuggestion {
 // REV-3: Enterprise needs UPS; suggested also 24/7 availability on every entry, a
 // commitment of at least 6 months and at least 1 Gbps up and down on every entry.
 TierSuggestion SuggestTier(const ApplicationBody& body);
+
+// The sum of the entries' quantities.
+int64_t TotalGpus(const ApplicationBody& body);
+// Whether an entry names a model outside the catalog ("other").
+bool HasUnlistedModels(const ApplicationBody& body);
 
 bool IsValidTimeZone(std::string_view name);
 bool IsCountryCode(std::string_view code);

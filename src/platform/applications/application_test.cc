@@ -7,83 +7,168 @@ namespace {
 
 bool Known(std::string_view id) { return id == "h100-sxm-80gb" || id == "l4-24gb"; }
 
-json::value Valid() {
-  return ParseJson(R"({
-    "contact": {"full_name": "Ada Rossi", "email": "Ada@Example.com", "company": "Rossi DC"},
-    "gpus": [{"model": "h100-sxm-80gb", "model_other": null, "quantity": 8, "system_ram_gb": 1024,
-              "upload_gbps": 10, "download_gbps": 10, "availability": {"kind": "always"},
-              "location": {"city": "Milan", "country": "IT", "region": "eu-south"}},
-             {"model": "other", "model_other": "RTX 5090", "quantity": 2, "system_ram_gb": 128,
-              "upload_gbps": 0.5, "download_gbps": 1,
-              "availability": {"kind": "schedule", "timezone": "Europe/Rome",
-                               "windows": [{"days": ["sat", "mon"], "start": "08:00", "end": "24:00"}]},
-              "location": {"city": "Turin", "country": "IT"}}],
-    "infrastructure": {"ups": true, "commitment_months": 12, "maintenance_notes": "Sundays\nearly"}})")
-      .value();
+GpuEntry Entry(std::string model, int64_t quantity, double gbps) {
+  GpuEntry g;
+  g.model = std::move(model);
+  g.quantity = quantity;
+  g.system_ram_gb = 1024;
+  g.upload_gbps = gbps;
+  g.download_gbps = gbps;
+  g.availability = Availability{};
+  g.location = Location{"Milan", "IT", "eu-south"};
+  return g;
 }
 
-TEST(Application, ParsesAValidBodyAndNormalises) {
-  auto app = ParseApplication(Valid(), Completeness::kComplete, Known);
-  ASSERT_TRUE(app.ok()) << app.status().ToString();
-  EXPECT_EQ(app->contact.email, "ada@example.com");
-  ASSERT_EQ(app->gpus.size(), 2u);
-  EXPECT_EQ(app->gpus[1].model_other, "RTX 5090");
-  EXPECT_EQ(app->gpus[1].availability->windows[0].days, (std::vector<std::string>{"mon", "sat"}));
-  // Round trip through JSON is stable.
-  auto again = ParseApplication(ToJson(*app), Completeness::kComplete, Known);
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(json::serialize(ToJson(*again)), json::serialize(ToJson(*app)));
+ApplicationBody Valid() {
+  ApplicationBody b;
+  b.contact = {"Ada Rossi", "Ada@Example.com", "Rossi DC"};
+  b.gpus.push_back(Entry("h100-sxm-80gb", 8, 10));
+  GpuEntry other = Entry("other", 2, 0.5);
+  other.model_other = "RTX 5090";
+  other.system_ram_gb = 128;
+  other.download_gbps = 1;
+  other.availability = Availability{false, "Europe/Rome", {{{"sat", "mon"}, "08:00", "24:00"}}};
+  other.location = Location{"Turin", "IT", ""};
+  b.gpus.push_back(other);
+  b.infrastructure = {true, 12, "Sundays\nearly"};
+  return b;
+}
+
+TEST(Application, AcceptsAValidBodyAndNormalises) {
+  ApplicationBody b = Valid();
+  EXPECT_EQ(Validate(b, Completeness::kComplete, Known), FieldErrors{});
+  ApplicationBody n = Normalize(b);
+  EXPECT_EQ(n.contact.email, "ada@example.com");
+  EXPECT_EQ(n.gpus[1].availability->windows[0].days, (std::vector<std::string>{"mon", "sat"}));
+  EXPECT_EQ(Normalize(n), n);  // stable
 }
 
 TEST(Application, ReportsEveryBadFieldByPath) {
-  json::value v = Valid();
-  auto& g0 = v.at("gpus").as_array()[0].as_object();
-  g0["quantity"] = 0;
-  g0["model"] = "h200-nope";
-  g0["upload_gbps"] = -1;
-  g0["location"].as_object()["country"] = "XX";
-  auto& g1 = v.at("gpus").as_array()[1].as_object();
-  g1["availability"].as_object()["timezone"] = "Mars/Olympus";
-  g1["availability"].as_object()["windows"].as_array()[0].as_object()["end"] = "07:00";
-  v.as_object()["contact"].as_object()["email"] = "not-an-email";
-  v.as_object()["infrastructure"].as_object()["commitment_months"] = 5;
-  auto app = ParseApplication(v, Completeness::kComplete, Known);
-  ASSERT_FALSE(app.ok());
-  const Status st = app.status();
-  const auto& f = st.fields();
+  ApplicationBody b = Valid();
+  b.gpus[0].quantity = 0;
+  b.gpus[0].model = "h200-nope";
+  b.gpus[0].upload_gbps = -1;
+  b.gpus[0].location->country = "XX";
+  b.gpus[1].availability->timezone = "Mars/Olympus";
+  b.gpus[1].availability->windows[0].end = "07:00";
+  b.contact.email = "not-an-email";
+  b.infrastructure.commitment_months = 5;
+  const FieldErrors f = Validate(b, Completeness::kComplete, Known);
   EXPECT_EQ(f.at("gpus[0].quantity"), "must be at least 1");
-  EXPECT_TRUE(f.count("gpus[0].model"));
-  EXPECT_TRUE(f.count("gpus[0].upload_gbps"));
-  EXPECT_TRUE(f.count("gpus[0].location.country"));
-  EXPECT_TRUE(f.count("gpus[1].availability.timezone"));
-  EXPECT_TRUE(f.count("gpus[1].availability.windows[0].end"));
-  EXPECT_TRUE(f.count("contact.email"));
-  EXPECT_TRUE(f.count("infrastructure.commitment_months"));
+  EXPECT_EQ(f.at("gpus[0].model"),
+            "is not a GPU model in the catalog; use \"other\" with model_other");
+  EXPECT_EQ(f.at("gpus[0].upload_gbps"), "must be greater than 0");
+  EXPECT_EQ(f.at("gpus[0].location.country"),
+            "must be an ISO 3166-1 alpha-2 country code such as \"IT\"");
+  EXPECT_EQ(f.at("gpus[1].availability.timezone"),
+            "must be an IANA time zone such as \"Europe/Rome\"");
+  EXPECT_EQ(f.at("gpus[1].availability.windows[0].end"),
+            "must be after start (split windows that cross midnight in two)");
+  EXPECT_EQ(f.at("contact.email"), "must be a valid email address");
+  EXPECT_EQ(f.at("infrastructure.commitment_months"), "must be 0 (none), 3, 6 or 12");
   EXPECT_EQ(f.size(), 8u);
 }
 
+TEST(Application, RangesAndListsUseTheApiMessages) {
+  ApplicationBody b = Valid();
+  b.gpus[0].quantity = 2000;
+  b.gpus[0].system_ram_gb = 0;
+  b.gpus[0].download_gbps = 801;
+  b.gpus[1].availability->windows[0].days = {"mon", "mon"};
+  b.gpus[1].availability->windows[0].start = "25:00";
+  const FieldErrors f = Validate(b, Completeness::kDraft, Known);
+  EXPECT_EQ(f.at("gpus[0].quantity"), "must be at most 1024");
+  EXPECT_EQ(f.at("gpus[0].system_ram_gb"), "must be at least 1");
+  EXPECT_EQ(f.at("gpus[0].download_gbps"), "must be at most 800");
+  EXPECT_EQ(f.at("gpus[1].availability.windows[0].days"), "must not repeat a day");
+  EXPECT_EQ(f.at("gpus[1].availability.windows[0].start"),
+            "must be a time \"HH:MM\" from 00:00 to 23:59");
+  EXPECT_EQ(f.size(), 5u);
+
+  b = Valid();
+  b.gpus[1].availability->windows.clear();
+  b.gpus.resize(kMaxGpuEntries + 1, Entry("l4-24gb", 1, 1));
+  const FieldErrors g = Validate(b, Completeness::kDraft, Known);
+  EXPECT_EQ(g.at("gpus"), "must have at most 64 items");
+  EXPECT_EQ(g.at("gpus[1].availability.windows"), "must have at least 1 item");
+  EXPECT_EQ(Validate(ApplicationBody{}, Completeness::kComplete, Known).at("gpus"),
+            "must have at least 1 item");
+}
+
+TEST(Application, ModelOtherOnlyWithOther) {
+  ApplicationBody b = Valid();
+  b.gpus[1].model_other.reset();
+  b.gpus[0].model_other = "My H100";
+  const FieldErrors f = Validate(b, Completeness::kDraft, Known);
+  EXPECT_EQ(f.at("gpus[1].model_other"), "is required");
+  EXPECT_EQ(f.at("gpus[0].model_other"), "must be null unless model is \"other\"");
+  EXPECT_EQ(f.size(), 2u);
+}
+
 TEST(Application, DraftsMayBeIncompleteButNotWrong) {
-  auto draft = ParseApplication(ParseJson(R"({"contact": {"full_name": "Ada"}})").value(),
-                                Completeness::kDraft, Known);
-  ASSERT_TRUE(draft.ok());
-  EXPECT_FALSE(CheckComplete(*draft, Known).ok());
-  EXPECT_TRUE(CheckComplete(*draft, Known).fields().count("contact.email"));
-  auto wrong = ParseApplication(ParseJson(R"({"gpus": [{"model": "l4-24gb", "quantity": 2000}]})").value(),
-                                Completeness::kDraft, Known);
-  ASSERT_FALSE(wrong.ok());
-  EXPECT_EQ(wrong.status().fields().at("gpus[0].quantity"), "must be at most 1024");
+  ApplicationBody draft;
+  draft.contact.full_name = "Ada";
+  EXPECT_EQ(Validate(draft, Completeness::kDraft, Known), FieldErrors{});
+  const FieldErrors missing = Validate(draft, Completeness::kComplete, Known);
+  EXPECT_EQ(missing.at("contact.email"), "is required");
+  EXPECT_EQ(missing.at("infrastructure.ups"), "is required");
+  EXPECT_EQ(missing.at("infrastructure.commitment_months"), "is required");
+
+  // A GPU entry with nothing but its model, and a location without country.
+  GpuEntry bare;
+  bare.model = "l4-24gb";
+  bare.location = Location{"Milan", std::nullopt, ""};
+  draft.gpus = {bare};
+  EXPECT_EQ(Validate(draft, Completeness::kDraft, Known), FieldErrors{});
+  const FieldErrors entry = Validate(draft, Completeness::kComplete, Known);
+  for (const char* f : {"quantity", "system_ram_gb", "upload_gbps", "download_gbps", "availability",
+                        "location.country"}) {
+    EXPECT_EQ(entry.at(std::string("gpus[0].") + f), "is required") << f;
+  }
+  EXPECT_FALSE(entry.count("gpus[0].location.city"));
+
+  // Present values are checked in drafts too: an email or country of "" is not absent.
+  draft.contact.email = "";
+  draft.gpus[0].location->country = "";
+  draft.gpus[0].quantity = 2000;
+  const FieldErrors wrong = Validate(draft, Completeness::kDraft, Known);
+  EXPECT_EQ(wrong.at("contact.email"), "must be a valid email address");
+  EXPECT_TRUE(wrong.count("gpus[0].location.country"));
+  EXPECT_EQ(wrong.at("gpus[0].quantity"), "must be at most 1024");
+}
+
+TEST(Application, BlankRequiredTextIsMissing) {
+  ApplicationBody b = Valid();
+  b.contact.full_name = "   ";
+  b.contact.email = " ";
+  b.gpus[0].location->city = "";
+  const FieldErrors f = Validate(b, Completeness::kComplete, Known);
+  EXPECT_EQ(f.at("contact.full_name"), "is required");
+  EXPECT_EQ(f.at("contact.email"), "is required");
+  EXPECT_EQ(f.at("gpus[0].location.city"), "is required");
+  EXPECT_EQ(f.size(), 3u);
 }
 
 TEST(Application, SuggestsTierFromInfrastructure) {
-  auto app = ParseApplication(Valid(), Completeness::kComplete, Known).value();
+  ApplicationBody app = Valid();
   // The second entry has a schedule and 0.5 Gbps up: community, with reasons.
   TierSuggestion s = SuggestTier(app);
   EXPECT_EQ(s.tier, "community");
   EXPECT_EQ(s.reasons.size(), 2u);
   app.gpus.pop_back();
   EXPECT_EQ(SuggestTier(app).tier, "enterprise");
+  EXPECT_TRUE(SuggestTier(app).reasons.empty());
   app.infrastructure.ups = false;
   EXPECT_EQ(SuggestTier(app).tier, "community");
+  EXPECT_EQ(SuggestTier(ApplicationBody{}).reasons.size(), 4u);
+}
+
+TEST(Application, Totals) {
+  ApplicationBody app = Valid();
+  EXPECT_EQ(TotalGpus(app), 10);
+  EXPECT_TRUE(HasUnlistedModels(app));
+  app.gpus.pop_back();
+  EXPECT_FALSE(HasUnlistedModels(app));
 }
 
 TEST(Application, TimeZonesAndCountries) {

@@ -3,24 +3,102 @@
 // Life cycle: draft → submitted → (needs_info → submitted)* → approved | rejected.
 // Every change and decision is one transaction that also writes the history row, the
 // applicant's in-dashboard notification and the email in the outbox (NTF-1), so none of
-// them can exist without the others. Approval also creates the provider record, grants
-// the provider role and issues the first agent token, which reaches the applicant only
-// in the approval email (and is scrubbed from the outbox once sent).
+// them can exist without the others; once such a transaction commits, the outbox is
+// woken (ApplicationsOptions::wake_outbox). Approval also creates the provider record,
+// grants the provider role and issues the first agent token, which reaches the
+// applicant only in the approval email (and is scrubbed from the outbox once sent).
 //
 // Authorization: applicants see and change only their own applications; admins see all
 // and decide. Someone else's application is answered as not found.
+//
+// Reading never re-validates a stored body; a row whose body cannot be read at all fails
+// the request for that one application, and is skipped (logged and counted in
+// unreadable_rows()) by lists, so it cannot break them for everybody.
+//
+// The tables are applications_store.h's.
+//
+// Thread-safety: Applications is safe to share; its options are immutable.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include "common/json.h"
+#include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
+#include "platform/applications/application.h"
 #include "platform/applications/business_days.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::applications {
+
+inline constexpr std::string_view kStatusDraft = "draft";
+inline constexpr std::string_view kStatusSubmitted = "submitted";
+inline constexpr std::string_view kStatusNeedsInfo = "needs_info";
+inline constexpr std::string_view kStatusApproved = "approved";
+inline constexpr std::string_view kStatusRejected = "rejected";
+
+// One entry of an application's history.
+struct ApplicationEvent {
+  Timestamp at;
+  std::string actor_id;
+  std::optional<std::string> actor_name;  // none when the account no longer exists or is disabled
+  // created | updated | submitted | resubmitted | approve | reject | request_info
+  std::string action;
+  std::string from_status;  // "" for created
+  std::string to_status;
+  std::optional<std::string> message;  // the reviewer's, on decisions
+  std::optional<std::string> tier;     // on approval
+};
+
+struct Application {
+  std::string id;
+  std::string user_id;
+  std::string status;  // kStatus...
+  ApplicationBody body;
+  std::string suggested_tier;                       // as suggested when the body was last saved
+  std::vector<std::string> suggested_tier_reasons;  // SuggestTier(body).reasons
+  std::optional<std::string> tier;                  // "community" | "enterprise", once approved
+  Timestamp created_at;
+  Timestamp updated_at;
+  std::optional<Timestamp> submitted_at;  // the latest submission
+  std::optional<Timestamp> decided_at;    // approval or rejection
+  // Business days from the latest submission to the decision (to now while undecided);
+  // none before the first submission.
+  std::optional<int> age_business_days;
+  // Submitted and older than the review target.
+  bool overdue = false;
+  int64_t total_gpus = 0;
+  bool has_unlisted_models = false;
+  // Oldest first; none in lists.
+  std::optional<std::vector<ApplicationEvent>> history;
+};
+
+struct CreateApplicationRequest {
+  ApplicationBody body;
+  // Submit at once: the body must then be complete.
+  bool submit = false;
+};
+
+struct ListApplicationsRequest {
+  std::string status;  // "" for every status; else one of kStatus...
+  PageRequest page;
+};
+
+struct DecisionRequest {
+  std::string decision;             // "approve" | "reject" | "request_info"
+  std::optional<std::string> tier;  // "community" | "enterprise"; required to approve, else absent
+  std::optional<std::string> message;  // required to reject or request information
+};
+
+// The value errors of a decision, under the API's field names ("decision", "tier",
+// "message"); empty when it is well formed. Decide checks this first.
+FieldErrors ValidateDecision(const DecisionRequest& req);
 
 struct ApplicationsOptions {
   std::string public_url = "http://127.0.0.1:8080";
@@ -28,6 +106,8 @@ struct ApplicationsOptions {
   int target_business_days = 3;
   BusinessCalendar calendar;
   const Clock* clock = &SystemClock();
+  // Called once a transaction that put email in the outbox committed; may be empty.
+  std::function<void()> wake_outbox;
 };
 
 class Applications {
@@ -35,27 +115,42 @@ class Applications {
   Applications(store::Database& db, ApplicationsOptions options)
       : db_(db), options_(std::move(options)) {}
 
-  // POST /provider-applications. With "submit": true the application must be complete and
-  // is submitted at once. kFailedPrecondition when the user already has an open or
-  // approved application.
-  StatusOr<json::object> Create(const accounts::Principal& p, const json::value& body);
-  StatusOr<json::object> Get(const accounts::Principal& p, const std::string& id);
+  // A new draft (submitted at once with `submit`: the body must then be complete).
+  // Field errors for every bad value; kFailedPrecondition when the user already has an
+  // open or approved application.
+  StatusOr<Application> Create(const accounts::Principal& p, const CreateApplicationRequest& req);
+  StatusOr<Application> Get(const accounts::Principal& p, const std::string& id);
   // Replaces the body; only the owner, only in draft or needs_info.
-  StatusOr<json::object> Update(const accounts::Principal& p, const std::string& id,
-                                const json::value& body);
-  StatusOr<json::object> Submit(const accounts::Principal& p, const std::string& id);
-  // Admins: every application (optionally with one status), oldest submission first for
-  // the queue. Others: their own.
-  StatusOr<json::object> List(const accounts::Principal& p, const std::string& status,
-                              const std::string& limit, const std::string& cursor);
-  // {decision: approve|reject|request_info, tier?, message?}; admins only, only when
-  // submitted.
-  StatusOr<json::object> Decide(const accounts::Principal& p, const std::string& id,
-                                const json::value& body);
+  StatusOr<Application> Update(const accounts::Principal& p, const std::string& id,
+                               const ApplicationBody& body);
+  // Only the owner, only in draft or needs_info; kValidationFailed naming what is missing
+  // when the body is not complete.
+  StatusOr<Application> Submit(const accounts::Principal& p, const std::string& id);
+  // Admins: every application (optionally in one status); others: their own. The review
+  // queue (status submitted) is oldest submission first, other lists in creation order.
+  StatusOr<Page<Application>> List(const accounts::Principal& p,
+                                   const ListApplicationsRequest& req);
+  // Admins only, only when submitted, never on their own application.
+  StatusOr<Application> Decide(const accounts::Principal& p, const std::string& id,
+                               const DecisionRequest& req);
+
+  // What Validate finds in `body` at `completeness`, with the catalog consulted; saves
+  // nothing. For a caller that already has errors of its own (the API's decoding) and
+  // must name every bad field.
+  StatusOr<FieldErrors> Check(const ApplicationBody& body, Completeness completeness);
+
+  // How many times a list skipped a row whose stored body could not be read, since start.
+  uint64_t unreadable_rows() const { return unreadable_rows_.load(std::memory_order_relaxed); }
+
+  // Lists: 50 by default, at most 200.
+  static constexpr PageLimits kPageLimits{50, 200};
+  // Reviewer messages, in bytes.
+  static constexpr size_t kMaxMessage = 4000;
 
  private:
   store::Database& db_;
-  ApplicationsOptions options_;
+  const ApplicationsOptions options_;
+  std::atomic<uint64_t> unreadable_rows_{0};
 };
 
 }  // namespace gpunex::platform::applications

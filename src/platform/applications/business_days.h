@@ -1,5 +1,7 @@
 // Business days for the review target (REV-1). A business day is Monday to Friday (UTC)
 // that is not a configured holiday.
+//
+// Thread-safety: immutable after Create; safe to share.
 #pragma once
 
 #include <set>
@@ -20,7 +22,7 @@ class BusinessCalendar {
 
   // The application's age: the number of business days d with day(from) < d <= day(to).
   // Submitted on a Friday and read on the next Monday: 1. Same day: 0.
-  int BusinessDaysBetween(UnixMicros from, UnixMicros to) const;
+  int BusinessDaysBetween(Timestamp from, Timestamp to) const;
 
  private:
   std::set<int64_t> holidays_;  // days since the epoch

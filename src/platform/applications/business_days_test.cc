@@ -5,7 +5,7 @@
 namespace gpunex::platform::applications {
 namespace {
 
-UnixMicros At(const char* s) { return ParseRfc3339(s).value(); }
+Timestamp At(const char* s) { return ParseRfc3339(s).value(); }
 
 TEST(BusinessCalendar, CountsWeekdaysAfterSubmission) {
   auto cal = BusinessCalendar::Create({}).value();
@@ -21,6 +21,13 @@ TEST(BusinessCalendar, SkipsHolidays) {
   // Thu 24 Dec to Mon 28 Dec: Fri 25 is a holiday, so only Monday counts.
   EXPECT_EQ(cal.BusinessDaysBetween(At("2026-12-24T10:00:00Z"), At("2026-12-28T10:00:00Z")), 1);
   EXPECT_FALSE(BusinessCalendar::Create({"25/12/2026"}).ok());
+}
+
+TEST(BusinessCalendar, DaysBeforeTheEpochFloor) {
+  auto cal = BusinessCalendar::Create({}).value();
+  // 1969-12-31 was a Wednesday, 1970-01-01 a Thursday: one business day between them.
+  EXPECT_EQ(cal.BusinessDaysBetween(At("1969-12-31T23:00:00Z"), At("1970-01-01T01:00:00Z")), 1);
+  EXPECT_EQ(cal.BusinessDaysBetween(At("1969-12-31T01:00:00Z"), At("1969-12-31T23:00:00Z")), 0);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 //
 // A run covers some GPUs of one machine, and the machine's network and storage when no
 // workload is running there. It is scheduled by TickOnce() when an enabled, present GPU
-// of an Online machine is due:
+// of an Online machine is due (scheduler.cc):
 //   - it was never benchmarked (first connect, or a new GPU),
 //   - the machine's inventory changed after its last benchmark (driver or hardware),
 //   - its last benchmark is older than `interval_s` (periodic, weekly by default),
@@ -14,35 +14,36 @@
 // with its run_benchmark command; the result comes back through Fleet::OnResult in the
 // transaction that records it, so each result is applied exactly once.
 //
-// Applying a result: each GPU gets its figures, its performance score and pass/fail
-// against the thresholds of its model (score.h); a GPU that fails is delisted with the
-// reason, and the provider gets a dashboard notification and an email (through the
-// outbox, which picks it up on its next poll) with what failed and what to check; a delisted GPU whose re-run passes is listed again. A GPU that was
-// never benchmarked is not listed ("awaiting its first benchmark").
+// Applying a result (apply.cc) is four steps: parse (typed, common/agent_protocol.h),
+// evaluate (pure: figures, score and thresholds per GPU, score.h), apply (this folder's
+// tables, and the verdict reported to the fleet as a listing fact), notify (the
+// provider's dashboard notification and email, notices.cc). A GPU that fails is delisted
+// with the reason and the provider is told what failed and what to check; a delisted GPU
+// whose re-run passes is listed again. A GPU never benchmarked is not listed ("awaiting
+// its first benchmark").
 //
 // Authorization: the provider that owns the machine and admins read runs and request
 // them; nobody else learns that they exist.
 //
-// Thread-safety: thread-safe.
+// The tables are benchmarks_store.h's. Thread-safety: thread-safe.
 #pragma once
 
-#include <condition_variable>
+#include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
-#include "common/json.h"
+#include "common/paging.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
+#include "platform/benchmarks/benchmark_run.h"
 #include "platform/benchmarks/score.h"
 #include "platform/fleet/fleet.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::benchmarks {
-
-inline constexpr char kAwaitingFirstBenchmark[] = "awaiting its first benchmark";
 
 struct BenchmarksOptions {
   bool enabled = true;  // false: nothing is scheduled and requests are refused
@@ -51,58 +52,70 @@ struct BenchmarksOptions {
   int64_t run_timeout_s = 1800;        // a run without a result by then ends in error
   int64_t sustain_s = 60;              // the GPU sustained-load phase
   int64_t storage_file_mb = 1024;
-  double storage_seconds = 8;          // per storage phase
-  int64_t network_mb = 256;            // per direction
-  int64_t pings = 20;                  // round trips over the agent channel
+  double storage_seconds = 8;  // per storage phase
+  int64_t network_mb = 256;    // per direction
+  int64_t pings = 20;          // round trips over the agent channel
   int tick_ms = 5000;
-  Thresholds thresholds;                        // every model
-  std::map<std::string, Thresholds> by_model;   // catalog id → overrides
+  Thresholds thresholds;                       // every model
+  std::map<std::string, Thresholds> by_model;  // catalog id → overrides
   std::string mail_domain = "gpunex.local";
-  std::string public_url;                       // for links in emails
+  std::string public_url;  // for links in emails
+  std::function<void()> wake_outbox;  // after a commit that queued email; may be empty
   const Clock* clock = &SystemClock();
 };
 
 class Benchmarks {
  public:
-  // Registers the run_benchmark result hook on `fleet`.
+  // Registers the run_benchmark result hook and the hello hook on `fleet`.
   // REQUIRES: before fleet.Start().
   Benchmarks(store::Database& db, fleet::Fleet& fleet, BenchmarksOptions options);
   ~Benchmarks();
+  Benchmarks(const Benchmarks&) = delete;
+  Benchmarks& operator=(const Benchmarks&) = delete;
 
   // The scheduler thread: TickOnce() every tick_ms.
-  void Start();
-  void Stop();
-  // Ends overdue runs in error and starts the runs that are due. After the commit of a
-  // new run its command is sent at once when the agent is connected here.
+  void Start() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+  // Ends overdue runs in error and starts the runs that are due.
   Status TickOnce();
 
-  // POST /machines/{id}/benchmarks: a run now, on every enabled GPU that is not rented.
-  // kFailedPrecondition when the machine is offline, already benchmarking, or has no
-  // GPU that may be benchmarked now.
-  StatusOr<json::object> Request(const accounts::Principal& p, const std::string& machine_id);
-  // GET /machines/{id}/benchmarks: runs newest first, with each GPU's figures, score,
-  // reference figures and pass/fail.
-  StatusOr<json::object> List(const accounts::Principal& p, const std::string& machine_id,
-                              const std::string& limit, const std::string& cursor);
+  // A run now, on every enabled GPU that is not rented. kFailedPrecondition when the
+  // machine is offline, already benchmarking, or has no GPU that may be benchmarked now.
+  StatusOr<BenchmarkRun> Request(const accounts::Principal& p, const std::string& machine_id);
+  // Runs newest first, with each GPU's figures, score, reference figures and pass/fail.
+  StatusOr<Page<BenchmarkRun>> List(const accounts::Principal& p, const std::string& machine_id,
+                                    const PageRequest& page);
+  // Each GPU's latest score, by GPU id (for the machine views; no authorization: the
+  // caller has loaded the machine for the principal).
+  StatusOr<std::map<std::string, GpuScore>> Scores(const std::string& machine_id);
 
   // The thresholds that apply to a model.
   const Thresholds& ThresholdsFor(const std::string& catalog_id) const;
 
  private:
-  Status ApplyResult(store::Tx& tx, const std::string& machine_id, const json::object& payload,
-                     const protocol::Result& r);
+  // scheduler.cc
+  Status OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts& hello);
   // Creates a run on `machine_id` in `tx` if GPUs are due (or, with `requested_by`, on
   // every GPU that may run now). Returns the run id, or "" when nothing is due.
-  StatusOr<std::string> Schedule(store::Tx& tx, const std::string& machine_id,
+  StatusOr<std::string> Schedule(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                  const std::string& requested_by);
+  Status EndOverdueRuns(Timestamp now);
+  // apply.cc
+  Status ApplyResult(store::Tx& tx, Timestamp now, const std::string& machine_id, const protocol::Command& command,
+                     const protocol::Result& result);
+  // Ends a run in error: no GPU measured, each due again after retry_after_s.
+  Status FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run, const std::string& error);
+  // Fills each GPU's index, name, reference figures and thresholds for reading.
+  Status Describe(store::Tx& tx, BenchmarkRun& run) const;
+  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   fleet::Fleet& fleet_;
   const BenchmarksOptions options_;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpunex::platform::benchmarks

@@ -6,63 +6,6 @@
 namespace gpunex::platform::benchmarks {
 namespace {
 
-constexpr double kMaxFigure = 1e7;  // far above any GPU, disk or link today
-
-// One number of a figures struct as it stands in JSON: its key, its member, whether it
-// must be there, and its largest value. Parse and ToJson read the same tables.
-template <typename Figures>
-struct NumberField {
-  const char* key;
-  double Figures::*member;
-  bool required = true;
-  double max = kMaxFigure;
-};
-
-template <typename Figures, size_t N>
-void ReadNumbers(JsonReader& r, const NumberField<Figures> (&fields)[N], Figures* f) {
-  for (const auto& field : fields) {
-    f->*field.member = r.Number(field.key, field.required, -1e-12, field.max).value_or(0);
-  }
-}
-
-template <typename Figures, size_t N>
-json::object WriteNumbers(const NumberField<Figures> (&fields)[N], const Figures& f) {
-  json::object o;
-  for (const auto& field : fields) o[field.key] = f.*field.member;
-  return o;
-}
-
-using G = GpuFigures;
-constexpr NumberField<G> kCompute[] = {{"fp32_tflops", &G::fp32_tflops},
-                                       {"fp16_tflops", &G::fp16_tflops},
-                                       {"fp16_tensor_tflops", &G::fp16_tensor_tflops},
-                                       {"bf16_tensor_tflops", &G::bf16_tensor_tflops},
-                                       {"tf32_tensor_tflops", &G::tf32_tensor_tflops}};
-constexpr NumberField<G> kMemory[] = {{"read_gbps", &G::mem_read_gbps},
-                                      {"write_gbps", &G::mem_write_gbps},
-                                      {"copy_gbps", &G::mem_copy_gbps},
-                                      {"triad_gbps", &G::mem_triad_gbps}};
-constexpr NumberField<G> kSustained[] = {
-    {"seconds", &G::sustained_seconds},
-    {"mean_tflops", &G::sustained_mean_tflops},
-    {"min_over_median", &G::sustained_min_over_median, true, 1.0 + 1e-9},
-    {"cv", &G::sustained_cv},
-    {"thermal_throttle_fraction", &G::thermal_throttle_fraction, true, 1},
-    {"power_throttle_fraction", &G::power_throttle_fraction, true, 1},
-    {"max_temperature_c", &G::max_temperature_c, false, 200},
-    {"mean_power_w", &G::mean_power_w, false}};
-constexpr NumberField<NetworkFigures> kNetwork[] = {
-    {"rtt_p50_ms", &NetworkFigures::rtt_p50_ms},
-    {"rtt_p99_ms", &NetworkFigures::rtt_p99_ms},
-    {"download_mbit_s", &NetworkFigures::download_mbit_s},
-    {"upload_mbit_s", &NetworkFigures::upload_mbit_s}};
-constexpr NumberField<StorageFigures> kStorage[] = {
-    {"seq_read_mb_s", &StorageFigures::seq_read_mb_s},
-    {"seq_write_mb_s", &StorageFigures::seq_write_mb_s},
-    {"rand_read_iops", &StorageFigures::rand_read_iops},
-    {"rand_read_p50_us", &StorageFigures::rand_read_p50_us},
-    {"rand_read_p99_us", &StorageFigures::rand_read_p99_us}};
-
 std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
@@ -70,84 +13,6 @@ std::string Fmt(double v) {
 }
 
 }  // namespace
-
-StatusOr<GpuFigures> ParseGpubenchJson(const json::object& o, const std::string& path) {
-  FieldErrors errors;
-  JsonReader r(o, path, &errors);
-  GpuFigures f;
-  f.emulated = r.Bool("emulated", false).value_or(false);
-  if (const json::object* c = r.Object("compute", true)) {
-    JsonReader cr(*c, r.PathOf("compute"), &errors);
-    ReadNumbers(cr, kCompute, &f);
-  }
-  if (const json::object* m = r.Object("memory", true)) {
-    JsonReader mr(*m, r.PathOf("memory"), &errors);
-    ReadNumbers(mr, kMemory, &f);
-  }
-  if (const json::object* s = r.Object("sustained", true)) {
-    JsonReader sr(*s, r.PathOf("sustained"), &errors);
-    ReadNumbers(sr, kSustained, &f);
-  }
-  if (const json::object* d = r.Object("device", false)) {
-    JsonReader dr(*d, r.PathOf("device"), &errors);
-    f.pcie_width = dr.Int("pcie_width", false, 0, 64).value_or(0);
-    f.pcie_gen = dr.Int("pcie_gen", false, 0, 16).value_or(0);
-  }
-  if (const json::object* s = r.Object("sanity", true)) {
-    JsonReader sr(*s, r.PathOf("sanity"), &errors);
-    f.sanity_ok = sr.Bool("ok", true).value_or(false);
-    if (const json::array* fails = sr.Array("failures", false, 0, 32)) {
-      for (const auto& v : *fails) {
-        if (v.is_string() && v.get_string().size() <= 500 && IsCleanText(v.get_string(), false)) {
-          f.sanity_failures.emplace_back(v.get_string());
-        } else {
-          sr.Fail("failures", "must be short strings");
-          break;
-        }
-      }
-    }
-  }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return f;
-}
-
-json::object ToJson(const GpuFigures& f) {
-  json::array fails;
-  for (const auto& s : f.sanity_failures) fails.emplace_back(s);
-  return {{"emulated", f.emulated},
-          {"compute", WriteNumbers(kCompute, f)},
-          {"memory", WriteNumbers(kMemory, f)},
-          {"sustained", WriteNumbers(kSustained, f)},
-          {"device", {{"pcie_width", f.pcie_width}, {"pcie_gen", f.pcie_gen}}},
-          {"sanity", {{"ok", f.sanity_ok}, {"failures", std::move(fails)}}}};
-}
-
-StatusOr<NetworkFigures> ParseNetworkJson(const json::object& o, const std::string& path) {
-  FieldErrors errors;
-  JsonReader r(o, path, &errors);
-  NetworkFigures f;
-  ReadNumbers(r, kNetwork, &f);
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return f;
-}
-
-StatusOr<StorageFigures> ParseStorageJson(const json::object& o, const std::string& path) {
-  FieldErrors errors;
-  JsonReader r(o, path, &errors);
-  StorageFigures f;
-  ReadNumbers(r, kStorage, &f);
-  f.direct_io = r.Bool("direct_io", false).value_or(true);
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return f;
-}
-
-json::object ToJson(const NetworkFigures& f) { return WriteNumbers(kNetwork, f); }
-
-json::object ToJson(const StorageFigures& f) {
-  json::object o = WriteNumbers(kStorage, f);
-  o["direct_io"] = f.direct_io;
-  return o;
-}
 
 double PerformanceScore(const GpuFigures& f, const ScoreWeights& w) {
   static const GpuModel base = *FindGpuModel("a100-sxm-80gb");
@@ -197,16 +62,6 @@ Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, c
     t->*(it->second.member) = value;
   }
   return Status::Ok();
-}
-
-json::object ToJson(const Failure& f) {
-  return {{"metric", f.metric}, {"measured", f.measured}, {"required", f.required}, {"guidance", f.guidance}};
-}
-
-json::array ToJson(const std::vector<Failure>& fs) {
-  json::array a;
-  for (const auto& f : fs) a.push_back(ToJson(f));
-  return a;
 }
 
 namespace {
@@ -308,7 +163,9 @@ std::string Describe(const std::vector<Failure>& fs) {
     if (f.metric == "sanity") {
       s += "wrong results";
     } else if (f.metric == "pcie_width") {
-      s += "PCIe link x" + Fmt(f.measured) + " of x" + Fmt(f.required);
+      // Lanes are whole numbers: "PCIe link x8 of x16".
+      s += "PCIe link x" + std::to_string(std::llround(f.measured)) + " of x" +
+           std::to_string(std::llround(f.required));
     } else if (f.metric.ends_with("_fraction") || f.metric.ends_with("over_median")) {
       s += f.metric + " " + Fmt(f.measured) + (f.measured > f.required ? " > " : " < ") + Fmt(f.required);
     } else if (f.metric == "network.rtt_p50_ms") {

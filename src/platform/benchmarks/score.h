@@ -10,51 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "common/agent_protocol.h"
 #include "common/gpu_catalog.h"
-#include "common/json.h"
 #include "common/status.h"
 
 namespace gpunex::platform::benchmarks {
 
-// What gpunex-gpubench (or an emulated GPU) measured on one GPU. TFLOPS and GB/s
-// (1 GB = 1e9 bytes).
-struct GpuFigures {
-  double fp32_tflops = 0, fp16_tflops = 0;
-  double fp16_tensor_tflops = 0, bf16_tensor_tflops = 0, tf32_tensor_tflops = 0;
-  double mem_read_gbps = 0, mem_write_gbps = 0, mem_copy_gbps = 0, mem_triad_gbps = 0;
-  // Sustained-load phase.
-  double sustained_seconds = 0;
-  double sustained_mean_tflops = 0;
-  double sustained_min_over_median = 1;  // 1 = perfectly steady
-  double sustained_cv = 0;
-  double thermal_throttle_fraction = 0, power_throttle_fraction = 0;
-  double max_temperature_c = 0, mean_power_w = 0;
-  // PCIe link as seen under load; 0 = not reported.
-  int64_t pcie_width = 0, pcie_gen = 0;
-  bool sanity_ok = true;
-  std::vector<std::string> sanity_failures;
-  bool emulated = false;
-};
-
-// Parses the JSON object gpunex-gpubench prints (docs/gpubench.md), strictly: field
-// errors name the path under `path`.
-StatusOr<GpuFigures> ParseGpubenchJson(const json::object& o, const std::string& path);
-json::object ToJson(const GpuFigures& f);
-
-// Machine-level figures (BEN-4, BEN-5). Absent when the run skipped them.
-struct NetworkFigures {
-  double rtt_p50_ms = 0, rtt_p99_ms = 0;
-  double download_mbit_s = 0, upload_mbit_s = 0;
-};
-struct StorageFigures {
-  double seq_read_mb_s = 0, seq_write_mb_s = 0;
-  double rand_read_iops = 0, rand_read_p50_us = 0, rand_read_p99_us = 0;
-  bool direct_io = true;
-};
-StatusOr<NetworkFigures> ParseNetworkJson(const json::object& o, const std::string& path);
-StatusOr<StorageFigures> ParseStorageJson(const json::object& o, const std::string& path);
-json::object ToJson(const NetworkFigures& f);
-json::object ToJson(const StorageFigures& f);
+// The figures the score and the checks read: what gpunex-gpubench (or an emulated GPU)
+// measured on one GPU, and the machine's network and storage (common/agent_protocol.h).
+using GpuFigures = protocol::GpubenchFigures;
+using NetworkFigures = protocol::BenchmarkNetwork;
+using StorageFigures = protocol::BenchmarkStorage;
 
 // The weights of the score's geometric mean; they sum to 1.
 struct ScoreWeights {
@@ -89,9 +55,9 @@ struct Failure {
   double measured = 0;
   double required = 0;
   std::string guidance;  // a sentence for the provider
+
+  bool operator==(const Failure&) const = default;
 };
-json::object ToJson(const Failure& f);
-json::array ToJson(const std::vector<Failure>& fs);
 
 // Checks one GPU against its model's reference. `model` null: a model without reference
 // figures ("other"): only sanity, steadiness and throttling are checked.

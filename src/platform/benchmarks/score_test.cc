@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json.h"
+
 namespace gpunex::platform::benchmarks {
 namespace {
 
@@ -116,7 +118,7 @@ TEST(GpubenchJson, ParsesTheToolsOutputAndRefusesBadFigures) {
     "reference_fraction": {"fp32": 0.89},
     "sanity": {"ok": true, "failures": []}, "duration_s": 95})");
   ASSERT_TRUE(v.ok());
-  auto f = ParseGpubenchJson(v->get_object(), "result");
+  auto f = protocol::ParseGpubenchFigures(v->get_object(), "result");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_NEAR(PerformanceScore(*f), 28.48, 0.01);
   EXPECT_EQ(f->pcie_width, 16);
@@ -124,7 +126,7 @@ TEST(GpubenchJson, ParsesTheToolsOutputAndRefusesBadFigures) {
 
   v->get_object()["compute"].as_object()["bf16_tensor_tflops"] = -5;
   v->get_object()["sustained"].as_object()["thermal_throttle_fraction"] = 1.5;
-  auto bad = ParseGpubenchJson(v->get_object(), "gpus[0].result");
+  auto bad = protocol::ParseGpubenchFigures(v->get_object(), "gpus[0].result");
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(bad.status().fields().count("gpus[0].result.compute.bf16_tensor_tflops"));
   EXPECT_TRUE(bad.status().fields().count("gpus[0].result.sustained.thermal_throttle_fraction"));

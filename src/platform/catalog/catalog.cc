@@ -2,120 +2,84 @@
 
 #include <cctype>
 
-#include "common/time.h"
+#include "platform/catalog/catalog_store.h"
 
 namespace gpunex::platform::catalog {
 namespace {
 
-constexpr const char* kColumns =
-    "id, nvml_name, vram_gb, fp32_tflops, fp16_tflops, fp16_tensor_tflops, tf32_tensor_tflops, "
-    "mem_bw_gbps, default_price_micro, source";
+constexpr double kMaxFigure = 100000;
+const Usdc kMaxDefaultPrice = Usdc::Micros(1000 * Usdc::kMicrosPerUsdc);
 
-Status Insert(store::Tx& tx, const GpuModel& m, std::string_view source, bool ignore_existing) {
-  std::string sql = std::string("INSERT INTO gpu_models (") + kColumns +
-                    ", created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-  if (ignore_existing) sql += " ON CONFLICT (id) DO NOTHING";
-  return tx
-      .Exec(sql, {m.id, m.nvml_name, int64_t{m.vram_gb}, m.fp32_tflops, m.fp16_tflops,
-                  m.fp16_tensor_tflops, m.tf32_tensor_tflops, m.mem_bw_gbps,
-                  m.default_price_micro, std::string(source), NowMicros()})
-      .status();
-}
-
-// A row selected with kColumns.
-GpuModel ModelFromRow(const store::Row& r) {
-  return GpuModel{r.Str(0),  r.Str(1),  static_cast<int>(r.Int(2)), r.Real(3), r.Real(4),
-                  r.Real(5), r.Real(6), r.Real(7),                  r.Int(8)};
+FieldErrors Validate(const GpuModel& m) {
+  FieldErrors errors;
+  bool id_ok = !m.id.empty() && m.id.size() <= 64 && m.id != "other";
+  for (unsigned char c : m.id) id_ok = id_ok && (std::islower(c) || std::isdigit(c) || c == '-');
+  if (!id_ok) errors.emplace("id", "must use lower-case letters, digits and '-' and not be \"other\"");
+  if (m.nvml_name.empty()) errors.emplace("name", "is required");
+  if (m.vram_gb < 1 || m.vram_gb > 4096) errors.emplace("vram_gb", "must be from 1 to 4096");
+  const std::pair<const char*, double> figures[] = {{"fp32_tflops", m.fp32_tflops},
+                                                    {"fp16_tflops", m.fp16_tflops},
+                                                    {"fp16_tensor_tflops", m.fp16_tensor_tflops},
+                                                    {"tf32_tensor_tflops", m.tf32_tensor_tflops},
+                                                    {"mem_bw_gbps", m.mem_bw_gbps}};
+  for (const auto& [name, v] : figures) {
+    if (!(v > 0 && v <= kMaxFigure)) errors.emplace(name, "must be more than 0 and at most 100000");
+  }
+  if (!m.default_price.is_positive() || m.default_price > kMaxDefaultPrice) {
+    errors.emplace("default_price_micro", "must be from 1 to 1000000000");
+  }
+  return errors;
 }
 
 }  // namespace
 
-json::object ToJson(const GpuModel& m, std::string_view source) {
-  return {{"id", m.id},
-          {"name", m.nvml_name},
-          {"vram_gb", m.vram_gb},
-          {"fp32_tflops", m.fp32_tflops},
-          {"fp16_tflops", m.fp16_tflops},
-          {"fp16_tensor_tflops", m.fp16_tensor_tflops},
-          {"bf16_tensor_tflops", m.fp16_tensor_tflops},
-          {"tf32_tensor_tflops", m.tf32_tensor_tflops},
-          {"mem_bw_gbps", m.mem_bw_gbps},
-          {"default_price_micro", m.default_price_micro},
-          {"source", source}};
-}
-
-Status SeedBuiltinModels(store::Database& db) {
-  return db.Transact([](store::Tx& tx) -> Status {
-    for (const GpuModel& m : BuiltinGpuCatalog()) {
-      GPUNEX_RETURN_IF_ERROR(Insert(tx, m, "builtin", true));
-    }
+Status SeedBuiltinModels(store::Database& db, const Clock& clock) {
+  const Timestamp now = clock.Now();
+  return db.Transact([&](store::Tx& tx) -> Status {
+    CatalogStore s(tx);
+    for (const GpuModel& m : BuiltinGpuCatalog()) GPUNEX_RETURN_IF_ERROR(s.Insert({m, "builtin", now}, true));
     return Status::Ok();
   });
 }
 
 StatusOr<bool> ModelExists(store::Tx& tx, std::string_view id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx.Query("SELECT 1 FROM gpu_models WHERE id = ?", {std::string(id)}));
-  return !rows.empty();
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<GpuModelRow> row, CatalogStore(tx).Find(id));
+  return row.has_value();
 }
 
 StatusOr<std::optional<GpuModel>> FindModel(store::Tx& tx, std::string_view id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query(std::string("SELECT ") + kColumns + " FROM gpu_models WHERE id = ?", {std::string(id)}));
-  if (rows.empty()) return std::optional<GpuModel>();
-  return std::optional<GpuModel>(ModelFromRow(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<GpuModelRow> row, CatalogStore(tx).Find(id));
+  if (!row) return std::optional<GpuModel>();
+  return std::optional<GpuModel>(std::move(row->model));
 }
 
-StatusOr<json::object> ListModels(store::Database& db) {
-  json::array items;
+StatusOr<std::vector<CatalogModel>> ListModels(store::Database& db) {
+  std::vector<CatalogModel> out;
   GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query(std::string("SELECT ") + kColumns + " FROM gpu_models ORDER BY id"));
-    for (const auto& r : rows) items.push_back(ToJson(ModelFromRow(r), r.Str(9)));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<GpuModelRow> rows, CatalogStore(tx).List());
+    out.clear();
+    for (auto& r : rows) out.push_back({std::move(r.model), std::move(r.source)});
     return Status::Ok();
   }));
-  return json::object{{"items", std::move(items)}};
+  return out;
 }
 
-StatusOr<json::object> AddModel(store::Database& db, const accounts::Principal& p,
-                                const json::value& body) {
+StatusOr<CatalogModel> AddModel(store::Database& db, const accounts::Principal& p, const GpuModel& m,
+                                const Clock& clock) {
   if (!p.IsAdmin()) return PermissionDenied("only admins can add GPU models");
-  if (!body.is_object()) return FieldError("body", "must be a JSON object");
-  FieldErrors errors;
-  JsonReader r(body.get_object(), "", &errors);
-  r.RejectUnknown({"id", "name", "vram_gb", "fp32_tflops", "fp16_tflops", "fp16_tensor_tflops",
-                   "tf32_tensor_tflops", "mem_bw_gbps", "default_price_micro"});
-  GpuModel m;
-  if (auto id = r.String("id", true, 64)) {
-    bool ok = !id->empty() && id != "other";
-    for (unsigned char c : *id) ok = ok && (std::islower(c) || std::isdigit(c) || c == '-');
-    if (ok) {
-      m.id = *id;
-    } else {
-      r.Fail("id", "must use lower-case letters, digits and '-' and not be \"other\"");
-    }
-  }
-  m.nvml_name = r.String("name", true, 100).value_or("");
-  m.vram_gb = static_cast<int>(r.Int("vram_gb", true, 1, 4096).value_or(0));
-  m.fp32_tflops = r.Number("fp32_tflops", true, 0, 100000).value_or(0);
-  m.fp16_tflops = r.Number("fp16_tflops", true, 0, 100000).value_or(0);
-  m.fp16_tensor_tflops = r.Number("fp16_tensor_tflops", true, 0, 100000).value_or(0);
-  m.tf32_tensor_tflops = r.Number("tf32_tensor_tflops", true, 0, 100000).value_or(0);
-  m.mem_bw_gbps = r.Number("mem_bw_gbps", true, 0, 100000).value_or(0);
-  m.default_price_micro = r.Int("default_price_micro", true, 1, 1000 * 1000000LL).value_or(0);
+  FieldErrors errors = Validate(m);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
+  const Timestamp now = clock.Now();
   Status st = db.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_RETURN_IF_ERROR(Insert(tx, m, "review", false));
-    return accounts::Audit(tx, p.user.id, "gpu_model.added", m.id, p.ip);
+    GPUNEX_RETURN_IF_ERROR(CatalogStore(tx).Insert({m, "review", now}, false));
+    return accounts::Audit(tx, now, p.user.id, "gpu_model.added", m.id, p.ip);
   });
   if (st.code() == StatusCode::kAlreadyExists) {
     return Status(StatusCode::kAlreadyExists, "a GPU model with this id exists",
                   FieldErrors{{"id", "is already in the catalog"}});
   }
   GPUNEX_RETURN_IF_ERROR(st);
-  return ToJson(m, "review");
+  return CatalogModel{m, "review"};
 }
 
 }  // namespace gpunex::platform::catalog

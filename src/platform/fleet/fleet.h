@@ -1,34 +1,42 @@
 // The fleet (AGT-3, AGT-4): provider machines and their GPUs as their agents report
-// them, the agent channel sessions, Online/Offline status with every transition kept as
-// an interval (machine_intervals; the reliability score integrates them), latest and
-// per-minute telemetry, and the commands sent to agents with exactly-once results.
+// them, the agent channel sessions (agent_session.h), Online/Offline status with every
+// transition kept as an interval (the reliability score integrates them), latest and
+// per-minute telemetry, the commands sent to agents with exactly-once results, and each
+// GPU's listing (listing/listing.h decides it from the facts the fleet keeps and those
+// the benchmarks report).
 //
 // Commands are rows in agent_commands, written in the transaction that decides them
 // (Workloads::Create writes start_workload). A command is (re)sent on every connect
 // until its result arrives; the agent answers each command id once and re-sends the
 // stored result for a repeat, so nothing is lost or run twice across reconnects and
-// restarts of either side.
+// restarts of either side. After the commit that wrote a command, it goes out at once
+// when the machine is connected to this instance (Tx::AfterCommit).
 //
-// Thread-safety: Fleet and AgentSession are thread-safe.
+// The tables are fleet_store.h's.
+//
+// Thread-safety: Fleet is thread-safe.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/agent_protocol.h"
-#include "common/json.h"
+#include "common/paging.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
+#include "platform/fleet/machine.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::fleet {
+
+class AgentSession;
 
 // The transport of one agent connection (the WebSocket), as the fleet sees it.
 class AgentChannel {
@@ -45,134 +53,143 @@ struct FleetOptions {
   // (benchmarks/benchmarks.h); false lists it at once (benchmarks turned off).
   bool list_after_benchmark = false;
   int heartbeat_interval_s = 10;
-  int offline_after_s = 30;   // no heartbeat for this long → Offline
-  int hello_timeout_s = 10;   // a connection must say hello within this
+  int offline_after_s = 30;  // no heartbeat for this long → Offline
+  int hello_timeout_s = 10;  // a connection must say hello within this
   int sweep_interval_ms = 1000;
   const Clock* clock = &SystemClock();
 };
 
-class Fleet;
-
-// One agent connection. Created by Fleet::Open after the agent token was verified.
-class AgentSession : public std::enable_shared_from_this<AgentSession> {
- public:
-  AgentSession(Fleet& fleet, std::string provider_id, std::string token_id,
-               std::shared_ptr<AgentChannel> channel, std::string remote_addr);
-  // Handles one received text message. Invalid messages are answered with an error
-  // message and the connection is closed; nothing is changed.
-  void OnMessage(const std::string& text);
-  void OnClose();
-
-  std::string machine_id() const;
-  bool Send(const protocol::PlatformMessage& m);
-  void Refuse(std::string code, std::string message);
-  UnixMicros opened_at() const { return opened_at_; }
-  // When this session took over its machine (after hello); 0 before.
-  UnixMicros registered_at() const { return registered_at_.load(); }
-  const std::string& token_id() const { return token_id_; }
-  bool said_hello() const { return hello_done_.load(); }
-  const std::string& provider_id() const { return provider_id_; }
-
- private:
-  Status HandleHello(const protocol::Hello& h);
-
-  Fleet& fleet_;
-  const std::string provider_id_;
-  const std::string token_id_;
-  const std::shared_ptr<AgentChannel> channel_;
-  const std::string remote_addr_;
-  const UnixMicros opened_at_;
-  std::atomic<bool> hello_done_{false};
-  std::atomic<bool> closed_{false};
-  // Set when the platform refuses the connection: messages still queued are ignored.
-  std::atomic<bool> refused_{false};
-  std::atomic<UnixMicros> registered_at_{0};
-  mutable std::mutex mu_;
-  std::string machine_id_;  // GUARDED_BY(mu_)
+// What a hello changed, for the folders that follow machines (benchmarks).
+struct HelloFacts {
+  std::string machine_id;
+  bool registered = false;         // the machine was new
+  bool inventory_changed = false;  // GPUs, driver or PCIe links differ from the last hello
+  std::vector<std::string> new_gpu_ids;
+  std::vector<std::string> present_gpu_ids;
 };
+
+// What the benchmarks say of one GPU (listing facts).
+struct BenchmarkFacts {
+  // The verdict of its last measured run; none: unchanged.
+  std::optional<listing::BenchmarkVerdict> verdict;
+  std::string note;  // with a failed verdict: "benchmark: <what failed>"
+  bool benchmarking = false;  // a run is measuring it now
+};
+
+// --- functions over the caller's transaction, for other folders
+
+// The machine with its GPUs; nullopt when there is none.
+StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id);
+// The ids of the machines that are online now.
+StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx);
+// The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or
+// reserved GPUs, which nothing else may use.
+StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id);
+// Records the benchmark facts of GPUs of one machine and decides their listing again.
+Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                            const std::map<std::string, BenchmarkFacts>& by_gpu_id);
+// Decides the listing of every GPU of the machine from the facts stored now, and stores
+// the decisions that changed. Every change of a fact calls it in its transaction.
+Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id);
 
 class Fleet {
  public:
   Fleet(store::Database& db, FleetOptions options);
   ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
 
+  // A new session for a connection whose agent token was verified.
   std::shared_ptr<AgentSession> Open(std::string provider_id, std::string token_id,
-                                     std::shared_ptr<AgentChannel> channel, std::string remote_addr);
-  // Started workloads the agent did not report on connect: failed as lost (provider's
-  // side) unless their end is reported within a grace period.
-  void SuspectLost(const std::vector<std::string>& workload_ids);
-  Status FailLostWorkloads();
-
+                                     std::shared_ptr<AgentChannel> channel, std::string remote_addr)
+      EXCLUDES(mu_);
   // Ends the live sessions opened with an agent token (after it is revoked or rotated).
-  void CloseSessionsForToken(const std::string& token_id);
+  void CloseSessionsForToken(const std::string& token_id) EXCLUDES(mu_);
+  // Whether the machine has a live session on this instance.
+  bool Connected(const std::string& machine_id) const EXCLUDES(mu_);
 
   // Starts/stops the sweeper thread (Offline after missed heartbeats; hello timeouts;
-  // delivery of commands queued by other instances).
-  void Start();
-  void Stop();
-  Status SweepOnce();
+  // lost workloads; delivery of commands queued by other instances).
+  void Start() EXCLUDES(stop_mu_);
+  void Stop() EXCLUDES(stop_mu_);
+  Status SweepOnce() EXCLUDES(mu_);
+  // Decides every GPU's listing again from its stored facts: at start, so that listings
+  // follow the rules of the release that runs.
+  Status RefreshAllListings();
 
-  // Writes a command for a machine in the caller's transaction.
-  static StatusOr<std::string> EnqueueCommand(store::Tx& tx, const std::string& machine_id,
-                                              std::string_view kind, const json::object& payload);
-  // After the commit of EnqueueCommand: sends pending commands if the machine is
-  // connected to this instance.
-  void Kick(const std::string& machine_id);
+  // Writes a command for a machine in the caller's transaction and returns its id; after
+  // the commit it is sent at once when the machine is connected here.
+  StatusOr<std::string> EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                                       const protocol::StartWorkload& payload);
+  StatusOr<std::string> EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                                       const protocol::StopWorkload& payload);
+  StatusOr<std::string> EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                                       const protocol::RunBenchmark& payload);
+  // Ends a command that has no result yet (its cause gave up on it, e.g. a benchmark run
+  // that timed out), in the caller's transaction: it is not sent again, and a result that
+  // still arrives is ignored. A command already done is left as it is.
+  static Status CancelCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                              const std::string& command_id, const std::string& reason);
 
   // Hands the first result of each command of `kind` to `hook`, inside the transaction
   // that records the result, so that what the hook writes and the command's end commit
-  // together (exactly once). The hook gets the command's payload; it should record bad
-  // result data as a failure of its own and fail only when the store does.
+  // together (exactly once). The hook should record bad result data as a failure of its
+  // own and fail only when the store does.
   // REQUIRES: called before Start() and before agents connect.
-  using ResultHook = std::function<Status(store::Tx& tx, const std::string& machine_id,
-                                          const json::object& payload, const protocol::Result& r)>;
+  using ResultHook = std::function<Status(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                                          const protocol::Command& command, const protocol::Result& result)>;
   void OnResult(std::string kind, ResultHook hook);
+  // Runs `hook` in the transaction of every accepted hello. REQUIRES: as for OnResult.
+  using HelloHook = std::function<Status(store::Tx& tx, Timestamp now, const HelloFacts& hello)>;
+  void OnHello(HelloHook hook);
 
-  // GET /machines: providers see their own, admins all.
-  StatusOr<json::object> ListMachines(const accounts::Principal& p, const std::string& limit,
-                                      const std::string& cursor);
-  StatusOr<json::object> GetMachine(const accounts::Principal& p, const std::string& machine_id);
-  // PATCH /machines/{id}/gpus/{gpu_id} {enabled}: owner only.
-  StatusOr<json::object> PatchGpu(const accounts::Principal& p, const std::string& machine_id,
-                                  const std::string& gpu_id, const json::value& body);
-
-  // Whether the machine has a live session on this instance.
-  bool Connected(const std::string& machine_id) const;
+  // Providers see their own machines, admins all; others are refused.
+  StatusOr<Page<Machine>> ListMachines(const accounts::Principal& p, const PageRequest& page);
+  // The owner and admins; anyone else gets kNotFound.
+  StatusOr<MachineDetail> GetMachine(const accounts::Principal& p, const std::string& machine_id);
+  // Whether the GPU is offered (the owner only; admins are refused).
+  StatusOr<MachineDetail> SetGpuEnabled(const accounts::Principal& p, const std::string& machine_id,
+                                        const std::string& gpu_id, bool enabled);
 
   store::Database& db() { return db_; }
   const FleetOptions& options() const { return options_; }
 
  private:
   friend class AgentSession;
-  void Register(const std::string& machine_id, const std::shared_ptr<AgentSession>& s);
-  void Unregister(const std::string& machine_id, const AgentSession* s);
-  void DeliverPending(const std::string& machine_id);
+  StatusOr<std::string> Enqueue(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                                std::string_view kind, std::string payload_json);
+  void Register(const std::string& machine_id, const std::shared_ptr<AgentSession>& s) EXCLUDES(mu_);
+  void Unregister(const std::string& machine_id, const AgentSession* s) EXCLUDES(mu_);
+  // Sends the machine's unfinished commands to its session here, if it has one.
+  void DeliverPending(const std::string& machine_id) EXCLUDES(mu_, delivery_mu_);
+  // Started workloads the agent did not report on connect: failed as lost (provider's
+  // side) unless their end is reported within a grace period.
+  void SuspectLost(const std::vector<std::string>& workload_ids) EXCLUDES(mu_);
+  Status FailLostWorkloads() EXCLUDES(mu_);
   Status HandleHeartbeat(const std::string& machine_id, const protocol::Heartbeat& h);
   Status HandleAck(const std::string& machine_id, const protocol::Ack& a);
   Status HandleResult(const std::string& machine_id, const protocol::Result& r);
   Status HandleWorkloadEvent(const std::string& machine_id, const protocol::WorkloadEvent& e);
   Status HandleLogs(const std::string& machine_id, const protocol::Logs& l);
+  Status RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hello) const;
+  void SweepLoop() EXCLUDES(stop_mu_);
 
   store::Database& db_;
   const FleetOptions options_;
   std::map<std::string, ResultHook> result_hooks_;  // set before Start(), then read-only
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<AgentSession>> sessions_;  // GUARDED_BY(mu_) by machine
-  std::vector<std::weak_ptr<AgentSession>> pending_hello_;         // GUARDED_BY(mu_)
+  std::vector<HelloHook> hello_hooks_;              // likewise
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<AgentSession>> sessions_ GUARDED_BY(mu_);  // by machine
+  std::vector<std::weak_ptr<AgentSession>> pending_hello_ GUARDED_BY(mu_);
   // Started workloads whose container the agent did not report in its hello, with the
   // time after which they count as lost: events the agent queued while disconnected (an
   // exit, say) arrive just after the welcome and settle most of them first.
-  std::map<std::string, UnixMicros> suspected_lost_;  // GUARDED_BY(mu_)
-  std::mutex delivery_mu_;  // serialises command delivery so order holds
+  std::map<std::string, Timestamp> suspected_lost_ GUARDED_BY(mu_);
+  Mutex delivery_mu_ ACQUIRED_AFTER(mu_);  // serialises command delivery so order holds
   std::thread sweeper_;
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;  // GUARDED_BY(stop_mu_)
+  Mutex stop_mu_;
+  CondVar stop_cv_;
+  bool stopping_ GUARDED_BY(stop_mu_) = false;
 };
-
-// Workload states (RNT-2) and who ended a workload (RNT-3).
-inline bool IsActiveWorkloadState(std::string_view s) {
-  return s == "pending" || s == "starting" || s == "running";
-}
 
 }  // namespace gpunex::platform::fleet

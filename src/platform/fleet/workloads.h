@@ -7,48 +7,71 @@
 //
 // Authorization: admins, and the provider that owns the machine, may start and stop
 // workloads and read them and their logs. Nobody else learns that they exist.
+//
+// Thread-safety: Workloads is safe to share.
 #pragma once
 
-#include <set>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "common/json.h"
+#include "common/paging.h"
 #include "common/status.h"
 #include "platform/accounts/accounts.h"
 #include "platform/fleet/fleet.h"
+#include "platform/fleet/workload.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::fleet {
 
-// Limits a request may ask for (the agent enforces the same again).
-inline constexpr int64_t kMaxWorkloadMemoryMb = 1 << 20;
-inline constexpr int64_t kMaxWorkloadScratchMb = 1 << 20;
-inline constexpr int64_t kMaxWorkloadTimeoutS = 30LL * 24 * 3600;
+// A request to run a container. The limits left out are sized by the GPUs asked for.
+struct CreateWorkloadRequest {
+  std::string machine_id;
+  std::vector<std::string> gpu_ids;
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::optional<int64_t> memory_mb;
+  std::optional<double> cpus;
+  std::optional<int64_t> pids_limit;
+  std::optional<int64_t> scratch_mb;
+  std::optional<int64_t> timeout_s;
+};
 
-// The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or
-// reserved GPUs, which nothing else may use.
-StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id);
+// Log chunks in order, and where to follow on from: the position after the last chunk
+// shown (or the one asked from when nothing is new). Logs grow while a workload runs, so
+// unlike a list the position is given even when this page reached the end.
+struct LogPage {
+  std::vector<LogChunkView> items;
+  std::optional<Cursor> position;
+};
 
 class Workloads {
  public:
-  Workloads(store::Database& db, Fleet& fleet) : db_(db), fleet_(fleet) {}
+  // Registers the start_workload result hook on `fleet`. REQUIRES: before fleet.Start().
+  Workloads(store::Database& db, Fleet& fleet, const Clock* clock = &SystemClock());
 
-  // POST /workloads {machine_id, gpu_ids, image, command?, env?, memory_mb?, cpus?,
-  // pids_limit?, scratch_mb?, timeout_s?}. Anything else (host mounts, privileges,
-  // devices, host networking, ...) is refused by name.
-  StatusOr<json::object> Create(const accounts::Principal& p, const json::value& body);
-  StatusOr<json::object> Get(const accounts::Principal& p, const std::string& id);
-  StatusOr<json::object> List(const accounts::Principal& p, const std::string& machine_id,
-                              const std::string& limit, const std::string& cursor);
+  // Field errors name the request's fields ("gpu_ids[1]", "memory_mb", "env.NAME").
+  StatusOr<Workload> Create(const accounts::Principal& p, const CreateWorkloadRequest& req);
+  StatusOr<Workload> Get(const accounts::Principal& p, const std::string& id);
+  // `machine_id` empty: every machine.
+  StatusOr<Page<Workload>> List(const accounts::Principal& p, const std::string& machine_id, const PageRequest& page);
   // Asks the agent to stop the workload; its state follows the agent's report.
-  StatusOr<json::object> Stop(const accounts::Principal& p, const std::string& id);
-  // Log chunks after `after` (a cursor from a previous answer).
-  StatusOr<json::object> Logs(const accounts::Principal& p, const std::string& id,
-                              const std::string& after);
+  // kFailedPrecondition when it has already ended.
+  StatusOr<Workload> Stop(const accounts::Principal& p, const std::string& id);
+  // At most kMaxLogPage chunks after `page.after` (a position from a previous answer).
+  StatusOr<LogPage> Logs(const accounts::Principal& p, const std::string& id, const PageRequest& page);
+
+  static constexpr int kMaxLogPage = 1000;
 
  private:
+  Status OnStartResult(store::Tx& tx, Timestamp now, const std::string& machine_id, const protocol::Command& command,
+                       const protocol::Result& result);
+
   store::Database& db_;
   Fleet& fleet_;
+  const Clock* const clock_;
 };
 
 }  // namespace gpunex::platform::fleet

@@ -126,6 +126,10 @@ int HttpStatusFor(StatusCode code) {
       return 503;
     case StatusCode::kAborted:
       return 503;
+    case StatusCode::kOutOfRange:
+      return 422;
+    case StatusCode::kOutcomeUnknown:
+      return 503;
     case StatusCode::kInternal:
       return 500;
   }

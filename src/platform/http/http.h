@@ -1,7 +1,7 @@
 // HTTP request and response values shared by the server (server.h), the router
 // (router.h) and the API handlers. Nothing here depends on Boost.Beast: only the
-// server's implementation file sees Beast, so handlers compile fast and are testable
-// without sockets.
+// server's implementation files (internal/) see Beast, so handlers compile fast and are
+// testable without sockets.
 #pragma once
 
 #include <functional>

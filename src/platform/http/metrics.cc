@@ -90,7 +90,7 @@ void AppendLabels(std::string* out, const Metrics::Labels& labels,
 }  // namespace
 
 Metrics::Metrics() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   FamilyFor(kRequestsTotal, "HTTP requests served, by method, route pattern and status.",
             Type::kCounter, {});
   FamilyFor(kRequestDuration, "Time to serve an HTTP request, by method and route pattern.",
@@ -122,7 +122,7 @@ Metrics::Family* Metrics::FamilyFor(std::string_view name, std::string_view help
 void Metrics::ObserveRequest(std::string_view method, std::string_view route, int status,
                              double seconds) {
   Labels labels{{"method", std::string(method)}, {"route", std::string(route)}};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (Family* f = FamilyFor(kRequestDuration, "", Type::kHistogram, labels)) {
     Histogram& h = f->histograms[labels];
     size_t i = 0;
@@ -139,7 +139,7 @@ void Metrics::ObserveRequest(std::string_view method, std::string_view route, in
 
 void Metrics::SetGauge(std::string_view name, std::string_view help, double value,
                        const Labels& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (Family* f = FamilyFor(name, help, Type::kGauge, labels)) f->values[labels] = value;
 }
 
@@ -149,13 +149,13 @@ void Metrics::AddCounter(std::string_view name, std::string_view help, const Lab
     LogError("metrics.negative_increment", {{"metric", name}, {"delta", delta}});
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (Family* f = FamilyFor(name, help, Type::kCounter, labels)) f->values[labels] += delta;
 }
 
 std::string Metrics::Render() const {
   std::string out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [name, family] : families_) {
     out += "# HELP ";
     out += name;

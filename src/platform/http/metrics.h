@@ -13,10 +13,11 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace gpunex::platform::http {
 
@@ -40,21 +41,22 @@ class Metrics {
   // Counts one served request in http_requests_total{method,route,status} and records
   // its duration in http_request_duration_seconds{method,route}. `route` must be a route
   // pattern or another bounded label ("unmatched"), never a raw path.
-  void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
+  void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds)
+      EXCLUDES(mu_);
 
   // Sets gauge `name`{labels} to `value`.
   void SetGauge(std::string_view name, std::string_view help, double value,
-                const Labels& labels = {});
+                const Labels& labels = {}) EXCLUDES(mu_);
 
   // Adds `delta` (>= 0) to counter `name`{labels}; by convention counter names end in
   // "_total" ("gpunex_emails_sent_total").
   void AddCounter(std::string_view name, std::string_view help, const Labels& labels,
-                  double delta = 1);
+                  double delta = 1) EXCLUDES(mu_);
 
   // All families in name order, each with "# HELP" and "# TYPE" lines and its series in
   // label order. Histogram buckets are cumulative and end with le="+Inf", followed by
   // _sum and _count.
-  std::string Render() const;
+  std::string Render() const EXCLUDES(mu_);
 
  private:
   enum class Type { kCounter, kGauge, kHistogram };
@@ -73,11 +75,11 @@ class Metrics {
 
   // The family `name`, created with `help` and `type` when new; nullptr (after logging)
   // when the name or a label name is invalid or the family has another type.
-  // REQUIRES: mu_ held.
-  Family* FamilyFor(std::string_view name, std::string_view help, Type type, const Labels& labels);
+  Family* FamilyFor(std::string_view name, std::string_view help, Type type, const Labels& labels)
+      REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Family, std::less<>> families_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, Family, std::less<>> families_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpunex::platform::http

@@ -17,7 +17,7 @@
 // such a path goes to the route instead of the Handler, and its body is never held in
 // memory.
 //
-// Boost.Beast and Asio stay inside server.cc; this header names no Boost type.
+// Boost.Beast and Asio stay inside server.cc and internal/; this header names no Boost type.
 //
 // Thread-safety: Run() blocks the calling thread; Shutdown() and port() may be called from
 // any thread, including from a handler.

@@ -16,15 +16,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/testing/tls_files.h"
+#include "common/thread_annotations.h"
 #include "platform/http/testing/test_client.h"
 #include "platform/http/testing/test_server.h"
 
@@ -302,17 +301,24 @@ TEST(Server, RunsHandlersConcurrently) {
   constexpr int kClients = 8;
   ServerOptions options = TestOptions();
   options.worker_threads = kClients;
-  std::mutex mu;
-  std::condition_variable cv;
-  int in_flight = 0;
+  struct {
+    Mutex mu;
+    CondVar cv;
+    int count GUARDED_BY(mu) = 0;
+  } in_flight;
   // Each handler waits until all are in flight at once, which only concurrent handlers
   // can achieve.
   TestServer ts(options, [&](Request&) {
-    std::unique_lock<std::mutex> lock(mu);
-    ++in_flight;
-    cv.notify_all();
-    bool all = cv.wait_for(lock, 5s, [&] { return in_flight >= kClients; });
-    return Response::Text(all ? 200 : 503, "");
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    MutexLock lock(&in_flight.mu);
+    ++in_flight.count;
+    in_flight.cv.SignalAll();
+    while (in_flight.count < kClients) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) break;
+      in_flight.cv.WaitFor(&in_flight.mu, left);
+    }
+    return Response::Text(in_flight.count >= kClients ? 200 : 503, "");
   });
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};

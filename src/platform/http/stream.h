@@ -21,7 +21,8 @@
 // shutdown) closes the connection. These requests bypass the Handler (and so the router's
 // metrics); each transfer is logged ("http.stream").
 //
-// Beast and Asio stay inside server.cc; this header names no Boost type.
+// Beast and Asio stay inside the server's implementation (internal/stream_transfer.cc); this
+// header names no Boost type.
 #pragma once
 
 #include <cstdint>

@@ -17,7 +17,8 @@
 // handler throws (1011); the server shuts down (1001, "going away"); nothing (not even a
 // pong) has arrived for three ping intervals (no close frame: the socket is closed).
 //
-// Beast and Asio stay inside server.cc; this header names no Boost type.
+// Beast and Asio stay inside the server's implementation (internal/websocket_connection.cc);
+// this header names no Boost type.
 #pragma once
 
 #include <functional>

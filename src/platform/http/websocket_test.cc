@@ -16,18 +16,17 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "platform/http/server.h"
 #include "common/testing/tls_files.h"
+#include "common/thread_annotations.h"
+#include "platform/http/server.h"
 #include "platform/http/testing/test_server.h"
 
 namespace gpunex::platform::http {
@@ -49,23 +48,28 @@ using testing::TestServer;
 
 // What the sessions of a test saw, shared with the test body.
 struct Probe {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> messages;                           // GUARDED_BY(mu)
-  std::vector<std::shared_ptr<WebSocketConnection>> accepted;  // GUARDED_BY(mu)
-  int closes = 0;                                              // GUARDED_BY(mu)
+  Mutex mu;
+  CondVar cv;
+  std::vector<std::string> messages GUARDED_BY(mu);
+  std::vector<std::shared_ptr<WebSocketConnection>> accepted GUARDED_BY(mu);
+  int closes GUARDED_BY(mu) = 0;
   std::atomic<int> in_message{0};
   std::atomic<bool> overlapped{false};
   std::atomic<bool> close_before_message_end{false};
 
-  // Waits until `pred` holds (under mu); false after `timeout`.
-  template <typename Pred>
-  bool WaitFor(Pred pred, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, timeout, pred);
+  // Waits until `n` sessions have been closed; false after `timeout`.
+  bool WaitForCloses(int n, std::chrono::milliseconds timeout = 10s) EXCLUDES(mu) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(&mu);
+    while (closes != n) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return false;
+      cv.WaitFor(&mu, left);
+    }
+    return true;
   }
-  int Closes() {
-    std::lock_guard<std::mutex> lock(mu);
+  int Closes() EXCLUDES(mu) {
+    MutexLock lock(&mu);
     return closes;
   }
 };
@@ -81,10 +85,10 @@ class EchoSession final : public WebSocketSession {
     if (probe_->in_message.fetch_add(1) != 0) probe_->overlapped = true;
     if (text == "slow") std::this_thread::sleep_for(20ms);
     {
-      std::lock_guard<std::mutex> lock(probe_->mu);
+      MutexLock lock(&probe_->mu);
       probe_->messages.push_back(text);
     }
-    probe_->cv.notify_all();
+    probe_->cv.SignalAll();
     if (text == "throw") {
       probe_->in_message.fetch_sub(1);
       throw std::runtime_error("boom");
@@ -101,10 +105,10 @@ class EchoSession final : public WebSocketSession {
   void OnClose() override {
     if (probe_->in_message.load() != 0) probe_->close_before_message_end = true;
     {
-      std::lock_guard<std::mutex> lock(probe_->mu);
+      MutexLock lock(&probe_->mu);
       ++probe_->closes;
     }
-    probe_->cv.notify_all();
+    probe_->cv.SignalAll();
   }
 
  private:
@@ -121,10 +125,10 @@ WebSocketAcceptor EchoAcceptor(std::shared_ptr<Probe> probe, bool echo = true) {
       return Unauthenticated("the agent token is not valid");
     }
     {
-      std::lock_guard<std::mutex> lock(probe->mu);
+      MutexLock lock(&probe->mu);
       probe->accepted.push_back(conn);
     }
-    probe->cv.notify_all();
+    probe->cv.SignalAll();
     return std::shared_ptr<WebSocketSession>(std::make_shared<EchoSession>(conn, probe, echo));
   };
 }
@@ -264,14 +268,18 @@ TEST(WebSocket, EchoesAndReportsClose) {
   ASSERT_FALSE(client.Read(&reply));
   EXPECT_EQ(reply, "{\"type\":\"x\"}");
   {
-    std::lock_guard<std::mutex> lock(probe->mu);
+    MutexLock lock(&probe->mu);
     ASSERT_EQ(probe->accepted.size(), 1u);
     EXPECT_EQ(probe->accepted[0]->RemoteAddr(), "127.0.0.1");
   }
   EXPECT_FALSE(client.Close());
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
+  EXPECT_TRUE(probe->WaitForCloses(1));
   // The connection outlives its session harmlessly.
-  std::shared_ptr<WebSocketConnection> conn = probe->accepted[0];
+  std::shared_ptr<WebSocketConnection> conn;
+  {
+    MutexLock lock(&probe->mu);
+    conn = probe->accepted[0];
+  }
   EXPECT_FALSE(conn->Send("too late"));
   conn->Close(1000, "");
   std::this_thread::sleep_for(50ms);
@@ -300,7 +308,7 @@ TEST(WebSocket, RefusedUpgradeGetsJsonErrorAndNoSession) {
     EXPECT_EQ(res.result_int(), 401);
   }
   std::this_thread::sleep_for(50ms);
-  std::lock_guard<std::mutex> lock(probe->mu);
+  MutexLock lock(&probe->mu);
   EXPECT_TRUE(probe->accepted.empty());
   EXPECT_EQ(probe->closes, 0);
 }
@@ -344,7 +352,7 @@ TEST(WebSocket, PlainRequestsAndOtherPaths) {
             websocket::error::upgrade_declined);
   EXPECT_EQ(declined.result_int(), 404);
   EXPECT_EQ(ErrorField(declined.body(), "code"), "not_found");
-  std::lock_guard<std::mutex> lock(probe->mu);
+  MutexLock lock(&probe->mu);
   EXPECT_TRUE(probe->accepted.empty());
 }
 
@@ -361,8 +369,8 @@ TEST(WebSocket, OversizedMessageCloses1009) {
   ASSERT_FALSE(client.Write(std::string(1025, 'b')));
   EXPECT_EQ(client.Read(&reply), websocket::error::closed);
   EXPECT_EQ(client.reason().code, websocket::close_code::too_big);
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
-  std::lock_guard<std::mutex> lock(probe->mu);
+  EXPECT_TRUE(probe->WaitForCloses(1));
+  MutexLock lock(&probe->mu);
   EXPECT_EQ(probe->messages.size(), 1u);
 }
 
@@ -374,8 +382,8 @@ TEST(WebSocket, BinaryMessageCloses1003) {
   std::string reply;
   EXPECT_EQ(client.Read(&reply), websocket::error::closed);
   EXPECT_EQ(client.reason().code, websocket::close_code::unknown_data);
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
-  std::lock_guard<std::mutex> lock(probe->mu);
+  EXPECT_TRUE(probe->WaitForCloses(1));
+  MutexLock lock(&probe->mu);
   EXPECT_TRUE(probe->messages.empty());
 }
 
@@ -396,7 +404,7 @@ TEST(WebSocket, ManyMessagesArriveInOrderOneAtATime) {
   }
   EXPECT_FALSE(probe->overlapped.load());
   EXPECT_FALSE(client.Close());
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
+  EXPECT_TRUE(probe->WaitForCloses(1));
   EXPECT_FALSE(probe->close_before_message_end.load());
 }
 
@@ -406,7 +414,7 @@ TEST(WebSocket, ServerSendsFromAnotherThread) {
   WsClient client(ts.port());
   std::shared_ptr<WebSocketConnection> conn;
   {
-    std::lock_guard<std::mutex> lock(probe->mu);
+    MutexLock lock(&probe->mu);
     ASSERT_EQ(probe->accepted.size(), 1u);
     conn = probe->accepted[0];
   }
@@ -430,7 +438,7 @@ TEST(WebSocket, ServerSendsFromAnotherThread) {
   EXPECT_EQ(client.Read(&text), websocket::error::closed);
   EXPECT_EQ(client.reason().code, 4001);
   EXPECT_EQ(std::string(client.reason().reason.c_str()), "done here");
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
+  EXPECT_TRUE(probe->WaitForCloses(1));
 }
 
 TEST(WebSocket, MessagesSentByTheAcceptorGoFirst) {
@@ -471,7 +479,7 @@ TEST(WebSocket, SessionCloseAndThrowingHandler) {
     EXPECT_EQ(client.Read(&text), websocket::error::closed);
     EXPECT_EQ(client.reason().code, websocket::close_code::internal_error);
   }
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 2; }));
+  EXPECT_TRUE(probe->WaitForCloses(2));
 }
 
 TEST(WebSocket, FiftyConcurrentConnections) {
@@ -497,7 +505,7 @@ TEST(WebSocket, FiftyConcurrentConnections) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kClients);
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == kClients; }));
+  EXPECT_TRUE(probe->WaitForCloses(kClients));
 }
 
 TEST(WebSocket, ShutdownClosesWithGoingAway) {
@@ -529,7 +537,7 @@ TEST(WebSocket, SlowReaderIsClosedWith1008AndMemoryStaysBounded) {
   WsClient client(ts.port());
   std::shared_ptr<WebSocketConnection> conn;
   {
-    std::lock_guard<std::mutex> lock(probe->mu);
+    MutexLock lock(&probe->mu);
     ASSERT_EQ(probe->accepted.size(), 1u);
     conn = probe->accepted[0];
   }
@@ -546,7 +554,7 @@ TEST(WebSocket, SlowReaderIsClosedWith1008AndMemoryStaysBounded) {
   EXPECT_EQ(ec, websocket::error::closed) << ec.message();
   EXPECT_EQ(client.reason().code, websocket::close_code::policy_error);
   EXPECT_LT(got.size(), accepted);  // the queued rest was dropped
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
+  EXPECT_TRUE(probe->WaitForCloses(1));
 }
 
 TEST(WebSocket, IdlePeerIsDroppedAndPongsKeepAlive) {
@@ -560,7 +568,7 @@ TEST(WebSocket, IdlePeerIsDroppedAndPongsKeepAlive) {
     WsClient client(ts.port());
     std::shared_ptr<WebSocketConnection> conn;
     {
-      std::lock_guard<std::mutex> lock(probe->mu);
+      MutexLock lock(&probe->mu);
       conn = probe->accepted.back();
     }
     std::thread later([conn] {
@@ -574,12 +582,12 @@ TEST(WebSocket, IdlePeerIsDroppedAndPongsKeepAlive) {
     EXPECT_EQ(text, "still here");
     EXPECT_EQ(probe->Closes(), 0);
   }
-  EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 1; }));
+  EXPECT_TRUE(probe->WaitForCloses(1));
   {
     // A client that neither reads nor sends is dropped after three intervals.
     WsClient client(ts.port());
     auto start = std::chrono::steady_clock::now();
-    EXPECT_TRUE(probe->WaitFor([&] { return probe->closes == 2; }, 8s));
+    EXPECT_TRUE(probe->WaitForCloses(2, 8s));
     EXPECT_GE(std::chrono::steady_clock::now() - start, 2500ms);
   }
 }

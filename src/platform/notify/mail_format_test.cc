@@ -77,7 +77,7 @@ TEST(MailFormat, LongAsciiSubjectFitsLines) {
 TEST(MailFormat, FormatsRfc5322Date) {
   EXPECT_EQ(FormatRfc5322Date(*ParseRfc3339("2026-11-29T16:00:00Z")),
             "Sun, 29 Nov 2026 16:00:00 +0000");
-  EXPECT_EQ(FormatRfc5322Date(0), "Thu, 01 Jan 1970 00:00:00 +0000");
+  EXPECT_EQ(FormatRfc5322Date(FromUnixMicros(0)), "Thu, 01 Jan 1970 00:00:00 +0000");
 }
 
 TEST(MailFormat, NormalisesLineEnds) { EXPECT_EQ(ToCrlf("a\nb\r\nc\rd"), "a\r\nb\r\nc\r\nd"); }

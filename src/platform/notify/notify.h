@@ -5,15 +5,17 @@
 // as the event that causes them: either the event and its messages are durable together
 // or neither is. Emails go to a durable outbox (table email_outbox) that OutboxSender
 // (outbox.h) delivers in the background, at least once; dashboard notifications go to
-// table notifications, listed and marked read here.
+// table notifications, listed and marked read here. The tables are notify_store.h's;
+// the times every write records are the `now` its caller passes.
 //
 // Thread-safety: free functions; a Tx belongs to the thread running its callback.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
+#include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/store/db.h"
@@ -33,27 +35,33 @@ inline constexpr size_t kMaxEmailAddressLength = 320;
 inline constexpr size_t kMaxEmailSubjectLength = 998;
 inline constexpr size_t kMaxEmailBodyLength = 256 * 1024;
 
-// Adds `email` to the outbox in `tx`, status 'pending', due now. The message gets the
-// stable Message-ID "<outbox-id@message_id_domain>", which every delivery attempt
-// reuses so that recipients can recognise a repeat. Stores `id_out` (when not null)
-// with the outbox row id ("eml_...").
+// The caller wakes the sender from inside its transaction, so that the message goes out
+// as soon as the transaction commits: `tx.AfterCommit([&sender] { sender.Wake(); })`.
+// Never wake it by hand after the commit: that wakes it also for a transaction that
+// rolled back or whose outcome is unknown. (Without a wake the sender finds the message
+// at its next poll.)
+//
+// Adds `email` to the outbox in `tx`, status 'pending', due at `now`. The message gets
+// the stable Message-ID "<outbox-id@message_id_domain>", which every delivery attempt
+// reuses so that recipients can recognise a repeat, and the Date `now`. Stores `id_out`
+// (when not null) with the outbox row id ("eml_...").
 // Fails with kInvalidArgument when the address or subject holds CR/LF (header
 // injection) or is malformed, when the body is not clean UTF-8 text, or when a field is
 // too long; with the Tx's status when the insert fails.
-// The caller should call OutboxSender::Wake() after its transaction commits.
-Status EnqueueEmail(store::Tx& tx, const Email& email, std::string_view message_id_domain,
-                    std::string* id_out = nullptr);
+Status EnqueueEmail(store::Tx& tx, Timestamp now, const Email& email,
+                    std::string_view message_id_domain, std::string* id_out = nullptr);
 
-// Adds an unread dashboard notification for `user_id` in `tx`. `link` is a dashboard
-// path such as "/applications/app_..."; "" for none. Fails with kInvalidArgument when
-// kind or title is empty or a text is not clean UTF-8; with the Tx's status otherwise
-// (a missing user fails the foreign key).
-Status AddNotification(store::Tx& tx, const std::string& user_id, std::string_view kind,
-                       std::string_view title, std::string_view body, std::string_view link = "");
+// Adds an unread dashboard notification for `user_id` in `tx`, made at `now`. `link` is a
+// dashboard path such as "/applications/app_..."; "" for none. Fails with
+// kInvalidArgument when kind or title is empty or a text is not clean UTF-8 or too long;
+// with the Tx's status otherwise (a missing user fails the foreign key).
+Status AddNotification(store::Tx& tx, Timestamp now, const std::string& user_id,
+                       std::string_view kind, std::string_view title, std::string_view body,
+                       std::string_view link = "");
 
 struct Notification {
   std::string id;  // "ntf_..."
-  UnixMicros at = 0;
+  Timestamp at;
   std::string kind;
   std::string title;
   std::string body;
@@ -62,30 +70,33 @@ struct Notification {
 };
 
 struct NotificationPage {
-  std::vector<Notification> items;  // newest first
-  std::string next_cursor;          // "" when there are no more
-  int64_t unread_count = 0;         // of all the user's notifications, not just this page
+  Page<Notification> page;   // newest first
+  int64_t unread_count = 0;  // of all the user's notifications, not just this page
 };
 
+// The largest page ListNotifications serves; the API's PageLimits{50, 100}.
 inline constexpr int kMaxNotificationPageSize = 100;
 
-// One page of `user_id`'s notifications, newest first (ids sort by creation time to the
-// millisecond). `cursor` is "" for the first page, or the opaque next_cursor of the
-// previous page. With `unread_only` only unread ones are listed.
-// Fails with kValidationFailed on field "limit" when limit is outside
-// 1..kMaxNotificationPageSize, on field "cursor" when the cursor was not made here.
+// One page of `user_id`'s notifications, newest first (ids sort by creation time), with
+// the number of unread ones, read in one snapshot. With `unread_only` only unread ones
+// are listed. `page.after` is the `next` of the previous page of this list.
+// Fails with kValidationFailed on field "limit" when page.limit is outside
+// 1..kMaxNotificationPageSize (the API refuses those first), on field "cursor" when the
+// cursor is not one of this list's (another list's, or made up); with the database's
+// status otherwise.
 StatusOr<NotificationPage> ListNotifications(store::Database& db, const std::string& user_id,
-                                             int limit, const std::string& cursor,
-                                             bool unread_only);
+                                             const PageRequest& page, bool unread_only);
 
-// Marks one of `user_id`'s notifications read; marking a read one again is OK.
+// Marks one of `user_id`'s notifications read at `now`; marking a read one again is OK
+// (it keeps its first read time).
 // Fails with kNotFound when no notification with that id belongs to `user_id` (whether
 // or not it exists for someone else).
-Status MarkNotificationRead(store::Database& db, const std::string& user_id,
+Status MarkNotificationRead(store::Database& db, Timestamp now, const std::string& user_id,
                             const std::string& notification_id);
 
-// Marks every unread notification of `user_id` read. Stores in `count_out` (when not
-// null) how many changed.
-Status MarkAllRead(store::Database& db, const std::string& user_id, int64_t* count_out = nullptr);
+// Marks every unread notification of `user_id` read at `now`. Stores in `count_out`
+// (when not null) how many changed.
+Status MarkAllRead(store::Database& db, Timestamp now, const std::string& user_id,
+                   int64_t* count_out = nullptr);
 
 }  // namespace gpunex::platform::notify

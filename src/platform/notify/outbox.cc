@@ -1,13 +1,15 @@
 #include "platform/notify/outbox.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <random>
 #include <utility>
 
+#include "common/json.h"
 #include "common/log.h"
-#include "common/time.h"
 #include "platform/notify/internal/mail_format.h"
+#include "platform/notify/notify_store.h"
 
 namespace gpunex::platform::notify {
 namespace {
@@ -16,12 +18,8 @@ constexpr size_t kMaxLastErrorLength = 1000;
 // Candidates read per claim transaction; the first whose conditional UPDATE wins is
 // taken, the others are left for later (or for other senders).
 constexpr int64_t kClaimCandidates = 8;
+// Real time between two logs of failing claims (the database may be down a while).
 constexpr auto kErrorLogInterval = std::chrono::seconds(60);
-
-// Due: pending and its time has come, or claimed by a sender whose lease ran out.
-constexpr const char* kDueCondition =
-    "((status = 'pending' AND next_attempt_at <= ?) OR "
-    "(status = 'sending' AND lease_until <= ?))";
 
 bool IsPermanent(const Status& s) {
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition;
@@ -32,22 +30,12 @@ std::string Truncate(std::string s) {
   return s;
 }
 
-int64_t Micros(std::chrono::milliseconds d) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-}
-
 }  // namespace
 
 struct OutboxSender::Claimed {
-  std::string id;
-  std::string to;
-  std::string subject;
-  std::optional<std::string> body;
-  std::string message_id;
-  std::string kind;
-  int64_t attempts = 0;  // including this claim
-  UnixMicros created_at = 0;
-  UnixMicros lease_until = 0;  // our claim's fencing token
+  EmailRow row;           // as read before the claim
+  int64_t attempts = 0;   // including this claim
+  Timestamp lease_until;  // our claim's fencing token
 };
 
 OutboxSender::OutboxSender(store::Database& db, std::unique_ptr<SmtpClient> smtp,
@@ -57,34 +45,37 @@ OutboxSender::OutboxSender(store::Database& db, std::unique_ptr<SmtpClient> smtp
 OutboxSender::~OutboxSender() { Stop(); }
 
 void OutboxSender::Start() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (running_) return;
-  stopping_ = false;
-  running_ = true;
+  MutexLock lifecycle(&lifecycle_mu_);
+  if (thread_.joinable()) return;
+  {
+    MutexLock lock(&mu_);
+    stop_ = false;
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
 void OutboxSender::Stop() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-  std::thread t;
+  MutexLock lifecycle(&lifecycle_mu_);
+  if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!running_) return;
-    running_ = false;
-    stopping_ = true;
-    t = std::move(thread_);
+    MutexLock lock(&mu_);
+    stop_ = true;
   }
-  cv_.notify_all();
-  t.join();
+  cv_.SignalAll();
+  thread_.join();
 }
 
 void OutboxSender::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     wake_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
+}
+
+bool OutboxSender::StopRequested() {
+  MutexLock lock(&mu_);
+  return stop_;
 }
 
 OutboxCounters OutboxSender::counters() const {
@@ -97,33 +88,32 @@ void OutboxSender::Run() {
     StatusOr<int> r = DeliverDue();
     if (!r.ok()) {
       auto now = std::chrono::steady_clock::now();
-      if (now - last_error_log >= kErrorLogInterval) {  // the database may be down a while
+      if (now - last_error_log >= kErrorLogInterval) {
         last_error_log = now;
         LogError("notify.outbox.claim_failed", {{"error", r.status().ToString()}});
       }
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, options_.poll_interval, [this] { return wake_ || stopping_.load(); });
-    if (stopping_) return;
+    // Until woken, stopped, or a poll interval has passed (waits may wake spuriously).
+    const auto deadline = std::chrono::steady_clock::now() + options_.poll_interval;
+    MutexLock lock(&mu_);
+    while (!wake_ && !stop_) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= left.zero() || !cv_.WaitFor(&mu_, left)) break;
+    }
+    if (stop_) return;
     wake_ = false;
   }
 }
 
-Status ReleaseAbandonedClaims(store::Database& db) {
-  return db.Transact([](store::Tx& tx) {
-    return tx
-        .Exec("UPDATE email_outbox SET status = 'pending', lease_until = NULL, next_attempt_at = ? "
-              "WHERE status = 'sending'",
-              {NowMicros()})
-        .status();
-  });
+Status ReleaseAbandonedClaims(store::Database& db, Timestamp now) {
+  return db.Transact([now](store::Tx& tx) { return NotifyStore(tx).ReleaseClaims(now).status(); });
 }
 
 StatusOr<int> OutboxSender::DeliverDue() {
   Status from_ok = internal::ParseMailbox(options_.from, "from").status();
   if (!from_ok.ok()) return InvalidArgument("outbox sender: " + from_ok.message());
   int attempted = 0;
-  while (!stopping_) {
+  while (!StopRequested()) {
     Claimed m;
     bool found = false;
     GPUNEX_RETURN_IF_ERROR(ClaimOne(&m, &found));
@@ -135,45 +125,34 @@ StatusOr<int> OutboxSender::DeliverDue() {
 }
 
 Status OutboxSender::ClaimOne(Claimed* out, bool* found) {
-  return db_.Transact([&](store::Tx& tx) -> Status {
+  *found = false;
+  Status st = db_.Transact([&](store::Tx& tx) -> Status {
     *found = false;
-    UnixMicros now = NowMicros();
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query(std::string("SELECT id, to_addr, subject, body, message_id, kind, attempts, "
-                             "created_at FROM email_outbox WHERE ") +
-                     kDueCondition + " ORDER BY next_attempt_at LIMIT ?",
-                 {now, now, kClaimCandidates}));
-    for (const store::Row& row : rows) {
-      UnixMicros lease_until = now + Micros(options_.lease);
-      // Conditional: with several senders (or READ COMMITTED isolation) another may
-      // have claimed the row since the SELECT; only the UPDATE that changes it wins.
-      GPUNEX_ASSIGN_OR_RETURN(
-          int64_t changed,
-          tx.Exec(std::string("UPDATE email_outbox SET status = 'sending', lease_until = ?, "
-                              "attempts = attempts + 1 WHERE id = ? AND ") +
-                      kDueCondition,
-                  {lease_until, row.Str(0), now, now}));
-      if (changed != 1) continue;
-      out->id = row.Str(0);
-      out->to = row.Str(1);
-      out->subject = row.Str(2);
-      out->body = row.OptStr(3);
-      out->message_id = row.Str(4);
-      out->kind = row.Str(5);
-      out->attempts = row.Int(6) + 1;
-      out->created_at = row.Int(7);
+    NotifyStore s(tx);
+    const Timestamp now = options_.clock->Now();
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<EmailRow> due, s.DueEmails(now, kClaimCandidates));
+    for (EmailRow& row : due) {
+      const Timestamp lease_until = now + options_.lease;
+      GPUNEX_ASSIGN_OR_RETURN(bool claimed, s.ClaimEmail(row.id, now, lease_until));
+      if (!claimed) continue;
+      out->attempts = row.attempts + 1;
+      out->row = std::move(row);
       out->lease_until = lease_until;
       *found = true;
       return Status::Ok();
     }
     return Status::Ok();
   });
+  // A claim whose commit failed, or whose outcome is unknown, is not ours to act on: if
+  // it did commit, the message is claimed again once its lease runs out.
+  if (!st.ok()) *found = false;
+  return st;
 }
 
 void OutboxSender::Deliver(const Claimed& m) {
+  const EmailRow& e = m.row;
   Status sent;
-  if (!m.body.has_value()) {
+  if (!e.body.has_value()) {
     sent = FailedPrecondition("the message has no body");
   } else if (m.attempts > options_.max_attempts) {
     // Only a message reclaimed from a sender that stopped mid-send gets here.
@@ -182,47 +161,40 @@ void OutboxSender::Deliver(const Claimed& m) {
   } else {
     // Date is when the message was enqueued, the same on every attempt.
     sent = smtp_->Send({.from = options_.from,
-                        .to = m.to,
-                        .subject = m.subject,
-                        .body = *m.body,
-                        .message_id = m.message_id,
-                        .date = m.created_at});
+                        .to = e.to_addr,
+                        .subject = e.subject,
+                        .body = *e.body,
+                        .message_id = e.message_id,
+                        .date = e.created_at});
   }
 
-  UnixMicros now = NowMicros();
-  std::string sql;
-  std::vector<store::Value> params;
   enum class Outcome { kSent, kRetry, kFailed } outcome;
   if (sent.ok()) {
     outcome = Outcome::kSent;
-    // The body may hold a one-time secret (an agent token): it does not stay at rest.
-    sql =
-        "UPDATE email_outbox SET status = 'sent', sent_at = ?, body = NULL, "
-        "lease_until = NULL, last_error = NULL "
-        "WHERE id = ? AND status = 'sending' AND lease_until = ?";
-    params = {now, m.id, m.lease_until};
   } else if (!IsPermanent(sent) && m.attempts < options_.max_attempts) {
     outcome = Outcome::kRetry;
-    sql =
-        "UPDATE email_outbox SET status = 'pending', next_attempt_at = ?, "
-        "lease_until = NULL, last_error = ? "
-        "WHERE id = ? AND status = 'sending' AND lease_until = ?";
-    params = {now + Backoff(m.attempts).count(), Truncate(sent.ToString()), m.id, m.lease_until};
   } else {
     outcome = Outcome::kFailed;
-    sql =
-        "UPDATE email_outbox SET status = 'failed', lease_until = NULL, last_error = ? "
-        "WHERE id = ? AND status = 'sending' AND lease_until = ?";
-    params = {Truncate(sent.ToString()), m.id, m.lease_until};
   }
-
-  int64_t changed = 0;
+  const Timestamp now = options_.clock->Now();
+  const Duration backoff = outcome == Outcome::kRetry ? Backoff(m.attempts) : Duration::zero();
+  bool changed = false;
   Status recorded = db_.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(changed, tx.Exec(sql, params));
+    NotifyStore s(tx);
+    StatusOr<bool> r = false;
+    if (outcome == Outcome::kSent) {
+      // The body may hold a one-time secret (an agent token): it does not stay at rest.
+      r = s.MarkEmailSent(e.id, m.lease_until, now);
+    } else if (outcome == Outcome::kRetry) {
+      r = s.RescheduleEmail(e.id, m.lease_until, now + backoff, Truncate(sent.ToString()));
+    } else {
+      r = s.MarkEmailFailed(e.id, m.lease_until, Truncate(sent.ToString()));
+    }
+    GPUNEX_ASSIGN_OR_RETURN(changed, std::move(r));
     return Status::Ok();
   });
 
-  json::object fields = {{"id", m.id}, {"kind", m.kind}, {"attempts", m.attempts}};
+  json::object fields = {{"id", e.id}, {"kind", e.kind}, {"attempts", m.attempts}};
   if (!sent.ok()) fields["error"] = sent.ToString();
   switch (outcome) {
     case Outcome::kSent:
@@ -239,22 +211,23 @@ void OutboxSender::Deliver(const Claimed& m) {
       break;
   }
   if (!recorded.ok()) {
-    // The row stays 'sending' until the lease expires; then it is claimed again.
+    // The row stays 'sending' until the lease expires; then it is claimed again (an
+    // outcome that did commit despite the error stands, and fences off our claim).
     fields["record_error"] = recorded.ToString();
     LogError("notify.outbox.record_failed", std::move(fields));
-  } else if (changed != 1) {
+  } else if (!changed) {
     // Our lease ran out and another sender claimed the message: it will send it again.
     LogWarn("notify.outbox.lease_lost", std::move(fields));
   }
 }
 
-std::chrono::microseconds OutboxSender::Backoff(int64_t attempt) const {
-  const int64_t max = std::max<int64_t>(Micros(options_.backoff_max), 1);
-  int64_t d = std::clamp<int64_t>(Micros(options_.backoff_base), 1, max);
+Duration OutboxSender::Backoff(int64_t attempt) const {
+  const Duration max = std::max(options_.backoff_max, Duration(1));
+  Duration d = std::clamp(options_.backoff_base, Duration(1), max);
   for (int64_t i = 1; i < attempt && d < max; ++i) d = std::min(d * 2, max);
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<int64_t> jitter(d / 2, d);
-  return std::chrono::microseconds(jitter(rng));
+  std::uniform_int_distribution<int64_t> jitter(d.count() / 2, d.count());
+  return Duration(jitter(rng));
 }
 
 }  // namespace gpunex::platform::notify

@@ -20,15 +20,14 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/status.h"
+#include "common/thread_annotations.h"
+#include "common/time.h"
 #include "platform/notify/smtp.h"
 #include "platform/store/db.h"
 
@@ -37,16 +36,19 @@ namespace gpunex::platform::notify {
 struct OutboxOptions {
   // The From header and envelope sender: "GPUnex <noreply@gpunex.example>".
   std::string from;
-  // How often the thread looks for due messages when not woken.
-  std::chrono::milliseconds poll_interval{1000};
+  // How often the thread looks for due messages when not woken (real time, whatever
+  // the clock).
+  Duration poll_interval = std::chrono::seconds(1);
   // Claims per message before it is marked failed.
   int max_attempts = 12;
   // Retry n (n = 1, 2, ...) waits a random time in [d/2, d] where
   // d = min(backoff_max, backoff_base * 2^(n-1)).
-  std::chrono::milliseconds backoff_base{5'000};
-  std::chrono::milliseconds backoff_max{3'600'000};
+  Duration backoff_base = std::chrono::seconds(5);
+  Duration backoff_max = std::chrono::hours(1);
   // How long a claim lasts. Must exceed the SmtpClient's longest Send.
-  std::chrono::milliseconds lease{300'000};
+  Duration lease = std::chrono::minutes(5);
+  // Where due times, leases and sent_at come from. Must outlive the sender.
+  const Clock* clock = &SystemClock();
 };
 
 // Monotonic counts since construction, for /metrics.
@@ -56,14 +58,15 @@ struct OutboxCounters {
   uint64_t retries = 0;  // transient failures scheduled for another attempt
 };
 
-// Returns every email claimed by a sender ('sending') to 'pending', due now. Only for
-// start-up when this process is the only sender (SQLite: one process per data
+// Returns every email claimed by a sender ('sending') to 'pending', due at `now`. Only
+// for start-up when this process is the only sender (SQLite: one process per data
 // directory); with several instances an expired lease does the same job safely.
-Status ReleaseAbandonedClaims(store::Database& db);
+Status ReleaseAbandonedClaims(store::Database& db, Timestamp now);
 
 class OutboxSender {
  public:
-  // `db` must outlive the sender. REQUIRES: options.from is a valid mailbox.
+  // `db` must outlive the sender. REQUIRES: options.clock is not null; options.from is a
+  // valid mailbox (DeliverDue refuses to claim anything otherwise).
   OutboxSender(store::Database& db, std::unique_ptr<SmtpClient> smtp, OutboxOptions options);
   // Stops the thread if running.
   ~OutboxSender();
@@ -72,43 +75,51 @@ class OutboxSender {
   OutboxSender& operator=(const OutboxSender&) = delete;
 
   // Starts the background thread. No effect when already running.
-  void Start();
+  void Start() EXCLUDES(lifecycle_mu_, mu_);
   // Asks the thread to finish and waits for it: a send in progress completes and its
   // outcome is recorded; no new message is claimed. No effect when not running.
-  void Stop();
-  // Makes the thread look for due messages now, e.g. after a commit that enqueued one.
-  void Wake();
+  void Stop() EXCLUDES(lifecycle_mu_, mu_);
+  // Makes the thread look for due messages now. Register it with Tx::AfterCommit in the
+  // transaction that enqueued a message (notify.h EnqueueEmail).
+  void Wake() EXCLUDES(mu_);
 
   // Delivers the messages due now on the calling thread, one claim at a time, until
-  // none is due or Stop() is called. Returns how many were attempted. The background
-  // thread calls this; tests and one-shot tools may too.
-  StatusOr<int> DeliverDue();
+  // none is due or Stop() is called. Returns how many were attempted. Fails with
+  // kInvalidArgument for an invalid `from`, and with the database's status when a claim
+  // fails (kOutcomeUnknown included: a claim that did commit is not acted on, and its
+  // message is claimed again once the lease runs out). The background thread calls
+  // this; tests and one-shot tools may too.
+  StatusOr<int> DeliverDue() EXCLUDES(mu_);
 
   OutboxCounters counters() const;
 
  private:
   struct Claimed;
 
-  void Run();
+  void Run() EXCLUDES(mu_);
+  // Whether Stop() has asked the thread to finish.
+  bool StopRequested() EXCLUDES(mu_);
   // Claims one due message into `out` and sets `found`; `found` is false when none is
   // due.
   Status ClaimOne(Claimed* out, bool* found);
   // Sends a claimed message and records the outcome; logs, never fails.
   void Deliver(const Claimed& m);
   // The wait before the next attempt after `attempt` attempts.
-  std::chrono::microseconds Backoff(int64_t attempt) const;
+  Duration Backoff(int64_t attempt) const;
 
   store::Database& db_;
   const std::unique_ptr<SmtpClient> smtp_;
   const OutboxOptions options_;
 
-  std::mutex lifecycle_mu_;  // serialises Start and Stop
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool wake_ = false;                  // GUARDED_BY(mu_)
-  bool running_ = false;               // GUARDED_BY(mu_)
-  std::thread thread_;                 // GUARDED_BY(mu_); joined outside it
-  std::atomic<bool> stopping_{false};  // written under mu_, read anywhere
+  // Serialises Start and Stop; taken before mu_. Held while Stop joins the thread, which
+  // never takes it.
+  Mutex lifecycle_mu_;
+  std::thread thread_ GUARDED_BY(lifecycle_mu_);  // joinable while running
+
+  Mutex mu_;
+  CondVar cv_;  // signalled when wake_ or stop_ is set
+  bool wake_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
 
   std::atomic<uint64_t> sent_{0};
   std::atomic<uint64_t> failed_{0};

@@ -21,7 +21,7 @@ struct OutgoingEmail {
   std::string subject;     // UTF-8, one line
   std::string body;        // UTF-8 plain text
   std::string message_id;  // "<id@domain>", the same for every attempt at one message
-  UnixMicros date = 0;     // the Date header
+  Timestamp date;          // the Date header
 };
 
 class SmtpClient {

@@ -17,9 +17,9 @@
 #include <fstream>
 #include <thread>
 
-#include "common/ids.h"
-#include "common/time.h"
-#include "platform/store/migrations.h"
+#include "common/json.h"
+#include "platform/accounts/accounts_store.h"
+#include "platform/notify/notify_store.h"
 
 extern char** environ;
 
@@ -55,20 +55,26 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-StatusOr<std::unique_ptr<store::Database>> OpenMigratedDb(const std::string& dir) {
-  auto db = store::OpenSqliteDatabase(dir);
-  if (!db.ok()) return db.status();
-  GPUNEX_RETURN_IF_ERROR(store::Migrate(**db));
-  return std::move(db).value();
+std::vector<store::Migration> TestMigrations() {
+  std::vector<store::Migration> all = accounts::AccountsMigrations();
+  for (store::Migration& m : NotifyMigrations()) all.push_back(std::move(m));
+  return all;
 }
 
-Status InsertUser(store::Database& db, const std::string& user_id) {
+StatusOr<std::unique_ptr<store::testing::TestDatabase>> OpenMigratedDb(const std::string& backend) {
+  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<store::testing::TestDatabase> db,
+                          store::testing::TestDatabase::Open(backend));
+  GPUNEX_RETURN_IF_ERROR(db->Migrate(TestMigrations()));
+  return db;
+}
+
+Status InsertUser(store::Database& db, const std::string& user_id, Timestamp created_at) {
   return db.Transact([&](store::Tx& tx) -> Status {
     return tx
         .Exec(
             "INSERT INTO users (id, email, name, password_hash, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            {user_id, user_id + "@example.com", "Test " + user_id, "x", NowMicros()})
+            {user_id, user_id + "@example.com", "Test " + user_id, "x", ToUnixMicros(created_at)})
         .status();
   });
 }

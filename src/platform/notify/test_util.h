@@ -1,5 +1,6 @@
-// Helpers for notify's tests: a migrated SQLite database in a temporary directory and a
-// real SMTP server (testdata/smtp_sink.py, aiosmtpd) run as a child process.
+// Helpers for notify's tests: a migrated throw-away database on either backend
+// (store/testing/test_database.h) and a real SMTP server (testdata/smtp_sink.py,
+// aiosmtpd) run as a child process.
 #pragma once
 
 #include <sys/types.h>
@@ -10,9 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "common/json.h"
 #include "common/status.h"
+#include "common/time.h"
 #include "platform/store/db.h"
+#include "platform/store/migrations.h"
+#include "platform/store/testing/test_database.h"
 
 namespace gpunex::platform::notify::test {
 
@@ -29,11 +32,16 @@ class TempDir {
   std::string path_;
 };
 
-// Opens the SQLite database in `dir` and applies the migrations.
-StatusOr<std::unique_ptr<store::Database>> OpenMigratedDb(const std::string& dir);
+// The schema notify's tables need: accounts' migrations (users, which notifications
+// refer to) and notify's.
+std::vector<store::Migration> TestMigrations();
 
-// Inserts a row into users (migration 1) with id `user_id`.
-Status InsertUser(store::Database& db, const std::string& user_id);
+// A fresh database on `backend` ("sqlite", "postgresql"; see TestBackends()) with
+// TestMigrations() applied. kFailedPrecondition (skip) for PostgreSQL without a server.
+StatusOr<std::unique_ptr<store::testing::TestDatabase>> OpenMigratedDb(const std::string& backend);
+
+// Inserts a row into users (accounts' table; tests only) with id `user_id`.
+Status InsertUser(store::Database& db, const std::string& user_id, Timestamp created_at);
 
 // Runs `sql` in a transaction; returns the rows it yields.
 StatusOr<store::Rows> QueryDb(store::Database& db, const std::string& sql,

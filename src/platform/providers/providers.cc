@@ -1,6 +1,7 @@
 #include "platform/providers/providers.h"
 
 #include "common/ids.h"
+#include "platform/providers/providers_store.h"
 
 namespace gpunex::platform::providers {
 namespace {
@@ -8,117 +9,82 @@ namespace {
 constexpr std::string_view kAgentTokenPrefix = "gpx_a";
 constexpr int kMaxActiveTokens = 100;
 
-json::value OptTime(const std::optional<UnixMicros>& t) {
-  return t ? json::value(FormatRfc3339(*t)) : json::value(nullptr);
-}
-
-StatusOr<AgentToken> LoadToken(store::Tx& tx, const std::string& provider_id,
-                               const std::string& token_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query("SELECT id, name, token_prefix, created_at, last_used_at, revoked_at, replaced_by "
-               "FROM agent_tokens WHERE id = ? AND provider_id = ?",
-               {token_id, provider_id}));
-  if (rows.empty()) return NotFound("no such agent token");
-  const auto& r = rows[0];
-  return AgentToken{r.Str(0), r.Str(1), r.Str(2), r.Int(3), r.OptInt(4), r.OptInt(5), r.OptStr(6)};
+AgentToken TokenFrom(const AgentTokenRow& r) {
+  return {r.id, r.name, r.token_prefix, r.created_at, r.last_used_at, r.revoked_at, r.replaced_by};
 }
 
 Status RequireProvider(store::Tx& tx, const accounts::Principal& p) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx.Query("SELECT 1 FROM providers WHERE user_id = ?", {p.user.id}));
-  if (rows.empty()) return PermissionDenied("only approved providers can do this");
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(p.user.id));
+  if (!row) return PermissionDenied("only approved providers can do this");
   return Status::Ok();
+}
+
+// `freed`: active tokens that the caller's transaction revokes as well (a rotation's old
+// one), which leave their place to the new token.
+StatusOr<NewAgentToken> IssueToken(store::Tx& tx, Timestamp now, const std::string& provider_id,
+                                   std::string_view name, int64_t freed) {
+  ProvidersStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(int64_t active, s.CountActiveTokens(provider_id));
+  if (active - freed >= kMaxActiveTokens) {
+    return FailedPrecondition("at most " + std::to_string(kMaxActiveTokens) +
+                              " active agent tokens; revoke one first");
+  }
+  NewAgentToken out;
+  out.secret = NewSecret(kAgentTokenPrefix);
+  out.token = {NewId("atk"), std::string(name), out.secret.substr(0, 12), now, {}, {}, {}};
+  GPUNEX_RETURN_IF_ERROR(s.InsertToken({out.token.id,
+                                        provider_id,
+                                        out.token.name,
+                                        Sha256Hex(out.secret),
+                                        out.token.prefix,
+                                        now,
+                                        {},
+                                        {},
+                                        {}}));
+  GPUNEX_RETURN_IF_ERROR(
+      accounts::Audit(tx, now, provider_id, "agent_token.created", out.token.id, ""));
+  return out;
 }
 
 }  // namespace
 
-json::object ToJson(const Provider& p) {
-  return {{"user_id", p.user_id},
-          {"tier", p.tier},
-          {"status", p.status},
-          {"application_id", p.application_id},
-          {"approved_at", FormatRfc3339(p.approved_at)}};
-}
-
-json::object ToJson(const AgentToken& t) {
-  json::object o{{"id", t.id},
-                 {"name", t.name},
-                 {"prefix", t.prefix},
-                 {"created_at", FormatRfc3339(t.created_at)}};
-  o["last_used_at"] = OptTime(t.last_used_at);
-  o["revoked_at"] = OptTime(t.revoked_at);
-  o["replaced_by"] = t.replaced_by ? json::value(*t.replaced_by) : json::value(nullptr);
-  o["active"] = !t.revoked_at.has_value();
-  return o;
-}
-
-Status UpsertProvider(store::Tx& tx, const std::string& user_id, std::string_view tier,
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, std::string_view tier,
                       const std::string& application_id, const std::string& approved_by) {
   GPUNEX_RETURN_IF_ERROR(
-      tx.Exec("INSERT INTO providers (user_id, tier, status, application_id, approved_at, "
-              "approved_by) VALUES (?, ?, 'active', ?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET "
-              "tier = excluded.tier, application_id = excluded.application_id, "
-              "approved_at = excluded.approved_at, approved_by = excluded.approved_by",
-              {user_id, std::string(tier), application_id, NowMicros(), approved_by})
-          .status());
-  return accounts::GrantRole(tx, user_id, accounts::kRoleProvider, approved_by);
+      ProvidersStore(tx).UpsertProvider({user_id, std::string(tier), "active", application_id, now, approved_by}));
+  return accounts::GrantRole(tx, now, user_id, accounts::kRoleProvider, approved_by);
 }
 
-StatusOr<std::pair<AgentToken, std::string>> IssueAgentToken(store::Tx& tx,
-                                                             const std::string& provider_id,
-                                                             std::string_view name) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows n,
-      tx.Query("SELECT COUNT(*) FROM agent_tokens WHERE provider_id = ? AND revoked_at IS NULL",
-               {provider_id}));
-  if (n[0].Int(0) >= kMaxActiveTokens) {
-    return FailedPrecondition("at most " + std::to_string(kMaxActiveTokens) +
-                              " active agent tokens; revoke one first");
-  }
-  std::string secret = NewSecret(kAgentTokenPrefix);
-  AgentToken t{NewId("atk"), std::string(name), secret.substr(0, 12), NowMicros(), {}, {}, {}};
-  GPUNEX_RETURN_IF_ERROR(
-      tx.Exec("INSERT INTO agent_tokens (id, provider_id, name, token_hash, token_prefix, "
-              "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-              {t.id, provider_id, t.name, Sha256Hex(secret), t.prefix, t.created_at})
-          .status());
-  GPUNEX_RETURN_IF_ERROR(accounts::Audit(tx, provider_id, "agent_token.created", t.id, ""));
-  return std::make_pair(std::move(t), std::move(secret));
+StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now,
+                                        const std::string& provider_id, std::string_view name) {
+  return IssueToken(tx, now, provider_id, name, /*freed=*/0);
 }
 
 std::string InstallCommand(std::string_view public_url, std::string_view token) {
-  return "curl -fsSL " + std::string(public_url) + "/agent/install.sh | GPUNEX_TOKEN=" +
-         std::string(token) + " bash";
+  return "curl -fsSL " + std::string(public_url) + "/agent/install.sh | GPUNEX_TOKEN=" + std::string(token) +
+         " bash";
 }
 
 StatusOr<Provider> Providers::Get(const accounts::Principal& p) {
   Provider out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT user_id, tier, status, application_id, approved_at FROM providers "
-                 "WHERE user_id = ?",
-                 {p.user.id}));
-    if (rows.empty()) return PermissionDenied("you are not an approved provider");
-    out = {rows[0].Str(0), rows[0].Str(1), rows[0].Str(2), rows[0].Str(3), rows[0].Int(4)};
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(p.user.id));
+    if (!row) return PermissionDenied("you are not an approved provider");
+    out = {row->user_id, row->tier, row->status, row->application_id, row->approved_at};
     return Status::Ok();
   }));
   return out;
 }
 
-StatusOr<std::pair<AgentToken, std::string>> Providers::CreateToken(const accounts::Principal& p,
-                                                                    const json::value& body) {
-  if (!body.is_object()) return FieldError("body", "must be a JSON object");
-  FieldErrors errors;
-  JsonReader r(body.get_object(), "", &errors);
-  r.RejectUnknown({"name"});
-  auto name = r.String("name", false, 100);
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  std::pair<AgentToken, std::string> out;
+StatusOr<NewAgentToken> Providers::CreateToken(const accounts::Principal& p, const std::string& name) {
+  if (name.size() > kMaxTokenName) {
+    return FieldError("name", "must be at most " + std::to_string(kMaxTokenName) + " characters");
+  }
+  const Timestamp now = options_.clock->Now();
+  NewAgentToken out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(out, IssueAgentToken(tx, p.user.id, name.value_or("agent")));
+    GPUNEX_ASSIGN_OR_RETURN(out, IssueAgentToken(tx, now, p.user.id, name.empty() ? "agent" : name));
     return Status::Ok();
   }));
   return out;
@@ -128,66 +94,57 @@ StatusOr<std::vector<AgentToken>> Providers::ListTokens(const accounts::Principa
   std::vector<AgentToken> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT id, name, token_prefix, created_at, last_used_at, revoked_at, "
-                 "replaced_by FROM agent_tokens WHERE provider_id = ? ORDER BY id",
-                 {p.user.id}));
-    for (const auto& r : rows) {
-      out.push_back({r.Str(0), r.Str(1), r.Str(2), r.Int(3), r.OptInt(4), r.OptInt(5), r.OptStr(6)});
-    }
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<AgentTokenRow> rows, ProvidersStore(tx).ListTokens(p.user.id));
+    out.clear();
+    for (const auto& r : rows) out.push_back(TokenFrom(r));
     return Status::Ok();
   }));
   return out;
 }
 
 Status Providers::RevokeToken(const accounts::Principal& p, const std::string& token_id) {
+  const Timestamp now = options_.clock->Now();
   return db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(
-        int64_t n, tx.Exec("UPDATE agent_tokens SET revoked_at = ? WHERE id = ? AND "
-                           "provider_id = ? AND revoked_at IS NULL",
-                           {NowMicros(), token_id, p.user.id}));
-    if (n == 0) return NotFound("no such active agent token");
-    return accounts::Audit(tx, p.user.id, "agent_token.revoked", token_id, p.ip);
+    GPUNEX_ASSIGN_OR_RETURN(bool revoked, ProvidersStore(tx).RevokeToken(p.user.id, token_id, now, std::nullopt));
+    if (!revoked) return NotFound("no such active agent token");
+    return accounts::Audit(tx, now, p.user.id, "agent_token.revoked", token_id, p.ip);
   });
 }
 
-StatusOr<std::pair<AgentToken, std::string>> Providers::RotateToken(const accounts::Principal& p,
-                                                                    const std::string& token_id) {
-  std::pair<AgentToken, std::string> out;
+StatusOr<NewAgentToken> Providers::RotateToken(const accounts::Principal& p, const std::string& token_id) {
+  const Timestamp now = options_.clock->Now();
+  NewAgentToken out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(AgentToken old, LoadToken(tx, p.user.id, token_id));
-    if (old.revoked_at) return NotFound("no such active agent token");
-    GPUNEX_ASSIGN_OR_RETURN(out, IssueAgentToken(tx, p.user.id, old.name));
-    GPUNEX_RETURN_IF_ERROR(
-        tx.Exec("UPDATE agent_tokens SET revoked_at = ?, replaced_by = ? WHERE id = ?",
-                {NowMicros(), out.first.id, token_id})
-            .status());
-    return accounts::Audit(tx, p.user.id, "agent_token.rotated", token_id, p.ip,
-                           {{"replaced_by", out.first.id}});
+    ProvidersStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<AgentTokenRow> old, s.FindToken(p.user.id, token_id));
+    if (!old || old->revoked_at) return NotFound("no such active agent token");
+    // The old token is revoked below, in this transaction: a rotation at the limit is fine.
+    GPUNEX_ASSIGN_OR_RETURN(out, IssueToken(tx, now, p.user.id, old->name, /*freed=*/1));
+    GPUNEX_RETURN_IF_ERROR(s.RevokeToken(p.user.id, token_id, now, out.token.id).status());
+    return accounts::Audit(tx, now, p.user.id, "agent_token.rotated", token_id, p.ip,
+                           {{"replaced_by", out.token.id}});
   }));
   return out;
 }
 
 StatusOr<AgentIdentity> Providers::AuthenticateAgent(std::string_view token) {
-  if (!token.starts_with(kAgentTokenPrefix) || token.size() > 128) {
-    return Unauthenticated("invalid agent token");
-  }
+  if (!token.starts_with(kAgentTokenPrefix) || token.size() > 128) return Unauthenticated("invalid agent token");
   AgentIdentity id;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT t.id, t.provider_id FROM agent_tokens t JOIN providers p ON "
-                 "p.user_id = t.provider_id WHERE t.token_hash = ? AND t.revoked_at IS NULL AND "
-                 "p.status = 'active'",
-                 {Sha256Hex(token)}));
-    if (rows.empty()) return Unauthenticated("the agent token is unknown or revoked");
-    id = {rows[0].Str(1), rows[0].Str(0)};
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<AgentTokenRow> row,
+                            ProvidersStore(tx).FindLiveTokenByHash(Sha256Hex(token)));
+    if (!row) return Unauthenticated("the agent token is unknown or revoked");
+    id = {row->provider_id, row->id};
     return Status::Ok();
   }));
   return id;
+}
+
+Status Providers::TouchAgentToken(const std::string& token_id) {
+  const Timestamp now = options_.clock->Now();
+  return db_.Transact([&](store::Tx& tx) { return ProvidersStore(tx).TouchToken(token_id, now); });
 }
 
 }  // namespace gpunex::platform::providers

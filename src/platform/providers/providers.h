@@ -2,6 +2,9 @@
 // provider's agent tokens. An agent token ("gpx_a_...") authenticates a provider's agent
 // on the agent channel only; it is shown once and stored as its SHA-256.
 //
+// The tables are providers_store.h's. Approval (applications/) creates the record and
+// the first token through the functions here that take the caller's transaction.
+//
 // Thread-safety: Providers is safe to share.
 #pragma once
 
@@ -9,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "common/json.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
@@ -22,30 +24,36 @@ struct Provider {
   std::string tier;    // "community" | "enterprise"
   std::string status;  // "active"
   std::string application_id;
-  UnixMicros approved_at = 0;
+  Timestamp approved_at;
 };
-json::object ToJson(const Provider& p);
 
 struct AgentToken {
   std::string id;
   std::string name;
   std::string prefix;
-  UnixMicros created_at = 0;
-  std::optional<UnixMicros> last_used_at;
-  std::optional<UnixMicros> revoked_at;
+  Timestamp created_at;
+  std::optional<Timestamp> last_used_at;
+  std::optional<Timestamp> revoked_at;
   std::optional<std::string> replaced_by;
 };
-json::object ToJson(const AgentToken& t);
+
+// A new token with its secret, shown only this once.
+struct NewAgentToken {
+  AgentToken token;
+  std::string secret;
+};
+
+inline constexpr size_t kMaxTokenName = 100;
 
 // Creates or updates the provider record and grants the provider role, in the caller's
 // transaction.
-Status UpsertProvider(store::Tx& tx, const std::string& user_id, std::string_view tier,
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, std::string_view tier,
                       const std::string& application_id, const std::string& approved_by);
 
-// Issues a new agent token in the caller's transaction; returns it with its secret.
-StatusOr<std::pair<AgentToken, std::string>> IssueAgentToken(store::Tx& tx,
-                                                             const std::string& provider_id,
-                                                             std::string_view name);
+// Issues a new agent token in the caller's transaction. kFailedPrecondition when the
+// provider has too many active tokens.
+StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now, const std::string& provider_id,
+                                        std::string_view name);
 
 // The command a provider runs on a machine to install the agent.
 std::string InstallCommand(std::string_view public_url, std::string_view token);
@@ -56,27 +64,34 @@ struct AgentIdentity {
   std::string token_id;
 };
 
+struct ProvidersOptions {
+  const Clock* clock = &SystemClock();
+};
+
 class Providers {
  public:
-  explicit Providers(store::Database& db) : db_(db) {}
+  explicit Providers(store::Database& db, ProvidersOptions options = {}) : db_(db), options_(options) {}
 
   // kPermissionDenied when the caller is not a provider.
   StatusOr<Provider> Get(const accounts::Principal& p);
 
-  StatusOr<std::pair<AgentToken, std::string>> CreateToken(const accounts::Principal& p,
-                                                           const json::value& body);
+  // `name` empty: "agent".
+  StatusOr<NewAgentToken> CreateToken(const accounts::Principal& p, const std::string& name);
   StatusOr<std::vector<AgentToken>> ListTokens(const accounts::Principal& p);
   // kNotFound unless the token is the caller's and active.
   Status RevokeToken(const accounts::Principal& p, const std::string& token_id);
   // Revokes the token and issues its replacement (same name) atomically.
-  StatusOr<std::pair<AgentToken, std::string>> RotateToken(const accounts::Principal& p,
-                                                           const std::string& token_id);
+  StatusOr<NewAgentToken> RotateToken(const accounts::Principal& p, const std::string& token_id);
 
-  // For the agent channel: kUnauthenticated for unknown or revoked tokens.
+  // For the agent channel: kUnauthenticated for unknown or revoked tokens, or tokens of a
+  // provider that is not active.
   StatusOr<AgentIdentity> AuthenticateAgent(std::string_view token);
+  // Records that the token opened a connection now.
+  Status TouchAgentToken(const std::string& token_id);
 
  private:
   store::Database& db_;
+  const ProvidersOptions options_;
 };
 
 }  // namespace gpunex::platform::providers

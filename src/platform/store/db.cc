@@ -1,7 +1,10 @@
 #include "platform/store/db.h"
 
 #include <cmath>
+#include <exception>
 #include <stdexcept>
+
+#include "common/log.h"
 
 namespace gpunex::platform::store {
 
@@ -24,6 +27,23 @@ double Row::Real(size_t i) const {
   if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
   if (auto s = std::get_if<std::string>(&v)) return std::stod(*s);
   throw std::logic_error("column " + std::to_string(i) + " is null, not a number");
+}
+
+std::optional<Timestamp> Row::OptTime(size_t i) const {
+  if (IsNull(i)) return std::nullopt;
+  return Time(i);
+}
+
+void RunAfterCommit(std::vector<std::function<void()>> callbacks) {
+  for (auto& fn : callbacks) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      LogError("store.after_commit_threw", {{"error", e.what()}});
+    } catch (...) {
+      LogError("store.after_commit_threw", {{"error", "unknown exception"}});
+    }
+  }
 }
 
 std::string Row::Str(size_t i) const {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/time.h"
 
 namespace gpunex::platform::store {
 
@@ -45,6 +46,9 @@ class Row {
   std::string Str(size_t i) const;
   std::optional<std::string> OptStr(size_t i) const;
   bool Bool(size_t i) const { return Int(i) != 0; }
+  // A time stored as Unix microseconds (time.h).
+  Timestamp Time(size_t i) const { return FromUnixMicros(Int(i)); }
+  std::optional<Timestamp> OptTime(size_t i) const;
 
  private:
   std::vector<Value> cells_;
@@ -64,7 +68,24 @@ class Tx {
   virtual StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params = {}) = 0;
   // Runs one statement and returns the number of rows it changed.
   virtual StatusOr<int64_t> Exec(std::string_view sql, const std::vector<Value>& params = {}) = 0;
+
+  // Runs `fn` once this transaction has committed, on the committing thread, after the
+  // commit and in the order registered: for effects outside the database that must not
+  // happen for a transaction that rolls back (waking the email outbox, sending an agent
+  // its new command). Never runs when the transaction rolls back, when its commit fails
+  // or its outcome is unknown; a retried attempt starts with none registered. `fn` must
+  // not throw (an exception is logged and dropped).
+  void AfterCommit(std::function<void()> fn) { after_commit_.push_back(std::move(fn)); }
+
+  // For backends: the callbacks registered so far, handed over once.
+  std::vector<std::function<void()>> TakeAfterCommit() { return std::move(after_commit_); }
+
+ private:
+  std::vector<std::function<void()>> after_commit_;
 };
+
+// For backends: runs the callbacks a committed transaction registered (Tx::AfterCommit).
+void RunAfterCommit(std::vector<std::function<void()>> callbacks);
 
 class Database {
  public:
@@ -76,8 +97,10 @@ class Database {
   // rolls back and returns its status otherwise. When the backend reports a conflict
   // (SQLite busy, PostgreSQL serialization failure or deadlock) the transaction is rolled
   // back and `fn` runs again, up to a bounded number of attempts; `fn` must therefore have
-  // no effects outside the transaction. Returns kUnavailable when the database cannot be
-  // reached.
+  // no effects outside the transaction (it registers them with Tx::AfterCommit). Returns
+  // kUnavailable when the database cannot be reached (nothing was committed), and
+  // kOutcomeUnknown when the connection was lost during COMMIT (it may have committed:
+  // re-read before acting on either outcome).
   virtual Status Transact(const std::function<Status(Tx&)>& fn) = 0;
 
   // Runs `fn` in a read-only transaction (a consistent snapshot).

@@ -6,115 +6,46 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <pqxx/pqxx>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "platform/store/db.h"
 #include "platform/store/migrations.h"
+#include "platform/store/paging.h"
+#include "platform/store/testing/fault_injection.h"
+#include "platform/store/testing/test_database.h"
 
 namespace gpunex::platform::store {
 namespace {
 
-std::string RandomSuffix() {
-  static std::mt19937_64 rng{std::random_device{}()};
-  static std::mutex mu;
-  std::lock_guard g(mu);
-  static const char* kHex = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 12; ++i) s += kHex[rng() % 16];
-  return s;
-}
-
-// `url` with its database name replaced by `dbname`.
-std::string WithDatabase(const std::string& url, const std::string& dbname) {
-  size_t authority = url.find("://");
-  authority = authority == std::string::npos ? 0 : authority + 3;
-  size_t query = url.find('?', authority);
-  size_t slash = url.find('/', authority);
-  std::string suffix = query == std::string::npos ? "" : url.substr(query);
-  if (slash == std::string::npos || (query != std::string::npos && slash > query)) {
-    slash = query == std::string::npos ? url.size() : query;
-  }
-  return url.substr(0, slash) + "/" + dbname + suffix;
-}
-
-// Runs one statement outside a transaction block (CREATE/DROP DATABASE refuse to run
-// inside one, so this cannot go through Database).
-Status AdminExec(const std::string& url, const std::string& sql) {
-  try {
-    pqxx::connection conn(url);
-    pqxx::nontransaction work(conn);
-    work.exec(sql);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return Internal(e.what());
-  }
-}
-
 class StoreConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "sqlite") {
-      dir_ = std::filesystem::temp_directory_path() / ("gpunex_store_test_" + RandomSuffix());
-      auto db = OpenSqliteDatabase(dir_.string());
-      ASSERT_TRUE(db.ok()) << db.status().ToString();
-      db_ = std::move(*db);
-      return;
-    }
-    const char* url = std::getenv("GPUNEX_TEST_PG_URL");
-    if (url == nullptr || *url == '\0') {
-      GTEST_SKIP() << "GPUNEX_TEST_PG_URL is not set, so the PostgreSQL backend is not "
-                      "tested; start a server with `scripts/pg-test-server.sh start DIR` "
-                      "and set the variable to the URL it prints";
-    }
-    admin_url_ = url;
-    dbname_ = "gpunex_t_" + RandomSuffix();
-    Status st = AdminExec(admin_url_, "CREATE DATABASE " + dbname_);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    auto db = OpenPostgresDatabase(WithDatabase(admin_url_, dbname_));
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(*db);
-  }
-
-  void TearDown() override {
-    db_.reset();
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
-    if (!dbname_.empty()) {
-      Status st = AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + dbname_ + " WITH (FORCE)");
-      EXPECT_TRUE(st.ok()) << st.ToString();
-    }
+    auto t = testing::TestDatabase::Open(GetParam());
+    if (t.status().code() == StatusCode::kFailedPrecondition) GTEST_SKIP() << t.status().message();
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    test_db_ = std::move(*t);
+    db_ = &test_db_->db();
   }
 
   // Runs statements, each in its own transaction; fails the test on the first error.
-  void Setup(const std::vector<std::string>& statements) {
+  void Prepare(const std::vector<std::string>& statements) {
     for (const std::string& sql : statements) {
-      Status st = db_->Transact([&](Tx& tx) { return tx.Exec(sql).status(); });
+      Status st = test_db_->Exec(sql);
       ASSERT_TRUE(st.ok()) << sql << ": " << st.ToString();
     }
   }
 
   StatusOr<Rows> ReadRows(const std::string& sql, const std::vector<Value>& params = {}) {
-    Rows rows;
-    Status st = db_->Read([&](Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(rows, tx.Query(sql, params));
-      return Status::Ok();
-    });
-    if (!st.ok()) return st;
-    return rows;
+    return test_db_->Query(sql, params);
   }
 
   int64_t Count(const std::string& table) {
@@ -123,10 +54,8 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
     return rows.ok() ? rows->at(0).Int(0) : -1;
   }
 
-  std::filesystem::path dir_;
-  std::string admin_url_;
-  std::string dbname_;
-  std::unique_ptr<Database> db_;
+  std::unique_ptr<testing::TestDatabase> test_db_;
+  Database* db_ = nullptr;
 };
 
 TEST_P(StoreConformance, ReportsItsBackendAndPings) {
@@ -140,31 +69,192 @@ TEST_P(StoreConformance, ReportsItsBackendAndPings) {
   EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
+// Two folders' parts in version 1 (as the first releases shipped), a data step in 2.
+std::vector<Migration> TestMigrations() {
+  return {
+      {1, "alpha", "alpha table", {"CREATE TABLE alpha (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"}, {}},
+      {2, "alpha", "alpha data",
+       {"ALTER TABLE alpha ADD COLUMN note TEXT"},
+       [](Tx& tx) { return tx.Exec("UPDATE alpha SET note = 'migrated' WHERE note IS NULL").status(); }},
+      {1, "beta", "beta table", {"CREATE TABLE beta (id TEXT PRIMARY KEY REFERENCES alpha(id))"}, {}},
+  };
+}
+
 TEST_P(StoreConformance, MigrateBringsEmptyDatabaseToLatestAndIsIdempotent) {
   auto before = CurrentSchemaVersion(*db_);
-  // An empty database has no schema_migrations table yet; either answer is fine as long
-  // as it isn't a version.
-  if (before.ok()) {
-    EXPECT_EQ(*before, 0);
-  }
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(*before, 0);
 
-  Status st = Migrate(*db_);
+  Status st = Migrate(*db_, TestMigrations());
   ASSERT_TRUE(st.ok()) << st.ToString();
   auto version = CurrentSchemaVersion(*db_);
   ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(*version, LatestSchemaVersion());
-  int64_t recorded = Count("schema_migrations");
+  EXPECT_EQ(*version, 2);
+  EXPECT_EQ(LatestVersion(TestMigrations()), 2);
+  EXPECT_EQ(Count("schema_migrations"), 2);  // one row per version, not per part
+  EXPECT_EQ(Count("beta"), 0);
 
-  st = Migrate(*db_);
+  st = Migrate(*db_, TestMigrations());
   ASSERT_TRUE(st.ok()) << st.ToString();
-  version = CurrentSchemaVersion(*db_);
-  ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(*version, LatestSchemaVersion());
-  EXPECT_EQ(Count("schema_migrations"), recorded);
+  EXPECT_EQ(*CurrentSchemaVersion(*db_), 2);
+  EXPECT_EQ(Count("schema_migrations"), 2);
+}
+
+TEST_P(StoreConformance, MigrateUpgradesInPlaceAndRefusesANewerSchema) {
+  auto first = TestMigrations();
+  first.erase(first.begin() + 1);  // the release before version 2
+  ASSERT_TRUE(Migrate(*db_, first).ok());
+  Prepare({"INSERT INTO alpha (id, n) VALUES ('a', 1)"});
+  ASSERT_TRUE(Migrate(*db_, TestMigrations()).ok());
+  auto rows = ReadRows("SELECT note FROM alpha WHERE id = 'a'");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->at(0).Str(0), "migrated");
+  Status st = Migrate(*db_, first);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+}
+
+TEST_P(StoreConformance, AFailedVersionLeavesTheSchemaAtTheVersionBefore) {
+  auto migrations = TestMigrations();
+  migrations.push_back({3, "beta", "broken", {"ALTER TABLE beta ADD COLUMN x BIGINT", "NOT SQL"}, {}});
+  Status st = Migrate(*db_, migrations);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("migration 3 (beta)"), std::string::npos) << st.message();
+  EXPECT_EQ(*CurrentSchemaVersion(*db_), 2);
+  // Column x was rolled back with the rest of version 3.
+  EXPECT_FALSE(ReadRows("SELECT x FROM beta").ok());
+}
+
+TEST_P(StoreConformance, AfterCommitRunsOnceOnlyForCommittedTransactions) {
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
+  std::vector<std::string> ran;
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    tx.AfterCommit([&] { ran.push_back("first"); });
+    tx.AfterCommit([&] { ran.push_back("second"); });
+    // Not yet: the transaction is still open.
+    EXPECT_TRUE(ran.empty());
+    return tx.Exec("INSERT INTO items (id) VALUES ('a')").status();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ran, (std::vector<std::string>{"first", "second"}));
+
+  ran.clear();
+  st = db_->Transact([&](Tx& tx) -> Status {
+    tx.AfterCommit([&] { ran.push_back("rolled back"); });
+    return FailedPrecondition("no");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  st = db_->Transact([&](Tx& tx) -> Status {
+    tx.AfterCommit([&] { ran.push_back("duplicate"); });
+    return tx.Exec("INSERT INTO items (id) VALUES ('a')").status();
+  });
+  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(ran.empty());
+
+  // A retried attempt's registrations go with it: one run for the attempt that committed.
+  testing::FaultInjectingDatabase faulty(*db_);
+  faulty.FailStatement("INSERT INTO items", Aborted("injected conflict"), 2);
+  int attempts = 0;
+  st = faulty.Transact([&](Tx& tx) -> Status {
+    ++attempts;
+    tx.AfterCommit([&] { ran.push_back("attempt " + std::to_string(attempts)); });
+    return tx.Exec("INSERT INTO items (id) VALUES ('b')").status();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(attempts, 3);
+  EXPECT_EQ(ran, (std::vector<std::string>{"attempt 3"}));
+  EXPECT_EQ(Count("items"), 2);
+}
+
+TEST_P(StoreConformance, FaultInjectionFailsStatementsAndCommits) {
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
+  testing::FaultInjectingDatabase faulty(*db_);
+  faulty.FailStatement("INSERT INTO items", Unavailable("injected outage"));
+  Status st = faulty.Transact([](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('a')").status(); });
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Count("items"), 0);
+
+  bool ran = false;
+  faulty.FailCommit("INSERT INTO items", /*committed=*/true);
+  st = faulty.Transact([&](Tx& tx) {
+    tx.AfterCommit([&] { ran = true; });
+    return tx.Exec("INSERT INTO items (id) VALUES ('a')").status();
+  });
+  EXPECT_EQ(st.code(), StatusCode::kOutcomeUnknown) << st.ToString();
+  EXPECT_EQ(Count("items"), 1) << "it did commit";
+  EXPECT_FALSE(ran);
+
+  faulty.FailCommit("INSERT INTO items", /*committed=*/false);
+  st = faulty.Transact([&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
+  EXPECT_EQ(st.code(), StatusCode::kOutcomeUnknown) << st.ToString();
+  EXPECT_EQ(Count("items"), 1) << "it did not commit";
+  EXPECT_EQ(faulty.injected(), 3);
+  EXPECT_EQ(faulty.Count("INSERT INTO items"), 3);
+
+  // Faults are spent: the same writes now go through.
+  st = faulty.Transact([&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_P(StoreConformance, QueryPageWalksAKeysetInBothDirections) {
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY, at BIGINT NOT NULL, owner TEXT NOT NULL)"});
+  // Ten rows, two per `at` value, so that the key needs both columns.
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    for (int i = 0; i < 10; ++i) {
+      GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO items (id, at, owner) VALUES (?, ?, ?)",
+                                     {"i" + std::to_string(i), int64_t{i / 2},
+                                      std::string(i == 7 ? "other" : "me")})
+                                 .status());
+    }
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (bool descending : {false, true}) {
+    SCOPED_TRACE(descending ? "descending" : "ascending");
+    PageQuery q{"id", "FROM items", "owner = ?", {std::string("me")},
+                {{"at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}}, descending};
+    std::vector<std::string> seen;
+    PageRequest req{4, std::nullopt};
+    int pages = 0;
+    while (true) {
+      Page<Row> page;
+      st = db_->Read([&](Tx& tx) -> Status {
+        GPUNEX_ASSIGN_OR_RETURN(page, QueryPage(tx, q, req));
+        return Status::Ok();
+      });
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ++pages;
+      for (const Row& r : page.items) seen.push_back(r.Str(0));
+      if (!page.next) break;
+      // The cursor survives its text form.
+      req.after = *Cursor::Decode(page.next->Encode());
+    }
+    std::vector<std::string> want = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i8", "i9"};
+    if (descending) std::reverse(want.begin(), want.end());
+    EXPECT_EQ(seen, want);
+    EXPECT_EQ(pages, 3);
+  }
+  // A page that ends exactly at the last row has no next cursor.
+  Page<Row> all;
+  st = db_->Read([&](Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(all, QueryPage(tx, {"id", "FROM items", "", {}, {{"id", KeyColumn::Type::kText}}},
+                                           PageRequest{10, std::nullopt}));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(all.items.size(), 10u);
+  EXPECT_FALSE(all.next);
+  // A cursor of another list's shape is refused naming "cursor".
+  st = db_->Read([&](Tx& tx) -> Status {
+    return QueryPage(tx, {"id", "FROM items", "", {}, {{"id", KeyColumn::Type::kText}}},
+                     PageRequest{10, Cursor({int64_t{3}})})
+        .status();
+  });
+  EXPECT_EQ(st.code(), StatusCode::kValidationFailed);
+  EXPECT_EQ(st.fields().count("cursor"), 1u);
 }
 
 TEST_P(StoreConformance, RoundTripsEveryValueType) {
-  Setup({"CREATE TABLE vals (id BIGINT PRIMARY KEY, i BIGINT, d DOUBLE PRECISION, s TEXT)"});
+  Prepare({"CREATE TABLE vals (id BIGINT PRIMARY KEY, i BIGINT, d DOUBLE PRECISION, s TEXT)"});
   const int64_t kBig = int64_t{1} << 62;
   struct Case {
     Value i, d, s;
@@ -222,7 +312,7 @@ TEST_P(StoreConformance, RoundTripsEveryValueType) {
 }
 
 TEST_P(StoreConformance, ReturningGivesTheWrittenRows) {
-  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 7)"});
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL DEFAULT 7)"});
   Rows inserted, updated;
   Status st = db_->Transact([&](Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(inserted, tx.Query("INSERT INTO items (id) VALUES (?), (?) "
@@ -242,7 +332,7 @@ TEST_P(StoreConformance, ReturningGivesTheWrittenRows) {
 }
 
 TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
-  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, note TEXT NOT NULL)"});
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY, note TEXT NOT NULL)"});
   int64_t first = -1, second = -1;
   Rows returned;
   Status st = db_->Transact([&](Tx& tx) -> Status {
@@ -266,7 +356,7 @@ TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
 }
 
 TEST_P(StoreConformance, UniqueViolationIsAlreadyExistsAndRollsBack) {
-  Setup({"CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE)",
+  Prepare({"CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE)",
          "INSERT INTO users (id, email) VALUES ('u1', 'a@example.com')"});
   Status seen;
   Status st = db_->Transact([&](Tx& tx) -> Status {
@@ -291,7 +381,7 @@ TEST_P(StoreConformance, UniqueViolationIsAlreadyExistsAndRollsBack) {
 }
 
 TEST_P(StoreConformance, CallbackErrorRollsBack) {
-  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
   int calls = 0;
   Status st = db_->Transact([&](Tx& tx) -> Status {
     ++calls;
@@ -305,7 +395,7 @@ TEST_P(StoreConformance, CallbackErrorRollsBack) {
 }
 
 TEST_P(StoreConformance, CommittedWriteIsVisibleToLaterRead) {
-  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"});
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"});
   Status st = db_->Transact([&](Tx& tx) {
     return tx.Exec("INSERT INTO items (id, n) VALUES (?, ?)", {std::string("a"), int64_t{42}})
         .status();
@@ -328,7 +418,7 @@ TEST_P(StoreConformance, CommittedWriteIsVisibleToLaterRead) {
 }
 
 TEST_P(StoreConformance, ReadSeesOneSnapshot) {
-  Setup({"CREATE TABLE items (id TEXT PRIMARY KEY)", "INSERT INTO items (id) VALUES ('a')"});
+  Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)", "INSERT INTO items (id) VALUES ('a')"});
   int64_t first = -1, second = -1;
   Status st = db_->Read([&](Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(Rows r1, tx.Query("SELECT COUNT(*) FROM items"));
@@ -348,14 +438,14 @@ TEST_P(StoreConformance, ReadSeesOneSnapshot) {
 }
 
 TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
-  Setup({"CREATE TABLE counters (id TEXT PRIMARY KEY, n BIGINT NOT NULL)",
+  Prepare({"CREATE TABLE counters (id TEXT PRIMARY KEY, n BIGINT NOT NULL)",
          "INSERT INTO counters (id, n) VALUES ('c', 0)"});
   constexpr int kThreads = 8;
   constexpr int kPerThread = 25;
   std::atomic<int> failures{0};
   std::atomic<int> attempts{0};
   std::atomic<int> most_attempts{0};  // of one Transact call
-  std::mutex mu;
+  Mutex mu;
   Status first_failure;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -375,7 +465,7 @@ TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
         }
         if (!st.ok()) {
           failures++;
-          std::lock_guard g(mu);
+          MutexLock g(&mu);
           if (first_failure.ok()) first_failure = st;
         }
       }
@@ -391,7 +481,7 @@ TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
 }
 
 TEST_P(StoreConformance, PlaceholderInsideStringLiteralIsText) {
-  Setup({"CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL)"});
+  Prepare({"CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL)"});
   Status st = db_->Transact([&](Tx& tx) {
     return tx.Exec("INSERT INTO notes (id, body) VALUES (?, 'is it ''?'' or \"?\"')", {int64_t{7}})
         .status();

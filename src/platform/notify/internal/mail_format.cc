@@ -1,6 +1,7 @@
 #include "platform/notify/internal/mail_format.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -183,11 +184,12 @@ std::string EncodeUnstructured(std::string_view value, size_t header_name_length
   return EncodedWords(value);
 }
 
-std::string FormatRfc5322Date(UnixMicros t) {
+std::string FormatRfc5322Date(Timestamp t) {
   static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
   static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                             "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  std::time_t secs = static_cast<std::time_t>(t / kMicrosPerSecond);
+  const std::time_t secs = static_cast<std::time_t>(
+      std::chrono::floor<std::chrono::seconds>(t).time_since_epoch().count());
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];

@@ -33,8 +33,8 @@ std::string FormatMailbox(const Mailbox& m);
 // CRLF SP. Never splits a UTF-8 sequence across words.
 std::string EncodeUnstructured(std::string_view value, size_t header_name_length);
 
-// "Sat, 29 Nov 2026 16:00:00 +0000".
-std::string FormatRfc5322Date(UnixMicros t);
+// "Sun, 29 Nov 2026 16:00:00 +0000": UTC, to the second (the fraction is dropped).
+std::string FormatRfc5322Date(Timestamp t);
 
 // Converts '\n', '\r\n' and lone '\r' line ends to CRLF.
 std::string ToCrlf(std::string_view text);
@@ -49,7 +49,7 @@ struct MessageParts {
   std::string subject;     // UTF-8, one line
   std::string body;        // UTF-8 text
   std::string message_id;  // "<id@domain>"
-  UnixMicros date = 0;
+  Timestamp date;          // the Date header
 };
 
 // The complete message (headers, blank line, body; CRLF line ends) ready for the SMTP

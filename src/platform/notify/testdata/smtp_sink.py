@@ -22,6 +22,7 @@ import email
 import email.policy
 import json
 import logging
+import os
 import signal
 import socket
 import ssl
@@ -106,4 +107,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # os._exit: the stdin watcher may still be blocked in a read, which a normal
+    # interpreter shutdown reports as a fatal error.
+    os._exit(main())

@@ -3,7 +3,7 @@
 // callback on serialization failures and deadlocks; Read runs REPEATABLE READ READ ONLY
 // (one snapshot for the whole callback). A transaction whose connection is lost before
 // COMMIT is also run again, on a fresh connection (the server rolled it back); one lost
-// during COMMIT is reported as kUnavailable, since it may have been applied. As on the
+// during COMMIT is reported as kOutcomeUnknown, since it may have been applied. As on the
 // server, the first failed statement ends the transaction: later statements fail at once
 // and the transaction is rolled back even if the callback returns OK.
 //
@@ -89,7 +89,7 @@ Failure ClassifyCurrentException(const pqxx::connection_base& conn) {
     f.status = Aborted("postgresql: " + OneLine(e.what()));
     f.retryable = true;
   } catch (const pqxx::in_doubt_error& e) {
-    f.status = Unavailable(
+    f.status = OutcomeUnknown(
         "postgresql: the connection was lost during COMMIT; the transaction may or may not "
         "have been applied: " +
         OneLine(e.what()));
@@ -428,9 +428,15 @@ class PostgresDatabase final : public Database {
       Failure f = ClassifyCurrentException(*c.pq);
       c.broken = c.broken || f.broken;
       // A commit interrupted by a lost connection may have been applied: no retry.
-      if (f.broken && f.status.code() == StatusCode::kUnavailable) return {f.status, false};
+      if (f.broken && f.status.code() == StatusCode::kUnavailable) {
+        return {OutcomeUnknown("postgresql: the connection was lost during COMMIT; the "
+                               "transaction may or may not have been applied: " +
+                               f.status.message()),
+                false};
+      }
       return {f.status, f.retryable};
     }
+    RunAfterCommit(tx.TakeAfterCommit());
     return {Status::Ok(), false};
   }
 

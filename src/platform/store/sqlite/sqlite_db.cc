@@ -209,7 +209,10 @@ class SqliteDatabase final : public Database {
         return st;
       }
       rc = sqlite3_exec(c, "COMMIT", nullptr, nullptr, nullptr);
-      if (rc == SQLITE_OK) return Status::Ok();
+      if (rc == SQLITE_OK) {
+        RunAfterCommit(tx.TakeAfterCommit());
+        return Status::Ok();
+      }
       last = SqliteError(c, rc, "commit");
       sqlite3_exec(c, "ROLLBACK", nullptr, nullptr, nullptr);
       if (last.code() != StatusCode::kAborted) return last;

@@ -849,10 +849,8 @@ function machinePanel(v: View, host: HTMLElement, first: api.Machine): () => voi
       s: machine.status,
       g: machine.gpus.map((g) => [
         g.id,
-        g.listed,
-        g.enabled,
-        g.present,
-        g.delisted_reason,
+        g.listing_state,
+        g.listing_note,
         g.performance_score,
         g.last_benchmark_at,
       ]),
@@ -884,7 +882,7 @@ function machinePanel(v: View, host: HTMLElement, first: api.Machine): () => voi
     const awaiting =
       snap !== null &&
       snap.machine.status === "online" &&
-      snap.machine.gpus.some((g) => g.delisted_reason === "awaiting its first benchmark" && g.present && g.enabled);
+      snap.machine.gpus.some((g) => g.listing_state === "awaiting_first_benchmark");
     timer = window.setTimeout(() => void tick(), runningRun() || awaiting ? kFastPollMs : kSlowPollMs);
   };
   const tick = async () => {

@@ -211,13 +211,24 @@ export function gpuLabel(g: { index: number; name: string }): string {
   return `GPU ${g.index} · ${g.name}`;
 }
 
-// Whether a GPU is offered to customers, and why not: "awaiting its first benchmark",
-// "benchmark: fp32_tflops 15.2 < 19.7 required", withheld by the provider, missing.
+// Whether a GPU is offered to customers, and why not, from the platform's listing
+// decision: the state decides the wording where the dashboard says it in its own words,
+// the platform's note says the rest ("awaiting its first benchmark", "benchmark: ...").
 export function listingText(g: api.MachineGpu): { text: string; ok: boolean } {
-  if (!g.present) return { text: "Not listed: the GPU is missing from the machine", ok: false };
-  if (!g.enabled) return { text: "Not listed: not offered by you", ok: false };
-  if (g.listed) return { text: "Listed for customers", ok: true };
-  return { text: `Not listed: ${g.delisted_reason ?? "not available"}`, ok: false };
+  switch (g.listing_state) {
+    case "listed":
+      return { text: "Listed for customers", ok: true };
+    case "rented":
+      return { text: "Listed for customers, rented now", ok: true };
+    case "benchmarking":
+      return { text: "Listed for customers, being benchmarked now", ok: true };
+    case "disabled_by_provider":
+      return { text: "Not listed: not offered by you", ok: false };
+    case "missing_from_machine":
+      return { text: "Not listed: the GPU is missing from the machine", ok: false };
+    default:
+      return { text: `Not listed: ${g.listing_note ?? "not available"}`, ok: false };
+  }
 }
 
 // The GPUs whose "Offered" switch was changed and not yet answered, with the state asked

@@ -1,8 +1,8 @@
-#include "agent/runtime/image_ref.h"
+#include "common/image_ref.h"
 
 #include <gtest/gtest.h>
 
-namespace gpunex::agent {
+namespace gpunex {
 namespace {
 
 const std::string kDigest = "sha256:" + std::string(64, 'a');
@@ -67,4 +67,4 @@ TEST(ImageRef, RejectsMalformedReferences) {
 }
 
 }  // namespace
-}  // namespace gpunex::agent
+}  // namespace gpunex

@@ -2,7 +2,9 @@
 // "pytorch/pytorch@sha256:<64 hex>"), parsed by hand after the grammar of
 // distribution/reference so that a reference the agent accepts is one the engine accepts,
 // and so that a pull names exactly one tag or digest (the Engine API pulls every tag of a
-// repository when given a bare name).
+// repository when given a bare name). In common because the agent protocol's
+// start_workload parser checks the syntax (agent_protocol.h) and the agent's Docker client
+// pulls by the parsed form.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -11,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpunex::agent {
+namespace gpunex {
 
 // The longest reference accepted, in bytes.
 inline constexpr size_t kMaxImageRefLength = 255;
@@ -33,4 +35,4 @@ struct ImageRef {
 // reference is longer than kMaxImageRefLength.
 std::optional<ImageRef> ParseImageRef(std::string_view ref, std::string* error = nullptr);
 
-}  // namespace gpunex::agent
+}  // namespace gpunex

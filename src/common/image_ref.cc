@@ -1,8 +1,8 @@
-#include "agent/runtime/image_ref.h"
+#include "common/image_ref.h"
 
 #include <vector>
 
-namespace gpunex::agent {
+namespace gpunex {
 namespace {
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -150,4 +150,4 @@ std::optional<ImageRef> ParseImageRef(std::string_view ref, std::string* error) 
   return out;
 }
 
-}  // namespace gpunex::agent
+}  // namespace gpunex

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Fails when a C++ file of the project is not formatted as .clang-format says
+# (clang-format --dry-run -Werror); with --fix, formats them in place instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=(--dry-run -Werror)
+if [ "${1:-}" = "--fix" ]; then mode=(-i); fi
+mapfile -t files < <(git ls-files -- 'src/*.cc' 'src/*.h' 'src/*.cu' 'src/*.cuh' 'bench/*.cc' 'bench/*.h')
+if ((${#files[@]} == 0)); then
+  echo "check-format: no files" >&2
+  exit 1
+fi
+clang-format --style=file "${mode[@]}" "${files[@]}"
+echo "check-format: ${#files[@]} files ${1:+formatted}${1:-formatted as .clang-format says}"

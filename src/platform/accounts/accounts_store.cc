@@ -1,0 +1,237 @@
+#include "platform/accounts/accounts_store.h"
+
+#include "common/ids.h"
+
+namespace gpunex::platform::accounts {
+namespace {
+
+constexpr const char* kUserColumns = "id, email, name, password_hash, created_at, disabled";
+
+UserRow UserFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4), r.Bool(5)};
+}
+
+constexpr const char* kSessionColumns =
+    "id, user_id, token_hash, csrf_token, created_at, expires_at, revoked_at, ip, user_agent";
+
+SessionRow SessionFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4),
+          r.Time(5), r.OptTime(6), r.Str(7), r.Str(8)};
+}
+
+constexpr const char* kApiKeyColumns =
+    "id, user_id, name, token_hash, token_prefix, created_at, last_used_at, revoked_at";
+
+ApiKeyRow ApiKeyFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Str(4), r.Time(5), r.OptTime(6), r.OptTime(7)};
+}
+
+store::Value OptTimeValue(const std::optional<Timestamp>& t) {
+  return t ? store::Value(ToUnixMicros(*t)) : store::Value(nullptr);
+}
+
+StatusOr<int64_t> CountOf(store::Tx& tx, const std::string& sql, const std::vector<store::Value>& params) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, params));
+  return rows.at(0).Int(0);
+}
+
+}  // namespace
+
+StatusOr<std::optional<UserRow>> AccountsStore::FindUserByEmail(const std::string& email) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows, tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE email = ?", {email}));
+  if (rows.empty()) return std::optional<UserRow>();
+  return std::optional<UserRow>(UserFrom(rows[0]));
+}
+
+StatusOr<std::optional<UserRow>> AccountsStore::FindActiveUser(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ? AND disabled = 0", {user_id}));
+  if (rows.empty()) return std::optional<UserRow>();
+  return std::optional<UserRow>(UserFrom(rows[0]));
+}
+
+Status AccountsStore::InsertUser(const UserRow& u) {
+  return tx_
+      .Exec("INSERT INTO users (id, email, name, password_hash, created_at, disabled) VALUES (?, ?, ?, ?, ?, ?)",
+            {u.id, u.email, u.name, u.password_hash, ToUnixMicros(u.created_at), int64_t{u.disabled}})
+      .status();
+}
+
+Status AccountsStore::SetPasswordHash(const std::string& user_id, const std::string& hash) {
+  return tx_.Exec("UPDATE users SET password_hash = ? WHERE id = ?", {hash, user_id}).status();
+}
+
+StatusOr<std::vector<std::string>> AccountsStore::RolesOf(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id}));
+  std::vector<std::string> roles;
+  for (const auto& r : rows) roles.push_back(r.Str(0));
+  return roles;
+}
+
+StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::string& role, Timestamp at,
+                                         const std::string& granted_by) {
+  GPUNEX_ASSIGN_OR_RETURN(int64_t n, tx_.Exec("INSERT INTO user_roles (user_id, role, granted_at, granted_by) "
+                                              "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, role) DO NOTHING",
+                                              {user_id, role, ToUnixMicros(at), granted_by}));
+  return n > 0;
+}
+
+Status AccountsStore::InsertSession(const SessionRow& s) {
+  return tx_
+      .Exec(std::string("INSERT INTO sessions (") + kSessionColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {s.id, s.user_id, s.token_hash, s.csrf_token, ToUnixMicros(s.created_at), ToUnixMicros(s.expires_at),
+             OptTimeValue(s.revoked_at), s.ip, s.user_agent})
+      .status();
+}
+
+StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::string& token_hash, Timestamp now) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kSessionColumns +
+                                        " FROM sessions WHERE token_hash = ? AND revoked_at IS NULL AND "
+                                        "expires_at > ?",
+                                    {token_hash, ToUnixMicros(now)}));
+  if (rows.empty()) return std::optional<SessionRow>();
+  return std::optional<SessionRow>(SessionFrom(rows[0]));
+}
+
+Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at) {
+  return tx_
+      .Exec("UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            {ToUnixMicros(at), session_id})
+      .status();
+}
+
+Status AccountsStore::InsertApiKey(const ApiKeyRow& k) {
+  return tx_
+      .Exec(std::string("INSERT INTO api_keys (") + kApiKeyColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            {k.id, k.user_id, k.name, k.token_hash, k.token_prefix, ToUnixMicros(k.created_at),
+             OptTimeValue(k.last_used_at), OptTimeValue(k.revoked_at)})
+      .status();
+}
+
+StatusOr<int64_t> AccountsStore::CountActiveApiKeys(const std::string& user_id) {
+  return CountOf(tx_, "SELECT COUNT(*) FROM api_keys WHERE user_id = ? AND revoked_at IS NULL", {user_id});
+}
+
+StatusOr<std::optional<ApiKeyRow>> AccountsStore::FindActiveApiKey(const std::string& token_hash) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL",
+                {token_hash}));
+  if (rows.empty()) return std::optional<ApiKeyRow>();
+  return std::optional<ApiKeyRow>(ApiKeyFrom(rows[0]));
+}
+
+StatusOr<std::vector<ApiKeyRow>> AccountsStore::ListApiKeys(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE user_id = ? ORDER BY id", {user_id}));
+  std::vector<ApiKeyRow> keys;
+  for (const auto& r : rows) keys.push_back(ApiKeyFrom(r));
+  return keys;
+}
+
+StatusOr<bool> AccountsStore::RevokeApiKey(const std::string& key_id, const std::string& user_id, Timestamp at) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      int64_t n, tx_.Exec("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
+                          {ToUnixMicros(at), key_id, user_id}));
+  return n > 0;
+}
+
+Status AccountsStore::TouchApiKey(const std::string& key_id, Timestamp at) {
+  return tx_.Exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", {ToUnixMicros(at), key_id}).status();
+}
+
+StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmail(const std::string& email, Timestamp since) {
+  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND at > ?", {email, ToUnixMicros(since)});
+}
+
+StatusOr<int64_t> AccountsStore::CountLoginFailuresByIp(const std::string& ip, Timestamp since) {
+  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE ip = ? AND at > ?", {ip, ToUnixMicros(since)});
+}
+
+Status AccountsStore::InsertLoginFailure(const std::string& email, const std::string& ip, Timestamp at) {
+  return tx_
+      .Exec("INSERT INTO login_failures (id, email, ip, at) VALUES (?, ?, ?, ?)",
+            {NewId("lgf"), email, ip, ToUnixMicros(at)})
+      .status();
+}
+
+Status AccountsStore::ClearLoginFailures(const std::string& email) {
+  return tx_.Exec("DELETE FROM login_failures WHERE email = ?", {email}).status();
+}
+
+Status AccountsStore::InsertAudit(const AuditRow& a) {
+  return tx_
+      .Exec("INSERT INTO audit_events (id, at, actor_user_id, action, subject, ip, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            {a.id, ToUnixMicros(a.at), a.actor_user_id ? store::Value(*a.actor_user_id) : store::Value(nullptr),
+             a.action, a.subject, a.ip, a.detail_json})
+      .status();
+}
+
+std::vector<store::Migration> AccountsMigrations() {
+  return {
+      {1,
+       "accounts",
+       "users, roles, sessions, API keys, log-in failures, audit log",
+       {
+           R"(CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                email TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL,
+                password_hash TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                disabled BIGINT NOT NULL DEFAULT 0))",
+           R"(CREATE TABLE user_roles (
+                user_id TEXT NOT NULL REFERENCES users(id),
+                role TEXT NOT NULL,
+                granted_at BIGINT NOT NULL,
+                granted_by TEXT,
+                PRIMARY KEY (user_id, role)))",
+           R"(CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                token_hash TEXT NOT NULL UNIQUE,
+                csrf_token TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                revoked_at BIGINT,
+                ip TEXT NOT NULL DEFAULT '',
+                user_agent TEXT NOT NULL DEFAULT ''))",
+           "CREATE INDEX sessions_user ON sessions (user_id)",
+           R"(CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                name TEXT NOT NULL,
+                token_hash TEXT NOT NULL UNIQUE,
+                token_prefix TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                last_used_at BIGINT,
+                revoked_at BIGINT))",
+           "CREATE INDEX api_keys_user ON api_keys (user_id)",
+           R"(CREATE TABLE login_failures (
+                id TEXT PRIMARY KEY,
+                email TEXT NOT NULL,
+                ip TEXT NOT NULL,
+                at BIGINT NOT NULL))",
+           "CREATE INDEX login_failures_email ON login_failures (email, at)",
+           "CREATE INDEX login_failures_ip ON login_failures (ip, at)",
+           R"(CREATE TABLE audit_events (
+                id TEXT PRIMARY KEY,
+                at BIGINT NOT NULL,
+                actor_user_id TEXT,
+                action TEXT NOT NULL,
+                subject TEXT NOT NULL DEFAULT '',
+                ip TEXT NOT NULL DEFAULT '',
+                detail TEXT NOT NULL DEFAULT '{}'))",
+           "CREATE INDEX audit_events_at ON audit_events (at)",
+       },
+       {}},
+  };
+}
+
+}  // namespace gpunex::platform::accounts

@@ -1,0 +1,503 @@
+#include "platform/applications/applications_store.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/json.h"
+#include "platform/store/paging.h"
+
+namespace gpunex::platform::applications {
+namespace {
+
+constexpr const char* kColumns =
+    "id, user_id, status, body, suggested_tier, tier, created_at, updated_at, first_submitted_at, "
+    "submitted_at, decided_at, decided_by";
+
+constexpr const char* kEventColumns =
+    "id, application_id, at, actor_user_id, action, from_status, to_status, message, tier";
+
+store::Value OptValue(const std::optional<std::string>& s) {
+  return s ? store::Value(*s) : store::Value(nullptr);
+}
+store::Value OptTimeValue(const std::optional<Timestamp>& t) {
+  return t ? store::Value(ToUnixMicros(*t)) : store::Value(nullptr);
+}
+
+// --- the stored document
+
+// Reads one object of a stored document leniently: a member that is missing or null is
+// absent, unknown members are ignored, and only a member of the wrong type makes the
+// document unreadable (the first such problem is kept in `*error`).
+class StoredReader {
+ public:
+  StoredReader(const json::object& obj, std::string path, std::string* error)
+      : obj_(obj), path_(std::move(path)), error_(error) {}
+
+  std::string PathOf(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  std::string* error() const { return error_; }
+
+  // "" when absent.
+  std::string Str(std::string_view key) const { return OptStr(key).value_or(""); }
+  // Absent when missing, null or "" (release 0.1 wrote "" for an email or country not given).
+  std::optional<std::string> OptStr(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) {
+      Wrong(key, "a string");
+      return std::nullopt;
+    }
+    if (v->get_string().empty()) return std::nullopt;
+    return std::string(v->get_string());
+  }
+  // As OptStr, but "" is a value (model_other: "" is an error the validator reports, kept
+  // as it was saved).
+  std::optional<std::string> OptStrKeepEmpty(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) {
+      Wrong(key, "a string");
+      return std::nullopt;
+    }
+    return std::string(v->get_string());
+  }
+  std::optional<int64_t> Int(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return std::nullopt;
+    if (v->is_int64()) return v->get_int64();
+    if (v->is_uint64() &&
+        v->get_uint64() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return static_cast<int64_t>(v->get_uint64());
+    }
+    if (v->is_double() && std::isfinite(v->get_double()) &&
+        std::trunc(v->get_double()) == v->get_double() && std::abs(v->get_double()) < 9e18) {
+      return static_cast<int64_t>(v->get_double());
+    }
+    Wrong(key, "an integer");
+    return std::nullopt;
+  }
+  std::optional<double> Number(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) {
+      Wrong(key, "a number");
+      return std::nullopt;
+    }
+    return v->to_number<double>();
+  }
+  std::optional<bool> Bool(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_bool()) {
+      Wrong(key, "true or false");
+      return std::nullopt;
+    }
+    return v->get_bool();
+  }
+  const json::object* Object(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return nullptr;
+    if (!v->is_object()) {
+      Wrong(key, "an object");
+      return nullptr;
+    }
+    return &v->get_object();
+  }
+  const json::array* Array(std::string_view key) const {
+    const json::value* v = Get(key);
+    if (!v) return nullptr;
+    if (!v->is_array()) {
+      Wrong(key, "an array");
+      return nullptr;
+    }
+    return &v->get_array();
+  }
+
+ private:
+  const json::value* Get(std::string_view key) const {
+    auto it = obj_.find(key);
+    if (it == obj_.end() || it->value().is_null()) return nullptr;
+    return &it->value();
+  }
+  void Wrong(std::string_view key, std::string_view what) const {
+    if (error_->empty()) *error_ = PathOf(key) + " is not " + std::string(what);
+  }
+
+  const json::object& obj_;
+  std::string path_;
+  std::string* error_;
+};
+
+void SetError(std::string* error, std::string message) {
+  if (error->empty()) *error = std::move(message);
+}
+
+Availability DecodeAvailability(const StoredReader& r) {
+  Availability a;
+  std::string kind = r.Str("kind");
+  if (kind != "schedule") {
+    if (kind != "always")
+      SetError(r.error(), r.PathOf("kind") + " is neither \"always\" nor \"schedule\"");
+    return a;
+  }
+  a.always = false;
+  a.timezone = r.Str("timezone");
+  if (const json::array* ws = r.Array("windows")) {
+    for (size_t i = 0; i < ws->size(); ++i) {
+      std::string path = r.PathOf("windows") + "[" + std::to_string(i) + "]";
+      if (!(*ws)[i].is_object()) {
+        SetError(r.error(), path + " is not an object");
+        continue;
+      }
+      StoredReader w((*ws)[i].get_object(), path, r.error());
+      Window win;
+      if (const json::array* days = w.Array("days")) {
+        for (const json::value& d : *days) {
+          if (!d.is_string()) {
+            SetError(r.error(), w.PathOf("days") + " holds something other than a string");
+            continue;
+          }
+          win.days.emplace_back(d.get_string());
+        }
+      }
+      win.start = w.Str("start");
+      win.end = w.Str("end");
+      a.windows.push_back(std::move(win));
+    }
+  }
+  return a;
+}
+
+GpuEntry DecodeEntry(const StoredReader& r) {
+  GpuEntry g;
+  g.model = r.Str("model");
+  g.model_other = r.OptStrKeepEmpty("model_other");
+  g.quantity = r.Int("quantity");
+  g.system_ram_gb = r.Int("system_ram_gb");
+  g.upload_gbps = r.Number("upload_gbps");
+  g.download_gbps = r.Number("download_gbps");
+  if (const json::object* a = r.Object("availability")) {
+    g.availability = DecodeAvailability(StoredReader(*a, r.PathOf("availability"), r.error()));
+  }
+  if (const json::object* l = r.Object("location")) {
+    StoredReader loc(*l, r.PathOf("location"), r.error());
+    g.location = Location{loc.Str("city"), loc.OptStr("country"), loc.Str("region")};
+  }
+  return g;
+}
+
+// The body in a stored document; kInternal saying what is wrong when it cannot be read.
+StatusOr<ApplicationBody> DecodeBody(std::string_view text) {
+  json::value v = ParseJsonOr(text, json::value(nullptr));
+  if (!v.is_object()) return Internal("the stored body is not a JSON object");
+  std::string error;
+  StoredReader root(v.get_object(), "", &error);
+  ApplicationBody body;
+  if (const json::object* c = root.Object("contact")) {
+    StoredReader r(*c, "contact", &error);
+    body.contact = Contact{r.Str("full_name"), r.OptStr("email"), r.Str("company")};
+  }
+  if (const json::array* gpus = root.Array("gpus")) {
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      std::string path = "gpus[" + std::to_string(i) + "]";
+      if (!(*gpus)[i].is_object()) {
+        SetError(&error, path + " is not an object");
+        continue;
+      }
+      body.gpus.push_back(DecodeEntry(StoredReader((*gpus)[i].get_object(), path, &error)));
+    }
+  }
+  if (const json::object* inf = root.Object("infrastructure")) {
+    StoredReader r(*inf, "infrastructure", &error);
+    body.infrastructure =
+        Infrastructure{r.Bool("ups"), r.Int("commitment_months"), r.Str("maintenance_notes")};
+  }
+  if (!error.empty()) return Internal("the stored body does not read: " + error);
+  return body;
+}
+
+void PutIfSet(json::object& o, std::string_view key, const std::string& s) {
+  if (!s.empty()) o[key] = s;
+}
+template <typename T>
+void PutIfSet(json::object& o, std::string_view key, const std::optional<T>& v) {
+  if (v) o[key] = *v;
+}
+
+std::string EncodeBody(const ApplicationBody& body) {
+  json::object contact;
+  PutIfSet(contact, "full_name", body.contact.full_name);
+  PutIfSet(contact, "email", body.contact.email);
+  PutIfSet(contact, "company", body.contact.company);
+  json::array gpus;
+  for (const GpuEntry& g : body.gpus) {
+    json::object o;
+    o["model"] = g.model;
+    PutIfSet(o, "model_other", g.model_other);
+    PutIfSet(o, "quantity", g.quantity);
+    PutIfSet(o, "system_ram_gb", g.system_ram_gb);
+    PutIfSet(o, "upload_gbps", g.upload_gbps);
+    PutIfSet(o, "download_gbps", g.download_gbps);
+    if (g.availability) {
+      json::object a{{"kind", g.availability->always ? "always" : "schedule"}};
+      if (!g.availability->always) {
+        PutIfSet(a, "timezone", g.availability->timezone);
+        json::array windows;
+        for (const Window& w : g.availability->windows) {
+          json::array days;
+          for (const std::string& d : w.days) days.emplace_back(d);
+          json::object wo{{"days", std::move(days)}};
+          PutIfSet(wo, "start", w.start);
+          PutIfSet(wo, "end", w.end);
+          windows.push_back(std::move(wo));
+        }
+        a["windows"] = std::move(windows);
+      }
+      o["availability"] = std::move(a);
+    }
+    if (g.location) {
+      json::object loc;
+      PutIfSet(loc, "city", g.location->city);
+      PutIfSet(loc, "country", g.location->country);
+      PutIfSet(loc, "region", g.location->region);
+      o["location"] = std::move(loc);
+    }
+    gpus.push_back(std::move(o));
+  }
+  json::object inf;
+  PutIfSet(inf, "ups", body.infrastructure.ups);
+  PutIfSet(inf, "commitment_months", body.infrastructure.commitment_months);
+  PutIfSet(inf, "maintenance_notes", body.infrastructure.maintenance_notes);
+  return ToJsonText(json::object{{"contact", std::move(contact)},
+                                 {"gpus", std::move(gpus)},
+                                 {"infrastructure", std::move(inf)}});
+}
+
+// The row, or why its body cannot be read.
+StatusOr<ApplicationRow> RowFrom(const store::Row& r) {
+  GPUNEX_ASSIGN_OR_RETURN(ApplicationBody body, DecodeBody(r.Str(3)));
+  return ApplicationRow{r.Str(0),     r.Str(1),     r.Str(2),      std::move(body),
+                        r.Str(4),     r.OptStr(5),  r.Time(6),     r.Time(7),
+                        r.OptTime(8), r.OptTime(9), r.OptTime(10), r.OptStr(11)};
+}
+
+ApplicationEventRow EventFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1), r.Time(2),   r.Str(3),   r.Str(4),
+          r.Str(5), r.Str(6), r.OptStr(7), r.OptStr(8)};
+}
+
+// --- version 6
+
+// Drops every object member whose value is null or "" from a document release 0.1 (schema
+// versions 2..5) stored, recursively; whether anything was dropped. Those documents wrote
+// every field and used null or "" for "not given"; no field of theirs has "" as a value
+// of its own. Frozen with version 6: later changes to the document format do not
+// belong here.
+bool DropEmptyMembers(json::value& v) {
+  bool changed = false;
+  if (v.is_object()) {
+    json::object& o = v.get_object();
+    for (auto it = o.begin(); it != o.end();) {
+      const json::value& m = it->value();
+      if (m.is_null() || (m.is_string() && m.get_string().empty())) {
+        it = o.erase(it);
+        changed = true;
+      } else {
+        changed = DropEmptyMembers(it->value()) || changed;
+        ++it;
+      }
+    }
+  } else if (v.is_array()) {
+    for (json::value& item : v.get_array()) changed = DropEmptyMembers(item) || changed;
+  }
+  return changed;
+}
+
+// Rewrites the stored bodies that hold null or "" members. A body that is not JSON is
+// left as it is (reads skip and count it). Idempotent.
+Status RepairStoredBodies(store::Tx& tx) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx.Query("SELECT id, body FROM provider_applications ORDER BY id"));
+  for (const store::Row& r : rows) {
+    json::value doc = ParseJsonOr(r.Str(1), json::value(nullptr));
+    if (!doc.is_object() || !DropEmptyMembers(doc)) continue;
+    GPUNEX_RETURN_IF_ERROR(tx.Exec("UPDATE provider_applications SET body = ? WHERE id = ?",
+                                   {ToJsonText(doc), r.Str(0)})
+                               .status());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::optional<ApplicationRow>> ApplicationsStore::Find(const std::string& id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kColumns + " FROM provider_applications WHERE id = ?",
+                {id}));
+  if (rows.empty()) return std::optional<ApplicationRow>();
+  auto row = RowFrom(rows[0]);
+  if (!row.ok())
+    return Internal("stored application " + id + " is unreadable: " + row.status().message());
+  return std::optional<ApplicationRow>(std::move(*row));
+}
+
+StatusOr<std::optional<ApplicationsStore::OpenApplication>> ApplicationsStore::FindOpen(
+    const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT id, status FROM provider_applications WHERE user_id = ? AND status IN "
+                "('draft', 'submitted', 'needs_info', 'approved') ORDER BY created_at, id LIMIT 1",
+                {user_id}));
+  if (rows.empty()) return std::optional<OpenApplication>();
+  return std::optional<OpenApplication>(OpenApplication{rows[0].Str(0), rows[0].Str(1)});
+}
+
+Status ApplicationsStore::Insert(const ApplicationRow& a) {
+  return tx_
+      .Exec(std::string("INSERT INTO provider_applications (") + kColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {a.id, a.user_id, a.status, EncodeBody(a.body), a.suggested_tier, OptValue(a.tier),
+             ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
+             OptTimeValue(a.first_submitted_at), OptTimeValue(a.submitted_at),
+             OptTimeValue(a.decided_at), OptValue(a.decided_by)})
+      .status();
+}
+
+Status ApplicationsStore::UpdateBody(const std::string& id, const ApplicationBody& body,
+                                     const std::string& suggested_tier, Timestamp at) {
+  return tx_
+      .Exec(
+          "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ? WHERE id "
+          "= ?",
+          {EncodeBody(body), suggested_tier, ToUnixMicros(at), id})
+      .status();
+}
+
+Status ApplicationsStore::MarkSubmitted(const std::string& id, Timestamp at) {
+  const int64_t t = ToUnixMicros(at);
+  return tx_
+      .Exec(
+          "UPDATE provider_applications SET status = 'submitted', submitted_at = ?, "
+          "first_submitted_at = COALESCE(first_submitted_at, ?), updated_at = ? WHERE id = ?",
+          {t, t, t, id})
+      .status();
+}
+
+Status ApplicationsStore::MarkDecided(const std::string& id, const std::string& status,
+                                      const std::optional<std::string>& tier, Timestamp at,
+                                      bool decided, const std::string& decided_by) {
+  const int64_t t = ToUnixMicros(at);
+  return tx_
+      .Exec(
+          "UPDATE provider_applications SET status = ?, tier = ?, updated_at = ?, decided_at = ?, "
+          "decided_by = ? WHERE id = ?",
+          {status, OptValue(tier), t, decided ? store::Value(t) : store::Value(nullptr),
+           decided ? store::Value(decided_by) : store::Value(nullptr), id})
+      .status();
+}
+
+Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
+  return tx_
+      .Exec(std::string("INSERT INTO application_events (") + kEventColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action, e.from_status,
+             e.to_status, OptValue(e.message), OptValue(e.tier)})
+      .status();
+}
+
+StatusOr<std::vector<ApplicationEventRow>> ApplicationsStore::ListEvents(
+    const std::string& application_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kEventColumns +
+                                        " FROM application_events WHERE application_id = ? "
+                                        "ORDER BY at, id",
+                                    {application_id}));
+  std::vector<ApplicationEventRow> out;
+  for (const auto& r : rows) out.push_back(EventFrom(r));
+  return out;
+}
+
+StatusOr<ApplicationRowPage> ApplicationsStore::List(const ApplicationFilter& filter,
+                                                     ApplicationOrder order,
+                                                     const PageRequest& page) {
+  store::PageQuery q;
+  q.columns = kColumns;
+  q.from = "FROM provider_applications";
+  std::vector<std::string> conditions;
+  if (filter.user_id) {
+    conditions.push_back("user_id = ?");
+    q.params.emplace_back(*filter.user_id);
+  }
+  if (filter.status) {
+    conditions.push_back("status = ?");
+    q.params.emplace_back(*filter.status);
+  }
+  if (order == ApplicationOrder::kSubmitted) {
+    conditions.push_back("submitted_at IS NOT NULL");
+    q.key = {{"submitted_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
+  } else {
+    q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
+  }
+  for (const std::string& c : conditions) q.where += (q.where.empty() ? "" : " AND ") + c;
+
+  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  ApplicationRowPage out;
+  out.next = std::move(rows.next);
+  for (const store::Row& r : rows.items) {
+    auto row = RowFrom(r);
+    if (row.ok()) {
+      out.rows.push_back(std::move(*row));
+    } else {
+      out.unreadable.push_back({r.Str(0), row.status().message()});
+    }
+  }
+  return out;
+}
+
+std::vector<store::Migration> ApplicationsMigrations() {
+  return {
+      {2,
+       "applications",
+       "provider applications and their history",
+       {
+           R"(CREATE TABLE provider_applications (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                status TEXT NOT NULL,
+                body TEXT NOT NULL,
+                suggested_tier TEXT NOT NULL,
+                tier TEXT,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                first_submitted_at BIGINT,
+                submitted_at BIGINT,
+                decided_at BIGINT,
+                decided_by TEXT))",
+           "CREATE INDEX provider_applications_user ON provider_applications (user_id)",
+           "CREATE INDEX provider_applications_status ON provider_applications (status, "
+           "submitted_at)",
+           R"(CREATE TABLE application_events (
+                id TEXT PRIMARY KEY,
+                application_id TEXT NOT NULL REFERENCES provider_applications(id),
+                at BIGINT NOT NULL,
+                actor_user_id TEXT NOT NULL,
+                action TEXT NOT NULL,
+                from_status TEXT NOT NULL,
+                to_status TEXT NOT NULL,
+                message TEXT,
+                tier TEXT))",
+           "CREATE INDEX application_events_app ON application_events (application_id, at)",
+       },
+       {}},
+      {6,
+       "applications",
+       "stored application bodies without the null and \"\" members release 0.1 wrote for absent "
+       "values",
+       {},
+       RepairStoredBodies},
+  };
+}
+
+}  // namespace gpunex::platform::applications

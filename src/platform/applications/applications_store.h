@@ -1,0 +1,124 @@
+// The applications folder's tables and the only SQL that touches them:
+// provider_applications (one row per application, its body stored as a JSON document) and
+// application_events (its history). Other folders reach these through applications.h,
+// never here.
+//
+// The stored document is this store's own format, not the API's: an absent value is
+// left out (never written as "" or null). Documents written before version 6 carry
+// every field, with null or "" for absent ones; they are read leniently (a "" email or
+// country reads as absent) and version 6 rewrites them. Reading never re-validates a
+// body: what was accepted once reads back as it was saved.
+//
+// An ApplicationsStore is a view of one transaction: every method runs in it and fails
+// with the transaction's status.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/applications/application.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::applications {
+
+struct ApplicationRow {
+  std::string id;
+  std::string user_id;
+  std::string status;  // draft | submitted | needs_info | approved | rejected
+  ApplicationBody body;
+  std::string suggested_tier;
+  std::optional<std::string> tier;  // set on approval
+  Timestamp created_at;
+  Timestamp updated_at;
+  std::optional<Timestamp> first_submitted_at;
+  std::optional<Timestamp> submitted_at;  // the latest submission
+  std::optional<Timestamp> decided_at;    // approval or rejection
+  std::optional<std::string> decided_by;
+};
+
+struct ApplicationEventRow {
+  std::string id;
+  std::string application_id;
+  Timestamp at;
+  std::string actor_user_id;
+  std::string
+      action;  // created | updated | submitted | resubmitted | approve | reject | request_info
+  std::string from_status;  // "" for created
+  std::string to_status;
+  std::optional<std::string> message;
+  std::optional<std::string> tier;
+};
+
+// A row whose stored body could not be read, and why.
+struct UnreadableApplication {
+  std::string id;
+  std::string why;
+};
+
+struct ApplicationFilter {
+  std::optional<std::string> user_id;  // only this user's applications
+  std::optional<std::string> status;   // only applications in this status
+};
+
+// The readable rows of one page, in list order, and the ones skipped as unreadable.
+struct ApplicationRowPage {
+  std::vector<ApplicationRow> rows;
+  std::vector<UnreadableApplication> unreadable;
+  std::optional<Cursor> next;  // none: the page reached the end
+};
+
+// Which key orders a list.
+enum class ApplicationOrder {
+  kCreated,    // (created_at, id)
+  kSubmitted,  // (submitted_at, id): the review queue. REQUIRES: filter on status submitted.
+};
+
+class ApplicationsStore {
+ public:
+  explicit ApplicationsStore(store::Tx& tx) : tx_(tx) {}
+
+  // kInternal naming the application when its stored body cannot be read.
+  StatusOr<std::optional<ApplicationRow>> Find(const std::string& id);
+
+  // The user's application that is draft, submitted, needs_info or approved (the oldest
+  // when there are several): {id, status}. The body is not read.
+  struct OpenApplication {
+    std::string id;
+    std::string status;
+  };
+  StatusOr<std::optional<OpenApplication>> FindOpen(const std::string& user_id);
+
+  Status Insert(const ApplicationRow& row);
+  Status UpdateBody(const std::string& id, const ApplicationBody& body,
+                    const std::string& suggested_tier, Timestamp at);
+  // status = submitted, submitted_at = at (and first_submitted_at when it was never set).
+  Status MarkSubmitted(const std::string& id, Timestamp at);
+  // A decision: the new status and tier; `decided` (approve, reject) also sets decided_at
+  // and decided_by.
+  Status MarkDecided(const std::string& id, const std::string& status,
+                     const std::optional<std::string>& tier, Timestamp at, bool decided,
+                     const std::string& decided_by);
+
+  Status InsertEvent(const ApplicationEventRow& e);
+  // Oldest first (at, id).
+  StatusOr<std::vector<ApplicationEventRow>> ListEvents(const std::string& application_id);
+
+  // One page of the applications `filter` selects, in `order`. A row whose body cannot be
+  // read is not in `rows` but in `unreadable`; the page still moves past it.
+  StatusOr<ApplicationRowPage> List(const ApplicationFilter& filter, ApplicationOrder order,
+                                    const PageRequest& page);
+
+ private:
+  store::Tx& tx_;
+};
+
+// The folder's migrations (store/migrations.h): its part of version 2 (the tables) and
+// version 6 (stored bodies that carried "" or null for absent values rewritten without).
+std::vector<store::Migration> ApplicationsMigrations();
+
+}  // namespace gpunex::platform::applications

@@ -1,0 +1,63 @@
+// The benchmarks folder's tables and the only SQL that touches them: benchmark_runs (one
+// per run: reason, state, machine figures), benchmark_gpus (per GPU of a run: figures,
+// score, failures) and gpu_benchmark_status (per GPU: its latest score and when it is due
+// again). Other folders reach them through benchmarks.h.
+//
+// A BenchmarksStore is a view of one transaction.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/agent_protocol.h"
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/benchmarks/benchmark_run.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::benchmarks {
+
+struct GpuStatusRow {
+  std::string gpu_id;
+  std::string machine_id;
+  std::optional<double> performance_score;
+  std::optional<Timestamp> last_benchmark_at;
+  std::optional<Timestamp> due_at;  // due before the periodic time (new GPU, hardware change, retry)
+  std::string due_reason;           // with due_at: first_connect | new_gpu | hardware_change | retry
+};
+
+class BenchmarksStore {
+ public:
+  explicit BenchmarksStore(store::Tx& tx) : tx_(tx) {}
+
+  // --- runs
+  Status InsertRun(const BenchmarkRun& run);  // with its GPUs (state running)
+  // The run without its GPUs' figures unless `with_gpus`.
+  StatusOr<std::optional<BenchmarkRun>> FindRun(const std::string& run_id, bool with_gpus);
+  StatusOr<std::optional<std::string>> RunningRunOn(const std::string& machine_id);
+  StatusOr<int64_t> CountRunsOn(const std::string& machine_id);
+  // Running runs created before `cutoff`, with the machine they are on.
+  StatusOr<std::vector<std::pair<std::string, std::string>>> OverdueRuns(Timestamp cutoff);
+  // Newest first, with their GPUs.
+  StatusOr<Page<BenchmarkRun>> ListRuns(const std::string& machine_id, const PageRequest& page);
+  // Ends the run: its state, figures, failures and error, and each GPU's outcome.
+  Status FinishRun(const BenchmarkRun& run);
+
+  // --- per-GPU status
+  StatusOr<std::map<std::string, GpuStatusRow>> StatusOf(const std::string& machine_id);  // by gpu id
+  Status UpsertStatus(const GpuStatusRow& s);
+  // Machines with a GPU due now: explicitly (due_at) or periodically (benchmarked before
+  // `periodic_cutoff`).
+  StatusOr<std::vector<std::string>> MachinesDue(Timestamp now, Timestamp periodic_cutoff);
+
+ private:
+  store::Tx& tx_;
+};
+
+std::vector<store::Migration> BenchmarksMigrations();
+
+}  // namespace gpunex::platform::benchmarks

@@ -1,0 +1,132 @@
+// The fleet folder's tables and the only SQL that touches them: machines, machine_gpus,
+// machine_intervals, machine_events, gpu_telemetry_minutes, agent_commands, workloads and
+// workload_logs. Other folders reach them through fleet.h and workloads.h.
+//
+// A FleetStore is a view of one transaction: every method runs in it and fails with the
+// transaction's status.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/agent_protocol.h"
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/fleet/machine.h"
+#include "platform/fleet/workload.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::fleet {
+
+struct MachineRow {
+  std::string id;
+  std::string provider_id;
+  std::string key_hash;
+  std::string name;
+  std::string status;
+  bool emulated = false;
+  std::string agent_version;
+  protocol::Host host;
+  std::string inventory_hash;
+  Timestamp created_at;
+  Timestamp last_seen;
+  Timestamp status_since;
+};
+
+struct CommandRow {
+  std::string id;
+  std::string machine_id;
+  std::string kind;
+  std::string payload_json;
+  std::string state;  // pending | sent | acked | done
+  Timestamp created_at;
+  std::optional<Timestamp> sent_at;
+};
+
+using LogChunk = LogChunkView;
+
+class FleetStore {
+ public:
+  explicit FleetStore(store::Tx& tx) : tx_(tx) {}
+
+  // --- machines
+  StatusOr<std::optional<MachineRow>> FindMachine(const std::string& id);
+  StatusOr<std::optional<MachineRow>> FindMachineByKey(const std::string& key_hash);
+  Status InsertMachine(const MachineRow& m);
+  Status UpdateMachineOnHello(const std::string& id, bool emulated, const std::string& agent_version,
+                              const protocol::Host& host, const std::string& inventory_hash, Timestamp seen);
+  Status TouchMachine(const std::string& id, Timestamp seen);
+  Status SetMachineStatus(const std::string& id, std::string_view status, Timestamp since);
+  // The provider's machines (all with `provider_id` empty), by id.
+  StatusOr<Page<MachineRow>> ListMachines(const std::string& provider_id, const PageRequest& page);
+  // Online machines whose last heartbeat is before `cutoff`.
+  StatusOr<std::vector<std::string>> StaleOnlineMachines(Timestamp cutoff);
+  StatusOr<bool> IsStaleOnline(const std::string& id, Timestamp cutoff);
+  StatusOr<std::vector<std::string>> OnlineMachines();
+
+  // --- GPUs
+  StatusOr<std::vector<MachineGpu>> GpusOf(const std::string& machine_id);  // by index, uuid
+  StatusOr<std::optional<MachineGpu>> FindGpu(const std::string& machine_id, const std::string& gpu_id);
+  StatusOr<std::optional<std::string>> GpuIdByUuid(const std::string& machine_id, const std::string& uuid);
+  Status MarkGpusAbsent(const std::string& machine_id);
+  // Updates the GPU with this uuid from a hello; false when there is none.
+  StatusOr<bool> UpdateGpuFromHello(const std::string& machine_id, const MachineGpu& g);
+  Status InsertGpu(const MachineGpu& g);
+  StatusOr<bool> SetGpuEnabled(const std::string& machine_id, const std::string& gpu_id, bool enabled);
+  Status SetGpuTelemetry(const std::string& gpu_id, const protocol::GpuSample& sample, Timestamp at);
+  Status SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict, const std::string& note,
+                           bool benchmarking);
+  Status SetListing(const std::string& gpu_id, const listing::ListingDecision& d, Timestamp since);
+
+  // --- intervals, events, telemetry
+  Status CloseOpenInterval(const std::string& machine_id, Timestamp at, std::string_view reason);
+  Status OpenInterval(const std::string& machine_id, std::string_view state, Timestamp at);
+  StatusOr<std::vector<MachineInterval>> RecentIntervals(const std::string& machine_id, int limit);
+  Status InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
+                     const std::string& detail_json);
+  Status AddTelemetrySample(const std::string& gpu_id, int64_t minute, const protocol::GpuSample& s,
+                            bool throttled);
+
+  // --- agent commands
+  Status InsertCommand(const CommandRow& c);
+  // Commands of the machine not done yet, oldest first.
+  StatusOr<std::vector<CommandRow>> UnfinishedCommands(const std::string& machine_id);
+  Status MarkCommandSent(const std::string& id, Timestamp at);
+  Status MarkCommandAcked(const std::string& machine_id, const std::string& id, Timestamp at);
+  StatusOr<std::optional<CommandRow>> FindCommand(const std::string& machine_id, const std::string& id);
+  Status MarkCommandDone(const std::string& id, Timestamp at, bool ok, const std::string& result_json);
+  StatusOr<std::vector<std::string>> MachinesWithPendingCommands();
+
+  // --- workloads
+  Status InsertWorkload(const Workload& w);
+  StatusOr<std::optional<Workload>> FindWorkload(const std::string& id);
+  // Workloads visible to `user_id` (made by them or on their machines; all when empty),
+  // optionally of one machine, by id.
+  StatusOr<Page<Workload>> ListWorkloads(const std::string& user_id, const std::string& machine_id,
+                                         const PageRequest& page);
+  // pending, starting or running, by id.
+  StatusOr<std::vector<Workload>> ActiveWorkloads(const std::string& machine_id);
+  Status SetWorkloadProgress(const std::string& id, std::string_view state,
+                             const std::optional<std::string>& container_id, Timestamp at);
+  // Ends a workload that is still active; false when it had already ended.
+  StatusOr<bool> EndWorkload(const std::string& id, std::string_view state, std::optional<int64_t> exit_code,
+                             const std::string& reason, std::string_view party,
+                             const std::optional<std::string>& container_id, Timestamp at);
+
+  // --- workload logs
+  StatusOr<int64_t> CountLogChunks(const std::string& workload_id);
+  Status InsertLogChunk(const std::string& workload_id, const LogChunk& c);  // a repeat is ignored
+  // Chunks in (at, stream, seq) order after `after`, at most `limit`.
+  StatusOr<Page<LogChunk>> LogChunks(const std::string& workload_id, const PageRequest& page);
+
+ private:
+  store::Tx& tx_;
+};
+
+std::vector<store::Migration> FleetMigrations();
+
+}  // namespace gpunex::platform::fleet

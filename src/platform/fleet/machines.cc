@@ -1,0 +1,182 @@
+// Machines and their GPUs: status transitions with their intervals, heartbeats and
+// telemetry, the listing of each GPU, and the queries the API and other folders make.
+#include <algorithm>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "platform/fleet/agent_session.h"
+#include "platform/fleet/fleet.h"
+#include "platform/fleet/fleet_store.h"
+
+namespace gpunex::platform::fleet {
+
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind, json::object detail,
+                       Timestamp now) {
+  return FleetStore(tx).InsertEvent(machine_id, now, kind, ToJsonText(detail));
+}
+
+// Moves a machine to `state` (kOnline/kOffline) when it is not there yet: closes the
+// open interval, opens the next one, and decides its GPUs' listing again.
+Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state, std::string_view reason,
+                  Timestamp now) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
+  if (!m) return NotFound("no such machine");
+  if (m->status == state) return Status::Ok();
+  GPUNEX_RETURN_IF_ERROR(s.CloseOpenInterval(machine_id, now, reason));
+  GPUNEX_RETURN_IF_ERROR(s.OpenInterval(machine_id, state, now));
+  GPUNEX_RETURN_IF_ERROR(s.SetMachineStatus(machine_id, state, now));
+  GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, state, {{"reason", std::string(reason)}}, now));
+  return RefreshListing(tx, now, machine_id);
+}
+
+namespace {
+
+Machine MachineFrom(MachineRow row, std::vector<MachineGpu> gpus) {
+  return {std::move(row.id),   std::move(row.provider_id), std::move(row.name), std::move(row.status),
+          row.emulated,        std::move(row.agent_version), std::move(row.host), row.created_at,
+          row.last_seen,       row.status_since,             std::move(gpus)};
+}
+
+bool Throttled(const protocol::GpuSample& g) {
+  return std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), [](const std::string& r) {
+    return r.find("thermal") != std::string::npos || r.find("power") != std::string::npos;
+  });
+}
+
+}  // namespace
+
+StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> row, s.FindMachine(machine_id));
+  if (!row) return std::optional<Machine>();
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
+  return std::optional<Machine>(MachineFrom(std::move(*row), std::move(gpus)));
+}
+
+StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx) { return FleetStore(tx).OnlineMachines(); }
+
+StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Workload> active, FleetStore(tx).ActiveWorkloads(machine_id));
+  std::set<std::string> busy;
+  for (const auto& w : active) busy.insert(w.gpu_ids.begin(), w.gpu_ids.end());
+  return busy;
+}
+
+Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
+  if (!m) return NotFound("no such machine");
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, machine_id));
+  for (const MachineGpu& g : gpus) {
+    listing::ListingFacts f;
+    f.present = g.present;
+    f.enabled = g.enabled;
+    f.machine_online = m->status == kOnline;
+    f.benchmark = g.benchmark_verdict;
+    f.benchmark_note = g.benchmark_note;
+    f.benchmarking = g.benchmarking;
+    f.rented = busy.count(g.id) > 0;
+    const listing::ListingDecision d = listing::DecideListing(f);
+    if (d.state == g.listing.state && d.note == g.listing.note) continue;
+    GPUNEX_RETURN_IF_ERROR(s.SetListing(g.id, d, now));
+  }
+  return Status::Ok();
+}
+
+Status Fleet::RefreshAllListings() {
+  PageRequest page{200, std::nullopt};
+  while (true) {
+    Page<MachineRow> batch;
+    const Timestamp now = options_.clock->Now();
+    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(batch, FleetStore(tx).ListMachines("", page));
+      for (const auto& m : batch.items) GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, m.id));
+      return Status::Ok();
+    }));
+    if (!batch.next) return Status::Ok();
+    page.after = batch.next;
+  }
+}
+
+Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                            const std::map<std::string, BenchmarkFacts>& by_gpu_id) {
+  FleetStore s(tx);
+  for (const auto& [gpu_id, f] : by_gpu_id) {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(machine_id, gpu_id));
+    if (!g) return NotFound("no GPU " + gpu_id + " on machine " + machine_id);
+    GPUNEX_RETURN_IF_ERROR(s.SetBenchmarkFacts(gpu_id, f.verdict.value_or(g->benchmark_verdict),
+                                               f.verdict ? f.note : g->benchmark_note, f.benchmarking));
+  }
+  return RefreshListing(tx, now, machine_id);
+}
+
+Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Heartbeat& h) {
+  const Timestamp now = options_.clock->Now();
+  const int64_t minute = ToUnixMicros(now) / (60 * 1'000'000);
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    FleetStore s(tx);
+    GPUNEX_RETURN_IF_ERROR(s.TouchMachine(machine_id, now));
+    GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, kOnline, "heartbeat_resumed", now));
+    for (const auto& g : h.gpus) {
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> gid, s.GpuIdByUuid(machine_id, g.uuid));
+      if (!gid) return FieldError("gpus", "GPU " + g.uuid + " was not reported in hello");
+      protocol::GpuSample sample = g;
+      sample.uuid.clear();
+      GPUNEX_RETURN_IF_ERROR(s.SetGpuTelemetry(*gid, sample, now));
+      GPUNEX_RETURN_IF_ERROR(s.AddTelemetrySample(*gid, minute, g, Throttled(g)));
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<Page<Machine>> Fleet::ListMachines(const accounts::Principal& p, const PageRequest& page) {
+  if (!p.IsAdmin() && !p.user.HasRole(accounts::kRoleProvider)) {
+    return PermissionDenied("only providers and admins have machines");
+  }
+  Page<Machine> out;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    FleetStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(Page<MachineRow> rows, s.ListMachines(p.IsAdmin() ? "" : p.user.id, page));
+    out = {};
+    for (auto& r : rows.items) {
+      GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(r.id));
+      out.items.push_back(MachineFrom(std::move(r), std::move(gpus)));
+    }
+    out.next = std::move(rows.next);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+StatusOr<MachineDetail> Fleet::GetMachine(const accounts::Principal& p, const std::string& machine_id) {
+  MachineDetail out;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Machine> m, LoadMachine(tx, machine_id));
+    if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) return NotFound("no such machine");
+    out.machine = std::move(*m);
+    GPUNEX_ASSIGN_OR_RETURN(out.recent_intervals, FleetStore(tx).RecentIntervals(machine_id, 50));
+    return Status::Ok();
+  }));
+  out.connected_here = Connected(machine_id);
+  return out;
+}
+
+StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p, const std::string& machine_id,
+                                             const std::string& gpu_id, bool enabled) {
+  const Timestamp now = options_.clock->Now();
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    FleetStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
+    if (!m || (m->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no such machine");
+    if (m->provider_id != p.user.id) return PermissionDenied("only the machine's provider designates its GPUs");
+    GPUNEX_ASSIGN_OR_RETURN(bool changed, s.SetGpuEnabled(machine_id, gpu_id, enabled));
+    if (!changed) return NotFound("no such GPU on this machine");
+    GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
+    return accounts::Audit(tx, now, p.user.id, enabled ? "gpu.enabled" : "gpu.disabled", gpu_id, p.ip);
+  }));
+  return GetMachine(p, machine_id);
+}
+
+}  // namespace gpunex::platform::fleet

@@ -1,0 +1,48 @@
+// A workload (ISO-1..3, RNT-2..3): a container run on a provider machine with some of its
+// GPUs, as the fleet records it. Plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/agent_protocol.h"
+#include "common/time.h"
+
+namespace gpunex::platform::fleet {
+
+// States: pending → starting → running → exited | failed | stopped.
+inline bool IsActiveWorkloadState(std::string_view s) {
+  return s == "pending" || s == "starting" || s == "running";
+}
+
+struct Workload {
+  std::string id;
+  std::string machine_id;
+  std::string provider_id;
+  std::string created_by;
+  std::string purpose;  // "custom" (rentals will add theirs)
+  protocol::StartWorkload spec;
+  std::vector<std::string> gpu_ids;  // machine_gpus ids
+  std::string state;
+  std::optional<int64_t> exit_code;
+  std::optional<std::string> end_reason;
+  std::optional<std::string> end_party;  // customer | provider | platform (RNT-3)
+  std::optional<std::string> container_id;
+  Timestamp created_at;
+  std::optional<Timestamp> started_at;
+  std::optional<Timestamp> ended_at;
+  Timestamp updated_at;
+};
+
+// One chunk of a workload's output, as the agent sent it.
+struct LogChunkView {
+  std::string stream;  // stdout | stderr
+  int64_t seq = 0;     // per stream, increasing
+  Timestamp at;        // when the platform received it
+  std::string data;
+};
+
+}  // namespace gpunex::platform::fleet

@@ -1,0 +1,85 @@
+// Whether a GPU is offered to customers, and why not: the one place that decides it.
+//
+// Each part of the platform reports facts about a GPU: the fleet whether it is present,
+// designated by its provider, on a machine that is online, and in an active workload
+// (rented); the benchmarks whether it passed, is waiting for its first run, failed, or is
+// being measured now; availability (next) whether the machine is inside its schedule or in
+// maintenance. DecideListing turns those facts into a state and a human note. It is pure:
+// the fleet stores its answer (machine_gpus.listing_state / listing_note), the dashboard
+// shows the note and switches on the state's code.
+//
+// States, in the order they win when several apply (the first that holds is the answer):
+//   missing_from_machine, disabled_by_provider, machine_offline, failed_benchmark,
+//   awaiting_first_benchmark, in_maintenance, outside_schedule, benchmarking, rented,
+//   listed.
+// The last three are on the marketplace: a GPU being benchmarked or rented still belongs
+// to its offer (counted in the offer's total), but only a "listed" GPU can be rented now.
+//
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/time.h"
+
+namespace gpunex::platform::listing {
+
+enum class ListingState {
+  kListed,
+  kRented,
+  kBenchmarking,
+  kDisabledByProvider,
+  kMissingFromMachine,
+  kMachineOffline,
+  kAwaitingFirstBenchmark,
+  kFailedBenchmark,
+  kOutsideSchedule,
+  kInMaintenance,
+};
+
+// What the benchmarks say of a GPU.
+enum class BenchmarkVerdict {
+  kPassed,         // its last run passed, or benchmarks are not required
+  kAwaitingFirst,  // never benchmarked yet
+  kFailed,         // its last measured run failed the thresholds (the note says how)
+};
+
+struct ListingFacts {
+  bool present = true;         // in the machine's last inventory
+  bool enabled = true;         // designated by the provider
+  bool machine_online = true;  // the machine's agent is connected and heartbeating
+  BenchmarkVerdict benchmark = BenchmarkVerdict::kPassed;
+  std::string benchmark_note;  // for kFailed: "benchmark: <what failed>"
+  bool benchmarking = false;   // a benchmark run is measuring it now
+  bool rented = false;         // in an active workload
+  // From the availability schedule and maintenance windows (all in by default).
+  bool inside_schedule = true;
+  std::optional<Timestamp> schedule_opens_at;  // when outside: the next time it is inside
+  bool in_maintenance = false;
+};
+
+struct ListingDecision {
+  ListingState state = ListingState::kListed;
+  // A sentence for the provider ("awaiting its first benchmark"); "" for kListed.
+  std::string note;
+
+  // Belongs to the marketplace (listed, rented or being benchmarked).
+  bool on_marketplace() const;
+  // Can be rented now.
+  bool available() const { return state == ListingState::kListed; }
+};
+
+ListingDecision DecideListing(const ListingFacts& facts);
+
+// The stable code of a state ("listed", "machine_offline", ...), as stored and sent.
+std::string_view ListingStateCode(ListingState state);
+// The state of a code; nullopt for an unknown code.
+std::optional<ListingState> ParseListingStateCode(std::string_view code);
+
+// The stable code of a verdict ("passed", "awaiting_first", "failed"), as stored.
+std::string_view BenchmarkVerdictCode(BenchmarkVerdict v);
+std::optional<BenchmarkVerdict> ParseBenchmarkVerdictCode(std::string_view code);
+
+}  // namespace gpunex::platform::listing

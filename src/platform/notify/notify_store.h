@@ -1,0 +1,107 @@
+// The notify folder's tables and the only SQL that touches them: notifications (the
+// dashboard's list of messages to a user) and email_outbox (emails waiting for, or done
+// with, delivery by OutboxSender). Other folders reach these through notify.h and
+// outbox.h, never here.
+//
+// A NotifyStore is a view of one transaction: every method runs in it and fails with the
+// transaction's status.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::notify {
+
+struct NotificationRow {
+  std::string id;  // "ntf_...": sorts by creation time
+  std::string user_id;
+  Timestamp at;
+  std::string kind;
+  std::string title;
+  std::string body;
+  std::optional<std::string> link;
+  std::optional<Timestamp> read_at;  // none while unread
+};
+
+// email_outbox.status values (outbox.h describes the life cycle).
+inline constexpr std::string_view kEmailPending = "pending";
+inline constexpr std::string_view kEmailSending = "sending";
+inline constexpr std::string_view kEmailSent = "sent";
+inline constexpr std::string_view kEmailFailed = "failed";
+
+struct EmailRow {
+  std::string id;  // "eml_..."
+  Timestamp created_at;
+  std::string to_addr;
+  std::string subject;
+  std::optional<std::string> body;  // none once sent: it may have held a one-time secret
+  std::string body_sha256;          // of the body as enqueued, kept after the body is gone
+  std::string message_id;           // "<id@domain>", unique
+  std::string kind;
+  std::string status;    // kEmailPending, ...
+  int64_t attempts = 0;  // claims so far
+  Timestamp next_attempt_at;
+  std::optional<Timestamp> lease_until;  // while 'sending': the claim's expiry and token
+  std::optional<std::string> last_error;
+  std::optional<Timestamp> sent_at;
+};
+
+class NotifyStore {
+ public:
+  explicit NotifyStore(store::Tx& tx) : tx_(tx) {}
+
+  // --- notifications ---
+
+  // Fails the foreign key (kInternal) when the user does not exist.
+  Status InsertNotification(const NotificationRow& n);
+  // One page of the user's notifications, newest first (key: id, descending). Fails with a
+  // field error on "cursor" when the cursor does not have the key's shape.
+  StatusOr<Page<NotificationRow>> ListNotifications(const std::string& user_id, bool unread_only,
+                                                    const PageRequest& page);
+  StatusOr<int64_t> CountUnread(const std::string& user_id);
+  // Whether an unread notification `id` of `user_id` was marked read.
+  StatusOr<bool> MarkRead(const std::string& user_id, const std::string& id, Timestamp at);
+  // Whether `user_id` has a notification `id` (read or not).
+  StatusOr<bool> HasNotification(const std::string& user_id, const std::string& id);
+  // How many unread notifications of `user_id` were marked read.
+  StatusOr<int64_t> MarkAllRead(const std::string& user_id, Timestamp at);
+
+  // --- email_outbox ---
+
+  // Fails with kAlreadyExists for a taken id or Message-ID.
+  Status InsertEmail(const EmailRow& e);
+  // Up to `limit` emails due at `now`, those due longest first: pending with
+  // next_attempt_at <= now, or sending with a lease that ran out (lease_until <= now).
+  StatusOr<std::vector<EmailRow>> DueEmails(Timestamp now, int64_t limit);
+  // Claims email `id` if it is still due at `now` (another sender may have claimed it
+  // since DueEmails read it): status 'sending', lease_until = `lease_until`, attempts + 1.
+  // Whether this call claimed it.
+  StatusOr<bool> ClaimEmail(const std::string& id, Timestamp now, Timestamp lease_until);
+  // The outcomes of a claim. Each changes the row only while it is still claimed with the
+  // lease `lease_until` (the fencing token of the claim), and returns whether it did.
+  // Sent: the body is dropped.
+  StatusOr<bool> MarkEmailSent(const std::string& id, Timestamp lease_until, Timestamp at);
+  StatusOr<bool> RescheduleEmail(const std::string& id, Timestamp lease_until,
+                                 Timestamp next_attempt_at, const std::string& error);
+  StatusOr<bool> MarkEmailFailed(const std::string& id, Timestamp lease_until,
+                                 const std::string& error);
+  // Returns every claimed email to 'pending', due at `now`; how many there were.
+  StatusOr<int64_t> ReleaseClaims(Timestamp now);
+
+ private:
+  store::Tx& tx_;
+};
+
+// The folder's migrations (store/migrations.h).
+std::vector<store::Migration> NotifyMigrations();
+
+}  // namespace gpunex::platform::notify
