@@ -12,4 +12,4 @@ if ((${#files[@]} == 0)); then
   exit 1
 fi
 clang-format --style=file "${mode[@]}" "${files[@]}"
-echo "check-format: ${#files[@]} files ${1:+formatted}${1:-formatted as .clang-format says}"
+if [ "${1:-}" = "--fix" ]; then echo "check-format: ${#files[@]} files formatted"; else echo "check-format: ${#files[@]} files as .clang-format says"; fi

@@ -7,11 +7,11 @@
 // Environment: GPUNEX_PLATFORM_URL, GPUNEX_TOKEN (or the stored token), GPUNEX_STATE_DIR
 // (default /var/lib/gpunex-agent), GPUNEX_DOCKER_SOCKET (default /var/run/docker.sock),
 // GPUNEX_CA_FILE, GPUNEX_GPUBENCH_IMAGE (the gpunex-gpubench image benchmarks run).
-#include <CLI/CLI.hpp>
+#include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
-#include <pthread.h>
 #include <thread>
 
 #include "agent/agent.h"
@@ -43,18 +43,21 @@ int main(int argc, char** argv) {
     c->add_option("--emulate-perf", perf, "benchmark factor of emulated GPUs (0, 2]");
     c->add_option("--docker-socket", docker_socket, "Docker Engine socket");
   }
-  auto* store_token = app.add_subcommand("store-token", "save the agent token (from stdin) in the state directory");
+  auto* store_token =
+      app.add_subcommand("store-token", "save the agent token (from stdin) in the state directory");
   auto* version = app.add_subcommand("version", "print the version");
   // `bench storage|network ...`: the rest of the words are parsed by RunBenchCommand.
   auto* bench = app.add_subcommand(
-      "bench", "measure storage (bench storage --dir D) or the network to the platform (bench network)");
+      "bench",
+      "measure storage (bench storage --dir D) or the network to the platform (bench network)");
   bench->prefix_command();
   bench->set_help_flag();
   CLI11_PARSE(app, argc, argv);
   if (*bench) return bench::RunBenchCommand(bench->remaining(), std::cout, std::cerr);
 
   if (*version) {
-    std::cout << "gpunex-agent " << kAgentVersion << " (protocol " << protocol::kProtocolVersion << ")\n";
+    std::cout << "gpunex-agent " << kAgentVersion << " (protocol " << protocol::kProtocolVersion
+              << ")\n";
     return 0;
   }
   const std::string state_dir = Env("GPUNEX_STATE_DIR", "/var/lib/gpunex-agent");
@@ -88,7 +91,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     gpus = std::move(*e);
-    LogWarn("agent.emulated_gpus", {{"spec", emulate}, {"message", "GPUs are EMULATED: for tests and demos only"}});
+    LogWarn("agent.emulated_gpus",
+            {{"spec", emulate}, {"message", "GPUs are EMULATED: for tests and demos only"}});
   } else {
     gpus = NvmlGpuSource();
   }
@@ -111,7 +115,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.token.empty()) {
-    std::cerr << "gpunex-agent: no agent token: set GPUNEX_TOKEN or run `gpunex-agent store-token`\n";
+    std::cerr
+        << "gpunex-agent: no agent token: set GPUNEX_TOKEN or run `gpunex-agent store-token`\n";
     return 2;
   }
   sigset_t signals;

@@ -19,7 +19,8 @@ class Report {
     text_ += "[FAIL] " + what + "\n       → " + fix + "\n";
   }
   SelfTestReport Done() {
-    text_ += ok_ ? "self-test passed\n" : "self-test FAILED: fix the items above and run it again\n";
+    text_ +=
+        ok_ ? "self-test passed\n" : "self-test FAILED: fix the items above and run it again\n";
     return {ok_, text_};
   }
 
@@ -42,31 +43,35 @@ SelfTestReport RunSelfTest(const AgentOptions& options, AgentState& state, GpuSo
   auto host = CollectHostFacts(state.dir());
   if (host.ok()) {
     r.Ok("host: " + host->cpu_model + ", " + std::to_string(host->cpu_cores) + " CPUs, " +
-         std::to_string(host->ram_mb / 1024) + " GiB RAM, " + std::to_string(host->disk_free_mb / 1024) +
-         " GiB free");
+         std::to_string(host->ram_mb / 1024) + " GiB RAM, " +
+         std::to_string(host->disk_free_mb / 1024) + " GiB free");
   } else {
     r.Warn("cannot read host facts: " + host.status().message(), "check that /proc is mounted");
   }
   auto inv = gpus.Inventory();
   if (!inv.ok()) {
     r.Fail("GPUs: " + inv.status().message(),
-           "install the NVIDIA driver and the NVIDIA Container Toolkit, and start the agent with --gpus all");
+           "install the NVIDIA driver and the NVIDIA Container Toolkit, "
+           "and start the agent with --gpus all");
   } else if (inv->empty()) {
     r.Fail("no GPUs found", "check `nvidia-smi` on the host");
   } else {
     for (const auto& g : *inv) {
-      std::string line = "GPU " + std::to_string(g.index) + ": " + g.name + " (" + g.uuid + ")" +
-                         (g.catalog_id.empty() ? " — not in the catalog, reviewed case by case" : "");
+      std::string line =
+          "GPU " + std::to_string(g.index) + ": " + g.name + " (" + g.uuid + ")" +
+          (g.catalog_id.empty() ? " — not in the catalog, reviewed case by case" : "");
       r.Ok(line);
       if (!g.emulated && g.pcie_width_current > 0 && g.pcie_width_max > 0 &&
           g.pcie_width_current < g.pcie_width_max) {
-        r.Warn("GPU " + std::to_string(g.index) + " runs at PCIe x" + std::to_string(g.pcie_width_current) +
-                   " of x" + std::to_string(g.pcie_width_max),
+        r.Warn("GPU " + std::to_string(g.index) + " runs at PCIe x" +
+                   std::to_string(g.pcie_width_current) + " of x" +
+                   std::to_string(g.pcie_width_max),
                "reseat the card or use a full-width slot");
       }
     }
     if (gpus.Emulated()) {
-      r.Warn("these GPUs are EMULATED", "emulated GPUs are for tests and demos; the platform refuses them unless allowed");
+      r.Warn("these GPUs are EMULATED",
+             "emulated GPUs are for tests and demos; the platform refuses them unless allowed");
     }
   }
   if (!docker) {

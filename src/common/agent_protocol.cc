@@ -809,8 +809,10 @@ StatusOr<GpubenchFigures> ParseGpubenchFigures(const json::object& o, const std:
   JsonReader r(o, path, &errors);
   GpubenchFigures f;
   f.emulated = r.Bool("emulated", false).value_or(false);
-  if (const json::object* c = r.Object("compute", true)) ReadGpubench(JsonReader(*c, r.PathOf("compute"), &errors), kComputeFields, &f);
-  if (const json::object* m = r.Object("memory", true)) ReadGpubench(JsonReader(*m, r.PathOf("memory"), &errors), kMemoryFields, &f);
+  if (const json::object* c = r.Object("compute", true))
+    ReadGpubench(JsonReader(*c, r.PathOf("compute"), &errors), kComputeFields, &f);
+  if (const json::object* m = r.Object("memory", true))
+    ReadGpubench(JsonReader(*m, r.PathOf("memory"), &errors), kMemoryFields, &f);
   if (const json::object* s = r.Object("sustained", true)) {
     ReadGpubench(JsonReader(*s, r.PathOf("sustained"), &errors), kSustainedFields, &f);
   }

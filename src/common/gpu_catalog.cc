@@ -31,7 +31,8 @@ double ToDouble(const std::string& s, int line) {
   double d = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
   if (ec != std::errc() || p != s.data() + s.size()) {
-    throw std::runtime_error("gpu catalog line " + std::to_string(line) + ": bad number '" + s + "'");
+    throw std::runtime_error("gpu catalog line " + std::to_string(line) + ": bad number '" + s +
+                             "'");
   }
   return d;
 }

@@ -21,7 +21,7 @@ struct GpuModel {
   double fp16_tensor_tflops = 0;  // FP16/BF16 dense tensor
   double tf32_tensor_tflops = 0;
   double mem_bw_gbps = 0;  // GB/s
-  Usdc default_price;  // per GPU per hour, our starting default (PRC-3)
+  Usdc default_price;      // per GPU per hour, our starting default (PRC-3)
 };
 
 // The built-in catalog, in file order.

@@ -130,8 +130,8 @@ bool IsCleanText(std::string_view s, bool multiline) {
   return true;
 }
 
-std::optional<std::string> JsonReader::String(std::string_view key, bool required,
-                                              size_t max_len, bool multiline) const {
+std::optional<std::string> JsonReader::String(std::string_view key, bool required, size_t max_len,
+                                              bool multiline) const {
   auto it = obj_.find(key);
   if (it == obj_.end() || it->value().is_null()) {
     if (required) Fail(key, "is required");
@@ -198,8 +198,8 @@ std::optional<int64_t> JsonReader::Int(std::string_view key, bool required, int6
   return n;
 }
 
-std::optional<double> JsonReader::Number(std::string_view key, bool required,
-                                         double min_exclusive, double max_inclusive) const {
+std::optional<double> JsonReader::Number(std::string_view key, bool required, double min_exclusive,
+                                         double max_inclusive) const {
   auto it = obj_.find(key);
   if (it == obj_.end() || it->value().is_null()) {
     if (required) Fail(key, "is required");
@@ -267,8 +267,8 @@ const json::array* JsonReader::Array(std::string_view key, bool required, size_t
   }
   const json::array& a = it->value().get_array();
   if (a.size() < min_items) {
-    Fail(key, "must have at least " + std::to_string(min_items) + " item" +
-                  (min_items == 1 ? "" : "s"));
+    Fail(key,
+         "must have at least " + std::to_string(min_items) + " item" + (min_items == 1 ? "" : "s"));
     return nullptr;
   }
   if (a.size() > max_items) {

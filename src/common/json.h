@@ -4,7 +4,6 @@
 #pragma once
 
 #include <boost/json.hpp>
-
 #include <cstdint>
 #include <initializer_list>
 #include <optional>

@@ -33,7 +33,8 @@ StatusOr<Usdc> Usdc::Times(int64_t factor) const {
 
 StatusOr<Usdc> Usdc::ForUsage(Usdc hourly_rate, int64_t quantity, std::chrono::seconds billed) {
   if (hourly_rate.is_negative() || quantity < 0 || billed.count() < 0) {
-    return OutOfRange("usage is priced from a rate, a quantity and a duration that are not negative");
+    return OutOfRange(
+        "usage is priced from a rate, a quantity and a duration that are not negative");
   }
   // At most (2^63)^3 / 3600 would overflow 128 bits; each factor is below 2^63, so check
   // the product of the first two before multiplying by the third.
@@ -61,7 +62,8 @@ std::optional<Usdc> Usdc::Parse(std::string_view s) {
   if (s.empty()) return std::nullopt;
   const size_t dot = s.find('.');
   const std::string_view whole = s.substr(0, dot);
-  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
+  const std::string_view frac =
+      dot == std::string_view::npos ? std::string_view() : s.substr(dot + 1);
   if (whole.empty() || frac.size() > 6 || (dot != std::string_view::npos && frac.empty())) {
     return std::nullopt;
   }

@@ -35,7 +35,8 @@ TEST(Usdc, ArithmeticRefusesToWrap) {
   EXPECT_EQ(*Usdc::Micros(2).Minus(Usdc::Micros(3)), Usdc::Micros(-1));
   EXPECT_EQ(*Usdc::Micros(7).Times(6), Usdc::Micros(42));
   EXPECT_EQ(Usdc::Micros(kMax).Plus(Usdc::Micros(1)).status().code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(Usdc::Micros(-kMax - 1).Minus(Usdc::Micros(1)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Usdc::Micros(-kMax - 1).Minus(Usdc::Micros(1)).status().code(),
+            StatusCode::kOutOfRange);
   EXPECT_EQ(Usdc::Micros(kMax / 2 + 1).Times(2).status().code(), StatusCode::kOutOfRange);
   EXPECT_LT(Usdc::Micros(1), Usdc::Micros(2));
 }
@@ -56,7 +57,8 @@ TEST(Usdc, UsageIsFlooredOnTheTotal) {
             StatusCode::kOutOfRange);
   EXPECT_EQ(Usdc::ForUsage(Usdc::Micros(kMax), 1, seconds(7200)).status().code(),
             StatusCode::kOutOfRange);
-  EXPECT_EQ(Usdc::ForUsage(Usdc::Micros(-1), 1, seconds(1)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Usdc::ForUsage(Usdc::Micros(-1), 1, seconds(1)).status().code(),
+            StatusCode::kOutOfRange);
 }
 
 TEST(Usdc, ShareIsFlooredBasisPoints) {

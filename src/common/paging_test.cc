@@ -14,7 +14,7 @@ TEST(Cursor, RoundTripsItsKey) {
 }
 
 TEST(Cursor, RefusesTextItDidNotMake) {
-  for (std::string_view bad : {"", "!!!", "bm90IGpzb24", /* "not json" */
+  for (std::string_view bad : {"", "!!!", "bm90IGpzb24",     /* "not json" */
                                "W10", /* [] */ "eyJhIjoxfQ", /* {"a":1} */
                                "WzEuNV0", /* [1.5] */ "W251bGxd" /* [null] */}) {
     auto c = Cursor::Decode(bad);
@@ -23,9 +23,9 @@ TEST(Cursor, RefusesTextItDidNotMake) {
     EXPECT_EQ(c.status().fields().count("cursor"), 1u) << bad;
   }
   EXPECT_FALSE(Cursor::Decode(std::string(Cursor::kMaxTextLength + 1, 'A')).ok());
-  EXPECT_FALSE(Cursor::Decode(Cursor({int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}})
-                                  .Encode())
-                   .ok());
+  EXPECT_FALSE(
+      Cursor::Decode(Cursor({int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}}).Encode())
+          .ok());
 }
 
 }  // namespace

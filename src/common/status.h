@@ -36,7 +36,7 @@ enum class StatusCode {
   // the caller must find out, e.g. by reading again, before it acts on either outcome
   // (HTTP 503).
   kOutcomeUnknown,
-  kInternal,            // bug or broken dependency (HTTP 500)
+  kInternal,  // bug or broken dependency (HTTP 500)
 };
 
 // Field path -> message, ordered so that error bodies are deterministic.
@@ -64,7 +64,9 @@ class [[nodiscard]] Status {
 };
 
 // Short constructors for the canonical codes.
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -73,7 +75,9 @@ inline Status FailedPrecondition(std::string m) {
 inline Status PermissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }
-inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+inline Status Unauthenticated(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
+}
 inline Status ResourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
@@ -96,7 +100,7 @@ const char* StatusCodeName(StatusCode code);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   StatusOr(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok());
   }
@@ -119,10 +123,10 @@ class [[nodiscard]] StatusOr {
 }  // namespace gpunex
 
 // Returns early from the enclosing function when `expr` (a Status) is not OK.
-#define GPUNEX_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::gpunex::Status _st = (expr);          \
-    if (!_st.ok()) return _st;              \
+#define GPUNEX_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::gpunex::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define GPUNEX_CONCAT_INNER(a, b) a##b

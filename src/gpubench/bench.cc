@@ -176,8 +176,8 @@ Status OpenGpu(const Options& options, Gpu* gpu) {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     return CudaStatus(e,
-                      "no usable CUDA device (is the NVIDIA driver installed, and is the GPU "
-                      "given to this container?)");
+                      "no usable CUDA device (is the NVIDIA driver installed, "
+                      "and is the GPU given to this container?)");
   }
   if (count == 0) return NotFound("no CUDA device is visible");
   if (!options.uuid.empty()) {

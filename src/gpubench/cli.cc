@@ -110,24 +110,19 @@ StatusOr<Options> ParseOptions(std::span<const std::string_view> args) {
 }
 
 std::string Usage() {
-  return "usage: gpunex-gpubench [--device N | --uuid GPU-...] [--catalog-id ID]\n"
-         "                       [--sustain-s SECONDS] [--quick]\n"
-         "\n"
-         "Measures one GPU (CUDA device 0 unless told otherwise): FP32 and FP16 arithmetic\n"
-         "without tensor cores, FP16/BF16/TF32 tensor-core GEMMs through cuBLASLt, device\n"
-         "memory read/write/copy/triad bandwidth, and a sustained BF16 GEMM load (default\n"
-         "60 s) with NVML clocks, temperature, power and throttle reasons. Prints one JSON\n"
-         "object on stdout (docs/gpubench.md); progress goes to stderr.\n"
-         "\n"
-         "  --device N        CUDA device ordinal\n"
-         "  --uuid GPU-...    the GPU with this UUID\n"
-         "  --catalog-id ID   the catalog model for the reference fractions (default: matched\n"
-         "                    from the device name; none when unknown)\n"
-         "  --sustain-s S     length of the sustained phase, 0 to 3600 (0 skips it)\n"
-         "  --quick           short measurements and a 5 s sustained phase, for smoke tests\n"
-         "  --version         print the output format version\n"
-         "\n"
-         "Exit status: 0 measured, 2 a sanity check failed (wrong results), 1 other errors.\n";
+  return "usage: gpunex-gpubench [--device N | --uuid GPU-...] [--catalog-id ID]\n                 "
+         "      [--sustain-s SECONDS] [--quick]\n\nMeasures one GPU (CUDA device 0 unless told "
+         "otherwise): FP32 and FP16 arithmetic\nwithout tensor cores, "
+         "FP16/BF16/TF32 tensor-core GEMMs through cuBLASLt, device\nmemory read/write/copy/triad "
+         "bandwidth, and a sustained BF16 GEMM load (default\n60 s) with NVML clocks, "
+         "temperature, power and throttle reasons. Prints one JSON\nobject on stdout "
+         "(docs/gpubench.md); progress goes to stderr.\n\n  --device N        CUDA device "
+         "ordinal\n  --uuid GPU-...    the GPU with this UUID\n  --catalog-id ID   the catalog "
+         "model for the reference fractions (default: matched\n                    from the "
+         "device name; none when unknown)\n  --sustain-s S     length of the sustained phase, "
+         "0 to 3600 (0 skips it)\n  --quick           short measurements and a 5 s sustained "
+         "phase, for smoke tests\n  --version         print the output format version\n\nExit "
+         "status: 0 measured, 2 a sanity check failed (wrong results), 1 other errors.\n";
 }
 
 Plan MakePlan(const Options& o) {

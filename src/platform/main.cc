@@ -2,26 +2,26 @@
 //   gpunexd serve [--config FILE]
 //   gpunexd admin create --email E --password P [--name N] [--config FILE]
 //   gpunexd migrate [--config FILE]
-#include <CLI/CLI.hpp>
+#include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
-#include <pthread.h>
 #include <thread>
 
 #include "common/log.h"
 #include "platform/accounts/accounts.h"
 #include "platform/api/api.h"
 #include "platform/applications/applications.h"
+#include "platform/benchmarks/benchmarks.h"
 #include "platform/catalog/catalog.h"
 #include "platform/config/config.h"
-#include "platform/benchmarks/benchmarks.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/workloads.h"
 #include "platform/http/metrics.h"
-#include "platform/idempotency/idempotency.h"
 #include "platform/http/router.h"
 #include "platform/http/server.h"
+#include "platform/idempotency/idempotency.h"
 #include "platform/notify/outbox.h"
 #include "platform/notify/smtp.h"
 #include "platform/providers/providers.h"
@@ -70,11 +70,12 @@ StatusOr<benchmarks::BenchmarksOptions> BenchmarkOptions(const Config& c) {
   o.tick_ms = c.benchmark_tick_ms;
   o.mail_domain = MailDomain(c.public_url);
   o.public_url = c.public_url;
-  GPUNEX_RETURN_IF_ERROR(
-      benchmarks::ApplyThresholdOverrides(c.benchmark_thresholds, "benchmarks.thresholds", &o.thresholds));
+  GPUNEX_RETURN_IF_ERROR(benchmarks::ApplyThresholdOverrides(
+      c.benchmark_thresholds, "benchmarks.thresholds", &o.thresholds));
   for (const auto& [model, overrides] : c.benchmark_model_thresholds) {
     benchmarks::Thresholds t = o.thresholds;
-    GPUNEX_RETURN_IF_ERROR(benchmarks::ApplyThresholdOverrides(overrides, "benchmarks.models." + model, &t));
+    GPUNEX_RETURN_IF_ERROR(
+        benchmarks::ApplyThresholdOverrides(overrides, "benchmarks.models." + model, &t));
     o.by_model[model] = t;
   }
   return o;
@@ -107,21 +108,22 @@ int Serve(Config config) {
   std::function<http::Response(http::Request&)> dispatch;
   http::WebSocketAcceptor websocket_acceptor;
   so.websocket_routes[std::string(api::kAgentConnectPath)] =
-      [&websocket_acceptor](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
+      [&websocket_acceptor](const http::Request& req,
+                            std::shared_ptr<http::WebSocketConnection> c) {
         return websocket_acceptor(req, std::move(c));
       };
   http::StreamAuthorizer bench_authorizer;  // the agent's throughput benchmark
   auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
-  so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {
-      http::StreamRoute::Kind::kDownload, bench};
-  so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {
-      http::StreamRoute::Kind::kUpload, bench};
+  so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {http::StreamRoute::Kind::kDownload,
+                                                                 bench};
+  so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {http::StreamRoute::Kind::kUpload,
+                                                               bench};
   auto server = http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
   if (!server.ok()) return Fail(server.status());
   if (config.public_url_from_listen) {
     std::string host = config.listen.substr(0, config.listen.rfind(':'));
-    config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host + ":" +
-                        std::to_string((*server)->port());
+    config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host +
+                        ":" + std::to_string((*server)->port());
   }
 
   auto db = OpenAndMigrate(config);
@@ -178,8 +180,8 @@ int Serve(Config config) {
       // released at once instead of waiting out their lease.
       if (Status st = notify::ReleaseAbandonedClaims(**db, clock.Now()); !st.ok()) return Fail(st);
     }
-    outbox = std::make_unique<notify::OutboxSender>(
-        **db, notify::CurlSmtpClient(config.smtp_url), o);
+    outbox =
+        std::make_unique<notify::OutboxSender>(**db, notify::CurlSmtpClient(config.smtp_url), o);
     outbox->Start();
   } else {
     LogWarn("smtp.unconfigured",
@@ -187,32 +189,33 @@ int Serve(Config config) {
   }
 
   std::atomic<bool> ready{false};
-  api::ApiContext ctx{config,
-                      **db,
-                      clock,
-                      accounts,
-                      providers,
-                      applications,
-                      metrics,
-                      fleet,
-                      workloads,
-                      benchmarks,
-                      idempotency,
-                      api::RenderInstallScript(config.public_url, config.agent_image),
-                      [&ready] { return ready.load(); },
-                      [&outbox, &applications](http::Metrics& m) {
-                        m.SetGauge("gpunex_unreadable_application_rows",
-                                   "Stored provider applications skipped by lists because they could not be read.",
-                                   static_cast<double>(applications.unreadable_rows()));
-                        if (!outbox) return;
-                        notify::OutboxCounters c = outbox->counters();
-                        m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
-                                   static_cast<double>(c.sent));
-                        m.SetGauge("gpunex_emails_failed", "Emails given up on since start.",
-                                   static_cast<double>(c.failed));
-                        m.SetGauge("gpunex_email_retries", "Email deliveries scheduled for retry since start.",
-                                   static_cast<double>(c.retries));
-                      }};
+  api::ApiContext ctx{
+      config,
+      **db,
+      clock,
+      accounts,
+      providers,
+      applications,
+      metrics,
+      fleet,
+      workloads,
+      benchmarks,
+      idempotency,
+      api::RenderInstallScript(config.public_url, config.agent_image),
+      [&ready] { return ready.load(); },
+      [&outbox, &applications](http::Metrics& m) {
+        m.SetGauge("gpunex_unreadable_application_rows",
+                   "Stored provider applications skipped by lists because they could not be read.",
+                   static_cast<double>(applications.unreadable_rows()));
+        if (!outbox) return;
+        notify::OutboxCounters c = outbox->counters();
+        m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
+                   static_cast<double>(c.sent));
+        m.SetGauge("gpunex_emails_failed", "Emails given up on since start.",
+                   static_cast<double>(c.failed));
+        m.SetGauge("gpunex_email_retries", "Email deliveries scheduled for retry since start.",
+                   static_cast<double>(c.retries));
+      }};
   http::Router router(&metrics);
   api::RegisterRoutes(router, ctx);
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
@@ -234,8 +237,8 @@ int Serve(Config config) {
   });
   ready = true;
   LogInfo("gpunexd.started", {{"port", (*server)->port()},
-                             {"tls", !config.tls_cert_file.empty()},
-                             {"public_url", config.public_url}});
+                              {"tls", !config.tls_cert_file.empty()},
+                              {"public_url", config.public_url}});
   (*server)->Run();
   idempotency.Stop();
   benchmarks.Stop();

@@ -17,8 +17,8 @@ const std::vector<store::Migration>& AllMigrations() {
     // The order of the folders is the order of their parts within one version.
     for (auto part : {accounts::AccountsMigrations(), catalog::CatalogMigrations(),
                       applications::ApplicationsMigrations(), providers::ProvidersMigrations(),
-                      notify::NotifyMigrations(), fleet::FleetMigrations(), benchmarks::BenchmarksMigrations(),
-                      idempotency::IdempotencyMigrations()}) {
+                      notify::NotifyMigrations(), fleet::FleetMigrations(),
+                      benchmarks::BenchmarksMigrations(), idempotency::IdempotencyMigrations()}) {
       m.insert(m.end(), part.begin(), part.end());
     }
     return m;

@@ -442,8 +442,8 @@ StatusOr<std::pair<double, int64_t>> RunUpload(const NetworkOptions& o, const Ta
   const std::string head = "POST " + endpoint.target +
                            " HTTP/1.1\r\nHost: " + endpoint.HostHeader() +
                            "\r\nAuthorization: Bearer " + o.token +
-                           "\r\nContent-Type: application/octet-stream\r\n"
-                           "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n";
+                           "\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: "
+                           "chunked\r\nExpect: 100-continue\r\n\r\n";
   bool answered = false;
   if (Status st = x.Send(head.data(), head.size(), &answered); !st.ok()) return failed(st);
   // The platform refuses (a revoked token, too many transfers) before the body is sent.

@@ -235,8 +235,8 @@ class NvmlSource final : public GpuSource {
       if (lib == nullptr) {
         const char* why = dlerror();
         return Unavailable(
-            "NVML not found: install the NVIDIA driver on the host and give the agent "
-            "container the GPUs (NVIDIA Container Toolkit, --gpus all); cannot load " +
+            "NVML not found: install the NVIDIA driver on the host and give the agent container "
+            "the GPUs (NVIDIA Container Toolkit, --gpus all); cannot load " +
             library_ + ": " + (why != nullptr ? why : "unknown error"));
       }
       NvmlApi api;
@@ -252,8 +252,8 @@ class NvmlSource final : public GpuSource {
       NvmlReturn r = api_.init();
       if (r != kNvmlSuccess) {
         return Unavailable("NVML did not initialise: " + ErrorTextLocked(r) +
-                           ". Check that the NVIDIA driver is loaded (nvidia-smi on the host) "
-                           "and that the agent container was started with --gpus all");
+                           ". Check that the NVIDIA driver is loaded (nvidia-smi on the host) and "
+                           "that the agent container was started with --gpus all");
       }
       initialized_ = true;
     }

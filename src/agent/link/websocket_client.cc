@@ -127,8 +127,8 @@ StatusOr<std::unique_ptr<asio::ssl::context>> MakeTlsContext(
   if (options.insecure_skip_verify) {
     LogWarn("agent.link.tls_verification_disabled",
             {{"message",
-              "insecure_skip_verify is set: the platform's certificate is NOT verified and "
-              "anyone on the path can impersonate it. For tests only."}});
+              "insecure_skip_verify is set: the platform's certificate is NOT verified and anyone "
+              "on the path can impersonate it. For tests only."}});
     ctx->set_verify_mode(asio::ssl::verify_none, ec);
     return ctx;
   }

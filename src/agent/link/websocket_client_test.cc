@@ -324,16 +324,16 @@ class TestProxy {
     }
     if (req.method() != bhttp::verb::connect) {
       asio::write(client,
-                  asio::buffer(std::string("HTTP/1.1 405 Method Not Allowed\r\n"
-                                           "Content-Length: 0\r\n\r\n")),
+                  asio::buffer(std::string("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: "
+                                           "0\r\n\r\n")),
                   ec);
       return;
     }
     if (!required_auth_.empty() && auth != required_auth_) {
       asio::write(client,
-                  asio::buffer(std::string("HTTP/1.1 407 Proxy Authentication Required\r\n"
-                                           "Proxy-Authenticate: Basic\r\n"
-                                           "Content-Length: 0\r\n\r\n")),
+                  asio::buffer(std::string("HTTP/1.1 407 Proxy Authentication "
+                                           "Required\r\nProxy-Authenticate: "
+                                           "Basic\r\nContent-Length: 0\r\n\r\n")),
                   ec);
       return;
     }
@@ -343,10 +343,9 @@ class TestProxy {
     auto results = resolver.resolve(target.substr(0, colon), target.substr(colon + 1), ec);
     if (!ec) asio::connect(upstream, results, ec);
     if (ec) {
-      asio::write(client,
-                  asio::buffer(std::string("HTTP/1.1 502 Bad Gateway\r\n"
-                                           "Content-Length: 0\r\n\r\n")),
-                  ec);
+      asio::write(
+          client,
+          asio::buffer(std::string("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")), ec);
       return;
     }
     const int upstream_fd = upstream.native_handle();

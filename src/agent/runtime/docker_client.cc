@@ -418,8 +418,8 @@ class EngineClient final : public DockerClient {
     if (overlap == 0 && !recent.empty() && !window.empty()) {
       LogWarn("docker.logs_gap", {{"container", id},
                                   {"note",
-                                   "the end of the log stream could not be aligned; "
-                                   "some output may be missing or repeated"}});
+                                   "the end of the log stream could not be aligned; some output "
+                                   "may be missing or repeated"}});
     }
     for (size_t i = overlap; i < window.size(); ++i) on_frame(window[i].second);
     return Status::Ok();

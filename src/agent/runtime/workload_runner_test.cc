@@ -203,10 +203,10 @@ TEST_F(WorkloadRunnerTest, IsolationHoldsInsideTheContainer) {
   WorkloadRunner& runner = Runner();
   ASSERT_TRUE(runner
                   .Start(Spec("inside",
-                              "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; "
-                              "touch /rootfs 2>/dev/null && echo root-writable || echo root-ro; "
-                              "touch /scratch/a && echo scratch-rw; touch /tmp/a && echo tmp-rw; "
-                              "mknod /tmp/dev c 1 3 2>/dev/null && echo mknod-ok || echo mknod-no; "
+                              "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /rootfs "
+                              "2>/dev/null && echo root-writable || echo root-ro; touch "
+                              "/scratch/a && echo scratch-rw; touch /tmp/a && echo tmp-rw; mknod "
+                              "/tmp/dev c 1 3 2>/dev/null && echo mknod-ok || echo mknod-no; "
                               "chroot / true 2>/dev/null && echo chroot-ok || echo chroot-no"))
                   .ok());
   auto end = runner.Wait("inside", kWaitMs);
@@ -265,8 +265,8 @@ TEST_F(WorkloadRunnerTest, WithoutNetworkAndWithTmpfsScratch) {
   WorkloadRunner& runner = Runner(o);
   ASSERT_TRUE(runner
                   .Start(Spec("nonet",
-                              "ip -o addr | grep -v ' lo ' | wc -l; "
-                              "df -m /scratch | tail -1 | awk '{print $2}'"))
+                              "ip -o addr | grep -v ' lo ' | wc -l; df -m /scratch | tail -1 | awk "
+                              "'{print $2}'"))
                   .ok());
   auto end = runner.Wait("nonet", kWaitMs);
   ASSERT_TRUE(end.ok());

@@ -38,7 +38,8 @@ TlsFiles::TlsFiles() {
   ok_ = ok_ && f != nullptr && PEM_write_X509(f, cert) == 1;
   if (f != nullptr) std::fclose(f);
   f = std::fopen(key_path().c_str(), "w");
-  ok_ = ok_ && f != nullptr && PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  ok_ = ok_ && f != nullptr &&
+        PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
   if (f != nullptr) std::fclose(f);
   X509_free(cert);
   EVP_PKEY_free(key);

@@ -26,7 +26,8 @@ bool IsAtext(char c) {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -92,8 +93,11 @@ Status Audit(store::Tx& tx, Timestamp at, const std::optional<std::string>& acto
 
 Status GrantRole(store::Tx& tx, Timestamp at, const std::string& user_id, std::string_view role,
                  const std::string& granted_by) {
-  GPUNEX_ASSIGN_OR_RETURN(bool added, AccountsStore(tx).InsertRole(user_id, std::string(role), at, granted_by));
-  if (added) GPUNEX_RETURN_IF_ERROR(Audit(tx, at, granted_by, "role.granted", user_id, "", {{"role", std::string(role)}}));
+  GPUNEX_ASSIGN_OR_RETURN(bool added,
+                          AccountsStore(tx).InsertRole(user_id, std::string(role), at, granted_by));
+  if (added)
+    GPUNEX_RETURN_IF_ERROR(
+        Audit(tx, at, granted_by, "role.granted", user_id, "", {{"role", std::string(role)}}));
   return Status::Ok();
 }
 
@@ -129,7 +133,8 @@ bool Accounts::VerifyPassword(const std::string& hash, std::string_view password
 StatusOr<User> Accounts::SignUp(const SignUpRequest& req, std::string_view ip) {
   FieldErrors errors;
   std::string normalized;
-  if (std::string why = CheckEmail(req.email, &normalized); !why.empty()) errors.emplace("email", why);
+  if (std::string why = CheckEmail(req.email, &normalized); !why.empty())
+    errors.emplace("email", why);
   if (req.password.size() < kMinPassword) {
     errors.emplace("password", "must be at least " + std::to_string(kMinPassword) + " characters");
   }
@@ -155,7 +160,8 @@ StatusOr<User> Accounts::SignUp(const SignUpRequest& req, std::string_view ip) {
   return user;
 }
 
-StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view ip, std::string_view user_agent) {
+StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view ip,
+                                      std::string_view user_agent) {
   const std::string email = Lower(req.email);
   const Timestamp now = options_.clock->Now();
   const Timestamp window_start = now - std::chrono::minutes(options_.login_window_minutes);
@@ -175,8 +181,8 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
   }));
   const std::optional<std::string> user_id = user ? std::optional(user->id) : std::nullopt;
   if (throttled) {
-    GPUNEX_RETURN_IF_ERROR(
-        db_.Transact([&](store::Tx& tx) { return Audit(tx, now, user_id, "login.throttled", email, ip); }));
+    GPUNEX_RETURN_IF_ERROR(db_.Transact(
+        [&](store::Tx& tx) { return Audit(tx, now, user_id, "login.throttled", email, ip); }));
     return ResourceExhausted("too many failed log-ins; try again in " +
                              std::to_string(options_.login_window_minutes) + " minutes");
   }
@@ -196,9 +202,9 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     const std::string sid = NewId("ses");
-    GPUNEX_RETURN_IF_ERROR(s.InsertSession({sid, user->id, Sha256Hex(result.token), result.csrf_token, now,
-                                            result.expires_at, std::nullopt, ip_s,
-                                            std::string(user_agent.substr(0, 512))}));
+    GPUNEX_RETURN_IF_ERROR(s.InsertSession({sid, user->id, Sha256Hex(result.token),
+                                            result.csrf_token, now, result.expires_at, std::nullopt,
+                                            ip_s, std::string(user_agent.substr(0, 512))}));
     GPUNEX_RETURN_IF_ERROR(s.ClearLoginFailures(email));
     GPUNEX_RETURN_IF_ERROR(Audit(tx, now, user->id, "login.succeeded", sid, ip));
     GPUNEX_ASSIGN_OR_RETURN(result.user, LoadUser(tx, user->id));
@@ -216,7 +222,8 @@ Status Accounts::Logout(const Principal& p) {
   });
 }
 
-StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_cookie, std::string_view ip) {
+StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_cookie,
+                                           std::string_view ip) {
   if (token.size() > 128) return Unauthenticated("invalid credentials");
   if (token.starts_with(kAgentTokenPrefix)) {
     return Unauthenticated("agent tokens are accepted only on the agent channel");
@@ -253,8 +260,8 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
     return Status::Ok();
   }));
   if (touch) {
-    GPUNEX_RETURN_IF_ERROR(
-        db_.Transact([&](store::Tx& tx) { return AccountsStore(tx).TouchApiKey(p.credential_id, now); }));
+    GPUNEX_RETURN_IF_ERROR(db_.Transact(
+        [&](store::Tx& tx) { return AccountsStore(tx).TouchApiKey(p.credential_id, now); }));
   }
   return p;
 }
@@ -275,8 +282,9 @@ StatusOr<NewApiKey> Accounts::CreateApiKey(const Principal& p, const std::string
       return FailedPrecondition("at most " + std::to_string(kMaxApiKeysPerUser) +
                                 " active API keys; revoke one first");
     }
-    GPUNEX_RETURN_IF_ERROR(s.InsertApiKey({out.key.id, p.user.id, out.key.name, Sha256Hex(out.secret),
-                                           out.key.prefix, now, std::nullopt, std::nullopt}));
+    GPUNEX_RETURN_IF_ERROR(
+        s.InsertApiKey({out.key.id, p.user.id, out.key.name, Sha256Hex(out.secret), out.key.prefix,
+                        now, std::nullopt, std::nullopt}));
     return Audit(tx, now, p.user.id, "api_key.created", out.key.id, p.ip);
   }));
   return out;
@@ -302,11 +310,14 @@ Status Accounts::RevokeApiKey(const Principal& p, const std::string& key_id) {
   });
 }
 
-StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view password, std::string_view name) {
+StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view password,
+                                     std::string_view name) {
   std::string normalized;
-  if (std::string why = CheckEmail(email, &normalized); !why.empty()) return FieldError("email", why);
+  if (std::string why = CheckEmail(email, &normalized); !why.empty())
+    return FieldError("email", why);
   if (password.size() < kMinPassword) {
-    return FieldError("password", "must be at least " + std::to_string(kMinPassword) + " characters");
+    return FieldError("password",
+                      "must be at least " + std::to_string(kMinPassword) + " characters");
   }
   GPUNEX_ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   const Timestamp now = options_.clock->Now();
@@ -317,8 +328,8 @@ StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view pa
     std::string id;
     if (!existing) {
       id = NewId("usr");
-      GPUNEX_RETURN_IF_ERROR(
-          s.InsertUser({id, normalized, std::string(name.empty() ? "Administrator" : name), hash, now, false}));
+      GPUNEX_RETURN_IF_ERROR(s.InsertUser(
+          {id, normalized, std::string(name.empty() ? "Administrator" : name), hash, now, false}));
       GPUNEX_RETURN_IF_ERROR(GrantRole(tx, now, id, kRoleCustomer, id));
     } else {
       id = existing->id;

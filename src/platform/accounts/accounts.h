@@ -121,7 +121,8 @@ class Accounts {
 
   // A new session. kUnauthenticated for a wrong email or password (the same answer for
   // both); kResourceExhausted while throttled.
-  StatusOr<LoginResult> Login(const LoginRequest& req, std::string_view ip, std::string_view user_agent);
+  StatusOr<LoginResult> Login(const LoginRequest& req, std::string_view ip,
+                              std::string_view user_agent);
 
   // Revokes the session that authenticated the principal (API keys: nothing to end).
   Status Logout(const Principal& p);
@@ -137,7 +138,8 @@ class Accounts {
 
   // For `gpunexd admin create`: creates the user if needed (or sets the password of the
   // one that exists) and grants admin.
-  StatusOr<User> CreateAdmin(std::string_view email, std::string_view password, std::string_view name);
+  StatusOr<User> CreateAdmin(std::string_view email, std::string_view password,
+                             std::string_view name);
 
   // Argon2id hash / verification with the configured cost.
   StatusOr<std::string> HashPassword(std::string_view password) const;

@@ -15,7 +15,7 @@ constexpr const char* kSessionColumns =
     "id, user_id, token_hash, csrf_token, created_at, expires_at, revoked_at, ip, user_agent";
 
 SessionRow SessionFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4),
+  return {r.Str(0),  r.Str(1),     r.Str(2), r.Str(3), r.Time(4),
           r.Time(5), r.OptTime(6), r.Str(7), r.Str(8)};
 }
 
@@ -30,7 +30,8 @@ store::Value OptTimeValue(const std::optional<Timestamp>& t) {
   return t ? store::Value(ToUnixMicros(*t)) : store::Value(nullptr);
 }
 
-StatusOr<int64_t> CountOf(store::Tx& tx, const std::string& sql, const std::vector<store::Value>& params) {
+StatusOr<int64_t> CountOf(store::Tx& tx, const std::string& sql,
+                          const std::vector<store::Value>& params) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, params));
   return rows.at(0).Int(0);
 }
@@ -39,7 +40,8 @@ StatusOr<int64_t> CountOf(store::Tx& tx, const std::string& sql, const std::vect
 
 StatusOr<std::optional<UserRow>> AccountsStore::FindUserByEmail(const std::string& email) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE email = ?", {email}));
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE email = ?", {email}));
   if (rows.empty()) return std::optional<UserRow>();
   return std::optional<UserRow>(UserFrom(rows[0]));
 }
@@ -47,15 +49,18 @@ StatusOr<std::optional<UserRow>> AccountsStore::FindUserByEmail(const std::strin
 StatusOr<std::optional<UserRow>> AccountsStore::FindActiveUser(const std::string& user_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ? AND disabled = 0", {user_id}));
+      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ? AND disabled = 0",
+                {user_id}));
   if (rows.empty()) return std::optional<UserRow>();
   return std::optional<UserRow>(UserFrom(rows[0]));
 }
 
 Status AccountsStore::InsertUser(const UserRow& u) {
   return tx_
-      .Exec("INSERT INTO users (id, email, name, password_hash, created_at, disabled) VALUES (?, ?, ?, ?, ?, ?)",
-            {u.id, u.email, u.name, u.password_hash, ToUnixMicros(u.created_at), int64_t{u.disabled}})
+      .Exec(
+          "INSERT INTO users (id, email, name, password_hash, created_at, disabled) VALUES (?, ?, "
+          "?, ?, ?, ?)",
+          {u.id, u.email, u.name, u.password_hash, ToUnixMicros(u.created_at), int64_t{u.disabled}})
       .status();
 }
 
@@ -64,35 +69,40 @@ Status AccountsStore::SetPasswordHash(const std::string& user_id, const std::str
 }
 
 StatusOr<std::vector<std::string>> AccountsStore::RolesOf(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id}));
   std::vector<std::string> roles;
   for (const auto& r : rows) roles.push_back(r.Str(0));
   return roles;
 }
 
-StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::string& role, Timestamp at,
-                                         const std::string& granted_by) {
-  GPUNEX_ASSIGN_OR_RETURN(int64_t n, tx_.Exec("INSERT INTO user_roles (user_id, role, granted_at, granted_by) "
-                                              "VALUES (?, ?, ?, ?) ON CONFLICT (user_id, role) DO NOTHING",
-                                              {user_id, role, ToUnixMicros(at), granted_by}));
+StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::string& role,
+                                         Timestamp at, const std::string& granted_by) {
+  GPUNEX_ASSIGN_OR_RETURN(int64_t n,
+                          tx_.Exec("INSERT INTO user_roles (user_id, role, granted_at, "
+                                   "granted_by) VALUES (?, ?, ?, ?) ON CONFLICT (user_id, "
+                                   "role) DO NOTHING",
+                                   {user_id, role, ToUnixMicros(at), granted_by}));
   return n > 0;
 }
 
 Status AccountsStore::InsertSession(const SessionRow& s) {
   return tx_
-      .Exec(std::string("INSERT INTO sessions (") + kSessionColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {s.id, s.user_id, s.token_hash, s.csrf_token, ToUnixMicros(s.created_at), ToUnixMicros(s.expires_at),
-             OptTimeValue(s.revoked_at), s.ip, s.user_agent})
+      .Exec(std::string("INSERT INTO sessions (") + kSessionColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {s.id, s.user_id, s.token_hash, s.csrf_token, ToUnixMicros(s.created_at),
+             ToUnixMicros(s.expires_at), OptTimeValue(s.revoked_at), s.ip, s.user_agent})
       .status();
 }
 
-StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::string& token_hash, Timestamp now) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kSessionColumns +
-                                        " FROM sessions WHERE token_hash = ? AND revoked_at IS NULL AND "
-                                        "expires_at > ?",
-                                    {token_hash, ToUnixMicros(now)}));
+StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::string& token_hash,
+                                                                   Timestamp now) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kSessionColumns +
+                    " FROM sessions WHERE token_hash = ? AND revoked_at IS NULL AND expires_at > ?",
+                {token_hash, ToUnixMicros(now)}));
   if (rows.empty()) return std::optional<SessionRow>();
   return std::optional<SessionRow>(SessionFrom(rows[0]));
 }
@@ -106,54 +116,65 @@ Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at)
 
 Status AccountsStore::InsertApiKey(const ApiKeyRow& k) {
   return tx_
-      .Exec(std::string("INSERT INTO api_keys (") + kApiKeyColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      .Exec(std::string("INSERT INTO api_keys (") + kApiKeyColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             {k.id, k.user_id, k.name, k.token_hash, k.token_prefix, ToUnixMicros(k.created_at),
              OptTimeValue(k.last_used_at), OptTimeValue(k.revoked_at)})
       .status();
 }
 
 StatusOr<int64_t> AccountsStore::CountActiveApiKeys(const std::string& user_id) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM api_keys WHERE user_id = ? AND revoked_at IS NULL", {user_id});
+  return CountOf(tx_, "SELECT COUNT(*) FROM api_keys WHERE user_id = ? AND revoked_at IS NULL",
+                 {user_id});
 }
 
 StatusOr<std::optional<ApiKeyRow>> AccountsStore::FindActiveApiKey(const std::string& token_hash) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL",
-                {token_hash}));
+      store::Rows rows, tx_.Query(std::string("SELECT ") + kApiKeyColumns +
+                                      " FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL",
+                                  {token_hash}));
   if (rows.empty()) return std::optional<ApiKeyRow>();
   return std::optional<ApiKeyRow>(ApiKeyFrom(rows[0]));
 }
 
 StatusOr<std::vector<ApiKeyRow>> AccountsStore::ListApiKeys(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kApiKeyColumns + " FROM api_keys WHERE user_id = ? ORDER BY id", {user_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kApiKeyColumns +
+                                        " FROM api_keys WHERE user_id = ? ORDER BY id",
+                                    {user_id}));
   std::vector<ApiKeyRow> keys;
   for (const auto& r : rows) keys.push_back(ApiKeyFrom(r));
   return keys;
 }
 
-StatusOr<bool> AccountsStore::RevokeApiKey(const std::string& key_id, const std::string& user_id, Timestamp at) {
+StatusOr<bool> AccountsStore::RevokeApiKey(const std::string& key_id, const std::string& user_id,
+                                           Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n, tx_.Exec("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
-                          {ToUnixMicros(at), key_id, user_id}));
+      int64_t n,
+      tx_.Exec(
+          "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
+          {ToUnixMicros(at), key_id, user_id}));
   return n > 0;
 }
 
 Status AccountsStore::TouchApiKey(const std::string& key_id, Timestamp at) {
-  return tx_.Exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", {ToUnixMicros(at), key_id}).status();
+  return tx_.Exec("UPDATE api_keys SET last_used_at = ? WHERE id = ?", {ToUnixMicros(at), key_id})
+      .status();
 }
 
-StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmail(const std::string& email, Timestamp since) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND at > ?", {email, ToUnixMicros(since)});
+StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmail(const std::string& email,
+                                                           Timestamp since) {
+  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND at > ?",
+                 {email, ToUnixMicros(since)});
 }
 
 StatusOr<int64_t> AccountsStore::CountLoginFailuresByIp(const std::string& ip, Timestamp since) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE ip = ? AND at > ?", {ip, ToUnixMicros(since)});
+  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE ip = ? AND at > ?",
+                 {ip, ToUnixMicros(since)});
 }
 
-Status AccountsStore::InsertLoginFailure(const std::string& email, const std::string& ip, Timestamp at) {
+Status AccountsStore::InsertLoginFailure(const std::string& email, const std::string& ip,
+                                         Timestamp at) {
   return tx_
       .Exec("INSERT INTO login_failures (id, email, ip, at) VALUES (?, ?, ?, ?)",
             {NewId("lgf"), email, ip, ToUnixMicros(at)})
@@ -166,10 +187,12 @@ Status AccountsStore::ClearLoginFailures(const std::string& email) {
 
 Status AccountsStore::InsertAudit(const AuditRow& a) {
   return tx_
-      .Exec("INSERT INTO audit_events (id, at, actor_user_id, action, subject, ip, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            {a.id, ToUnixMicros(a.at), a.actor_user_id ? store::Value(*a.actor_user_id) : store::Value(nullptr),
-             a.action, a.subject, a.ip, a.detail_json})
+      .Exec(
+          "INSERT INTO audit_events (id, at, actor_user_id, action, subject, ip, detail) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {a.id, ToUnixMicros(a.at),
+           a.actor_user_id ? store::Value(*a.actor_user_id) : store::Value(nullptr), a.action,
+           a.subject, a.ip, a.detail_json})
       .status();
 }
 

@@ -74,7 +74,8 @@ TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
   EXPECT_EQ(p->user.email, "b@example.com");
   // A day later the session has expired.
   clock_.Advance(std::chrono::hours(24) + kOneSecond);
-  EXPECT_EQ(accounts_->Authenticate(ok->token, false, "ip").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(accounts_->Authenticate(ok->token, false, "ip").status().code(),
+            StatusCode::kUnauthenticated);
   // A session that is ended by log-out no longer works either.
   Principal again = LogIn("b@example.com");
   ASSERT_TRUE(accounts_->Logout(again).ok());
@@ -93,7 +94,8 @@ TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
   Principal p = LogIn("c@example.com");
   auto key = accounts_->CreateApiKey(p, "ci");
   ASSERT_TRUE(key.ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}), 1);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}),
+            1);
   EXPECT_EQ(accounts_->CreateApiKey(p, "").status().fields().count("name"), 1u);
   auto via_key = accounts_->Authenticate(key->secret, false, "");
   ASSERT_TRUE(via_key.ok());
@@ -107,7 +109,8 @@ TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
   ASSERT_TRUE(accounts_->RevokeApiKey(p, key->key.id).ok());
   EXPECT_FALSE(accounts_->Authenticate(key->secret, false, "").ok());
   EXPECT_EQ(accounts_->RevokeApiKey(p, key->key.id).code(), StatusCode::kNotFound);
-  EXPECT_EQ(accounts_->Authenticate("gpx_a_whatever", false, "").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(accounts_->Authenticate("gpx_a_whatever", false, "").status().code(),
+            StatusCode::kUnauthenticated);
 }
 
 TEST_P(AccountsTest, CreateAdminGrantsTheRole) {
@@ -137,8 +140,8 @@ TEST_P(AccountsTest, ASignUpWhoseCommitOutcomeIsUnknownIsNeverDoubled) {
   faulty().FailStatement("INSERT INTO audit_events", Aborted("injected conflict"));
   EXPECT_TRUE(accounts_->SignUp({"f@example.com", "0123456789", "F"}, "").ok());
   EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'f@example.com'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' AND subject IN "
-                  "(SELECT id FROM users WHERE email = 'f@example.com')"),
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' "
+                  "AND subject IN (SELECT id FROM users WHERE email = 'f@example.com')"),
             1);
 }
 
@@ -147,7 +150,8 @@ GPUNEX_INSTANTIATE_BACKENDS(AccountsTest);
 TEST(CheckEmail, AcceptsCommonRejectsBroken) {
   std::string n;
   EXPECT_EQ(CheckEmail("a.b+c@sub.example.co", &n), "");
-  for (const char* bad : {"", "a", "a@", "@b.co", "a@b", "a..b@c.co", "a@-b.co", "a@b.c0", "a b@c.co"}) {
+  for (const char* bad :
+       {"", "a", "a@", "@b.co", "a@b", "a..b@c.co", "a@-b.co", "a@b.c0", "a b@c.co"}) {
     EXPECT_NE(CheckEmail(bad, &n), "") << bad;
   }
 }

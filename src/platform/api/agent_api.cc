@@ -1,12 +1,11 @@
 // The agent channel (GET /api/v1/agent/connect, WebSocket) and the installer script
 // (GET /agent/install.sh).
-#include "platform/api/api.h"
-
 #include <algorithm>
 #include <map>
 
 #include "common/log.h"
 #include "common/thread_annotations.h"
+#include "platform/api/api.h"
 #include "platform/fleet/agent_session.h"
 
 namespace gpunex::platform::api {
@@ -136,14 +135,16 @@ http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx) {
     auto id = AuthenticateAgentRequest(req, ctx, "the agent channel");
     if (!id.ok()) return id.status();
     GPUNEX_RETURN_IF_ERROR(ctx.providers.TouchAgentToken(id->token_id));
-    auto session = ctx.fleet.Open(id->provider_id, id->token_id, std::make_shared<ChannelAdapter>(conn), req.remote_addr);
+    auto session = ctx.fleet.Open(id->provider_id, id->token_id,
+                                  std::make_shared<ChannelAdapter>(conn), req.remote_addr);
     return std::shared_ptr<http::WebSocketSession>(std::make_shared<SessionAdapter>(session));
   };
 }
 
 void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("GET", "/agent/install.sh", [&ctx](http::Request&) {
-    http::Response resp = http::Response::Text(200, ctx.install_script, "text/x-shellscript; charset=utf-8");
+    http::Response resp =
+        http::Response::Text(200, ctx.install_script, "text/x-shellscript; charset=utf-8");
     resp.SetHeader("Cache-Control", "no-cache");
     return resp;
   });

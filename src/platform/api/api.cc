@@ -74,7 +74,9 @@ json::value TimeJson(const std::optional<Timestamp>& t) {
   return t ? json::value(FormatRfc3339(*t)) : json::value(nullptr);
 }
 
-json::value OptJson(const std::optional<std::string>& s) { return s ? json::value(*s) : json::value(nullptr); }
+json::value OptJson(const std::optional<std::string>& s) {
+  return s ? json::value(*s) : json::value(nullptr);
+}
 
 http::Response Reply(int status, const StatusOr<json::object>& result) {
   if (!result.ok()) return http::ErrorResponse(result.status());
@@ -96,7 +98,9 @@ namespace {
 
 // Whether a request's answer may be kept under its Idempotency-Key.
 bool KeepsIdempotentAnswer(const http::Request& req) {
-  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" && req.method != "DELETE") return false;
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" &&
+      req.method != "DELETE")
+    return false;
   if (!req.path.starts_with("/api/v1/")) return false;
   // Log-in and sign-up, and answers that hold a secret shown once.
   if (req.path.starts_with("/api/v1/auth/")) return false;
@@ -119,16 +123,18 @@ http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http:
     http::Response resp;
     resp.status = claim->response.status;
     resp.body = claim->response.body;
-    if (!claim->response.content_type.empty()) resp.SetHeader("Content-Type", claim->response.content_type);
+    if (!claim->response.content_type.empty())
+      resp.SetHeader("Content-Type", claim->response.content_type);
     resp.SetHeader("Idempotent-Replayed", "true");
     return resp;
   }
   http::Response resp = router.Dispatch(req);
-  Status kept = resp.status >= 500
-                    ? ctx.idempotency.Abandon(p->user.id, key, *claim)
-                    : ctx.idempotency.Complete(p->user.id, key, *claim,
-                                               {resp.status, resp.GetHeader("Content-Type"), resp.body});
-  if (!kept.ok()) LogWarn("api.idempotency_record_failed", {{"path", req.path}, {"error", kept.ToString()}});
+  Status kept = resp.status >= 500 ? ctx.idempotency.Abandon(p->user.id, key, *claim)
+                                   : ctx.idempotency.Complete(
+                                         p->user.id, key, *claim,
+                                         {resp.status, resp.GetHeader("Content-Type"), resp.body});
+  if (!kept.ok())
+    LogWarn("api.idempotency_record_failed", {{"path", req.path}, {"error", kept.ToString()}});
   return resp;
 }
 

@@ -86,20 +86,20 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
       }
       return resp;
     }
-    http::Response resp = http::Response::Json(
-        200, json::object{{"token", login->token},
-                          {"csrf_token", login->csrf_token},
-                          {"csrf_header", kCsrfHeader},
-                          {"expires_at", FormatRfc3339(login->expires_at)},
-                          {"user", UserJson(login->user)}});
+    http::Response resp =
+        http::Response::Json(200, json::object{{"token", login->token},
+                                               {"csrf_token", login->csrf_token},
+                                               {"csrf_header", kCsrfHeader},
+                                               {"expires_at", FormatRfc3339(login->expires_at)},
+                                               {"user", UserJson(login->user)}});
     const int64_t max_age = ctx.config.session_ttl_hours * 3600LL;
     resp.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + login->token +
-                                                CookieAttrs(ctx) + "; HttpOnly; Max-Age=" +
-                                                std::to_string(max_age));
+                                                CookieAttrs(ctx) +
+                                                "; HttpOnly; Max-Age=" + std::to_string(max_age));
     // Readable by the dashboard's script so that it can send the CSRF header.
     resp.headers.emplace_back("Set-Cookie", std::string(kCsrfCookie) + "=" + login->csrf_token +
-                                                CookieAttrs(ctx) + "; Max-Age=" +
-                                                std::to_string(max_age));
+                                                CookieAttrs(ctx) +
+                                                "; Max-Age=" + std::to_string(max_age));
     return resp;
   });
 
@@ -145,7 +145,8 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     if (!keys.ok()) return http::ErrorResponse(keys.status());
     json::array items;
     for (const auto& k : *keys) items.push_back(ApiKeyJson(k));
-    return http::Response::Json(200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 
   r.Add("DELETE", "/api/v1/api-keys/{id}", [&ctx](http::Request& req) {

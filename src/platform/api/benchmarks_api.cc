@@ -8,8 +8,10 @@ namespace {
 json::array FailuresJson(const std::vector<benchmarks::Failure>& fs) {
   json::array a;
   for (const auto& f : fs) {
-    a.push_back(json::object{
-        {"metric", f.metric}, {"measured", f.measured}, {"required", f.required}, {"guidance", f.guidance}});
+    a.push_back(json::object{{"metric", f.metric},
+                             {"measured", f.measured},
+                             {"required", f.required},
+                             {"guidance", f.guidance}});
   }
   return a;
 }

@@ -31,17 +31,18 @@ StatusOr<GpuModel> DecodeModel(const json::object& body) {
   GpuModel m;
   m.id = r.String("id", true, 64).value_or("");
   m.nvml_name = r.String("name", true, 100).value_or("");
-  m.vram_gb = static_cast<int>(r.Int("vram_gb", true, std::numeric_limits<int>::min(),
-                                     std::numeric_limits<int>::max())
-                                   .value_or(0));
+  m.vram_gb = static_cast<int>(
+      r.Int("vram_gb", true, std::numeric_limits<int>::min(), std::numeric_limits<int>::max())
+          .value_or(0));
   m.fp32_tflops = r.Number("fp32_tflops", true, -kAny, kAny).value_or(0);
   m.fp16_tflops = r.Number("fp16_tflops", true, -kAny, kAny).value_or(0);
   m.fp16_tensor_tflops = r.Number("fp16_tensor_tflops", true, -kAny, kAny).value_or(0);
   m.tf32_tensor_tflops = r.Number("tf32_tensor_tflops", true, -kAny, kAny).value_or(0);
   m.mem_bw_gbps = r.Number("mem_bw_gbps", true, -kAny, kAny).value_or(0);
-  m.default_price = Usdc::Micros(
-      r.Int("default_price_micro", true, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())
-          .value_or(0));
+  m.default_price =
+      Usdc::Micros(r.Int("default_price_micro", true, std::numeric_limits<int64_t>::min(),
+                         std::numeric_limits<int64_t>::max())
+                       .value_or(0));
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   return m;
 }
@@ -59,7 +60,8 @@ void RegisterCatalogRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/gpu-models", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    if (!p->IsAdmin()) return http::ErrorResponse(PermissionDenied("only admins can add GPU models"));
+    if (!p->IsAdmin())
+      return http::ErrorResponse(PermissionDenied("only admins can add GPU models"));
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
     auto model = DecodeModel(*body);

@@ -5,28 +5,32 @@ namespace gpunex::platform::api {
 namespace {
 
 json::object GpuInfoJson(const fleet::GpuInfo& g) {
-  return {{"driver_version", g.driver_version},
-          {"cuda_driver_version", g.cuda_driver_version},
-          {"pcie_gen_max", g.pcie_gen_max},
-          {"pcie_gen_current", g.pcie_gen_current},
-          {"pcie_width_max", g.pcie_width_max},
-          {"pcie_width_current", g.pcie_width_current},
+  return {{"driver_version", g.driver_version}, {"cuda_driver_version", g.cuda_driver_version},
+          {"pcie_gen_max", g.pcie_gen_max},     {"pcie_gen_current", g.pcie_gen_current},
+          {"pcie_width_max", g.pcie_width_max}, {"pcie_width_current", g.pcie_width_current},
           {"power_limit_w", g.power_limit_w}};
 }
 
 json::object HostJson(const protocol::Host& h) {
-  return {{"hostname", h.hostname},           {"cpu_model", h.cpu_model},       {"cpu_cores", h.cpu_cores},
-          {"ram_mb", h.ram_mb},               {"disk_total_mb", h.disk_total_mb}, {"disk_free_mb", h.disk_free_mb},
-          {"os", h.os},                       {"kernel", h.kernel},             {"docker_version", h.docker_version}};
+  return {{"hostname", h.hostname},
+          {"cpu_model", h.cpu_model},
+          {"cpu_cores", h.cpu_cores},
+          {"ram_mb", h.ram_mb},
+          {"disk_total_mb", h.disk_total_mb},
+          {"disk_free_mb", h.disk_free_mb},
+          {"os", h.os},
+          {"kernel", h.kernel},
+          {"docker_version", h.docker_version}};
 }
 
 json::value TelemetryJson(const std::optional<protocol::GpuSample>& t) {
   if (!t) return nullptr;
   json::array reasons;
   for (const auto& r : t->throttle_reasons) reasons.emplace_back(r);
-  return json::object{{"utilization_pct", t->utilization_pct}, {"memory_used_mb", t->memory_used_mb},
-                      {"temperature_c", t->temperature_c},     {"power_w", t->power_w},
-                      {"sm_clock_mhz", t->sm_clock_mhz},       {"throttle_reasons", std::move(reasons)}};
+  return json::object{
+      {"utilization_pct", t->utilization_pct}, {"memory_used_mb", t->memory_used_mb},
+      {"temperature_c", t->temperature_c},     {"power_w", t->power_w},
+      {"sm_clock_mhz", t->sm_clock_mhz},       {"throttle_reasons", std::move(reasons)}};
 }
 
 // A GPU as API.md fixes it, with its listing: `listed` says whether it is on the
@@ -34,25 +38,27 @@ json::value TelemetryJson(const std::optional<protocol::GpuSample>& t) {
 // it is), `listing_state` the code the dashboard switches on.
 json::object GpuJson(const fleet::MachineGpu& g, const benchmarks::GpuScore& score) {
   const bool on_market = g.listing.on_marketplace();
-  return {{"id", g.id},
-          {"index", g.index},
-          {"uuid", g.uuid},
-          {"name", g.name},
-          {"catalog_id", g.catalog_id},
-          {"vram_mb", g.vram_mb},
-          {"emulated", g.emulated},
-          {"enabled", g.enabled},
-          {"present", g.present},
-          {"listed", on_market},
-          {"listing_state", listing::ListingStateCode(g.listing.state)},
-          {"listing_note", g.listing.note.empty() ? json::value(nullptr) : json::value(g.listing.note)},
-          {"listed_since", FormatRfc3339(g.listing_since)},
-          {"delisted_reason", on_market ? json::value(nullptr) : json::value(g.listing.note)},
-          {"performance_score", score.performance_score ? json::value(*score.performance_score) : json::value(nullptr)},
-          {"last_benchmark_at", TimeJson(score.last_benchmark_at)},
-          {"info", GpuInfoJson(g.info)},
-          {"telemetry", TelemetryJson(g.telemetry)},
-          {"telemetry_at", TimeJson(g.telemetry_at)}};
+  return {
+      {"id", g.id},
+      {"index", g.index},
+      {"uuid", g.uuid},
+      {"name", g.name},
+      {"catalog_id", g.catalog_id},
+      {"vram_mb", g.vram_mb},
+      {"emulated", g.emulated},
+      {"enabled", g.enabled},
+      {"present", g.present},
+      {"listed", on_market},
+      {"listing_state", listing::ListingStateCode(g.listing.state)},
+      {"listing_note", g.listing.note.empty() ? json::value(nullptr) : json::value(g.listing.note)},
+      {"listed_since", FormatRfc3339(g.listing_since)},
+      {"delisted_reason", on_market ? json::value(nullptr) : json::value(g.listing.note)},
+      {"performance_score",
+       score.performance_score ? json::value(*score.performance_score) : json::value(nullptr)},
+      {"last_benchmark_at", TimeJson(score.last_benchmark_at)},
+      {"info", GpuInfoJson(g.info)},
+      {"telemetry", TelemetryJson(g.telemetry)},
+      {"telemetry_at", TimeJson(g.telemetry_at)}};
 }
 
 StatusOr<json::object> MachineJson(const ApiContext& ctx, const fleet::Machine& m) {
@@ -104,9 +110,10 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
       if (!j.ok()) return http::ErrorResponse(j.status());
       items.push_back(std::move(*j));
     }
-    return http::Response::Json(200, json::object{{"items", std::move(items)},
-                                                  {"next_cursor", machines->next ? json::value(machines->next->Encode())
-                                                                                 : json::value(nullptr)}});
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)},
+                          {"next_cursor", machines->next ? json::value(machines->next->Encode())
+                                                         : json::value(nullptr)}});
   });
   r.Add("GET", "/api/v1/machines/{id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -123,7 +130,8 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
     reader.RejectUnknown({"enabled"});
     auto enabled = reader.Bool("enabled", true);
     if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
-    return DetailResponse(ctx, ctx.fleet.SetGpuEnabled(*p, req.Param("id"), req.Param("gpu_id"), *enabled));
+    return DetailResponse(
+        ctx, ctx.fleet.SetGpuEnabled(*p, req.Param("id"), req.Param("gpu_id"), *enabled));
   });
 }
 

@@ -6,8 +6,12 @@ namespace gpunex::platform::api {
 namespace {
 
 json::object NotificationJson(const notify::Notification& n) {
-  return {{"id", n.id},     {"at", FormatRfc3339(n.at)}, {"kind", n.kind},
-          {"title", n.title}, {"body", n.body},          {"read", n.read},
+  return {{"id", n.id},
+          {"at", FormatRfc3339(n.at)},
+          {"kind", n.kind},
+          {"title", n.title},
+          {"body", n.body},
+          {"read", n.read},
           {"link", n.link.empty() ? json::value(nullptr) : json::value(n.link)}};
 }
 

@@ -69,7 +69,8 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     if (!tokens.ok()) return http::ErrorResponse(tokens.status());
     json::array items;
     for (const auto& t : *tokens) items.push_back(TokenJson(t));
-    return http::Response::Json(200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 
   r.Add("DELETE", "/api/v1/providers/me/agent-tokens/{id}", [&ctx](http::Request& req) {

@@ -24,8 +24,9 @@ const std::map<std::string, std::string, std::less<>> kForbidden = {
     {"user", "the user is fixed by the image"},
 };
 
-constexpr std::string_view kKnown[] = {"machine_id", "gpu_ids",    "image",     "command",   "env",
-                                       "memory_mb",  "cpus",       "pids_limit", "scratch_mb", "timeout_s"};
+constexpr std::string_view kKnown[] = {"machine_id", "gpu_ids",   "image", "command",
+                                       "env",        "memory_mb", "cpus",  "pids_limit",
+                                       "scratch_mb", "timeout_s"};
 
 StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   FieldErrors errors;
@@ -62,13 +63,15 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   if (const json::object* e = r.Object("env", false)) {
     for (const auto& kv : *e) {
       if (!kv.value().is_string()) {
-        errors.emplace("env." + std::string(kv.key()), "must be a string of at most 32768 characters");
+        errors.emplace("env." + std::string(kv.key()),
+                       "must be a string of at most 32768 characters");
         continue;
       }
       req.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
     }
   }
-  constexpr int64_t kIntMin = std::numeric_limits<int64_t>::min(), kIntMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kIntMin = std::numeric_limits<int64_t>::min(),
+                    kIntMax = std::numeric_limits<int64_t>::max();
   constexpr double kAny = std::numeric_limits<double>::max();
   req.memory_mb = r.Int("memory_mb", false, kIntMin, kIntMax);
   req.cpus = r.Number("cpus", false, -kAny, kAny);
@@ -148,7 +151,9 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
     PageRequest page{fleet::Workloads::kMaxLogPage, std::nullopt};
     if (const std::string after = req.Query("after"); !after.empty()) {
       auto c = Cursor::Decode(after);
-      if (!c.ok()) return http::ErrorResponse(FieldError("after", "must be a position from a previous answer"));
+      if (!c.ok())
+        return http::ErrorResponse(
+            FieldError("after", "must be a position from a previous answer"));
       page.after = std::move(*c);
     }
     auto logs = ctx.workloads.Logs(*p, req.Param("id"), page);
@@ -158,9 +163,10 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
       items.push_back(json::object{
           {"stream", c.stream}, {"seq", c.seq}, {"at", FormatRfc3339(c.at)}, {"data", c.data}});
     }
-    return http::Response::Json(200, json::object{{"items", std::move(items)},
-                                                  {"next_cursor", logs->position ? json::value(logs->position->Encode())
-                                                                                 : json::value(nullptr)}});
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)},
+                          {"next_cursor", logs->position ? json::value(logs->position->Encode())
+                                                         : json::value(nullptr)}});
   });
 }
 

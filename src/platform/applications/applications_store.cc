@@ -345,11 +345,11 @@ StatusOr<std::optional<ApplicationRow>> ApplicationsStore::Find(const std::strin
 
 StatusOr<std::optional<ApplicationsStore::OpenApplication>> ApplicationsStore::FindOpen(
     const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT id, status FROM provider_applications WHERE user_id = ? AND status IN "
-                "('draft', 'submitted', 'needs_info', 'approved') ORDER BY created_at, id LIMIT 1",
-                {user_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT id, status FROM provider_applications "
+                                    "WHERE user_id = ? AND status IN ('draft', 'submitted', "
+                                    "'needs_info', 'approved') ORDER BY created_at, id LIMIT 1",
+                                    {user_id}));
   if (rows.empty()) return std::optional<OpenApplication>();
   return std::optional<OpenApplication>(OpenApplication{rows[0].Str(0), rows[0].Str(1)});
 }
@@ -369,8 +369,8 @@ Status ApplicationsStore::UpdateBody(const std::string& id, const ApplicationBod
                                      const std::string& suggested_tier, Timestamp at) {
   return tx_
       .Exec(
-          "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ? WHERE id "
-          "= ?",
+          "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ? "
+          "WHERE id = ?",
           {EncodeBody(body), suggested_tier, ToUnixMicros(at), id})
       .status();
 }
@@ -411,8 +411,8 @@ StatusOr<std::vector<ApplicationEventRow>> ApplicationsStore::ListEvents(
     const std::string& application_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(std::string("SELECT ") + kEventColumns +
-                                        " FROM application_events WHERE application_id = ? "
-                                        "ORDER BY at, id",
+                                        " FROM application_events WHERE application_id = ? ORDER "
+                                        "BY at, id",
                                     {application_id}));
   std::vector<ApplicationEventRow> out;
   for (const auto& r : rows) out.push_back(EventFrom(r));

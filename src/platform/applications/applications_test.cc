@@ -286,11 +286,12 @@ TEST_P(ApplicationsTest, AnUnreadableRowCannotFailAList) {
     clock_.Advance(kOneSecond);
   }
   ASSERT_TRUE(
-      test_db().Exec("UPDATE provider_applications SET body = 'not JSON {' WHERE id = ?", {ids[0]})
+      test_db()
+          .Exec("UPDATE provider_applications SET body = 'not JSON {' WHERE id = ?", {ids[0]})
           .ok());
   ASSERT_TRUE(test_db()
                   .Exec("UPDATE provider_applications SET body = ? WHERE id = ?",
-                         {R"({"gpus": [{"model": "l4-24gb", "quantity": "eight"}]})", ids[2]})
+                        {R"({"gpus": [{"model": "l4-24gb", "quantity": "eight"}]})", ids[2]})
                   .ok());
 
   for (const std::string status : {"", "draft"}) {
@@ -351,10 +352,10 @@ TEST_P(ApplicationsTest, SubmitNamesWhatIsMissingThenSubmits) {
   EXPECT_EQ(Actions(*s), (std::vector<std::string>{"created", "updated", "submitted"}));
   EXPECT_EQ(s->history->back().actor_name, "Ada Lovelace");
   EXPECT_EQ(wakes_, 1);
-  EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.submitted' AND to_addr = "
-            "'ada.ops@example.net' AND subject = 'gpunex: your provider application was received'"),
-      1);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.submitted' "
+                  "AND to_addr = 'ada.ops@example.net' AND subject = 'gpunex: your provider "
+                  "application was received'"),
+            1);
   EXPECT_EQ(
       Count(
           "SELECT COUNT(*) FROM notifications WHERE kind = 'application.submitted' AND user_id = ?",
@@ -416,8 +417,8 @@ TEST_P(ApplicationsTest, RequestInfoThenResubmit) {
   EXPECT_EQ(again->submitted_at, clock_.Now());
   EXPECT_EQ(Actions(*again), (std::vector<std::string>{"created", "submitted", "request_info",
                                                        "updated", "resubmitted"}));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM provider_applications WHERE first_submitted_at = ? AND "
-                  "submitted_at = ?",
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM provider_applications WHERE first_submitted_at = ? "
+                  "AND submitted_at = ?",
                   {ToUnixMicros(*a.submitted_at), ToUnixMicros(clock_.Now())}),
             1);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind IN ('application.submitted', "
@@ -439,8 +440,8 @@ TEST_P(ApplicationsTest, ApproveCreatesProviderRoleTokenNotificationAndEmail) {
   EXPECT_EQ(r->history->back().tier, "enterprise");
   EXPECT_FALSE(r->history->back().message) << "a blank message on approval is none";
 
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers WHERE user_id = ? AND tier = 'enterprise' AND "
-                  "application_id = ? AND approved_by = ?",
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers WHERE user_id = ? AND tier = 'enterprise' "
+                  "AND application_id = ? AND approved_by = ?",
                   {a.user_id, a.id, admin_.user.id}),
             1);
   EXPECT_TRUE(As(a.user_id).user.HasRole(accounts::kRoleProvider));
@@ -735,10 +736,9 @@ TEST_P(ApplicationsMigrationTest, Version6RepairsTheRowsRelease01Stored) {
     auto u = accounts.SignUp({r.id + "@example.com", "long-enough-password", r.id}, "");
     ASSERT_TRUE(u.ok()) << u.status().ToString();
     ASSERT_TRUE(
-        db->Exec(
-              "INSERT INTO provider_applications (id, user_id, status, body, suggested_tier, tier, "
-              "created_at, updated_at) VALUES (?, ?, ?, ?, 'community', NULL, ?, ?)",
-              {r.id, u->id, r.status, r.body, t, t})
+        db->Exec("INSERT INTO provider_applications (id, user_id, status, body, suggested_tier, "
+                 "tier, created_at, updated_at) VALUES (?, ?, ?, ?, 'community', NULL, ?, ?)",
+                 {r.id, u->id, r.status, r.body, t, t})
             .ok());
     ASSERT_TRUE(
         db->Exec("INSERT INTO application_events (id, application_id, at, actor_user_id, action, "
@@ -824,8 +824,8 @@ TEST_P(ApplicationsMigrationTest, Version6LeavesWhatItCannotReadAlone) {
   auto u = accounts.SignUp({"x@example.com", "long-enough-password", "X"}, "");
   ASSERT_TRUE(u.ok());
   ASSERT_TRUE(db->Exec("INSERT INTO provider_applications (id, user_id, status, body, "
-                       "suggested_tier, created_at, updated_at) "
-                       "VALUES ('app_bad', ?, 'draft', 'not JSON', 'community', 1, 1)",
+                       "suggested_tier, created_at, updated_at) VALUES ('app_bad', ?, 'draft', "
+                       "'not JSON', 'community', 1, 1)",
                        {u->id})
                   .ok());
   ASSERT_TRUE(db->Migrate(Schema()).ok());

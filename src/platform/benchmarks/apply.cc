@@ -22,11 +22,14 @@ GpuStatusRow StatusRowOf(std::map<std::string, GpuStatusRow>& status, const std:
   return row;
 }
 
-std::string GpuLabel(const std::string& name, int64_t index) { return name + " (GPU " + std::to_string(index) + ")"; }
+std::string GpuLabel(const std::string& name, int64_t index) {
+  return name + " (GPU " + std::to_string(index) + ")";
+}
 
 }  // namespace
 
-Status Benchmarks::FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run, const std::string& error) {
+Status Benchmarks::FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run,
+                           const std::string& error) {
   BenchmarksStore s(tx);
   run.state = "error";
   run.error = Truncate(error);
@@ -45,8 +48,10 @@ Status Benchmarks::FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run, const
   GPUNEX_RETURN_IF_ERROR(s.FinishRun(run));
   // A run that timed out still has its command waiting for a result: it must not go out
   // again (a GPU rented since would be benchmarked).
-  GPUNEX_RETURN_IF_ERROR(fleet::Fleet::CancelCommand(tx, now, run.machine_id, run.command_id, run.error.value_or("")));
-  LogWarn("benchmark.error", {{"benchmark_id", run.id}, {"machine_id", run.machine_id}, {"error", error}});
+  GPUNEX_RETURN_IF_ERROR(
+      fleet::Fleet::CancelCommand(tx, now, run.machine_id, run.command_id, run.error.value_or("")));
+  LogWarn("benchmark.error",
+          {{"benchmark_id", run.id}, {"machine_id", run.machine_id}, {"error", error}});
   return fleet::ReportBenchmarkFacts(tx, now, run.machine_id, facts);
 }
 
@@ -54,15 +59,22 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
                                const protocol::Command& command, const protocol::Result& result) {
   // --- parse
   auto payload = protocol::ParseRunBenchmark(command.payload);
-  if (!payload.ok()) return Internal("stored run_benchmark command does not parse: " + payload.status().ToString());
+  if (!payload.ok())
+    return Internal("stored run_benchmark command does not parse: " + payload.status().ToString());
   BenchmarksStore s(tx);
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> found, s.FindRun(payload->benchmark_id, true));
-  if (!found || found->machine_id != machine_id || found->state != "running") return Status::Ok();  // timed out
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> found,
+                          s.FindRun(payload->benchmark_id, true));
+  if (!found || found->machine_id != machine_id || found->state != "running")
+    return Status::Ok();  // timed out
   BenchmarkRun run = std::move(*found);
-  if (!result.ok) return FailRun(tx, now, std::move(run), "the agent could not run the benchmark: " + result.error);
+  if (!result.ok)
+    return FailRun(tx, now, std::move(run),
+                   "the agent could not run the benchmark: " + result.error);
   auto parsed = protocol::ParseBenchmarkResult(result.data);
-  if (!parsed.ok()) return FailRun(tx, now, std::move(run), "malformed result: " + parsed.status().ToString());
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine, fleet::LoadMachine(tx, machine_id));
+  if (!parsed.ok())
+    return FailRun(tx, now, std::move(run), "malformed result: " + parsed.status().ToString());
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine,
+                          fleet::LoadMachine(tx, machine_id));
   if (!machine) return Internal("the benchmarked machine is missing");
   std::vector<GpuUnderTest> under_test;
   for (const GpuRunResult& r : run.gpus) {
@@ -128,14 +140,16 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   const std::vector<Notice> notices = ListingNotices(e, machine->name);
   if (notices.empty()) return Status::Ok();
   auto owner = accounts::LoadUser(tx, machine->provider_id);
-  if (!owner.ok()) return owner.status().code() == StatusCode::kNotFound ? Status::Ok() : owner.status();
+  if (!owner.ok())
+    return owner.status().code() == StatusCode::kNotFound ? Status::Ok() : owner.status();
   const std::string link = "/#/provider/benchmark?machine=" + machine_id;
   bool emailed = false;
   for (const Notice& n : notices) {
-    GPUNEX_RETURN_IF_ERROR(notify::AddNotification(tx, now, owner->id, n.kind, n.title, n.text, link));
+    GPUNEX_RETURN_IF_ERROR(
+        notify::AddNotification(tx, now, owner->id, n.kind, n.title, n.text, link));
     if (!n.email) continue;
-    notify::Email mail{owner->email, NoticeEmailSubject(n), NoticeEmailBody(n, owner->name, options_.public_url + link),
-                       n.kind};
+    notify::Email mail{owner->email, NoticeEmailSubject(n),
+                       NoticeEmailBody(n, owner->name, options_.public_url + link), n.kind};
     GPUNEX_RETURN_IF_ERROR(notify::EnqueueEmail(tx, now, mail, options_.mail_domain));
     emailed = true;
   }

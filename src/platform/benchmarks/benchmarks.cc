@@ -9,12 +9,14 @@ namespace gpunex::platform::benchmarks {
 
 Benchmarks::Benchmarks(store::Database& db, fleet::Fleet& fleet, BenchmarksOptions options)
     : db_(db), fleet_(fleet), options_(std::move(options)) {
-  fleet_.OnResult(protocol::kRunBenchmark, [this](store::Tx& tx, Timestamp now, const std::string& machine_id,
-                                                  const protocol::Command& command, const protocol::Result& result) {
-    return ApplyResult(tx, now, machine_id, command, result);
+  fleet_.OnResult(protocol::kRunBenchmark,
+                  [this](store::Tx& tx, Timestamp now, const std::string& machine_id,
+                         const protocol::Command& command, const protocol::Result& result) {
+                    return ApplyResult(tx, now, machine_id, command, result);
+                  });
+  fleet_.OnHello([this](store::Tx& tx, Timestamp now, const fleet::HelloFacts& hello) {
+    return OnHello(tx, now, hello);
   });
-  fleet_.OnHello(
-      [this](store::Tx& tx, Timestamp now, const fleet::HelloFacts& hello) { return OnHello(tx, now, hello); });
 }
 
 Benchmarks::~Benchmarks() { Stop(); }
@@ -25,7 +27,8 @@ const Thresholds& Benchmarks::ThresholdsFor(const std::string& catalog_id) const
 }
 
 Status Benchmarks::Describe(store::Tx& tx, BenchmarkRun& run) const {
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine, fleet::LoadMachine(tx, run.machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine,
+                          fleet::LoadMachine(tx, run.machine_id));
   for (GpuRunResult& g : run.gpus) {
     if (machine) {
       for (const fleet::MachineGpu& mg : machine->gpus) {
@@ -43,7 +46,8 @@ Status Benchmarks::Describe(store::Tx& tx, BenchmarkRun& run) const {
   return Status::Ok();
 }
 
-StatusOr<Page<BenchmarkRun>> Benchmarks::List(const accounts::Principal& p, const std::string& machine_id,
+StatusOr<Page<BenchmarkRun>> Benchmarks::List(const accounts::Principal& p,
+                                              const std::string& machine_id,
                                               const PageRequest& page) {
   Page<BenchmarkRun> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {

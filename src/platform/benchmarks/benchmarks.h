@@ -46,7 +46,7 @@
 namespace gpunex::platform::benchmarks {
 
 struct BenchmarksOptions {
-  bool enabled = true;  // false: nothing is scheduled and requests are refused
+  bool enabled = true;                 // false: nothing is scheduled and requests are refused
   int64_t interval_s = 7 * 24 * 3600;  // periodic re-run
   int64_t retry_after_s = 3600;        // after a run that could not measure a GPU
   int64_t run_timeout_s = 1800;        // a run without a result by then ends in error
@@ -59,7 +59,7 @@ struct BenchmarksOptions {
   Thresholds thresholds;                       // every model
   std::map<std::string, Thresholds> by_model;  // catalog id → overrides
   std::string mail_domain = "gpunex.local";
-  std::string public_url;  // for links in emails
+  std::string public_url;             // for links in emails
   std::function<void()> wake_outbox;  // after a commit that queued email; may be empty
   const Clock* clock = &SystemClock();
 };
@@ -101,8 +101,8 @@ class Benchmarks {
                                  const std::string& requested_by);
   Status EndOverdueRuns(Timestamp now);
   // apply.cc
-  Status ApplyResult(store::Tx& tx, Timestamp now, const std::string& machine_id, const protocol::Command& command,
-                     const protocol::Result& result);
+  Status ApplyResult(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                     const protocol::Command& command, const protocol::Result& result);
   // Ends a run in error: no GPU measured, each due again after retry_after_s.
   Status FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run, const std::string& error);
   // Fills each GPU's index, name, reference figures and thresholds for reading.

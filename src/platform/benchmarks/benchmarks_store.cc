@@ -7,14 +7,18 @@
 namespace gpunex::platform::benchmarks {
 namespace {
 
-store::Value OptText(const std::optional<std::string>& s) { return s ? store::Value(*s) : store::Value(nullptr); }
+store::Value OptText(const std::optional<std::string>& s) {
+  return s ? store::Value(*s) : store::Value(nullptr);
+}
 
 // Failures as stored: [{"metric", "measured", "required", "guidance"}].
 std::string FailuresText(const std::vector<Failure>& fs) {
   json::array a;
   for (const auto& f : fs) {
-    a.push_back(json::object{
-        {"metric", f.metric}, {"measured", f.measured}, {"required", f.required}, {"guidance", f.guidance}});
+    a.push_back(json::object{{"metric", f.metric},
+                             {"measured", f.measured},
+                             {"required", f.required},
+                             {"guidance", f.guidance}});
   }
   return ToJsonText(a);
 }
@@ -27,7 +31,8 @@ std::vector<Failure> FailuresFrom(const std::string& text) {
   for (const auto& x : v.get_array()) {
     if (!x.is_object()) continue;
     const auto& o = x.get_object();
-    out.push_back({StoredText(o, "metric"), StoredNumber(o, "measured"), StoredNumber(o, "required"), StoredText(o, "guidance")});
+    out.push_back({StoredText(o, "metric"), StoredNumber(o, "measured"),
+                   StoredNumber(o, "required"), StoredText(o, "guidance")});
   }
   return out;
 }
@@ -37,7 +42,8 @@ std::optional<protocol::BenchmarkNetwork> NetworkFrom(const std::optional<std::s
   const json::value v = ParseJsonOr(*text, nullptr);
   if (!v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
-  return protocol::BenchmarkNetwork{StoredNumber(o, "rtt_p50_ms"), StoredNumber(o, "rtt_p99_ms"), StoredNumber(o, "download_mbit_s"),
+  return protocol::BenchmarkNetwork{StoredNumber(o, "rtt_p50_ms"), StoredNumber(o, "rtt_p99_ms"),
+                                    StoredNumber(o, "download_mbit_s"),
                                     StoredNumber(o, "upload_mbit_s")};
 }
 
@@ -46,27 +52,32 @@ std::optional<protocol::BenchmarkStorage> StorageFrom(const std::optional<std::s
   const json::value v = ParseJsonOr(*text, nullptr);
   if (!v.is_object()) return std::nullopt;
   const auto& o = v.get_object();
-  protocol::BenchmarkStorage s{StoredNumber(o, "seq_read_mb_s"), StoredNumber(o, "seq_write_mb_s"), StoredNumber(o, "rand_read_iops"),
-                               StoredNumber(o, "rand_read_p50_us"), StoredNumber(o, "rand_read_p99_us"), true};
-  if (auto it = o.find("direct_io"); it != o.end() && it->value().is_bool()) s.direct_io = it->value().get_bool();
+  protocol::BenchmarkStorage s{
+      StoredNumber(o, "seq_read_mb_s"),    StoredNumber(o, "seq_write_mb_s"),
+      StoredNumber(o, "rand_read_iops"),   StoredNumber(o, "rand_read_p50_us"),
+      StoredNumber(o, "rand_read_p99_us"), true};
+  if (auto it = o.find("direct_io"); it != o.end() && it->value().is_bool())
+    s.direct_io = it->value().get_bool();
   return s;
 }
 
-std::optional<protocol::GpubenchFigures> FiguresFrom(const std::string& run_id, const std::optional<std::string>& text) {
+std::optional<protocol::GpubenchFigures> FiguresFrom(const std::string& run_id,
+                                                     const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
   const json::value v = ParseJsonOr(*text, nullptr);
   if (!v.is_object()) return std::nullopt;
   auto f = protocol::ParseGpubenchFigures(v.get_object(), "figures");
   if (!f.ok()) {
-    LogWarn("benchmark.stored_figures_unreadable", {{"benchmark_id", run_id}, {"error", f.status().ToString()}});
+    LogWarn("benchmark.stored_figures_unreadable",
+            {{"benchmark_id", run_id}, {"error", f.status().ToString()}});
     return std::nullopt;
   }
   return std::move(*f);
 }
 
 constexpr const char* kRunColumns =
-    "id, machine_id, reason, state, requested_by, command_id, machine_phases, emulated, network, storage, failures, "
-    "error, created_at, finished_at";
+    "id, machine_id, reason, state, requested_by, command_id, machine_phases, emulated, network, "
+    "storage, failures, error, created_at, finished_at";
 
 BenchmarkRun RunFrom(const store::Row& r) {
   BenchmarkRun run;
@@ -90,8 +101,8 @@ BenchmarkRun RunFrom(const store::Row& r) {
 StatusOr<std::vector<GpuRunResult>> GpusOfRun(store::Tx& tx, const std::string& run_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT gpu_id, uuid, catalog_id, state, figures, score, failures, error, created_at FROM "
-               "benchmark_gpus WHERE run_id = ? ORDER BY gpu_id",
+      tx.Query("SELECT gpu_id, uuid, catalog_id, state, figures, score, failures, error, "
+               "created_at FROM benchmark_gpus WHERE run_id = ? ORDER BY gpu_id",
                {run_id}));
   std::vector<GpuRunResult> out;
   for (const auto& r : rows) {
@@ -114,24 +125,28 @@ StatusOr<std::vector<GpuRunResult>> GpusOfRun(store::Tx& tx, const std::string& 
 
 Status BenchmarksStore::InsertRun(const BenchmarkRun& run) {
   GPUNEX_RETURN_IF_ERROR(
-      tx_.Exec("INSERT INTO benchmark_runs (id, machine_id, reason, state, requested_by, command_id, machine_phases, "
-               "emulated, failures, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '[]', ?)",
-               {run.id, run.machine_id, run.reason, run.state, OptText(run.requested_by), run.command_id,
-                int64_t{run.machine_phases}, int64_t{run.emulated}, ToUnixMicros(run.created_at)})
+      tx_.Exec("INSERT INTO benchmark_runs (id, machine_id, reason, state, requested_by, "
+               "command_id, machine_phases, emulated, failures, created_at) VALUES (?, ?, ?, ?, "
+               "?, ?, ?, ?, '[]', ?)",
+               {run.id, run.machine_id, run.reason, run.state, OptText(run.requested_by),
+                run.command_id, int64_t{run.machine_phases}, int64_t{run.emulated},
+                ToUnixMicros(run.created_at)})
           .status());
   for (const auto& g : run.gpus) {
     GPUNEX_RETURN_IF_ERROR(
-        tx_.Exec("INSERT INTO benchmark_gpus (run_id, gpu_id, uuid, catalog_id, state, failures, created_at) "
-                 "VALUES (?, ?, ?, ?, ?, '[]', ?)",
+        tx_.Exec("INSERT INTO benchmark_gpus (run_id, gpu_id, uuid, catalog_id, state, failures, "
+                 "created_at) VALUES (?, ?, ?, ?, ?, '[]', ?)",
                  {run.id, g.gpu_id, g.uuid, g.catalog_id, g.state, ToUnixMicros(g.created_at)})
             .status());
   }
   return Status::Ok();
 }
 
-StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::FindRun(const std::string& run_id, bool with_gpus) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query(std::string("SELECT ") + kRunColumns + " FROM benchmark_runs WHERE id = ?", {run_id}));
+StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::FindRun(const std::string& run_id,
+                                                               bool with_gpus) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kRunColumns +
+                                                          " FROM benchmark_runs WHERE id = ?",
+                                                      {run_id}));
   if (rows.empty()) return std::optional<BenchmarkRun>();
   BenchmarkRun run = RunFrom(rows[0]);
   if (with_gpus) {
@@ -142,30 +157,40 @@ StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::FindRun(const std::string
 
 StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = 'running'", {machine_id}));
+      store::Rows rows,
+      tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = 'running'",
+                {machine_id}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(rows[0].Str(0));
 }
 
 StatusOr<int64_t> BenchmarksStore::CountRunsOn(const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
   return rows.at(0).Int(0);
 }
 
-StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::OverdueRuns(Timestamp cutoff) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT id, machine_id FROM benchmark_runs WHERE state = 'running' AND created_at < ? "
-                                    "ORDER BY id",
-                                    {ToUnixMicros(cutoff)}));
+StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::OverdueRuns(
+    Timestamp cutoff) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT id, machine_id FROM benchmark_runs WHERE state = 'running' "
+                "AND created_at < ? ORDER BY id",
+                {ToUnixMicros(cutoff)}));
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& r : rows) out.emplace_back(r.Str(0), r.Str(1));
   return out;
 }
 
-StatusOr<Page<BenchmarkRun>> BenchmarksStore::ListRuns(const std::string& machine_id, const PageRequest& page) {
-  store::PageQuery q{kRunColumns, "FROM benchmark_runs", "machine_id = ?", {machine_id},
-                     {{"id", store::KeyColumn::Type::kText}}, /*descending=*/true};
+StatusOr<Page<BenchmarkRun>> BenchmarksStore::ListRuns(const std::string& machine_id,
+                                                       const PageRequest& page) {
+  store::PageQuery q{kRunColumns,
+                     "FROM benchmark_runs",
+                     "machine_id = ?",
+                     {machine_id},
+                     {{"id", store::KeyColumn::Type::kText}},
+                     /*descending=*/true};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
   Page<BenchmarkRun> out;
   for (const auto& r : rows.items) {
@@ -179,34 +204,43 @@ StatusOr<Page<BenchmarkRun>> BenchmarksStore::ListRuns(const std::string& machin
 
 Status BenchmarksStore::FinishRun(const BenchmarkRun& run) {
   GPUNEX_RETURN_IF_ERROR(
-      tx_.Exec("UPDATE benchmark_runs SET state = ?, network = ?, storage = ?, failures = ?, error = ?, emulated = ?, "
-               "finished_at = ? WHERE id = ?",
-               {run.state, run.network ? store::Value(ToJsonText(protocol::ToJson(*run.network))) : store::Value(nullptr),
-                run.storage ? store::Value(ToJsonText(protocol::ToJson(*run.storage))) : store::Value(nullptr),
+      tx_.Exec("UPDATE benchmark_runs SET state = ?, network = ?, storage = ?, failures = ?, "
+               "error = ?, emulated = ?, finished_at = ? WHERE id = ?",
+               {run.state,
+                run.network ? store::Value(ToJsonText(protocol::ToJson(*run.network)))
+                            : store::Value(nullptr),
+                run.storage ? store::Value(ToJsonText(protocol::ToJson(*run.storage)))
+                            : store::Value(nullptr),
                 FailuresText(run.machine_failures), OptText(run.error), int64_t{run.emulated},
-                run.finished_at ? store::Value(ToUnixMicros(*run.finished_at)) : store::Value(nullptr), run.id})
+                run.finished_at ? store::Value(ToUnixMicros(*run.finished_at))
+                                : store::Value(nullptr),
+                run.id})
           .status());
   for (const auto& g : run.gpus) {
     GPUNEX_RETURN_IF_ERROR(
-        tx_.Exec("UPDATE benchmark_gpus SET state = ?, figures = ?, score = ?, failures = ?, error = ? WHERE "
-                 "run_id = ? AND gpu_id = ?",
-                 {g.state, g.figures ? store::Value(ToJsonText(protocol::ToJson(*g.figures))) : store::Value(nullptr),
-                  g.score ? store::Value(*g.score) : store::Value(nullptr), FailuresText(g.failures), OptText(g.error),
-                  run.id, g.gpu_id})
+        tx_.Exec("UPDATE benchmark_gpus SET state = ?, figures = ?, score = ?, failures = ?, "
+                 "error = ? WHERE run_id = ? AND gpu_id = ?",
+                 {g.state,
+                  g.figures ? store::Value(ToJsonText(protocol::ToJson(*g.figures)))
+                            : store::Value(nullptr),
+                  g.score ? store::Value(*g.score) : store::Value(nullptr),
+                  FailuresText(g.failures), OptText(g.error), run.id, g.gpu_id})
             .status());
   }
   return Status::Ok();
 }
 
-StatusOr<std::map<std::string, GpuStatusRow>> BenchmarksStore::StatusOf(const std::string& machine_id) {
+StatusOr<std::map<std::string, GpuStatusRow>> BenchmarksStore::StatusOf(
+    const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT gpu_id, machine_id, performance_score, last_benchmark_at, due_at, due_reason FROM "
-                "gpu_benchmark_status WHERE machine_id = ?",
+      tx_.Query("SELECT gpu_id, machine_id, performance_score, last_benchmark_at, due_at, "
+                "due_reason FROM gpu_benchmark_status WHERE machine_id = ?",
                 {machine_id}));
   std::map<std::string, GpuStatusRow> out;
   for (const auto& r : rows) {
-    GpuStatusRow s{r.Str(0), r.Str(1), std::nullopt, r.OptTime(3), r.OptTime(4), r.OptStr(5).value_or("")};
+    GpuStatusRow s{r.Str(0),     r.Str(1),     std::nullopt,
+                   r.OptTime(3), r.OptTime(4), r.OptStr(5).value_or("")};
     if (!r.IsNull(2)) s.performance_score = r.Real(2);
     out.emplace(s.gpu_id, std::move(s));
   }
@@ -215,23 +249,28 @@ StatusOr<std::map<std::string, GpuStatusRow>> BenchmarksStore::StatusOf(const st
 
 Status BenchmarksStore::UpsertStatus(const GpuStatusRow& s) {
   return tx_
-      .Exec("INSERT INTO gpu_benchmark_status (gpu_id, machine_id, performance_score, last_benchmark_at, due_at, "
-            "due_reason) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (gpu_id) DO UPDATE SET "
-            "performance_score = excluded.performance_score, last_benchmark_at = excluded.last_benchmark_at, "
-            "due_at = excluded.due_at, due_reason = excluded.due_reason",
-            {s.gpu_id, s.machine_id, s.performance_score ? store::Value(*s.performance_score) : store::Value(nullptr),
-             s.last_benchmark_at ? store::Value(ToUnixMicros(*s.last_benchmark_at)) : store::Value(nullptr),
-             s.due_at ? store::Value(ToUnixMicros(*s.due_at)) : store::Value(nullptr),
-             s.due_reason.empty() ? store::Value(nullptr) : store::Value(s.due_reason)})
+      .Exec(
+          "INSERT INTO gpu_benchmark_status (gpu_id, machine_id, performance_score, "
+          "last_benchmark_at, due_at, due_reason) VALUES (?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (gpu_id) DO UPDATE SET performance_score = excluded.performance_score, "
+          "last_benchmark_at = excluded.last_benchmark_at, due_at = excluded.due_at, "
+          "due_reason = excluded.due_reason",
+          {s.gpu_id, s.machine_id,
+           s.performance_score ? store::Value(*s.performance_score) : store::Value(nullptr),
+           s.last_benchmark_at ? store::Value(ToUnixMicros(*s.last_benchmark_at))
+                               : store::Value(nullptr),
+           s.due_at ? store::Value(ToUnixMicros(*s.due_at)) : store::Value(nullptr),
+           s.due_reason.empty() ? store::Value(nullptr) : store::Value(s.due_reason)})
       .status();
 }
 
-StatusOr<std::vector<std::string>> BenchmarksStore::MachinesDue(Timestamp now, Timestamp periodic_cutoff) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT DISTINCT machine_id FROM gpu_benchmark_status WHERE due_at <= ? OR last_benchmark_at < ? "
-                "ORDER BY machine_id",
-                {ToUnixMicros(now), ToUnixMicros(periodic_cutoff)}));
+StatusOr<std::vector<std::string>> BenchmarksStore::MachinesDue(Timestamp now,
+                                                                Timestamp periodic_cutoff) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT DISTINCT machine_id FROM gpu_benchmark_status "
+                                    "WHERE due_at <= ? OR last_benchmark_at < ? "
+                                    "ORDER BY machine_id",
+                                    {ToUnixMicros(now), ToUnixMicros(periodic_cutoff)}));
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r.Str(0));
   return out;
@@ -263,7 +302,8 @@ std::vector<store::Migration> BenchmarksMigrations() {
            "CREATE INDEX benchmark_runs_machine ON benchmark_runs (machine_id, id)",
            "CREATE INDEX benchmark_runs_state ON benchmark_runs (state, created_at)",
            // One active run per machine, whichever instance schedules it.
-           "CREATE UNIQUE INDEX benchmark_runs_active ON benchmark_runs (machine_id) WHERE state = 'running'",
+           "CREATE UNIQUE INDEX benchmark_runs_active ON benchmark_runs (machine_id) "
+           "WHERE state = 'running'",
            // state: running | passed | failed | error. figures: as gpunex-gpubench reported them.
            R"(CREATE TABLE benchmark_gpus (
                 run_id TEXT NOT NULL REFERENCES benchmark_runs(id),
@@ -297,20 +337,23 @@ std::vector<store::Migration> BenchmarksMigrations() {
            "CREATE INDEX gpu_benchmark_status_due ON gpu_benchmark_status (due_at)",
            "CREATE INDEX gpu_benchmark_status_last ON gpu_benchmark_status (last_benchmark_at)",
            "CREATE INDEX gpu_benchmark_status_machine ON gpu_benchmark_status (machine_id)",
-           R"(INSERT INTO gpu_benchmark_status (gpu_id, machine_id, performance_score, last_benchmark_at, due_at,
-                due_reason)
+           R"(INSERT INTO gpu_benchmark_status (gpu_id, machine_id, performance_score,
+                last_benchmark_at, due_at, due_reason)
               SELECT g.id, g.machine_id, g.performance_score, g.last_benchmark_at,
                 CASE WHEN g.benchmark_due_at IS NOT NULL THEN g.benchmark_due_at
                      WHEN g.last_benchmark_at IS NULL THEN 0
                      WHEN g.last_benchmark_at < (SELECT MAX(e.at) FROM machine_events e
-                       WHERE e.machine_id = g.machine_id AND e.kind = 'inventory_changed') THEN 0
+                       WHERE e.machine_id = g.machine_id AND e.kind = 'inventory_changed')
+                       THEN 0
                      ELSE NULL END,
                 CASE WHEN g.benchmark_due_at IS NOT NULL THEN 'retry'
                      WHEN g.last_benchmark_at IS NULL THEN
-                       CASE WHEN EXISTS (SELECT 1 FROM benchmark_runs r WHERE r.machine_id = g.machine_id)
+                       CASE WHEN EXISTS (SELECT 1 FROM benchmark_runs r
+                                         WHERE r.machine_id = g.machine_id)
                             THEN 'new_gpu' ELSE 'first_connect' END
                      WHEN g.last_benchmark_at < (SELECT MAX(e.at) FROM machine_events e
-                       WHERE e.machine_id = g.machine_id AND e.kind = 'inventory_changed') THEN 'hardware_change'
+                       WHERE e.machine_id = g.machine_id AND e.kind = 'inventory_changed')
+                       THEN 'hardware_change'
                      ELSE NULL END
               FROM machine_gpus g)",
        },

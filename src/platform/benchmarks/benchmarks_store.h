@@ -26,8 +26,9 @@ struct GpuStatusRow {
   std::string machine_id;
   std::optional<double> performance_score;
   std::optional<Timestamp> last_benchmark_at;
-  std::optional<Timestamp> due_at;  // due before the periodic time (new GPU, hardware change, retry)
-  std::string due_reason;           // with due_at: first_connect | new_gpu | hardware_change | retry
+  std::optional<Timestamp>
+      due_at;              // due before the periodic time (new GPU, hardware change, retry)
+  std::string due_reason;  // with due_at: first_connect | new_gpu | hardware_change | retry
 };
 
 class BenchmarksStore {
@@ -48,7 +49,8 @@ class BenchmarksStore {
   Status FinishRun(const BenchmarkRun& run);
 
   // --- per-GPU status
-  StatusOr<std::map<std::string, GpuStatusRow>> StatusOf(const std::string& machine_id);  // by gpu id
+  StatusOr<std::map<std::string, GpuStatusRow>> StatusOf(
+      const std::string& machine_id);  // by gpu id
   Status UpsertStatus(const GpuStatusRow& s);
   // Machines with a GPU due now: explicitly (due_at) or periodically (benchmarked before
   // `periodic_cutoff`).

@@ -59,34 +59,44 @@ Evaluation Evaluate(const protocol::BenchmarkResult& result, bool machine_phases
     if (it == by_uuid.end()) {
       error("the agent reported no result for this GPU");
     } else if (!it->second->ok || !it->second->result) {
-      error("the benchmark could not run: " + (it->second->error.empty() ? std::string("no figures") : it->second->error));
-    } else if (auto figures = protocol::ParseGpubenchFigures(*it->second->result, "result"); !figures.ok()) {
+      error("the benchmark could not run: " +
+            (it->second->error.empty() ? std::string("no figures") : it->second->error));
+    } else if (auto figures = protocol::ParseGpubenchFigures(*it->second->result, "result");
+               !figures.ok()) {
       error("malformed figures: " + figures.status().ToString());
     } else {
       e.emulated = e.emulated || figures->emulated;
-      out.failures = CheckGpu(*figures, g.model ? &*g.model : nullptr, g.pcie_width_max, g.thresholds);
+      out.failures =
+          CheckGpu(*figures, g.model ? &*g.model : nullptr, g.pcie_width_max, g.thresholds);
       out.failures.insert(out.failures.end(), e.machine_failures.begin(), e.machine_failures.end());
       out.score = PerformanceScore(*figures);
       out.figures = std::move(*figures);
       const bool pass = out.failures.empty();
       pass ? ++passed : ++failed;
       out.state = pass ? "passed" : "failed";
-      out.facts.verdict = pass ? listing::BenchmarkVerdict::kPassed : listing::BenchmarkVerdict::kFailed;
+      out.facts.verdict =
+          pass ? listing::BenchmarkVerdict::kPassed : listing::BenchmarkVerdict::kFailed;
       if (!pass) out.facts.note = Truncate(kDelistPrefix + Describe(out.failures));
       if (!pass && g.previous != listing::BenchmarkVerdict::kFailed) {
         e.delisted.push_back(g.label);
         e.delist_details += "\n" + g.label + ":\n";
-        for (const auto& f : out.failures) e.delist_details += "  - " + Describe({f}) + ". " + f.guidance + "\n";
+        for (const auto& f : out.failures)
+          e.delist_details += "  - " + Describe({f}) + ". " + f.guidance + "\n";
       }
       if (pass && g.previous == listing::BenchmarkVerdict::kFailed) e.relisted.push_back(g.label);
-      if (pass && g.previous == listing::BenchmarkVerdict::kAwaitingFirst) e.first_listed.push_back(g.label);
+      if (pass && g.previous == listing::BenchmarkVerdict::kAwaitingFirst)
+        e.first_listed.push_back(g.label);
     }
     e.gpus.push_back(std::move(out));
   }
-  e.run_state = errored == static_cast<int>(gpus.size()) ? "error" : (failed || errored) ? "failed" : "passed";
+  e.run_state = errored == static_cast<int>(gpus.size()) ? "error"
+                : (failed || errored)                    ? "failed"
+                                                         : "passed";
   std::string text;
   for (const auto& n : notes) text += (text.empty() ? "" : "; ") + n;
-  if (errored) text += std::string(text.empty() ? "" : "; ") + std::to_string(errored) + " GPU(s) not measured";
+  if (errored)
+    text +=
+        std::string(text.empty() ? "" : "; ") + std::to_string(errored) + " GPU(s) not measured";
   if (!text.empty()) e.run_error = Truncate(text);
   return e;
 }

@@ -27,8 +27,8 @@ struct GpuUnderTest {
   std::string gpu_id;
   std::string uuid;
   std::string catalog_id;
-  std::string label;           // "NVIDIA L4 (GPU 0)", for the provider
-  int64_t pcie_width_max = 0;  // from the inventory; 0 = unknown
+  std::string label;              // "NVIDIA L4 (GPU 0)", for the provider
+  int64_t pcie_width_max = 0;     // from the inventory; 0 = unknown
   std::optional<GpuModel> model;  // none: not in the catalog ("other")
   Thresholds thresholds;
   listing::BenchmarkVerdict previous = listing::BenchmarkVerdict::kPassed;

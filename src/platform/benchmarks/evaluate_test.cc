@@ -385,8 +385,8 @@ TEST(Notices, OnePerKindOfChangeWithEmailForDelistingAndRelisting) {
   EXPECT_EQ(all[2].title, "GPU listed on rig-7");
   EXPECT_FALSE(all[2].email) << "a first listing is told on the dashboard only";
   EXPECT_THAT(all[2].text,
-              HasSubstr("passed their first benchmark and are now offered to customers: "
-                        "NVIDIA L4 (GPU 0)."));
+              HasSubstr("passed their first benchmark and are now offered to customers: NVIDIA L4 "
+                        "(GPU 0)."));
 
   const auto relisted = ListingNotices(Changes({}, {"NVIDIA L4 (GPU 3)"}, {}), "rig-7");
   ASSERT_EQ(relisted.size(), 1u);

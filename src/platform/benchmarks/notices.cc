@@ -14,24 +14,27 @@ std::string Join(const std::vector<std::string>& v) {
 std::vector<Notice> ListingNotices(const Evaluation& e, const std::string& machine_name) {
   std::vector<Notice> out;
   if (!e.delisted.empty()) {
-    out.push_back({"benchmark.delisted", "GPU delisted on " + machine_name + " after its benchmark",
-                   "These GPUs of machine " + machine_name +
-                       " did not reach the minimum figures and are no longer offered to customers: " +
-                       Join(e.delisted) + ".\n" + e.delist_details +
-                       "\nWhen you have fixed it, ask for a re-run in the Benchmark tab; a GPU that passes is "
-                       "listed again at once.",
-                   true});
+    out.push_back(
+        {"benchmark.delisted", "GPU delisted on " + machine_name + " after its benchmark",
+         "These GPUs of machine " + machine_name +
+             " did not reach the minimum figures and are no longer offered to customers: " +
+             Join(e.delisted) + ".\n" + e.delist_details +
+             "\nWhen you have fixed it, ask for a re-run in the Benchmark tab; a GPU that passes "
+             "is listed again at once.",
+         true});
   }
   if (!e.relisted.empty()) {
     out.push_back({"benchmark.relisted", "GPU listed again on " + machine_name,
                    "These GPUs of machine " + machine_name +
-                       " passed their benchmark re-run and are offered to customers again: " + Join(e.relisted) + ".",
+                       " passed their benchmark re-run and are offered to customers again: " +
+                       Join(e.relisted) + ".",
                    true});
   }
   if (!e.first_listed.empty()) {
     out.push_back({"benchmark.listed", "GPU listed on " + machine_name,
                    "These GPUs of machine " + machine_name +
-                       " passed their first benchmark and are now offered to customers: " + Join(e.first_listed) + ".",
+                       " passed their first benchmark and are now offered to customers: " +
+                       Join(e.first_listed) + ".",
                    false});
   }
   return out;

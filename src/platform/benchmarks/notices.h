@@ -12,9 +12,9 @@
 namespace gpunex::platform::benchmarks {
 
 struct Notice {
-  std::string kind;   // benchmark.delisted | benchmark.relisted | benchmark.listed
-  std::string title;  // one line
-  std::string text;   // the dashboard notification's body
+  std::string kind;    // benchmark.delisted | benchmark.relisted | benchmark.listed
+  std::string title;   // one line
+  std::string text;    // the dashboard notification's body
   bool email = false;  // also by email
 };
 

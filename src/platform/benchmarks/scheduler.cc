@@ -13,8 +13,8 @@ namespace {
 
 // The most telling reason names a run: a change beats a schedule.
 int Rank(const std::string& reason) {
-  static const std::vector<std::string> kRank = {"", "periodic", "retry", "new_gpu", "hardware_change",
-                                                 "first_connect"};
+  static const std::vector<std::string> kRank = {"",        "periodic",        "retry",
+                                                 "new_gpu", "hardware_change", "first_connect"};
   return static_cast<int>(std::find(kRank.begin(), kRank.end(), reason) - kRank.begin());
 }
 
@@ -55,8 +55,8 @@ Status Benchmarks::OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts
     auto it = status.find(gpu_id);
     if (it == status.end() || fresh.count(gpu_id)) {
       // Never benchmarked: due now.
-      GPUNEX_RETURN_IF_ERROR(s.UpsertStatus(
-          {gpu_id, hello.machine_id, std::nullopt, std::nullopt, now, runs == 0 ? "first_connect" : "new_gpu"}));
+      GPUNEX_RETURN_IF_ERROR(s.UpsertStatus({gpu_id, hello.machine_id, std::nullopt, std::nullopt,
+                                             now, runs == 0 ? "first_connect" : "new_gpu"}));
     } else if (hello.inventory_changed && it->second.last_benchmark_at) {
       GpuStatusRow row = it->second;
       row.due_at = now;
@@ -67,12 +67,14 @@ Status Benchmarks::OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts
   return Status::Ok();
 }
 
-StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now, const std::string& machine_id,
+StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now,
+                                           const std::string& machine_id,
                                            const std::string& requested_by) {
   BenchmarksStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> running, s.RunningRunOn(machine_id));
   if (running) return std::string();
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine, fleet::LoadMachine(tx, machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine,
+                          fleet::LoadMachine(tx, machine_id));
   if (!machine) return std::string();
   GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, fleet::GpusInActiveWorkloads(tx, machine_id));
   GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(machine_id));
@@ -97,7 +99,8 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now, const s
       why = runs == 0 ? "first_connect" : "new_gpu";
     } else if (it->second.due_at) {
       // Due early (new GPU, hardware change, a run that could not measure it): at due_at.
-      if (*it->second.due_at <= now) why = it->second.due_reason.empty() ? "retry" : it->second.due_reason;
+      if (*it->second.due_at <= now)
+        why = it->second.due_reason.empty() ? "retry" : it->second.due_reason;
     } else if (!it->second.last_benchmark_at) {
       why = runs == 0 ? "first_connect" : "new_gpu";
     } else if (*it->second.last_benchmark_at < periodic_cutoff) {
@@ -131,14 +134,17 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now, const s
 Status Benchmarks::EndOverdueRuns(Timestamp now) {
   std::vector<std::pair<std::string, std::string>> overdue;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(overdue, BenchmarksStore(tx).OverdueRuns(now - Seconds(options_.run_timeout_s)));
+    GPUNEX_ASSIGN_OR_RETURN(overdue,
+                            BenchmarksStore(tx).OverdueRuns(now - Seconds(options_.run_timeout_s)));
     return Status::Ok();
   }));
   for (const auto& [run_id, machine_id] : overdue) {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&, &run_id = run_id](store::Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run, BenchmarksStore(tx).FindRun(run_id, true));
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run,
+                              BenchmarksStore(tx).FindRun(run_id, true));
       if (!run || run->state != "running") return Status::Ok();
-      return FailRun(tx, now, std::move(*run), "no result within " + std::to_string(options_.run_timeout_s) + " s");
+      return FailRun(tx, now, std::move(*run),
+                     "no result within " + std::to_string(options_.run_timeout_s) + " s");
     }));
     LogWarn("benchmark.timed_out", {{"benchmark_id", run_id}, {"machine_id", machine_id}});
   }
@@ -151,10 +157,12 @@ Status Benchmarks::TickOnce() {
   // Machines with a GPU due, among those online: the exact decision is Schedule's.
   std::vector<std::string> candidates;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> due,
-                            BenchmarksStore(tx).MachinesDue(now, now - Seconds(options_.interval_s)));
+    GPUNEX_ASSIGN_OR_RETURN(
+        std::vector<std::string> due,
+        BenchmarksStore(tx).MachinesDue(now, now - Seconds(options_.interval_s)));
     GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> online, fleet::OnlineMachines(tx));
-    std::set_intersection(due.begin(), due.end(), online.begin(), online.end(), std::back_inserter(candidates));
+    std::set_intersection(due.begin(), due.end(), online.begin(), online.end(),
+                          std::back_inserter(candidates));
     return Status::Ok();
   }));
   for (const auto& mid : candidates) {
@@ -166,30 +174,39 @@ Status Benchmarks::TickOnce() {
     // Another instance scheduled it first (the unique index on the active run).
     if (st.code() == StatusCode::kAlreadyExists) continue;
     GPUNEX_RETURN_IF_ERROR(st);
-    if (!run_id.empty()) LogInfo("benchmark.scheduled", {{"machine_id", mid}, {"benchmark_id", run_id}});
+    if (!run_id.empty())
+      LogInfo("benchmark.scheduled", {{"machine_id", mid}, {"benchmark_id", run_id}});
   }
   return Status::Ok();
 }
 
-StatusOr<BenchmarkRun> Benchmarks::Request(const accounts::Principal& p, const std::string& machine_id) {
+StatusOr<BenchmarkRun> Benchmarks::Request(const accounts::Principal& p,
+                                           const std::string& machine_id) {
   const Timestamp now = options_.clock->Now();
   std::string run_id;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, machine_id));
     if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) return NotFound("no such machine");
     if (!options_.enabled) return FailedPrecondition("benchmarks are turned off on this platform");
-    if (m->status != fleet::kOnline) return FailedPrecondition("the machine is offline; a benchmark needs its agent");
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> running, BenchmarksStore(tx).RunningRunOn(machine_id));
-    if (running) return FailedPrecondition("a benchmark is already running on this machine (" + *running + ")");
+    if (m->status != fleet::kOnline)
+      return FailedPrecondition("the machine is offline; a benchmark needs its agent");
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> running,
+                            BenchmarksStore(tx).RunningRunOn(machine_id));
+    if (running)
+      return FailedPrecondition("a benchmark is already running on this machine (" + *running +
+                                ")");
     GPUNEX_ASSIGN_OR_RETURN(run_id, Schedule(tx, now, machine_id, p.user.id));
     if (run_id.empty()) {
-      return FailedPrecondition("no GPU of this machine can be benchmarked now: each is rented, disabled or absent");
+      return FailedPrecondition(
+          "no GPU of this machine can be benchmarked now: each is rented, disabled or absent");
     }
-    return accounts::Audit(tx, now, p.user.id, "benchmark.requested", run_id, p.ip, {{"machine_id", machine_id}});
+    return accounts::Audit(tx, now, p.user.id, "benchmark.requested", run_id, p.ip,
+                           {{"machine_id", machine_id}});
   }));
   BenchmarkRun out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run, BenchmarksStore(tx).FindRun(run_id, true));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run,
+                            BenchmarksStore(tx).FindRun(run_id, true));
     if (!run) return Internal("the new benchmark run is missing");
     out = std::move(*run);
     return Describe(tx, out);

@@ -30,8 +30,8 @@ double PerformanceScore(const GpuFigures& f, const ScoreWeights& w) {
   return 100.0 * std::exp(log_sum);
 }
 
-Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, const std::string& where,
-                               Thresholds* t) {
+Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides,
+                               const std::string& where, Thresholds* t) {
   struct Field {
     double Thresholds::*member;
     bool fraction;
@@ -54,7 +54,8 @@ Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, c
   };
   for (const auto& [name, value] : overrides) {
     auto it = kFields.find(name);
-    if (it == kFields.end()) return InvalidArgument(where + "." + name + ": is not a known threshold");
+    if (it == kFields.end())
+      return InvalidArgument(where + "." + name + ": is not a known threshold");
     if (!std::isfinite(value) || value < 0 || (it->second.fraction && value > 1)) {
       return InvalidArgument(where + "." + name + ": must be " +
                              (it->second.fraction ? "a fraction between 0 and 1" : "a number ≥ 0"));
@@ -67,12 +68,13 @@ Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, c
 namespace {
 
 constexpr char kComputeGuidance[] =
-    "Compute throughput is below what this model reaches when healthy: check cooling (airflow, fans, "
-    "dust) and thermal throttling, the power limit (nvidia-smi -q -d POWER,PERFORMANCE), and that no "
-    "other process uses the GPU.";
+    "Compute throughput is below what this model reaches when healthy: check cooling (airflow, "
+    "fans, dust) and thermal throttling, the power limit (nvidia-smi -q -d POWER,PERFORMANCE), "
+    "and that no other process uses the GPU.";
 constexpr char kMemoryGuidance[] =
-    "Memory bandwidth is low: check memory temperature and clocks, ECC errors and retired pages "
-    "(nvidia-smi -q -d ECC,PAGE_RETIREMENT), and that no other process uses the GPU.";
+    "Memory bandwidth is low: check memory temperature and clocks, "
+    "ECC errors and retired pages (nvidia-smi -q -d ECC,PAGE_RETIREMENT), "
+    "and that no other process uses the GPU.";
 
 // A failure when `measured` is below `limit` (or above it, for a maximum).
 void Require(std::vector<Failure>& out, const char* metric, double measured, double limit,
@@ -91,9 +93,10 @@ std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_
     std::string what;
     for (const auto& s : f.sanity_failures) what += (what.empty() ? "" : "; ") + s;
     out.push_back({"sanity", 0, 1,
-                   "The GPU computed wrong results" + (what.empty() ? std::string() : " (" + what + ")") +
-                       ": check for memory errors (nvidia-smi -q -d ECC), remove overclocking, update "
-                       "the driver; faulty hardware must be replaced."});
+                   "The GPU computed wrong results" +
+                       (what.empty() ? std::string() : " (" + what + ")") +
+                       ": check for memory errors (nvidia-smi -q -d ECC), remove overclocking, "
+                       "update the driver; faulty hardware must be replaced."});
   }
   if (model) {
     auto check = [&](const char* metric, double measured, double reference, double fraction,
@@ -111,23 +114,26 @@ std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_
     check("memory_triad_gbps", f.mem_triad_gbps, model->mem_bw_gbps, t.memory, kMemoryGuidance);
   }
   if (f.sustained_seconds > 0 && f.sustained_min_over_median < t.min_over_median) {
-    out.push_back({"sustained_min_over_median", f.sustained_min_over_median, t.min_over_median,
-                   "Throughput fell under sustained load (to " + Fmt(100 * f.sustained_min_over_median) +
-                       "% of its median): usually thermal or power throttling; check cooling and the "
-                       "power supply."});
+    out.push_back(
+        {"sustained_min_over_median", f.sustained_min_over_median, t.min_over_median,
+         "Throughput fell under sustained load (to " + Fmt(100 * f.sustained_min_over_median) +
+             "% of its median): usually thermal or power throttling; check cooling and the power "
+             "supply."});
   }
   if (f.thermal_throttle_fraction > t.thermal_throttle_fraction) {
-    out.push_back({"thermal_throttle_fraction", f.thermal_throttle_fraction, t.thermal_throttle_fraction,
+    out.push_back({"thermal_throttle_fraction", f.thermal_throttle_fraction,
+                   t.thermal_throttle_fraction,
                    "The GPU throttled for heat during " + Fmt(100 * f.thermal_throttle_fraction) +
                        "% of the sustained load (max " + Fmt(f.max_temperature_c) +
                        " °C): improve airflow and cooling, clean the heatsink, check fan speeds."});
   }
   if (pcie_width_max > 0 && f.pcie_width > 0 && f.pcie_width < pcie_width_max) {
-    out.push_back({"pcie_width", static_cast<double>(f.pcie_width), static_cast<double>(pcie_width_max),
+    out.push_back({"pcie_width", static_cast<double>(f.pcie_width),
+                   static_cast<double>(pcie_width_max),
                    "The PCIe link runs at x" + std::to_string(f.pcie_width) + " of x" +
                        std::to_string(pcie_width_max) +
-                       ": reseat the card or riser, use a full-width slot, check the BIOS PCIe "
-                       "settings."});
+                       ": reseat the card or riser, use a full-width slot, "
+                       "check the BIOS PCIe settings."});
   }
   return out;
 }
@@ -140,8 +146,8 @@ std::vector<Failure> CheckNetwork(const NetworkFigures& f, const Thresholds& t) 
   Require(out, "network.download_mbit_s", f.download_mbit_s, t.download_mbit_s, false, kGuidance);
   Require(out, "network.upload_mbit_s", f.upload_mbit_s, t.upload_mbit_s, false, kGuidance);
   Require(out, "network.rtt_p50_ms", f.rtt_p50_ms, t.rtt_p50_ms, true,
-          "The round trip to the platform is long: check for congestion, a saturated uplink, or a "
-          "proxy in the way.");
+          "The round trip to the platform is long: check for congestion, a saturated uplink, "
+          "or a proxy in the way.");
   return out;
 }
 
@@ -167,7 +173,8 @@ std::string Describe(const std::vector<Failure>& fs) {
       s += "PCIe link x" + std::to_string(std::llround(f.measured)) + " of x" +
            std::to_string(std::llround(f.required));
     } else if (f.metric.ends_with("_fraction") || f.metric.ends_with("over_median")) {
-      s += f.metric + " " + Fmt(f.measured) + (f.measured > f.required ? " > " : " < ") + Fmt(f.required);
+      s += f.metric + " " + Fmt(f.measured) + (f.measured > f.required ? " > " : " < ") +
+           Fmt(f.required);
     } else if (f.metric == "network.rtt_p50_ms") {
       s += f.metric + " " + Fmt(f.measured) + " > " + Fmt(f.required) + " allowed";
     } else {

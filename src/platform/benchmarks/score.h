@@ -36,8 +36,8 @@ double PerformanceScore(const GpuFigures& f, const ScoreWeights& w = {});
 // Minimum fractions of the model's reference figures, and machine-level minimums.
 struct Thresholds {
   double fp32 = 0.65, fp16 = 0.60, fp16_tensor = 0.60, bf16_tensor = 0.60, tf32_tensor = 0.50;
-  double memory = 0.70;               // triad / reference bandwidth
-  double min_over_median = 0.85;      // sustained throughput steadiness
+  double memory = 0.70;                     // triad / reference bandwidth
+  double min_over_median = 0.85;            // sustained throughput steadiness
   double thermal_throttle_fraction = 0.20;  // at most
   double download_mbit_s = 100, upload_mbit_s = 50, rtt_p50_ms = 250;
   double seq_read_mb_s = 200, seq_write_mb_s = 100, rand_read_iops = 2000;
@@ -46,12 +46,12 @@ struct Thresholds {
 // Sets the thresholds named in `overrides` (the member names above: "memory",
 // "bf16_tensor", "download_mbit_s", ...). Fails naming `where`.<name> for an unknown name
 // or a value out of range (fractions in (0, 1], minimums ≥ 0).
-Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides, const std::string& where,
-                               Thresholds* t);
+Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides,
+                               const std::string& where, Thresholds* t);
 
 // One thing a benchmark found below its threshold, with what the provider should check.
 struct Failure {
-  std::string metric;    // "bf16_tensor_tflops", "pcie_width", "storage.rand_read_iops", ...
+  std::string metric;  // "bf16_tensor_tflops", "pcie_width", "storage.rand_read_iops", ...
   double measured = 0;
   double required = 0;
   std::string guidance;  // a sentence for the provider

@@ -63,7 +63,8 @@ TEST(Thresholds, WorkedExamplePassesAndEachShortfallIsNamed) {
   auto fails = CheckGpu(slow, l4, 16, t);
   std::vector<std::string> metrics;
   for (const auto& f : fails) metrics.push_back(f.metric);
-  EXPECT_EQ(metrics, (std::vector<std::string>{"memory_triad_gbps", "thermal_throttle_fraction", "pcie_width"}));
+  EXPECT_EQ(metrics, (std::vector<std::string>{"memory_triad_gbps", "thermal_throttle_fraction",
+                                               "pcie_width"}));
   EXPECT_NEAR(fails[0].required, 210.0, 1e-9);
   EXPECT_NE(fails[1].guidance.find("airflow"), std::string::npos);
   EXPECT_NE(fails[2].guidance.find("x8 of x16"), std::string::npos);
@@ -112,7 +113,8 @@ TEST(GpubenchJson, ParsesTheToolsOutputAndRefusesBadFigures) {
                 "bf16_tensor_tflops": 99, "tf32_tensor_tflops": 47},
     "memory": {"read_gbps": 270, "write_gbps": 260, "copy_gbps": 250, "triad_gbps": 255},
     "sustained": {"seconds": 60, "mean_tflops": 97, "min_tflops": 95, "max_tflops": 99, "cv": 0.01,
-                  "min_over_median": 0.97, "thermal_throttle_fraction": 0, "power_throttle_fraction": 0.3,
+                  "min_over_median": 0.97, "thermal_throttle_fraction": 0,
+                  "power_throttle_fraction": 0.3,
                   "max_temperature_c": 71, "mean_power_w": 70, "mean_sm_clock_mhz": 2000,
                   "throttle_reasons": ["sw_power_cap"]},
     "reference_fraction": {"fp32": 0.89},

@@ -14,7 +14,8 @@ FieldErrors Validate(const GpuModel& m) {
   FieldErrors errors;
   bool id_ok = !m.id.empty() && m.id.size() <= 64 && m.id != "other";
   for (unsigned char c : m.id) id_ok = id_ok && (std::islower(c) || std::isdigit(c) || c == '-');
-  if (!id_ok) errors.emplace("id", "must use lower-case letters, digits and '-' and not be \"other\"");
+  if (!id_ok)
+    errors.emplace("id", "must use lower-case letters, digits and '-' and not be \"other\"");
   if (m.nvml_name.empty()) errors.emplace("name", "is required");
   if (m.vram_gb < 1 || m.vram_gb > 4096) errors.emplace("vram_gb", "must be from 1 to 4096");
   const std::pair<const char*, double> figures[] = {{"fp32_tflops", m.fp32_tflops},
@@ -37,7 +38,8 @@ Status SeedBuiltinModels(store::Database& db, const Clock& clock) {
   const Timestamp now = clock.Now();
   return db.Transact([&](store::Tx& tx) -> Status {
     CatalogStore s(tx);
-    for (const GpuModel& m : BuiltinGpuCatalog()) GPUNEX_RETURN_IF_ERROR(s.Insert({m, "builtin", now}, true));
+    for (const GpuModel& m : BuiltinGpuCatalog())
+      GPUNEX_RETURN_IF_ERROR(s.Insert({m, "builtin", now}, true));
     return Status::Ok();
   });
 }
@@ -64,8 +66,8 @@ StatusOr<std::vector<CatalogModel>> ListModels(store::Database& db) {
   return out;
 }
 
-StatusOr<CatalogModel> AddModel(store::Database& db, const accounts::Principal& p, const GpuModel& m,
-                                const Clock& clock) {
+StatusOr<CatalogModel> AddModel(store::Database& db, const accounts::Principal& p,
+                                const GpuModel& m, const Clock& clock) {
   if (!p.IsAdmin()) return PermissionDenied("only admins can add GPU models");
   FieldErrors errors = Validate(m);
   if (!errors.empty()) return ValidationFailed(std::move(errors));

@@ -40,7 +40,7 @@ StatusOr<std::vector<CatalogModel>> ListModels(store::Database& db);
 // Adds a reviewed model (admins only). Field errors for every bad figure (names as in the
 // API: "id", "vram_gb", "default_price_micro", ...); kAlreadyExists naming "id" for a
 // taken id.
-StatusOr<CatalogModel> AddModel(store::Database& db, const accounts::Principal& p, const GpuModel& m,
-                                const Clock& clock = SystemClock());
+StatusOr<CatalogModel> AddModel(store::Database& db, const accounts::Principal& p,
+                                const GpuModel& m, const Clock& clock = SystemClock());
 
 }  // namespace gpunex::platform::catalog

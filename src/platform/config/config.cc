@@ -17,9 +17,7 @@ std::optional<std::string> ProcessEnv(const std::string& name) {
 
 namespace {
 
-Status Bad(const std::string& key, const std::string& why) {
-  return FieldError(key, why);
-}
+Status Bad(const std::string& key, const std::string& why) { return FieldError(key, why); }
 
 // Reads typed values out of a TOML table, remembering which keys were consumed so
 // that leftovers can be reported as unknown.
@@ -43,7 +41,8 @@ class TableReader {
     if (!n->is_integer()) return Bad(Name(key), "must be an integer");
     long long v = n->as_integer()->get();
     if (v < min || v > max) {
-      return Bad(Name(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
+      return Bad(Name(key),
+                 "must be between " + std::to_string(min) + " and " + std::to_string(max));
     }
     *out = static_cast<T>(v);
     return Status::Ok();
@@ -75,13 +74,16 @@ class TableReader {
   }
   Status RejectUnknown() const {
     for (const auto& [k, v] : t_) {
-      if (!seen_.count(std::string(k.str()))) return Bad(Name(std::string(k.str())), "is not a known setting");
+      if (!seen_.count(std::string(k.str())))
+        return Bad(Name(std::string(k.str())), "is not a known setting");
     }
     return Status::Ok();
   }
 
  private:
-  std::string Name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  std::string Name(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
   const toml::table& t_;
   std::string prefix_;
   std::set<std::string> seen_;
@@ -141,7 +143,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     TableReader s(*t, "benchmarks");
     GPUNEX_RETURN_IF_ERROR(s.Bool("enabled", &c->benchmarks_enabled));
     GPUNEX_RETURN_IF_ERROR(s.Int("interval_s", &c->benchmark_interval_s, 1, 365ll * 24 * 3600));
-    GPUNEX_RETURN_IF_ERROR(s.Int("retry_after_s", &c->benchmark_retry_after_s, 1, 30ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("retry_after_s", &c->benchmark_retry_after_s, 1, 30ll * 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("run_timeout_s", &c->benchmark_run_timeout_s, 10, 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("sustain_s", &c->benchmark_sustain_s, 0, 600));
     GPUNEX_RETURN_IF_ERROR(s.Int("storage_file_mb", &c->benchmark_storage_file_mb, 1, 64 * 1024));
@@ -173,8 +176,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
   }
   if (auto* t = r.Sub("review")) {
     TableReader s(*t, "review");
-    GPUNEX_RETURN_IF_ERROR(
-        s.Int("target_business_days", &c->review_target_business_days, 1, 60));
+    GPUNEX_RETURN_IF_ERROR(s.Int("target_business_days", &c->review_target_business_days, 1, 60));
     GPUNEX_RETURN_IF_ERROR(s.StrList("holidays", &c->holidays));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }

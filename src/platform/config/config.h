@@ -45,8 +45,8 @@ struct Config {
 
   // Accounts.
   int session_ttl_hours = 168;
-  int login_max_failures = 5;       // per email within the window, then 429
-  int login_max_failures_ip = 50;   // per client address within the window
+  int login_max_failures = 5;      // per email within the window, then 429
+  int login_max_failures_ip = 50;  // per client address within the window
   int login_window_minutes = 15;
   // Argon2id cost (libsodium). The defaults are libsodium's "interactive" limits.
   unsigned long long argon2_opslimit = 2;

@@ -42,8 +42,8 @@ url = "smtp://127.0.0.1:2525"
 [review]
 holidays = ["2026-12-25"]
 )");
-  auto c = LoadConfig(path, Env({{"GPUNEX_LISTEN", "127.0.0.1:7000"},
-                                 {"GPUNEX_ALLOW_EMULATED_GPUS", "true"}}));
+  auto c = LoadConfig(
+      path, Env({{"GPUNEX_LISTEN", "127.0.0.1:7000"}, {"GPUNEX_ALLOW_EMULATED_GPUS", "true"}}));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->listen, "127.0.0.1:7000");
   EXPECT_EQ(c->public_url, "https://gpu.example.com");
@@ -92,7 +92,8 @@ fp32 = 0.5
   EXPECT_DOUBLE_EQ(c->benchmark_model_thresholds.at("l4-24gb").at("fp32"), 0.5);
   auto bad = LoadConfig(WriteFile("[benchmarks.thresholds]\nmemory = \"high\"\n"), Env({}));
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(bad.status().fields().count("benchmarks.thresholds.memory")) << bad.status().ToString();
+  EXPECT_TRUE(bad.status().fields().count("benchmarks.thresholds.memory"))
+      << bad.status().ToString();
   auto unknown = LoadConfig(WriteFile("[benchmarks]\nintervall_s = 5\n"), Env({}));
   ASSERT_FALSE(unknown.ok());
   EXPECT_TRUE(unknown.status().fields().count("benchmarks.intervall_s"));

@@ -14,8 +14,9 @@ namespace {
 std::string InventoryHash(const protocol::Hello& h) {
   std::vector<std::string> parts;
   for (const auto& g : h.gpus) {
-    parts.push_back(g.uuid + "|" + g.name + "|" + std::to_string(g.vram_mb) + "|" + g.driver_version + "|" +
-                    std::to_string(g.pcie_gen_max) + "x" + std::to_string(g.pcie_width_max));
+    parts.push_back(g.uuid + "|" + g.name + "|" + std::to_string(g.vram_mb) + "|" +
+                    g.driver_version + "|" + std::to_string(g.pcie_gen_max) + "x" +
+                    std::to_string(g.pcie_width_max));
   }
   std::sort(parts.begin(), parts.end());
   std::string all;
@@ -33,7 +34,7 @@ MachineGpu GpuFromHello(const protocol::Gpu& g, const std::string& machine_id) {
   out.vram_mb = g.vram_mb;
   out.emulated = g.emulated;
   out.info = {g.driver_version, g.cuda_driver_version, g.pcie_gen_max, g.pcie_gen_current,
-              g.pcie_width_max, g.pcie_width_current, g.power_limit_w};
+              g.pcie_width_max, g.pcie_width_current,  g.power_limit_w};
   return out;
 }
 
@@ -41,10 +42,10 @@ MachineGpu GpuFromHello(const protocol::Gpu& g, const std::string& machine_id) {
 
 // Defined in machines.cc: moves a machine to `state` (kOnline/kOffline) when it is not
 // there yet, with its interval, event and listing.
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state, std::string_view reason,
-                  Timestamp now);
-Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind, json::object detail,
-                       Timestamp now);
+Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+                  std::string_view reason, Timestamp now);
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
+                       json::object detail, Timestamp now);
 
 AgentSession::AgentSession(Fleet& fleet, std::string provider_id, std::string token_id,
                            std::shared_ptr<AgentChannel> channel, std::string remote_addr)
@@ -65,12 +66,16 @@ bool AgentSession::MarkSent(const std::string& command_id) {
   return sent_commands_.insert(command_id).second;
 }
 
-bool AgentSession::Send(const protocol::PlatformMessage& m) { return channel_->Send(protocol::Serialize(m)); }
+bool AgentSession::Send(const protocol::PlatformMessage& m) {
+  return channel_->Send(protocol::Serialize(m));
+}
 
 void AgentSession::Refuse(std::string code, std::string message) {
   if (refused_.exchange(true)) return;
-  LogWarn("agent.refused",
-          {{"provider_id", provider_id_}, {"remote", remote_addr_}, {"code", code}, {"message", message}});
+  LogWarn("agent.refused", {{"provider_id", provider_id_},
+                            {"remote", remote_addr_},
+                            {"code", code},
+                            {"message", message}});
   channel_->Send(protocol::Serialize(protocol::PlatformMessage(protocol::Error{code, message})));
   channel_->Close(1008, code);
 }
@@ -91,7 +96,8 @@ void AgentSession::OnMessage(const std::string& text) {
     }
     st = HandleHello(*hello);
     if (!st.ok() && !closed_) {
-      if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kFailedPrecondition) {
+      if (st.code() == StatusCode::kPermissionDenied ||
+          st.code() == StatusCode::kFailedPrecondition) {
         Refuse(st.code() == StatusCode::kPermissionDenied ? "forbidden" : "refused", st.message());
       } else {
         Refuse("internal", "the platform could not register the machine; retry later");
@@ -110,7 +116,8 @@ void AgentSession::OnMessage(const std::string& text) {
         if constexpr (std::is_same_v<T, protocol::Heartbeat>) st = fleet_.HandleHeartbeat(mid, m);
         if constexpr (std::is_same_v<T, protocol::Ack>) st = fleet_.HandleAck(mid, m);
         if constexpr (std::is_same_v<T, protocol::Result>) st = fleet_.HandleResult(mid, m);
-        if constexpr (std::is_same_v<T, protocol::WorkloadEvent>) st = fleet_.HandleWorkloadEvent(mid, m);
+        if constexpr (std::is_same_v<T, protocol::WorkloadEvent>)
+          st = fleet_.HandleWorkloadEvent(mid, m);
         if constexpr (std::is_same_v<T, protocol::Logs>) st = fleet_.HandleLogs(mid, m);
         if constexpr (std::is_same_v<T, protocol::Ping>) Send(protocol::Pong{m.id});
       },
@@ -130,21 +137,25 @@ void AgentSession::OnClose() {
   if (!mid.empty()) {
     fleet_.Unregister(mid, this);
     const Timestamp now = fleet_.options().clock->Now();
-    Status st = fleet_.db().Transact(
-        [&](store::Tx& tx) { return AddMachineEvent(tx, mid, "disconnected", {{"remote", remote_addr_}}, now); });
+    Status st = fleet_.db().Transact([&](store::Tx& tx) {
+      return AddMachineEvent(tx, mid, "disconnected", {{"remote", remote_addr_}}, now);
+    });
     if (!st.ok()) LogWarn("agent.disconnect_event_failed", {{"error", st.ToString()}});
   }
   LogInfo("agent.disconnected", {{"machine_id", mid}, {"remote", remote_addr_}});
 }
 
 Status AgentSession::HandleHello(const protocol::Hello& h) {
-  const bool emulated = h.emulated || std::any_of(h.gpus.begin(), h.gpus.end(), [](const auto& g) { return g.emulated; });
+  const bool emulated = h.emulated || std::any_of(h.gpus.begin(), h.gpus.end(),
+                                                  [](const auto& g) { return g.emulated; });
   if (emulated && !fleet_.options().allow_emulated_gpus) {
-    return FailedPrecondition("this platform does not accept emulated GPUs (allow_emulated_gpus is off)");
+    return FailedPrecondition(
+        "this platform does not accept emulated GPUs (allow_emulated_gpus is off)");
   }
   std::set<std::string> uuids;
   for (const auto& g : h.gpus) {
-    if (!uuids.insert(g.uuid).second) return FailedPrecondition("GPU " + g.uuid + " is reported twice");
+    if (!uuids.insert(g.uuid).second)
+      return FailedPrecondition("GPU " + g.uuid + " is reported twice");
   }
   const Timestamp now = fleet_.options().clock->Now();
   const std::string key_hash = Sha256Hex(h.machine_key);
@@ -158,7 +169,8 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> by_key, s.FindMachineByKey(key_hash));
     std::string old_inventory;
     if (by_key) {
-      if (by_key->provider_id != provider_id_) return PermissionDenied("this machine belongs to another provider");
+      if (by_key->provider_id != provider_id_)
+        return PermissionDenied("this machine belongs to another provider");
       if (!h.machine_id.empty() && h.machine_id != by_key->id) {
         return PermissionDenied("the machine id does not match the machine key");
       }
@@ -168,17 +180,19 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
       if (!h.machine_id.empty()) {
         GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> by_id, s.FindMachine(h.machine_id));
         if (by_id) {
-          return PermissionDenied(by_id->provider_id == provider_id_ ? "the machine key does not match this machine id"
-                                                                     : "this machine id belongs to another provider");
+          return PermissionDenied(by_id->provider_id == provider_id_
+                                      ? "the machine key does not match this machine id"
+                                      : "this machine id belongs to another provider");
         }
       }
       machine_id = NewId("mch");
       facts.registered = true;
-      GPUNEX_RETURN_IF_ERROR(s.InsertMachine({machine_id, provider_id_, key_hash,
-                                              h.host.hostname.empty() ? std::string("machine") : h.host.hostname,
-                                              std::string(kOffline), emulated, h.agent_version, h.host, "", now, now,
-                                              now}));
-      GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, "registered", {{"remote", remote_addr_}}, now));
+      GPUNEX_RETURN_IF_ERROR(s.InsertMachine(
+          {machine_id, provider_id_, key_hash,
+           h.host.hostname.empty() ? std::string("machine") : h.host.hostname,
+           std::string(kOffline), emulated, h.agent_version, h.host, "", now, now, now}));
+      GPUNEX_RETURN_IF_ERROR(
+          AddMachineEvent(tx, machine_id, "registered", {{"remote", remote_addr_}}, now));
     }
     facts.machine_id = machine_id;
     const std::string inventory = InventoryHash(h);
@@ -187,7 +201,8 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
       GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, "inventory_changed",
                                              {{"gpus", static_cast<int64_t>(h.gpus.size())}}, now));
     }
-    GPUNEX_RETURN_IF_ERROR(s.UpdateMachineOnHello(machine_id, emulated, h.agent_version, h.host, inventory, now));
+    GPUNEX_RETURN_IF_ERROR(
+        s.UpdateMachineOnHello(machine_id, emulated, h.agent_version, h.host, inventory, now));
     GPUNEX_RETURN_IF_ERROR(s.MarkGpusAbsent(machine_id));
     for (const auto& g : h.gpus) {
       MachineGpu gpu = GpuFromHello(g, machine_id);
@@ -196,8 +211,9 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
         gpu.id = NewId("gpu");
         gpu.present = true;
         gpu.enabled = true;
-        gpu.benchmark_verdict = fleet_.options().list_after_benchmark ? listing::BenchmarkVerdict::kAwaitingFirst
-                                                                      : listing::BenchmarkVerdict::kPassed;
+        gpu.benchmark_verdict = fleet_.options().list_after_benchmark
+                                    ? listing::BenchmarkVerdict::kAwaitingFirst
+                                    : listing::BenchmarkVerdict::kPassed;
         gpu.listing = {listing::ListingState::kMachineOffline, "the machine is offline"};
         gpu.listing_since = now;
         gpu.created_at = now;
@@ -211,8 +227,9 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     // online already (a reconnect before the sweeper noticed) refreshes it here.
     GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, kOnline, "agent_connected", now));
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
-    GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, "connected",
-                                           {{"remote", remote_addr_}, {"agent_version", h.agent_version}}, now));
+    GPUNEX_RETURN_IF_ERROR(
+        AddMachineEvent(tx, machine_id, "connected",
+                        {{"remote", remote_addr_}, {"agent_version", h.agent_version}}, now));
     // Reconcile: workloads the platform expects here are kept; a started workload whose
     // container the agent no longer has is lost on the provider's side unless the agent
     // reports its end right after the welcome (see Fleet::suspected_lost_).

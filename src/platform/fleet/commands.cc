@@ -13,27 +13,33 @@ namespace gpunex::platform::fleet {
 StatusOr<std::string> Fleet::Enqueue(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                      std::string_view kind, std::string payload_json) {
   const std::string id = NewId("cmd");
-  GPUNEX_RETURN_IF_ERROR(
-      FleetStore(tx).InsertCommand({id, machine_id, std::string(kind), std::move(payload_json), "pending", now, {}}));
+  GPUNEX_RETURN_IF_ERROR(FleetStore(tx).InsertCommand(
+      {id, machine_id, std::string(kind), std::move(payload_json), "pending", now, {}}));
   tx.AfterCommit([this, machine_id] {
     if (Connected(machine_id)) DeliverPending(machine_id);
   });
   return id;
 }
 
-StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now,
+                                            const std::string& machine_id,
                                             const protocol::StartWorkload& payload) {
-  return Enqueue(tx, now, machine_id, protocol::kStartWorkload, ToJsonText(protocol::ToJson(payload)));
+  return Enqueue(tx, now, machine_id, protocol::kStartWorkload,
+                 ToJsonText(protocol::ToJson(payload)));
 }
 
-StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now,
+                                            const std::string& machine_id,
                                             const protocol::StopWorkload& payload) {
-  return Enqueue(tx, now, machine_id, protocol::kStopWorkload, ToJsonText(protocol::ToJson(payload)));
+  return Enqueue(tx, now, machine_id, protocol::kStopWorkload,
+                 ToJsonText(protocol::ToJson(payload)));
 }
 
-StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
+StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now,
+                                            const std::string& machine_id,
                                             const protocol::RunBenchmark& payload) {
-  return Enqueue(tx, now, machine_id, protocol::kRunBenchmark, ToJsonText(protocol::ToJson(payload)));
+  return Enqueue(tx, now, machine_id, protocol::kRunBenchmark,
+                 ToJsonText(protocol::ToJson(payload)));
 }
 
 Status Fleet::CancelCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
@@ -41,11 +47,14 @@ Status Fleet::CancelCommand(store::Tx& tx, Timestamp now, const std::string& mac
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<CommandRow> cmd, s.FindCommand(machine_id, command_id));
   if (!cmd || cmd->state == "done") return Status::Ok();
-  return s.MarkCommandDone(command_id, now, false,
-                           ToJsonText(json::object{{"error", "cancelled: " + reason}, {"data", json::object{}}}));
+  return s.MarkCommandDone(
+      command_id, now, false,
+      ToJsonText(json::object{{"error", "cancelled: " + reason}, {"data", json::object{}}}));
 }
 
-void Fleet::OnResult(std::string kind, ResultHook hook) { result_hooks_[std::move(kind)] = std::move(hook); }
+void Fleet::OnResult(std::string kind, ResultHook hook) {
+  result_hooks_[std::move(kind)] = std::move(hook);
+}
 
 void Fleet::DeliverPending(const std::string& machine_id) {
   std::shared_ptr<AgentSession> s;
@@ -74,14 +83,17 @@ void Fleet::DeliverPending(const std::string& machine_id) {
     auto payload = ParseJson(c.payload_json);
     if (!payload.ok() || !payload->is_object()) continue;
     if (!s->Send(protocol::Command{c.id, c.kind, payload->get_object()})) return;
-    Status up = db_.Transact([&](store::Tx& tx) { return FleetStore(tx).MarkCommandSent(c.id, options_.clock->Now()); });
+    Status up = db_.Transact(
+        [&](store::Tx& tx) { return FleetStore(tx).MarkCommandSent(c.id, options_.clock->Now()); });
     if (!up.ok()) LogWarn("agent.command_mark_failed", {{"error", up.ToString()}});
   }
 }
 
 Status Fleet::HandleAck(const std::string& machine_id, const protocol::Ack& a) {
   const Timestamp now = options_.clock->Now();
-  return db_.Transact([&](store::Tx& tx) { return FleetStore(tx).MarkCommandAcked(machine_id, a.command_id, now); });
+  return db_.Transact([&](store::Tx& tx) {
+    return FleetStore(tx).MarkCommandAcked(machine_id, a.command_id, now);
+  });
 }
 
 Status Fleet::HandleResult(const std::string& machine_id, const protocol::Result& r) {
@@ -90,13 +102,14 @@ Status Fleet::HandleResult(const std::string& machine_id, const protocol::Result
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<CommandRow> cmd, s.FindCommand(machine_id, r.command_id));
     if (!cmd || cmd->state == "done") return Status::Ok();  // unknown or a repeat
-    GPUNEX_RETURN_IF_ERROR(s.MarkCommandDone(r.command_id, now, r.ok,
-                                             ToJsonText(json::object{{"error", r.error}, {"data", r.data}})));
+    GPUNEX_RETURN_IF_ERROR(s.MarkCommandDone(
+        r.command_id, now, r.ok, ToJsonText(json::object{{"error", r.error}, {"data", r.data}})));
     auto hook = result_hooks_.find(cmd->kind);
     if (hook == result_hooks_.end()) return Status::Ok();
     GPUNEX_ASSIGN_OR_RETURN(json::value payload, ParseJson(cmd->payload_json));
     if (!payload.is_object()) return Internal("stored command payload is not an object");
-    return hook->second(tx, now, machine_id, protocol::Command{cmd->id, cmd->kind, payload.get_object()}, r);
+    return hook->second(tx, now, machine_id,
+                        protocol::Command{cmd->id, cmd->kind, payload.get_object()}, r);
   });
 }
 

@@ -10,7 +10,8 @@
 
 namespace gpunex::platform::fleet {
 
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state, std::string_view reason,
+Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+                  std::string_view reason,
                   Timestamp now);  // machines.cc
 
 namespace {
@@ -31,16 +32,18 @@ Status Fleet::RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hell
 }
 
 std::shared_ptr<AgentSession> Fleet::Open(std::string provider_id, std::string token_id,
-                                          std::shared_ptr<AgentChannel> channel, std::string remote_addr) {
-  auto s = std::make_shared<AgentSession>(*this, std::move(provider_id), std::move(token_id), std::move(channel),
-                                          std::move(remote_addr));
+                                          std::shared_ptr<AgentChannel> channel,
+                                          std::string remote_addr) {
+  auto s = std::make_shared<AgentSession>(*this, std::move(provider_id), std::move(token_id),
+                                          std::move(channel), std::move(remote_addr));
   MutexLock lock(&mu_);
   pending_hello_.push_back(s);
   return s;
 }
 
 void Fleet::SuspectLost(const std::vector<std::string>& workload_ids) {
-  const Timestamp deadline = options_.clock->Now() + Seconds(std::max(5, 2 * options_.heartbeat_interval_s));
+  const Timestamp deadline =
+      options_.clock->Now() + Seconds(std::max(5, 2 * options_.heartbeat_interval_s));
   MutexLock lock(&mu_);
   for (const auto& id : workload_ids) suspected_lost_.emplace(id, deadline);
 }
@@ -65,7 +68,8 @@ Status Fleet::FailLostWorkloads() {
       FleetStore s(tx);
       GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(wid));
       if (!w || (w->state != "starting" && w->state != "running")) return Status::Ok();
-      GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, "failed", std::nullopt, "container lost", "provider", std::nullopt, now)
+      GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, "failed", std::nullopt, "container lost",
+                                           "provider", std::nullopt, now)
                                  .status());
       return RefreshListing(tx, now, w->machine_id);
     });
@@ -124,7 +128,8 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(e.workload_id));
     if (!w || w->machine_id != machine_id) {
-      LogWarn("agent.unknown_workload", {{"machine_id", machine_id}, {"workload_id", e.workload_id}});
+      LogWarn("agent.unknown_workload",
+              {{"machine_id", machine_id}, {"workload_id", e.workload_id}});
       return Status::Ok();
     }
     if (!IsActiveWorkloadState(w->state)) return Status::Ok();  // ended states are final
@@ -143,10 +148,12 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
     // customer's doing; a failure is the provider's unless it is the customer's image or
     // time limit.
     std::string party = "customer";
-    if (e.state == "failed" && !e.reason.starts_with("timeout") && !e.reason.starts_with("image")) party = "provider";
-    GPUNEX_RETURN_IF_ERROR(
-        s.EndWorkload(e.workload_id, e.state, e.exit_code, e.reason.empty() ? e.state : e.reason, party, container, now)
-            .status());
+    if (e.state == "failed" && !e.reason.starts_with("timeout") && !e.reason.starts_with("image"))
+      party = "provider";
+    GPUNEX_RETURN_IF_ERROR(s.EndWorkload(e.workload_id, e.state, e.exit_code,
+                                         e.reason.empty() ? e.state : e.reason, party, container,
+                                         now)
+                               .status());
     return RefreshListing(tx, now, machine_id);
   });
 }
@@ -175,7 +182,8 @@ void Fleet::SweepLoop() {
     Status st = SweepOnce();
     if (!st.ok()) LogWarn("fleet.sweep_failed", {{"error", st.ToString()}});
     MutexLock lock(&stop_mu_);
-    if (!stopping_) stop_cv_.WaitFor(&stop_mu_, std::chrono::milliseconds(options_.sweep_interval_ms));
+    if (!stopping_)
+      stop_cv_.WaitFor(&stop_mu_, std::chrono::milliseconds(options_.sweep_interval_ms));
     if (stopping_) return;
   }
 }

@@ -72,7 +72,7 @@ struct HelloFacts {
 struct BenchmarkFacts {
   // The verdict of its last measured run; none: unchanged.
   std::optional<listing::BenchmarkVerdict> verdict;
-  std::string note;  // with a failed verdict: "benchmark: <what failed>"
+  std::string note;           // with a failed verdict: "benchmark: <what failed>"
   bool benchmarking = false;  // a run is measuring it now
 };
 
@@ -136,8 +136,9 @@ class Fleet {
   // together (exactly once). The hook should record bad result data as a failure of its
   // own and fail only when the store does.
   // REQUIRES: called before Start() and before agents connect.
-  using ResultHook = std::function<Status(store::Tx& tx, Timestamp now, const std::string& machine_id,
-                                          const protocol::Command& command, const protocol::Result& result)>;
+  using ResultHook =
+      std::function<Status(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                           const protocol::Command& command, const protocol::Result& result)>;
   void OnResult(std::string kind, ResultHook hook);
   // Runs `hook` in the transaction of every accepted hello. REQUIRES: as for OnResult.
   using HelloHook = std::function<Status(store::Tx& tx, Timestamp now, const HelloFacts& hello)>;
@@ -158,7 +159,8 @@ class Fleet {
   friend class AgentSession;
   StatusOr<std::string> Enqueue(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                 std::string_view kind, std::string payload_json);
-  void Register(const std::string& machine_id, const std::shared_ptr<AgentSession>& s) EXCLUDES(mu_);
+  void Register(const std::string& machine_id, const std::shared_ptr<AgentSession>& s)
+      EXCLUDES(mu_);
   void Unregister(const std::string& machine_id, const AgentSession* s) EXCLUDES(mu_);
   // Sends the machine's unfinished commands to its session here, if it has one.
   void DeliverPending(const std::string& machine_id) EXCLUDES(mu_, delivery_mu_);

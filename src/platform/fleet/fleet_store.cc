@@ -59,8 +59,9 @@ std::string InfoText(const GpuInfo& g) {
 GpuInfo InfoFrom(const std::string& text) {
   const json::value v = ParseJsonOr(text, json::object{});
   const json::object& o = StoredObject(v);
-  return {StoredText(o, "driver_version"), StoredText(o, "cuda_driver_version"), StoredInt(o, "pcie_gen_max"),
-          StoredInt(o, "pcie_gen_current"), StoredInt(o, "pcie_width_max"), StoredInt(o, "pcie_width_current"),
+  return {StoredText(o, "driver_version"), StoredText(o, "cuda_driver_version"),
+          StoredInt(o, "pcie_gen_max"),    StoredInt(o, "pcie_gen_current"),
+          StoredInt(o, "pcie_width_max"),  StoredInt(o, "pcie_width_current"),
           StoredInt(o, "power_limit_w")};
 }
 
@@ -84,7 +85,8 @@ protocol::GpuSample TelemetryFrom(const std::string& text) {
   s.temperature_c = StoredInt(o, "temperature_c");
   s.power_w = StoredNumber(o, "power_w");
   s.sm_clock_mhz = StoredInt(o, "sm_clock_mhz");
-  if (auto it = o.find("throttle_reasons"); it != o.end()) s.throttle_reasons = StoredTextList(it->value());
+  if (auto it = o.find("throttle_reasons"); it != o.end())
+    s.throttle_reasons = StoredTextList(it->value());
   return s;
 }
 
@@ -97,7 +99,8 @@ protocol::StartWorkload SpecFrom(const std::string& text) {
   if (auto it = o.find("command"); it != o.end()) s.command = StoredTextList(it->value());
   if (auto it = o.find("env"); it != o.end() && it->value().is_object()) {
     for (const auto& kv : it->value().get_object()) {
-      if (kv.value().is_string()) s.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
+      if (kv.value().is_string())
+        s.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
     }
   }
   if (auto it = o.find("gpu_uuids"); it != o.end()) s.gpu_uuids = StoredTextList(it->value());
@@ -116,18 +119,18 @@ std::string IdsText(const std::vector<std::string>& ids) {
 }
 
 constexpr const char* kMachineColumns =
-    "id, provider_id, key_hash, name, status, emulated, agent_version, host, inventory_hash, created_at, "
-    "last_seen_at, status_since";
+    "id, provider_id, key_hash, name, status, emulated, agent_version, host, inventory_hash, "
+    "created_at, last_seen_at, status_since";
 
 MachineRow MachineFrom(const store::Row& r) {
-  return {r.Str(0),  r.Str(1),           r.Str(2),  r.Str(3),  r.Str(4),  r.Bool(5),
-          r.Str(6),  HostFrom(r.Str(7)), r.Str(8),  r.Time(9), r.Time(10), r.Time(11)};
+  return {r.Str(0), r.Str(1),           r.Str(2), r.Str(3),  r.Str(4),   r.Bool(5),
+          r.Str(6), HostFrom(r.Str(7)), r.Str(8), r.Time(9), r.Time(10), r.Time(11)};
 }
 
 constexpr const char* kGpuColumns =
-    "id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, present, enabled, info, telemetry, "
-    "telemetry_at, benchmark_verdict, benchmark_note, benchmarking, listing_state, listing_note, listing_since, "
-    "created_at";
+    "id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, present, enabled, info, "
+    "telemetry, telemetry_at, benchmark_verdict, benchmark_note, benchmarking, listing_state, "
+    "listing_note, listing_since, created_at";
 
 MachineGpu GpuFrom(const store::Row& r) {
   MachineGpu g;
@@ -144,10 +147,12 @@ MachineGpu GpuFrom(const store::Row& r) {
   g.info = InfoFrom(r.Str(10));
   if (!r.IsNull(11)) g.telemetry = TelemetryFrom(r.Str(11));
   g.telemetry_at = r.OptTime(12);
-  g.benchmark_verdict = listing::ParseBenchmarkVerdictCode(r.Str(13)).value_or(listing::BenchmarkVerdict::kPassed);
+  g.benchmark_verdict =
+      listing::ParseBenchmarkVerdictCode(r.Str(13)).value_or(listing::BenchmarkVerdict::kPassed);
   g.benchmark_note = r.OptStr(14).value_or("");
   g.benchmarking = r.Bool(15);
-  g.listing.state = listing::ParseListingStateCode(r.Str(16)).value_or(listing::ListingState::kMachineOffline);
+  g.listing.state =
+      listing::ParseListingStateCode(r.Str(16)).value_or(listing::ListingState::kMachineOffline);
   g.listing.note = r.OptStr(17).value_or("");
   g.listing_since = r.Time(18);
   g.created_at = r.Time(19);
@@ -161,8 +166,8 @@ CommandRow CommandFrom(const store::Row& r) {
 }
 
 constexpr const char* kWorkloadColumns =
-    "id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, exit_code, end_reason, end_party, "
-    "container_id, created_at, started_at, ended_at, updated_at";
+    "id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, exit_code, "
+    "end_reason, end_party, container_id, created_at, started_at, ended_at, updated_at";
 
 Workload WorkloadFrom(const store::Row& r) {
   Workload w;
@@ -185,7 +190,8 @@ Workload WorkloadFrom(const store::Row& r) {
   return w;
 }
 
-StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql, const std::vector<store::Value>& params) {
+StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql,
+                                       const std::vector<store::Value>& params) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, params));
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r.Str(0));
@@ -197,51 +203,59 @@ StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql, co
 // ---------------------------------------------------------------- machines
 
 StatusOr<std::optional<MachineRow>> FleetStore::FindMachine(const std::string& id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kMachineColumns + " FROM machines WHERE id = ?", {id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kMachineColumns + " FROM machines WHERE id = ?", {id}));
   if (rows.empty()) return std::optional<MachineRow>();
   return std::optional<MachineRow>(MachineFrom(rows[0]));
 }
 
 StatusOr<std::optional<MachineRow>> FleetStore::FindMachineByKey(const std::string& key_hash) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kMachineColumns + " FROM machines WHERE key_hash = ?", {key_hash}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kMachineColumns +
+                                                          " FROM machines WHERE key_hash = ?",
+                                                      {key_hash}));
   if (rows.empty()) return std::optional<MachineRow>();
   return std::optional<MachineRow>(MachineFrom(rows[0]));
 }
 
 Status FleetStore::InsertMachine(const MachineRow& m) {
   return tx_
-      .Exec(std::string("INSERT INTO machines (") + kMachineColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {m.id, m.provider_id, m.key_hash, m.name, m.status, int64_t{m.emulated}, m.agent_version,
-             HostText(m.host), m.inventory_hash, ToUnixMicros(m.created_at), ToUnixMicros(m.last_seen),
-             ToUnixMicros(m.status_since)})
+      .Exec(std::string("INSERT INTO machines (") + kMachineColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {m.id, m.provider_id, m.key_hash, m.name, m.status, int64_t{m.emulated},
+             m.agent_version, HostText(m.host), m.inventory_hash, ToUnixMicros(m.created_at),
+             ToUnixMicros(m.last_seen), ToUnixMicros(m.status_since)})
       .status();
 }
 
-Status FleetStore::UpdateMachineOnHello(const std::string& id, bool emulated, const std::string& agent_version,
-                                        const protocol::Host& host, const std::string& inventory_hash,
-                                        Timestamp seen) {
+Status FleetStore::UpdateMachineOnHello(const std::string& id, bool emulated,
+                                        const std::string& agent_version,
+                                        const protocol::Host& host,
+                                        const std::string& inventory_hash, Timestamp seen) {
   return tx_
-      .Exec("UPDATE machines SET emulated = ?, agent_version = ?, host = ?, inventory_hash = ?, last_seen_at = ? "
-            "WHERE id = ?",
-            {int64_t{emulated}, agent_version, HostText(host), inventory_hash, ToUnixMicros(seen), id})
+      .Exec(
+          "UPDATE machines SET emulated = ?, agent_version = ?, host = ?, inventory_hash = ?, "
+          "last_seen_at = ? WHERE id = ?",
+          {int64_t{emulated}, agent_version, HostText(host), inventory_hash, ToUnixMicros(seen),
+           id})
       .status();
 }
 
 Status FleetStore::TouchMachine(const std::string& id, Timestamp seen) {
-  return tx_.Exec("UPDATE machines SET last_seen_at = ? WHERE id = ?", {ToUnixMicros(seen), id}).status();
+  return tx_.Exec("UPDATE machines SET last_seen_at = ? WHERE id = ?", {ToUnixMicros(seen), id})
+      .status();
 }
 
-Status FleetStore::SetMachineStatus(const std::string& id, std::string_view status, Timestamp since) {
+Status FleetStore::SetMachineStatus(const std::string& id, std::string_view status,
+                                    Timestamp since) {
   return tx_
       .Exec("UPDATE machines SET status = ?, status_since = ? WHERE id = ?",
             {std::string(status), ToUnixMicros(since), id})
       .status();
 }
 
-StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_id, const PageRequest& page) {
+StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_id,
+                                                    const PageRequest& page) {
   store::PageQuery q{kMachineColumns, "FROM machines", "", {}, {{"id", KeyColumn::Type::kText}}};
   if (!provider_id.empty()) {
     q.where = "provider_id = ?";
@@ -255,14 +269,16 @@ StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_
 }
 
 StatusOr<std::vector<std::string>> FleetStore::StaleOnlineMachines(Timestamp cutoff) {
-  return Ids(tx_, "SELECT id FROM machines WHERE status = 'online' AND last_seen_at < ? ORDER BY id",
+  return Ids(tx_,
+             "SELECT id FROM machines WHERE status = 'online' AND last_seen_at < ? ORDER BY id",
              {ToUnixMicros(cutoff)});
 }
 
 StatusOr<bool> FleetStore::IsStaleOnline(const std::string& id, Timestamp cutoff) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query("SELECT 1 FROM machines WHERE id = ? AND status = 'online' AND last_seen_at < ?",
-                                  {id, ToUnixMicros(cutoff)}));
+      store::Rows rows,
+      tx_.Query("SELECT 1 FROM machines WHERE id = ? AND status = 'online' AND last_seen_at < ?",
+                {id, ToUnixMicros(cutoff)}));
   return !rows.empty();
 }
 
@@ -274,15 +290,16 @@ StatusOr<std::vector<std::string>> FleetStore::OnlineMachines() {
 
 StatusOr<std::vector<MachineGpu>> FleetStore::GpusOf(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kGpuColumns + " FROM machine_gpus WHERE machine_id = ? ORDER BY idx, uuid",
-                {machine_id}));
+      store::Rows rows, tx_.Query(std::string("SELECT ") + kGpuColumns +
+                                      " FROM machine_gpus WHERE machine_id = ? ORDER BY idx, uuid",
+                                  {machine_id}));
   std::vector<MachineGpu> out;
   for (const auto& r : rows) out.push_back(GpuFrom(r));
   return out;
 }
 
-StatusOr<std::optional<MachineGpu>> FleetStore::FindGpu(const std::string& machine_id, const std::string& gpu_id) {
+StatusOr<std::optional<MachineGpu>> FleetStore::FindGpu(const std::string& machine_id,
+                                                        const std::string& gpu_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(std::string("SELECT ") + kGpuColumns +
                                         " FROM machine_gpus WHERE id = ? AND machine_id = ?",
@@ -291,48 +308,58 @@ StatusOr<std::optional<MachineGpu>> FleetStore::FindGpu(const std::string& machi
   return std::optional<MachineGpu>(GpuFrom(rows[0]));
 }
 
-StatusOr<std::optional<std::string>> FleetStore::GpuIdByUuid(const std::string& machine_id, const std::string& uuid) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT id FROM machine_gpus WHERE machine_id = ? AND uuid = ?",
-                                                      {machine_id, uuid}));
+StatusOr<std::optional<std::string>> FleetStore::GpuIdByUuid(const std::string& machine_id,
+                                                             const std::string& uuid) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT id FROM machine_gpus WHERE machine_id = ? AND uuid = ?",
+                                    {machine_id, uuid}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(rows[0].Str(0));
 }
 
 Status FleetStore::MarkGpusAbsent(const std::string& machine_id) {
-  return tx_.Exec("UPDATE machine_gpus SET present = 0 WHERE machine_id = ?", {machine_id}).status();
+  return tx_.Exec("UPDATE machine_gpus SET present = 0 WHERE machine_id = ?", {machine_id})
+      .status();
 }
 
 StatusOr<bool> FleetStore::UpdateGpuFromHello(const std::string& machine_id, const MachineGpu& g) {
   GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n, tx_.Exec("UPDATE machine_gpus SET idx = ?, name = ?, catalog_id = ?, vram_mb = ?, emulated = ?, "
-                          "present = 1, info = ? WHERE machine_id = ? AND uuid = ?",
-                          {g.index, g.name, g.catalog_id, g.vram_mb, int64_t{g.emulated}, InfoText(g.info), machine_id,
-                           g.uuid}));
+      int64_t n,
+      tx_.Exec(
+          "UPDATE machine_gpus SET idx = ?, name = ?, catalog_id = ?, vram_mb = ?, emulated = ?, "
+          "present = 1, info = ? WHERE machine_id = ? AND uuid = ?",
+          {g.index, g.name, g.catalog_id, g.vram_mb, int64_t{g.emulated}, InfoText(g.info),
+           machine_id, g.uuid}));
   return n > 0;
 }
 
 Status FleetStore::InsertGpu(const MachineGpu& g) {
   return tx_
-      .Exec("INSERT INTO machine_gpus (id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, present, "
-            "enabled, info, benchmark_verdict, benchmark_note, benchmarking, listing_state, listing_note, "
-            "listing_since, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {g.id, g.machine_id, g.index, g.uuid, g.name, g.catalog_id, g.vram_mb, int64_t{g.emulated},
-             int64_t{g.present}, int64_t{g.enabled}, InfoText(g.info),
-             std::string(listing::BenchmarkVerdictCode(g.benchmark_verdict)),
-             g.benchmark_note.empty() ? store::Value(nullptr) : store::Value(g.benchmark_note),
-             int64_t{g.benchmarking}, std::string(listing::ListingStateCode(g.listing.state)),
-             g.listing.note.empty() ? store::Value(nullptr) : store::Value(g.listing.note),
-             ToUnixMicros(g.listing_since), ToUnixMicros(g.created_at)})
+      .Exec(
+          "INSERT INTO machine_gpus (id, machine_id, idx, uuid, name, catalog_id, vram_mb, "
+          "emulated, present, enabled, info, benchmark_verdict, benchmark_note, benchmarking, "
+          "listing_state, listing_note, listing_since, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {g.id, g.machine_id, g.index, g.uuid, g.name, g.catalog_id, g.vram_mb,
+           int64_t{g.emulated}, int64_t{g.present}, int64_t{g.enabled}, InfoText(g.info),
+           std::string(listing::BenchmarkVerdictCode(g.benchmark_verdict)),
+           g.benchmark_note.empty() ? store::Value(nullptr) : store::Value(g.benchmark_note),
+           int64_t{g.benchmarking}, std::string(listing::ListingStateCode(g.listing.state)),
+           g.listing.note.empty() ? store::Value(nullptr) : store::Value(g.listing.note),
+           ToUnixMicros(g.listing_since), ToUnixMicros(g.created_at)})
       .status();
 }
 
-StatusOr<bool> FleetStore::SetGpuEnabled(const std::string& machine_id, const std::string& gpu_id, bool enabled) {
-  GPUNEX_ASSIGN_OR_RETURN(int64_t n, tx_.Exec("UPDATE machine_gpus SET enabled = ? WHERE id = ? AND machine_id = ?",
-                                              {int64_t{enabled}, gpu_id, machine_id}));
+StatusOr<bool> FleetStore::SetGpuEnabled(const std::string& machine_id, const std::string& gpu_id,
+                                         bool enabled) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      int64_t n, tx_.Exec("UPDATE machine_gpus SET enabled = ? WHERE id = ? AND machine_id = ?",
+                          {int64_t{enabled}, gpu_id, machine_id}));
   return n > 0;
 }
 
-Status FleetStore::SetGpuTelemetry(const std::string& gpu_id, const protocol::GpuSample& sample, Timestamp at) {
+Status FleetStore::SetGpuTelemetry(const std::string& gpu_id, const protocol::GpuSample& sample,
+                                   Timestamp at) {
   return tx_
       .Exec("UPDATE machine_gpus SET telemetry = ?, telemetry_at = ? WHERE id = ?",
             {TelemetryText(sample), ToUnixMicros(at), gpu_id})
@@ -342,41 +369,53 @@ Status FleetStore::SetGpuTelemetry(const std::string& gpu_id, const protocol::Gp
 Status FleetStore::SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict,
                                      const std::string& note, bool benchmarking) {
   return tx_
-      .Exec("UPDATE machine_gpus SET benchmark_verdict = ?, benchmark_note = ?, benchmarking = ? WHERE id = ?",
-            {std::string(listing::BenchmarkVerdictCode(verdict)),
-             note.empty() ? store::Value(nullptr) : store::Value(note), int64_t{benchmarking}, gpu_id})
+      .Exec(
+          "UPDATE machine_gpus SET benchmark_verdict = ?, benchmark_note = ?, "
+          "benchmarking = ? WHERE id = ?",
+          {std::string(listing::BenchmarkVerdictCode(verdict)),
+           note.empty() ? store::Value(nullptr) : store::Value(note), int64_t{benchmarking},
+           gpu_id})
       .status();
 }
 
-Status FleetStore::SetListing(const std::string& gpu_id, const listing::ListingDecision& d, Timestamp since) {
+Status FleetStore::SetListing(const std::string& gpu_id, const listing::ListingDecision& d,
+                              Timestamp since) {
   return tx_
-      .Exec("UPDATE machine_gpus SET listing_state = ?, listing_note = ?, listing_since = ? WHERE id = ?",
-            {std::string(listing::ListingStateCode(d.state)), d.note.empty() ? store::Value(nullptr) : store::Value(d.note),
-             ToUnixMicros(since), gpu_id})
+      .Exec(
+          "UPDATE machine_gpus SET listing_state = ?, listing_note = ?, listing_since = ? "
+          "WHERE id = ?",
+          {std::string(listing::ListingStateCode(d.state)),
+           d.note.empty() ? store::Value(nullptr) : store::Value(d.note), ToUnixMicros(since),
+           gpu_id})
       .status();
 }
 
 // ---------------------------------------------------------------- intervals, events, telemetry
 
-Status FleetStore::CloseOpenInterval(const std::string& machine_id, Timestamp at, std::string_view reason) {
+Status FleetStore::CloseOpenInterval(const std::string& machine_id, Timestamp at,
+                                     std::string_view reason) {
   return tx_
-      .Exec("UPDATE machine_intervals SET ended_at = ?, end_reason = ? WHERE machine_id = ? AND ended_at IS NULL",
-            {ToUnixMicros(at), std::string(reason), machine_id})
+      .Exec(
+          "UPDATE machine_intervals SET ended_at = ?, end_reason = ? WHERE machine_id = ? "
+          "AND ended_at IS NULL",
+          {ToUnixMicros(at), std::string(reason), machine_id})
       .status();
 }
 
-Status FleetStore::OpenInterval(const std::string& machine_id, std::string_view state, Timestamp at) {
+Status FleetStore::OpenInterval(const std::string& machine_id, std::string_view state,
+                                Timestamp at) {
   return tx_
       .Exec("INSERT INTO machine_intervals (id, machine_id, state, started_at) VALUES (?, ?, ?, ?)",
             {NewId("mit"), machine_id, std::string(state), ToUnixMicros(at)})
       .status();
 }
 
-StatusOr<std::vector<MachineInterval>> FleetStore::RecentIntervals(const std::string& machine_id, int limit) {
+StatusOr<std::vector<MachineInterval>> FleetStore::RecentIntervals(const std::string& machine_id,
+                                                                   int limit) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT state, started_at, ended_at, end_reason FROM machine_intervals WHERE machine_id = ? "
-                "ORDER BY started_at DESC, id DESC LIMIT ?",
+      tx_.Query("SELECT state, started_at, ended_at, end_reason FROM machine_intervals "
+                "WHERE machine_id = ? ORDER BY started_at DESC, id DESC LIMIT ?",
                 {machine_id, int64_t{limit}}));
   std::vector<MachineInterval> out;
   for (const auto& r : rows) out.push_back({r.Str(0), r.Time(1), r.OptTime(2), r.OptStr(3)});
@@ -391,22 +430,25 @@ Status FleetStore::InsertEvent(const std::string& machine_id, Timestamp at, std:
       .status();
 }
 
-Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute, const protocol::GpuSample& s,
-                                      bool throttled) {
+Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute,
+                                      const protocol::GpuSample& s, bool throttled) {
   return tx_
-      .Exec("INSERT INTO gpu_telemetry_minutes (gpu_id, minute, samples, utilization_sum, temperature_max, "
-            "power_sum, memory_used_max, throttled_samples) VALUES (?, ?, 1, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (gpu_id, minute) DO UPDATE SET "
-            "samples = gpu_telemetry_minutes.samples + 1, "
-            "utilization_sum = gpu_telemetry_minutes.utilization_sum + excluded.utilization_sum, "
-            "temperature_max = CASE WHEN excluded.temperature_max > gpu_telemetry_minutes.temperature_max "
-            "THEN excluded.temperature_max ELSE gpu_telemetry_minutes.temperature_max END, "
-            "power_sum = gpu_telemetry_minutes.power_sum + excluded.power_sum, "
-            "memory_used_max = CASE WHEN excluded.memory_used_max > gpu_telemetry_minutes.memory_used_max "
-            "THEN excluded.memory_used_max ELSE gpu_telemetry_minutes.memory_used_max END, "
-            "throttled_samples = gpu_telemetry_minutes.throttled_samples + excluded.throttled_samples",
-            {gpu_id, minute, std::max<int64_t>(s.utilization_pct, 0), s.temperature_c, s.power_w, s.memory_used_mb,
-             int64_t{throttled}})
+      .Exec(
+          "INSERT INTO gpu_telemetry_minutes (gpu_id, minute, samples, utilization_sum, "
+          "temperature_max, power_sum, memory_used_max, throttled_samples) VALUES (?, ?, 1, ?, "
+          "?, ?, ?, ?) ON CONFLICT (gpu_id, minute) DO UPDATE "
+          "SET samples = gpu_telemetry_minutes.samples + 1, utilization_sum = "
+          "gpu_telemetry_minutes.utilization_sum + excluded.utilization_sum, "
+          "temperature_max = CASE WHEN excluded.temperature_max > "
+          "gpu_telemetry_minutes.temperature_max THEN excluded.temperature_max "
+          "ELSE gpu_telemetry_minutes.temperature_max END, power_sum = "
+          "gpu_telemetry_minutes.power_sum + excluded.power_sum, memory_used_max = CASE "
+          "WHEN excluded.memory_used_max > gpu_telemetry_minutes.memory_used_max "
+          "THEN excluded.memory_used_max ELSE gpu_telemetry_minutes.memory_used_max END, "
+          "throttled_samples = gpu_telemetry_minutes.throttled_samples + "
+          "excluded.throttled_samples",
+          {gpu_id, minute, std::max<int64_t>(s.utilization_pct, 0), s.temperature_c, s.power_w,
+           s.memory_used_mb, int64_t{throttled}})
       .status();
 }
 
@@ -414,17 +456,19 @@ Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute,
 
 Status FleetStore::InsertCommand(const CommandRow& c) {
   return tx_
-      .Exec("INSERT INTO agent_commands (id, machine_id, kind, payload, state, created_at) VALUES "
-            "(?, ?, ?, ?, ?, ?)",
-            {c.id, c.machine_id, c.kind, c.payload_json, c.state, ToUnixMicros(c.created_at)})
+      .Exec(
+          "INSERT INTO agent_commands (id, machine_id, kind, payload, state, created_at) "
+          "VALUES (?, ?, ?, ?, ?, ?)",
+          {c.id, c.machine_id, c.kind, c.payload_json, c.state, ToUnixMicros(c.created_at)})
       .status();
 }
 
 StatusOr<std::vector<CommandRow>> FleetStore::UnfinishedCommands(const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kCommandColumns +
-                                        " FROM agent_commands WHERE machine_id = ? AND state <> 'done' ORDER BY id",
-                                    {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kCommandColumns +
+                    " FROM agent_commands WHERE machine_id = ? AND state <> 'done' ORDER BY id",
+                {machine_id}));
   std::vector<CommandRow> out;
   for (const auto& r : rows) out.push_back(CommandFrom(r));
   return out;
@@ -432,33 +476,39 @@ StatusOr<std::vector<CommandRow>> FleetStore::UnfinishedCommands(const std::stri
 
 Status FleetStore::MarkCommandSent(const std::string& id, Timestamp at) {
   return tx_
-      .Exec("UPDATE agent_commands SET sent_at = ?, state = CASE WHEN state = 'pending' THEN 'sent' ELSE state END "
-            "WHERE id = ?",
-            {ToUnixMicros(at), id})
+      .Exec(
+          "UPDATE agent_commands SET sent_at = ?, state = CASE WHEN state = 'pending' "
+          "THEN 'sent' ELSE state END WHERE id = ?",
+          {ToUnixMicros(at), id})
       .status();
 }
 
-Status FleetStore::MarkCommandAcked(const std::string& machine_id, const std::string& id, Timestamp at) {
+Status FleetStore::MarkCommandAcked(const std::string& machine_id, const std::string& id,
+                                    Timestamp at) {
   return tx_
-      .Exec("UPDATE agent_commands SET state = 'acked', acked_at = ? WHERE id = ? AND machine_id = ? AND state IN "
-            "('pending', 'sent')",
-            {ToUnixMicros(at), id, machine_id})
+      .Exec(
+          "UPDATE agent_commands SET state = 'acked', acked_at = ? WHERE id = ? "
+          "AND machine_id = ? AND state IN ('pending', 'sent')",
+          {ToUnixMicros(at), id, machine_id})
       .status();
 }
 
-StatusOr<std::optional<CommandRow>> FleetStore::FindCommand(const std::string& machine_id, const std::string& id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query(std::string("SELECT ") + kCommandColumns +
-                                      " FROM agent_commands WHERE id = ? AND machine_id = ?",
-                                  {id, machine_id}));
+StatusOr<std::optional<CommandRow>> FleetStore::FindCommand(const std::string& machine_id,
+                                                            const std::string& id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kCommandColumns +
+                                        " FROM agent_commands WHERE id = ? AND machine_id = ?",
+                                    {id, machine_id}));
   if (rows.empty()) return std::optional<CommandRow>();
   return std::optional<CommandRow>(CommandFrom(rows[0]));
 }
 
-Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok, const std::string& result_json) {
+Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok,
+                                   const std::string& result_json) {
   return tx_
-      .Exec("UPDATE agent_commands SET state = 'done', done_at = ?, ok = ?, result = ? WHERE id = ?",
-            {ToUnixMicros(at), int64_t{ok}, result_json, id})
+      .Exec(
+          "UPDATE agent_commands SET state = 'done', done_at = ?, ok = ?, result = ? WHERE id = ?",
+          {ToUnixMicros(at), int64_t{ok}, result_json, id})
       .status();
 }
 
@@ -470,21 +520,25 @@ StatusOr<std::vector<std::string>> FleetStore::MachinesWithPendingCommands() {
 
 Status FleetStore::InsertWorkload(const Workload& w) {
   return tx_
-      .Exec("INSERT INTO workloads (id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {w.id, w.machine_id, w.provider_id, w.created_by, w.purpose, ToJsonText(protocol::ToJson(w.spec)),
-             IdsText(w.gpu_ids), w.state, ToUnixMicros(w.created_at), ToUnixMicros(w.updated_at)})
+      .Exec(
+          "INSERT INTO workloads (id, machine_id, provider_id, created_by, purpose, spec, "
+          "gpu_ids, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {w.id, w.machine_id, w.provider_id, w.created_by, w.purpose,
+           ToJsonText(protocol::ToJson(w.spec)), IdsText(w.gpu_ids), w.state,
+           ToUnixMicros(w.created_at), ToUnixMicros(w.updated_at)})
       .status();
 }
 
 StatusOr<std::optional<Workload>> FleetStore::FindWorkload(const std::string& id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kWorkloadColumns + " FROM workloads WHERE id = ?", {id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kWorkloadColumns + " FROM workloads WHERE id = ?", {id}));
   if (rows.empty()) return std::optional<Workload>();
   return std::optional<Workload>(WorkloadFrom(rows[0]));
 }
 
-StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id, const std::string& machine_id,
+StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id,
+                                                   const std::string& machine_id,
                                                    const PageRequest& page) {
   store::PageQuery q{kWorkloadColumns, "FROM workloads", "", {}, {{"id", KeyColumn::Type::kText}}};
   std::string where;
@@ -505,58 +559,73 @@ StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id, c
 }
 
 StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kWorkloadColumns +
-                                                          " FROM workloads WHERE machine_id = ? AND state IN "
-                                                          "('pending', 'starting', 'running') ORDER BY id",
-                                                      {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kWorkloadColumns +
+                                        " FROM workloads WHERE machine_id = ? "
+                                        "AND state IN ('pending', 'starting', 'running') "
+                                        "ORDER BY id",
+                                    {machine_id}));
   std::vector<Workload> out;
   for (const auto& r : rows) out.push_back(WorkloadFrom(r));
   return out;
 }
 
 Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view state,
-                                       const std::optional<std::string>& container_id, Timestamp at) {
+                                       const std::optional<std::string>& container_id,
+                                       Timestamp at) {
   return tx_
-      .Exec("UPDATE workloads SET state = ?, container_id = COALESCE(?, container_id), "
-            "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, updated_at = ? WHERE id = ?",
-            {std::string(state), OptValue(container_id), std::string(state), ToUnixMicros(at), ToUnixMicros(at), id})
+      .Exec(
+          "UPDATE workloads SET state = ?, container_id = COALESCE(?, container_id), "
+          "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, updated_at = ? "
+          "WHERE id = ?",
+          {std::string(state), OptValue(container_id), std::string(state), ToUnixMicros(at),
+           ToUnixMicros(at), id})
       .status();
 }
 
-StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view state, std::optional<int64_t> exit_code,
-                                       const std::string& reason, std::string_view party,
-                                       const std::optional<std::string>& container_id, Timestamp at) {
+StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view state,
+                                       std::optional<int64_t> exit_code, const std::string& reason,
+                                       std::string_view party,
+                                       const std::optional<std::string>& container_id,
+                                       Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n, tx_.Exec("UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, ended_at = ?, "
-                          "updated_at = ?, container_id = COALESCE(?, container_id) WHERE id = ? AND state IN "
-                          "('pending', 'starting', 'running')",
-                          {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr), reason,
-                           std::string(party), ToUnixMicros(at), ToUnixMicros(at), OptValue(container_id), id}));
+      int64_t n,
+      tx_.Exec(
+          "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
+          "ended_at = ?, updated_at = ?, container_id = COALESCE(?, container_id) "
+          "WHERE id = ? AND state IN ('pending', 'starting', 'running')",
+          {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr), reason,
+           std::string(party), ToUnixMicros(at), ToUnixMicros(at), OptValue(container_id), id}));
   return n > 0;
 }
 
 // ---------------------------------------------------------------- workload logs
 
 StatusOr<int64_t> FleetStore::CountLogChunks(const std::string& workload_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ?", {workload_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ?", {workload_id}));
   return rows.at(0).Int(0);
 }
 
 Status FleetStore::InsertLogChunk(const std::string& workload_id, const LogChunk& c) {
   return tx_
-      .Exec("INSERT INTO workload_logs (workload_id, stream, seq, at, data) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (workload_id, stream, seq) DO NOTHING",
-            {workload_id, c.stream, c.seq, ToUnixMicros(c.at), c.data})
+      .Exec(
+          "INSERT INTO workload_logs (workload_id, stream, seq, at, data) VALUES (?, ?, ?, ?, "
+          "?) ON CONFLICT (workload_id, stream, seq) DO NOTHING",
+          {workload_id, c.stream, c.seq, ToUnixMicros(c.at), c.data})
       .status();
 }
 
-StatusOr<Page<LogChunk>> FleetStore::LogChunks(const std::string& workload_id, const PageRequest& page) {
+StatusOr<Page<LogChunk>> FleetStore::LogChunks(const std::string& workload_id,
+                                               const PageRequest& page) {
   store::PageQuery q{"stream, seq, at, data",
                      "FROM workload_logs",
                      "workload_id = ?",
                      {workload_id},
-                     {{"at", KeyColumn::Type::kInt}, {"stream", KeyColumn::Type::kText}, {"seq", KeyColumn::Type::kInt}}};
+                     {{"at", KeyColumn::Type::kInt},
+                      {"stream", KeyColumn::Type::kText},
+                      {"seq", KeyColumn::Type::kInt}}};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
   Page<LogChunk> out;
   for (const auto& r : rows.items) out.items.push_back({r.Str(0), r.Int(1), r.Time(2), r.Str(3)});

@@ -57,8 +57,9 @@ class FleetStore {
   StatusOr<std::optional<MachineRow>> FindMachine(const std::string& id);
   StatusOr<std::optional<MachineRow>> FindMachineByKey(const std::string& key_hash);
   Status InsertMachine(const MachineRow& m);
-  Status UpdateMachineOnHello(const std::string& id, bool emulated, const std::string& agent_version,
-                              const protocol::Host& host, const std::string& inventory_hash, Timestamp seen);
+  Status UpdateMachineOnHello(const std::string& id, bool emulated,
+                              const std::string& agent_version, const protocol::Host& host,
+                              const std::string& inventory_hash, Timestamp seen);
   Status TouchMachine(const std::string& id, Timestamp seen);
   Status SetMachineStatus(const std::string& id, std::string_view status, Timestamp since);
   // The provider's machines (all with `provider_id` empty), by id.
@@ -70,16 +71,20 @@ class FleetStore {
 
   // --- GPUs
   StatusOr<std::vector<MachineGpu>> GpusOf(const std::string& machine_id);  // by index, uuid
-  StatusOr<std::optional<MachineGpu>> FindGpu(const std::string& machine_id, const std::string& gpu_id);
-  StatusOr<std::optional<std::string>> GpuIdByUuid(const std::string& machine_id, const std::string& uuid);
+  StatusOr<std::optional<MachineGpu>> FindGpu(const std::string& machine_id,
+                                              const std::string& gpu_id);
+  StatusOr<std::optional<std::string>> GpuIdByUuid(const std::string& machine_id,
+                                                   const std::string& uuid);
   Status MarkGpusAbsent(const std::string& machine_id);
   // Updates the GPU with this uuid from a hello; false when there is none.
   StatusOr<bool> UpdateGpuFromHello(const std::string& machine_id, const MachineGpu& g);
   Status InsertGpu(const MachineGpu& g);
-  StatusOr<bool> SetGpuEnabled(const std::string& machine_id, const std::string& gpu_id, bool enabled);
-  Status SetGpuTelemetry(const std::string& gpu_id, const protocol::GpuSample& sample, Timestamp at);
-  Status SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict, const std::string& note,
-                           bool benchmarking);
+  StatusOr<bool> SetGpuEnabled(const std::string& machine_id, const std::string& gpu_id,
+                               bool enabled);
+  Status SetGpuTelemetry(const std::string& gpu_id, const protocol::GpuSample& sample,
+                         Timestamp at);
+  Status SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict,
+                           const std::string& note, bool benchmarking);
   Status SetListing(const std::string& gpu_id, const listing::ListingDecision& d, Timestamp since);
 
   // --- intervals, events, telemetry
@@ -97,8 +102,10 @@ class FleetStore {
   StatusOr<std::vector<CommandRow>> UnfinishedCommands(const std::string& machine_id);
   Status MarkCommandSent(const std::string& id, Timestamp at);
   Status MarkCommandAcked(const std::string& machine_id, const std::string& id, Timestamp at);
-  StatusOr<std::optional<CommandRow>> FindCommand(const std::string& machine_id, const std::string& id);
-  Status MarkCommandDone(const std::string& id, Timestamp at, bool ok, const std::string& result_json);
+  StatusOr<std::optional<CommandRow>> FindCommand(const std::string& machine_id,
+                                                  const std::string& id);
+  Status MarkCommandDone(const std::string& id, Timestamp at, bool ok,
+                         const std::string& result_json);
   StatusOr<std::vector<std::string>> MachinesWithPendingCommands();
 
   // --- workloads
@@ -113,9 +120,10 @@ class FleetStore {
   Status SetWorkloadProgress(const std::string& id, std::string_view state,
                              const std::optional<std::string>& container_id, Timestamp at);
   // Ends a workload that is still active; false when it had already ended.
-  StatusOr<bool> EndWorkload(const std::string& id, std::string_view state, std::optional<int64_t> exit_code,
-                             const std::string& reason, std::string_view party,
-                             const std::optional<std::string>& container_id, Timestamp at);
+  StatusOr<bool> EndWorkload(const std::string& id, std::string_view state,
+                             std::optional<int64_t> exit_code, const std::string& reason,
+                             std::string_view party, const std::optional<std::string>& container_id,
+                             Timestamp at);
 
   // --- workload logs
   StatusOr<int64_t> CountLogChunks(const std::string& workload_id);

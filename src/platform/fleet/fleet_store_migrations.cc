@@ -130,16 +130,18 @@ std::vector<store::Migration> FleetMigrations() {
            "ALTER TABLE machine_gpus ADD COLUMN benchmark_verdict TEXT NOT NULL DEFAULT 'passed'",
            "ALTER TABLE machine_gpus ADD COLUMN benchmark_note TEXT",
            "ALTER TABLE machine_gpus ADD COLUMN benchmarking BIGINT NOT NULL DEFAULT 0",
-           "ALTER TABLE machine_gpus ADD COLUMN listing_state TEXT NOT NULL DEFAULT 'machine_offline'",
+           "ALTER TABLE machine_gpus ADD COLUMN listing_state TEXT NOT NULL DEFAULT "
+           "'machine_offline'",
            "ALTER TABLE machine_gpus ADD COLUMN listing_note TEXT",
            "ALTER TABLE machine_gpus ADD COLUMN listing_since BIGINT NOT NULL DEFAULT 0",
-           "UPDATE machine_gpus SET benchmark_verdict = 'awaiting_first' WHERE delisted_reason = "
-           "'awaiting its first benchmark'",
-           "UPDATE machine_gpus SET benchmark_verdict = 'failed', benchmark_note = delisted_reason WHERE "
-           "delisted_reason LIKE 'benchmark: %'",
+           "UPDATE machine_gpus SET benchmark_verdict = 'awaiting_first' "
+           "WHERE delisted_reason = 'awaiting its first benchmark'",
+           "UPDATE machine_gpus SET benchmark_verdict = 'failed', benchmark_note = delisted_reason "
+           "WHERE delisted_reason LIKE 'benchmark: %'",
            // GPUs a running benchmark is measuring (benchmarks' tables, read once here).
-           "UPDATE machine_gpus SET benchmarking = 1 WHERE id IN (SELECT bg.gpu_id FROM benchmark_gpus bg JOIN "
-           "benchmark_runs r ON r.id = bg.run_id WHERE r.state = 'running')",
+           "UPDATE machine_gpus SET benchmarking = 1 WHERE id IN (SELECT bg.gpu_id "
+           "FROM benchmark_gpus bg JOIN benchmark_runs r ON r.id = bg.run_id "
+           "WHERE r.state = 'running')",
            "ALTER TABLE machine_gpus DROP COLUMN listed",
            "ALTER TABLE machine_gpus DROP COLUMN delisted_reason",
            "CREATE INDEX machine_gpus_listing ON machine_gpus (listing_state)",

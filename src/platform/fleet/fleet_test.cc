@@ -208,8 +208,8 @@ TEST_P(FleetTest, AHelloWithTheSameKeyIsTheSameMachine) {
   }
   EXPECT_EQ(Number("SELECT COUNT(*) FROM machines"), 1);
   EXPECT_EQ(GpuIds(mid), gpus);
-  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? AND kind = "
-                   "'disconnected'",
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? "
+                   "AND kind = 'disconnected'",
                    {mid}),
             2);
 
@@ -496,8 +496,8 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
   EXPECT_FALSE(ivs.back().ended_at);
   EXPECT_EQ(ivs.back().started_at, clock_.Now());
   EXPECT_EQ(ivs[3].end_reason, "agent_connected");
-  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_intervals WHERE machine_id = ? AND ended_at IS "
-                   "NULL",
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_intervals WHERE machine_id = ? "
+                   "AND ended_at IS NULL",
                    {mid}),
             1);
 }
@@ -946,22 +946,22 @@ TEST_P(FleetTest, RefreshAllListingsDecidesEveryGpuAgainFromItsFacts) {
   ASSERT_TRUE(fleet().SetGpuEnabled(As(pia_), a.machine_id, ga, false).ok());
   // More machines than one batch, offline, whose GPUs an older release called listed.
   ASSERT_TRUE(test_db()
-                  .Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < "
-                        "205) INSERT INTO machines (id, provider_id, key_hash, name, status, "
-                        "emulated, agent_version, host, inventory_hash, created_at, last_seen_at, "
-                        "status_since) SELECT 'mch_bulk_' || i, ?, 'key_' || i, 'bulk', 'offline', "
-                        "0, '0.1.0', '{}', '', 0, 0, 0 FROM n",
+                  .Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                        "WHERE i < 205) INSERT INTO machines (id, provider_id, key_hash, name, "
+                        "status, emulated, agent_version, host, inventory_hash, created_at, "
+                        "last_seen_at, status_since) SELECT 'mch_bulk_' || i, ?, 'key_' || i, "
+                        "'bulk', 'offline', 0, '0.1.0', '{}', '', 0, 0, 0 FROM n",
                         {oscar_})
                   .ok());
   ASSERT_TRUE(test_db()
                   .Exec("INSERT INTO machine_gpus (id, machine_id, idx, uuid, name, catalog_id, "
-                        "vram_mb, emulated, present, enabled, info, created_at, listing_state) "
-                        "SELECT 'gpu_' || id, id, 0, 'GPU-' || id, 'bulk', 'other', 1, 0, 1, 1, "
-                        "'{}', 0, 'listed' FROM machines WHERE name = 'bulk'")
+                        "vram_mb, emulated, present, enabled, info, created_at, "
+                        "listing_state) SELECT 'gpu_' || id, id, 0, 'GPU-' || id, 'bulk', "
+                        "'other', 1, 0, 1, 1, '{}', 0, 'listed' FROM machines WHERE name = 'bulk'")
                   .ok());
   ASSERT_TRUE(test_db()
-                  .Exec("UPDATE machine_gpus SET listing_state = 'machine_offline' WHERE id IN "
-                        "(?, ?)",
+                  .Exec("UPDATE machine_gpus SET listing_state = 'machine_offline' "
+                        "WHERE id IN (?, ?)",
                         {ga, gb})
                   .ok());
 

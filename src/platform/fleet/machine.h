@@ -76,7 +76,7 @@ struct Machine {
 struct MachineDetail {
   Machine machine;
   std::vector<MachineInterval> recent_intervals;  // newest first, at most 50
-  bool connected_here = false;  // its agent's session is on this gpunexd instance
+  bool connected_here = false;                    // its agent's session is on this gpunexd instance
 };
 
 }  // namespace gpunex::platform::fleet

@@ -10,15 +10,15 @@
 
 namespace gpunex::platform::fleet {
 
-Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind, json::object detail,
-                       Timestamp now) {
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
+                       json::object detail, Timestamp now) {
   return FleetStore(tx).InsertEvent(machine_id, now, kind, ToJsonText(detail));
 }
 
 // Moves a machine to `state` (kOnline/kOffline) when it is not there yet: closes the
 // open interval, opens the next one, and decides its GPUs' listing again.
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state, std::string_view reason,
-                  Timestamp now) {
+Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+                  std::string_view reason, Timestamp now) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
   if (!m) return NotFound("no such machine");
@@ -26,22 +26,27 @@ Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view
   GPUNEX_RETURN_IF_ERROR(s.CloseOpenInterval(machine_id, now, reason));
   GPUNEX_RETURN_IF_ERROR(s.OpenInterval(machine_id, state, now));
   GPUNEX_RETURN_IF_ERROR(s.SetMachineStatus(machine_id, state, now));
-  GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, state, {{"reason", std::string(reason)}}, now));
+  GPUNEX_RETURN_IF_ERROR(
+      AddMachineEvent(tx, machine_id, state, {{"reason", std::string(reason)}}, now));
   return RefreshListing(tx, now, machine_id);
 }
 
 namespace {
 
 Machine MachineFrom(MachineRow row, std::vector<MachineGpu> gpus) {
-  return {std::move(row.id),   std::move(row.provider_id), std::move(row.name), std::move(row.status),
-          row.emulated,        std::move(row.agent_version), std::move(row.host), row.created_at,
-          row.last_seen,       row.status_since,             std::move(gpus)};
+  return {std::move(row.id),   std::move(row.provider_id),
+          std::move(row.name), std::move(row.status),
+          row.emulated,        std::move(row.agent_version),
+          std::move(row.host), row.created_at,
+          row.last_seen,       row.status_since,
+          std::move(gpus)};
 }
 
 bool Throttled(const protocol::GpuSample& g) {
-  return std::any_of(g.throttle_reasons.begin(), g.throttle_reasons.end(), [](const std::string& r) {
-    return r.find("thermal") != std::string::npos || r.find("power") != std::string::npos;
-  });
+  return std::any_of(
+      g.throttle_reasons.begin(), g.throttle_reasons.end(), [](const std::string& r) {
+        return r.find("thermal") != std::string::npos || r.find("power") != std::string::npos;
+      });
 }
 
 }  // namespace
@@ -54,9 +59,12 @@ StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& m
   return std::optional<Machine>(MachineFrom(std::move(*row), std::move(gpus)));
 }
 
-StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx) { return FleetStore(tx).OnlineMachines(); }
+StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx) {
+  return FleetStore(tx).OnlineMachines();
+}
 
-StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::string& machine_id) {
+StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx,
+                                                      const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(std::vector<Workload> active, FleetStore(tx).ActiveWorkloads(machine_id));
   std::set<std::string> busy;
   for (const auto& w : active) busy.insert(w.gpu_ids.begin(), w.gpu_ids.end());
@@ -107,7 +115,8 @@ Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& mac
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(machine_id, gpu_id));
     if (!g) return NotFound("no GPU " + gpu_id + " on machine " + machine_id);
     GPUNEX_RETURN_IF_ERROR(s.SetBenchmarkFacts(gpu_id, f.verdict.value_or(g->benchmark_verdict),
-                                               f.verdict ? f.note : g->benchmark_note, f.benchmarking));
+                                               f.verdict ? f.note : g->benchmark_note,
+                                               f.benchmarking));
   }
   return RefreshListing(tx, now, machine_id);
 }
@@ -138,7 +147,8 @@ StatusOr<Page<Machine>> Fleet::ListMachines(const accounts::Principal& p, const 
   Page<Machine> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(Page<MachineRow> rows, s.ListMachines(p.IsAdmin() ? "" : p.user.id, page));
+    GPUNEX_ASSIGN_OR_RETURN(Page<MachineRow> rows,
+                            s.ListMachines(p.IsAdmin() ? "" : p.user.id, page));
     out = {};
     for (auto& r : rows.items) {
       GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(r.id));
@@ -150,7 +160,8 @@ StatusOr<Page<Machine>> Fleet::ListMachines(const accounts::Principal& p, const 
   return out;
 }
 
-StatusOr<MachineDetail> Fleet::GetMachine(const accounts::Principal& p, const std::string& machine_id) {
+StatusOr<MachineDetail> Fleet::GetMachine(const accounts::Principal& p,
+                                          const std::string& machine_id) {
   MachineDetail out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Machine> m, LoadMachine(tx, machine_id));
@@ -163,18 +174,21 @@ StatusOr<MachineDetail> Fleet::GetMachine(const accounts::Principal& p, const st
   return out;
 }
 
-StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p, const std::string& machine_id,
+StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p,
+                                             const std::string& machine_id,
                                              const std::string& gpu_id, bool enabled) {
   const Timestamp now = options_.clock->Now();
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
     if (!m || (m->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no such machine");
-    if (m->provider_id != p.user.id) return PermissionDenied("only the machine's provider designates its GPUs");
+    if (m->provider_id != p.user.id)
+      return PermissionDenied("only the machine's provider designates its GPUs");
     GPUNEX_ASSIGN_OR_RETURN(bool changed, s.SetGpuEnabled(machine_id, gpu_id, enabled));
     if (!changed) return NotFound("no such GPU on this machine");
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
-    return accounts::Audit(tx, now, p.user.id, enabled ? "gpu.enabled" : "gpu.disabled", gpu_id, p.ip);
+    return accounts::Audit(tx, now, p.user.id, enabled ? "gpu.enabled" : "gpu.disabled", gpu_id,
+                           p.ip);
   }));
   return GetMachine(p, machine_id);
 }

@@ -37,7 +37,8 @@ FieldErrors Validate(const CreateWorkloadRequest& req) {
     errors.emplace("image", "must be an image reference such as \"registry/name:tag\"");
   }
   if (req.gpu_ids.size() > protocol::kMaxWorkloadGpus) {
-    errors.emplace("gpu_ids", "must have at most " + std::to_string(protocol::kMaxWorkloadGpus) + " GPUs");
+    errors.emplace("gpu_ids",
+                   "must have at most " + std::to_string(protocol::kMaxWorkloadGpus) + " GPUs");
   }
   if (std::set<std::string>(req.gpu_ids.begin(), req.gpu_ids.end()).size() != req.gpu_ids.size()) {
     errors.emplace("gpu_ids", "must not repeat a GPU");
@@ -50,7 +51,8 @@ FieldErrors Validate(const CreateWorkloadRequest& req) {
       errors.emplace("command", "must be a list of at most 64 strings of at most 4096 characters");
     }
   }
-  if (req.env.size() > protocol::kMaxEnvEntries) errors.emplace("env", "must have at most 128 variables");
+  if (req.env.size() > protocol::kMaxEnvEntries)
+    errors.emplace("env", "must have at most 128 variables");
   for (const auto& [name, value] : req.env) {
     const std::string field = "env." + name;
     if (!protocol::IsEnvName(name)) {
@@ -66,17 +68,19 @@ FieldErrors Validate(const CreateWorkloadRequest& req) {
     errors.emplace("cpus", "must be from 0.1 to 256");
   }
   CheckRange(errors, "pids_limit", req.pids_limit, protocol::kMinPids, protocol::kMaxPids);
-  CheckRange(errors, "scratch_mb", req.scratch_mb, protocol::kMinScratchMb, protocol::kMaxScratchMb);
+  CheckRange(errors, "scratch_mb", req.scratch_mb, protocol::kMinScratchMb,
+             protocol::kMaxScratchMb);
   CheckRange(errors, "timeout_s", req.timeout_s, int64_t{0}, protocol::kMaxTimeoutS);
   return errors;
 }
 
 }  // namespace
 
-Workloads::Workloads(store::Database& db, Fleet& fleet, const Clock* clock) : db_(db), fleet_(fleet), clock_(clock) {
+Workloads::Workloads(store::Database& db, Fleet& fleet, const Clock* clock)
+    : db_(db), fleet_(fleet), clock_(clock) {
   fleet_.OnResult(protocol::kStartWorkload,
-                  [this](store::Tx& tx, Timestamp now, const std::string& machine_id, const protocol::Command& command,
-                         const protocol::Result& result) {
+                  [this](store::Tx& tx, Timestamp now, const std::string& machine_id,
+                         const protocol::Command& command, const protocol::Result& result) {
                     return OnStartResult(tx, now, machine_id, command, result);
                   });
 }
@@ -89,14 +93,16 @@ Status Workloads::OnStartResult(store::Tx& tx, Timestamp now, const std::string&
   auto it = command.payload.find("workload_id");
   if (it == command.payload.end() || !it->value().is_string()) return Status::Ok();
   const std::string wid(it->value().get_string());
-  GPUNEX_ASSIGN_OR_RETURN(bool ended, FleetStore(tx).EndWorkload(wid, "failed", std::nullopt,
-                                                                 "start refused by the agent: " + result.error,
-                                                                 "customer", std::nullopt, now));
+  GPUNEX_ASSIGN_OR_RETURN(bool ended,
+                          FleetStore(tx).EndWorkload(wid, "failed", std::nullopt,
+                                                     "start refused by the agent: " + result.error,
+                                                     "customer", std::nullopt, now));
   if (!ended) return Status::Ok();
   return RefreshListing(tx, now, machine_id);
 }
 
-StatusOr<Workload> Workloads::Create(const accounts::Principal& p, const CreateWorkloadRequest& req) {
+StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
+                                     const CreateWorkloadRequest& req) {
   FieldErrors errors = Validate(req);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(req.gpu_ids.size()));
@@ -128,7 +134,8 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p, const CreateW
     }
     w.provider_id = m->provider_id;
     if (m->host.ram_mb > 0 && spec.memory_mb > m->host.ram_mb) {
-      return FieldError("memory_mb", "is more than the machine has (" + std::to_string(m->host.ram_mb) + " MiB)");
+      return FieldError(
+          "memory_mb", "is more than the machine has (" + std::to_string(m->host.ram_mb) + " MiB)");
     }
     if (m->host.cpu_cores > 0 && spec.cpus > static_cast<double>(m->host.cpu_cores)) {
       return FieldError("cpus", "is more than the machine has");
@@ -138,20 +145,24 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p, const CreateW
     spec.gpu_uuids.clear();
     for (size_t i = 0; i < req.gpu_ids.size(); ++i) {
       const std::string field = "gpu_ids[" + std::to_string(i) + "]";
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(req.machine_id, req.gpu_ids[i]));
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g,
+                              s.FindGpu(req.machine_id, req.gpu_ids[i]));
       if (!g) return FieldError(field, "is not a GPU of this machine");
       if (!g->present) return FieldError(field, "is not present on the machine now");
       if (!g->enabled) return FieldError(field, "is not offered by the provider");
       if (busy.count(g->id)) return FieldError(field, "is in use by another workload");
-      if (g->benchmarking) return FieldError(field, "is being benchmarked; try again in a few minutes");
+      if (g->benchmarking)
+        return FieldError(field, "is being benchmarked; try again in a few minutes");
       // hello accepts any GPU-… identifier; the agent runs workloads only on real UUIDs.
-      if (!protocol::IsGpuUuid(g->uuid)) return FieldError(field, "has an identifier workloads cannot be given");
+      if (!protocol::IsGpuUuid(g->uuid))
+        return FieldError(field, "has an identifier workloads cannot be given");
       spec.gpu_uuids.push_back(g->uuid);
     }
     GPUNEX_RETURN_IF_ERROR(s.InsertWorkload(w));
     GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, req.machine_id));
-    return accounts::Audit(tx, now, p.user.id, "workload.created", w.id, p.ip, {{"machine_id", req.machine_id}});
+    return accounts::Audit(tx, now, p.user.id, "workload.created", w.id, p.ip,
+                           {{"machine_id", req.machine_id}});
   }));
   return w;
 }
@@ -165,11 +176,12 @@ StatusOr<Workload> Workloads::Get(const accounts::Principal& p, const std::strin
   return out;
 }
 
-StatusOr<Page<Workload>> Workloads::List(const accounts::Principal& p, const std::string& machine_id,
-                                         const PageRequest& page) {
+StatusOr<Page<Workload>> Workloads::List(const accounts::Principal& p,
+                                         const std::string& machine_id, const PageRequest& page) {
   Page<Workload> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(out, FleetStore(tx).ListWorkloads(p.IsAdmin() ? "" : p.user.id, machine_id, page));
+    GPUNEX_ASSIGN_OR_RETURN(
+        out, FleetStore(tx).ListWorkloads(p.IsAdmin() ? "" : p.user.id, machine_id, page));
     return Status::Ok();
   }));
   return out;
@@ -183,13 +195,15 @@ StatusOr<Workload> Workloads::Stop(const accounts::Principal& p, const std::stri
     if (!IsActiveWorkloadState(out.state)) {
       return FailedPrecondition("the workload has already ended (" + out.state + ")");
     }
-    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, out.machine_id, protocol::StopWorkload{id}).status());
+    GPUNEX_RETURN_IF_ERROR(
+        fleet_.EnqueueCommand(tx, now, out.machine_id, protocol::StopWorkload{id}).status());
     return accounts::Audit(tx, now, p.user.id, "workload.stop_requested", id, p.ip);
   }));
   return out;
 }
 
-StatusOr<LogPage> Workloads::Logs(const accounts::Principal& p, const std::string& id, const PageRequest& page) {
+StatusOr<LogPage> Workloads::Logs(const accounts::Principal& p, const std::string& id,
+                                  const PageRequest& page) {
   LogPage out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(LoadVisible(tx, p, id).status());

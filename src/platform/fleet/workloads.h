@@ -56,18 +56,20 @@ class Workloads {
   StatusOr<Workload> Create(const accounts::Principal& p, const CreateWorkloadRequest& req);
   StatusOr<Workload> Get(const accounts::Principal& p, const std::string& id);
   // `machine_id` empty: every machine.
-  StatusOr<Page<Workload>> List(const accounts::Principal& p, const std::string& machine_id, const PageRequest& page);
+  StatusOr<Page<Workload>> List(const accounts::Principal& p, const std::string& machine_id,
+                                const PageRequest& page);
   // Asks the agent to stop the workload; its state follows the agent's report.
   // kFailedPrecondition when it has already ended.
   StatusOr<Workload> Stop(const accounts::Principal& p, const std::string& id);
   // At most kMaxLogPage chunks after `page.after` (a position from a previous answer).
-  StatusOr<LogPage> Logs(const accounts::Principal& p, const std::string& id, const PageRequest& page);
+  StatusOr<LogPage> Logs(const accounts::Principal& p, const std::string& id,
+                         const PageRequest& page);
 
   static constexpr int kMaxLogPage = 1000;
 
  private:
-  Status OnStartResult(store::Tx& tx, Timestamp now, const std::string& machine_id, const protocol::Command& command,
-                       const protocol::Result& result);
+  Status OnStartResult(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                       const protocol::Command& command, const protocol::Result& result);
 
   store::Database& db_;
   Fleet& fleet_;

@@ -270,8 +270,8 @@ TEST_P(WorkloadsTest, TheStartCommandCarriesTheTypedSpec) {
   EXPECT_EQ(*parsed, want) << "the agent's parser reads it";
   EXPECT_EQ(Get(w.id).spec, want) << "stored as sent";
   EXPECT_EQ(Text("SELECT state FROM agent_commands WHERE id = ?", {cmd->command_id}), "sent");
-  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'workload.created' AND "
-                   "subject = ?",
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'workload.created' "
+                   "AND subject = ?",
                    {w.id}),
             1);
 
@@ -563,9 +563,9 @@ TEST_P(WorkloadsTest, LogsAreCappedPerWorkload) {
   const std::string wid = Start(a, GpuIds(a.machine_id)[0], "running");
   // 4095 chunks stored already (the ids are ours: safe to write into the statement).
   ASSERT_TRUE(test_db()
-                  .Exec("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < "
-                        "4094) INSERT INTO workload_logs (workload_id, stream, seq, at, data) "
-                        "SELECT '" +
+                  .Exec("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n "
+                        "WHERE i < 4094) INSERT INTO workload_logs (workload_id, stream, seq, "
+                        "at, data) SELECT '" +
                         wid + "', 'stdout', i, " + std::to_string(ToUnixMicros(clock_.Now())) +
                         ", 'x' FROM n")
                   .ok());
@@ -574,8 +574,7 @@ TEST_P(WorkloadsTest, LogsAreCappedPerWorkload) {
   a.Log(wid, "stderr", 0, "the last one kept\n");
   a.Log(wid, "stderr", 1, "dropped\n");
   EXPECT_EQ(Number("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ?", {wid}), 4096);
-  EXPECT_EQ(Number("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ? AND stream = "
-                   "'stderr'",
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ? AND stream = 'stderr'",
                    {wid}),
             1);
   EXPECT_FALSE(a.channel().closed());

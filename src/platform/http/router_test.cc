@@ -162,9 +162,10 @@ TEST(Router, ReportsToMetrics) {
   req = Req("BREW", "/api/v1/machines/m1");
   router.Dispatch(req);
   std::string text = metrics.Render();
-  EXPECT_NE(text.find("http_requests_total{method=\"GET\",route=\"/api/v1/machines/{id}\","
-                      "status=\"200\"} 2\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "http_requests_total{method=\"GET\",route=\"/api/v1/machines/{id}\",status=\"200\"} 2\n"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"} 1\n"),
             std::string::npos)

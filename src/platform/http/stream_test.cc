@@ -168,8 +168,8 @@ TEST(Stream, ChunkedUploadIsCounted) {
   TestServer ts(StreamOptions(&holds, 8 << 20), Ok);
   Client client(ts.port());
   std::string req =
-      "POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n";
+      "POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n";
   const std::string piece(300000, 'c');
   for (int i = 0; i < 7; ++i) req += "493e0\r\n" + piece + "\r\n";  // 0x493e0 = 300000
   req += "0\r\n\r\n";
@@ -195,8 +195,8 @@ TEST(Stream, UploadOverTheGrantIs413) {
     // Found out while reading chunks.
     Client client(ts.port());
     ASSERT_FALSE(
-        client.WriteRaw("POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n3e8\r\n" +
+        client.WriteRaw("POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                        "ok\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" +
                         std::string(1000, 'x') + "\r\n1\r\nx\r\n0\r\n\r\n"));
     BeastResponse res;
     ASSERT_FALSE(client.Read(&res));
@@ -263,8 +263,8 @@ TEST(Stream, StalledTransfersAreDropped) {
   // An upload that stops sending.
   Client writer(ts.port());
   ASSERT_FALSE(
-      writer.WriteRaw("POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n"
-                      "Content-Length: 100\r\n\r\n0123456789"));
+      writer.WriteRaw("POST /bench/up HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                      "ok\r\nContent-Length: 100\r\n\r\n0123456789"));
   std::this_thread::sleep_for(200ms);
   EXPECT_EQ(holds.alive.load(), 2);
   EXPECT_TRUE(holds.WaitForNone());

@@ -6,9 +6,11 @@
 namespace gpunex::platform::idempotency {
 
 Status ValidateKey(std::string_view key) {
-  if (key.empty() || key.size() > 255) return FieldError("Idempotency-Key", "must be 1 to 255 characters");
+  if (key.empty() || key.size() > 255)
+    return FieldError("Idempotency-Key", "must be 1 to 255 characters");
   for (unsigned char c : key) {
-    if (c < 0x21 || c > 0x7e) return FieldError("Idempotency-Key", "must be printable ASCII without spaces");
+    if (c < 0x21 || c > 0x7e)
+      return FieldError("Idempotency-Key", "must be printable ASCII without spaces");
   }
   return Status::Ok();
 }
@@ -31,7 +33,9 @@ StatusOr<Claim> Idempotency::Begin(const std::string& user_id, const std::string
           return FieldError("Idempotency-Key", "was already used with a different request");
         }
         if (row->state == "done") {
-          claim = Claim{true, {static_cast<int>(row->response_status), row->response_content_type, row->response_body},
+          claim = Claim{true,
+                        {static_cast<int>(row->response_status), row->response_content_type,
+                         row->response_body},
                         row->lease_until};
           return Status::Ok();
         }
@@ -41,15 +45,16 @@ StatusOr<Claim> Idempotency::Begin(const std::string& user_id, const std::string
         }
         // The first attempt died without an answer: this one takes over.
       }
-      KeyRow fresh{user_id, key, request_hash, "in_progress", 0, "", "", now, now + options_.lease,
-                   now + options_.retention};
+      KeyRow fresh{user_id, key, request_hash, "in_progress",        0,
+                   "",      "",  now,          now + options_.lease, now + options_.retention};
       GPUNEX_RETURN_IF_ERROR(s.Put(fresh));
       claim = Claim{false, {}, fresh.lease_until};
       return Status::Ok();
     }));
     if (claim) return *claim;
     if (!busy || options_.clock->Now() >= deadline) {
-      return FailedPrecondition("a request with this Idempotency-Key is still in progress; retry later");
+      return FailedPrecondition(
+          "a request with this Idempotency-Key is still in progress; retry later");
     }
     std::this_thread::sleep_for(options_.poll);
   }
@@ -60,13 +65,16 @@ Status Idempotency::Complete(const std::string& user_id, const std::string& key,
   return db_.Transact([&](store::Tx& tx) {
     // A claim whose lease ran out may have been taken over: then that attempt's answer counts.
     return IdempotencyStore(tx)
-        .Complete(user_id, key, claim.lease_until, response.status, response.content_type, response.body)
+        .Complete(user_id, key, claim.lease_until, response.status, response.content_type,
+                  response.body)
         .status();
   });
 }
 
-Status Idempotency::Abandon(const std::string& user_id, const std::string& key, const Claim& claim) {
-  return db_.Transact([&](store::Tx& tx) { return IdempotencyStore(tx).Delete(user_id, key, claim.lease_until); });
+Status Idempotency::Abandon(const std::string& user_id, const std::string& key,
+                            const Claim& claim) {
+  return db_.Transact(
+      [&](store::Tx& tx) { return IdempotencyStore(tx).Delete(user_id, key, claim.lease_until); });
 }
 
 Idempotency::~Idempotency() { Stop(); }

@@ -7,9 +7,9 @@
 // with the same hash gets that answer back. The same key with a different request is
 // refused (kValidationFailed on "Idempotency-Key"). A repeat that arrives while the first
 // is still running waits for its answer, up to a few seconds, and then gets
-// kFailedPrecondition (HTTP 409) to retry later. A first attempt that died without an answer (its claim's
-// lease ran out) is run again by the next repeat. Answers of 5xx are not kept: the
-// request did not take effect as far as the client can tell, and a retry runs it again.
+// kFailedPrecondition (HTTP 409) to retry later. A first attempt that died without an answer (its
+// claim's lease ran out) is run again by the next repeat. Answers of 5xx are not kept: the request
+// did not take effect as far as the client can tell, and a retry runs it again.
 //
 // What this does not cover: the window between a handler's commit and the storing of its
 // answer. A request that must not take effect twice even then (rentals, top-ups) also
@@ -56,7 +56,8 @@ Status ValidateKey(std::string_view key);
 
 class Idempotency {
  public:
-  explicit Idempotency(store::Database& db, IdempotencyOptions options = {}) : db_(db), options_(options) {}
+  explicit Idempotency(store::Database& db, IdempotencyOptions options = {})
+      : db_(db), options_(options) {}
   ~Idempotency();
   Idempotency(const Idempotency&) = delete;
   Idempotency& operator=(const Idempotency&) = delete;
@@ -65,7 +66,8 @@ class Idempotency {
   void Start() EXCLUDES(mu_);
   void Stop() EXCLUDES(mu_);
 
-  StatusOr<Claim> Begin(const std::string& user_id, const std::string& key, const std::string& request_hash);
+  StatusOr<Claim> Begin(const std::string& user_id, const std::string& key,
+                        const std::string& request_hash);
   // Stores the answer of a claimed request (2xx-4xx).
   Status Complete(const std::string& user_id, const std::string& key, const Claim& claim,
                   const StoredResponse& response);

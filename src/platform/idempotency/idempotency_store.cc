@@ -2,45 +2,54 @@
 
 namespace gpunex::platform::idempotency {
 
-StatusOr<std::optional<KeyRow>> IdempotencyStore::Find(const std::string& user_id, const std::string& key) {
+StatusOr<std::optional<KeyRow>> IdempotencyStore::Find(const std::string& user_id,
+                                                       const std::string& key) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT user_id, idempotency_key, request_hash, state, response_status, response_content_type, response_body, "
-                "created_at, lease_until, expires_at FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ?",
+      tx_.Query("SELECT user_id, idempotency_key, request_hash, state, response_status, "
+                "response_content_type, response_body, created_at, lease_until, expires_at "
+                "FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ?",
                 {user_id, key}));
   if (rows.empty()) return std::optional<KeyRow>();
   const auto& r = rows[0];
-  return std::optional<KeyRow>(KeyRow{r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.OptInt(4).value_or(0),
-                                      r.OptStr(5).value_or(""), r.OptStr(6).value_or(""), r.Time(7), r.Time(8),
-                                      r.Time(9)});
+  return std::optional<KeyRow>(KeyRow{r.Str(0), r.Str(1), r.Str(2), r.Str(3),
+                                      r.OptInt(4).value_or(0), r.OptStr(5).value_or(""),
+                                      r.OptStr(6).value_or(""), r.Time(7), r.Time(8), r.Time(9)});
 }
 
 Status IdempotencyStore::Put(const KeyRow& k) {
   return tx_
-      .Exec("INSERT INTO idempotency_keys (user_id, idempotency_key, request_hash, state, response_status, "
-            "response_content_type, response_body, created_at, lease_until, expires_at) VALUES "
-            "(?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT (user_id, idempotency_key) DO UPDATE SET "
-            "request_hash = excluded.request_hash, state = excluded.state, response_status = NULL, "
-            "response_content_type = NULL, response_body = NULL, created_at = excluded.created_at, "
-            "lease_until = excluded.lease_until, expires_at = excluded.expires_at",
-            {k.user_id, k.key, k.request_hash, k.state, ToUnixMicros(k.created_at), ToUnixMicros(k.lease_until),
-             ToUnixMicros(k.expires_at)})
+      .Exec(
+          "INSERT INTO idempotency_keys (user_id, idempotency_key, request_hash, state, "
+          "response_status, response_content_type, response_body, created_at, lease_until, "
+          "expires_at) VALUES (?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT (user_id, "
+          "idempotency_key) DO UPDATE SET request_hash = excluded.request_hash, "
+          "state = excluded.state, response_status = NULL, response_content_type = NULL, "
+          "response_body = NULL, created_at = excluded.created_at, "
+          "lease_until = excluded.lease_until, expires_at = excluded.expires_at",
+          {k.user_id, k.key, k.request_hash, k.state, ToUnixMicros(k.created_at),
+           ToUnixMicros(k.lease_until), ToUnixMicros(k.expires_at)})
       .status();
 }
 
-Status IdempotencyStore::Delete(const std::string& user_id, const std::string& key, Timestamp lease_until) {
+Status IdempotencyStore::Delete(const std::string& user_id, const std::string& key,
+                                Timestamp lease_until) {
   return tx_
-      .Exec("DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? AND state = 'in_progress' AND lease_until = ?",
-            {user_id, key, ToUnixMicros(lease_until)})
+      .Exec(
+          "DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? "
+          "AND state = 'in_progress' AND lease_until = ?",
+          {user_id, key, ToUnixMicros(lease_until)})
       .status();
 }
 
-StatusOr<bool> IdempotencyStore::Complete(const std::string& user_id, const std::string& key, Timestamp lease_until,
-                                          int64_t status, const std::string& content_type, const std::string& body) {
+StatusOr<bool> IdempotencyStore::Complete(const std::string& user_id, const std::string& key,
+                                          Timestamp lease_until, int64_t status,
+                                          const std::string& content_type,
+                                          const std::string& body) {
   GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n, tx_.Exec("UPDATE idempotency_keys SET state = 'done', response_status = ?, response_content_type = ?, "
-                          "response_body = ? WHERE user_id = ? AND idempotency_key = ? AND state = 'in_progress' AND "
-                          "lease_until = ?",
+      int64_t n, tx_.Exec("UPDATE idempotency_keys SET state = 'done', response_status = ?, "
+                          "response_content_type = ?, response_body = ? WHERE user_id = ? "
+                          "AND idempotency_key = ? AND state = 'in_progress' AND lease_until = ?",
                           {status, content_type, body, user_id, key, ToUnixMicros(lease_until)}));
   return n > 0;
 }

@@ -16,9 +16,12 @@ class IdempotencyTest : public testing::PlatformTest {
     PlatformTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     for (const char* id : {"usr_a", "usr_b"}) {
-      ASSERT_TRUE(test_db().Exec("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, 'U', 'x', 0)",
-                            {std::string(id), std::string(id) + "@example.com"})
-                      .ok());
+      ASSERT_TRUE(
+          test_db()
+              .Exec("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, "
+                    "'U', 'x', 0)",
+                    {std::string(id), std::string(id) + "@example.com"})
+              .ok());
     }
     IdempotencyOptions o;
     o.clock = &clock_;
@@ -35,7 +38,8 @@ TEST_P(IdempotencyTest, TheFirstAnswerIsGivenBackToRepeats) {
   auto first = idem_->Begin("usr_a", "k-1", "hash-1");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(first->replay);
-  ASSERT_TRUE(idem_->Complete("usr_a", "k-1", *first, {201, "application/json", R"({"id":"app_1"})"}).ok());
+  ASSERT_TRUE(
+      idem_->Complete("usr_a", "k-1", *first, {201, "application/json", R"({"id":"app_1"})"}).ok());
   for (int i = 0; i < 3; ++i) {
     auto again = idem_->Begin("usr_a", "k-1", "hash-1");
     ASSERT_TRUE(again.ok());
@@ -58,10 +62,14 @@ TEST_P(IdempotencyTest, TheSameKeyWithAnotherRequestIsRefused) {
   auto other = idem_->Begin("usr_a", "k-2", "hash-2");
   EXPECT_EQ(other.status().code(), StatusCode::kValidationFailed);
   EXPECT_EQ(other.status().fields().count("Idempotency-Key"), 1u);
-  for (std::string_view bad : {std::string_view(""), std::string_view("has space"), std::string_view("tab\t")}) {
-    EXPECT_EQ(idem_->Begin("usr_a", std::string(bad), "h").status().fields().count("Idempotency-Key"), 1u) << bad;
+  for (std::string_view bad :
+       {std::string_view(""), std::string_view("has space"), std::string_view("tab\t")}) {
+    EXPECT_EQ(
+        idem_->Begin("usr_a", std::string(bad), "h").status().fields().count("Idempotency-Key"), 1u)
+        << bad;
   }
-  EXPECT_EQ(idem_->Begin("usr_a", std::string(256, 'k'), "h").status().code(), StatusCode::kValidationFailed);
+  EXPECT_EQ(idem_->Begin("usr_a", std::string(256, 'k'), "h").status().code(),
+            StatusCode::kValidationFailed);
   EXPECT_TRUE(idem_->Begin("usr_a", std::string(255, 'k'), "h").ok());
 }
 

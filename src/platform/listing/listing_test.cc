@@ -18,7 +18,8 @@ const std::vector<Rule>& Rules() {
       {ListingState::kMissingFromMachine, [](const ListingFacts& f) { return !f.present; }},
       {ListingState::kDisabledByProvider, [](const ListingFacts& f) { return !f.enabled; }},
       {ListingState::kMachineOffline, [](const ListingFacts& f) { return !f.machine_online; }},
-      {ListingState::kFailedBenchmark, [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kFailed; }},
+      {ListingState::kFailedBenchmark,
+       [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kFailed; }},
       {ListingState::kAwaitingFirstBenchmark,
        [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kAwaitingFirst; }},
       {ListingState::kInMaintenance, [](const ListingFacts& f) { return f.in_maintenance; }},
@@ -97,7 +98,8 @@ TEST(ListingCodes, RoundTrip) {
   }
   EXPECT_EQ(ParseListingStateCode("listed"), ListingState::kListed);
   EXPECT_FALSE(ParseListingStateCode("Listed"));
-  for (auto v : {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
+  for (auto v :
+       {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
     EXPECT_EQ(ParseBenchmarkVerdictCode(BenchmarkVerdictCode(v)), v);
   }
 }

@@ -100,17 +100,11 @@ TEST(MailFormat, AsciiMessageIs7Bit) {
   auto msg = FormatMessage(Parts());
   ASSERT_TRUE(msg.ok()) << msg.status().ToString();
   EXPECT_EQ(*msg,
-            "Date: Sun, 29 Nov 2026 16:00:00 +0000\r\n"
-            "From: GPUnex <noreply@gpunex.example>\r\n"
-            "To: alice@example.com\r\n"
-            "Subject: Your application was approved\r\n"
-            "Message-ID: <eml_01ABC@gpunex.example>\r\n"
-            "MIME-Version: 1.0\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n"
-            "Content-Transfer-Encoding: 7bit\r\n"
-            "Auto-Submitted: auto-generated\r\n"
-            "\r\n"
-            "Hello Alice,\r\nwelcome.\r\n");
+            "Date: Sun, 29 Nov 2026 16:00:00 +0000\r\nFrom: GPUnex <noreply@gpunex.example>\r\nTo: "
+            "alice@example.com\r\nSubject: Your application was approved\r\nMessage-ID: "
+            "<eml_01ABC@gpunex.example>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; "
+            "charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\nAuto-Submitted: "
+            "auto-generated\r\n\r\nHello Alice,\r\nwelcome.\r\n");
 }
 
 TEST(MailFormat, Utf8MessageIsQuotedPrintable) {

@@ -33,8 +33,7 @@ store::Value OptValue(const std::optional<Timestamp>& t) {
 // Due: pending and its time has come, or claimed by a sender whose lease ran out. Takes
 // `now` twice.
 constexpr const char* kDueCondition =
-    "((status = 'pending' AND next_attempt_at <= ?) OR "
-    "(status = 'sending' AND lease_until <= ?))";
+    "((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))";
 
 }  // namespace
 
@@ -76,8 +75,8 @@ StatusOr<int64_t> NotifyStore::CountUnread(const std::string& user_id) {
 StatusOr<bool> NotifyStore::MarkRead(const std::string& user_id, const std::string& id,
                                      Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(int64_t changed,
-                          tx_.Exec("UPDATE notifications SET read_at = ? "
-                                   "WHERE id = ? AND user_id = ? AND read_at IS NULL",
+                          tx_.Exec("UPDATE notifications SET read_at = ? WHERE id = ? "
+                                   "AND user_id = ? AND read_at IS NULL",
                                    {ToUnixMicros(at), id, user_id}));
   return changed > 0;
 }
@@ -137,8 +136,8 @@ StatusOr<bool> NotifyStore::MarkEmailSent(const std::string& id, Timestamp lease
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
       tx_.Exec("UPDATE email_outbox SET status = 'sent', sent_at = ?, body = NULL, "
-               "lease_until = NULL, last_error = NULL "
-               "WHERE id = ? AND status = 'sending' AND lease_until = ?",
+               "lease_until = NULL, last_error = NULL WHERE id = ? AND status = 'sending' "
+               "AND lease_until = ?",
                {ToUnixMicros(at), id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }
@@ -148,8 +147,8 @@ StatusOr<bool> NotifyStore::RescheduleEmail(const std::string& id, Timestamp lea
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
       tx_.Exec("UPDATE email_outbox SET status = 'pending', next_attempt_at = ?, "
-               "lease_until = NULL, last_error = ? "
-               "WHERE id = ? AND status = 'sending' AND lease_until = ?",
+               "lease_until = NULL, last_error = ? WHERE id = ? AND status = 'sending' "
+               "AND lease_until = ?",
                {ToUnixMicros(next_attempt_at), error, id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }
@@ -158,8 +157,8 @@ StatusOr<bool> NotifyStore::MarkEmailFailed(const std::string& id, Timestamp lea
                                             const std::string& error) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec("UPDATE email_outbox SET status = 'failed', lease_until = NULL, last_error = ? "
-               "WHERE id = ? AND status = 'sending' AND lease_until = ?",
+      tx_.Exec("UPDATE email_outbox SET status = 'failed', lease_until = NULL, "
+               "last_error = ? WHERE id = ? AND status = 'sending' AND lease_until = ?",
                {error, id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }

@@ -303,9 +303,9 @@ TEST_P(NotifyTest, EnqueueEmailWritesPendingRow) {
   ASSERT_TRUE(id.starts_with("eml_")) << id;
 
   auto rows = test::QueryDb(*db_,
-                            "SELECT to_addr, subject, body, body_sha256, message_id, kind, status, "
-                            "attempts, next_attempt_at, created_at, lease_until, sent_at "
-                            "FROM email_outbox WHERE id = ?",
+                            "SELECT to_addr, subject, body, body_sha256, message_id, kind, "
+                            "status, attempts, next_attempt_at, created_at, lease_until, "
+                            "sent_at FROM email_outbox WHERE id = ?",
                             {id});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);

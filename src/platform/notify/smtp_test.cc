@@ -117,8 +117,8 @@ TEST_F(SmtpTest, StarttlsWithVerifiedCertificate) {
   const std::string cert = dir_.path() + "/cert.pem";
   const std::string key = dir_.path() + "/key.pem";
   const std::string cmd =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+      "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
       key + " -out " + cert + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl is not available";
   ASSERT_TRUE(sink_.Start(dir_.path(), 0, cert, key).ok());

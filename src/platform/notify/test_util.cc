@@ -72,8 +72,7 @@ Status InsertUser(store::Database& db, const std::string& user_id, Timestamp cre
   return db.Transact([&](store::Tx& tx) -> Status {
     return tx
         .Exec(
-            "INSERT INTO users (id, email, name, password_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
             {user_id, user_id + "@example.com", "Test " + user_id, "x", ToUnixMicros(created_at)})
         .status();
   });

@@ -14,7 +14,8 @@ AgentToken TokenFrom(const AgentTokenRow& r) {
 }
 
 Status RequireProvider(store::Tx& tx, const accounts::Principal& p) {
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(p.user.id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row,
+                          ProvidersStore(tx).FindProvider(p.user.id));
   if (!row) return PermissionDenied("only approved providers can do this");
   return Status::Ok();
 }
@@ -48,10 +49,11 @@ StatusOr<NewAgentToken> IssueToken(store::Tx& tx, Timestamp now, const std::stri
 
 }  // namespace
 
-Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, std::string_view tier,
-                      const std::string& application_id, const std::string& approved_by) {
-  GPUNEX_RETURN_IF_ERROR(
-      ProvidersStore(tx).UpsertProvider({user_id, std::string(tier), "active", application_id, now, approved_by}));
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id,
+                      std::string_view tier, const std::string& application_id,
+                      const std::string& approved_by) {
+  GPUNEX_RETURN_IF_ERROR(ProvidersStore(tx).UpsertProvider(
+      {user_id, std::string(tier), "active", application_id, now, approved_by}));
   return accounts::GrantRole(tx, now, user_id, accounts::kRoleProvider, approved_by);
 }
 
@@ -61,14 +63,15 @@ StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now,
 }
 
 std::string InstallCommand(std::string_view public_url, std::string_view token) {
-  return "curl -fsSL " + std::string(public_url) + "/agent/install.sh | GPUNEX_TOKEN=" + std::string(token) +
-         " bash";
+  return "curl -fsSL " + std::string(public_url) +
+         "/agent/install.sh | GPUNEX_TOKEN=" + std::string(token) + " bash";
 }
 
 StatusOr<Provider> Providers::Get(const accounts::Principal& p) {
   Provider out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(p.user.id));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row,
+                            ProvidersStore(tx).FindProvider(p.user.id));
     if (!row) return PermissionDenied("you are not an approved provider");
     out = {row->user_id, row->tier, row->status, row->application_id, row->approved_at};
     return Status::Ok();
@@ -76,7 +79,8 @@ StatusOr<Provider> Providers::Get(const accounts::Principal& p) {
   return out;
 }
 
-StatusOr<NewAgentToken> Providers::CreateToken(const accounts::Principal& p, const std::string& name) {
+StatusOr<NewAgentToken> Providers::CreateToken(const accounts::Principal& p,
+                                               const std::string& name) {
   if (name.size() > kMaxTokenName) {
     return FieldError("name", "must be at most " + std::to_string(kMaxTokenName) + " characters");
   }
@@ -84,7 +88,8 @@ StatusOr<NewAgentToken> Providers::CreateToken(const accounts::Principal& p, con
   NewAgentToken out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(out, IssueAgentToken(tx, now, p.user.id, name.empty() ? "agent" : name));
+    GPUNEX_ASSIGN_OR_RETURN(out,
+                            IssueAgentToken(tx, now, p.user.id, name.empty() ? "agent" : name));
     return Status::Ok();
   }));
   return out;
@@ -94,7 +99,8 @@ StatusOr<std::vector<AgentToken>> Providers::ListTokens(const accounts::Principa
   std::vector<AgentToken> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(std::vector<AgentTokenRow> rows, ProvidersStore(tx).ListTokens(p.user.id));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<AgentTokenRow> rows,
+                            ProvidersStore(tx).ListTokens(p.user.id));
     out.clear();
     for (const auto& r : rows) out.push_back(TokenFrom(r));
     return Status::Ok();
@@ -106,13 +112,15 @@ Status Providers::RevokeToken(const accounts::Principal& p, const std::string& t
   const Timestamp now = options_.clock->Now();
   return db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(RequireProvider(tx, p));
-    GPUNEX_ASSIGN_OR_RETURN(bool revoked, ProvidersStore(tx).RevokeToken(p.user.id, token_id, now, std::nullopt));
+    GPUNEX_ASSIGN_OR_RETURN(bool revoked,
+                            ProvidersStore(tx).RevokeToken(p.user.id, token_id, now, std::nullopt));
     if (!revoked) return NotFound("no such active agent token");
     return accounts::Audit(tx, now, p.user.id, "agent_token.revoked", token_id, p.ip);
   });
 }
 
-StatusOr<NewAgentToken> Providers::RotateToken(const accounts::Principal& p, const std::string& token_id) {
+StatusOr<NewAgentToken> Providers::RotateToken(const accounts::Principal& p,
+                                               const std::string& token_id) {
   const Timestamp now = options_.clock->Now();
   NewAgentToken out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
@@ -130,7 +138,8 @@ StatusOr<NewAgentToken> Providers::RotateToken(const accounts::Principal& p, con
 }
 
 StatusOr<AgentIdentity> Providers::AuthenticateAgent(std::string_view token) {
-  if (!token.starts_with(kAgentTokenPrefix) || token.size() > 128) return Unauthenticated("invalid agent token");
+  if (!token.starts_with(kAgentTokenPrefix) || token.size() > 128)
+    return Unauthenticated("invalid agent token");
   AgentIdentity id;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<AgentTokenRow> row,

@@ -47,13 +47,14 @@ inline constexpr size_t kMaxTokenName = 100;
 
 // Creates or updates the provider record and grants the provider role, in the caller's
 // transaction.
-Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, std::string_view tier,
-                      const std::string& application_id, const std::string& approved_by);
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id,
+                      std::string_view tier, const std::string& application_id,
+                      const std::string& approved_by);
 
 // Issues a new agent token in the caller's transaction. kFailedPrecondition when the
 // provider has too many active tokens.
-StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now, const std::string& provider_id,
-                                        std::string_view name);
+StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now,
+                                        const std::string& provider_id, std::string_view name);
 
 // The command a provider runs on a machine to install the agent.
 std::string InstallCommand(std::string_view public_url, std::string_view token);
@@ -70,7 +71,8 @@ struct ProvidersOptions {
 
 class Providers {
  public:
-  explicit Providers(store::Database& db, ProvidersOptions options = {}) : db_(db), options_(options) {}
+  explicit Providers(store::Database& db, ProvidersOptions options = {})
+      : db_(db), options_(options) {}
 
   // kPermissionDenied when the caller is not a provider.
   StatusOr<Provider> Get(const accounts::Principal& p);

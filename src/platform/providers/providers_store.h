@@ -46,11 +46,12 @@ class ProvidersStore {
 
   Status InsertToken(const AgentTokenRow& t);
   StatusOr<int64_t> CountActiveTokens(const std::string& provider_id);
-  StatusOr<std::optional<AgentTokenRow>> FindToken(const std::string& provider_id, const std::string& token_id);
+  StatusOr<std::optional<AgentTokenRow>> FindToken(const std::string& provider_id,
+                                                   const std::string& token_id);
   StatusOr<std::vector<AgentTokenRow>> ListTokens(const std::string& provider_id);  // oldest first
   // Whether an active token was revoked.
-  StatusOr<bool> RevokeToken(const std::string& provider_id, const std::string& token_id, Timestamp at,
-                             const std::optional<std::string>& replaced_by);
+  StatusOr<bool> RevokeToken(const std::string& provider_id, const std::string& token_id,
+                             Timestamp at, const std::optional<std::string>& replaced_by);
   // The active token with this hash whose provider is active.
   StatusOr<std::optional<AgentTokenRow>> FindLiveTokenByHash(const std::string& token_hash);
   Status TouchToken(const std::string& token_id, Timestamp at);

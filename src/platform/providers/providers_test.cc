@@ -288,8 +288,7 @@ TEST_P(ProvidersTest, ARotationThatFailsHalfwayChangesNothing) {
       Count("SELECT COUNT(*) FROM agent_tokens WHERE revoked_at IS NULL AND replaced_by IS NULL"),
       1);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action IN ('agent_token.rotated', "
-                  "'agent_token.created') "
-                  "AND subject <> ?",
+                  "'agent_token.created') AND subject <> ?",
                   {old.token.id}),
             0);
   EXPECT_TRUE(providers_->AuthenticateAgent(old.secret).ok());
@@ -316,8 +315,9 @@ TEST_P(ProvidersTest, AuthenticateAgentRefusesWhatIsNotALiveTokenOfAnActiveProvi
   }
   ASSERT_TRUE(providers_->AuthenticateAgent(t.secret).ok());
   // A provider that is no longer active (suspended by an admin) is refused with every token.
-  ASSERT_TRUE(
-      test_db().Exec("UPDATE providers SET status = 'suspended' WHERE user_id = ?", {p.user.id}).ok());
+  ASSERT_TRUE(test_db()
+                  .Exec("UPDATE providers SET status = 'suspended' WHERE user_id = ?", {p.user.id})
+                  .ok());
   EXPECT_EQ(providers_->AuthenticateAgent(t.secret).status().code(), StatusCode::kUnauthenticated);
   ASSERT_TRUE(
       test_db().Exec("UPDATE providers SET status = 'active' WHERE user_id = ?", {p.user.id}).ok());

@@ -84,7 +84,7 @@ std::string NumberPlaceholders(std::string_view sql) {
 }
 
 StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& database_url,
-                                                  const std::string& data_dir) {
+                                                 const std::string& data_dir) {
   if (database_url.starts_with("postgresql://") || database_url.starts_with("postgres://")) {
     return OpenPostgresDatabase(database_url);
   }

@@ -111,13 +111,13 @@ class Database {
 };
 
 struct SqliteOptions {
-  int pool_size = 8;         // connections
+  int pool_size = 8;  // connections
   int busy_timeout_ms = 5000;
 };
 
 // Opens (creating if needed) `<data_dir>/gpunex.db` in WAL mode with full fsync.
 StatusOr<std::unique_ptr<Database>> OpenSqliteDatabase(const std::string& data_dir,
-                                                        SqliteOptions options = {});
+                                                       SqliteOptions options = {});
 
 struct PostgresOptions {
   int pool_size = 8;
@@ -125,11 +125,11 @@ struct PostgresOptions {
 
 // Connects to a "postgresql://" or "postgres://" URL.
 StatusOr<std::unique_ptr<Database>> OpenPostgresDatabase(const std::string& url,
-                                                          PostgresOptions options = {});
+                                                         PostgresOptions options = {});
 
 // A PostgreSQL URL selects PostgreSQL; otherwise SQLite in `data_dir`.
 StatusOr<std::unique_ptr<Database>> OpenDatabase(const std::string& database_url,
-                                                  const std::string& data_dir);
+                                                 const std::string& data_dir);
 
 // Rewrites '?' placeholders outside string literals and quoted identifiers to $1, $2, ...
 std::string NumberPlaceholders(std::string_view sql);

@@ -7,7 +7,8 @@ namespace gpunex::platform::store {
 namespace {
 
 StatusOr<int> VersionIn(Tx& tx) {
-  GPUNEX_ASSIGN_OR_RETURN(Rows rows, tx.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  GPUNEX_ASSIGN_OR_RETURN(Rows rows,
+                          tx.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   return static_cast<int>(rows.at(0).Int(0));
 }
 
@@ -25,8 +26,9 @@ StatusOr<int> CurrentSchemaVersion(Database& db) {
     GPUNEX_ASSIGN_OR_RETURN(Rows exists, tx.Query(tx.Backend() == "postgresql"
                                                       ? "SELECT 1 FROM information_schema.tables "
                                                         "WHERE table_name = 'schema_migrations'"
-                                                      : "SELECT 1 FROM sqlite_master WHERE "
-                                                        "type = 'table' AND name = 'schema_migrations'"));
+                                                      : "SELECT 1 FROM sqlite_master "
+                                                        "WHERE type = 'table' "
+                                                        "AND name = 'schema_migrations'"));
     if (exists.empty()) return Status::Ok();
     GPUNEX_ASSIGN_OR_RETURN(version, VersionIn(tx));
     return Status::Ok();
@@ -40,8 +42,9 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
   const int latest = LatestVersion(migrations);
   GPUNEX_RETURN_IF_ERROR(db.Transact([](Tx& tx) -> Status {
     return tx
-        .Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
-              "name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
+        .Exec(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
+            "name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
         .status();
   }));
   for (const auto& [version, parts] : by_version) {

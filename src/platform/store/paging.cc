@@ -3,7 +3,9 @@
 namespace gpunex::platform::store {
 namespace {
 
-Status WrongCursor() { return FieldError("cursor", "is not a cursor from a previous page of this list"); }
+Status WrongCursor() {
+  return FieldError("cursor", "is not a cursor from a previous page of this list");
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ StatusOr<Page<Row>> QueryPage(Tx& tx, const PageQuery& query, const PageRequest&
         params.emplace_back(std::get<std::string>(parts[i]));
       }
     }
-    const std::string cond = "(" + keys + ") " + (query.descending ? "<" : ">") + " (" + marks + ")";
+    const std::string cond =
+        "(" + keys + ") " + (query.descending ? "<" : ">") + " (" + marks + ")";
     where = where.empty() ? cond : "(" + where + ") AND " + cond;
   }
   if (!where.empty()) sql += " WHERE " + where;

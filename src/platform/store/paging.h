@@ -27,9 +27,9 @@ struct KeyColumn {
 };
 
 struct PageQuery {
-  std::string columns;  // the select list: "id, name, status"
-  std::string from;     // "FROM machines m JOIN ..."
-  std::string where;    // conditions without WHERE ("provider_id = ?"), or ""
+  std::string columns;        // the select list: "id, name, status"
+  std::string from;           // "FROM machines m JOIN ..."
+  std::string where;          // conditions without WHERE ("provider_id = ?"), or ""
   std::vector<Value> params;  // for `where`
   std::vector<KeyColumn> key;
   bool descending = false;

@@ -72,11 +72,23 @@ TEST_P(StoreConformance, ReportsItsBackendAndPings) {
 // Two folders' parts in version 1 (as the first releases shipped), a data step in 2.
 std::vector<Migration> TestMigrations() {
   return {
-      {1, "alpha", "alpha table", {"CREATE TABLE alpha (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"}, {}},
-      {2, "alpha", "alpha data",
+      {1,
+       "alpha",
+       "alpha table",
+       {"CREATE TABLE alpha (id TEXT PRIMARY KEY, n BIGINT NOT NULL)"},
+       {}},
+      {2,
+       "alpha",
+       "alpha data",
        {"ALTER TABLE alpha ADD COLUMN note TEXT"},
-       [](Tx& tx) { return tx.Exec("UPDATE alpha SET note = 'migrated' WHERE note IS NULL").status(); }},
-      {1, "beta", "beta table", {"CREATE TABLE beta (id TEXT PRIMARY KEY REFERENCES alpha(id))"}, {}},
+       [](Tx& tx) {
+         return tx.Exec("UPDATE alpha SET note = 'migrated' WHERE note IS NULL").status();
+       }},
+      {1,
+       "beta",
+       "beta table",
+       {"CREATE TABLE beta (id TEXT PRIMARY KEY REFERENCES alpha(id))"},
+       {}},
   };
 }
 
@@ -115,7 +127,8 @@ TEST_P(StoreConformance, MigrateUpgradesInPlaceAndRefusesANewerSchema) {
 
 TEST_P(StoreConformance, AFailedVersionLeavesTheSchemaAtTheVersionBefore) {
   auto migrations = TestMigrations();
-  migrations.push_back({3, "beta", "broken", {"ALTER TABLE beta ADD COLUMN x BIGINT", "NOT SQL"}, {}});
+  migrations.push_back(
+      {3, "beta", "broken", {"ALTER TABLE beta ADD COLUMN x BIGINT", "NOT SQL"}, {}});
   Status st = Migrate(*db_, migrations);
   EXPECT_EQ(st.code(), StatusCode::kInternal);
   EXPECT_NE(st.message().find("migration 3 (beta)"), std::string::npos) << st.message();
@@ -169,7 +182,8 @@ TEST_P(StoreConformance, FaultInjectionFailsStatementsAndCommits) {
   Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)"});
   testing::FaultInjectingDatabase faulty(*db_);
   faulty.FailStatement("INSERT INTO items", Unavailable("injected outage"));
-  Status st = faulty.Transact([](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('a')").status(); });
+  Status st = faulty.Transact(
+      [](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('a')").status(); });
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_EQ(Count("items"), 0);
 
@@ -184,14 +198,16 @@ TEST_P(StoreConformance, FaultInjectionFailsStatementsAndCommits) {
   EXPECT_FALSE(ran);
 
   faulty.FailCommit("INSERT INTO items", /*committed=*/false);
-  st = faulty.Transact([&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
+  st = faulty.Transact(
+      [&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
   EXPECT_EQ(st.code(), StatusCode::kOutcomeUnknown) << st.ToString();
   EXPECT_EQ(Count("items"), 1) << "it did not commit";
   EXPECT_EQ(faulty.injected(), 3);
   EXPECT_EQ(faulty.Count("INSERT INTO items"), 3);
 
   // Faults are spent: the same writes now go through.
-  st = faulty.Transact([&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
+  st = faulty.Transact(
+      [&](Tx& tx) { return tx.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
   EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -200,18 +216,22 @@ TEST_P(StoreConformance, QueryPageWalksAKeysetInBothDirections) {
   // Ten rows, two per `at` value, so that the key needs both columns.
   Status st = db_->Transact([&](Tx& tx) -> Status {
     for (int i = 0; i < 10; ++i) {
-      GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO items (id, at, owner) VALUES (?, ?, ?)",
-                                     {"i" + std::to_string(i), int64_t{i / 2},
-                                      std::string(i == 7 ? "other" : "me")})
-                                 .status());
+      GPUNEX_RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO items (id, at, owner) VALUES (?, ?, ?)",
+                  {"i" + std::to_string(i), int64_t{i / 2}, std::string(i == 7 ? "other" : "me")})
+              .status());
     }
     return Status::Ok();
   });
   ASSERT_TRUE(st.ok()) << st.ToString();
   for (bool descending : {false, true}) {
     SCOPED_TRACE(descending ? "descending" : "ascending");
-    PageQuery q{"id", "FROM items", "owner = ?", {std::string("me")},
-                {{"at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}}, descending};
+    PageQuery q{"id",
+                "FROM items",
+                "owner = ?",
+                {std::string("me")},
+                {{"at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}},
+                descending};
     std::vector<std::string> seen;
     PageRequest req{4, std::nullopt};
     int pages = 0;
@@ -236,8 +256,9 @@ TEST_P(StoreConformance, QueryPageWalksAKeysetInBothDirections) {
   // A page that ends exactly at the last row has no next cursor.
   Page<Row> all;
   st = db_->Read([&](Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(all, QueryPage(tx, {"id", "FROM items", "", {}, {{"id", KeyColumn::Type::kText}}},
-                                           PageRequest{10, std::nullopt}));
+    GPUNEX_ASSIGN_OR_RETURN(
+        all, QueryPage(tx, {"id", "FROM items", "", {}, {{"id", KeyColumn::Type::kText}}},
+                       PageRequest{10, std::nullopt}));
     return Status::Ok();
   });
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -339,10 +360,9 @@ TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
     const char* sql = "INSERT INTO items (id, note) VALUES (?, ?) ON CONFLICT (id) DO NOTHING";
     GPUNEX_ASSIGN_OR_RETURN(first, tx.Exec(sql, {std::string("k"), std::string("first")}));
     GPUNEX_ASSIGN_OR_RETURN(second, tx.Exec(sql, {std::string("k"), std::string("second")}));
-    GPUNEX_ASSIGN_OR_RETURN(
-        returned, tx.Query("INSERT INTO items (id, note) VALUES (?, ?) ON CONFLICT DO NOTHING "
-                           "RETURNING id",
-                           {std::string("k"), std::string("third")}));
+    GPUNEX_ASSIGN_OR_RETURN(returned, tx.Query("INSERT INTO items (id, note) VALUES (?, "
+                                               "?) ON CONFLICT DO NOTHING RETURNING id",
+                                               {std::string("k"), std::string("third")}));
     return Status::Ok();
   });
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -357,7 +377,7 @@ TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
 
 TEST_P(StoreConformance, UniqueViolationIsAlreadyExistsAndRollsBack) {
   Prepare({"CREATE TABLE users (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE)",
-         "INSERT INTO users (id, email) VALUES ('u1', 'a@example.com')"});
+           "INSERT INTO users (id, email) VALUES ('u1', 'a@example.com')"});
   Status seen;
   Status st = db_->Transact([&](Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(tx.Exec("INSERT INTO users (id, email) VALUES (?, ?)",
@@ -439,7 +459,7 @@ TEST_P(StoreConformance, ReadSeesOneSnapshot) {
 
 TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
   Prepare({"CREATE TABLE counters (id TEXT PRIMARY KEY, n BIGINT NOT NULL)",
-         "INSERT INTO counters (id, n) VALUES ('c', 0)"});
+           "INSERT INTO counters (id, n) VALUES ('c', 0)"});
   constexpr int kThreads = 8;
   constexpr int kPerThread = 25;
   std::atomic<int> failures{0};

@@ -55,7 +55,7 @@ std::string BackendName(const ::testing::TestParamInfo<std::string>& info);
 
 }  // namespace gpunex::platform::testing
 
-#define GPUNEX_INSTANTIATE_BACKENDS(suite)                                                       \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                      \
-                           ::testing::ValuesIn(::gpunex::platform::store::testing::TestBackends()), \
-                           ::gpunex::platform::testing::BackendName)
+#define GPUNEX_INSTANTIATE_BACKENDS(suite)                                                      \
+  INSTANTIATE_TEST_SUITE_P(                                                                     \
+      Backends, suite, ::testing::ValuesIn(::gpunex::platform::store::testing::TestBackends()), \
+      ::gpunex::platform::testing::BackendName)

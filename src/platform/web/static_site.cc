@@ -12,12 +12,12 @@ constexpr std::string_view kAssetsPrefix = "/assets/";
 
 // Shown for every page when gpunexd was built without web/dist.
 constexpr std::string_view kNotBuiltPage =
-    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-    "<title>gpunex: dashboard not built</title></head><body>"
-    "<h1>gpunex</h1><p>The web dashboard is not built into this gpunexd.</p>"
-    "<p>Build it with <code>scripts/build-web.sh</code>, then rebuild gpunexd. The REST API "
-    "under <code>/api/v1</code> works without it.</p></body></html>\n";
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+    "content=\"width=device-width, initial-scale=1\"><title>gpunex: dashboard not "
+    "built</title></head><body><h1>gpunex</h1><p>The web dashboard is not built into this "
+    "gpunexd.</p><p>Build it with <code>scripts/build-web.sh</code>, "
+    "then rebuild gpunexd. The REST API under <code>/api/v1</code> works without "
+    "it.</p></body></html>\n";
 
 bool IsHtml(std::string_view content_type) { return content_type.starts_with("text/html"); }
 

@@ -30,9 +30,8 @@
 namespace gpunex::platform::web {
 
 inline constexpr std::string_view kContentSecurityPolicy =
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; "
-    "form-action 'self'";
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src "
+    "'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'";
 inline constexpr std::string_view kImmutable = "public, max-age=31536000, immutable";
 inline constexpr std::string_view kRevalidate = "no-cache";
 

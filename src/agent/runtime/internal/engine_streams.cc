@@ -91,8 +91,7 @@ Status FrameDemuxer::Feed(std::string_view data, const Sink& on_data) {
           break;
         default:
           return Internal(
-              "docker: the log stream is not multiplexed (was the container created with a "
-              "TTY?)");
+              "docker: the log stream is not multiplexed (was the container created with a TTY?)");
       }
       remaining_ = (uint32_t{header_[4]} << 24) | (uint32_t{header_[5]} << 16) |
                    (uint32_t{header_[6]} << 8) | uint32_t{header_[7]};

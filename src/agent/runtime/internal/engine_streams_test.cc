@@ -78,13 +78,10 @@ TEST(ProgressStream, ForwardsProgressAndKeepsTheFirstError) {
   std::vector<std::string> progress;
   ProgressStream ps([&](const std::string& p) { progress.push_back(p); });
   std::string text =
-      "{\"status\":\"Pulling from team/model\",\"id\":\"v1\"}\n"
-      "not json\n"
-      "\n"
-      "{\"status\":\"Downloading\",\"id\":\"abc\",\"progress\":\"[==> ] 1MB/2MB\"}\r\n"
-      "{\"errorDetail\":{\"message\":\"manifest unknown\"},\"error\":\"manifest unknown\"}\n"
-      "{\"error\":\"second\"}\n"
-      "{\"stream\":\"Loaded image: x:1\\n\"}";
+      "{\"status\":\"Pulling from team/model\",\"id\":\"v1\"}\nnot "
+      "json\n\n{\"status\":\"Downloading\",\"id\":\"abc\",\"progress\":\"[==> ] "
+      "1MB/2MB\"}\r\n{\"errorDetail\":{\"message\":\"manifest unknown\"},\"error\":\"manifest "
+      "unknown\"}\n{\"error\":\"second\"}\n{\"stream\":\"Loaded image: x:1\\n\"}";
   ASSERT_TRUE(FeedInPieces(text, 7, [&](std::string_view p) { return ps.Feed(p); }).ok());
   ASSERT_TRUE(ps.Finish().ok());
   ASSERT_TRUE(ps.error().has_value());

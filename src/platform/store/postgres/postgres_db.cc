@@ -90,8 +90,8 @@ Failure ClassifyCurrentException(const pqxx::connection_base& conn) {
     f.retryable = true;
   } catch (const pqxx::in_doubt_error& e) {
     f.status = OutcomeUnknown(
-        "postgresql: the connection was lost during COMMIT; the transaction may or may not "
-        "have been applied: " +
+        "postgresql: the connection was lost during COMMIT; the transaction may or may not have "
+        "been applied: " +
         OneLine(e.what()));
     f.broken = true;
   } catch (const pqxx::sql_error& e) {
@@ -429,8 +429,8 @@ class PostgresDatabase final : public Database {
       c.broken = c.broken || f.broken;
       // A commit interrupted by a lost connection may have been applied: no retry.
       if (f.broken && f.status.code() == StatusCode::kUnavailable) {
-        return {OutcomeUnknown("postgresql: the connection was lost during COMMIT; the "
-                               "transaction may or may not have been applied: " +
+        return {OutcomeUnknown("postgresql: the connection was lost during COMMIT; the transaction "
+                               "may or may not have been applied: " +
                                f.status.message()),
                 false};
       }

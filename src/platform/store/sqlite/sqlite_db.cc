@@ -83,9 +83,15 @@ class SqliteTx final : public Tx {
       cells.reserve(n);
       for (int c = 0; c < n; ++c) {
         switch (sqlite3_column_type(stmt, c)) {
-          case SQLITE_NULL: cells.emplace_back(nullptr); break;
-          case SQLITE_INTEGER: cells.emplace_back(int64_t{sqlite3_column_int64(stmt, c)}); break;
-          case SQLITE_FLOAT: cells.emplace_back(sqlite3_column_double(stmt, c)); break;
+          case SQLITE_NULL:
+            cells.emplace_back(nullptr);
+            break;
+          case SQLITE_INTEGER:
+            cells.emplace_back(int64_t{sqlite3_column_int64(stmt, c)});
+            break;
+          case SQLITE_FLOAT:
+            cells.emplace_back(sqlite3_column_double(stmt, c));
+            break;
           default: {
             const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
             cells.emplace_back(std::string(t ? t : "", sqlite3_column_bytes(stmt, c)));
@@ -136,12 +142,12 @@ class SqliteDatabase final : public Database {
  private:
   StatusOr<sqlite3*> Connect() {
     sqlite3* c = nullptr;
-    int rc = sqlite3_open_v2(path_.c_str(), &c,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
+    int rc =
+        sqlite3_open_v2(path_.c_str(), &c,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
-      Status st = Unavailable("cannot open " + path_ + ": " +
-                              (c ? sqlite3_errmsg(c) : sqlite3_errstr(rc)));
+      Status st =
+          Unavailable("cannot open " + path_ + ": " + (c ? sqlite3_errmsg(c) : sqlite3_errstr(rc)));
       sqlite3_close_v2(c);
       return st;
     }
@@ -177,9 +183,8 @@ class SqliteDatabase final : public Database {
 
   Status RunTx(const char* begin, const std::function<Status(Tx&)>& fn) {
     GPUNEX_ASSIGN_OR_RETURN(sqlite3 * c, Acquire());
-    std::unique_ptr<sqlite3, std::function<void(sqlite3*)>> guard(c, [this](sqlite3* p) {
-      Release(p);
-    });
+    std::unique_ptr<sqlite3, std::function<void(sqlite3*)>> guard(
+        c, [this](sqlite3* p) { Release(p); });
     static thread_local std::mt19937 rng{std::random_device{}()};
     Status last;
     for (int attempt = 0; attempt < 20; ++attempt) {
@@ -231,7 +236,7 @@ class SqliteDatabase final : public Database {
 }  // namespace
 
 StatusOr<std::unique_ptr<Database>> OpenSqliteDatabase(const std::string& data_dir,
-                                                        SqliteOptions options) {
+                                                       SqliteOptions options) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return Unavailable("cannot create data directory " + data_dir + ": " + ec.message());

@@ -65,7 +65,8 @@ Status FaultInjectingDatabase::OnStatement(std::string_view sql, std::vector<std
   return Status::Ok();
 }
 
-bool FaultInjectingDatabase::TakeCommitFault(const std::vector<std::string>& seen, bool* committed) {
+bool FaultInjectingDatabase::TakeCommitFault(const std::vector<std::string>& seen,
+                                             bool* committed) {
   MutexLock lock(&mu_);
   for (auto it = commit_faults_.begin(); it != commit_faults_.end(); ++it) {
     bool ran = false;

@@ -33,7 +33,9 @@ class TestDatabase {
   const std::filesystem::path& dir() const { return dir_; }
 
   // Applies `migrations` (typically schema::AllMigrations()).
-  Status Migrate(const std::vector<Migration>& migrations) { return store::Migrate(*db_, migrations); }
+  Status Migrate(const std::vector<Migration>& migrations) {
+    return store::Migrate(*db_, migrations);
+  }
 
   // The rows of one read-only query; fails the way Tx::Query does.
   StatusOr<Rows> Query(const std::string& sql, const std::vector<Value>& params = {});
