@@ -9,12 +9,6 @@ namespace {
 
 using store::KeyColumn;
 
-std::optional<std::string> OptString(const store::Row& r, size_t i) { return r.OptStr(i); }
-
-store::Value OptValue(const std::optional<std::string>& s) {
-  return s ? store::Value(*s) : store::Value(nullptr);
-}
-
 // --- JSON documents kept in TEXT columns. Read leniently: what the platform wrote once is
 // never re-validated (a field it cannot read is left at its default).
 
@@ -90,34 +84,6 @@ protocol::GpuSample TelemetryFrom(const std::string& text) {
   return s;
 }
 
-protocol::StartWorkload SpecFrom(const std::string& text) {
-  const json::value v = ParseJsonOr(text, json::object{});
-  const json::object& o = StoredObject(v);
-  protocol::StartWorkload s;
-  s.workload_id = StoredText(o, "workload_id");
-  s.image = StoredText(o, "image");
-  if (auto it = o.find("command"); it != o.end()) s.command = StoredTextList(it->value());
-  if (auto it = o.find("env"); it != o.end() && it->value().is_object()) {
-    for (const auto& kv : it->value().get_object()) {
-      if (kv.value().is_string())
-        s.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
-    }
-  }
-  if (auto it = o.find("gpu_uuids"); it != o.end()) s.gpu_uuids = StoredTextList(it->value());
-  s.memory_mb = StoredInt(o, "memory_mb");
-  s.cpus = StoredNumber(o, "cpus");
-  s.pids_limit = StoredInt(o, "pids_limit");
-  s.scratch_mb = StoredInt(o, "scratch_mb");
-  s.timeout_s = StoredInt(o, "timeout_s");
-  return s;
-}
-
-std::string IdsText(const std::vector<std::string>& ids) {
-  json::array a;
-  for (const auto& id : ids) a.emplace_back(id);
-  return ToJsonText(a);
-}
-
 constexpr const char* kMachineColumns =
     "id, provider_id, key_hash, name, status, emulated, agent_version, host, inventory_hash, "
     "created_at, last_seen_at, status_since";
@@ -163,31 +129,6 @@ constexpr const char* kCommandColumns = "id, machine_id, kind, payload, state, c
 
 CommandRow CommandFrom(const store::Row& r) {
   return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Str(4), r.Time(5), r.OptTime(6)};
-}
-
-constexpr const char* kWorkloadColumns =
-    "id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, exit_code, "
-    "end_reason, end_party, container_id, created_at, started_at, ended_at, updated_at";
-
-Workload WorkloadFrom(const store::Row& r) {
-  Workload w;
-  w.id = r.Str(0);
-  w.machine_id = r.Str(1);
-  w.provider_id = r.Str(2);
-  w.created_by = r.Str(3);
-  w.purpose = r.Str(4);
-  w.spec = SpecFrom(r.Str(5));
-  w.gpu_ids = StoredTextList(ParseJsonOr(r.Str(6), json::array{}));
-  w.state = r.Str(7);
-  w.exit_code = r.OptInt(8);
-  w.end_reason = OptString(r, 9);
-  w.end_party = OptString(r, 10);
-  w.container_id = OptString(r, 11);
-  w.created_at = r.Time(12);
-  w.started_at = r.OptTime(13);
-  w.ended_at = r.OptTime(14);
-  w.updated_at = r.Time(15);
-  return w;
 }
 
 StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql,
@@ -514,123 +455,6 @@ Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok,
 
 StatusOr<std::vector<std::string>> FleetStore::MachinesWithPendingCommands() {
   return Ids(tx_, "SELECT DISTINCT machine_id FROM agent_commands WHERE state = 'pending'", {});
-}
-
-// ---------------------------------------------------------------- workloads
-
-Status FleetStore::InsertWorkload(const Workload& w) {
-  return tx_
-      .Exec(
-          "INSERT INTO workloads (id, machine_id, provider_id, created_by, purpose, spec, "
-          "gpu_ids, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          {w.id, w.machine_id, w.provider_id, w.created_by, w.purpose,
-           ToJsonText(protocol::ToJson(w.spec)), IdsText(w.gpu_ids), w.state,
-           ToUnixMicros(w.created_at), ToUnixMicros(w.updated_at)})
-      .status();
-}
-
-StatusOr<std::optional<Workload>> FleetStore::FindWorkload(const std::string& id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kWorkloadColumns + " FROM workloads WHERE id = ?", {id}));
-  if (rows.empty()) return std::optional<Workload>();
-  return std::optional<Workload>(WorkloadFrom(rows[0]));
-}
-
-StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id,
-                                                   const std::string& machine_id,
-                                                   const PageRequest& page) {
-  store::PageQuery q{kWorkloadColumns, "FROM workloads", "", {}, {{"id", KeyColumn::Type::kText}}};
-  std::string where;
-  if (!user_id.empty()) {
-    where = "(provider_id = ? OR created_by = ?)";
-    q.params = {user_id, user_id};
-  }
-  if (!machine_id.empty()) {
-    where += std::string(where.empty() ? "" : " AND ") + "machine_id = ?";
-    q.params.emplace_back(machine_id);
-  }
-  q.where = where;
-  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Workload> out;
-  for (const auto& r : rows.items) out.items.push_back(WorkloadFrom(r));
-  out.next = std::move(rows.next);
-  return out;
-}
-
-StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kWorkloadColumns +
-                                        " FROM workloads WHERE machine_id = ? "
-                                        "AND state IN ('pending', 'starting', 'running') "
-                                        "ORDER BY id",
-                                    {machine_id}));
-  std::vector<Workload> out;
-  for (const auto& r : rows) out.push_back(WorkloadFrom(r));
-  return out;
-}
-
-Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view state,
-                                       const std::optional<std::string>& container_id,
-                                       Timestamp at) {
-  return tx_
-      .Exec(
-          "UPDATE workloads SET state = ?, container_id = COALESCE(?, container_id), "
-          "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, updated_at = ? "
-          "WHERE id = ?",
-          {std::string(state), OptValue(container_id), std::string(state), ToUnixMicros(at),
-           ToUnixMicros(at), id})
-      .status();
-}
-
-StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view state,
-                                       std::optional<int64_t> exit_code, const std::string& reason,
-                                       std::string_view party,
-                                       const std::optional<std::string>& container_id,
-                                       Timestamp at) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n,
-      tx_.Exec(
-          "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
-          "ended_at = ?, updated_at = ?, container_id = COALESCE(?, container_id) "
-          "WHERE id = ? AND state IN ('pending', 'starting', 'running')",
-          {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr), reason,
-           std::string(party), ToUnixMicros(at), ToUnixMicros(at), OptValue(container_id), id}));
-  return n > 0;
-}
-
-// ---------------------------------------------------------------- workload logs
-
-StatusOr<int64_t> FleetStore::CountLogChunks(const std::string& workload_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ?", {workload_id}));
-  return rows.at(0).Int(0);
-}
-
-Status FleetStore::InsertLogChunk(const std::string& workload_id, const LogChunk& c) {
-  return tx_
-      .Exec(
-          "INSERT INTO workload_logs (workload_id, stream, seq, at, data) VALUES (?, ?, ?, ?, "
-          "?) ON CONFLICT (workload_id, stream, seq) DO NOTHING",
-          {workload_id, c.stream, c.seq, ToUnixMicros(c.at), c.data})
-      .status();
-}
-
-StatusOr<Page<LogChunk>> FleetStore::LogChunks(const std::string& workload_id,
-                                               const PageRequest& page) {
-  store::PageQuery q{"stream, seq, at, data",
-                     "FROM workload_logs",
-                     "workload_id = ?",
-                     {workload_id},
-                     {{"at", KeyColumn::Type::kInt},
-                      {"stream", KeyColumn::Type::kText},
-                      {"seq", KeyColumn::Type::kInt}}};
-  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<LogChunk> out;
-  for (const auto& r : rows.items) out.items.push_back({r.Str(0), r.Int(1), r.Time(2), r.Str(3)});
-  out.next = std::move(rows.next);
-  return out;
 }
 
 }  // namespace gpunex::platform::fleet
