@@ -11,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-scripts/check-format.sh
 # The web dashboard first: gpunexd embeds web/dist, and the browser tests need it.
 scripts/build-web.sh
+scripts/check-format.sh
 
 jobs=${JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

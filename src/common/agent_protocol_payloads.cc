@@ -9,7 +9,6 @@
 
 namespace gpunex::protocol {
 
-using internal::Int;
 using internal::List;
 using internal::Str;
 

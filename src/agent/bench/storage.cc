@@ -27,7 +27,6 @@ namespace gpunex::agent::bench {
 namespace {
 
 using internal::LatencyHistogram;
-using internal::StorageHooks;
 
 constexpr int64_t kSeqBlock = 1 << 20;
 constexpr int64_t kRandBlock = 4096;

@@ -18,7 +18,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::kBusyboxImage;
-using testing::TestDockerd;
 
 class DockerClientTest : public testing::DockerSuite<DockerClientTest> {
  protected:

@@ -9,8 +9,6 @@
 namespace gpunex::agent {
 namespace {
 
-using ::testing::HasSubstr;
-
 constexpr char kGpu0[] = "GPU-0d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 constexpr char kGpu1[] = "GPU-1d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 constexpr char kGpu2[] = "GPU-2d6f2a4e-1b2c-4d5e-8f90-a1b2c3d4e5f6";

@@ -41,7 +41,6 @@ using testing::BeastResponse;
 using testing::Client;
 using testing::ErrorCode;
 using testing::JsonBody;
-using testing::NotFoundHandler;
 using testing::TestOptions;
 using testing::TestServer;
 using testing::TlsClient;

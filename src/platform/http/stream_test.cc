@@ -28,7 +28,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
-using boost::system::error_code;
 using namespace std::chrono_literals;
 
 using testing::BeastResponse;

@@ -114,7 +114,7 @@ TEST(StaticSite, MissingAssetIsNotFound) {
 TEST(StaticSite, IfNoneMatchGivesNotModified) {
   StaticSite site(kFiles);
   const std::string etag = site.Serve(Get("/assets/app-1a2b.js")).GetHeader("ETag");
-  for (std::string inm : {etag, "W/" + etag, "\"other\", " + etag, std::string("*")}) {
+  for (const std::string& inm : {etag, "W/" + etag, "\"other\", " + etag, std::string("*")}) {
     http::Request req = Get("/assets/app-1a2b.js");
     req.headers["if-none-match"] = inm;
     http::Response r = site.Serve(req);

@@ -847,13 +847,7 @@ function machinePanel(v: View, host: HTMLElement, first: api.Machine): () => voi
     // that the page does not jump under the reader every few seconds.
     const now = JSON.stringify({
       s: machine.status,
-      g: machine.gpus.map((g) => [
-        g.id,
-        g.listing_state,
-        g.listing_note,
-        g.performance_score,
-        g.last_benchmark_at,
-      ]),
+      g: machine.gpus.map((g) => [g.id, g.listing_state, g.listing_note, g.performance_score, g.last_benchmark_at]),
       r: page.items.map((r) => [r.id, r.state, r.finished_at]),
     });
     const r = runningRun();
