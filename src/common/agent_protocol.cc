@@ -279,16 +279,7 @@ struct AgentWriter {
             {"machine_id", h.machine_id},
             {"machine_key", h.machine_key},
             {"emulated", h.emulated},
-            {"host",
-             {{"hostname", h.host.hostname},
-              {"cpu_model", h.host.cpu_model},
-              {"os", h.host.os},
-              {"kernel", h.host.kernel},
-              {"docker_version", h.host.docker_version},
-              {"cpu_cores", h.host.cpu_cores},
-              {"ram_mb", h.host.ram_mb},
-              {"disk_total_mb", h.host.disk_total_mb},
-              {"disk_free_mb", h.host.disk_free_mb}}},
+            {"host", ToJson(h.host)},
             {"gpus", std::move(gpus)},
             {"containers", std::move(containers)}};
   }
@@ -361,6 +352,18 @@ struct PlatformWriter {
 std::string Serialize(const AgentMessage& m) { return ToJsonText(std::visit(AgentWriter{}, m)); }
 std::string Serialize(const PlatformMessage& m) {
   return ToJsonText(std::visit(PlatformWriter{}, m));
+}
+
+json::object ToJson(const Host& h) {
+  return {{"hostname", h.hostname},
+          {"cpu_model", h.cpu_model},
+          {"os", h.os},
+          {"kernel", h.kernel},
+          {"docker_version", h.docker_version},
+          {"cpu_cores", h.cpu_cores},
+          {"ram_mb", h.ram_mb},
+          {"disk_total_mb", h.disk_total_mb},
+          {"disk_free_mb", h.disk_free_mb}};
 }
 
 std::string SanitizeLogText(std::string_view raw) {

@@ -148,6 +148,9 @@ StatusOr<PlatformMessage> ParsePlatformMessage(std::string_view text);
 std::string Serialize(const AgentMessage& m);
 std::string Serialize(const PlatformMessage& m);
 
+// The host facts as hello carries them; the platform keeps and shows them in this form.
+json::object ToJson(const Host& h);
+
 // ---------------------------------------------------------------------------------------
 // Command payloads (docs/agent-protocol.md). Each ParseX takes the payload object and
 // fails with kValidationFailed and a field error for every wrong field, named by its path

@@ -41,15 +41,15 @@ TEST_P(AccountsTest, SignUpValidatesAndStoresOnlyAHash) {
   auto bad = accounts_->SignUp({"x@", "short", ""}, "1.2.3.4");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().fields().size(), 3u);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users"), 0);
 
   auto u = accounts_->SignUp({"Ana@Example.com", "correct horse", "Ana"}, "");
   ASSERT_TRUE(u.ok()) << u.status().ToString();
   EXPECT_EQ(u->email, "ana@example.com");
   EXPECT_EQ(u->roles, std::vector<std::string>{"customer"});
   EXPECT_EQ(u->created_at, clock_.Now());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE password_hash LIKE '$argon2id$%'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE password_hash LIKE '%correct horse%'"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE password_hash LIKE '$argon2id$%'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE password_hash LIKE '%correct horse%'"), 0);
 
   auto dup = accounts_->SignUp({"ana@example.com", "0123456789", "B"}, "");
   ASSERT_FALSE(dup.ok());
@@ -68,7 +68,8 @@ TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
   auto ok = accounts_->Login({"B@example.com", "0123456789"}, "ip", "ua");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->expires_at, clock_.Now() + std::chrono::hours(24));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM sessions WHERE token_hash = ?", {Sha256Hex(ok->token)}), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM sessions WHERE token_hash = ?", {Sha256Hex(ok->token)}),
+            1);
   auto p = accounts_->Authenticate(ok->token, false, "ip");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->user.email, "b@example.com");
@@ -83,7 +84,7 @@ TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
   for (int i = 0; i < 3; ++i) (void)accounts_->Login({"b@example.com", "wrong-wrong"}, "ip", "ua");
   auto locked = accounts_->Login({"b@example.com", "0123456789"}, "ip", "ua");
   EXPECT_EQ(locked.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_GE(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'login.throttled'"), 1);
+  EXPECT_GE(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'login.throttled'"), 1);
   // The window passes: the right password works again.
   clock_.Advance(std::chrono::minutes(15) + kOneSecond);
   EXPECT_TRUE(accounts_->Login({"b@example.com", "0123456789"}, "ip", "ua").ok());
@@ -94,7 +95,7 @@ TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
   Principal p = LogIn("c@example.com");
   auto key = accounts_->CreateApiKey(p, "ci");
   ASSERT_TRUE(key.ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}),
             1);
   EXPECT_EQ(accounts_->CreateApiKey(p, "").status().fields().count("name"), 1u);
   auto via_key = accounts_->Authenticate(key->secret, false, "");
@@ -128,20 +129,20 @@ TEST_P(AccountsTest, ASignUpWhoseCommitOutcomeIsUnknownIsNeverDoubled) {
   EXPECT_EQ(first.status().code(), StatusCode::kOutcomeUnknown);
   auto retry = accounts_->SignUp({"d@example.com", "0123456789", "D"}, "");
   EXPECT_EQ(retry.status().code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'd@example.com'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM user_roles"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE email = 'd@example.com'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles"), 1);
   // It did not commit: the retry creates the account once.
   faulty().FailCommit("INSERT INTO users", /*committed=*/false);
   EXPECT_EQ(accounts_->SignUp({"e@example.com", "0123456789", "E"}, "").status().code(),
             StatusCode::kOutcomeUnknown);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'e@example.com'"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE email = 'e@example.com'"), 0);
   EXPECT_TRUE(accounts_->SignUp({"e@example.com", "0123456789", "E"}, "").ok());
   // A conflict on the audit row is retried as a whole transaction.
   faulty().FailStatement("INSERT INTO audit_events", Aborted("injected conflict"));
   EXPECT_TRUE(accounts_->SignUp({"f@example.com", "0123456789", "F"}, "").ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM users WHERE email = 'f@example.com'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' "
-                  "AND subject IN (SELECT id FROM users WHERE email = 'f@example.com')"),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE email = 'f@example.com'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' "
+                   "AND subject IN (SELECT id FROM users WHERE email = 'f@example.com')"),
             1);
 }
 

@@ -11,18 +11,6 @@ json::object GpuInfoJson(const fleet::GpuInfo& g) {
           {"power_limit_w", g.power_limit_w}};
 }
 
-json::object HostJson(const protocol::Host& h) {
-  return {{"hostname", h.hostname},
-          {"cpu_model", h.cpu_model},
-          {"cpu_cores", h.cpu_cores},
-          {"ram_mb", h.ram_mb},
-          {"disk_total_mb", h.disk_total_mb},
-          {"disk_free_mb", h.disk_free_mb},
-          {"os", h.os},
-          {"kernel", h.kernel},
-          {"docker_version", h.docker_version}};
-}
-
 json::value TelemetryJson(const std::optional<protocol::GpuSample>& t) {
   if (!t) return nullptr;
   json::array reasons;
@@ -71,7 +59,7 @@ StatusOr<json::object> MachineJson(const ApiContext& ctx, const fleet::Machine& 
                       {"status", m.status},
                       {"emulated", m.emulated},
                       {"agent_version", m.agent_version},
-                      {"host", HostJson(m.host)},
+                      {"host", protocol::ToJson(m.host)},
                       {"created_at", FormatRfc3339(m.created_at)},
                       {"last_seen", FormatRfc3339(m.last_seen)},
                       {"status_since", FormatRfc3339(m.status_since)},

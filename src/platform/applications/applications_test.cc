@@ -36,14 +36,11 @@ std::vector<store::Migration> SchemaBefore(int version) {
 }
 
 // The text of the one row `sql` answers; "" otherwise.
-std::string Text(TestDatabase& db, const std::string& sql,
-                 const std::vector<store::Value>& params = {}) {
-  auto rows = db.Query(sql, params);
-  EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
-}
+// The body column as stored (the migration tests have no fixture).
 std::string StoredBody(TestDatabase& db, const std::string& id) {
-  return Text(db, "SELECT body FROM provider_applications WHERE id = ?", {id});
+  auto rows = db.Query("SELECT body FROM provider_applications WHERE id = ?", {id});
+  EXPECT_TRUE(rows.ok() && rows->size() == 1) << id << ": " << rows.status().ToString();
+  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
 }
 
 GpuEntry H100() {
@@ -100,17 +97,6 @@ class ApplicationsTest : public testing::PlatformTest {
         accounts_->CreateAdmin("reviewer@example.com", "reviewer-password", "Rita Reviewer");
     ASSERT_TRUE(admin.ok()) << admin.status().ToString();
     admin_ = As(admin->id);
-  }
-
-  accounts::Principal As(const std::string& user_id) {
-    accounts::Principal p;
-    Status st = db().Read([&](store::Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(p.user, accounts::LoadUser(tx, user_id));
-      return Status::Ok();
-    });
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    p.ip = "192.0.2.7";
-    return p;
   }
 
   // A new applicant.
@@ -245,7 +231,7 @@ TEST_P(ApplicationsTest, EveryDraftShapeSurvivesSaveAndReload) {
   }
   EXPECT_EQ(apps_->unreadable_rows(), 0u);
   EXPECT_EQ(wakes_, 0) << "drafts send no email";
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
 }
 
 TEST_P(ApplicationsTest, StoredBodiesAreNotRevalidated) {
@@ -331,7 +317,7 @@ TEST_P(ApplicationsTest, SubmitNamesWhatIsMissingThenSubmits) {
   EXPECT_EQ(incomplete.status().fields(),
             (FieldErrors{{"infrastructure.ups", "is required"},
                          {"infrastructure.commitment_months", "is required"}}));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM notifications"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications"), 0);
 
   clock_.Advance(kOneHour);
   ASSERT_TRUE(apps_->Update(u, a->id, Complete("Ada.Ops@Example.net")).ok());
@@ -352,12 +338,12 @@ TEST_P(ApplicationsTest, SubmitNamesWhatIsMissingThenSubmits) {
   EXPECT_EQ(Actions(*s), (std::vector<std::string>{"created", "updated", "submitted"}));
   EXPECT_EQ(s->history->back().actor_name, "Ada Lovelace");
   EXPECT_EQ(wakes_, 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.submitted' "
-                  "AND to_addr = 'ada.ops@example.net' AND subject = 'gpunex: your provider "
-                  "application was received'"),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.submitted' "
+                   "AND to_addr = 'ada.ops@example.net' AND subject = 'gpunex: your provider "
+                   "application was received'"),
             1);
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM notifications WHERE kind = 'application.submitted' AND user_id = ?",
           {u.user.id}),
       1);
@@ -380,8 +366,8 @@ TEST_P(ApplicationsTest, CreateValidatesBeforeAnything) {
   r = apps_->Create(u, {incomplete, true});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().fields(), (FieldErrors{{"gpus[0].location.country", "is required"}}));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM provider_applications"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM application_events"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM provider_applications"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM application_events"), 0);
 
   auto check = apps_->Check(bad, Completeness::kDraft);
   ASSERT_TRUE(check.ok());
@@ -417,12 +403,12 @@ TEST_P(ApplicationsTest, RequestInfoThenResubmit) {
   EXPECT_EQ(again->submitted_at, clock_.Now());
   EXPECT_EQ(Actions(*again), (std::vector<std::string>{"created", "submitted", "request_info",
                                                        "updated", "resubmitted"}));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM provider_applications WHERE first_submitted_at = ? "
-                  "AND submitted_at = ?",
-                  {ToUnixMicros(*a.submitted_at), ToUnixMicros(clock_.Now())}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM provider_applications WHERE first_submitted_at = ? "
+                   "AND submitted_at = ?",
+                   {ToUnixMicros(*a.submitted_at), ToUnixMicros(clock_.Now())}),
             1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind IN ('application.submitted', "
-                  "'application.needs_info', 'application.resubmitted')"),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind IN ('application.submitted', "
+                   "'application.needs_info', 'application.resubmitted')"),
             3);
   EXPECT_EQ(wakes_, 3);
   EXPECT_EQ(ListIds(admin_, "submitted", 50), std::vector<std::string>{a.id});
@@ -440,26 +426,26 @@ TEST_P(ApplicationsTest, ApproveCreatesProviderRoleTokenNotificationAndEmail) {
   EXPECT_EQ(r->history->back().tier, "enterprise");
   EXPECT_FALSE(r->history->back().message) << "a blank message on approval is none";
 
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers WHERE user_id = ? AND tier = 'enterprise' "
-                  "AND application_id = ? AND approved_by = ?",
-                  {a.user_id, a.id, admin_.user.id}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers WHERE user_id = ? AND tier = 'enterprise' "
+                   "AND application_id = ? AND approved_by = ?",
+                   {a.user_id, a.id, admin_.user.id}),
             1);
   EXPECT_TRUE(As(a.user_id).user.HasRole(accounts::kRoleProvider));
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM notifications WHERE kind = 'application.approved' AND user_id = ?",
           {a.user_id}),
       1);
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM audit_events WHERE action = 'application.approve' AND subject = ?",
           {a.id}),
       1);
   const std::string token_hash =
-      Text(test_db(), "SELECT token_hash FROM agent_tokens WHERE provider_id = ?", {a.user_id});
+      Text("SELECT token_hash FROM agent_tokens WHERE provider_id = ?", {a.user_id});
   const std::string body =
-      Text(test_db(), "SELECT body FROM email_outbox WHERE kind = 'application.approved'");
-  EXPECT_EQ(Text(test_db(), "SELECT to_addr FROM email_outbox WHERE kind = 'application.approved'"),
+      Text("SELECT body FROM email_outbox WHERE kind = 'application.approved'");
+  EXPECT_EQ(Text("SELECT to_addr FROM email_outbox WHERE kind = 'application.approved'"),
             "ada.ops@example.net");
   const size_t at = body.find("gpx_a_");
   ASSERT_NE(at, std::string::npos) << body;
@@ -521,8 +507,8 @@ TEST_P(ApplicationsTest, RejectAndTheRulesOfDecisions) {
   EXPECT_EQ(r->status, "rejected");
   EXPECT_EQ(r->decided_at, clock_.Now());
   EXPECT_EQ(r->history->back().message, "Residential connection below 1 Gbps.");
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.rejected'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.rejected'"), 1);
   EXPECT_FALSE(As(a.user_id).user.HasRole(accounts::kRoleProvider));
   // Rejected is not open: the applicant may apply again.
   EXPECT_TRUE(apps_->Create(owner, {ApplicationBody{}, false}).ok());
@@ -616,10 +602,10 @@ TEST_P(ApplicationsTest, ADecisionThatCommittedInDoubtIsNotRepeated) {
   ASSERT_FALSE(retry.ok());
   EXPECT_EQ(retry.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(retry.status().message().find("approved"), std::string::npos);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM application_events WHERE action = 'approve'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM application_events WHERE action = 'approve'"), 1);
   auto got = apps_->Get(admin_, a.id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->status, "approved");
@@ -632,9 +618,9 @@ TEST_P(ApplicationsTest, ADecisionThatDidNotCommitSucceedsOnRetry) {
   auto r = apps_->Decide(admin_, a.id, {"approve", "community", std::nullopt});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kOutcomeUnknown);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 0);
   EXPECT_EQ(apps_->Get(admin_, a.id)->status, "submitted");
 
   auto retry = apps_->Decide(admin_, a.id, {"approve", "community", std::nullopt});
@@ -643,9 +629,9 @@ TEST_P(ApplicationsTest, ADecisionThatDidNotCommitSucceedsOnRetry) {
   EXPECT_EQ(wakes_, wakes + 1);
   EXPECT_EQ(apps_->Decide(admin_, a.id, {"approve", "community", std::nullopt}).status().code(),
             StatusCode::kFailedPrecondition);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
 }
 
 TEST_P(ApplicationsTest, AConflictOnTheHistoryInsertIsRetried) {
@@ -659,9 +645,9 @@ TEST_P(ApplicationsTest, AConflictOnTheHistoryInsertIsRetried) {
   EXPECT_EQ(faulty().Count("INSERT INTO application_events") - before, 2)
       << "the transaction ran again";
   EXPECT_EQ(Actions(*r), (std::vector<std::string>{"created", "submitted", "approve"}));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM application_events WHERE action = 'approve'"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM application_events WHERE action = 'approve'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 1);
 }
 
 TEST_P(ApplicationsTest, AnOutageChangesNothing) {
@@ -670,8 +656,8 @@ TEST_P(ApplicationsTest, AnOutageChangesNothing) {
   auto r = apps_->Create(u, {Complete("a@example.com"), true});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM provider_applications"), 0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM provider_applications"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
   EXPECT_EQ(wakes_, 0);
   EXPECT_TRUE(apps_->Create(u, {Complete("a@example.com"), true}).ok());
   EXPECT_EQ(wakes_, 1);
@@ -683,7 +669,7 @@ TEST_P(ApplicationsTest, WithoutAWakeFunctionNothingIsRegistered) {
   Applications quiet(faulty(), o);
   auto r = quiet.Create(User(), {Complete("a@example.com"), true});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 1);
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(ApplicationsTest);

@@ -414,7 +414,7 @@ TEST_P(BenchmarksTest, FirstConnectRunsEveryGpuWithTheMachinePhasesAndAPassLists
     EXPECT_EQ(s.last_benchmark_at, clock_.Now());
   }
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.listed"));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
   EXPECT_EQ(wakes_.load(), 0);
   // Nothing is due: another tick starts nothing.
   Tick();
@@ -605,7 +605,7 @@ TEST_P(BenchmarksTest, ErrorResultsChangeNoVerdictAndAreRetriedLater) {
   EXPECT_THAT(*run.error, StartsWith("malformed result: "));
   for (const auto& g : Gpus(mid)) EXPECT_EQ(g.listing.state, ListingState::kListed);
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.listed"));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
 }
 
 TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
@@ -653,7 +653,7 @@ TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(), {{GpuUuid(1), slow}});
   EXPECT_EQ(Runs(mid)[0].state, "failed");
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 1);
   EXPECT_EQ(NotificationKinds(provider_).size(), 2u);
 
   // The provider fixed it and asks for a re-run, which passes.
@@ -703,8 +703,8 @@ TEST_P(BenchmarksTest, ARentedGpuIsLeftOutAndSoAreTheMachinePhases) {
   EXPECT_EQ(runs[0].network, std::nullopt);
   // The rented GPU is still due; it waits for the end of its workload.
   EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM gpu_benchmark_status WHERE gpu_id = ? AND last_benchmark_at < ?",
-            {gpus[0].id, ToUnixMicros(clock_.Now() - Seconds(options_.interval_s))}),
+      Number("SELECT COUNT(*) FROM gpu_benchmark_status WHERE gpu_id = ? AND last_benchmark_at < ?",
+             {gpus[0].id, ToUnixMicros(clock_.Now() - Seconds(options_.interval_s))}),
       1);
   Tick();
   EXPECT_EQ(Runs(mid).size(), 2u);
@@ -770,7 +770,7 @@ TEST_P(BenchmarksTest, OnlyTheOwnerAndAdminsSeeAndRequestRuns) {
   EXPECT_TRUE(r->machine_phases);
   EXPECT_EQ(r->created_at, clock_.Now());
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM audit_events WHERE action = 'benchmark.requested' AND subject = ?",
           {r->id}),
       1);
@@ -836,7 +836,7 @@ TEST_P(BenchmarksTest, ARunWithoutAResultTimesOutAndALateResultIsIgnored) {
   for (const auto& [id, s] : *scores) EXPECT_EQ(s.performance_score, std::nullopt) << id;
   // The command is settled, so it is not sent again.
   EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM agent_commands WHERE kind = 'run_benchmark' AND state = 'done'"),
+      Number("SELECT COUNT(*) FROM agent_commands WHERE kind = 'run_benchmark' AND state = 'done'"),
       1);
 
   // The retry runs once retry_after_s has passed.
@@ -931,7 +931,7 @@ TEST_P(BenchmarksInDoubtTest, ACommittedResultIsAppliedOnceWhenTheAgentSendsItAg
   EXPECT_EQ(runs[0].finished_at, first_at_);
   EXPECT_EQ(faulty().Count("UPDATE benchmark_runs SET state"), 1) << "the run was finished once";
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.delisted"));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'benchmark.delisted'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'benchmark.delisted'"), 1);
   EXPECT_EQ(Gpus(mid)[0].listing.state, ListingState::kFailedBenchmark);
 }
 
@@ -942,9 +942,9 @@ TEST_P(BenchmarksInDoubtTest, AResultThatDidNotCommitIsAppliedOnceOnTheResend) {
   // Nothing of it is stored.
   EXPECT_EQ(Runs(mid)[0].state, "running");
   EXPECT_THAT(NotificationKinds(provider_), IsEmpty());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
   EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM agent_commands WHERE kind = 'run_benchmark' AND state = 'done'"),
+      Number("SELECT COUNT(*) FROM agent_commands WHERE kind = 'run_benchmark' AND state = 'done'"),
       0);
   auto g = Gpus(mid)[0];
   EXPECT_TRUE(g.benchmarking);
@@ -961,7 +961,7 @@ TEST_P(BenchmarksInDoubtTest, AResultThatDidNotCommitIsAppliedOnceOnTheResend) {
   EXPECT_EQ(faulty().Count("UPDATE benchmark_runs SET state"), 2)
       << "the rolled-back attempt and the re-send";
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.delisted"));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM email_outbox WHERE kind = 'benchmark.delisted'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'benchmark.delisted'"), 1);
   EXPECT_EQ(wakes_.load(), 1);
   g = Gpus(mid)[0];
   EXPECT_FALSE(g.benchmarking);

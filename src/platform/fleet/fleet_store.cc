@@ -12,17 +12,7 @@ using store::KeyColumn;
 // --- JSON documents kept in TEXT columns. Read leniently: what the platform wrote once is
 // never re-validated (a field it cannot read is left at its default).
 
-std::string HostText(const protocol::Host& h) {
-  return ToJsonText(json::object{{"hostname", h.hostname},
-                                 {"cpu_model", h.cpu_model},
-                                 {"cpu_cores", h.cpu_cores},
-                                 {"ram_mb", h.ram_mb},
-                                 {"disk_total_mb", h.disk_total_mb},
-                                 {"disk_free_mb", h.disk_free_mb},
-                                 {"os", h.os},
-                                 {"kernel", h.kernel},
-                                 {"docker_version", h.docker_version}});
-}
+std::string HostText(const protocol::Host& h) { return ToJsonText(protocol::ToJson(h)); }
 
 protocol::Host HostFrom(const std::string& text) {
   const json::value v = ParseJsonOr(text, json::object{});

@@ -294,46 +294,12 @@ std::string FleetTestBase::NewAgentToken(const std::string& provider_id) {
   return id;
 }
 
-accounts::Principal FleetTestBase::As(const std::string& user_id) {
-  accounts::Principal p;
-  Status st = db().Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(p.user, accounts::LoadUser(tx, user_id));
-    return Status::Ok();
-  });
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  p.ip = "192.0.2.7";
-  return p;
-}
-
 FakeAgent& FleetTestBase::NewAgent(const std::string& provider_id, int gpus, bool emulated) {
   const std::string& token = provider_id == pia_     ? pia_token_
                              : provider_id == oscar_ ? oscar_token_
                                                      : provider_id;
   agents_.push_back(std::make_unique<FakeAgent>(*fleet_, provider_id, token, gpus, emulated));
   return *agents_.back();
-}
-
-int64_t FleetTestBase::Number(const std::string& sql, const std::vector<store::Value>& params) {
-  auto rows = test_db().Query(sql, params);
-  EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Int(0) : -1;
-}
-
-std::string FleetTestBase::Text(const std::string& sql, const std::vector<store::Value>& params) {
-  auto rows = test_db().Query(sql, params);
-  EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
-}
-
-std::vector<std::string> FleetTestBase::Texts(const std::string& sql,
-                                              const std::vector<store::Value>& params) {
-  auto rows = test_db().Query(sql, params);
-  EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status().ToString();
-  std::vector<std::string> out;
-  if (rows.ok()) {
-    for (const auto& r : *rows) out.push_back(r.IsNull(0) ? "NULL" : r.Str(0));
-  }
-  return out;
 }
 
 std::vector<std::string> FleetTestBase::GpuIds(const std::string& machine_id) {

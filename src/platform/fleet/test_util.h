@@ -130,16 +130,9 @@ class FleetTestBase : public platform::testing::PlatformTest {
   std::string NewProvider(const std::string& name);
   // An agent token of the provider; returns its id.
   std::string NewAgentToken(const std::string& provider_id);
-  accounts::Principal As(const std::string& user_id);
 
   // The agents made here are destroyed before the Fleet.
   FakeAgent& NewAgent(const std::string& provider_id, int gpus = 2, bool emulated = true);
-
-  // The one integer / text cell the query answers (fails the test otherwise).
-  int64_t Number(const std::string& sql, const std::vector<store::Value>& params = {});
-  std::string Text(const std::string& sql, const std::vector<store::Value>& params = {});
-  std::vector<std::string> Texts(const std::string& sql,
-                                 const std::vector<store::Value>& params = {});
 
   // The GPU ids of a machine, by index.
   std::vector<std::string> GpuIds(const std::string& machine_id);

@@ -29,7 +29,7 @@ class IdempotencyTest : public testing::PlatformTest {
     idem_ = std::make_unique<Idempotency>(db(), o);
   }
 
-  int64_t Rows() { return Count("SELECT COUNT(*) FROM idempotency_keys"); }
+  int64_t Rows() { return Number("SELECT COUNT(*) FROM idempotency_keys"); }
 
   std::unique_ptr<Idempotency> idem_;
 };

@@ -82,11 +82,11 @@ TEST_P(ProvidersTest, UpsertProviderCreatesTheRecordAndGrantsTheRole) {
   EXPECT_EQ(got->status, "active");
   EXPECT_EQ(got->application_id, "app_" + p.user.id);
   EXPECT_EQ(got->approved_at, approved_at);
-  EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'", {p.user.id}),
-      1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers WHERE user_id = ? AND approved_by = ?",
-                  {p.user.id, admin_id_}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'",
+                   {p.user.id}),
+            1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers WHERE user_id = ? AND approved_by = ?",
+                   {p.user.id, admin_id_}),
             1);
   Status st = faulty().Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, p.user.id));
@@ -103,10 +103,10 @@ TEST_P(ProvidersTest, UpsertProviderCreatesTheRecordAndGrantsTheRole) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->tier, "enterprise");
   EXPECT_EQ(got->approved_at, clock_.Now());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM providers"), 1);
-  EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'", {p.user.id}),
-      1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'",
+                   {p.user.id}),
+            1);
 }
 
 TEST_P(ProvidersTest, ATokenIsShownOnceAndStoredOnlyAsItsHash) {
@@ -132,12 +132,12 @@ TEST_P(ProvidersTest, ATokenIsShownOnceAndStoredOnlyAsItsHash) {
   }
   // Neither is the secret in the audit log.
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM audit_events WHERE action = 'agent_token.created' AND subject = ?",
           {t.token.id}),
       1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE detail LIKE ? OR subject LIKE ?",
-                  {"%" + t.secret + "%", "%" + t.secret + "%"}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE detail LIKE ? OR subject LIKE ?",
+                   {"%" + t.secret + "%", "%" + t.secret + "%"}),
             0);
 
   auto id = providers_->AuthenticateAgent(t.secret);
@@ -152,7 +152,7 @@ TEST_P(ProvidersTest, TokenNamesAreBoundedAndOnlyProvidersHaveTokens) {
   EXPECT_EQ(long_name.status().code(), StatusCode::kValidationFailed);
   EXPECT_EQ(long_name.status().fields().count("name"), 1u);
   EXPECT_TRUE(providers_->CreateToken(p, std::string(kMaxTokenName, 'n')).ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
 
   accounts::Principal customer = SignUp("cy@example.com");
   EXPECT_EQ(providers_->CreateToken(customer, "x").status().code(), StatusCode::kPermissionDenied);
@@ -160,7 +160,7 @@ TEST_P(ProvidersTest, TokenNamesAreBoundedAndOnlyProvidersHaveTokens) {
   EXPECT_EQ(providers_->RevokeToken(customer, "atk_x").code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(providers_->RotateToken(customer, "atk_x").status().code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
 }
 
 TEST_P(ProvidersTest, AtMostAHundredActiveTokens) {
@@ -170,11 +170,11 @@ TEST_P(ProvidersTest, AtMostAHundredActiveTokens) {
   auto one_more = providers_->CreateToken(p, "extra");
   EXPECT_EQ(one_more.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(one_more.status().message(), HasSubstr("at most 100"));
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 100);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 100);
   // Rotating one keeps the number of active tokens: it is allowed at the limit.
   auto rotated = providers_->RotateToken(p, tokens[0].token.id);
   ASSERT_TRUE(rotated.ok()) << rotated.status().ToString();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens WHERE revoked_at IS NULL"), 100);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE revoked_at IS NULL"), 100);
   // A revoked token frees its place.
   ASSERT_TRUE(providers_->RevokeToken(p, tokens[1].token.id).ok());
   EXPECT_TRUE(providers_->CreateToken(p, "extra").ok());
@@ -218,19 +218,19 @@ TEST_P(ProvidersTest, RevokeTokenEndsItForTheOwnerOnly) {
   ASSERT_TRUE(providers_->RevokeToken(p, mine.token.id).ok());
   EXPECT_EQ(providers_->AuthenticateAgent(mine.secret).status().code(),
             StatusCode::kUnauthenticated);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens WHERE id = ? AND revoked_at = ?",
-                  {mine.token.id, ToUnixMicros(clock_.Now())}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE id = ? AND revoked_at = ?",
+                   {mine.token.id, ToUnixMicros(clock_.Now())}),
             1);
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM audit_events WHERE action = 'agent_token.revoked' AND subject = ?",
           {mine.token.id}),
       1);
   // Once revoked it is gone for good.
   clock_.Advance(kOneMinute);
   EXPECT_EQ(providers_->RevokeToken(p, mine.token.id).code(), StatusCode::kNotFound);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens WHERE id = ? AND revoked_at = ?",
-                  {mine.token.id, ToUnixMicros(clock_.Now() - kOneMinute)}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE id = ? AND revoked_at = ?",
+                   {mine.token.id, ToUnixMicros(clock_.Now() - kOneMinute)}),
             1)
       << "the first revocation time stays";
 }
@@ -263,13 +263,13 @@ TEST_P(ProvidersTest, RotateTokenReplacesItWithOneOfTheSameName) {
   EXPECT_EQ((*list)[0].replaced_by, fresh->token.id);
   EXPECT_EQ((*list)[1].replaced_by, std::nullopt);
   EXPECT_EQ(
-      Count(
+      Number(
           "SELECT COUNT(*) FROM audit_events WHERE action = 'agent_token.rotated' AND subject = ?",
           {old.token.id}),
       1);
   // A revoked token cannot be rotated again.
   EXPECT_EQ(providers_->RotateToken(p, old.token.id).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens WHERE provider_id = ?", {p.user.id}), 2);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE provider_id = ?", {p.user.id}), 2);
 }
 
 TEST_P(ProvidersTest, ARotationThatFailsHalfwayChangesNothing) {
@@ -283,13 +283,13 @@ TEST_P(ProvidersTest, ARotationThatFailsHalfwayChangesNothing) {
   EXPECT_EQ(faulty().injected(), 1);
   EXPECT_EQ(faulty().Count("INSERT INTO agent_tokens"), 2)
       << "the new token was written before the failure";
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 1);
   EXPECT_EQ(
-      Count("SELECT COUNT(*) FROM agent_tokens WHERE revoked_at IS NULL AND replaced_by IS NULL"),
+      Number("SELECT COUNT(*) FROM agent_tokens WHERE revoked_at IS NULL AND replaced_by IS NULL"),
       1);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM audit_events WHERE action IN ('agent_token.rotated', "
-                  "'agent_token.created') AND subject <> ?",
-                  {old.token.id}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action IN ('agent_token.rotated', "
+                   "'agent_token.created') AND subject <> ?",
+                   {old.token.id}),
             0);
   EXPECT_TRUE(providers_->AuthenticateAgent(old.secret).ok());
 
@@ -297,8 +297,8 @@ TEST_P(ProvidersTest, ARotationThatFailsHalfwayChangesNothing) {
   faulty().FailStatement("UPDATE agent_tokens SET revoked_at", Aborted("injected conflict"));
   auto rotated = providers_->RotateToken(p, old.token.id);
   ASSERT_TRUE(rotated.ok()) << rotated.status().ToString();
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens"), 2);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM agent_tokens WHERE replaced_by = ?", {rotated->token.id}),
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 2);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE replaced_by = ?", {rotated->token.id}),
             1);
   EXPECT_TRUE(providers_->AuthenticateAgent(rotated->secret).ok());
   EXPECT_FALSE(providers_->AuthenticateAgent(old.secret).ok());

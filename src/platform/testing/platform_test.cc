@@ -21,10 +21,38 @@ accounts::AccountsOptions PlatformTest::FastAccountsOptions() {
   return o;
 }
 
-int64_t PlatformTest::Count(const std::string& sql, const std::vector<store::Value>& params) {
+int64_t PlatformTest::Number(const std::string& sql, const std::vector<store::Value>& params) {
+  auto rows = test_db_->Query(sql, params);
+  EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
+  return rows.ok() && rows->size() == 1 ? rows->front().Int(0) : -1;
+}
+
+std::string PlatformTest::Text(const std::string& sql, const std::vector<store::Value>& params) {
+  auto rows = test_db_->Query(sql, params);
+  EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
+  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
+}
+
+std::vector<std::string> PlatformTest::Texts(const std::string& sql,
+                                             const std::vector<store::Value>& params) {
   auto rows = test_db_->Query(sql, params);
   EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status().ToString();
-  return rows.ok() && !rows->empty() ? rows->at(0).Int(0) : -1;
+  std::vector<std::string> out;
+  if (rows.ok()) {
+    for (const auto& r : *rows) out.push_back(r.IsNull(0) ? "NULL" : r.Str(0));
+  }
+  return out;
+}
+
+accounts::Principal PlatformTest::As(const std::string& user_id) {
+  accounts::Principal p;
+  Status st = db().Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(p.user, accounts::LoadUser(tx, user_id));
+    return Status::Ok();
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  p.ip = "192.0.2.7";
+  return p;
 }
 
 std::string BackendName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }

@@ -40,8 +40,16 @@ class PlatformTest : public ::testing::TestWithParam<std::string> {
   // Accounts options with the clock and the cheapest Argon2id libsodium allows.
   accounts::AccountsOptions FastAccountsOptions();
 
-  // The single integer a query answers (COUNT(*)); -1 (and a test failure) on error.
-  int64_t Count(const std::string& sql, const std::vector<store::Value>& params = {});
+  // The one integer / text cell a query answers (COUNT(*), a state); a test failure and
+  // -1 / "" unless it answers exactly one row.
+  int64_t Number(const std::string& sql, const std::vector<store::Value>& params = {});
+  std::string Text(const std::string& sql, const std::vector<store::Value>& params = {});
+  // The first column of every row, "NULL" for a null.
+  std::vector<std::string> Texts(const std::string& sql,
+                                 const std::vector<store::Value>& params = {});
+
+  // The principal of an existing user, as a request from 192.0.2.7 would carry it.
+  accounts::Principal As(const std::string& user_id);
 
   gpunex::testing::FakeClock clock_;
 
