@@ -34,6 +34,7 @@ import sqlite3
 import unittest
 
 from harness import API, Gpunexd
+from upgrade.volatility import is_volatile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE_DIR = os.path.join(HERE, "upgrade")
@@ -64,33 +65,6 @@ NO_EMPTY_STRING = ("email", "country")
 
 
 # --------------------------------------------------------------------------- comparison
-
-
-def field_matches(pattern, path):
-    """pattern: parts joined by "." ("*" one part, "**" any number); path: tuple of str."""
-    pat = pattern.split(".")
-
-    def m(i, j):
-        if i == len(pat):
-            return j == len(path)
-        if pat[i] == "**":
-            return any(m(i + 1, k) for k in range(j, len(path) + 1))
-        if j == len(path):
-            return False
-        return (pat[i] == "*" or pat[i] == path[j]) and m(i + 1, j + 1)
-
-    return m(0, 0)
-
-
-def is_volatile(volatile, req_path, field_path, parent):
-    for v in volatile:
-        if not re.search(v["path"], req_path) or not field_matches(v["field"], field_path):
-            continue
-        cond = v.get("when_null")
-        if cond and isinstance(parent, dict) and parent.get(cond) is not None:
-            continue
-        return True
-    return False
 
 
 def scalar_equal(old, new):

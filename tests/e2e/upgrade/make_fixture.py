@@ -5,7 +5,7 @@ gpunexd and the API answers that release gave for it (see README.md in this fold
 Run by hand, with release 0.1's gpunexd (NOT a build of the current tree):
 
     cd tests/e2e/upgrade
-    GPUNEXD=/tmp/gpunex-release0/gpunexd /usr/bin/python3 make_fixture.py
+    GPUNEXD=/path/to/release-0.1/gpunexd /usr/bin/python3 make_fixture.py
 
 It writes, next to this script:
 
@@ -45,7 +45,6 @@ import argparse
 import copy
 import json
 import os
-import re
 import sqlite3
 import sys
 import time
@@ -58,6 +57,7 @@ import harness  # noqa: E402
 from harness import (ADMIN_EMAIL, ADMIN_PASSWORD, AGENT_TOKEN_RE, API, Gpunexd,  # noqa: E402
                      SmtpSink, community_application, enterprise_application, gpu_entry)
 from test_agent_channel import H100, L4, FakeAgent, wait_until  # noqa: E402
+from upgrade.volatility import is_volatile  # noqa: E402
 
 SQL_PATH = os.path.join(HERE, "release-0.1.sql")
 ANSWERS_PATH = os.path.join(HERE, "release-0.1-answers.json")
@@ -722,35 +722,6 @@ def capture(sql_text, meta, keep=False):
 
 
 # --------------------------------------------------------------------------- volatility
-
-
-def field_matches(pattern, path):
-    """pattern: "a.*.b" / "**.b"; path: tuple of str parts."""
-    pat = pattern.split(".")
-
-    def m(i, j):
-        if i == len(pat):
-            return j == len(path)
-        if pat[i] == "**":
-            return any(m(i + 1, k) for k in range(j, len(path) + 1))
-        if j == len(path):
-            return False
-        return (pat[i] == "*" or pat[i] == path[j]) and m(i + 1, j + 1)
-
-    return m(0, 0)
-
-
-def is_volatile(volatile, req_path, field_path, parent):
-    for v in volatile:
-        if not re.search(v["path"], req_path):
-            continue
-        if not field_matches(v["field"], field_path):
-            continue
-        cond = v.get("when_null")
-        if cond and isinstance(parent, dict) and parent.get(cond) is not None:
-            continue
-        return True
-    return False
 
 
 def diff(a, b, path=()):
