@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, checks the formatting, builds
 #   - build/release: GCC, RelWithDebInfo, warnings as errors: every test;
-#   - build/asan:    clang, ASan+UBSan, -Wthread-safety, warnings as errors: every test,
+#   - build/asan:    clang, ASan+UBSan, -Wthread-safety, warnings as errors: the tests
+#                    but the slowest end-to-end ones,
 #                    and clang-tidy over every translation unit (scripts/clang-tidy.sh);
 #   - build/tsan:    clang, ThreadSanitizer: the unit tests of the concurrent parts (HTTP
 #                    server, email outbox, fleet sessions, agent link, store pools);
 # starts a throw-away PostgreSQL server on loopback, and runs them (unit, store
-# conformance on both backends, end-to-end, the dashboard in a browser).
+# conformance on both backends, end-to-end, the dashboard in a browser; the slowest
+# end-to-end tests only in the release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,5 +59,10 @@ for t in "${tsan_tests[@]}"; do
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1
 done
 echo "== sanitizer build tests"
+# Every unit test and most end-to-end tests again under ASan+UBSan. The slowest end-to-end
+# tests, whose gpunexd paths the others cover too, run in the release build only: the
+# dashboard in a browser, the agent in Docker, the agent channel, and the reliability
+# score's timed outages.
+asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip"

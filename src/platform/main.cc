@@ -164,6 +164,15 @@ int Serve(Config config) {
   bench_options->clock = &clock;
   benchmarks::Benchmarks benchmarks(**db, fleet, *bench_options);
   idempotency::Idempotency idempotency(**db, {.clock = &clock});
+  const notify::NoticeSettings notices{MailDomain(config.public_url), config.public_url,
+                                       wake_outbox};
+  availability::Availability availability(**db, fleet, {.notices = notices, .clock = &clock});
+  reliability::Reliability reliability(
+      **db, availability,
+      {.threshold = static_cast<double>(config.reliability_threshold),
+       .refresh_ms = config.reliability_refresh_ms,
+       .notices = notices,
+       .clock = &clock});
   // Listings follow the rules of the release that runs.
   if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
   if (!config.smtp_url.empty()) {
@@ -201,6 +210,8 @@ int Serve(Config config) {
       workloads,
       benchmarks,
       idempotency,
+      availability,
+      reliability,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
       [&outbox, &applications](http::Metrics& m) {
@@ -223,6 +234,8 @@ int Serve(Config config) {
   fleet.Start();
   if (config.benchmarks_enabled) benchmarks.Start();
   idempotency.Start();
+  availability.Start();
+  reliability.Start();
 
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
@@ -240,6 +253,8 @@ int Serve(Config config) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   (*server)->Run();
+  reliability.Stop();
+  availability.Stop();
   idempotency.Stop();
   benchmarks.Stop();
   fleet.Stop();

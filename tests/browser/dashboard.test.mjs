@@ -8,7 +8,13 @@
 // re-run asked for on the tab (updated without a reload, score, history chart), and the
 // Overview's "Offered" switch withdraws and offers a GPU. Plus: user-typed markup is shown
 // as text (XSS), the static files' headers, and screenshots of every page at laptop and
-// phone width.
+// phone width. Availability and Performance (issue 12): a schedule that excludes now
+// (edited on the week grid's form, a bad time zone refused next to its field) hides the
+// GPU ("outside schedule") on the Availability tab and the Overview; "Apply to all my
+// machines" with "Always available" lists it again; a maintenance window declared (its
+// field errors first) shows in the list as planned and is cancelled; the Performance tab
+// shows the score, "new" as provisional, the components with their formulas, the uptime,
+// the history chart, the outage of the agent stopped for a few seconds, and the advice.
 //
 // Run: ctest -L browser (see harness.mjs for the environment).
 import assert from "node:assert/strict";
@@ -372,7 +378,7 @@ describe("dashboard", () => {
         await p.getByRole("link", { name: "Overview" }).waitFor();
         assert.deepEqual(
           await p.locator("nav.tabs a").allTextContents(),
-          ["Overview", "Benchmark"],
+          ["Overview", "Benchmark", "Availability", "Performance"],
           "the tabs that exist, no placeholders",
         );
         await p.getByText("No machines yet.").waitFor();
@@ -804,6 +810,349 @@ describe("dashboard", () => {
           new RegExp(`#/provider/benchmark\\?machine=${mid}$`),
         );
         await head.locator(".bench-state", { hasText: "PASSED" }).waitFor();
+        assert.deepEqual(problems, []);
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  test(
+    "availability and performance tabs: schedule, maintenance, reliability score",
+    { timeout: 120000 },
+    async (t) => {
+      const prov = await server.approvedProvider("Ada Avail", PASSWORD);
+      const api = (method, path, body) =>
+        server.apiOk(method, path, body, prov.token);
+      let agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
+        name: "avail-agent",
+      });
+      t.after(async () => {
+        await agent?.stop();
+      });
+      const diagnose = (e) =>
+        new Error(
+          `${e.message}\n--- agent log ---\n${agent.logs()}\n--- gpunexd log ---\n${server.logs()}`,
+        );
+      const { context, page: p, problems } = await newPage();
+      try {
+        // --- a machine whose GPU passed its first benchmark: listed
+        const machine = await until(
+          async () => {
+            const m = (await api("GET", "/machines")).items[0];
+            return m?.gpus[0]?.listing_state === "listed" && m;
+          },
+          60000,
+          "the machine's GPU listed",
+        ).catch((e) => {
+          throw diagnose(e);
+        });
+        const mid = machine.id;
+        const gid = machine.gpus[0].id;
+        // An outage in scheduled time (24/7 from the application): the agent stops until
+        // the machine is Offline, then comes back as the same machine.
+        await agent.stop();
+        await until(
+          async () =>
+            (await api("GET", `/machines/${mid}`)).status === "offline",
+          20000,
+          "the machine offline",
+        );
+        agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
+          name: "avail-agent",
+        });
+
+        await p.goto(`${server.base}/#/login`);
+        await p.getByLabel("Email").fill(prov.email);
+        await p.getByLabel("Password").fill(PASSWORD);
+        await p.getByRole("button", { name: "Log in" }).click();
+        await heading(p, "Your roles");
+        await p.goto(`${server.base}/#/provider/overview`);
+        await heading(p, "Provider Dashboard");
+        const card = p.locator(`article.machine[data-machine-id="${mid}"]`);
+        await card.locator(".machine-status", { hasText: "Online" }).waitFor({
+          timeout: 30000,
+        });
+        const row = card.locator(`table.gpus tr[data-gpu-id="${gid}"]`);
+        await row
+          .locator(".listing", { hasText: "Listed for customers" })
+          .waitFor();
+
+        // --- the Availability tab, from the machine's link: 24/7 from the application
+        await card.locator(".machine-avail-link").click();
+        await p.waitForURL(/#\/provider\/availability\?machine=/);
+        assert.equal(
+          await p.locator("nav.tabs a.active").textContent(),
+          "Availability",
+        );
+        const status = p.locator(".avail-status");
+        await status
+          .locator(".avail-state", { hasText: "Inside schedule" })
+          .waitFor();
+        assert.equal(
+          await p.getByLabel("Always available (24/7)").isChecked(),
+          true,
+        );
+        await p
+          .getByText("This is the availability of your approved application")
+          .waitFor();
+        await expectLabelled(p, "the Availability tab");
+
+        // --- a weekly schedule that excludes now: every day, from 2 h to 3 h from now (UTC)
+        const hour = new Date().getUTCHours();
+        const hh = (x) => `${String(x % 24).padStart(2, "0")}:00`;
+        await p.getByLabel("Weekly schedule").check();
+        const win = p.locator("fieldset.window").first();
+        for (const day of ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
+          await win.getByLabel(day, { exact: true }).check();
+        await win.getByLabel("From").fill(hh(hour + 2));
+        await win.getByLabel("Until").fill(hh(hour + 3));
+        // The week grid follows the windows, and edits them by the hour.
+        const cell = (day, h) =>
+          p.locator(`.week-grid [data-cell="${day}-${h % 24}"]`);
+        assert.equal(
+          await cell("wed", hour + 2).getAttribute("aria-pressed"),
+          "true",
+        );
+        assert.equal(
+          await cell("wed", hour).getAttribute("aria-pressed"),
+          "false",
+        );
+        await cell("sun", hour + 12).click();
+        assert.equal(await p.locator("fieldset.window").count(), 2);
+        assert.equal(
+          await cell("sun", hour + 12).getAttribute("aria-pressed"),
+          "true",
+        );
+        await cell("sun", hour + 12).click();
+        assert.equal(await p.locator("fieldset.window").count(), 1);
+        // A zone that does not exist is refused next to its field.
+        await p.getByLabel("Time zone").fill("Mars/Olympus_Mons");
+        await p.getByRole("button", { name: "Save for this machine" }).click();
+        const zoneError = p.locator(
+          '.field-error[data-path="schedule.timezone"]',
+        );
+        await zoneError.waitFor();
+        assert.equal(
+          await p.getByLabel("Time zone").getAttribute("aria-invalid"),
+          "true",
+        );
+        await shoot(p, "50-availability-field-error");
+        await p.getByLabel("Time zone").fill("UTC");
+        await p.getByRole("button", { name: "Save for this machine" }).click();
+        await p.getByText(/^Schedule saved for /).waitFor();
+        assert.equal(await zoneError.count(), 0);
+        await status
+          .locator(".avail-state", { hasText: "Outside schedule" })
+          .waitFor({ timeout: 15000 });
+        assert.match(
+          await status.locator(".avail-state").textContent(),
+          /listed again/,
+        );
+        await status
+          .locator(`li[data-gpu-id="${gid}"]`, {
+            hasText: "Not listed: outside its availability schedule",
+          })
+          .waitFor({ timeout: 15000 });
+        assert.ok(
+          (await status.locator(".intervals li").count()) >= 6,
+          "an interval on each of the next days",
+        );
+        const avail = await api("GET", `/machines/${mid}/availability`);
+        assert.equal(avail.inside_schedule, false);
+        assert.equal(avail.source, "provider");
+        assert.deepEqual(avail.schedule.windows[0].days.length, 7);
+        assert.equal(
+          (await api("GET", `/machines/${mid}`)).gpus[0].listing_state,
+          "outside_schedule",
+        );
+        await shoot(p, "51-availability-outside-schedule");
+        // The Overview says so too.
+        await p
+          .locator("nav.tabs")
+          .getByRole("link", { name: "Overview" })
+          .click();
+        await row
+          .locator(".listing", {
+            hasText: "Not listed: outside its availability schedule",
+          })
+          .waitFor();
+        await card
+          .locator(".machine-hidden", { hasText: "Outside schedule" })
+          .waitFor();
+        await shoot(p, "52-overview-outside-schedule");
+
+        // --- "Always available", applied to all machines: listed again
+        await card.locator(".machine-avail-link").click();
+        await p.getByLabel("Always available (24/7)").check();
+        await p
+          .getByRole("button", { name: "Apply to all my machines" })
+          .click();
+        await p
+          .getByRole("button", { name: "Yes, apply to every machine" })
+          .click();
+        await p
+          .getByText("Schedule saved for all your machines (1 machine).")
+          .waitFor();
+        await status
+          .locator(".avail-state", { hasText: "Inside schedule" })
+          .waitFor({ timeout: 15000 });
+        await status
+          .locator(`li[data-gpu-id="${gid}"]`, {
+            hasText: "Listed for customers",
+          })
+          .waitFor({ timeout: 15000 });
+
+        // --- maintenance: field errors, then a planned window declared and cancelled
+        const localIn = (ms) =>
+          p.evaluate((ms) => {
+            const d = new Date(Date.now() + ms);
+            d.setSeconds(0, 0);
+            return new Date(d.getTime() - d.getTimezoneOffset() * 60000)
+              .toISOString()
+              .slice(0, 16);
+          }, ms);
+        const form = p.locator("form.declare-form");
+        await form.getByLabel("Reason").fill("too short");
+        await form.getByRole("button", { name: "Declare maintenance" }).click();
+        await form.locator('.field-error[data-path="start"]').waitFor();
+        await form.locator('.field-error[data-path="reason"]').waitFor();
+        await shoot(p, "53-maintenance-field-errors");
+        await form
+          .getByLabel("Start", { exact: true })
+          .fill(await localIn(2 * 86400000));
+        await form
+          .getByLabel("End", { exact: true })
+          .fill(await localIn(2 * 86400000 + 2 * 3600000));
+        await form.getByLabel("Category").selectOption("gpu");
+        const reason = "Replacing the thermal paste of GPU 0";
+        await form.getByLabel("Reason").fill(reason);
+        assert.match(
+          await form.locator(".notice-kind").textContent(),
+          /^Planned/,
+        );
+        await form.getByRole("button", { name: "Declare maintenance" }).click();
+        await p.getByText(/^Maintenance declared: .*, planned\.$/).waitFor();
+        assert.equal(await form.locator(".field-error").count(), 0);
+        const item = p.locator(".maint-list.current li.maint", {
+          hasText: reason,
+        });
+        await item.waitFor();
+        assert.match(await item.textContent(), /Upcoming/);
+        assert.match(await item.textContent(), /Planned/);
+        assert.match(await item.textContent(), /GPU/);
+        const windows = await api("GET", `/machines/${mid}/maintenance`);
+        assert.equal(windows.items.length, 1);
+        assert.equal(windows.items[0].state, "upcoming");
+        assert.equal(windows.items[0].planned, true);
+        assert.equal(windows.items[0].category, "gpu");
+        await shoot(p, "54-maintenance-declared");
+        await item
+          .getByRole("button", { name: /^Cancel the maintenance of / })
+          .click();
+        await item
+          .getByRole("button", { name: "Cancel the maintenance", exact: true })
+          .click();
+        await p.getByText(/^Maintenance of .* cancelled\.$/).waitFor();
+        const gone = p.locator(".maint-list.past li.maint", {
+          hasText: reason,
+        });
+        await gone.waitFor();
+        assert.match(await gone.textContent(), /Cancelled/);
+        assert.equal(await gone.getByRole("button").count(), 0);
+        assert.equal(
+          await p
+            .locator(".maint-list.current li.maint", { hasText: reason })
+            .count(),
+          0,
+        );
+        assert.equal(
+          (await api("GET", `/machines/${mid}/maintenance`)).items[0].state,
+          "cancelled",
+        );
+
+        // --- the Performance tab: the provider's score, then the machine's
+        await p
+          .locator("nav.tabs")
+          .getByRole("link", { name: "Performance" })
+          .click();
+        await heading(p, "Provider Dashboard");
+        const summary = p.locator(".rel-summary");
+        await summary.waitFor();
+        assert.match(
+          await summary.locator(".score-value").textContent(),
+          /^\d{1,3}\.\d\d$/,
+        );
+        // Minutes of scheduled time: new, shown as provisional.
+        assert.equal(
+          await summary.locator(".rel-status").textContent(),
+          "New — provisional score",
+        );
+        await summary.locator(".rel-new").waitFor();
+        for (const key of ["uptime", "completion", "benchmark"]) {
+          const c = p.locator(`.component[data-component="${key}"]`);
+          assert.match(await c.locator(".component-value").textContent(), /%$/);
+          assert.equal(await c.locator("svg.bar").count(), 1);
+        }
+        assert.match(
+          await p
+            .locator('.component[data-component="completion"] .formula')
+            .textContent(),
+          /^C = \(Σw·ok \+ 5·0\.95\) \/ \(Σw·ended \+ 5\)$/,
+        );
+        assert.match(
+          await p.locator(".main-formula").textContent(),
+          /R = 100 · U\^0\.5 · C\^0\.3 · B\^0\.2/,
+        );
+        assert.match(
+          await summary
+            .locator('[data-window="24 h"] .tile-value')
+            .textContent(),
+          /^\d{1,3}\.\d\d %$/,
+        );
+        await p.locator(".rel-chart svg.chart").waitFor();
+        await p
+          .getByRole("heading", { name: "How to raise your score" })
+          .waitFor();
+        await p.locator(`.rel-machines tr[data-machine-id="${mid}"]`).waitFor();
+        // The outage of the stopped agent, with what it took from the score.
+        const outage = p.locator(".rel-event.event-outage").first();
+        await until(
+          async () => {
+            if (await outage.count()) return true;
+            await p.reload();
+            await summary.waitFor();
+            return false;
+          },
+          20000,
+          "the outage in the event list",
+        );
+        assert.match(await outage.textContent(), /: [−+]?\d+\.\d+/);
+        assert.ok(
+          Number(
+            (await summary.locator(".outage-count").textContent()).trim(),
+          ) >= 1,
+        );
+        await expectLabelled(p, "the Performance tab");
+        await shoot(p, "55-performance-provider");
+        await p.locator(`.rel-machines tr[data-machine-id="${mid}"] a`).click();
+        await p.waitForURL(/#\/provider\/performance\?machine=/);
+        await p.locator(".rel-summary .score-value").waitFor();
+        assert.equal(
+          await p.getByLabel("Machine", { exact: true }).inputValue(),
+          mid,
+        );
+        assert.match(
+          await p.locator(".main-formula .plugged").textContent(),
+          /^= 100 · \d\.\d{4}\^0\.5 · \d\.\d{4}\^0\.3 · \d\.\d{4}\^0\.2 ≈ \d{1,3}\.\d\d$/,
+        );
+        // The machine's own figure (it moves a little every minute).
+        const machineRel = await api("GET", `/machines/${mid}/reliability`);
+        const shown = Number(
+          await p.locator(".rel-summary .score-value").textContent(),
+        );
+        assert.ok(Math.abs(shown - machineRel.score) < 1, `${shown}`);
+        await shoot(p, "56-performance-machine");
         assert.deepEqual(problems, []);
       } finally {
         await context.close();

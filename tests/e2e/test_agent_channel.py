@@ -30,7 +30,7 @@ import time
 import unittest
 
 import wsclient
-from harness import API, ServerTestCase, provider_with_agent_token
+from harness import API, ServerTestCase, provider_with_agent_token, wait_until
 
 CONNECT_PATH = f"{API}/agent/connect"
 HEARTBEAT_S = 1
@@ -51,17 +51,6 @@ H100 = ("h100-sxm-80gb", "NVIDIA H100 80GB HBM3", 81559)
 L4 = ("l4-24gb", "NVIDIA L4", 23034)
 
 
-def wait_until(fn, timeout, what, interval=0.1):
-    """Polls fn() until it returns something truthy; returns it."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = fn()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-        time.sleep(interval)
 
 
 class AgentRefused(AssertionError):

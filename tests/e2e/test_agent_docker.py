@@ -40,7 +40,7 @@ import time
 import unittest
 
 import dockerenv
-from harness import API, Gpunexd, ServerTestCase, free_port, provider_with_agent_token
+from harness import API, Gpunexd, ServerTestCase, free_port, provider_with_agent_token, wait_until
 
 HEARTBEAT_S = 1
 OFFLINE_AFTER_S = 4
@@ -105,17 +105,6 @@ def remove_agent_images(d):
         d.cli("rmi", "-f", ref, check=False)
 
 
-def wait_until(fn, timeout, what, interval=0.1):
-    """Polls fn() until it returns something truthy; returns it."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = fn()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-        time.sleep(interval)
 
 
 class FixedPortGpunexd(Gpunexd):

@@ -8,6 +8,7 @@ The route table check greps the sources for r.Add("METHOD", "path") so that a ne
 cannot be added without a row here.
 """
 
+import datetime
 import glob
 import json
 import os
@@ -63,6 +64,34 @@ def _draft_body(ctx, who):
 def _workload_body(ctx, who):
     return {"machine_id": ctx["mch_A"], "gpu_ids": [], "image": "gpunex-test/busybox:1",
             "command": ["/bin/sh", "-c", f"echo {who}"], "memory_mb": 256}
+
+
+def _maintenance_window(days_ahead, who):
+    start = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days_ahead)
+    end = start + datetime.timedelta(hours=2)
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return {"start": start.strftime(fmt), "end": end.strftime(fmt), "category": "power",
+            "reason": f"UPS battery swap, declared by {who}"}
+
+
+def _maintenance_body(ctx, who):
+    # Two days ahead: clear of {mnt_A} (one day ahead), so only the principal decides.
+    return _maintenance_window(2, who)
+
+
+# What the schedule rows write, so that the effects can be checked afterwards.
+MACHINE_SCHEDULE = {"kind": "schedule", "timezone": "Europe/Rome",
+                    "windows": [{"days": ["mon", "tue"], "start": "08:00", "end": "20:00"}]}
+PROVIDER_SCHEDULE = {"kind": "schedule", "timezone": "America/New_York",
+                     "windows": [{"days": ["sat", "sun"], "start": "22:00", "end": "06:00"}]}
+
+
+def _machine_schedule_body(ctx, who):
+    return {"schedule": MACHINE_SCHEDULE}
+
+
+def _provider_schedule_body(ctx, who):
+    return {"schedule": PROVIDER_SCHEDULE}
 
 
 def _edit_body(ctx, who):
@@ -172,6 +201,32 @@ MATRIX = [
          expect=only(["provA", "admin"], 200, 404)),
     dict(route=("POST", "/api/v1/workloads/{id}/stop"), path=f"{API}/workloads/{{wl_A}}/stop",
          expect=only(["provA", "admin"], 202, 404)),
+    # --- availability schedules, maintenance windows, reliability (issue 12). Like the
+    # machine itself: the owner and admins read, only the owner writes (admins 403),
+    # anybody else is told there is no such machine.
+    dict(route=("GET", "/api/v1/machines/{id}/availability"),
+         path=f"{API}/machines/{{mch_A}}/availability",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("PUT", "/api/v1/machines/{id}/availability"),
+         path=f"{API}/machines/{{mch_A}}/availability", body=_machine_schedule_body,
+         expect=only(["provA"], 200, 404, admin=403)),
+    dict(route=("PUT", "/api/v1/providers/me/availability"),
+         path=f"{API}/providers/me/availability", body=_provider_schedule_body,
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/machines/{id}/maintenance"),
+         path=f"{API}/machines/{{mch_A}}/maintenance",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("POST", "/api/v1/machines/{id}/maintenance"),
+         path=f"{API}/machines/{{mch_A}}/maintenance", body=_maintenance_body,
+         expect=only(["provA"], 201, 404, admin=403)),
+    dict(route=("DELETE", "/api/v1/machines/{id}/maintenance/{mid}"),
+         path=f"{API}/machines/{{mch_A}}/maintenance/{{mnt_A}}",
+         expect=only(["provA"], 200, 404, admin=403)),
+    dict(route=("GET", "/api/v1/machines/{id}/reliability"),
+         path=f"{API}/machines/{{mch_A}}/reliability",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("GET", "/api/v1/providers/me/reliability"),
+         path=f"{API}/providers/me/reliability", expect=only(["provA", "provB"], 200, 403)),
 ]
 
 ROUTE_RE = re.compile(
@@ -303,12 +358,16 @@ class AuthzMixin:
                                                "command": ["sleep", "60"]})
         self.assertStatus(r, 201)
         wl_a = r.body["id"]
+        r = prov_a.c.post(f"{API}/machines/{mch_a}/maintenance",
+                          _maintenance_window(1, "fixture"))
+        self.assertStatus(r, 201)
+        mnt_a = r.body["id"]
         return dict(srv=srv, who=who, admin=admin, prov_a=prov_a, prov_b=prov_b,
                     customer=customer, agent_a=agent_a, agent_b=agent_b,
                     key_a_secret=key_a_secret, key_b_secret=key_b_secret,
                     ctx=dict(app_A=app_a, app_B=app_b, app_C=app_c, key_A=key_a, key_B=key_b,
                              tok_A_del=tok_a_del, tok_A_rot=tok_a_rot, ntf_A=ntf_a,
-                             mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a,
+                             mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a, mnt_A=mnt_a,
                              login_email=login_user.email,
                              customer_contact=customer_contact))
 
@@ -350,6 +409,20 @@ class AuthzMixin:
         r = f["prov_a"].c.get(f"{API}/provider-applications/{ctx['app_A']}")
         self.assertEqual(r.body["status"], "approved")
         self.assertNotIn("updated", [h["action"] for h in r.body["history"]])
+        # Availability: the owner's machine PUT, then the provider-wide PUT (A's one
+        # machine; B has none); nobody else's write landed.
+        r = f["prov_a"].c.get(f"{API}/machines/{ctx['mch_A']}/availability")
+        self.assertStatus(r, 200)
+        self.assertEqual((r.body["schedule"], r.body["source"]), (PROVIDER_SCHEDULE, "provider"),
+                         r.body)
+        # Maintenance: the fixture's window cancelled by its owner alone, one more declared
+        # by the owner alone.
+        r = f["prov_a"].c.get(f"{API}/machines/{ctx['mch_A']}/maintenance")
+        self.assertStatus(r, 200)
+        got = sorted((w["id"] == ctx["mnt_A"], w["state"], w["reason"]) for w in r.body["items"])
+        self.assertEqual(got, [(False, "upcoming", "UPS battery swap, declared by provA"),
+                               (True, "cancelled", "UPS battery swap, declared by fixture")],
+                         r.body)
 
     def test_lists_show_only_own_applications(self):
         f = self._fixture()
@@ -425,6 +498,34 @@ class AuthzMixin:
         self.assertFalse([n for n in items if n["id"] == ctx["ntf_A"]][0]["read"])
         b_ntf = {n["id"] for n in b.c.get(f"{API}/notifications").body["items"]}
         self.assertNotIn(ctx["ntf_A"], b_ntf)
+        # ... nor read or change A's machine's schedule, maintenance or reliability; B's
+        # provider-wide schedule is B's machines only (none).
+        mch = ctx["mch_A"]
+
+        def schedule_state():
+            body = a.c.get(f"{API}/machines/{mch}/availability").body
+            return body["schedule"], body["source"], body["updated_at"]
+
+        av_before = schedule_state()
+        mnt_before = a.c.get(f"{API}/machines/{mch}/maintenance").body
+        for method, path, body in (
+                ("GET", f"{API}/machines/{mch}/availability", None),
+                ("PUT", f"{API}/machines/{mch}/availability", {"schedule": MACHINE_SCHEDULE}),
+                ("GET", f"{API}/machines/{mch}/maintenance", None),
+                ("POST", f"{API}/machines/{mch}/maintenance", _maintenance_body(ctx, "provB")),
+                ("DELETE", f"{API}/machines/{mch}/maintenance/{ctx['mnt_A']}", None),
+                ("GET", f"{API}/machines/{mch}/reliability", None)):
+            self.assertError(b.c.request(method, path, body), 404, msg=f"{method} {path}")
+        r = b.c.put(f"{API}/providers/me/availability", {"schedule": PROVIDER_SCHEDULE})
+        self.assertStatus(r, 200)
+        self.assertEqual(r.body, {"updated": 0})
+        r = b.c.get(f"{API}/providers/me/reliability")
+        self.assertStatus(r, 200)
+        self.assertEqual(r.body["machines"], [])
+        self.assertNotIn(mch, {e["machine_id"] for e in r.body["events"]})
+        self.assertEqual(schedule_state(), av_before)
+        self.assertEqual(a.c.get(f"{API}/machines/{mch}/maintenance").body, mnt_before)
+        self.assertEqual([w["state"] for w in mnt_before["items"]], ["upcoming"])
         # Only the admin adds GPU models.
         for p in ("customer", "provA", "provB"):
             self.assertError(f["who"][p].c.post(f"{API}/gpu-models", _gpu_model_body(ctx, p)),

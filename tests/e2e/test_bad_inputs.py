@@ -231,8 +231,9 @@ ROWS = [
     ("window end 8pm", "POST", APPS, "user",
      app_with(avail(w_end="8pm")),
      422, ["gpus[0].availability.windows[0].end"]),
-    ("window end before start", "POST", APPS, "user",
-     app_with(avail(w_start="20:00", w_end="08:00")),
+    # (An end before the start is a window past midnight: 22:00-06:00 is valid.)
+    ("window end equals start", "POST", APPS, "user",
+     app_with(avail(w_start="20:00", w_end="20:00")),
      422, ["gpus[0].availability.windows[0].end"]),
     ("window bad day", "POST", APPS, "user",
      app_with(avail(w_days=["mon", "funday"])),

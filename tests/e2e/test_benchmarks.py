@@ -24,8 +24,8 @@ import tempfile
 import time
 import unittest
 
-from harness import API, ServerTestCase, provider_with_agent_token
-from test_agent_channel import L4, FakeAgent, wait_until
+from harness import API, ServerTestCase, provider_with_agent_token, wait_until
+from test_agent_channel import L4, FakeAgent
 
 BENCH_TOML = """
 [fleet]

@@ -373,3 +373,96 @@ export interface BenchmarkRun {
   finished_at: string | null;
   gpus: BenchmarkGpu[];
 }
+
+// ---- availability, maintenance and reliability (docs/reliability-score.md)
+
+// The schedule of a machine: the shape of an application's availability. A window whose
+// end is earlier than its start runs past midnight into the next day.
+export type Schedule = Availability;
+
+export interface Interval {
+  start: string;
+  end: string;
+}
+
+export interface MachineAvailability {
+  machine_id: string;
+  schedule: Schedule;
+  source: "application" | "provider";
+  updated_at: string;
+  inside_schedule: boolean;
+  in_maintenance: boolean;
+  next_change_at: string | null; // when inside_schedule flips next; null: never
+  upcoming: Interval[]; // scheduled UTC intervals of the next 7 days
+}
+
+export type MaintenanceCategory = "power" | "internet" | "disk" | "gpu" | "software" | "other";
+export type MaintenanceState = "upcoming" | "active" | "ended" | "cancelled";
+
+export interface MaintenanceWindow {
+  id: string;
+  machine_id: string;
+  start: string;
+  end: string;
+  category: MaintenanceCategory;
+  reason: string;
+  declared_at: string;
+  planned: boolean; // declared at least 24 h before its start
+  state: MaintenanceState;
+  cancelled_at: string | null;
+}
+
+export interface ReliabilityComponents {
+  uptime: number; // 0..1
+  completion: number;
+  benchmark: number;
+}
+
+export interface ReliabilityEvent {
+  at: string;
+  kind: "outage" | "job_ended" | "benchmark_degraded" | "throttling" | string;
+  description: string;
+  duration_s: number | null;
+  weight: number;
+  impact: number; // points of the score, negative when it lowered it
+  machine_id: string;
+  gpu_id: string | null;
+}
+
+export interface ReliabilityDay {
+  day: string; // "2026-11-30"
+  score: number;
+  status: "new" | "scored";
+}
+
+export interface Reliability {
+  machine_id?: string;
+  score: number; // 0..100
+  status: "new" | "scored";
+  components: ReliabilityComponents;
+  uptime_24h: number | null; // null: no scheduled time in that window
+  uptime_7d: number | null;
+  uptime_30d: number | null;
+  scheduled_hours: number;
+  outages: { count: number; total_s: number };
+  threshold: number;
+  computed_at: string;
+  events: ReliabilityEvent[]; // newest first
+  events_next_cursor: string | null;
+  history: ReliabilityDay[]; // oldest first; the last is today, live
+  advice: string[];
+}
+
+export interface MachineReliabilitySummary {
+  machine_id: string;
+  name: string;
+  gpus: number;
+  score: number;
+  status: "new" | "scored";
+  components: ReliabilityComponents;
+  uptime_30d: number | null;
+}
+
+export interface ProviderReliability extends Reliability {
+  machines: MachineReliabilitySummary[];
+}

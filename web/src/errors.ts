@@ -83,7 +83,9 @@ export function fieldLabel(root: HTMLElement, path: string): string {
     const text = (label ?? legend)?.textContent?.trim();
     if (text) {
       const entry = path.match(/^gpus\[(\d+)\]/);
-      return entry ? `GPU entry ${Number(entry[1]) + 1}: ${text}` : text;
+      const win = path.match(/\.windows\[(\d+)\]\./);
+      const named = win ? `Window ${Number(win[1]) + 1}: ${text}` : text;
+      return entry ? `GPU entry ${Number(entry[1]) + 1}: ${named}` : named;
     }
   }
   return path;

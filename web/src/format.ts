@@ -76,3 +76,41 @@ export const kDayNames: Record<string, string> = {
 export function plural(n: number, one: string, many = one + "s"): string {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+// A length of time: "45 s", "17 min", "2 h 5 min", "3 d 4 h".
+export function duration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min`;
+  const hours = Math.floor(m / 60);
+  if (hours < 48) return m % 60 ? `${hours} h ${m % 60} min` : `${hours} h`;
+  const d = Math.floor(hours / 24);
+  return hours % 24 ? `${d} d ${hours % 24} h` : `${d} d`;
+}
+
+// A fraction as a percentage: 0.99213 → "99.21 %"; null → "—".
+export function percent(fraction: number | null | undefined, digits = 2): string {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return "—";
+  return `${(100 * fraction).toFixed(digits)} %`;
+}
+
+const dayTime = new Intl.DateTimeFormat(undefined, {
+  weekday: "short",
+  day: "numeric",
+  month: "short",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+const timeOnly = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+
+// "Tue, 2 Dec, 14:00 – 16:00", or with both dates when the interval spans days.
+export function timeRange(start: string, end: string): string {
+  const a = new Date(start);
+  const b = new Date(end);
+  if (Number.isNaN(a.getTime()) || Number.isNaN(b.getTime())) return `${start} – ${end}`;
+  return a.toDateString() === b.toDateString()
+    ? `${dayTime.format(a)} – ${timeOnly.format(b)}`
+    : `${dayTime.format(a)} – ${dayTime.format(b)}`;
+}

@@ -152,6 +152,8 @@ void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterWorkloadRoutes(router, ctx);
   RegisterAgentRoutes(router, ctx);
   RegisterBenchmarkRoutes(router, ctx);
+  RegisterAvailabilityRoutes(router, ctx);
+  RegisterReliabilityRoutes(router, ctx);
 }
 
 }  // namespace
@@ -165,6 +167,85 @@ void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterApiRoutes(*api_only, ctx);
   web::RegisterRoutes(router, web::EmbeddedSite(),
                       [api_only](http::Request& req) { return api_only->Dispatch(req); });
+}
+
+std::optional<applications::Availability> DecodeSchedule(const JsonReader& parent,
+                                                         std::string_view key, bool required) {
+  const json::object* o = parent.Object(key, required);
+  if (!o) return std::nullopt;
+  JsonReader r(*o, parent.PathOf(key), parent.errors());
+  auto kind = r.String("kind", true, 16);
+  if (!kind) return std::nullopt;
+  applications::Availability a;
+  if (*kind == "always") {
+    r.RejectUnknown({"kind"});
+    return a;
+  }
+  if (*kind != "schedule") {
+    r.Fail("kind", "must be \"always\" or \"schedule\"");
+    return std::nullopt;
+  }
+  a.always = false;
+  r.RejectUnknown({"kind", "timezone", "windows"});
+  a.timezone = r.String("timezone", true, applications::kMaxTimeZone).value_or("");
+  if (const json::array* ws = r.Array("windows", true, 1, applications::kMaxWindows)) {
+    for (size_t i = 0; i < ws->size(); ++i) {
+      const std::string path = r.PathOf("windows") + "[" + std::to_string(i) + "]";
+      // Undecodable elements stay as empty placeholders, so that the domain's errors keep
+      // their indexes (and those under `path` are dropped, see Merge).
+      applications::Window& win = a.windows.emplace_back();
+      if (!(*ws)[i].is_object()) {
+        parent.errors()->emplace(path, "must be an object");
+        continue;
+      }
+      JsonReader w((*ws)[i].get_object(), path, parent.errors());
+      w.RejectUnknown({"days", "start", "end"});
+      if (const json::array* days = w.Array("days", true, 1, 7)) {
+        for (const json::value& d : *days) {
+          if (!d.is_string()) {
+            w.Fail("days", "must list days as \"mon\" .. \"sun\"");
+            break;
+          }
+          win.days.emplace_back(d.get_string());
+        }
+      }
+      win.start = w.String("start", true, 5).value_or("");
+      win.end = w.String("end", true, 5).value_or("");
+    }
+  }
+  return a;
+}
+
+json::object ScheduleJson(const applications::Availability& a) {
+  if (a.always) return {{"kind", "always"}};
+  json::array windows;
+  for (const applications::Window& w : a.windows) {
+    json::array days;
+    for (const std::string& d : w.days) days.emplace_back(d);
+    windows.push_back(json::object{{"days", std::move(days)}, {"start", w.start}, {"end", w.end}});
+  }
+  return {{"kind", "schedule"}, {"timezone", a.timezone}, {"windows", std::move(windows)}};
+}
+
+namespace {
+
+// Whether `path` is `prefix` or lies under it ("gpus[0]" holds "gpus[0].model").
+bool Under(std::string_view path, std::string_view prefix) {
+  if (!path.starts_with(prefix)) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
+}
+
+}  // namespace
+
+// The decoding errors plus the domain's errors on what was decoded, less those about
+// values that could not be decoded (reported already).
+Status MergeFieldErrors(FieldErrors decoded, const FieldErrors& domain) {
+  for (const auto& [path, message] : domain) {
+    bool covered = false;
+    for (const auto& [bad, unused] : decoded) covered = covered || Under(path, bad);
+    if (!covered) decoded.emplace(path, message);
+  }
+  return ValidationFailed(std::move(decoded));
 }
 
 }  // namespace gpunex::platform::api

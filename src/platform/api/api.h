@@ -11,6 +11,7 @@
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
 #include "platform/applications/applications.h"
+#include "platform/availability/availability.h"
 #include "platform/benchmarks/benchmarks.h"
 #include "platform/config/config.h"
 #include "platform/fleet/fleet.h"
@@ -22,6 +23,7 @@
 #include "platform/http/websocket.h"
 #include "platform/idempotency/idempotency.h"
 #include "platform/providers/providers.h"
+#include "platform/reliability/reliability.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::api {
@@ -42,6 +44,8 @@ struct ApiContext {
   fleet::Workloads& workloads;
   benchmarks::Benchmarks& benchmarks;
   idempotency::Idempotency& idempotency;
+  availability::Availability& availability;
+  reliability::Reliability& reliability;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
@@ -109,6 +113,17 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterBenchmarkRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx);
+
+// A schedule (API.md's "availability" shape) under `key` of `parent`; nullopt when absent
+// or undecodable (the errors are in parent.errors()).
+std::optional<applications::Availability> DecodeSchedule(const JsonReader& parent,
+                                                         std::string_view key, bool required);
+json::object ScheduleJson(const applications::Availability& a);
+// The decoding errors plus the domain's errors on what was decoded, less those under
+// values that could not be decoded (reported already), as one validation failure.
+Status MergeFieldErrors(FieldErrors decoded, const FieldErrors& domain);
 
 // The installer script with the platform's URL and the agent image filled in.
 std::string RenderInstallScript(std::string_view public_url, std::string_view agent_image);

@@ -25,53 +25,6 @@ using applications::Completeness;
 
 // --- decoding
 
-std::optional<applications::Availability> DecodeAvailability(const JsonReader& parent,
-                                                             bool required) {
-  const json::object* o = parent.Object("availability", required);
-  if (!o) return std::nullopt;
-  JsonReader r(*o, parent.PathOf("availability"), parent.errors());
-  auto kind = r.String("kind", true, 16);
-  if (!kind) return std::nullopt;
-  applications::Availability a;
-  if (*kind == "always") {
-    r.RejectUnknown({"kind"});
-    return a;
-  }
-  if (*kind != "schedule") {
-    r.Fail("kind", "must be \"always\" or \"schedule\"");
-    return std::nullopt;
-  }
-  a.always = false;
-  r.RejectUnknown({"kind", "timezone", "windows"});
-  a.timezone = r.String("timezone", true, applications::kMaxTimeZone).value_or("");
-  if (const json::array* ws = r.Array("windows", true, 1, applications::kMaxWindows)) {
-    for (size_t i = 0; i < ws->size(); ++i) {
-      const std::string path = r.PathOf("windows") + "[" + std::to_string(i) + "]";
-      // Undecodable elements stay as empty placeholders, so that the domain's errors keep
-      // their indexes (and those under `path` are dropped, see Merge).
-      applications::Window& win = a.windows.emplace_back();
-      if (!(*ws)[i].is_object()) {
-        parent.errors()->emplace(path, "must be an object");
-        continue;
-      }
-      JsonReader w((*ws)[i].get_object(), path, parent.errors());
-      w.RejectUnknown({"days", "start", "end"});
-      if (const json::array* days = w.Array("days", true, 1, 7)) {
-        for (const json::value& d : *days) {
-          if (!d.is_string()) {
-            w.Fail("days", "must list days as \"mon\" .. \"sun\"");
-            break;
-          }
-          win.days.emplace_back(d.get_string());
-        }
-      }
-      win.start = w.String("start", true, 5).value_or("");
-      win.end = w.String("end", true, 5).value_or("");
-    }
-  }
-  return a;
-}
-
 std::optional<applications::Location> DecodeLocation(const JsonReader& parent, bool required) {
   const json::object* o = parent.Object("location", required);
   if (!o) return std::nullopt;
@@ -122,7 +75,7 @@ ApplicationBody DecodeBody(const json::object& o, Completeness completeness, boo
       g.system_ram_gb = r.Int("system_ram_gb", req, 1, applications::kMaxSystemRamGb);
       g.upload_gbps = r.Number("upload_gbps", req, 0, applications::kMaxGbps);
       g.download_gbps = r.Number("download_gbps", req, 0, applications::kMaxGbps);
-      g.availability = DecodeAvailability(r, req);
+      g.availability = DecodeSchedule(r, "availability", req);
       g.location = DecodeLocation(r, req);
     }
   }
@@ -148,28 +101,12 @@ applications::DecisionRequest DecodeDecision(const json::object& o, FieldErrors*
   return d;
 }
 
-// Whether `path` is `prefix` or lies under it ("gpus[0]" holds "gpus[0].model").
-bool Under(std::string_view path, std::string_view prefix) {
-  if (!path.starts_with(prefix)) return false;
-  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
-}
-
-// The decoding errors plus the domain's errors on what was decoded, less those about
-// values that could not be decoded (reported already).
-Status Merge(FieldErrors decoded, const FieldErrors& domain) {
-  for (const auto& [path, message] : domain) {
-    bool covered = false;
-    for (const auto& [bad, unused] : decoded) covered = covered || Under(path, bad);
-    if (!covered) decoded.emplace(path, message);
-  }
-  return ValidationFailed(std::move(decoded));
-}
-
 // The answer for a body that did not decode: every bad field.
 http::Response BodyErrors(const ApiContext& ctx, const ApplicationBody& partial,
                           Completeness completeness, FieldErrors errors) {
   auto domain = ctx.applications.Check(partial, completeness);
-  return http::ErrorResponse(Merge(std::move(errors), domain.ok() ? *domain : FieldErrors{}));
+  return http::ErrorResponse(
+      MergeFieldErrors(std::move(errors), domain.ok() ? *domain : FieldErrors{}));
 }
 
 // --- encoding
@@ -197,22 +134,8 @@ json::object BodyJson(const ApplicationBody& body) {
     o["system_ram_gb"] = OptInt(g.system_ram_gb);
     o["upload_gbps"] = OptDouble(g.upload_gbps);
     o["download_gbps"] = OptDouble(g.download_gbps);
-    if (!g.availability) {
-      o["availability"] = nullptr;
-    } else if (g.availability->always) {
-      o["availability"] = json::object{{"kind", "always"}};
-    } else {
-      json::array windows;
-      for (const applications::Window& w : g.availability->windows) {
-        json::array days;
-        for (const std::string& d : w.days) days.emplace_back(d);
-        windows.push_back(
-            json::object{{"days", std::move(days)}, {"start", w.start}, {"end", w.end}});
-      }
-      o["availability"] = json::object{{"kind", "schedule"},
-                                       {"timezone", g.availability->timezone},
-                                       {"windows", std::move(windows)}};
-    }
+    o["availability"] =
+        g.availability ? json::value(ScheduleJson(*g.availability)) : json::value(nullptr);
     if (g.location) {
       o["location"] =
           json::object{{"city", g.location->city},
@@ -338,7 +261,7 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
     applications::DecisionRequest decision = DecodeDecision(*obj, &errors);
     if (!errors.empty()) {
       return http::ErrorResponse(
-          Merge(std::move(errors), applications::ValidateDecision(decision)));
+          MergeFieldErrors(std::move(errors), applications::ValidateDecision(decision)));
     }
     return Answer(200, ctx.applications.Decide(*p, req.Param("id"), decision));
   });

@@ -30,8 +30,9 @@ constexpr std::string_view kRequired = "is required";
 
 bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-// Minutes since midnight for "HH:MM"; -1 when malformed. "24:00" allowed when `allow_24`.
-int ParseHhMm(std::string_view s, bool allow_24) {
+}  // namespace
+
+int ParseClockTime(std::string_view s, bool allow_24) {
   if (s.size() != 5 || s[2] != ':') return -1;
   for (int i : {0, 1, 3, 4}) {
     if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
@@ -43,6 +44,8 @@ int ParseHhMm(std::string_view s, bool allow_24) {
   if (h > 23) return -1;
   return h * 60 + m;
 }
+
+namespace {
 
 // The number as the API's messages write it: 800, 0.5.
 std::string FormatNumber(double x) {
@@ -109,18 +112,19 @@ void ValidateWindow(const Window& w, const Errors& e) {
       break;
     }
   }
-  int s = w.start.empty() ? -2 : ParseHhMm(w.start, false);
-  int end = w.end.empty() ? -2 : ParseHhMm(w.end, true);
+  int s = w.start.empty() ? -2 : ParseClockTime(w.start, false);
+  int end = w.end.empty() ? -2 : ParseClockTime(w.end, true);
   if (s == -2) e.Fail("start", kRequired);
   if (end == -2) e.Fail("end", kRequired);
   if (s == -1) e.Fail("start", "must be a time \"HH:MM\" from 00:00 to 23:59");
-  if (end == -1) e.Fail("end", "must be a time \"HH:MM\" from 00:01 to 24:00");
-  if (s >= 0 && end >= 0 && end <= s) {
-    e.Fail("end", "must be after start (split windows that cross midnight in two)");
+  // Midnight as an end is written 24:00.
+  if (end == -1 || end == 0) e.Fail("end", "must be a time \"HH:MM\" from 00:01 to 24:00");
+  if (s >= 0 && end >= 0 && end == s) {
+    e.Fail("end", "must differ from start (for the whole day use 00:00 to 24:00)");
   }
 }
 
-void ValidateAvailability(const Availability& a, const Errors& e) {
+void CheckAvailability(const Availability& a, const Errors& e) {
   if (a.always) return;
   if (Blank(a.timezone)) {
     e.Fail("timezone", kRequired);
@@ -163,7 +167,7 @@ void ValidateEntry(const GpuEntry& g, bool req, const ModelExists& model_exists,
   e.Number("upload_gbps", g.upload_gbps, req, 0, kMaxGbps);
   e.Number("download_gbps", g.download_gbps, req, 0, kMaxGbps);
   if (g.availability) {
-    ValidateAvailability(*g.availability, Errors(e.errors(), e.PathOf("availability")));
+    CheckAvailability(*g.availability, Errors(e.errors(), e.PathOf("availability")));
   } else if (req) {
     e.Fail("availability", kRequired);
   }
@@ -175,6 +179,10 @@ void ValidateEntry(const GpuEntry& g, bool req, const ModelExists& model_exists,
 }
 
 }  // namespace
+
+void ValidateAvailability(const Availability& a, const std::string& path, FieldErrors* errors) {
+  CheckAvailability(a, Errors(errors, path));
+}
 
 bool IsValidTimeZone(std::string_view name) {
   if (name.empty() || name.size() > kMaxTimeZone) return false;
@@ -235,14 +243,22 @@ ApplicationBody Normalize(ApplicationBody body) {
       body.contact.email = normalized;
   }
   for (GpuEntry& g : body.gpus) {
-    if (!g.availability) continue;
-    for (Window& w : g.availability->windows) {
-      std::sort(w.days.begin(), w.days.end(), [](const std::string& a, const std::string& b) {
-        return std::find(kDays.begin(), kDays.end(), a) < std::find(kDays.begin(), kDays.end(), b);
-      });
-    }
+    if (g.availability) g.availability = NormalizeAvailability(std::move(*g.availability));
   }
   return body;
+}
+
+Availability NormalizeAvailability(Availability a) {
+  for (Window& w : a.windows) {
+    std::sort(w.days.begin(), w.days.end(), [](const std::string& x, const std::string& y) {
+      return std::find(kDays.begin(), kDays.end(), x) < std::find(kDays.begin(), kDays.end(), y);
+    });
+  }
+  if (a.always) {
+    a.timezone.clear();
+    a.windows.clear();
+  }
+  return a;
 }
 
 TierSuggestion SuggestTier(const ApplicationBody& body) {

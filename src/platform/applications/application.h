@@ -23,10 +23,12 @@
 
 namespace gpunex::platform::applications {
 
+// A weekly window of availability in the schedule's time zone. An end at or before the
+// start runs past midnight: {"fri"}, 22:00–06:00 is Friday 22:00 to Saturday 06:00.
 struct Window {
-  std::vector<std::string> days;  // "mon".."sun", unique, in week order
+  std::vector<std::string> days;  // "mon".."sun", unique, in week order: the days it starts
   std::string start;              // "HH:MM", 00:00..23:59
-  std::string end;                // "HH:MM", after start; "24:00" allowed
+  std::string end;                // "HH:MM", 00:01..24:00, not equal to start
 
   friend bool operator==(const Window&, const Window&) = default;
 };
@@ -117,6 +119,8 @@ FieldErrors Validate(const ApplicationBody& body, Completeness completeness,
 // `body` in its canonical form: the email in lower case, each window's days in week
 // order. REQUIRES: Validate found no problem with it.
 ApplicationBody Normalize(ApplicationBody body);
+// A schedule in its canonical form: days in week order; "always" without zone or windows.
+Availability NormalizeAvailability(Availability a);
 
 struct TierSuggestion {
   std::string tier;                  // "enterprise" or "community"
@@ -130,6 +134,11 @@ TierSuggestion SuggestTier(const ApplicationBody& body);
 int64_t TotalGpus(const ApplicationBody& body);
 // Whether an entry names a model outside the catalog ("other").
 bool HasUnlistedModels(const ApplicationBody& body);
+
+// Every problem with a schedule's values under `path` ("gpus[0].availability", "schedule").
+void ValidateAvailability(const Availability& a, const std::string& path, FieldErrors* errors);
+// Minutes since midnight of "HH:MM"; -1 when malformed. "24:00" (1440) when `allow_24`.
+int ParseClockTime(std::string_view s, bool allow_24);
 
 bool IsValidTimeZone(std::string_view name);
 bool IsCountryCode(std::string_view code);

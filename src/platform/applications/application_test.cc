@@ -43,6 +43,14 @@ TEST(Application, AcceptsAValidBodyAndNormalises) {
   EXPECT_EQ(Normalize(n), n);  // stable
 }
 
+TEST(Application, AcceptsAWindowThatCrossesMidnight) {
+  ApplicationBody b = Valid();
+  b.gpus[1].availability->windows[0] = {{"fri"}, "22:00", "06:00"};
+  EXPECT_EQ(Validate(b, Completeness::kComplete, Known), FieldErrors{});
+  b.gpus[1].availability->windows[0] = {{"fri"}, "00:00", "24:00"};
+  EXPECT_EQ(Validate(b, Completeness::kComplete, Known), FieldErrors{});
+}
+
 TEST(Application, ReportsEveryBadFieldByPath) {
   ApplicationBody b = Valid();
   b.gpus[0].quantity = 0;
@@ -50,7 +58,7 @@ TEST(Application, ReportsEveryBadFieldByPath) {
   b.gpus[0].upload_gbps = -1;
   b.gpus[0].location->country = "XX";
   b.gpus[1].availability->timezone = "Mars/Olympus";
-  b.gpus[1].availability->windows[0].end = "07:00";
+  b.gpus[1].availability->windows[0].end = "08:00";
   b.contact.email = "not-an-email";
   b.infrastructure.commitment_months = 5;
   const FieldErrors f = Validate(b, Completeness::kComplete, Known);
@@ -63,7 +71,7 @@ TEST(Application, ReportsEveryBadFieldByPath) {
   EXPECT_EQ(f.at("gpus[1].availability.timezone"),
             "must be an IANA time zone such as \"Europe/Rome\"");
   EXPECT_EQ(f.at("gpus[1].availability.windows[0].end"),
-            "must be after start (split windows that cross midnight in two)");
+            "must differ from start (for the whole day use 00:00 to 24:00)");
   EXPECT_EQ(f.at("contact.email"), "must be a valid email address");
   EXPECT_EQ(f.at("infrastructure.commitment_months"), "must be 0 (none), 3, 6 or 12");
   EXPECT_EQ(f.size(), 8u);

@@ -429,4 +429,23 @@ StatusOr<FieldErrors> Applications::Check(const ApplicationBody& body, Completen
   return out;
 }
 
+StatusOr<std::optional<Availability>> ApprovedAvailability(store::Tx& tx,
+                                                           const std::string& user_id,
+                                                           const std::string& catalog_id) {
+  ApplicationsStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationsStore::OpenApplication> open,
+                          s.FindOpen(user_id));
+  if (!open || open->status != "approved") return std::optional<Availability>();
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationRow> row, s.Find(open->id));
+  if (!row) return std::optional<Availability>();
+  const GpuEntry* first = nullptr;
+  for (const GpuEntry& g : row->body.gpus) {
+    if (!g.availability) continue;
+    if (g.model == catalog_id) return std::optional<Availability>(*g.availability);
+    if (!first) first = &g;
+  }
+  if (!first) return std::optional<Availability>();
+  return std::optional<Availability>(*first->availability);
+}
+
 }  // namespace gpunex::platform::applications

@@ -100,6 +100,13 @@ struct DecisionRequest {
 // "message"); empty when it is well formed. Decide checks this first.
 FieldErrors ValidateDecision(const DecisionRequest& req);
 
+// The schedule a new machine of `user_id` starts with (availability/): in the user's
+// approved application, the availability of the entry for GPU model `catalog_id`, else of
+// the first entry that has one; nullopt without an approved application or availability.
+StatusOr<std::optional<Availability>> ApprovedAvailability(store::Tx& tx,
+                                                           const std::string& user_id,
+                                                           const std::string& catalog_id);
+
 struct ApplicationsOptions {
   std::string public_url = "http://127.0.0.1:8080";
   std::string mail_domain = "gpunex.local";  // Message-ID domain

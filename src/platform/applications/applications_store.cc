@@ -133,7 +133,7 @@ void SetError(std::string* error, std::string message) {
   if (error->empty()) *error = std::move(message);
 }
 
-Availability DecodeAvailability(const StoredReader& r) {
+Availability DecodeStoredAvailability(const StoredReader& r) {
   Availability a;
   std::string kind = r.Str("kind");
   if (kind != "schedule") {
@@ -178,7 +178,8 @@ GpuEntry DecodeEntry(const StoredReader& r) {
   g.upload_gbps = r.Number("upload_gbps");
   g.download_gbps = r.Number("download_gbps");
   if (const json::object* a = r.Object("availability")) {
-    g.availability = DecodeAvailability(StoredReader(*a, r.PathOf("availability"), r.error()));
+    g.availability =
+        DecodeStoredAvailability(StoredReader(*a, r.PathOf("availability"), r.error()));
   }
   if (const json::object* l = r.Object("location")) {
     StoredReader loc(*l, r.PathOf("location"), r.error());
@@ -225,6 +226,31 @@ void PutIfSet(json::object& o, std::string_view key, const std::optional<T>& v) 
   if (v) o[key] = *v;
 }
 
+}  // namespace
+
+json::object EncodeStoredAvailability(const Availability& a) {
+  json::object o{{"kind", a.always ? "always" : "schedule"}};
+  if (a.always) return o;
+  PutIfSet(o, "timezone", a.timezone);
+  json::array windows;
+  for (const Window& w : a.windows) {
+    json::array days;
+    for (const std::string& d : w.days) days.emplace_back(d);
+    json::object wo{{"days", std::move(days)}};
+    PutIfSet(wo, "start", w.start);
+    PutIfSet(wo, "end", w.end);
+    windows.push_back(std::move(wo));
+  }
+  o["windows"] = std::move(windows);
+  return o;
+}
+
+Availability DecodeStoredAvailability(const json::object& o, std::string* error) {
+  return DecodeStoredAvailability(StoredReader(o, "", error));
+}
+
+namespace {
+
 std::string EncodeBody(const ApplicationBody& body) {
   json::object contact;
   PutIfSet(contact, "full_name", body.contact.full_name);
@@ -239,23 +265,7 @@ std::string EncodeBody(const ApplicationBody& body) {
     PutIfSet(o, "system_ram_gb", g.system_ram_gb);
     PutIfSet(o, "upload_gbps", g.upload_gbps);
     PutIfSet(o, "download_gbps", g.download_gbps);
-    if (g.availability) {
-      json::object a{{"kind", g.availability->always ? "always" : "schedule"}};
-      if (!g.availability->always) {
-        PutIfSet(a, "timezone", g.availability->timezone);
-        json::array windows;
-        for (const Window& w : g.availability->windows) {
-          json::array days;
-          for (const std::string& d : w.days) days.emplace_back(d);
-          json::object wo{{"days", std::move(days)}};
-          PutIfSet(wo, "start", w.start);
-          PutIfSet(wo, "end", w.end);
-          windows.push_back(std::move(wo));
-        }
-        a["windows"] = std::move(windows);
-      }
-      o["availability"] = std::move(a);
-    }
+    if (g.availability) o["availability"] = EncodeStoredAvailability(*g.availability);
     if (g.location) {
       json::object loc;
       PutIfSet(loc, "city", g.location->city);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -116,6 +117,12 @@ class ApplicationsStore {
  private:
   store::Tx& tx_;
 };
+
+// A schedule in this store's document format, and back (machines' schedules, kept by
+// availability/, are stored in the same form). Decoding sets *error (when empty) to what
+// it could not read.
+json::object EncodeStoredAvailability(const Availability& a);
+Availability DecodeStoredAvailability(const json::object& o, std::string* error);
 
 // The folder's migrations (store/migrations.h): its part of version 2 (the tables) and
 // version 6 (stored bodies that carried "" or null for absent values rewritten without).

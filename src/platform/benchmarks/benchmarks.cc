@@ -71,4 +71,9 @@ StatusOr<std::map<std::string, GpuScore>> Benchmarks::Scores(const std::string& 
   return out;
 }
 
+StatusOr<std::vector<ScoreSample>> ScoreHistory(store::Tx& tx, const std::string& machine_id,
+                                                Timestamp since) {
+  return BenchmarksStore(tx).Scores(machine_id, since);
+}
+
 }  // namespace gpunex::platform::benchmarks

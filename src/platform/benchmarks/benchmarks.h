@@ -39,11 +39,18 @@
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
 #include "platform/benchmarks/benchmark_run.h"
+#include "platform/benchmarks/benchmarks_store.h"
 #include "platform/benchmarks/score.h"
 #include "platform/fleet/fleet.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::benchmarks {
+
+// Every measured score of the GPUs of `machine_id`, oldest first; with machine_id "", of
+// every GPU benchmarked at or after `since` (the reliability score's benchmark part reads
+// these).
+StatusOr<std::vector<ScoreSample>> ScoreHistory(store::Tx& tx, const std::string& machine_id,
+                                                Timestamp since = Timestamp{});
 
 struct BenchmarksOptions {
   bool enabled = true;                 // false: nothing is scheduled and requests are refused

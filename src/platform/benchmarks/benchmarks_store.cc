@@ -276,6 +276,31 @@ StatusOr<std::vector<std::string>> BenchmarksStore::MachinesDue(Timestamp now,
   return out;
 }
 
+StatusOr<std::vector<ScoreSample>> BenchmarksStore::Scores(const std::string& machine_id,
+                                                           Timestamp since) {
+  std::string sql =
+      "SELECT bg.gpu_id, bg.run_id, bg.created_at, bg.score, bg.state FROM benchmark_gpus bg "
+      "JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL AND bg.state IN "
+      "('passed', 'failed')";
+  std::vector<store::Value> params;
+  if (!machine_id.empty()) {
+    sql += " AND r.machine_id = ?";
+    params.emplace_back(machine_id);
+  } else {
+    sql +=
+        " AND bg.gpu_id IN (SELECT gpu_id FROM gpu_benchmark_status WHERE last_benchmark_at >= "
+        "?)";
+    params.emplace_back(ToUnixMicros(since));
+  }
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(sql + " ORDER BY bg.gpu_id, bg.created_at, bg.run_id", params));
+  std::vector<ScoreSample> out;
+  for (const store::Row& r : rows) {
+    out.push_back({r.Str(0), r.Str(1), r.Time(2), r.Real(3), r.Str(4) == "passed"});
+  }
+  return out;
+}
+
 std::vector<store::Migration> BenchmarksMigrations() {
   return {
       {5,

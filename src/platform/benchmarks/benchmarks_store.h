@@ -31,6 +31,15 @@ struct GpuStatusRow {
   std::string due_reason;  // with due_at: first_connect | new_gpu | hardware_change | retry
 };
 
+// One GPU's score in one run.
+struct ScoreSample {
+  std::string gpu_id;
+  std::string run_id;
+  Timestamp at;
+  double score = 0;
+  bool passed = false;
+};
+
 class BenchmarksStore {
  public:
   explicit BenchmarksStore(store::Tx& tx) : tx_(tx) {}
@@ -52,6 +61,9 @@ class BenchmarksStore {
   StatusOr<std::map<std::string, GpuStatusRow>> StatusOf(
       const std::string& machine_id);  // by gpu id
   Status UpsertStatus(const GpuStatusRow& s);
+  // Every measured score (passed or failed runs) of the machine's GPUs, or of every GPU
+  // whose last benchmark is at or after `since` when machine_id is "", oldest first.
+  StatusOr<std::vector<ScoreSample>> Scores(const std::string& machine_id, Timestamp since);
   // Machines with a GPU due now: explicitly (due_at) or periodically (benchmarked before
   // `periodic_cutoff`).
   StatusOr<std::vector<std::string>> MachinesDue(Timestamp now, Timestamp periodic_cutoff);

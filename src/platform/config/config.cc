@@ -139,6 +139,12 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Str("agent_image", &c->agent_image));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
+  if (auto* t = r.Sub("reliability")) {
+    TableReader s(*t, "reliability");
+    GPUNEX_RETURN_IF_ERROR(s.Int("threshold", &c->reliability_threshold, 1, 100));
+    GPUNEX_RETURN_IF_ERROR(s.Int("refresh_ms", &c->reliability_refresh_ms, 1000, 3600 * 1000));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
   if (auto* t = r.Sub("benchmarks")) {
     TableReader s(*t, "benchmarks");
     GPUNEX_RETURN_IF_ERROR(s.Bool("enabled", &c->benchmarks_enabled));

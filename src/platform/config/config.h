@@ -76,6 +76,11 @@ struct Config {
   std::map<std::string, double> benchmark_thresholds;
   std::map<std::string, std::map<std::string, double>> benchmark_model_thresholds;
 
+  // Reliability score (REL-1..5): notify providers below this score; a full refresh at
+  // least this often (changes are picked up within a second anyway).
+  int reliability_threshold = 80;
+  int reliability_refresh_ms = 60'000;
+
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;
   std::vector<std::string> holidays;  // "YYYY-MM-DD", not business days

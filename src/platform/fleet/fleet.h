@@ -80,6 +80,17 @@ struct BenchmarkFacts {
 
 // The machine with its GPUs; nullopt when there is none.
 StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id);
+// Who may do what with a machine: its provider reads and changes it, admins read it.
+struct MachineOwner {
+  std::string provider_id;
+  std::string name;
+  Timestamp created_at;
+};
+enum class MachineAccess { kRead, kChange };
+// The machine's owner when `p` has `access`; kNotFound when the machine does not exist or
+// `p` may not read it; kPermissionDenied when `p` may read but not change it.
+StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal& p,
+                                        const std::string& machine_id, MachineAccess access);
 // The ids of the machines that are online now.
 StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx);
 // The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or
@@ -88,6 +99,10 @@ StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx, const std::
 // Records the benchmark facts of GPUs of one machine and decides their listing again.
 Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
                             const std::map<std::string, BenchmarkFacts>& by_gpu_id);
+// Records what availability/ says of the machine (schedule, maintenance) and, when it
+// changed, decides its GPUs' listing again.
+Status ReportAvailabilityFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                               const AvailabilityFacts& facts);
 // Decides the listing of every GPU of the machine from the facts stored now, and stores
 // the decisions that changed. Every change of a fact calls it in its transaction.
 Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id);

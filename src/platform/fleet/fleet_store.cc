@@ -321,6 +321,26 @@ Status FleetStore::SetListing(const std::string& gpu_id, const listing::ListingD
       .status();
 }
 
+StatusOr<AvailabilityFacts> FleetStore::AvailabilityFactsOf(const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT inside_schedule, schedule_opens_at, in_maintenance "
+                                    "FROM machines WHERE id = ?",
+                                    {machine_id}));
+  if (rows.empty()) return NotFound("no such machine");
+  return AvailabilityFacts{rows[0].Int(0) != 0, rows[0].OptTime(1), rows[0].Int(2) != 0};
+}
+
+Status FleetStore::SetAvailabilityFacts(const std::string& machine_id, const AvailabilityFacts& f) {
+  return tx_
+      .Exec(
+          "UPDATE machines SET inside_schedule = ?, schedule_opens_at = ?, in_maintenance = ? "
+          "WHERE id = ?",
+          {int64_t{f.inside_schedule},
+           f.opens_at ? store::Value(ToUnixMicros(*f.opens_at)) : store::Value(nullptr),
+           int64_t{f.in_maintenance}, machine_id})
+      .status();
+}
+
 // ---------------------------------------------------------------- intervals, events, telemetry
 
 Status FleetStore::CloseOpenInterval(const std::string& machine_id, Timestamp at,
@@ -362,12 +382,13 @@ Status FleetStore::InsertEvent(const std::string& machine_id, Timestamp at, std:
 }
 
 Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute,
-                                      const protocol::GpuSample& s, bool throttled) {
+                                      const protocol::GpuSample& s, bool throttled, bool loaded) {
   return tx_
       .Exec(
           "INSERT INTO gpu_telemetry_minutes (gpu_id, minute, samples, utilization_sum, "
-          "temperature_max, power_sum, memory_used_max, throttled_samples) VALUES (?, ?, 1, ?, "
-          "?, ?, ?, ?) ON CONFLICT (gpu_id, minute) DO UPDATE "
+          "temperature_max, power_sum, memory_used_max, throttled_samples, loaded_samples, "
+          "loaded_throttled_samples) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?) "
+          "ON CONFLICT (gpu_id, minute) DO UPDATE "
           "SET samples = gpu_telemetry_minutes.samples + 1, utilization_sum = "
           "gpu_telemetry_minutes.utilization_sum + excluded.utilization_sum, "
           "temperature_max = CASE WHEN excluded.temperature_max > "
@@ -377,9 +398,11 @@ Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute,
           "WHEN excluded.memory_used_max > gpu_telemetry_minutes.memory_used_max "
           "THEN excluded.memory_used_max ELSE gpu_telemetry_minutes.memory_used_max END, "
           "throttled_samples = gpu_telemetry_minutes.throttled_samples + "
-          "excluded.throttled_samples",
+          "excluded.throttled_samples, loaded_samples = gpu_telemetry_minutes.loaded_samples + "
+          "excluded.loaded_samples, loaded_throttled_samples = "
+          "gpu_telemetry_minutes.loaded_throttled_samples + excluded.loaded_throttled_samples",
           {gpu_id, minute, std::max<int64_t>(s.utilization_pct, 0), s.temperature_c, s.power_w,
-           s.memory_used_mb, int64_t{throttled}})
+           s.memory_used_mb, int64_t{throttled}, int64_t{loaded}, int64_t{loaded && throttled}})
       .status();
 }
 

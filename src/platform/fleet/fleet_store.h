@@ -86,6 +86,8 @@ class FleetStore {
   Status SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict,
                            const std::string& note, bool benchmarking);
   Status SetListing(const std::string& gpu_id, const listing::ListingDecision& d, Timestamp since);
+  StatusOr<AvailabilityFacts> AvailabilityFactsOf(const std::string& machine_id);
+  Status SetAvailabilityFacts(const std::string& machine_id, const AvailabilityFacts& f);
 
   // --- intervals, events, telemetry
   Status CloseOpenInterval(const std::string& machine_id, Timestamp at, std::string_view reason);
@@ -93,8 +95,9 @@ class FleetStore {
   StatusOr<std::vector<MachineInterval>> RecentIntervals(const std::string& machine_id, int limit);
   Status InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
                      const std::string& detail_json);
+  // `loaded`: taken under load (the reliability score's throttled fraction counts those).
   Status AddTelemetrySample(const std::string& gpu_id, int64_t minute, const protocol::GpuSample& s,
-                            bool throttled);
+                            bool throttled, bool loaded);
 
   // --- agent commands
   Status InsertCommand(const CommandRow& c);

@@ -157,6 +157,24 @@ std::vector<store::Migration> FleetMigrations() {
            "ALTER TABLE machine_gpus DROP COLUMN benchmark_due_at",
        },
        {}},
+      // Availability (availability/) reports whether a machine is inside its schedule or in
+      // maintenance, as the benchmarks report their verdicts; the reliability score reads
+      // telemetry under load and workload endings by time.
+      {10,
+       "fleet",
+       "availability facts per machine; telemetry under load; workloads by end time",
+       {
+           "ALTER TABLE machines ADD COLUMN inside_schedule BIGINT NOT NULL DEFAULT 1",
+           "ALTER TABLE machines ADD COLUMN schedule_opens_at BIGINT",
+           "ALTER TABLE machines ADD COLUMN in_maintenance BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE gpu_telemetry_minutes ADD COLUMN loaded_samples BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE gpu_telemetry_minutes ADD COLUMN loaded_throttled_samples BIGINT NOT NULL "
+           "DEFAULT 0",
+           "CREATE INDEX gpu_telemetry_minutes_minute ON gpu_telemetry_minutes (minute)",
+           "CREATE INDEX workloads_ended ON workloads (ended_at)",
+           "CREATE INDEX machine_intervals_open ON machine_intervals (ended_at)",
+       },
+       {}},
   };
 }
 

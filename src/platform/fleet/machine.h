@@ -51,6 +51,18 @@ struct MachineGpu {
   Timestamp created_at;
 };
 
+// What availability/ says of a machine now (listing facts).
+struct AvailabilityFacts {
+  bool inside_schedule = true;
+  std::optional<Timestamp> opens_at;  // when outside: when it is inside again
+  bool in_maintenance = false;
+
+  friend bool operator==(const AvailabilityFacts&, const AvailabilityFacts&) = default;
+};
+
+// A GPU sample at or above this utilization is taken under load.
+inline constexpr int64_t kLoadedUtilizationPct = 50;
+
 struct MachineInterval {
   std::string state;  // kOnline | kOffline
   Timestamp started_at;

@@ -49,6 +49,9 @@ bool Throttled(const protocol::GpuSample& g) {
       });
 }
 
+// Under load, as the reliability score counts it (reliability/formula.h).
+bool Loaded(const protocol::GpuSample& g) { return g.utilization_pct >= kLoadedUtilizationPct; }
+
 }  // namespace
 
 StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id) {
@@ -57,6 +60,15 @@ StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& m
   if (!row) return std::optional<Machine>();
   GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
   return std::optional<Machine>(MachineFrom(std::move(*row), std::move(gpus)));
+}
+
+StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal& p,
+                                        const std::string& machine_id, MachineAccess access) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, FleetStore(tx).FindMachine(machine_id));
+  if (!m || (m->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no such machine");
+  if (access == MachineAccess::kChange && m->provider_id != p.user.id)
+    return PermissionDenied("only the machine's provider can change it");
+  return MachineOwner{m->provider_id, m->name, m->created_at};
 }
 
 StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx) {
@@ -77,6 +89,7 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
   if (!m) return NotFound("no such machine");
   GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
   GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(AvailabilityFacts avail, s.AvailabilityFactsOf(machine_id));
   for (const MachineGpu& g : gpus) {
     listing::ListingFacts f;
     f.present = g.present;
@@ -86,6 +99,9 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     f.benchmark_note = g.benchmark_note;
     f.benchmarking = g.benchmarking;
     f.rented = busy.count(g.id) > 0;
+    f.inside_schedule = avail.inside_schedule;
+    f.schedule_opens_at = avail.opens_at;
+    f.in_maintenance = avail.in_maintenance;
     const listing::ListingDecision d = listing::DecideListing(f);
     if (d.state == g.listing.state && d.note == g.listing.note) continue;
     GPUNEX_RETURN_IF_ERROR(s.SetListing(g.id, d, now));
@@ -106,6 +122,15 @@ Status Fleet::RefreshAllListings() {
     if (!batch.next) return Status::Ok();
     page.after = batch.next;
   }
+}
+
+Status ReportAvailabilityFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                               const AvailabilityFacts& facts) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(AvailabilityFacts old, s.AvailabilityFactsOf(machine_id));
+  if (old == facts) return Status::Ok();
+  GPUNEX_RETURN_IF_ERROR(s.SetAvailabilityFacts(machine_id, facts));
+  return RefreshListing(tx, now, machine_id);
 }
 
 Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
@@ -134,7 +159,7 @@ Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Hea
       protocol::GpuSample sample = g;
       sample.uuid.clear();
       GPUNEX_RETURN_IF_ERROR(s.SetGpuTelemetry(*gid, sample, now));
-      GPUNEX_RETURN_IF_ERROR(s.AddTelemetrySample(*gid, minute, g, Throttled(g)));
+      GPUNEX_RETURN_IF_ERROR(s.AddTelemetrySample(*gid, minute, g, Throttled(g), Loaded(g)));
     }
     return Status::Ok();
   });

@@ -169,4 +169,18 @@ Status MarkAllRead(store::Database& db, Timestamp now, const std::string& user_i
   return Status::Ok();
 }
 
+Status SendNotice(store::Tx& tx, Timestamp now, const Recipient& to, const Notice& n,
+                  const NoticeSettings& settings) {
+  GPUNEX_RETURN_IF_ERROR(AddNotification(tx, now, to.user_id, n.kind, n.title, n.text, n.link));
+  if (!n.email || to.email.empty()) return Status::Ok();
+  std::string body =
+      "Hello " + (to.name.empty() ? std::string("there") : to.name) + ",\n\n" + n.text + "\n";
+  if (!n.link.empty()) body += "\nSee your dashboard: " + settings.public_url + n.link + "\n";
+  body += "\nThe gpunex team\n";
+  GPUNEX_RETURN_IF_ERROR(
+      EnqueueEmail(tx, now, {to.email, "gpunex: " + n.title, body, n.kind}, settings.mail_domain));
+  if (settings.wake_outbox) tx.AfterCommit(settings.wake_outbox);
+  return Status::Ok();
+}
+
 }  // namespace gpunex::platform::notify

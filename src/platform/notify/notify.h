@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -98,5 +99,28 @@ Status MarkNotificationRead(store::Database& db, Timestamp now, const std::strin
 // (when not null) how many changed.
 Status MarkAllRead(store::Database& db, Timestamp now, const std::string& user_id,
                    int64_t* count_out = nullptr);
+
+// A message for one person about an event: always in the dashboard, by email too when
+// `email`. The folders that tell people things compose these.
+struct Notice {
+  std::string kind;   // "maintenance.soon"
+  std::string title;  // one line; also the email's subject after "gpunex: "
+  std::string text;   // plain text
+  std::string link;   // dashboard path ("/#/provider/performance"), "" for none
+  bool email = false;
+};
+struct Recipient {
+  std::string user_id;
+  std::string email;
+  std::string name;  // for the greeting; "" when unknown
+};
+struct NoticeSettings {
+  std::string mail_domain = "gpunex.local";  // Message-ID domain
+  std::string public_url;                    // before `link` in emails
+  std::function<void()> wake_outbox;         // after the commit; may be empty
+};
+// Adds the dashboard notification and, with n.email, queues the email, in `tx`.
+Status SendNotice(store::Tx& tx, Timestamp now, const Recipient& to, const Notice& n,
+                  const NoticeSettings& settings);
 
 }  // namespace gpunex::platform::notify

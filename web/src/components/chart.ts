@@ -26,11 +26,13 @@ export interface LineChartOptions {
   series: ChartSeries[];
   width: number; // pixels: the viewBox is the drawn size, so text stays 12 px
   height: number;
+  yMax?: number; // the top of the y axis (default: from the data)
+  days?: boolean; // one point per day: the x axis says dates, with a day of room each side
 }
 
 type SvgAttrs = Record<string, string | number>;
 
-function svg<K extends keyof SVGElementTagNameMap>(
+export function svg<K extends keyof SVGElementTagNameMap>(
   tag: K,
   attrs: SvgAttrs = {},
   ...children: Array<SVGElement | string>
@@ -79,6 +81,10 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
   if (!all.length) {
     t0 = Date.now() - kDay;
     t1 = Date.now();
+  } else if (o.days) {
+    // Days: a day of room on each side, so that a single day has its neighbours.
+    t0 -= kDay;
+    t1 += kDay;
   } else if (t1 === t0) {
     // One point: centred on a one-hour axis.
     t0 -= 1800000;
@@ -90,8 +96,8 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
     t1 += pad;
   }
   const yMaxData = Math.max(1, ...all.map((p) => p.y));
-  const yStep = niceStep(yMaxData * 1.1, ph < 140 ? 3 : 4);
-  const yMax = Math.ceil((yMaxData * 1.1) / yStep) * yStep;
+  const yStep = niceStep(o.yMax ?? yMaxData * 1.1, ph < 140 ? 3 : 4);
+  const yMax = o.yMax ?? Math.ceil((yMaxData * 1.1) / yStep) * yStep;
   const x = (t: number) => m.left + ((t - t0) / (t1 - t0)) * pw;
   const y = (v: number) => m.top + ph - (v / yMax) * ph;
 
@@ -117,8 +123,9 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
     );
   }
   // X axis: ticks that fit the width.
-  const fmt = timeFormatter(t1 - t0);
-  const xTicks = Math.max(2, Math.min(6, Math.floor(pw / 110)));
+  const fmt = o.days ? timeFormatter(60 * kDay - 1) : timeFormatter(t1 - t0);
+  let xTicks = Math.max(2, Math.min(6, Math.floor(pw / 110)));
+  if (o.days) xTicks = Math.max(2, Math.min(xTicks, Math.floor((t1 - t0) / kDay) + 1));
   for (let i = 0; i < xTicks; i++) {
     const t = t0 + ((t1 - t0) * i) / (xTicks - 1);
     const xx = Math.round(x(t)) + 0.5;

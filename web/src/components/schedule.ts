@@ -1,8 +1,12 @@
-// The weekly schedule editor of a GPU entry: an IANA time zone and windows of days with a
-// start and an end time ({"kind": "schedule", "timezone", "windows": [...]}).
+// The weekly schedule editor of a GPU entry and of a machine's availability: an IANA time
+// zone and windows of days with a start and an end time ({"kind": "schedule", "timezone",
+// "windows": [...]}). A window whose end is earlier than its start runs past midnight into
+// the next day (22:00–06:00 on Friday: Friday 22:00 to Saturday 06:00). With `grid`, a
+// week grid beside the windows shows them and edits them by the hour.
 import type * as api from "../api";
-import { append, button, field, h, uid } from "../dom";
+import { append, button, field, h, replace, uid } from "../dom";
 import { kDayNames, kDays } from "../format";
+import { WeekGrid } from "./weekgrid";
 
 let zones: string[] | null = null;
 function timeZones(): string[] {
@@ -43,6 +47,7 @@ class WindowEditor {
   private readonly start: HTMLInputElement;
   private readonly end: HTMLInputElement;
   private readonly removeBtn: HTMLButtonElement;
+  private readonly overnight = h("p", { class: "small muted overnight", "aria-live": "polite" });
 
   constructor(initial: api.Window, onRemove: (w: WindowEditor) => void) {
     this.daysGroup = h("fieldset", { class: "days" }, h("legend", null, "Days"));
@@ -62,9 +67,34 @@ class WindowEditor {
       { class: "window" },
       this.legend,
       this.daysGroup,
-      h("div", { class: "row" }, field("From", this.start), field("Until", this.end)),
+      h(
+        "div",
+        { class: "row" },
+        field("From", this.start),
+        field("Until", this.end, {
+          hint: "Earlier than “From”: the window runs into the next day. 23:59 means until midnight.",
+        }),
+      ),
+      this.overnight,
       this.removeBtn,
     );
+    this.el.addEventListener("input", () => this.explain());
+    this.explain();
+  }
+
+  // Says where a window that crosses midnight ends.
+  private explain(): void {
+    const w = this.value();
+    const crosses = w.end !== "24:00" && w.start !== "" && w.end !== "" && w.end < w.start;
+    if (!crosses) {
+      this.overnight.hidden = true;
+      this.overnight.textContent = "";
+      return;
+    }
+    const next = (d: string) => kDays[(kDays.indexOf(d as (typeof kDays)[number]) + 1) % 7];
+    const example = w.days[0] ? `${kDayNames[w.days[0]]} ${w.start} → ${kDayNames[next(w.days[0])]} ${w.end}` : "";
+    this.overnight.hidden = false;
+    this.overnight.textContent = `Runs past midnight into the next day${example ? ` (${example})` : ""}.`;
   }
 
   renumber(prefix: string, index: number, total: number): void {
@@ -81,19 +111,30 @@ class WindowEditor {
     return {
       days: this.dayBoxes.filter((b) => b.checked).map((b) => b.value),
       start: this.start.value,
-      end: this.end.value === "23:59" ? "24:00" : this.end.value,
+      // 23:59 and 00:00 as an end both mean midnight: the end of the day.
+      end: this.end.value === "23:59" || this.end.value === "00:00" ? "24:00" : this.end.value,
     };
   }
+}
+
+export interface ScheduleEditorOptions {
+  grid?: boolean; // a week grid beside the windows
+  onChange?: () => void; // after any edit
 }
 
 export class ScheduleEditor {
   readonly el: HTMLDivElement;
   private readonly zone: HTMLInputElement;
   private readonly windowsGroup: HTMLDivElement;
+  private readonly none = h("p", { class: "muted small" }, "No windows: add one, or switch hours on in the grid.");
+  private readonly grid: WeekGrid | null;
   private windows: WindowEditor[] = [];
   private prefix = "";
 
-  constructor(initial: { timezone: string; windows: api.Window[] } | null) {
+  constructor(
+    initial: { timezone: string; windows: api.Window[] } | null,
+    private readonly opts: ScheduleEditorOptions = {},
+  ) {
     this.zone = h("input", {
       type: "text",
       list: zoneListId(),
@@ -106,16 +147,36 @@ export class ScheduleEditor {
       ? initial.windows
       : [{ days: ["mon", "tue", "wed", "thu", "fri"], start: "08:00", end: "20:00" }];
     for (const w of windows) this.addWindow(w);
-    this.el = h(
-      "div",
-      { class: "schedule" },
-      field("Time zone", this.zone, { hint: "An IANA time zone, e.g. Europe/Rome or America/New_York." }),
-      this.windowsGroup,
-      button("Add a window", () => {
-        this.addWindow({ days: ["sat", "sun"], start: "10:00", end: "18:00" });
-        this.renumber(this.prefix);
-      }),
-    );
+    this.grid = opts.grid ? new WeekGrid((ws) => this.setWindows(ws)) : null;
+    const add = button("Add a window", () => {
+      this.addWindow({ days: ["sat", "sun"], start: "10:00", end: "18:00" });
+      this.renumber(this.prefix);
+      this.changed();
+    });
+    const zoneField = field("Time zone", this.zone, {
+      hint: "An IANA time zone, e.g. Europe/Rome or America/New_York.",
+    });
+    this.el = this.grid
+      ? h(
+          "div",
+          { class: "schedule with-grid" },
+          zoneField,
+          h(
+            "div",
+            { class: "schedule-grid" },
+            h(
+              "p",
+              { class: "small muted" },
+              "Hours in the schedule's time zone. Press an hour to switch it on or off; the windows follow.",
+            ),
+            this.grid.el,
+          ),
+          h("div", { class: "schedule-windows" }, this.windowsGroup, add),
+        )
+      : h("div", { class: "schedule" }, zoneField, this.windowsGroup, add);
+    this.el.addEventListener("input", () => this.changed());
+    this.el.addEventListener("change", () => this.changed());
+    this.grid?.update(this.value().windows);
   }
 
   private addWindow(w: api.Window): void {
@@ -123,9 +184,25 @@ export class ScheduleEditor {
       this.windows = this.windows.filter((x) => x !== gone);
       gone.el.remove();
       this.renumber(this.prefix);
+      this.changed();
     });
     this.windows.push(editor);
     this.windowsGroup.appendChild(editor.el);
+    this.none.remove();
+  }
+
+  // Replaces every window (the grid was edited).
+  setWindows(windows: api.Window[]): void {
+    this.windows = [];
+    replace(this.windowsGroup, windows.length ? null : this.none);
+    for (const w of windows) this.addWindow(w);
+    this.renumber(this.prefix);
+    this.changed();
+  }
+
+  private changed(): void {
+    this.grid?.update(this.value().windows);
+    this.opts.onChange?.();
   }
 
   // `prefix` is the availability's path: "gpus[0].availability".

@@ -1,6 +1,8 @@
 // SQLite backend: one database file in the data directory, WAL journal, full fsync.
 // Writers are serialised by BEGIN IMMEDIATE (SQLite allows one writer at a time);
-// readers run concurrently on their own connections.
+// readers run concurrently on their own connections. Each connection keeps its prepared
+// statements by SQL text (at most kMaxCachedStatements, then it starts over), so that a
+// statement run again is bound and stepped, not compiled again.
 
 #include <sqlite3.h>
 
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/log.h"
@@ -32,9 +35,34 @@ Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   return Internal(msg);
 }
 
+constexpr size_t kMaxCachedStatements = 256;
+
+// One connection and its prepared statements. Used by one transaction at a time.
+struct Connection {
+  sqlite3* db = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> statements;
+
+  void ClearStatements() {
+    for (auto& [sql, stmt] : statements) sqlite3_finalize(stmt);
+    statements.clear();
+  }
+  ~Connection() {
+    ClearStatements();
+    sqlite3_close_v2(db);
+  }
+};
+
+// Resets a cached statement after use, so that it holds no read lock and no bindings.
+struct StatementReset {
+  void operator()(sqlite3_stmt* stmt) const {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+  }
+};
+
 class SqliteTx final : public Tx {
  public:
-  explicit SqliteTx(sqlite3* db) : db_(db) {}
+  explicit SqliteTx(Connection& c) : conn_(c), db_(c.db) {}
   std::string_view Backend() const override { return "sqlite"; }
 
   StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params) override {
@@ -49,11 +77,23 @@ class SqliteTx final : public Tx {
   }
 
  private:
-  Status Run(std::string_view sql, const std::vector<Value>& params, Rows* rows) {
+  StatusOr<sqlite3_stmt*> Prepare(std::string_view sql) {
+    auto it = conn_.statements.find(std::string(sql));
+    if (it != conn_.statements.end()) return it->second;
+    if (conn_.statements.size() >= kMaxCachedStatements) conn_.ClearStatements();
     sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+    int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
-    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> guard(stmt, sqlite3_finalize);
+    if (stmt == nullptr) return Internal("empty statement");
+    conn_.statements.emplace(std::string(sql), stmt);
+    return stmt;
+  }
+
+  Status Run(std::string_view sql, const std::vector<Value>& params, Rows* rows) {
+    GPUNEX_ASSIGN_OR_RETURN(sqlite3_stmt * stmt, Prepare(sql));
+    std::unique_ptr<sqlite3_stmt, StatementReset> guard(stmt);
+    int rc = SQLITE_OK;
     if (static_cast<int>(params.size()) != sqlite3_bind_parameter_count(stmt)) {
       return Internal("statement expects " + std::to_string(sqlite3_bind_parameter_count(stmt)) +
                       " parameters, got " + std::to_string(params.size()));
@@ -102,6 +142,7 @@ class SqliteTx final : public Tx {
     }
   }
 
+  Connection& conn_;
   sqlite3* db_;
 };
 
@@ -111,17 +152,17 @@ class SqliteDatabase final : public Database {
       : path_(std::move(path)), options_(options) {}
 
   ~SqliteDatabase() override {
-    for (sqlite3* c : idle_) sqlite3_close_v2(c);
+    for (Connection* c : idle_) delete c;
   }
 
   Status Init() {
-    GPUNEX_ASSIGN_OR_RETURN(sqlite3 * c, Connect());
+    GPUNEX_ASSIGN_OR_RETURN(Connection * c, Connect());
     char* err = nullptr;
-    int rc = sqlite3_exec(c, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
+    int rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
       std::string m = err ? err : "";
       sqlite3_free(err);
-      sqlite3_close_v2(c);
+      delete c;
       return Internal("cannot enable WAL on " + path_ + ": " + m);
     }
     Release(c);
@@ -140,7 +181,7 @@ class SqliteDatabase final : public Database {
   }
 
  private:
-  StatusOr<sqlite3*> Connect() {
+  StatusOr<Connection*> Connect() {
     sqlite3* c = nullptr;
     int rc =
         sqlite3_open_v2(path_.c_str(), &c,
@@ -153,14 +194,16 @@ class SqliteDatabase final : public Database {
     }
     sqlite3_busy_timeout(c, options_.busy_timeout_ms);
     sqlite3_exec(c, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", nullptr, nullptr, nullptr);
-    return c;
+    auto* conn = new Connection;
+    conn->db = c;
+    return conn;
   }
 
-  StatusOr<sqlite3*> Acquire() {
+  StatusOr<Connection*> Acquire() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return !idle_.empty() || open_ < options_.pool_size; });
     if (!idle_.empty()) {
-      sqlite3* c = idle_.back();
+      Connection* c = idle_.back();
       idle_.pop_back();
       return c;
     }
@@ -175,16 +218,17 @@ class SqliteDatabase final : public Database {
     return c;
   }
 
-  void Release(sqlite3* c) {
+  void Release(Connection* c) {
     std::lock_guard g(mu_);
     idle_.push_back(c);
     cv_.notify_one();
   }
 
   Status RunTx(const char* begin, const std::function<Status(Tx&)>& fn) {
-    GPUNEX_ASSIGN_OR_RETURN(sqlite3 * c, Acquire());
-    std::unique_ptr<sqlite3, std::function<void(sqlite3*)>> guard(
-        c, [this](sqlite3* p) { Release(p); });
+    GPUNEX_ASSIGN_OR_RETURN(Connection * conn, Acquire());
+    std::unique_ptr<Connection, std::function<void(Connection*)>> guard(
+        conn, [this](Connection* p) { Release(p); });
+    sqlite3* c = conn->db;
     static thread_local std::mt19937 rng{std::random_device{}()};
     Status last;
     for (int attempt = 0; attempt < 20; ++attempt) {
@@ -198,7 +242,7 @@ class SqliteDatabase final : public Database {
         if (last.code() == StatusCode::kAborted) continue;
         return last;
       }
-      SqliteTx tx(c);
+      SqliteTx tx(*conn);
       Status st;
       try {
         st = fn(tx);
@@ -229,8 +273,8 @@ class SqliteDatabase final : public Database {
   const SqliteOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<sqlite3*> idle_;  // GUARDED_BY(mu_)
-  int open_ = 0;                // GUARDED_BY(mu_)
+  std::vector<Connection*> idle_;  // GUARDED_BY(mu_)
+  int open_ = 0;                   // GUARDED_BY(mu_)
 };
 
 }  // namespace

@@ -7,10 +7,11 @@
 import * as api from "../../api";
 import type { View } from "../../app";
 import { chartLegend, fitChart, lineChart, type ChartSeries } from "../../components/chart";
-import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
+import { busy, button, h, replace, replaceKeepingFocus } from "../../dom";
 import { errorBanner, isAbort, StatusSlot } from "../../errors";
 import { ago, plural, when } from "../../format";
 import { gpuLabel, listingText, machineTitle } from "./overview";
+import { loadMachines, machinePicker } from "./picker";
 import type { ProviderTab } from "./tabs";
 
 const kFastPollMs = 3000; // while a run is running (or the first one is awaited)
@@ -921,58 +922,24 @@ export const benchmarkTab: ProviderTab = {
   id: "benchmark",
   label: "Benchmark",
   async render(v, panel) {
-    const page = await api.get<api.Page<api.Machine>>("/machines?limit=500", { signal: v.signal });
-    const machines = page.items;
-    if (!machines.length) {
-      panel.appendChild(
-        h(
-          "div",
-          { class: "card" },
-          h("h2", null, "No machines yet"),
-          h(
-            "p",
-            null,
-            "Benchmarks run by themselves when a machine's agent first connects. Connect a machine from the ",
-            h("a", { href: "#/provider/overview" }, "Overview"),
-            " (create an agent token and run its install command); its results appear here.",
-          ),
-        ),
-      );
-      return;
-    }
-    const wanted = v.query.get("machine");
-    const chosen = machines.find((m) => m.id === wanted) ?? machines[0];
-    const host = h("div", { class: "bench-machine" });
-    const select = h(
-      "select",
-      { "data-focus": "machine-select" },
-      machines.map((m) =>
-        h("option", { value: m.id, selected: m === chosen }, `${machineTitle(m)} · ${plural(m.gpus.length, "GPU")}`),
-      ),
-    );
-    let stop: (() => void) | null = null;
-    const show = (id: string) => {
-      const m = machines.find((x) => x.id === id) ?? chosen;
-      stop?.();
-      stop = machinePanel(v, host, m);
-    };
-    select.addEventListener("change", () => {
-      // Keeps the address shareable (and the notification links' form) without a re-render.
-      history.replaceState(null, "", `#/provider/benchmark?machine=${encodeURIComponent(select.value)}`);
-      show(select.value);
-    });
-    append(
+    const machines = await loadMachines(
+      v,
       panel,
-      h("div", { class: "toolbar bench-toolbar" }, field("Machine", select, { className: "inline" })),
-      wanted && !machines.some((m) => m.id === wanted)
-        ? h(
-            "p",
-            { class: "banner banner-warn", role: "status" },
-            "The machine in the link is not one of yours or no longer exists; showing your first machine.",
-          )
-        : null,
-      host,
+      "Benchmarks run by themselves when a machine's agent first connects; its results appear here.",
     );
-    show(chosen.id);
+    if (!machines) return;
+    const host = h("div", { class: "bench-machine" });
+    let stop: (() => void) | null = null;
+    machinePicker(panel, {
+      tab: "benchmark",
+      machines,
+      wanted: v.query.get("machine"),
+      show: (id) => {
+        const m = machines.find((x) => x.id === id) ?? machines[0];
+        stop?.();
+        stop = machinePanel(v, host, m);
+      },
+    });
+    panel.appendChild(host);
   },
 };

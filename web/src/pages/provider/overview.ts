@@ -226,9 +226,28 @@ export function listingText(g: api.MachineGpu): { text: string; ok: boolean } {
       return { text: "Not listed: not offered by you", ok: false };
     case "missing_from_machine":
       return { text: "Not listed: the GPU is missing from the machine", ok: false };
+    case "outside_schedule": {
+      const again = g.listing_note?.match(kRfc3339)?.[0];
+      return {
+        text: `Not listed: outside its availability schedule${again ? `; listed again ${when(again)}` : ""}`,
+        ok: false,
+      };
+    }
+    case "in_maintenance": {
+      const until = g.listing_note?.match(kRfc3339)?.[0];
+      return { text: `Not listed: in maintenance${until ? ` until ${when(until)}` : ""}`, ok: false };
+    }
     default:
-      return { text: `Not listed: ${g.listing_note ?? "not available"}`, ok: false };
+      return { text: `Not listed: ${withLocalTimes(g.listing_note ?? "not available")}`, ok: false };
   }
+}
+
+// The notes of "outside_schedule" and "in_maintenance" name the time the state ends.
+const kRfc3339 = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})/g;
+
+// The platform's notes carry times as RFC 3339: shown in the reader's time zone.
+function withLocalTimes(note: string): string {
+  return note.replace(kRfc3339, (t) => when(t));
 }
 
 // The GPUs whose "Offered" switch was changed and not yet answered, with the state asked
@@ -265,6 +284,14 @@ function offeredCell(m: api.Machine, g: api.MachineGpu, offers: OfferState): HTM
   );
 }
 
+// "In maintenance" or "Outside schedule" when the machine's GPUs are hidden for that.
+export function machineHiddenBadge(m: api.Machine): HTMLElement | null {
+  const states = new Set(m.gpus.filter((g) => g.present).map((g) => g.listing_state));
+  if (states.has("in_maintenance")) return h("span", { class: "badge badge-warn machine-hidden" }, "In maintenance");
+  if (states.has("outside_schedule")) return h("span", { class: "badge badge-off machine-hidden" }, "Outside schedule");
+  return null;
+}
+
 function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
   const online = m.status === "online";
   const host = m.host ?? {};
@@ -287,6 +314,7 @@ function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
         h("span", { class: "dot", "aria-hidden": "true" }),
         online ? "Online" : "Offline",
       ),
+      machineHiddenBadge(m),
       m.emulated
         ? h("span", { class: "badge badge-warn", title: "Emulated GPUs, for tests and demos" }, "EMULATED")
         : null,
@@ -304,6 +332,16 @@ function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
           "aria-label": `Benchmark results of ${title}`,
         },
         "Benchmark results",
+      ),
+      h(
+        "a",
+        {
+          class: "machine-avail-link small",
+          href: `#/provider/availability?machine=${encodeURIComponent(m.id)}`,
+          "data-focus": `avail-${m.id}`,
+          "aria-label": `Availability and maintenance of ${title}`,
+        },
+        "Availability",
       ),
     ),
     h(

@@ -4,8 +4,10 @@
 // Earnings, Payments, Performance), write its module and list it below.
 import type * as api from "../../api";
 import type { View } from "../../app";
+import { availabilityTab } from "./availability";
 import { benchmarkTab } from "./benchmark";
 import { overviewTab } from "./overview";
+import { performanceTab } from "./performance";
 
 export interface ProviderTab {
   id: string; // the URL segment: #/provider/<id>
@@ -14,4 +16,4 @@ export interface ProviderTab {
   render(view: View, panel: HTMLElement, provider: api.Provider): void | Promise<void>;
 }
 
-export const providerTabs: ProviderTab[] = [overviewTab, benchmarkTab];
+export const providerTabs: ProviderTab[] = [overviewTab, benchmarkTab, availabilityTab, performanceTab];

@@ -1,0 +1,218 @@
+#include "platform/availability/availability_store.h"
+
+#include "common/json.h"
+#include "platform/applications/applications_store.h"
+#include "platform/store/paging.h"
+
+namespace gpunex::platform::availability {
+namespace {
+
+using store::KeyColumn;
+
+constexpr const char* kScheduleColumns =
+    "machine_id, schedule, source, updated_at, updated_by, next_check_at";
+constexpr const char* kMaintenanceColumns =
+    "id, machine_id, start_at, end_at, category, reason, declared_at, declared_by, "
+    "cancelled_at, soon_notified";
+
+std::string ScheduleText(const Schedule& s) {
+  return ToJsonText(applications::EncodeStoredAvailability(s));
+}
+
+StatusOr<ScheduleRow> ScheduleFrom(const store::Row& r) {
+  ScheduleRow row;
+  row.machine_id = r.Str(0);
+  GPUNEX_ASSIGN_OR_RETURN(json::value doc, ParseJson(r.Str(1)));
+  if (!doc.is_object())
+    return Internal("machine " + row.machine_id + ": schedule is not an object");
+  std::string error;
+  row.schedule = applications::DecodeStoredAvailability(doc.get_object(), &error);
+  if (!error.empty()) return Internal("machine " + row.machine_id + ": schedule: " + error);
+  row.source = r.Str(2);
+  row.updated_at = r.Time(3);
+  row.updated_by = r.OptStr(4);
+  row.next_check_at = r.Time(5);
+  return row;
+}
+
+MaintenanceRow MaintenanceFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1),  r.Time(2), r.Time(3),    r.Str(4),
+          r.Str(5), r.Time(6), r.Str(7),  r.OptTime(8), r.Int(9) != 0};
+}
+
+}  // namespace
+
+StatusOr<std::optional<ScheduleRow>> AvailabilityStore::FindSchedule(
+    const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kScheduleColumns +
+                                        " FROM machine_schedules WHERE machine_id = ?",
+                                    {machine_id}));
+  if (rows.empty()) return std::optional<ScheduleRow>();
+  GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(rows[0]));
+  return std::optional<ScheduleRow>(std::move(row));
+}
+
+StatusOr<std::map<std::string, ScheduleRow>> AvailabilityStore::AllSchedules() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kScheduleColumns +
+                                                      " FROM machine_schedules"));
+  std::map<std::string, ScheduleRow> out;
+  for (const store::Row& r : rows) {
+    GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(r));
+    std::string id = row.machine_id;
+    out.emplace(std::move(id), std::move(row));
+  }
+  return out;
+}
+
+Status AvailabilityStore::UpsertSchedule(const ScheduleRow& row) {
+  return tx_
+      .Exec(std::string("INSERT INTO machine_schedules (") + kScheduleColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (machine_id) DO UPDATE SET "
+                "schedule = excluded.schedule, source = excluded.source, updated_at = "
+                "excluded.updated_at, updated_by = excluded.updated_by, next_check_at = "
+                "excluded.next_check_at",
+            {row.machine_id, ScheduleText(row.schedule), row.source, ToUnixMicros(row.updated_at),
+             row.updated_by ? store::Value(*row.updated_by) : store::Value(nullptr),
+             ToUnixMicros(row.next_check_at)})
+      .status();
+}
+
+StatusOr<std::vector<std::string>> AvailabilityStore::DueMachines(Timestamp now, int limit) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT machine_id FROM machine_schedules WHERE "
+                                    "next_check_at <= ? ORDER BY next_check_at, machine_id LIMIT ?",
+                                    {ToUnixMicros(now), int64_t{limit}}));
+  std::vector<std::string> out;
+  for (const store::Row& r : rows) out.push_back(r.Str(0));
+  return out;
+}
+
+Status AvailabilityStore::SetNextCheck(const std::string& machine_id, Timestamp at) {
+  return tx_
+      .Exec("UPDATE machine_schedules SET next_check_at = ? WHERE machine_id = ?",
+            {ToUnixMicros(at), machine_id})
+      .status();
+}
+
+Status AvailabilityStore::InsertMaintenance(const MaintenanceRow& m) {
+  return tx_
+      .Exec(std::string("INSERT INTO maintenance_windows (") + kMaintenanceColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)",
+            {m.id, m.machine_id, ToUnixMicros(m.start), ToUnixMicros(m.end), m.category, m.reason,
+             ToUnixMicros(m.declared_at), m.declared_by})
+      .status();
+}
+
+StatusOr<std::optional<MaintenanceRow>> AvailabilityStore::FindMaintenance(
+    const std::string& machine_id, const std::string& id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kMaintenanceColumns +
+                                        " FROM maintenance_windows WHERE id = ? AND machine_id = ?",
+                                    {id, machine_id}));
+  if (rows.empty()) return std::optional<MaintenanceRow>();
+  return std::optional<MaintenanceRow>(MaintenanceFrom(rows[0]));
+}
+
+StatusOr<Page<MaintenanceRow>> AvailabilityStore::ListMaintenance(const std::string& machine_id,
+                                                                  const PageRequest& page) {
+  store::PageQuery q{kMaintenanceColumns,
+                     "FROM maintenance_windows",
+                     "machine_id = ?",
+                     {machine_id},
+                     {{"start_at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}},
+                     true};
+  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  Page<MaintenanceRow> out;
+  for (const auto& r : rows.items) out.items.push_back(MaintenanceFrom(r));
+  out.next = std::move(rows.next);
+  return out;
+}
+
+StatusOr<std::vector<MaintenanceRow>> AvailabilityStore::MaintenanceOverlapping(
+    const std::string& machine_id, Timestamp from, Timestamp to) {
+  std::string sql = std::string("SELECT ") + kMaintenanceColumns +
+                    " FROM maintenance_windows WHERE cancelled_at IS NULL AND start_at < ? AND "
+                    "end_at > ?";
+  std::vector<store::Value> params{ToUnixMicros(to), ToUnixMicros(from)};
+  if (!machine_id.empty()) {
+    sql += " AND machine_id = ?";
+    params.emplace_back(machine_id);
+  }
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(sql + " ORDER BY machine_id, start_at, id", params));
+  std::vector<MaintenanceRow> out;
+  for (const store::Row& r : rows) out.push_back(MaintenanceFrom(r));
+  return out;
+}
+
+StatusOr<int64_t> AvailabilityStore::CountUpcoming(const std::string& machine_id, Timestamp now) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT COUNT(*) FROM maintenance_windows WHERE machine_id = ? "
+                                    "AND cancelled_at IS NULL AND end_at > ?",
+                                    {machine_id, ToUnixMicros(now)}));
+  return rows[0].Int(0);
+}
+
+Status AvailabilityStore::CancelMaintenance(const std::string& id, Timestamp at) {
+  return tx_
+      .Exec("UPDATE maintenance_windows SET cancelled_at = ? WHERE id = ?", {ToUnixMicros(at), id})
+      .status();
+}
+
+StatusOr<std::vector<MaintenanceRow>> AvailabilityStore::StartingSoon(Timestamp now,
+                                                                      Duration lead) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kMaintenanceColumns +
+                                        " FROM maintenance_windows WHERE cancelled_at IS NULL "
+                                        "AND soon_notified = 0 AND start_at > ? AND start_at <= ? "
+                                        "ORDER BY start_at, id",
+                                    {ToUnixMicros(now), ToUnixMicros(now + lead)}));
+  std::vector<MaintenanceRow> out;
+  for (const store::Row& r : rows) out.push_back(MaintenanceFrom(r));
+  return out;
+}
+
+Status AvailabilityStore::MarkSoonNotified(const std::string& id) {
+  return tx_.Exec("UPDATE maintenance_windows SET soon_notified = 1 WHERE id = ?", {id}).status();
+}
+
+std::vector<store::Migration> AvailabilityMigrations() {
+  return {
+      {10,
+       "availability",
+       "availability: machine schedules and maintenance windows",
+       {
+           // next_check_at: when the facts reported to the fleet must be decided again.
+           R"(CREATE TABLE machine_schedules (
+                machine_id TEXT PRIMARY KEY REFERENCES machines(id),
+                schedule TEXT NOT NULL,
+                source TEXT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                updated_by TEXT,
+                next_check_at BIGINT NOT NULL))",
+           "CREATE INDEX machine_schedules_check ON machine_schedules (next_check_at)",
+           R"(CREATE TABLE maintenance_windows (
+                id TEXT PRIMARY KEY,
+                machine_id TEXT NOT NULL REFERENCES machines(id),
+                start_at BIGINT NOT NULL,
+                end_at BIGINT NOT NULL,
+                category TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                declared_at BIGINT NOT NULL,
+                declared_by TEXT NOT NULL,
+                cancelled_at BIGINT,
+                soon_notified BIGINT NOT NULL))",
+           "CREATE INDEX maintenance_windows_machine ON maintenance_windows (machine_id, start_at)",
+           "CREATE INDEX maintenance_windows_start ON maintenance_windows (start_at)",
+           "CREATE INDEX maintenance_windows_end ON maintenance_windows (end_at)",
+           // Machines that exist keep being available always.
+           "INSERT INTO machine_schedules (machine_id, schedule, source, updated_at, updated_by, "
+           "next_check_at) SELECT id, '{\"kind\":\"always\"}', 'default', created_at, NULL, 0 "
+           "FROM machines",
+       },
+       {}},
+  };
+}
+
+}  // namespace gpunex::platform::availability
