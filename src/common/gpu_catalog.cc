@@ -94,6 +94,13 @@ const GpuModel* FindGpuModel(std::string_view id) {
   return nullptr;
 }
 
+bool ReportsModel(const GpuModel& m, std::string_view nvml_name, int64_t vram_mb) {
+  const double catalog_mb = m.vram_gb * 1024.0;
+  return Normalize(m.nvml_name) == Normalize(nvml_name) &&
+         static_cast<double>(vram_mb) >= 0.85 * catalog_mb &&
+         static_cast<double>(vram_mb) <= 1.05 * catalog_mb;
+}
+
 std::optional<std::string> MatchNvmlName(std::string_view nvml_name, int vram_gb) {
   std::string want = Normalize(nvml_name);
   const GpuModel* best = nullptr;

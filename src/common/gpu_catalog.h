@@ -38,4 +38,9 @@ const GpuModel* FindGpuModel(std::string_view id);
 // "SXM4"); nullopt for unknown names.
 std::optional<std::string> MatchNvmlName(std::string_view nvml_name, int vram_gb);
 
+// Whether a GPU that NVML names `nvml_name` with `vram_mb` of memory can be the catalog
+// model `m`: the same name (loosely, as MatchNvmlName) and 85 % to 105 % of its VRAM (what
+// NVML reports is a little below the marketing figure: an H100 80GB reports 81,559 MiB).
+bool ReportsModel(const GpuModel& m, std::string_view nvml_name, int64_t vram_mb);
+
 }  // namespace gpunex

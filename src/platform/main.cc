@@ -61,6 +61,7 @@ StatusOr<benchmarks::BenchmarksOptions> BenchmarkOptions(const Config& c) {
   o.enabled = c.benchmarks_enabled;
   o.interval_s = c.benchmark_interval_s;
   o.retry_after_s = c.benchmark_retry_after_s;
+  o.spot_check_mean_s = c.benchmark_spot_check_mean_s;
   o.run_timeout_s = c.benchmark_run_timeout_s;
   o.sustain_s = c.benchmark_sustain_s;
   o.storage_file_mb = c.benchmark_storage_file_mb;
@@ -154,6 +155,7 @@ int Serve(Config config) {
   fleet_options.heartbeat_interval_s = config.heartbeat_interval_s;
   fleet_options.offline_after_s = config.offline_after_s;
   fleet_options.hello_timeout_s = config.hello_timeout_s;
+  fleet_options.max_machines_per_provider = config.max_machines_per_provider;
   fleet_options.list_after_benchmark = config.benchmarks_enabled;
   fleet_options.clock = &clock;
   fleet::Fleet fleet(**db, fleet_options);

@@ -1100,6 +1100,39 @@ class AgentChannelPostgresTest(AgentChannelMixin, ServerTestCase):
     BACKEND = "postgresql"
 
 
+class MachineCapTest(ServerTestCase):
+    """fleet.max_machines_per_provider = 2: a third machine's hello is refused with an error
+    that names the cap, and nothing of it is stored; the provider's machines still
+    reconnect, and another provider is not held back."""
+
+    SMTP = False
+    ROOT_TOML = "allow_emulated_gpus = true"
+    EXTRA_TOML = FLEET_TOML + "max_machines_per_provider = 2\n"
+
+    def test_a_machine_beyond_the_cap_is_refused(self):
+        admin = self.srv.admin()
+        _, token, _ = provider_with_agent_token(self.srv, admin, name="Capped")
+        agents = [FakeAgent(self.srv, token) for _ in range(3)]
+        self.addCleanup(lambda: [a.cleanup() for a in agents])
+        agents[0].join(heartbeats=False)
+        agents[1].join(heartbeats=False)
+        agents[2].connect()
+        with self.assertRaises(AgentRefused) as refused:
+            agents[2].hello()
+        self.assertEqual(refused.exception.error["code"], "refused")
+        self.assertIn("already has 2 machines", refused.exception.error["message"])
+        self.assertIn("fleet.max_machines_per_provider", refused.exception.error["message"])
+        self.assertEqual(refused.exception.code, 1008)
+        rows = self.srv.backend.query("SELECT COUNT(*) FROM machines")
+        self.assertEqual(rows[0][0], 2)
+        agents[0].connect()
+        agents[0].hello()
+        _, other_token, _ = provider_with_agent_token(self.srv, admin, name="Other")
+        other = FakeAgent(self.srv, other_token)
+        self.addCleanup(other.cleanup)
+        other.join(heartbeats=False)
+
+
 class EmulatedRefusedSqliteTest(EmulatedRefusedMixin, ServerTestCase):
     BACKEND = "sqlite"
 

@@ -270,6 +270,29 @@ class BenchmarksFakeAgentMixin:
         rest = prov.c.get(f"{API}/machines/{mid}/benchmarks?limit=10&cursor={page.body['next_cursor']}")
         self.assertEqual(len(rest.body["items"]), 3)
 
+    def test_figures_no_gpu_of_the_model_reaches_delist_as_implausible(self):
+        """An agent answering run_benchmark with 1000 × the reference figures (as an
+        outside probe did): the GPU is not listed, the failure says implausible, and no
+        score is shown for it."""
+        prov, agent, mid = self.join_agent(models=(L4, L4))
+        u0, u1 = agent.gpus[0]["uuid"], agent.gpus[1]["uuid"]
+        cmd = agent.expect_command("run_benchmark", timeout=5)
+        run_id = self.runs(prov, mid)[0]["id"]
+        self.answer(agent, cmd, {u0: l4_figures(0.9), u1: l4_figures(1000)})
+        run = self.wait_run_state(prov, mid, run_id, ("failed",))
+        bad = [g for g in run["gpus"] if g["uuid"] == u1][0]
+        self.assertEqual(bad["state"], "failed")
+        self.assertIsNone(bad["performance_score"])
+        self.assertIn("implausible.fp32_tflops", [f["metric"] for f in bad["failures"]])
+        good = [g for g in run["gpus"] if g["uuid"] == u0][0]
+        self.assertEqual(good["state"], "passed")
+        gpus = {g["uuid"]: g for g in self.machine(prov, mid)["gpus"]}
+        self.assertIs(gpus[u1]["listed"], False)
+        self.assertEqual(gpus[u1]["listing_state"], "failed_benchmark")
+        self.assertIn("plausible", gpus[u1]["delisted_reason"])
+        self.assertIsNone(gpus[u1]["performance_score"])
+        self.assertIs(gpus[u0]["listed"], True)
+
     def test_offline_machine_and_inventory_change(self):
         prov, agent, mid = self.join_agent()
         cmd = agent.expect_command("run_benchmark")

@@ -213,7 +213,8 @@ export type ListingState =
   | "awaiting_first_benchmark"
   | "failed_benchmark"
   | "outside_schedule"
-  | "in_maintenance";
+  | "in_maintenance"
+  | "unverified_model";
 
 export interface MachineGpu {
   id: string;

@@ -91,6 +91,10 @@ Status Audit(store::Tx& tx, Timestamp at, const std::optional<std::string>& acto
                                         std::string(subject), std::string(ip), ToJsonText(d)});
 }
 
+StatusOr<std::vector<std::string>> UsersWithRole(store::Tx& tx, std::string_view role) {
+  return AccountsStore(tx).UsersWithRole(std::string(role));
+}
+
 Status GrantRole(store::Tx& tx, Timestamp at, const std::string& user_id, std::string_view role,
                  const std::string& granted_by) {
   GPUNEX_ASSIGN_OR_RETURN(bool added,

@@ -101,6 +101,8 @@ Status Audit(store::Tx& tx, Timestamp at, const std::optional<std::string>& acto
              const AuditDetail& detail = {});
 
 // Grants `role` (idempotent), in the caller's transaction, and audits it.
+// The ids of the users that hold `role`, by id.
+StatusOr<std::vector<std::string>> UsersWithRole(store::Tx& tx, std::string_view role);
 Status GrantRole(store::Tx& tx, Timestamp at, const std::string& user_id, std::string_view role,
                  const std::string& granted_by);
 

@@ -77,6 +77,15 @@ StatusOr<std::vector<std::string>> AccountsStore::RolesOf(const std::string& use
   return roles;
 }
 
+StatusOr<std::vector<std::string>> AccountsStore::UsersWithRole(const std::string& role) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT user_id FROM user_roles WHERE role = ? ORDER BY user_id", {role}));
+  std::vector<std::string> ids;
+  for (const auto& r : rows) ids.push_back(r.Str(0));
+  return ids;
+}
+
 StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::string& role,
                                          Timestamp at, const std::string& granted_by) {
   GPUNEX_ASSIGN_OR_RETURN(int64_t n,

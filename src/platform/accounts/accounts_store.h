@@ -68,7 +68,8 @@ class AccountsStore {
   StatusOr<std::optional<UserRow>> FindActiveUser(const std::string& user_id);
   Status InsertUser(const UserRow& u);  // kAlreadyExists for a taken email
   Status SetPasswordHash(const std::string& user_id, const std::string& hash);
-  StatusOr<std::vector<std::string>> RolesOf(const std::string& user_id);  // sorted
+  StatusOr<std::vector<std::string>> RolesOf(const std::string& user_id);     // sorted
+  StatusOr<std::vector<std::string>> UsersWithRole(const std::string& role);  // by id
   // Whether the role was new.
   StatusOr<bool> InsertRole(const std::string& user_id, const std::string& role, Timestamp at,
                             const std::string& granted_by);

@@ -1,6 +1,11 @@
 // Applying a run_benchmark result, exactly once, in the transaction that records it:
 // parse (typed), evaluate (evaluate.h, pure), apply (this folder's tables and the
 // verdicts reported to the fleet), notify (notices.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
 #include "common/log.h"
 #include "platform/benchmarks/benchmarks.h"
 #include "platform/benchmarks/benchmarks_store.h"
@@ -24,6 +29,21 @@ GpuStatusRow StatusRowOf(std::map<std::string, GpuStatusRow>& status, const std:
 
 std::string GpuLabel(const std::string& name, int64_t index) {
   return name + " (GPU " + std::to_string(index) + ")";
+}
+
+// When a spot check falls due: exponentially distributed with mean `mean_s`, between an
+// hour and `interval_s` (the periodic run comes then anyway).
+Duration SpotCheckDelay(int64_t mean_s, int64_t interval_s) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::exponential_distribution<double> d(1.0 / static_cast<double>(mean_s));
+  const double s = std::clamp(d(rng), 3600.0, std::max(3600.0, interval_s - 3600.0));
+  return Seconds(static_cast<int64_t>(s));
+}
+
+std::string FormatScore(double score) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", score);
+  return buf;
 }
 
 }  // namespace
@@ -107,6 +127,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   run.finished_at = now;
   GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(machine_id));
   std::map<std::string, fleet::BenchmarkFacts> facts;
+  std::vector<std::string> jumps;  // GPUs whose score moved more than score_jump_fraction
   for (size_t i = 0; i < run.gpus.size(); ++i) {
     GpuRunResult& r = run.gpus[i];
     const GpuOutcome& o = e.gpus[i];
@@ -117,10 +138,20 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
     r.error = o.error;
     GpuStatusRow row = StatusRowOf(status, r.gpu_id, machine_id);
     if (o.score) {
+      const std::optional<double> previous = row.performance_score;
       row.performance_score = o.score;
       row.last_benchmark_at = now;
       row.due_at.reset();
       row.due_reason.clear();
+      if (o.state == "passed" && options_.spot_check_mean_s > 0) {
+        row.due_at = now + SpotCheckDelay(options_.spot_check_mean_s, options_.interval_s);
+        row.due_reason = "spot_check";
+      }
+      if (previous && *previous > 0 &&
+          std::abs(*o.score / *previous - 1) > options_.score_jump_fraction) {
+        jumps.push_back(under_test[i].label + ": " + FormatScore(*previous) + " → " +
+                        FormatScore(*o.score));
+      }
     } else {
       row.due_at = now + Seconds(options_.retry_after_s);
       row.due_reason = "retry";
@@ -135,6 +166,25 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
                                  {"state", run.state},
                                  {"delisted", static_cast<int64_t>(e.delisted.size())},
                                  {"relisted", static_cast<int64_t>(e.relisted.size())}});
+
+  // --- flag scores that jump to the admins: the hardware or the agent changed
+  if (!jumps.empty()) {
+    std::string list;
+    for (const auto& j : jumps) list += "\n  - " + j;
+    GPUNEX_RETURN_IF_ERROR(fleet::AddMachineEvent(tx, machine_id, "benchmark_jump",
+                                                  {{"run_id", run.id}, {"gpus", list}}, now));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> admins,
+                            accounts::UsersWithRole(tx, accounts::kRoleAdmin));
+    for (const std::string& admin : admins) {
+      GPUNEX_RETURN_IF_ERROR(notify::AddNotification(
+          tx, now, admin, "benchmark.jump", "Benchmark scores jumped on " + machine->name,
+          "Run " + run.id + " measured these GPUs far from their previous scores (more than " +
+              std::to_string(static_cast<int>(100 * options_.score_jump_fraction)) + " %):" + list +
+              "\nHealthy hardware does not change by itself: check the machine's hardware "
+              "history and its agent.",
+          "/#/provider/benchmark?machine=" + machine_id));
+    }
+  }
 
   // --- notify the provider of what changed for their listing
   const std::vector<Notice> notices = ListingNotices(e, machine->name);

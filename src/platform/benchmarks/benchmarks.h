@@ -56,8 +56,15 @@ struct BenchmarksOptions {
   bool enabled = true;                 // false: nothing is scheduled and requests are refused
   int64_t interval_s = 7 * 24 * 3600;  // periodic re-run
   int64_t retry_after_s = 3600;        // after a run that could not measure a GPU
-  int64_t run_timeout_s = 1800;        // a run without a result by then ends in error
-  int64_t sustain_s = 60;              // the GPU sustained-load phase
+  // Spot checks: after a GPU passes, it is due again at a random time (exponential with
+  // this mean, between an hour and interval_s) besides the periodic run, so that an agent
+  // cannot tell a measured run from service; 0: none. docs/trust.md.
+  int64_t spot_check_mean_s = 0;
+  // A score that moves more than this share from the GPU's previous one is flagged to the
+  // admins (dashboard notification): hardware does not change by itself.
+  double score_jump_fraction = 0.25;
+  int64_t run_timeout_s = 1800;  // a run without a result by then ends in error
+  int64_t sustain_s = 60;        // the GPU sustained-load phase
   int64_t storage_file_mb = 1024;
   double storage_seconds = 8;  // per storage phase
   int64_t network_mb = 256;    // per direction

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 
 #include "common/thread_annotations.h"
 #include "platform/accounts/accounts.h"
@@ -439,6 +440,48 @@ TEST_P(BenchmarksTest, PeriodicRunsComeAfterTheInterval) {
   agent->Answer(L4Figures());
   EXPECT_EQ(Runs(mid)[0].state, "passed");
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.listed"));
+}
+
+TEST_P(BenchmarksTest, SpotChecksComeAtRandomTimesBetweenAnHourAndTheInterval) {
+  BenchmarksOptions bo = options_;
+  bo.spot_check_mean_s = 6 * 3600;
+  benchmarks_ = std::make_unique<Benchmarks>(faulty(), *fleet_, bo);
+  auto agent = Join(2);
+  const std::string mid = agent->machine_id();
+  PassFirstRun(*agent);
+  const auto gpus = Gpus(mid);
+  std::set<int64_t> due;
+  for (const auto& g : gpus) {
+    auto [at, reason] = Due(g.id);
+    EXPECT_EQ(reason, "spot_check");
+    const Duration after = FromUnixMicros(at) - clock_.Now();
+    EXPECT_GE(after, kOneHour);
+    EXPECT_LE(after, Seconds(bo.interval_s));
+    due.insert(at);
+  }
+  // The earliest falls due: a run with reason spot_check.
+  clock_.Set(FromUnixMicros(*due.begin()));
+  Tick();
+  auto runs = Runs(mid);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].reason, "spot_check");
+}
+
+TEST_P(BenchmarksTest, AScoreThatJumpsIsFlaggedToTheAdmins) {
+  auto agent = Join(1);
+  const std::string mid = agent->machine_id();
+  PassFirstRun(*agent);
+  ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
+  agent->Answer(L4Figures(0.88, 0.88));  // a few per cent: normal
+  EXPECT_THAT(NotificationKinds(admin_), ::testing::Not(::testing::Contains("benchmark.jump")));
+  ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
+  agent->Answer(L4Figures(1.25, 1.25));  // +40 %: still plausible, but hardware does not grow
+  EXPECT_THAT(NotificationKinds(admin_), ::testing::Contains("benchmark.jump"));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? AND kind = ?",
+                  {mid, "benchmark_jump"})[0]
+                .Int(0),
+            1);
+  EXPECT_THAT(NotificationKinds(provider_), ::testing::Not(::testing::Contains("benchmark.jump")));
 }
 
 TEST_P(BenchmarksTest, AChangedInventoryMakesTheGpusDueAgain) {

@@ -1,5 +1,6 @@
 #include "platform/benchmarks/evaluate.h"
 
+#include <algorithm>
 #include <map>
 
 namespace gpunex::platform::benchmarks {
@@ -69,7 +70,9 @@ Evaluation Evaluate(const protocol::BenchmarkResult& result, bool machine_phases
       out.failures =
           CheckGpu(*figures, g.model ? &*g.model : nullptr, g.pcie_width_max, g.thresholds);
       out.failures.insert(out.failures.end(), e.machine_failures.begin(), e.machine_failures.end());
-      out.score = PerformanceScore(*figures);
+      // Figures no GPU of the model can reach give no score: nobody is shown it.
+      const bool believed = std::none_of(out.failures.begin(), out.failures.end(), IsImplausible);
+      if (believed) out.score = PerformanceScore(*figures);
       out.figures = std::move(*figures);
       const bool pass = out.failures.empty();
       pass ? ++passed : ++failed;

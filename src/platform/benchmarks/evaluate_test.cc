@@ -148,6 +148,34 @@ TEST(Evaluate, AGpuBelowAThresholdFailsWithTheFailureNamed) {
   EXPECT_THAT(e.delist_details, ::testing::Not(HasSubstr("GPU 0")));
 }
 
+// An agent that answers with figures no GPU of its model reaches (1000 × the reference,
+// as a probe did): the GPU fails as implausible, is delisted, and gets no score.
+TEST(Evaluate, FiguresAboveWhatTheModelCanReachFailAsImplausible) {
+  const std::vector<GpuUnderTest> gpus = {L4Gpu(0), L4Gpu(1)};
+  protocol::BenchmarkResult r = AllMeasured(gpus, L4Figures());
+  r.gpus[1] = Measured(gpus[1], L4Figures(1000, 1000));
+  const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
+  EXPECT_EQ(e.run_state, "failed");
+  EXPECT_EQ(e.gpus[0].state, "passed");
+  const GpuOutcome& o = e.gpus[1];
+  EXPECT_EQ(o.state, "failed");
+  EXPECT_THAT(Metrics(o.failures),
+              ElementsAre("implausible.fp32_tflops", "implausible.fp16_tflops",
+                          "implausible.fp16_tensor_tflops", "implausible.bf16_tensor_tflops",
+                          "implausible.tf32_tensor_tflops", "implausible.memory_triad_gbps"));
+  EXPECT_EQ(o.score, std::nullopt) << "no score from figures that are not believed";
+  EXPECT_EQ(o.facts.verdict, BenchmarkVerdict::kFailed);
+  EXPECT_THAT(o.facts.note, StartsWith("benchmark: fp32_tflops 30300 > 39.4 plausible"));
+  EXPECT_THAT(e.delisted, ElementsAre("NVIDIA L4 (GPU 1)"));
+  EXPECT_THAT(e.delist_details, HasSubstr("not believed"));
+  // Just under the ceiling (1.3 × the reference) is believed; just over is not.
+  r.gpus[1] = Measured(gpus[1], L4Figures(1.29, 1.29));
+  EXPECT_EQ(Evaluate(r, true, gpus, Thresholds{}).gpus[1].state, "passed");
+  r.gpus[1] = Measured(gpus[1], L4Figures(0.9, 1.31));
+  EXPECT_THAT(Metrics(Evaluate(r, true, gpus, Thresholds{}).gpus[1].failures),
+              ElementsAre("implausible.memory_triad_gbps"));
+}
+
 TEST(Evaluate, TheThresholdsOfEachGpuAndItsLinkWidthApply) {
   std::vector<GpuUnderTest> gpus = {L4Gpu(0), L4Gpu(1), L4Gpu(2)};
   gpus[0].thresholds.memory = 0.4;  // an operator's override for this model

@@ -13,8 +13,8 @@ namespace {
 
 // The most telling reason names a run: a change beats a schedule.
 int Rank(const std::string& reason) {
-  static const std::vector<std::string> kRank = {"",        "periodic",        "retry",
-                                                 "new_gpu", "hardware_change", "first_connect"};
+  static const std::vector<std::string> kRank = {
+      "", "spot_check", "periodic", "retry", "new_gpu", "hardware_change", "first_connect"};
   return static_cast<int>(std::find(kRank.begin(), kRank.end(), reason) - kRank.begin());
 }
 
@@ -97,10 +97,12 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now,
     auto it = status.find(g.id);
     if (it == status.end()) {
       why = runs == 0 ? "first_connect" : "new_gpu";
-    } else if (it->second.due_at) {
+    } else if (it->second.due_at && it->second.due_reason != "spot_check") {
       // Due early (new GPU, hardware change, a run that could not measure it): at due_at.
       if (*it->second.due_at <= now)
         why = it->second.due_reason.empty() ? "retry" : it->second.due_reason;
+    } else if (it->second.due_at && *it->second.due_at <= now) {
+      why = "spot_check";  // a random check, unless the periodic run comes first
     } else if (!it->second.last_benchmark_at) {
       why = runs == 0 ? "first_connect" : "new_gpu";
     } else if (*it->second.last_benchmark_at < periodic_cutoff) {

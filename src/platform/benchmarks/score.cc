@@ -45,6 +45,7 @@ Status ApplyThresholdOverrides(const std::map<std::string, double>& overrides,
       {"memory", {&Thresholds::memory, true}},
       {"min_over_median", {&Thresholds::min_over_median, true}},
       {"thermal_throttle_fraction", {&Thresholds::thermal_throttle_fraction, true}},
+      {"plausible_ceiling", {&Thresholds::plausible_ceiling, false}},
       {"download_mbit_s", {&Thresholds::download_mbit_s, false}},
       {"upload_mbit_s", {&Thresholds::upload_mbit_s, false}},
       {"rtt_p50_ms", {&Thresholds::rtt_p50_ms, false}},
@@ -75,6 +76,13 @@ constexpr char kMemoryGuidance[] =
     "Memory bandwidth is low: check memory temperature and clocks, "
     "ECC errors and retired pages (nvidia-smi -q -d ECC,PAGE_RETIREMENT), "
     "and that no other process uses the GPU.";
+
+constexpr char kImplausibleGuidance[] =
+    "The figure is above what this GPU model can reach: the result is not believed and the GPU "
+    "is not offered. If the agent or its GPU source was changed, restore the official "
+    "gpunex-agent; if the GPU is another model than the one it reports, it must be listed as "
+    "what it is.";
+constexpr char kImplausiblePrefix[] = "implausible.";
 
 // A failure when `measured` is below `limit` (or above it, for a maximum).
 void Require(std::vector<Failure>& out, const char* metric, double measured, double limit,
@@ -112,6 +120,21 @@ std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_
     check("tf32_tensor_tflops", f.tf32_tensor_tflops, model->tf32_tensor_tflops, t.tf32_tensor,
           kComputeGuidance);
     check("memory_triad_gbps", f.mem_triad_gbps, model->mem_bw_gbps, t.memory, kMemoryGuidance);
+    const std::pair<const char*, std::pair<double, double>> figures[] = {
+        {"fp32_tflops", {f.fp32_tflops, model->fp32_tflops}},
+        {"fp16_tflops", {f.fp16_tflops, model->fp16_tflops}},
+        {"fp16_tensor_tflops", {f.fp16_tensor_tflops, model->fp16_tensor_tflops}},
+        {"bf16_tensor_tflops", {f.bf16_tensor_tflops, model->fp16_tensor_tflops}},
+        {"tf32_tensor_tflops", {f.tf32_tensor_tflops, model->tf32_tensor_tflops}},
+        {"memory_triad_gbps", {f.mem_triad_gbps, model->mem_bw_gbps}},
+    };
+    for (const auto& [metric, mr] : figures) {
+      const double ceiling = mr.second * t.plausible_ceiling;
+      if (mr.first > ceiling) {
+        out.push_back(
+            {std::string(kImplausiblePrefix) + metric, mr.first, ceiling, kImplausibleGuidance});
+      }
+    }
   }
   if (f.sustained_seconds > 0 && f.sustained_min_over_median < t.min_over_median) {
     out.push_back(
@@ -175,6 +198,9 @@ std::string Describe(const std::vector<Failure>& fs) {
     } else if (f.metric.ends_with("_fraction") || f.metric.ends_with("over_median")) {
       s += f.metric + " " + Fmt(f.measured) + (f.measured > f.required ? " > " : " < ") +
            Fmt(f.required);
+    } else if (IsImplausible(f)) {
+      s += f.metric.substr(sizeof kImplausiblePrefix - 1) + " " + Fmt(f.measured) + " > " +
+           Fmt(f.required) + " plausible";
     } else if (f.metric == "network.rtt_p50_ms") {
       s += f.metric + " " + Fmt(f.measured) + " > " + Fmt(f.required) + " allowed";
     } else {
@@ -183,5 +209,7 @@ std::string Describe(const std::vector<Failure>& fs) {
   }
   return s;
 }
+
+bool IsImplausible(const Failure& f) { return f.metric.starts_with(kImplausiblePrefix); }
 
 }  // namespace gpunex::platform::benchmarks

@@ -39,6 +39,10 @@ struct Thresholds {
   double memory = 0.70;                     // triad / reference bandwidth
   double min_over_median = 0.85;            // sustained throughput steadiness
   double thermal_throttle_fraction = 0.20;  // at most
+  // A figure above this multiple of the model's reference is not believed: no healthy GPU
+  // of the model reaches it (its datasheet peaks are upper bounds; 1.3 leaves room for
+  // factory-overclocked cards and measurement noise). docs/trust.md.
+  double plausible_ceiling = 1.3;
   double download_mbit_s = 100, upload_mbit_s = 50, rtt_p50_ms = 250;
   double seq_read_mb_s = 200, seq_write_mb_s = 100, rand_read_iops = 2000;
 };
@@ -59,8 +63,10 @@ struct Failure {
   bool operator==(const Failure&) const = default;
 };
 
-// Checks one GPU against its model's reference. `model` null: a model without reference
-// figures ("other"): only sanity, steadiness and throttling are checked.
+// Checks one GPU against its model's reference: each figure at least its minimum fraction
+// and at most plausible_ceiling times the reference (above: an "implausible.<metric>"
+// failure, and the run's figures are not believed). `model` null: a model without
+// reference figures ("other"): only sanity, steadiness and throttling are checked.
 // `pcie_width_max`: the link width the GPU reported in its inventory (0 = unknown).
 std::vector<Failure> CheckGpu(const GpuFigures& f, const GpuModel* model, int64_t pcie_width_max,
                               const Thresholds& t);
@@ -69,5 +75,7 @@ std::vector<Failure> CheckStorage(const StorageFigures& f, const Thresholds& t);
 
 // "bf16 tensor 41.2 TFLOPS < 72.6 required; ..." for a notification.
 std::string Describe(const std::vector<Failure>& fs);
+// Whether a failure says the figures cannot be true (implausible.<metric>).
+bool IsImplausible(const Failure& f);
 
 }  // namespace gpunex::platform::benchmarks

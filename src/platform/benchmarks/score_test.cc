@@ -77,9 +77,12 @@ TEST(Thresholds, WrongResultsFailWhateverTheSpeed) {
   f.sanity_ok = false;
   f.sanity_failures = {"bf16 GEMM: 3 of 64 sampled outputs wrong"};
   auto fails = CheckGpu(f, FindGpuModel("l4-24gb"), 16, Thresholds{});
-  ASSERT_EQ(fails.size(), 1u);
+  ASSERT_EQ(fails.size(), 2u);
   EXPECT_EQ(fails[0].metric, "sanity");
   EXPECT_NE(fails[0].guidance.find("3 of 64"), std::string::npos);
+  // And no L4 computes 10,000 TFLOPS: the figure is not believed either.
+  EXPECT_EQ(fails[1].metric, "implausible.bf16_tensor_tflops");
+  EXPECT_EQ(Describe({fails[1]}), "bf16_tensor_tflops 10000 > 157 plausible");
 }
 
 TEST(Thresholds, UnknownModelsAreCheckedForHealthOnly) {

@@ -136,6 +136,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("heartbeat_interval_s", &c->heartbeat_interval_s, 1, 300));
     GPUNEX_RETURN_IF_ERROR(s.Int("offline_after_s", &c->offline_after_s, 2, 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("hello_timeout_s", &c->hello_timeout_s, 1, 300));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("max_machines_per_provider", &c->max_machines_per_provider, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.Str("agent_image", &c->agent_image));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
@@ -152,6 +154,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(
         s.Int("retry_after_s", &c->benchmark_retry_after_s, 1, 30ll * 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("run_timeout_s", &c->benchmark_run_timeout_s, 10, 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("spot_check_mean_s", &c->benchmark_spot_check_mean_s, 0, 365ll * 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("sustain_s", &c->benchmark_sustain_s, 0, 600));
     GPUNEX_RETURN_IF_ERROR(s.Int("storage_file_mb", &c->benchmark_storage_file_mb, 1, 64 * 1024));
     GPUNEX_RETURN_IF_ERROR(s.Int("storage_seconds", &c->benchmark_storage_seconds, 1, 120));

@@ -56,6 +56,7 @@ struct Config {
   // one for offline_after_s is Offline.
   int heartbeat_interval_s = 10;
   int offline_after_s = 30;
+  int64_t max_machines_per_provider = 100;
   int hello_timeout_s = 10;  // a new agent connection must say hello within this
   // The agent image the installer pulls.
   std::string agent_image = "gpunex/agent:0.1.0";
@@ -64,6 +65,7 @@ struct Config {
   bool benchmarks_enabled = true;
   int64_t benchmark_interval_s = 7 * 24 * 3600;
   int64_t benchmark_retry_after_s = 3600;
+  int64_t benchmark_spot_check_mean_s = 3 * 24 * 3600;  // 0: no spot checks
   int64_t benchmark_run_timeout_s = 1800;
   int64_t benchmark_sustain_s = 60;
   int64_t benchmark_storage_file_mb = 1024;

@@ -44,8 +44,6 @@ MachineGpu GpuFromHello(const protocol::Gpu& g, const std::string& machine_id) {
 // there yet, with its interval, event and listing.
 Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
                   std::string_view reason, Timestamp now);
-Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
-                       json::object detail, Timestamp now);
 
 AgentSession::AgentSession(Fleet& fleet, std::string provider_id, std::string token_id,
                            std::shared_ptr<AgentChannel> channel, std::string remote_addr)
@@ -184,6 +182,15 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
                                       ? "the machine key does not match this machine id"
                                       : "this machine id belongs to another provider");
         }
+      }
+      GPUNEX_ASSIGN_OR_RETURN(int64_t machines, s.CountMachinesOf(provider_id_));
+      const int64_t cap = fleet_.options().max_machines_per_provider;
+      if (machines >= cap) {
+        return FailedPrecondition("this provider already has " + std::to_string(machines) +
+                                  " machines, the most this platform allows one provider (" +
+                                  std::to_string(cap) +
+                                  "); ask the operator to raise "
+                                  "fleet.max_machines_per_provider");
       }
       machine_id = NewId("mch");
       facts.registered = true;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/json.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -55,6 +56,8 @@ struct FleetOptions {
   int heartbeat_interval_s = 10;
   int offline_after_s = 30;  // no heartbeat for this long → Offline
   int hello_timeout_s = 10;  // a connection must say hello within this
+  // A provider's agents register at most this many machines; a hello beyond is refused.
+  int64_t max_machines_per_provider = 100;
   int sweep_interval_ms = 1000;
   const Clock* clock = &SystemClock();
 };
@@ -91,6 +94,9 @@ enum class MachineAccess { kRead, kChange };
 // `p` may not read it; kPermissionDenied when `p` may read but not change it.
 StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal& p,
                                         const std::string& machine_id, MachineAccess access);
+// Records an event in the machine's history (machine_events), with `detail` as JSON.
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
+                       json::object detail, Timestamp now);
 // The ids of the machines that are online now.
 StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx);
 // The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or

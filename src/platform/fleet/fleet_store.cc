@@ -141,6 +141,13 @@ StatusOr<std::optional<MachineRow>> FleetStore::FindMachine(const std::string& i
   return std::optional<MachineRow>(MachineFrom(rows[0]));
 }
 
+StatusOr<int64_t> FleetStore::CountMachinesOf(const std::string& provider_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) FROM machines WHERE provider_id = ?", {provider_id}));
+  return rows[0].Int(0);
+}
+
 StatusOr<std::optional<MachineRow>> FleetStore::FindMachineByKey(const std::string& key_hash) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kMachineColumns +
                                                           " FROM machines WHERE key_hash = ?",

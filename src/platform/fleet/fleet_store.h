@@ -55,6 +55,7 @@ class FleetStore {
 
   // --- machines
   StatusOr<std::optional<MachineRow>> FindMachine(const std::string& id);
+  StatusOr<int64_t> CountMachinesOf(const std::string& provider_id);
   StatusOr<std::optional<MachineRow>> FindMachineByKey(const std::string& key_hash);
   Status InsertMachine(const MachineRow& m);
   Status UpdateMachineOnHello(const std::string& id, bool emulated,

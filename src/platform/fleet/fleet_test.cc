@@ -294,6 +294,46 @@ TEST_P(FleetTest, EmulatedGpusAreRefusedUnlessAllowed) {
   EXPECT_FALSE(Detail(real.machine_id).machine.emulated);
 }
 
+TEST_P(FleetTest, AProviderRegistersAtMostTheMachinesTheCapAllows) {
+  FleetOptions o = DefaultOptions();
+  o.max_machines_per_provider = 2;
+  MakeFleet(o);
+  FakeAgent& a = NewAgent(pia_);
+  ASSERT_TRUE(a.Join());
+  FakeAgent& b = NewAgent(pia_);
+  ASSERT_TRUE(b.Join());
+  FakeAgent& c = NewAgent(pia_);
+  c.Connect();
+  EXPECT_FALSE(c.Hello());
+  auto errors = c.channel().Errors();
+  ASSERT_THAT(errors, SizeIs(1));
+  EXPECT_EQ(errors[0].code, "refused");
+  EXPECT_THAT(errors[0].message, HasSubstr("already has 2 machines"));
+  EXPECT_THAT(errors[0].message, HasSubstr("fleet.max_machines_per_provider"));
+  EXPECT_EQ(c.channel().closes(), Closed(1008, "refused"));
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM machines WHERE provider_id = ?", {pia_}), 2);
+  // The machines it has reconnect as before, and another provider is not held back.
+  a.Disconnect();
+  EXPECT_TRUE(a.Join());
+  FakeAgent& other = NewAgent(oscar_);
+  EXPECT_TRUE(other.Join());
+}
+
+// A GPU counted as a catalog model must look like one to NVML: its name and VRAM.
+TEST_P(FleetTest, AGpuThatDoesNotLookLikeItsModelIsNotListed) {
+  FakeAgent& a = NewAgent(pia_, 3, /*emulated=*/false);
+  a.gpus[1].name = "NVIDIA L4";   // but counted as an H100
+  a.gpus[2].vram_mb = 40 * 1024;  // an "H100 80GB" with 40 GB
+  ASSERT_TRUE(a.Join());
+  const std::vector<std::string> gpus = GpuIds(a.machine_id);
+  EXPECT_EQ(ListingOf(gpus[0]), "listed");
+  EXPECT_EQ(ListingOf(gpus[1]), "unverified_model");
+  EXPECT_EQ(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {gpus[1]}),
+            "unverified model: it reports \"NVIDIA L4\" with 81559 MiB, which is not a NVIDIA "
+            "H100 80GB HBM3 (80 GB)");
+  EXPECT_EQ(ListingOf(gpus[2]), "unverified_model");
+}
+
 TEST_P(FleetTest, AGpuReportedTwiceIsRefused) {
   FakeAgent& a = NewAgent(pia_, 3);
   a.gpus[2].uuid = a.gpus[0].uuid;

@@ -2,6 +2,7 @@
 // telemetry, the listing of each GPU, and the queries the API and other folders make.
 #include <algorithm>
 
+#include "common/gpu_catalog.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "platform/fleet/agent_session.h"
@@ -99,6 +100,16 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     f.benchmark_note = g.benchmark_note;
     f.benchmarking = g.benchmarking;
     f.rented = busy.count(g.id) > 0;
+    // The emulated GPU source names its GPUs "<NVML name> (emulated)".
+    std::string_view name = g.name;
+    if (g.emulated && name.ends_with(" (emulated)")) name.remove_suffix(11);
+    if (const GpuModel* model = FindGpuModel(g.catalog_id);
+        model && !ReportsModel(*model, name, g.vram_mb)) {
+      f.model_verified = false;
+      f.model_note = "it reports \"" + g.name + "\" with " + std::to_string(g.vram_mb) +
+                     " MiB, which is not a " + model->nvml_name + " (" +
+                     std::to_string(model->vram_gb) + " GB)";
+    }
     f.inside_schedule = avail.inside_schedule;
     f.schedule_opens_at = avail.opens_at;
     f.in_maintenance = avail.in_maintenance;

@@ -224,6 +224,51 @@ TEST(Server, OversizedBodyGets413BeforeItIsRead) {
   EXPECT_EQ(calls.load(), 1);
 }
 
+// RFC 9112 §6.1–6.3: a body whose end the server cannot know for sure is refused with
+// 400 and the connection closed, so that the bytes after it are never read as a request.
+TEST(Server, AmbiguousFramingIsRefusedAndTheConnectionClosed) {
+  std::atomic<int> calls{0};
+  TestServer ts(TestOptions(), [&calls](Request&) {
+    ++calls;
+    return Response::Json(200, json::object{{"ok", true}});
+  });
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::vector<std::string> heads = {
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+      "chunked\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+      "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+      "POST /e HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n",
+  };
+  for (const std::string& head : heads) {
+    SCOPED_TRACE(head);
+    Client client(ts.port());
+    ASSERT_FALSE(client.WriteRaw(head + "\r\n5\r\nhello\r\n0\r\n\r\n" + smuggled));
+    BeastResponse res;
+    ASSERT_FALSE(client.Read(&res));
+    EXPECT_EQ(res.result_int(), 400);
+    // Both framings at once the parser refuses itself, as invalid HTTP.
+    const std::string code(JsonBody(res).at("error").at("code").as_string());
+    EXPECT_TRUE(code == "bad_framing" || code == "invalid_argument") << code;
+    EXPECT_FALSE(res.keep_alive());
+    EXPECT_TRUE(client.ClosedByPeer());
+  }
+  EXPECT_EQ(calls.load(), 0) << "neither the request nor what followed reached a handler";
+  // Plain chunked on HTTP/1.1 (any case) is fine, and the connection stays open.
+  Client client(ts.port());
+  ASSERT_FALSE(client.WriteRaw(
+      "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+  BeastResponse res;
+  ASSERT_FALSE(client.Read(&res));
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_TRUE(res.keep_alive());
+  EXPECT_EQ(calls.load(), 1);
+}
+
 TEST(Server, ExpectContinue) {
   TestServer ts(TestOptions(), Echo);
   Client client(ts.port());

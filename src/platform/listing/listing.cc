@@ -6,7 +6,7 @@
 namespace gpunex::platform::listing {
 namespace {
 
-constexpr std::array<std::pair<ListingState, std::string_view>, 10> kStates = {{
+constexpr std::array<std::pair<ListingState, std::string_view>, 11> kStates = {{
     {ListingState::kListed, "listed"},
     {ListingState::kRented, "rented"},
     {ListingState::kBenchmarking, "benchmarking"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<ListingState, std::string_view>, 10> kStates = {{
     {ListingState::kFailedBenchmark, "failed_benchmark"},
     {ListingState::kOutsideSchedule, "outside_schedule"},
     {ListingState::kInMaintenance, "in_maintenance"},
+    {ListingState::kUnverifiedModel, "unverified_model"},
 }};
 
 constexpr std::array<std::pair<BenchmarkVerdict, std::string_view>, 3> kVerdicts = {{
@@ -36,6 +37,10 @@ ListingDecision DecideListing(const ListingFacts& f) {
   if (!f.present) return {ListingState::kMissingFromMachine, "the GPU is missing from the machine"};
   if (!f.enabled) return {ListingState::kDisabledByProvider, "not offered by the provider"};
   if (!f.machine_online) return {ListingState::kMachineOffline, "the machine is offline"};
+  if (!f.model_verified) {
+    return {ListingState::kUnverifiedModel,
+            f.model_note.empty() ? "unverified model" : "unverified model: " + f.model_note};
+  }
   if (f.benchmark == BenchmarkVerdict::kFailed) {
     return {ListingState::kFailedBenchmark,
             f.benchmark_note.empty() ? "benchmark: below the minimum figures" : f.benchmark_note};

@@ -9,7 +9,8 @@
 // shows the note and switches on the state's code.
 //
 // States, in the order they win when several apply (the first that holds is the answer):
-//   missing_from_machine, disabled_by_provider, machine_offline, failed_benchmark,
+//   missing_from_machine, disabled_by_provider, machine_offline, unverified_model,
+//   failed_benchmark,
 //   awaiting_first_benchmark, in_maintenance, outside_schedule, benchmarking, rented,
 //   listed.
 // The last three are on the marketplace: a GPU being benchmarked or rented still belongs
@@ -37,6 +38,7 @@ enum class ListingState {
   kFailedBenchmark,
   kOutsideSchedule,
   kInMaintenance,
+  kUnverifiedModel,
 };
 
 // What the benchmarks say of a GPU.
@@ -50,6 +52,10 @@ struct ListingFacts {
   bool present = true;         // in the machine's last inventory
   bool enabled = true;         // designated by the provider
   bool machine_online = true;  // the machine's agent is connected and heartbeating
+  // Its NVML name and VRAM are those of the catalog model it is counted as
+  // (gpunex::ReportsModel); the note says what it reported when not.
+  bool model_verified = true;
+  std::string model_note;
   BenchmarkVerdict benchmark = BenchmarkVerdict::kPassed;
   std::string benchmark_note;  // for kFailed: "benchmark: <what failed>"
   bool benchmarking = false;   // a benchmark run is measuring it now

@@ -18,6 +18,7 @@ const std::vector<Rule>& Rules() {
       {ListingState::kMissingFromMachine, [](const ListingFacts& f) { return !f.present; }},
       {ListingState::kDisabledByProvider, [](const ListingFacts& f) { return !f.enabled; }},
       {ListingState::kMachineOffline, [](const ListingFacts& f) { return !f.machine_online; }},
+      {ListingState::kUnverifiedModel, [](const ListingFacts& f) { return !f.model_verified; }},
       {ListingState::kFailedBenchmark,
        [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kFailed; }},
       {ListingState::kAwaitingFirstBenchmark,
@@ -32,7 +33,7 @@ const std::vector<Rule>& Rules() {
 
 TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
   int combinations = 0;
-  for (int bits = 0; bits < (1 << 7); ++bits) {
+  for (int bits = 0; bits < (1 << 8); ++bits) {
     for (BenchmarkVerdict verdict :
          {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
       ListingFacts f;
@@ -43,6 +44,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       f.rented = bits & 16;
       f.inside_schedule = bits & 32;
       f.in_maintenance = bits & 64;
+      f.model_verified = bits & 128;
       f.benchmark = verdict;
       f.benchmark_note = "benchmark: memory_triad_gbps 150 < 210 required";
       ListingState want = ListingState::kListed;
@@ -59,7 +61,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       ++combinations;
     }
   }
-  EXPECT_EQ(combinations, 384);
+  EXPECT_EQ(combinations, 768);
 }
 
 TEST(DecideListing, NotesSayWhy) {
@@ -77,6 +79,10 @@ TEST(DecideListing, NotesSayWhy) {
   f = {};
   f.enabled = false;
   EXPECT_EQ(DecideListing(f).note, "not offered by the provider");
+  f = {};
+  f.model_verified = false;
+  f.model_note = "it reports \"NVIDIA L4\" with 23034 MiB, which is not a NVIDIA H100 80GB HBM3";
+  EXPECT_EQ(DecideListing(f).note, "unverified model: " + f.model_note);
 }
 
 TEST(DecideListing, RentedAndBenchmarkingStayOnTheMarketplace) {

@@ -143,6 +143,35 @@ inline std::optional<Response> ReadErrorResponse(const error_code& ec, size_t ma
   return std::nullopt;
 }
 
+// Why a request's header leaves the end of its body unknown (RFC 9112 §6.1–6.3), or
+// nullopt when its framing is sound. Transfer-Encoding is accepted only as one field of
+// exactly "chunked" on HTTP/1.1 without Content-Length: another coding ("gzip", "xchunked",
+// "chunked, identity"), both framings at once, or any Transfer-Encoding from an HTTP/1.0
+// client could let a proxy and this server see different requests in the same bytes
+// (request smuggling), so the request is refused and the connection closed.
+template <typename Fields>
+std::optional<std::string> FramingProblem(const bhttp::request<Fields>& h) {
+  int te_fields = 0;
+  std::string te;
+  for (const auto& f : h) {
+    if (f.name() == bhttp::field::transfer_encoding) {
+      ++te_fields;
+      te = std::string(f.value());
+    }
+  }
+  if (te_fields == 0) return std::nullopt;
+  if (h.version() < 11) return "Transfer-Encoding is not allowed in an HTTP/1.0 request";
+  if (h.find(bhttp::field::content_length) != h.end())
+    return "a request must not carry both Transfer-Encoding and Content-Length";
+  const size_t a = te.find_first_not_of(" \t");
+  const size_t b = te.find_last_not_of(" \t");
+  const std::string_view coding =
+      a == std::string::npos ? std::string_view() : std::string_view(te).substr(a, b - a + 1);
+  if (te_fields > 1 || !IEquals(coding, "chunked"))
+    return "the only Transfer-Encoding accepted is \"chunked\"";
+  return std::nullopt;
+}
+
 // Writes `res`, which must complete within `timeout`. Returns whether it was written.
 template <typename Stream>
 asio::awaitable<bool> WriteResponse(Stream& stream, bhttp::response<bhttp::string_body>& res,

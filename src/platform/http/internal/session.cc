@@ -101,6 +101,13 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
     parser.body_limit(boost::none);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kAwait);
     if (!hec) {
+      if (std::optional<std::string> problem = FramingProblem(parser.get())) {
+        auto res = ToBeast(ProtocolErrorResponse(400, "bad_framing", *problem), 11, false, false);
+        if (co_await WriteResponse(stream, res, options.read_timeout)) {
+          co_await CloseConnection(stream, true);
+        }
+        co_return;
+      }
       if (const StreamRoute* route = FindStreamRoute(options, parser.get().target())) {
         if (!co_await ServeStream(state, stream, buffer, parser, *route, remote)) co_return;
         continue;
