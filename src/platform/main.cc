@@ -42,6 +42,7 @@ accounts::AccountsOptions AccountOptions(const Config& c) {
   o.session_ttl_hours = c.session_ttl_hours;
   o.login_max_failures = c.login_max_failures;
   o.login_max_failures_ip = c.login_max_failures_ip;
+  o.login_max_delay_s = c.login_max_delay_s;
   o.login_window_minutes = c.login_window_minutes;
   o.argon2_opslimit = c.argon2_opslimit;
   o.argon2_memlimit_bytes = c.argon2_memlimit_bytes;

@@ -76,6 +76,11 @@ def source_dir():
     return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+# The [auth] settings of the test servers: cheap hashing, throttling out of the way.
+AUTH_FOR_TESTS = ["argon2_opslimit = 1", "argon2_memlimit_bytes = 8192",
+                  "login_max_failures_ip = 100000", "login_max_failures = 1000"]
+
+
 def wait_until(fn, timeout, what, interval=0.1):
     """Polls fn() until it returns something truthy; returns it."""
     deadline = time.monotonic() + timeout
@@ -462,14 +467,10 @@ class Gpunexd:
         ]
         if root_toml:
             lines += root_toml.strip("\n").split("\n")
-        lines += [
-            "",
-            "[auth]",
-            "argon2_opslimit = 1",
-            "argon2_memlimit_bytes = 8192",
-            "login_max_failures_ip = 100000",
-            "login_max_failures = 1000",
-        ]
+        if "[auth]" not in extra_toml:
+            # Cheap hashing, and no throttling in the way of tests about other things;
+            # throttling tests configure [auth] themselves.
+            lines += ["", "[auth]"] + AUTH_FOR_TESTS
         if self.smtp_url:
             lines += [
                 "",

@@ -173,22 +173,39 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
 
   // Throttle check and user lookup.
   std::optional<UserRow> user;
-  bool throttled = false;
+  std::string throttled;  // why, when the attempt is refused
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(int64_t by_email, s.CountLoginFailuresByEmail(email, window_start));
+    throttled.clear();
     GPUNEX_ASSIGN_OR_RETURN(int64_t by_ip, s.CountLoginFailuresByIp(ip_s, window_start));
-    throttled = by_email >= options_.login_max_failures || by_ip >= options_.login_max_failures_ip;
+    GPUNEX_ASSIGN_OR_RETURN(int64_t here,
+                            s.CountLoginFailuresByEmailAndIp(email, ip_s, window_start));
+    GPUNEX_ASSIGN_OR_RETURN(int64_t by_email, s.CountLoginFailuresByEmail(email, window_start));
+    const std::string window = std::to_string(options_.login_window_minutes) + " minutes";
+    if (by_ip >= options_.login_max_failures_ip || here >= options_.login_max_failures) {
+      throttled = "too many failed log-ins from this address; try again in " + window;
+    } else if (by_email >= options_.login_max_failures) {
+      // Failures from other addresses: a growing wait, never a lock.
+      const int64_t doublings = std::min<int64_t>(by_email - options_.login_max_failures, 30);
+      const Duration wait =
+          std::min<Duration>(Seconds(int64_t{1} << doublings), Seconds(options_.login_max_delay_s));
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<Timestamp> last,
+                              s.LastLoginFailure(email, window_start));
+      if (last && now < *last + wait) {
+        const int64_t left = std::chrono::ceil<std::chrono::seconds>(*last + wait - now).count();
+        throttled =
+            "too many failed log-ins for this account; try again in " + std::to_string(left) + " s";
+      }
+    }
     GPUNEX_ASSIGN_OR_RETURN(user, s.FindUserByEmail(email));
     if (user && user->disabled) user.reset();
     return Status::Ok();
   }));
   const std::optional<std::string> user_id = user ? std::optional(user->id) : std::nullopt;
-  if (throttled) {
+  if (!throttled.empty()) {
     GPUNEX_RETURN_IF_ERROR(db_.Transact(
         [&](store::Tx& tx) { return Audit(tx, now, user_id, "login.throttled", email, ip); }));
-    return ResourceExhausted("too many failed log-ins; try again in " +
-                             std::to_string(options_.login_window_minutes) + " minutes");
+    return ResourceExhausted(throttled);
   }
   const bool ok = VerifyPassword(user ? user->password_hash : dummy_hash_, req.password) && user;
   if (!ok) {

@@ -49,10 +49,18 @@ struct Principal {
   bool IsAdmin() const { return user.HasRole(kRoleAdmin); }
 };
 
+// Log-in throttling, within login_window_minutes: an address that failed
+// login_max_failures times for an email is refused for it; any address that failed
+// login_max_failures_ip times in all is refused for every email; and once an email failed
+// login_max_failures times from anywhere, its other addresses wait between attempts, 1 s
+// after the next failure and twice as long after each one more, up to
+// login_max_delay_s. So a stranger's wrong passwords slow the owner down but never lock
+// them out.
 struct AccountsOptions {
   int session_ttl_hours = 168;
   int login_max_failures = 5;
   int login_max_failures_ip = 50;
+  int login_max_delay_s = 60;
   int login_window_minutes = 15;
   unsigned long long argon2_opslimit = 2;
   size_t argon2_memlimit_bytes = 64ull << 20;
@@ -122,7 +130,7 @@ class Accounts {
   StatusOr<User> SignUp(const SignUpRequest& req, std::string_view ip);
 
   // A new session. kUnauthenticated for a wrong email or password (the same answer for
-  // both); kResourceExhausted while throttled.
+  // both); kResourceExhausted while throttled (AccountsOptions).
   StatusOr<LoginResult> Login(const LoginRequest& req, std::string_view ip,
                               std::string_view user_agent);
 

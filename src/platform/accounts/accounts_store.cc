@@ -182,6 +182,22 @@ StatusOr<int64_t> AccountsStore::CountLoginFailuresByIp(const std::string& ip, T
                  {ip, ToUnixMicros(since)});
 }
 
+StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmailAndIp(const std::string& email,
+                                                                const std::string& ip,
+                                                                Timestamp since) {
+  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND ip = ? AND at > ?",
+                 {email, ip, ToUnixMicros(since)});
+}
+
+StatusOr<std::optional<Timestamp>> AccountsStore::LastLoginFailure(const std::string& email,
+                                                                   Timestamp since) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT MAX(at) FROM login_failures WHERE email = ? AND at > ?",
+                                    {email, ToUnixMicros(since)}));
+  if (rows.empty() || rows[0].IsNull(0)) return std::optional<Timestamp>();
+  return std::optional<Timestamp>(rows[0].Time(0));
+}
+
 Status AccountsStore::InsertLoginFailure(const std::string& email, const std::string& ip,
                                          Timestamp at) {
   return tx_

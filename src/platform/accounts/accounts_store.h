@@ -90,6 +90,10 @@ class AccountsStore {
   // Failed log-ins within the window, by email and by client address.
   StatusOr<int64_t> CountLoginFailuresByEmail(const std::string& email, Timestamp since);
   StatusOr<int64_t> CountLoginFailuresByIp(const std::string& ip, Timestamp since);
+  StatusOr<int64_t> CountLoginFailuresByEmailAndIp(const std::string& email, const std::string& ip,
+                                                   Timestamp since);
+  // The time of the email's latest failure after `since`; none without one.
+  StatusOr<std::optional<Timestamp>> LastLoginFailure(const std::string& email, Timestamp since);
   Status InsertLoginFailure(const std::string& email, const std::string& ip, Timestamp at);
   Status ClearLoginFailures(const std::string& email);
 

@@ -90,6 +90,46 @@ TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
   EXPECT_TRUE(accounts_->Login({"b@example.com", "0123456789"}, "ip", "ua").ok());
 }
 
+// Wrong passwords from a stranger's address lock that address out of the account, and
+// slow the owner's other addresses down with a growing wait, never a lock.
+TEST_P(AccountsTest, AStrangerCannotLockTheOwnerOut) {
+  SignUp("d@example.com");
+  const int max = 3;  // the fixture's login_max_failures
+  for (int i = 0; i < max; ++i) {
+    EXPECT_EQ(
+        accounts_->Login({"d@example.com", "guess-guess"}, "198.51.100.1", "ua").status().code(),
+        StatusCode::kUnauthenticated);
+  }
+  EXPECT_EQ(accounts_->Login({"d@example.com", "0123456789"}, "198.51.100.1", "ua").status().code(),
+            StatusCode::kResourceExhausted)
+      << "the stranger's address is locked out, even with the right password";
+  // The owner, elsewhere, waits a second after the last failure, then gets in.
+  auto early = accounts_->Login({"d@example.com", "0123456789"}, "203.0.113.5", "ua");
+  EXPECT_EQ(early.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(early.status().message().find("try again in 1 s"), std::string::npos)
+      << early.status().message();
+  clock_.Advance(kOneSecond);
+  EXPECT_TRUE(accounts_->Login({"d@example.com", "0123456789"}, "203.0.113.5", "ua").ok());
+  // A success clears the count; failures from many addresses make the wait grow (each
+  // attempt after the wait of the one before, so that it counts).
+  for (int i = 0; i < max + 3; ++i) {
+    clock_.Advance(Seconds(61));
+    EXPECT_EQ(accounts_
+                  ->Login({"d@example.com", "guess-guess"},
+                          "198.51.100." + std::to_string(10 + i % 3), "ua")
+                  .status()
+                  .code(),
+              StatusCode::kUnauthenticated)
+        << i;
+  }
+  auto waiting = accounts_->Login({"d@example.com", "0123456789"}, "203.0.113.5", "ua");
+  ASSERT_EQ(waiting.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(waiting.status().message().find("try again in 8 s"), std::string::npos)
+      << waiting.status().message();
+  clock_.Advance(Seconds(8));
+  EXPECT_TRUE(accounts_->Login({"d@example.com", "0123456789"}, "203.0.113.5", "ua").ok());
+}
+
 TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
   SignUp("c@example.com");
   Principal p = LogIn("c@example.com");

@@ -126,6 +126,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures", &c->login_max_failures, 1, 1000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures_ip", &c->login_max_failures_ip, 1, 100000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_window_minutes", &c->login_window_minutes, 1, 1440));
+    GPUNEX_RETURN_IF_ERROR(s.Int("login_max_delay_s", &c->login_max_delay_s, 1, 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("argon2_opslimit", &c->argon2_opslimit, 1, 20));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("argon2_memlimit_bytes", &c->argon2_memlimit_bytes, 8192, 4ll << 30));

@@ -47,6 +47,7 @@ struct Config {
   int session_ttl_hours = 168;
   int login_max_failures = 5;      // per email within the window, then 429
   int login_max_failures_ip = 50;  // per client address within the window
+  int login_max_delay_s = 60;      // the longest wait failures elsewhere impose on an account
   int login_window_minutes = 15;
   // Argon2id cost (libsodium). The defaults are libsodium's "interactive" limits.
   unsigned long long argon2_opslimit = 2;
