@@ -480,13 +480,33 @@ Status Reliability::RefreshOnce() {
 
 Status Reliability::AccrueMachine(store::Tx& tx, Timestamp now, const std::string& machine_id) {
   GPUNEX_RETURN_IF_ERROR(LockRefresh(tx));
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineState> m,
-                          ReliabilityStore(tx).FindMachine(machine_id));
-  if (m && m->accrued_until >= now) return Status::Ok();  // already (earlier in this tx)
-  // The whole refresh, in the caller's transaction: incremental, so cheap, and one code path.
-  // Machines far behind are left to the refresher; this one is accounted in any case.
-  int64_t behind = 0;
-  return Refresh(tx, now, machine_id, &behind);
+  ReliabilityStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineState> m, s.FindMachine(machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Progress> progress, s.LoadProgress());
+  if (!m || !progress) {
+    // Not accounted yet (a new machine before its first refresh): a whole refresh, rare.
+    int64_t behind = 0;
+    return Refresh(tx, now, machine_id, &behind);
+  }
+  if (m->accrued_until >= now) return Status::Ok();
+  // Only this machine's time, in the caller's transaction; its score follows at the next
+  // refresh, which the schedule change wakes.
+  Inputs in;
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<availability::ScheduleRow> row,
+                          availability::AvailabilityStore(tx).FindSchedule(machine_id));
+  if (row) in.schedules.emplace(machine_id, std::move(*row));
+  const Timestamp from = std::max(m->accrued_until, now - kWindow - kOneHour);
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<availability::MaintenanceRow> windows,
+                          availability::AvailabilityStore(tx).MaintenanceOverlapping(
+                              machine_id, from - kAllowancePeriod - 7 * kOneDay, now));
+  for (const auto& w : windows) {
+    in.maintenance[machine_id].push_back({w.id, w.start, w.end, w.declared_at});
+  }
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<fleet::OnlineSpan> spans,
+                          fleet::OnlineSpansSince(tx, from, machine_id));
+  for (const auto& sp : spans) in.online[machine_id].push_back({sp.start, sp.end.value_or(now)});
+  GPUNEX_RETURN_IF_ERROR(Accrue(tx, now, *m, in, *progress));
+  return s.UpdateMachine(*m);
 }
 
 StatusOr<std::string> Reliability::ChangeMark(store::Tx& tx) {

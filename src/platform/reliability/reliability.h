@@ -123,7 +123,8 @@ class Reliability {
   StatusOr<ReliabilityView> ForProvider(const accounts::Principal& p,
                                         const PageRequest& events_page);
 
-  // Accounts one machine's time up to `now` in `tx` (before its schedule changes).
+  // Accounts one machine's time up to `now` in `tx` (before its schedule changes), and
+  // nothing else: a request that changes a schedule does not refresh the fleet.
   Status AccrueMachine(store::Tx& tx, Timestamp now, const std::string& machine_id)
       EXCLUDES(cache_mu_);
 

@@ -313,6 +313,9 @@ TEST_P(ReliabilityTest, PlannedMaintenanceIsExcusedAndShortNoticeIsNot) {
 TEST_P(ReliabilityTest, AScheduleChangeAccountsTheTimeBeforeItUnderTheOldSchedule) {
   FakeAgent& a = NewAgent(pia_);
   ASSERT_TRUE(a.Join());
+  FakeAgent& other = NewAgent(pia_);
+  ASSERT_TRUE(other.Join());
+  Refresh();  // both accounted: the change below accounts only its own machine
   Online(a, 10 * kOneHour);
   // Only Sundays from now on (today is a Tuesday).
   availability::Schedule sundays;
@@ -321,6 +324,10 @@ TEST_P(ReliabilityTest, AScheduleChangeAccountsTheTimeBeforeItUnderTheOldSchedul
   sundays.windows = {{{"sun"}, "00:00", "24:00"}};
   auto set = availability_->SetSchedule(As(pia_), a.machine_id, sundays);
   ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_LT(Number("SELECT accrued_until FROM reliability_machines WHERE machine_id = ?",
+                   {other.machine_id}),
+            ToUnixMicros(clock_.Now()))
+      << "the other machine waits for the refresher";
   Online(a, 20 * kOneHour);
   Refresh();
   EXPECT_DOUBLE_EQ(View(a.machine_id).scheduled_hours, 10);
