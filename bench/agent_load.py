@@ -8,15 +8,25 @@ many machines the API shows Online after two heartbeat periods, and gpunexd's re
 memory and CPU use over the step.
 
     bench/agent_load.py --url http://127.0.0.1:PORT --token gpx_a_... --api-token gpx_s_... \
-        --pid PID [--steps 250,500,1000] [--heartbeat 10]
+        --pid PID [--steps 250,500,1000] [--heartbeat 10] [--prices LO:HI] [--hold]
 
-bench/agent_load.sh starts a throw-away gpunexd and runs this with sensible defaults."""
+--prices LO:HI gives each simulated machine its own price for its GPU (a machine price
+override, PUT /api/v1/machines/{id}/prices with the --api-token session, which must be the
+provider's), spread evenly from LO to HI micro-USDC per GPU-hour, after the step's agents
+are all welcomed (8 requests at a time, so the hellos do not wait behind them).
+--hold keeps every agent connected after the last step until the process is stopped
+(SIGTERM or SIGINT), printing "holding N agents" when they are all up.
+
+bench/agent_load.sh starts a throw-away gpunexd and runs this with sensible defaults;
+bench/offers_http_bench.sh uses --prices and --hold to keep thousands of offers listed."""
 import argparse
 import asyncio
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
+import signal
 import struct
 import sys
 import time
@@ -55,6 +65,7 @@ class Agent:
         self.uuid = "GPU-emu-%08x-0000-0000-0000-%012x" % (args.seed & 0xFFFFFFFF, i)
         self.welcomed = asyncio.Event()
         self.failed = None
+        self.machine_id = None
 
     async def run(self, host, port):
         try:
@@ -87,8 +98,11 @@ class Agent:
                     continue
                 if op == 0x8:
                     raise RuntimeError("closed before welcome")
-                if op == 0x1 and json.loads(data).get("type") == "welcome":
-                    break
+                if op == 0x1:
+                    msg = json.loads(data)
+                    if msg.get("type") == "welcome":
+                        self.machine_id = msg.get("machine_id")
+                        break
             self.welcomed.set()
             seq = 0
             await asyncio.sleep(self.args.heartbeat * (self.i % 100) / 100)  # spread them out
@@ -100,9 +114,15 @@ class Agent:
                                 "throttle_reasons": []}]}
                 writer.write(frame(json.dumps(hb)))
                 await writer.drain()
+                # Until the next heartbeat is due: a timeout per frame would never expire
+                # while the platform's WebSocket pings (every 20 s) come more often.
+                due = time.monotonic() + self.args.heartbeat
                 try:
                     while True:
-                        op, data = await asyncio.wait_for(read_frame(reader), self.args.heartbeat)
+                        left = due - time.monotonic()
+                        if left <= 0:
+                            break
+                        op, data = await asyncio.wait_for(read_frame(reader), left)
                         if op == 0x9:
                             writer.write(bytes([0x8A, 0x80 | len(data)]) + b"\0\0\0\0" + data)
                         elif op == 0x8:
@@ -112,6 +132,18 @@ class Agent:
         except Exception as e:  # noqa: BLE001 - a benchmark reports every failure
             self.failed = f"{type(e).__name__}: {e}"
             self.welcomed.set()
+
+    def set_price(self):
+        lo, hi = (int(x) for x in self.args.prices.split(":"))
+        # Spread over [lo, hi] by a fixed permutation of the index, so neighbours differ.
+        price = lo + (self.i * 7919) % (hi - lo + 1) if hi > lo else lo
+        body = json.dumps({"items": [{"gpu_model": "l4-24gb", "price_micro": price}]}).encode()
+        req = urllib.request.Request(f"{self.args.url}/api/v1/machines/{self.machine_id}/prices",
+                                     data=body, method="PUT",
+                                     headers={"Authorization": "Bearer " + self.args.api_token,
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
 
 
 def proc_stat(pid):
@@ -145,6 +177,8 @@ async def main():
     p.add_argument("--steps", default="250,500,1000")
     p.add_argument("--heartbeat", type=float, default=10)
     p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--prices", default="", help="LO:HI micro-USDC: a price override per machine")
+    p.add_argument("--hold", action="store_true", help="stay connected after the last step")
     args = p.parse_args()
     hostport = args.url.split("://", 1)[1].rstrip("/")
     host, port = hostport.rsplit(":", 1)
@@ -161,6 +195,11 @@ async def main():
             await asyncio.sleep(0.002)  # a steady ramp, not one burst
         await asyncio.gather(*(a.welcomed.wait() for a in new))
         welcome_s = time.monotonic() - t0
+        if args.prices:
+            priced = [a for a in new if not a.failed]
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, lambda: list(pool.map(Agent.set_price, priced)))
         await asyncio.sleep(2 * args.heartbeat)
         cpu1, rss = proc_stat(args.pid)
         failed = sum(1 for a in agents if a.failed)
@@ -172,6 +211,13 @@ async def main():
             reasons = sorted({a.failed for a in agents if a.failed})[:3]
             print("first failures:", "; ".join(reasons))
             break
+    else:
+        if args.hold:
+            stop = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+            print(f"holding {len(agents)} agents", flush=True)
+            await stop.wait()
     for t in tasks:
         t.cancel()
 

@@ -39,7 +39,10 @@ cat <<MSG
 gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   dashboard: $base/
   admin:    $admin_email / $admin_password
-  provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs)
+  provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs,
+            priced at 0.45 USDC per GPU-hour: offered once their first benchmark passes)
+  customer: customer@gpunex.local / gpunex-demo-customer
+  market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
   try:      curl -s $base/api/v1/gpu-models
 Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
 GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops everything.

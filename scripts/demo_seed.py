@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Seeds a demo gpunexd through its public API: a provider account whose application is
-approved by the demo admin, and an agent token for the demo agent (printed on stdout).
+approved by the demo admin, with an hourly price for its GPU model (so the demo agent's
+GPUs are offered on the marketplace once benchmarked), a demo customer account, and an
+agent token for the demo agent (printed on stdout).
 
     scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD
 
@@ -12,6 +14,8 @@ import urllib.request
 
 base, admin_email, admin_password = sys.argv[1].rstrip("/") + "/api/v1", sys.argv[2], sys.argv[3]
 PROVIDER = {"email": "provider@gpunex.local", "password": "gpunex-demo-provider", "name": "Demo Provider"}
+CUSTOMER = {"email": "customer@gpunex.local", "password": "gpunex-demo-customer", "name": "Demo Customer"}
+DEMO_PRICES = [{"gpu_model": "l4-24gb", "price_micro": 450_000}]  # 0.45 USDC per GPU-hour
 
 
 def call(method, path, body=None, token=None):
@@ -61,6 +65,10 @@ if status != 200:
                         {"decision": "approve", "tier": "community", "message": "Demo approval"}, admin)
     if status != 200:
         sys.exit(f"demo: approval failed: {body}")
+status, body = call("PUT", "/providers/me/prices", {"items": DEMO_PRICES}, provider)
+if status != 200:
+    sys.exit(f"demo: cannot set the demo prices: {body}")
+call("POST", "/auth/signup", CUSTOMER)  # 409 when it exists
 status, token = call("POST", "/providers/me/agent-tokens", {"name": "demo agent"}, provider)
 if status != 201:
     sys.exit(f"demo: cannot create an agent token: {token}")

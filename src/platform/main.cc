@@ -22,8 +22,10 @@
 #include "platform/http/router.h"
 #include "platform/http/server.h"
 #include "platform/idempotency/idempotency.h"
+#include "platform/market/market.h"
 #include "platform/notify/outbox.h"
 #include "platform/notify/smtp.h"
+#include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/schema.h"
 #include "platform/store/db.h"
@@ -40,6 +42,7 @@ int Fail(const Status& st) {
 accounts::AccountsOptions AccountOptions(const Config& c) {
   accounts::AccountsOptions o;
   o.session_ttl_hours = c.session_ttl_hours;
+  o.session_idle_minutes = c.session_idle_minutes;
   o.login_max_failures = c.login_max_failures;
   o.login_max_failures_ip = c.login_max_failures_ip;
   o.login_max_delay_s = c.login_max_delay_s;
@@ -176,6 +179,8 @@ int Serve(Config config) {
        .refresh_ms = config.reliability_refresh_ms,
        .notices = notices,
        .clock = &clock});
+  pricing::Pricing pricing(**db, fleet, {.clock = &clock});
+  market::Market market(**db, {.poll_ms = config.market_poll_ms, .clock = &clock});
   // Listings follow the rules of the release that runs.
   if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
   if (!config.smtp_url.empty()) {
@@ -215,6 +220,8 @@ int Serve(Config config) {
       idempotency,
       availability,
       reliability,
+      pricing,
+      market,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
       [&outbox, &applications](http::Metrics& m) {
@@ -239,6 +246,7 @@ int Serve(Config config) {
   idempotency.Start();
   availability.Start();
   reliability.Start();
+  if (Status st = market.Start(); !st.ok()) return Fail(st);
 
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
@@ -256,6 +264,7 @@ int Serve(Config config) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   (*server)->Run();
+  market.Stop();
   reliability.Stop();
   availability.Stop();
   idempotency.Stop();

@@ -7,7 +7,9 @@
 #include "platform/catalog/catalog_store.h"
 #include "platform/fleet/fleet_store.h"
 #include "platform/idempotency/idempotency_store.h"
+#include "platform/market/market_store.h"
 #include "platform/notify/notify_store.h"
+#include "platform/pricing/pricing_store.h"
 #include "platform/providers/providers_store.h"
 #include "platform/reliability/reliability_store.h"
 
@@ -17,12 +19,12 @@ const std::vector<store::Migration>& AllMigrations() {
   static const std::vector<store::Migration> all = [] {
     std::vector<store::Migration> m;
     // The order of the folders is the order of their parts within one version.
-    for (auto part :
-         {accounts::AccountsMigrations(), catalog::CatalogMigrations(),
-          applications::ApplicationsMigrations(), providers::ProvidersMigrations(),
-          notify::NotifyMigrations(), fleet::FleetMigrations(), benchmarks::BenchmarksMigrations(),
-          idempotency::IdempotencyMigrations(), availability::AvailabilityMigrations(),
-          reliability::ReliabilityMigrations()}) {
+    for (auto part : {accounts::AccountsMigrations(), catalog::CatalogMigrations(),
+                      applications::ApplicationsMigrations(), providers::ProvidersMigrations(),
+                      notify::NotifyMigrations(), fleet::FleetMigrations(),
+                      benchmarks::BenchmarksMigrations(), idempotency::IdempotencyMigrations(),
+                      availability::AvailabilityMigrations(), reliability::ReliabilityMigrations(),
+                      pricing::PricingMigrations(), market::MarketMigrations()}) {
       m.insert(m.end(), part.begin(), part.end());
     }
     return m;

@@ -15,6 +15,19 @@
 // field errors first) shows in the list as planned and is cancelled; the Performance tab
 // shows the score, "new" as provisional, the components with their formulas, the uptime,
 // the history chart, the outage of the agent stopped for a few seconds, and the advice.
+// Pricing and the Marketplace (issue 13): GPUs without a price wait as "no price set";
+// the Pricing tab shows the catalog's default as the recommendation (no rentals yet),
+// refuses a bad price next to its field, lists the GPUs once priced, with the offer's
+// rank ("2nd of 2 ... in eu-south"), its factors and the price for the next place; a
+// removal is explicit and confirmed; a machine override and the history. An anonymous
+// visitor finds the Marketplace from the log-in page (one request), filters by model,
+// region and price, sorts by price, opens "Why this rank?", shares the address, pages
+// with "More", and sees a bad filter refused next to it; pseudonyms only. Account
+// security: logged in from two browsers, the user ends the other session from the list
+// (that browser is logged out on its next request), then every other one with "Log out
+// everywhere else"; creates a read-only API key shown once with a copy button; changes
+// the password, a wrong current one refused beside its field first, which logs the other
+// browser out.
 //
 // Run: ctest -L browser (see harness.mjs for the environment).
 import assert from "node:assert/strict";
@@ -27,6 +40,7 @@ import {
   launchBrowser,
   shoot,
   sleep,
+  SMALL_PHONE,
   uniqueEmail,
   unlabelled,
   until,
@@ -378,7 +392,7 @@ describe("dashboard", () => {
         await p.getByRole("link", { name: "Overview" }).waitFor();
         assert.deepEqual(
           await p.locator("nav.tabs a").allTextContents(),
-          ["Overview", "Benchmark", "Availability", "Performance"],
+          ["Overview", "Benchmark", "Pricing", "Availability", "Performance"],
           "the tabs that exist, no placeholders",
         );
         await p.getByText("No machines yet.").waitFor();
@@ -506,7 +520,10 @@ describe("dashboard", () => {
     "benchmark tab: a slow GPU fails, a re-run passes, the Offered switch",
     { timeout: 300000 },
     async (t) => {
-      const prov = await server.approvedProvider("Bea Bench", PASSWORD);
+      // Priced from the start: a GPU whose model has no price is never listed.
+      const prov = await server.approvedProvider("Bea Bench", PASSWORD, {
+        prices: { "l4-24gb": 450000 },
+      });
       const api = (method, path, body) =>
         server.apiOk(method, path, body, prov.token);
       let agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
@@ -821,7 +838,9 @@ describe("dashboard", () => {
     "availability and performance tabs: schedule, maintenance, reliability score",
     { timeout: 120000 },
     async (t) => {
-      const prov = await server.approvedProvider("Ada Avail", PASSWORD);
+      const prov = await server.approvedProvider("Ada Avail", PASSWORD, {
+        prices: { "l4-24gb": 450000 },
+      });
       const api = (method, path, body) =>
         server.apiOk(method, path, body, prov.token);
       let agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
@@ -1156,6 +1175,701 @@ describe("dashboard", () => {
         assert.deepEqual(problems, []);
       } finally {
         await context.close();
+      }
+    },
+  );
+
+  test(
+    "pricing tab and marketplace: price, recommendation, rank, override, history; search, sort, explain",
+    { timeout: 240000 },
+    async (t) => {
+      // A rival in eu-south at 0.20 USDC/h, listed; Pia, new in eu-south, without prices.
+      const rival = await server.approvedProvider("Rocco Rival", PASSWORD, {
+        region: "eu-south",
+        prices: { "l4-24gb": 200000 },
+      });
+      const prov = await server.approvedProvider("Pia Price", PASSWORD, {
+        region: "eu-south",
+      });
+      const api = (method, path, body) =>
+        server.apiOk(method, path, body, prov.token);
+      const agents = [
+        new Agent(server, rival.agentToken, "l4-24gb:1", {
+          name: "rival-agent",
+        }),
+        new Agent(server, prov.agentToken, "l4-24gb:2", {
+          name: "price-agent",
+        }),
+      ];
+      t.after(async () => {
+        for (const a of agents) await a.stop();
+      });
+      const diagnose = (e) =>
+        new Error(
+          `${e.message}\n--- agent log ---\n${agents[1].logs()}\n--- gpunexd log ---\n${server.logs()}`,
+        );
+      // Pia's GPUs pass their first benchmark and then wait for a price.
+      const machine = await until(
+        async () => {
+          const m = (await api("GET", "/machines")).items[0];
+          return (
+            m?.gpus.length === 2 &&
+            m.gpus.every((g) => g.listing_state === "no_price_set") &&
+            m
+          );
+        },
+        90000,
+        "Pia's GPUs passed and waiting for a price",
+      ).catch((e) => {
+        throw diagnose(e);
+      });
+      const mid = machine.id;
+      assert.match(machine.gpus[0].listing_note, /no price set for NVIDIA L4/);
+      await until(
+        async () =>
+          (await server.apiOk("GET", "/offers?region=eu-south")).items
+            .length === 1,
+        90000,
+        "the rival's offer on the marketplace",
+      ).catch((e) => {
+        throw diagnose(e);
+      });
+
+      const prov1 = await newPage();
+      const p = prov1.page;
+      const anon = await newPage();
+      const a = anon.page;
+      try {
+        // --- the Pricing tab before any price: not listed, the catalog's default
+        await logInByKeyboard(p, prov.email, PASSWORD);
+        await p.goto(`${server.base}/#/provider/pricing`);
+        await heading(p, "Provider Dashboard");
+        assert.equal(
+          await p.locator("nav.tabs a.active").textContent(),
+          "Pricing",
+        );
+        const card = p.locator('fieldset.price-model[data-model="l4-24gb"]');
+        await card.waitFor();
+        assert.match(
+          await card.locator("legend").textContent(),
+          /^NVIDIA L4 \(24 GB\)$/,
+        );
+        await card
+          .locator(".listing-summary .badge", { hasText: "Not listed" })
+          .waitFor();
+        assert.match(
+          await card.locator(".listing-reasons").textContent(),
+          /^2 GPUs: no price set for NVIDIA L4$/,
+        );
+        const rec = card.locator(".recommendation");
+        await rec.waitFor();
+        assert.equal(await rec.getAttribute("data-basis"), "catalog");
+        assert.equal(
+          await rec.locator(".rec-basis").textContent(),
+          "Catalog default: no rentals yet",
+        );
+        assert.equal(
+          await rec.locator(".rec-price").textContent(),
+          "0.40 USDC/h",
+        );
+        assert.equal(
+          await rec.locator(".rec-sample").textContent(),
+          "0 rentals",
+        );
+        assert.match(await rec.locator(".rec-note").textContent(), /rentals/);
+        assert.match(await rec.textContent(), /Regioneu-south/);
+        await card.locator(".no-offer", { hasText: "No offer yet" }).waitFor();
+        await expectLabelled(p, "the Pricing tab");
+        await shoot(p, "60-pricing-no-price", SMALL_PHONE);
+
+        // --- prices the API refuses, and one refused here: next to the field
+        const price = card.getByLabel("Your price (USDC per GPU-hour)");
+        const save = p.getByRole("button", {
+          name: "Save prices",
+          exact: true,
+        });
+        await price.fill("0");
+        await save.click();
+        const priceError = card.locator(
+          '.field-error[data-path="items[0].price_micro"]',
+        );
+        await priceError.waitFor();
+        assert.equal(await priceError.textContent(), "must be more than 0");
+        assert.equal(await price.getAttribute("aria-invalid"), "true");
+        await price.fill("0.4500001");
+        await save.click();
+        await priceError
+          .filter({ hasText: "has more than 6 decimals" })
+          .waitFor();
+        await shoot(p, "61-pricing-field-error", SMALL_PHONE);
+
+        // --- 0.45 USDC/h, exactly 450000 micro-USDC: listed, with its rank
+        await price.fill("0.45");
+        assert.match(
+          await p.locator(".pending-changes").textContent(),
+          /NVIDIA L4: set to 0\.45/,
+        );
+        await save.click();
+        await p.getByText(/^Prices saved \(1 model\)\./).waitFor();
+        assert.equal(await priceError.count(), 0);
+        assert.deepEqual(
+          (await api("GET", "/providers/me/prices")).items.map((x) => [
+            x.gpu_model,
+            x.price_micro,
+          ]),
+          [["l4-24gb", 450000]],
+        );
+        await card
+          .locator(".listing-summary .badge", {
+            hasText: "2 of 2 GPUs listed",
+          })
+          .waitFor();
+        assert.ok(
+          (await api("GET", `/machines/${mid}`)).gpus.every(
+            (g) => g.listing_state === "listed",
+          ),
+        );
+        const offer = card.locator(".rank-offer");
+        await offer.waitFor();
+        assert.equal(
+          await offer.locator(".rank-summary").textContent(),
+          "2nd of 2 NVIDIA L4 offers in eu-south",
+        );
+        assert.match(
+          await offer.locator(".next-place").textContent(),
+          /^To move up one place: 0\.\d+ USDC\/h or less \(now 0\.45 USDC\/h\)\.$/,
+        );
+        assert.ok((await offer.locator(".rank-advice li").count()) >= 1);
+        await offer.getByText("How this rank is computed").click();
+        const factors = offer.locator(".rank-factors");
+        assert.match(
+          await factors.locator(".plugged").textContent(),
+          /^= 0\.\d{4} · 0\.\d{4} · 1\.00 · 1\.04 = 0\.\d{4}$/,
+        );
+        assert.match(await factors.textContent(), /6-month commitment/);
+        await shoot(p, "62-pricing-listed", SMALL_PHONE);
+
+        // --- removing a price is explicit, and confirmed; here undone
+        await card
+          .getByRole("button", { name: "Remove price: NVIDIA L4" })
+          .click();
+        await card.getByText(/^Removed when you save/).waitFor();
+        assert.equal(await price.isDisabled(), true);
+        assert.match(
+          await p.locator(".pending-changes").textContent(),
+          /NVIDIA L4: 0\.45 removed/,
+        );
+        await save.click();
+        const confirm = p.locator(".prices-form .confirm");
+        await confirm.waitFor();
+        assert.match(
+          await confirm.textContent(),
+          /This removes the price of NVIDIA L4/,
+        );
+        await p
+          .locator(".prices-form")
+          .getByRole("button", { name: "Cancel" })
+          .click();
+        await card
+          .getByRole("button", { name: "Undo: keep the price of NVIDIA L4" })
+          .click();
+        await p
+          .locator(".pending-changes")
+          .getByText("No unsaved changes.")
+          .waitFor();
+        assert.equal(
+          (await api("GET", "/providers/me/prices")).items.length,
+          1,
+        );
+
+        // --- an override for this machine: 0.19 USDC/h
+        const row = p.locator(
+          '.override-form fieldset.override-row[data-model="l4-24gb"]',
+        );
+        await row.waitFor();
+        assert.match(
+          await row.locator(".effective").textContent(),
+          /^0\.45 USDC\/h \(your price\)$/,
+        );
+        await row
+          .getByLabel("Price on this machine (USDC per GPU-hour)")
+          .fill("0.19");
+        await p
+          .getByRole("button", { name: "Save prices for this machine" })
+          .click();
+        await p
+          .locator(".override-form .banner-ok", {
+            hasText: /^Prices for .+ saved \(1 override\)\.$/,
+          })
+          .waitFor();
+        assert.equal(
+          await row.locator(".effective").textContent(),
+          "0.19 USDC/h (this machine's override)",
+        );
+        assert.deepEqual(
+          (await api("GET", `/machines/${mid}/prices`)).items.map((x) => [
+            x.gpu_model,
+            x.price_micro,
+          ]),
+          [["l4-24gb", 190000]],
+        );
+        // The offer charges it now.
+        await offer
+          .locator("p.small.muted", { hasText: "0.19 USDC/h" })
+          .waitFor();
+
+        // --- the history: newest first
+        const changes = p.locator("table.price-history tbody tr");
+        await until(
+          async () => (await changes.count()) === 2,
+          10000,
+          "two changes in the history",
+        );
+        assert.match(
+          await changes.nth(0).textContent(),
+          /NVIDIA L4Machine .* \(override\)set to 0\.19 USDC\/hYou$/,
+        );
+        assert.match(
+          await changes.nth(1).textContent(),
+          /NVIDIA L4All your machinesset to 0\.45 USDC\/hYou$/,
+        );
+        await expectLabelled(p, "the Pricing tab");
+        await shoot(p, "63-pricing-override-history", SMALL_PHONE);
+        const mine = (await api("GET", "/providers/me/offers")).items[0]
+          .provider.pseudonym;
+        const theirs = (
+          await server.apiOk(
+            "GET",
+            "/providers/me/offers",
+            undefined,
+            rival.token,
+          )
+        ).items[0].provider.pseudonym;
+
+        // --- an anonymous visitor: the Marketplace from the log-in page, in one request
+        const searches = [];
+        a.on("request", (r) => {
+          if (new URL(r.url()).pathname === "/api/v1/offers")
+            searches.push(r.url());
+        });
+        await a.goto(`${server.base}/#/login`);
+        await heading(a, "Log in");
+        await a.getByRole("link", { name: "Browse the marketplace" }).click();
+        await heading(a, "Marketplace");
+        assert.equal(
+          await nav(a, "Marketplace").getAttribute("aria-current"),
+          "page",
+        );
+        const cards = a.locator("article.offer");
+        const ours = cards.filter({ hasText: mine });
+        await ours.waitFor();
+        await a.locator(".model-boxes input").first().waitFor();
+        assert.equal(searches.length, 1, "the first page in one request");
+        assert.match(searches[0], /explain=true/);
+        assert.equal(
+          await ours.locator(".fact.gpus dd").textContent(),
+          "2 of 2 available",
+        );
+        assert.equal(
+          await ours.locator(".fact.vram dd").textContent(),
+          "24 GB per GPU",
+        );
+        assert.equal(
+          await ours.locator(".offer-price strong").textContent(),
+          "0.19",
+        );
+        assert.equal(
+          await ours.locator(".fact.location dd").textContent(),
+          "Milan, IT · eu-south",
+        );
+        assert.match(
+          await ours.locator(".fact.performance dd").textContent(),
+          /^\d+\.\d\d$/,
+        );
+        assert.match(
+          await ours.locator(".fact.reliability dd").textContent(),
+          /^\d+\.\d\d New$/,
+        );
+        assert.match(
+          await ours.locator(".fact.network dd").textContent(),
+          /^↓ [\d,.]+ · ↑ [\d,.]+ Mbit\/s · [\d.]+ ms$/,
+        );
+        assert.match(await ours.textContent(), /Community/);
+        // Pseudonyms only: nothing that tells who the providers are.
+        const text = await a.evaluate(() => document.body.innerText);
+        for (const secret of [
+          "Pia Price",
+          "Rocco Rival",
+          prov.email,
+          rival.email,
+          mid,
+        ])
+          assert.ok(!text.includes(secret), `the page shows ${secret}`);
+        await expectLabelled(a, "the Marketplace");
+        await shoot(a, "64-marketplace", SMALL_PHONE);
+
+        // --- filters: NVIDIA L4 in eu-south at most 0.195 USDC/h: Pia's offer only
+        await a.getByLabel("NVIDIA L4 (24 GB)").check();
+        await a.getByLabel("Max. price", { exact: true }).fill("0.195");
+        await a.getByLabel("Region").fill("eu-south");
+        await a.getByRole("button", { name: "Search" }).click();
+        await a.waitForURL(/max_price_micro=195000/);
+        assert.match(a.url(), /gpu_model=l4-24gb/);
+        assert.match(a.url(), /region=eu-south/);
+        await until(
+          async () =>
+            (await cards.count()) === 1 &&
+            (await cards.first().textContent()).includes(mine),
+          10000,
+          "only Pia's offer",
+        );
+        assert.match(
+          await a.locator(".result-count").textContent(),
+          /^1 offer with free GPUs/,
+        );
+
+        // --- without the price limit, sorted by price: 0.19 then 0.20
+        await a.getByLabel("Max. price", { exact: true }).fill("");
+        await a.getByLabel("Sort by").selectOption("price");
+        await a.waitForURL(/sort=price/);
+        await a
+          .locator(".result-count", { hasText: "sorted by lowest price" })
+          .waitFor();
+        await until(
+          async () => (await cards.count()) === 2,
+          10000,
+          "both eu-south offers",
+        );
+        assert.deepEqual(
+          await a.locator(".offer-price strong").allTextContents(),
+          ["0.19", "0.20"],
+        );
+        assert.match(await cards.nth(1).textContent(), new RegExp(theirs));
+
+        // --- "Why this rank?": the formula's factors
+        await cards.first().getByText("Why this rank?").click();
+        const why = cards.first().locator(".rank-factors");
+        await why.waitFor();
+        assert.match(
+          await why.locator(".formula").textContent(),
+          /rank = R\/100 · \(value \/ median value\)\^0\.5 · tier · commitment= 0\.\d{4} · \d\.\d{4} · 1\.00 · 1\.04 = \d\.\d{4}/,
+        );
+        assert.match(await why.textContent(), /Value factor/);
+        await shoot(a, "65-marketplace-explain", SMALL_PHONE);
+
+        // --- the address is the search: shared, it shows the same; paged with "More"
+        const shared = await anon.context.newPage();
+        await shared.goto(a.url().replace(/sort=price/, "sort=price&limit=1"));
+        await heading(shared, "Marketplace");
+        const sharedCards = shared.locator("article.offer");
+        await sharedCards.first().waitFor();
+        assert.equal(await shared.getByLabel("Sort by").inputValue(), "price");
+        assert.equal(
+          await shared.getByLabel("Region").inputValue(),
+          "eu-south",
+        );
+        await shared.locator(".model-boxes input").first().waitFor();
+        assert.equal(
+          await shared.getByLabel("NVIDIA L4 (24 GB)").isChecked(),
+          true,
+        );
+        assert.equal(await sharedCards.count(), 1);
+        const moreBtn = shared.getByRole("button", { name: "More" });
+        await moreBtn.click();
+        await until(
+          async () => (await sharedCards.count()) === 2,
+          10000,
+          "the second page",
+        );
+        await moreBtn.waitFor({ state: "hidden" });
+        await shared.close();
+
+        // --- a bad filter value: the API's message next to it
+        await a.getByText("More filters").click();
+        await a.getByLabel("Country").fill("Italy");
+        await a.getByRole("button", { name: "Search" }).click();
+        const countryError = a.locator('.field-error[data-path="country"]');
+        await countryError.waitFor();
+        assert.match(await countryError.textContent(), /ISO 3166-1/);
+        assert.equal(
+          await a.getByLabel("Country").getAttribute("aria-invalid"),
+          "true",
+        );
+        await shoot(a, "66-marketplace-field-error", SMALL_PHONE);
+        await a.getByRole("button", { name: "Clear filters" }).click();
+        await a.waitForURL(/#\/marketplace$/);
+        await a
+          .locator(".result-count", { hasText: "sorted by default ranking" })
+          .waitFor();
+        assert.equal(await a.getByLabel("Region").inputValue(), "");
+        assert.equal(await a.locator(".field-error").count(), 0);
+        assert.deepEqual(prov1.problems, []);
+        assert.deepEqual(anon.problems, []);
+      } finally {
+        await prov1.context.close();
+        await anon.context.close();
+      }
+    },
+  );
+
+  test(
+    "account security: sessions, API keys, password change",
+    { timeout: 120000 },
+    async () => {
+      const email = uniqueEmail("sam");
+      const NEW_PASSWORD = "a-much-longer-passphrase-456";
+      const one = await newPage({
+        permissions: ["clipboard-read", "clipboard-write"],
+      });
+      const two = await newPage();
+      const p = one.page;
+      const sessionRows = p.locator("table.sessions tbody tr");
+      const expectSessions = (n) =>
+        until(
+          async () => (await sessionRows.count()) === n,
+          10000,
+          `${n} sessions listed`,
+        );
+      // The other browser is logged out on its next request.
+      const expectLoggedOut = async (page) => {
+        await nav(page, "Notifications").click();
+        await heading(page, "Log in");
+        await page
+          .getByRole("status")
+          .filter({ hasText: "Your session has ended" })
+          .waitFor();
+      };
+      try {
+        // --- logged in twice: both sessions listed, this one marked
+        await signUp(p, "Sam Secure", email);
+        await logInByKeyboard(two.page, email, PASSWORD);
+        await p.locator(".account .who").click();
+        await heading(p, "Account security");
+        assert.equal(
+          await p.locator(".account .who").getAttribute("aria-current"),
+          "page",
+        );
+        await expectLabelled(p, "account security");
+        await expectSessions(2);
+        const mine = sessionRows.first();
+        assert.match(await mine.textContent(), /This session/);
+        assert.match(
+          await mine.locator("td[data-label=Device]").textContent(),
+          /^Chrome on Linux/,
+        );
+        assert.equal(
+          await mine.locator("td[data-label=Address]").textContent(),
+          "127.0.0.1",
+        );
+        assert.equal(await mine.getByRole("button").count(), 0);
+        const other = sessionRows.nth(1);
+        assert.doesNotMatch(await other.textContent(), /This session/);
+        // A customer is offered neither the provider nor the admin scope.
+        assert.equal(await p.getByLabel(/^Provider/).count(), 0);
+        assert.equal(await p.getByLabel(/^Admin/).count(), 0);
+        await shoot(p, "70-account-sessions", SMALL_PHONE);
+
+        // --- end the other session: that browser is logged out
+        await other.getByRole("button", { name: /^End session/ }).click();
+        await p
+          .getByRole("status")
+          .filter({ hasText: "Session ended" })
+          .waitFor();
+        await expectSessions(1);
+        await p.getByText("No other session is logged in.").waitFor();
+        await expectLoggedOut(two.page);
+
+        // --- "Log out everywhere else", confirmed first
+        await logInByKeyboard(two.page, email, PASSWORD);
+        await p.reload();
+        await heading(p, "Account security");
+        await expectSessions(2);
+        await p
+          .getByRole("button", { name: "Log out everywhere else" })
+          .click();
+        await p
+          .getByText("End 1 other session? They must log in again.")
+          .waitFor();
+        await shoot(p, "71-account-log-out-everywhere", SMALL_PHONE);
+        await p
+          .locator(".confirm")
+          .getByRole("button", { name: "Log out everywhere else" })
+          .click();
+        await p
+          .getByRole("status")
+          .filter({ hasText: "1 other session ended" })
+          .waitFor();
+        await expectSessions(1);
+        await expectLoggedOut(two.page);
+
+        // --- a read-only API key, shown once (a nameless key without scopes first)
+        await p.getByLabel(/^Read/).uncheck();
+        await p.getByLabel(/^Write/).uncheck();
+        await p.getByRole("button", { name: "Create API key" }).click();
+        await p
+          .locator('[data-field="name"] + .field-error')
+          .filter({ hasText: "is required" })
+          .waitFor();
+        assert.match(
+          await p.locator("fieldset.scope-choices .field-error").textContent(),
+          /at least 1/,
+        );
+        await p.getByLabel("Key name").fill("nightly report");
+        await p.getByLabel(/^Read/).check();
+        await p.getByRole("button", { name: "Create API key" }).click();
+        const panel = p.getByRole("region", { name: "New API key" });
+        await panel.waitFor();
+        assert.match(
+          await panel.textContent(),
+          /Copy it now: it will not be shown again\./,
+        );
+        const key = (await panel.locator(".key-value").textContent()).trim();
+        assert.match(key, /^gpx_k_[A-Za-z0-9_-]{43}$/);
+        assert.equal(
+          await p.evaluate(() => document.activeElement?.textContent),
+          "Copy key",
+        );
+        await panel.getByRole("button", { name: "Copy key" }).click();
+        await panel
+          .locator(".copied")
+          .filter({ hasText: /Copied|Selected/ })
+          .waitFor();
+        if ((await panel.locator(".copied").textContent()).startsWith("Copied"))
+          assert.equal(
+            await p.evaluate(() => navigator.clipboard.readText()),
+            key,
+          );
+        const keyRow = p.locator("table.keys tbody tr", {
+          hasText: "nightly report",
+        });
+        await keyRow.waitFor();
+        assert.deepEqual(
+          await keyRow.locator(".scopes .badge").allTextContents(),
+          ["read"],
+        );
+        assert.equal(
+          await keyRow.locator("td[data-label='Last used']").textContent(),
+          "never",
+        );
+        assert.equal(
+          await keyRow.locator("td[data-label=Key]").textContent(),
+          `${key.slice(0, 12)}…`,
+        );
+        // The form is ready for the next key: defaults back.
+        assert.equal(await p.getByLabel("Key name").inputValue(), "");
+        assert.equal(await p.getByLabel(/^Write/).isChecked(), true);
+        await shoot(p, "72-account-key-created", SMALL_PHONE);
+        // It reads, and only reads.
+        assert.equal(
+          (await server.api("GET", "/me", undefined, key)).status,
+          200,
+        );
+        assert.equal(
+          (await server.api("POST", "/api-keys", { name: "x" }, key)).status,
+          403,
+        );
+        await panel
+          .getByRole("button", { name: "Done, I have copied it" })
+          .click();
+        await panel.waitFor({ state: "detached" });
+        await p.reload();
+        await heading(p, "Account security");
+        await keyRow.waitFor();
+        assert.notEqual(
+          await keyRow.locator("td[data-label='Last used']").textContent(),
+          "never",
+        );
+        assert.equal(
+          await p.evaluate((k) => document.body.innerText.includes(k), key),
+          false,
+          "the key is shown again",
+        );
+
+        // --- change the password: a wrong current one first, beside its field
+        await logInByKeyboard(two.page, email, PASSWORD);
+        await p.getByLabel("Current password").fill("not-my-password-1");
+        await p.getByLabel("New password", { exact: true }).fill(NEW_PASSWORD);
+        await p.getByLabel("Confirm the new password").fill(NEW_PASSWORD + "x");
+        await p.getByRole("button", { name: "Change password" }).click();
+        const confirmError = p.locator(
+          '[data-field="confirm_password"] + .field-error',
+        );
+        await confirmError.waitFor();
+        assert.equal(
+          await confirmError.textContent(),
+          "does not match the new password",
+        );
+        await p.getByLabel("Confirm the new password").fill(NEW_PASSWORD);
+        await p.getByRole("button", { name: "Change password" }).click();
+        const currentError = p.locator(
+          '[data-field="current_password"] + .field-error',
+        );
+        await currentError.waitFor();
+        assert.match(await currentError.textContent(), /password/);
+        assert.equal(await confirmError.count(), 0);
+        assert.equal(
+          await p.getByLabel("Current password").getAttribute("aria-invalid"),
+          "true",
+        );
+        assert.equal(
+          await p.evaluate(() => document.activeElement?.dataset.field),
+          "current_password",
+        );
+        await shoot(p, "73-account-password-error", SMALL_PHONE);
+
+        await p.getByLabel("Current password").fill(PASSWORD);
+        await p.getByRole("button", { name: "Change password" }).click();
+        await p
+          .getByRole("status")
+          .filter({ hasText: "Every other session was logged out" })
+          .waitFor();
+        assert.equal(await currentError.count(), 0);
+        assert.equal(await p.getByLabel("Current password").inputValue(), "");
+        await expectSessions(1);
+        await shoot(p, "74-account-password-changed", SMALL_PHONE);
+        await expectLoggedOut(two.page);
+        // This browser stays logged in; the new password works, the old does not; the
+        // key lives on.
+        await nav(p, "Roles").click();
+        await heading(p, "Your roles");
+        assert.equal(
+          (
+            await server.api("POST", "/auth/login", {
+              email,
+              password: PASSWORD,
+            })
+          ).status,
+          401,
+        );
+        await server.apiOk("POST", "/auth/login", {
+          email,
+          password: NEW_PASSWORD,
+        });
+        assert.equal(
+          (await server.api("GET", "/me", undefined, key)).status,
+          200,
+        );
+
+        // An admin may give a key the admin scope (and is not offered provider).
+        await logInByKeyboard(two.page, ADMIN.email, ADMIN.password);
+        await two.page.locator(".account .who").click();
+        await heading(two.page, "Account security");
+        await two.page.getByLabel("Key name").fill("catalog sync");
+        await two.page.getByLabel(/^Admin/).check();
+        assert.equal(await two.page.getByLabel(/^Provider/).count(), 0);
+        await two.page.getByRole("button", { name: "Create API key" }).click();
+        assert.deepEqual(
+          await two.page
+            .getByRole("region", { name: "New API key" })
+            .locator(".scopes .badge")
+            .allTextContents(),
+          ["read", "write", "admin"],
+        );
+        assert.deepEqual(one.problems, []);
+        assert.deepEqual(two.problems, []);
+      } finally {
+        await one.context.close();
+        await two.context.close();
       }
     },
   );

@@ -31,6 +31,8 @@ export const ADMIN = {
 };
 export const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
+// The narrowest phone the public pages are made for (an iPhone SE).
+export const SMALL_PHONE = { width: 375, height: 667 };
 
 function need(name) {
   const v = process.env[name];
@@ -274,7 +276,10 @@ export class Gpunexd {
 
   // A new user, approved as a Community provider by the admin through the API, with a
   // fresh agent token. Returns {email, password, token (the session), agentToken}.
-  async approvedProvider(name, password) {
+  // opts.region: the data-center region of its application (default none); opts.prices:
+  // its hourly prices, {"l4-24gb": 450000} in micro-USDC (without one, its GPUs stay
+  // unlisted: "no_price_set").
+  async approvedProvider(name, password, opts = {}) {
     const email = uniqueEmail(name.split(" ")[0].toLowerCase());
     await this.apiOk("POST", "/auth/signup", { email, password, name });
     const login = await this.apiOk("POST", "/auth/login", { email, password });
@@ -293,7 +298,11 @@ export class Gpunexd {
             upload_gbps: 1,
             download_gbps: 1,
             availability: { kind: "always" },
-            location: { city: "Milan", country: "IT", region: null },
+            location: {
+              city: "Milan",
+              country: "IT",
+              region: opts.region ?? null,
+            },
           },
         ],
         infrastructure: {
@@ -320,6 +329,12 @@ export class Gpunexd {
       { name: "bench rack" },
       login.token,
     );
+    if (opts.prices) {
+      const items = Object.entries(opts.prices).map(
+        ([gpu_model, price_micro]) => ({ gpu_model, price_micro }),
+      );
+      await this.apiOk("PUT", "/providers/me/prices", { items }, login.token);
+    }
     return {
       email,
       password,
@@ -455,16 +470,17 @@ export function watch(page) {
   return problems;
 }
 
-// Saves a screenshot of `page` at desktop width and at phone width (the page is
-// resized and then put back). At phone width the page must not scroll sideways.
-export async function shoot(page, name) {
+// Saves a screenshot of `page` at desktop width and at phone width (`phone`, default
+// PHONE; the page is resized and then put back). At phone width the page must not scroll
+// sideways.
+export async function shoot(page, name, phone = PHONE) {
   fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const size = page.viewportSize() ?? DESKTOP;
   await page.screenshot({
     path: path.join(SCREENSHOT_DIR, `${name}-desktop.png`),
     fullPage: true,
   });
-  await page.setViewportSize(PHONE);
+  await page.setViewportSize(phone);
   await sleep(100);
   await page.screenshot({
     path: path.join(SCREENSHOT_DIR, `${name}-phone.png`),
@@ -476,7 +492,7 @@ export async function shoot(page, name) {
   await page.setViewportSize(size);
   if (overflow > 1)
     throw new Error(
-      `${name}: the page is ${overflow}px wider than a 390px phone screen`,
+      `${name}: the page is ${overflow}px wider than a ${phone.width}px phone screen`,
     );
 }
 

@@ -11,6 +11,7 @@ database (CREATE DATABASE through psql) that is dropped afterwards.
 
 Environment:
   GPUNEXD              path to the gpunexd binary (required; CTest sets it)
+  GPUNEX_AGENT         path to the gpunex-agent binary (tests with real agents: RealAgent)
   GPUNEX_SOURCE_DIR    the repository root (for the route table check)
   GPUNEX_TEST_PG_URL   postgresql://postgres@127.0.0.1:PORT/postgres (optional)
   GPUNEX_E2E_KEEP      keep data directories and logs of finished tests (debugging)
@@ -19,6 +20,7 @@ Environment:
 """
 
 import asyncio
+import copy
 import email
 import email.policy
 import email.utils
@@ -259,15 +261,18 @@ class Response:
 
 class Client:
     """A tiny JSON client for one gpunexd. A new connection per request keeps it
-    thread-safe and independent of keep-alive state."""
+    thread-safe and independent of keep-alive state. `source`: the local address its
+    connections are bound to (another loopback address such as 127.0.0.2 is another
+    client address to gpunexd)."""
 
-    def __init__(self, port, token=None, timeout=30.0):
+    def __init__(self, port, token=None, timeout=30.0, source=None):
         self.port = port
         self.token = token
         self.timeout = timeout
+        self.source = source
 
     def with_token(self, token):
-        return Client(self.port, token, self.timeout)
+        return Client(self.port, token, self.timeout, self.source)
 
     def request(self, method, path, body=None, *, token=None, raw=None, content_type=None,
                 headers=None, query=None):
@@ -293,7 +298,8 @@ class Client:
             hdrs["Content-Type"] = content_type
         if headers:
             hdrs.update(headers)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout,
+                                          source_address=(self.source, 0) if self.source else None)
         try:
             try:
                 conn.request(method, path, body=data, headers=hdrs)
@@ -615,8 +621,8 @@ class Gpunexd:
 
     # -- helpers
 
-    def client(self, token=None):
-        return Client(self.port, token)
+    def client(self, token=None, source=None):
+        return Client(self.port, token, source=source)
 
     def create_admin(self, email=ADMIN_EMAIL, password=ADMIN_PASSWORD, name="Rita Reviewer"):
         out = subprocess.run([self.binary, "admin", "create", "--email", email, "--password",
@@ -674,7 +680,91 @@ class User:
         return self.server.client(self.token)
 
 
-class ServerTestCase(unittest.TestCase):
+def fill_placeholders(value, ctx):
+    """`value` (called with ctx first when it is a function) with every "{key}" in its
+    strings, at any depth, replaced by ctx[key] (string values of ctx only)."""
+    if callable(value):
+        value = value(ctx)
+    if isinstance(value, str):
+        for k, v in ctx.items():
+            if isinstance(v, str):
+                value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, list):
+        return [fill_placeholders(v, ctx) for v in value]
+    if isinstance(value, dict):
+        return {k: fill_placeholders(v, ctx) for k, v in value.items()}
+    return value
+
+
+class ApiAssertions:
+    """Assertions on gpunexd's answers, for unittest.TestCase subclasses (ServerTestCase,
+    and test classes that share one gpunexd across their tests)."""
+
+    def assertStatus(self, resp, status, msg=""):
+        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
+
+    def assertError(self, resp, status, fields=(), code=None, msg=""):
+        """The error shape {"error": {"code", "message", "fields"?}} with the named fields."""
+        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
+        self.assertIsInstance(resp.body, dict, f"{msg} body is not a JSON object: {resp!r}")
+        self.assertIn("error", resp.body, msg)
+        err = resp.body["error"]
+        self.assertIsInstance(err.get("code"), str, f"{msg} error.code {resp!r}")
+        self.assertTrue(err["code"], msg)
+        self.assertIsInstance(err.get("message"), str, f"{msg} error.message {resp!r}")
+        self.assertTrue(err["message"], msg)
+        if code:
+            self.assertEqual(err["code"], code, f"{msg} {resp!r}")
+        if fields:
+            self.assertIsInstance(err.get("fields"), dict, f"{msg} error.fields {resp!r}")
+            for f in fields:
+                self.assertIn(f, err["fields"], f"{msg} field {f!r} not named: {resp!r}")
+                self.assertIsInstance(err["fields"][f], str)
+                self.assertTrue(err["fields"][f])
+        return err
+
+    def assertRefusedRows(self, rows, clients, ctx, state, check=None):
+        """A table of bad requests, each refused and changing nothing.
+
+        rows: (name, method, path, who, body, status, fields, code): `who` keys `clients`
+        (who -> Client); `path` and `body` may hold {placeholders} filled from `ctx`
+        (fill_placeholders); `body` is a JSON-able value, a function ctx -> value, or
+        ("raw", text, content type); `fields` the exact error.fields keys ([] for none
+        checked); `code` the error code or None. `state()` returns what no refused request
+        may change; it is compared before and after each row. `check(name, resp, err)`
+        (optional) checks more of a row's answer. Every row runs (as a subTest) before the
+        failures, if any, are reported together."""
+        names = [r[0] for r in rows]
+        self.assertEqual(len(names), len(set(names)), "row names must be unique")
+        failures = []
+        for name, method, path, who, body, status, fields, code in rows:
+            # Each row against the state just before it: one wrong acceptance fails its
+            # own row, not every later one.
+            row_before = state()
+            path = fill_placeholders(path, ctx)
+            client = clients[who]
+            if isinstance(body, tuple) and body[0] == "raw":
+                resp = client.request(method, path, raw=body[1], content_type=body[2])
+            else:
+                resp = client.request(method, path, fill_placeholders(body, ctx))
+            with self.subTest(row=name):
+                try:
+                    err = self.assertError(resp, status, fields=fields, code=code,
+                                           msg=f"[{name}]")
+                    if fields:
+                        self.assertEqual(sorted(err["fields"]), sorted(fields),
+                                         f"[{name}] exactly these fields: {resp!r}")
+                    if check:
+                        check(name, resp, err)
+                    self.assertEqual(state(), row_before, f"[{name}] changed something")
+                except AssertionError as e:
+                    failures.append(f"{name}: {e}")
+                    raise
+        self.assertFalse(failures, "\n".join(failures))
+
+
+class ServerTestCase(ApiAssertions, unittest.TestCase):
     """Gives each test its own gpunexd (`self.srv`) and SMTP sink (`self.sink`).
     Subclasses set BACKEND ("sqlite" or "postgresql")."""
 
@@ -717,30 +807,81 @@ class ServerTestCase(unittest.TestCase):
                 return True
         return False
 
-    # -- assertions
 
-    def assertStatus(self, resp, status, msg=""):
-        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
+# --------------------------------------------------------------------------- the agent
 
-    def assertError(self, resp, status, fields=(), code=None, msg=""):
-        """The error shape {"error": {"code", "message", "fields"?}} with the named fields."""
-        self.assertEqual(resp.status, status, f"{msg} {resp!r}")
-        self.assertIsInstance(resp.body, dict, f"{msg} body is not a JSON object: {resp!r}")
-        self.assertIn("error", resp.body, msg)
-        err = resp.body["error"]
-        self.assertIsInstance(err.get("code"), str, f"{msg} error.code {resp!r}")
-        self.assertTrue(err["code"], msg)
-        self.assertIsInstance(err.get("message"), str, f"{msg} error.message {resp!r}")
-        self.assertTrue(err["message"], msg)
-        if code:
-            self.assertEqual(err["code"], code, f"{msg} {resp!r}")
-        if fields:
-            self.assertIsInstance(err.get("fields"), dict, f"{msg} error.fields {resp!r}")
-            for f in fields:
-                self.assertIn(f, err["fields"], f"{msg} field {f!r} not named: {resp!r}")
-                self.assertIsInstance(err["fields"][f], str)
-                self.assertTrue(err["fields"][f])
-        return err
+
+def agent_binary():
+    """$GPUNEX_AGENT (the gpunex-agent binary) or "" when it is not set."""
+    return os.environ.get("GPUNEX_AGENT", "")
+
+
+class RealAgent:
+    """The real gpunex-agent (`run`) for one machine of `srv` with EMULATED GPUs
+    (`gpus`: "l4-24gb:2,h100-sxm-80gb:1"; `perf`: --emulate-perf). Its state directory
+    (and so its machine key) is its own and kept across start() / kill(), so a restart is
+    the same machine; no Docker (the socket does not exist). REQUIRES: $GPUNEX_AGENT."""
+
+    def __init__(self, srv, token, gpus, perf=None, name="agent"):
+        self.srv = srv
+        self.token = token
+        self.args = ["run", "--emulate-gpus", gpus]
+        if perf is not None:
+            self.args += ["--emulate-perf", str(perf)]
+        self.state_dir = tempfile.mkdtemp(prefix=f"gpunex-{name}-")
+        self.proc = None
+        self.starts = 0
+        self._log = None
+
+    def start(self):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.starts += 1
+        self._log = open(os.path.join(self.state_dir, f"agent-{self.starts}.log"), "ab")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUNEX_")}
+        env.update({"GPUNEX_PLATFORM_URL": f"http://127.0.0.1:{self.srv.port}",
+                    "GPUNEX_TOKEN": self.token, "GPUNEX_STATE_DIR": self.state_dir,
+                    "GPUNEX_DOCKER_SOCKET": os.path.join(self.state_dir, "no-docker.sock")})
+        self.proc = subprocess.Popen([agent_binary()] + self.args, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+        return self
+
+    def kill(self):
+        """SIGKILL: no goodbye; the platform notices the missed heartbeats."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self._close_log()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_log()
+
+    def _close_log(self):
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def logs(self):
+        out = []
+        for i in range(1, self.starts + 1):
+            try:
+                with open(os.path.join(self.state_dir, f"agent-{i}.log"), "rb") as f:
+                    out.append(f.read().decode("utf-8", errors="replace"))
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def cleanup(self, keep=False):
+        self.stop()
+        if not keep and not os.environ.get("GPUNEX_E2E_KEEP"):
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- data
@@ -791,12 +932,49 @@ def sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def approved_provider(srv, admin, name="Prov", tier="community", sink=None):
+def catalog_models(srv):
+    """The GPU models of the catalog (GET /api/v1/gpu-models: items with id,
+    default_price_micro, ...)."""
+    r = srv.client().get(f"{API}/gpu-models")
+    assert r.status == 200, r
+    return r.body["items"]
+
+
+def set_prices(user, prices):
+    """Replaces the provider's prices (PUT /api/v1/providers/me/prices) with `prices`, a
+    {gpu_model: price_micro} dict (a model left out has no price afterwards). Returns the
+    answer's items."""
+    items = [{"gpu_model": m, "price_micro": p} for m, p in prices.items()]
+    r = user.c.put(f"{API}/providers/me/prices", {"items": items})
+    assert r.status == 200, r
+    return r.body["items"]
+
+
+def price_every_model(srv, user):
+    """Prices every catalog model at its catalog default for the provider: a GPU whose model
+    has no price is not listed ("no_price_set"). Returns {gpu_model: price_micro}."""
+    prices = {m["id"]: m["default_price_micro"] for m in catalog_models(srv)}
+    set_prices(user, prices)
+    return prices
+
+
+def approved_provider(srv, admin, name="Prov", tier="community", sink=None, priced=True,
+                      application=None):
     """A new user whose application is approved; returns (User, application id, token
-    from the approval email or None when no sink)."""
+    from the approval email or None when no sink).
+
+    `priced`: the provider prices every catalog model at its default (price_every_model),
+    so that its GPUs can be listed; False leaves it without prices. `application`: the
+    application body (default: enterprise_application with the contact's email), or a
+    function contact email -> body."""
     u = srv.user(f"{name} Person")
     contact = unique_email(name.lower() + "-contact")
-    body = enterprise_application(contact, full_name=f"{name} Person")
+    if application is None:
+        body = enterprise_application(contact, full_name=f"{name} Person")
+    elif callable(application):
+        body = application(contact)
+    else:
+        body = copy.deepcopy(application)
     body["submit"] = True
     r = u.c.post(f"{API}/provider-applications", body)
     assert r.status == 201, r
@@ -812,13 +990,17 @@ def approved_provider(srv, admin, name="Prov", tier="community", sink=None):
             if found:
                 token = found.group(0)
     u.contact_email = contact
+    if priced:
+        price_every_model(srv, u)
     return u, app_id, token
 
 
-def provider_with_agent_token(srv, admin, name="Prov", tier="community", token_name="rack 1"):
-    """An approved provider and a fresh agent token made through the API (no SMTP sink
-    needed). Returns (User, token, token id)."""
-    u, _, _ = approved_provider(srv, admin, name=name, tier=tier)
+def provider_with_agent_token(srv, admin, name="Prov", tier="community", token_name="rack 1",
+                              priced=True, application=None):
+    """An approved provider (approved_provider: `priced`, `application`) and a fresh agent
+    token made through the API (no SMTP sink needed). Returns (User, token, token id)."""
+    u, _, _ = approved_provider(srv, admin, name=name, tier=tier, priced=priced,
+                                application=application)
     r = u.c.post(f"{API}/providers/me/agent-tokens", {"name": token_name})
     assert r.status == 201, r
     assert AGENT_TOKEN_RE.fullmatch(r.body["token"]), r.body

@@ -18,7 +18,7 @@ import uuid
 
 import wsclient
 from harness import (API, PASSWORD, ServerTestCase, approved_provider, community_application,
-                     source_dir, unique_email)
+                     source_dir, unique_email, wait_until)
 
 PRINCIPALS = ("anon", "customer", "provA", "provB", "admin")
 ALL_USERS = ("customer", "provA", "provB", "admin")
@@ -79,6 +79,23 @@ def _maintenance_body(ctx, who):
     return _maintenance_window(2, who)
 
 
+# What the price rows write, so that the effects can be checked afterwards: each
+# principal's PUT carries its own price, so the prices afterwards name who wrote them.
+PRICE_BY_WHO = {"anon": 100001, "customer": 100002, "provA": 450000, "provB": 460000,
+                "admin": 100005}
+OVERRIDE_BY_WHO = {"anon": 200001, "customer": 200002, "provA": 610000, "provB": 200004,
+                   "admin": 200005}
+
+
+def _prices_body(ctx, who):
+    # l4-24gb keeps its price: the fixture machine's GPU stays on the marketplace.
+    return {"items": [{"gpu_model": "l4-24gb", "price_micro": PRICE_BY_WHO[who]}]}
+
+
+def _machine_prices_body(ctx, who):
+    return {"items": [{"gpu_model": "l4-24gb", "price_micro": OVERRIDE_BY_WHO[who]}]}
+
+
 # What the schedule rows write, so that the effects can be checked afterwards.
 MACHINE_SCHEDULE = {"kind": "schedule", "timezone": "Europe/Rome",
                     "windows": [{"days": ["mon", "tue"], "start": "08:00", "end": "20:00"}]}
@@ -123,6 +140,16 @@ MATRIX = [
     dict(route=("GET", "/api/v1/api-keys"), path=f"{API}/api-keys", expect=users(200)),
     dict(route=("DELETE", "/api/v1/api-keys/{id}"), path=f"{API}/api-keys/{{key_A}}",
          expect=only(["provA"], 204, 404)),
+    # A wrong current password: each user reaches the check, nobody's password changes.
+    dict(route=("POST", "/api/v1/me/password"), path=f"{API}/me/password",
+         body={"current_password": "not-the-password", "new_password": "another-password-1"},
+         expect=users(422)),
+    dict(route=("GET", "/api/v1/me/sessions"), path=f"{API}/me/sessions", expect=users(200)),
+    dict(route=("DELETE", "/api/v1/me/sessions/{id}"), path=f"{API}/me/sessions/{{ses_A}}",
+         expect=only(["provA"], 204, 404)),
+    # Each user's other sessions end; the one making the request stays.
+    dict(route=("POST", "/api/v1/me/sessions/revoke-others"),
+         path=f"{API}/me/sessions/revoke-others", expect=users(200)),
     # --- provider applications
     dict(route=("POST", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
          body=_draft_body,
@@ -201,6 +228,35 @@ MATRIX = [
          expect=only(["provA", "admin"], 200, 404)),
     dict(route=("POST", "/api/v1/workloads/{id}/stop"), path=f"{API}/workloads/{{wl_A}}/stop",
          expect=only(["provA", "admin"], 202, 404)),
+    # --- the marketplace (issue 13). Search, one offer, the recommendation and the
+    # market summary are public; a provider's own offers and prices are the provider's.
+    # Before the schedule rows below: a schedule that excludes now takes the fixture
+    # machine's offer off the marketplace.
+    dict(route=("GET", "/api/v1/offers"), path=f"{API}/offers", expect=everyone(200)),
+    dict(route=("GET", "/api/v1/offers"), path=f"{API}/offers?gpu_model=l4-24gb&sort=price",
+         expect=everyone(200)),
+    dict(route=("GET", "/api/v1/offers/{id}"), path=f"{API}/offers/{{ofr_A}}",
+         expect=everyone(200)),
+    dict(route=("GET", "/api/v1/offers/{id}"), path=f"{API}/offers/ofr_00000000000000000000",
+         expect=everyone(404)),
+    dict(route=("GET", "/api/v1/market/recommendation"),
+         path=f"{API}/market/recommendation?gpu_model=l4-24gb", expect=everyone(200)),
+    dict(route=("GET", "/api/v1/market/stats"), path=f"{API}/market/stats",
+         expect=everyone(200)),
+    dict(route=("GET", "/api/v1/providers/me/offers"), path=f"{API}/providers/me/offers",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/prices"), path=f"{API}/providers/me/prices",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("PUT", "/api/v1/providers/me/prices"), path=f"{API}/providers/me/prices",
+         body=_prices_body, expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/prices/history"),
+         path=f"{API}/providers/me/prices/history", expect=only(["provA", "provB"], 200, 403)),
+    # A machine's prices are like the machine: the owner and admins read, only the owner
+    # writes (admins 403), anybody else is told there is no such machine.
+    dict(route=("GET", "/api/v1/machines/{id}/prices"), path=f"{API}/machines/{{mch_A}}/prices",
+         expect=only(["provA", "admin"], 200, 404)),
+    dict(route=("PUT", "/api/v1/machines/{id}/prices"), path=f"{API}/machines/{{mch_A}}/prices",
+         body=_machine_prices_body, expect=only(["provA"], 200, 404, admin=403)),
     # --- availability schedules, maintenance windows, reliability (issue 12). Like the
     # machine itself: the owner and admins read, only the owner writes (admins 403),
     # anybody else is told there is no such machine.
@@ -332,7 +388,8 @@ class AuthzMixin:
         app_c = r.body["id"]
         who = {"anon": None, "customer": customer, "provA": prov_a, "provB": prov_b,
                "admin": admin}
-        r = prov_a.c.post(f"{API}/api-keys", {"name": "A's key"})
+        r = prov_a.c.post(f"{API}/api-keys", {"name": "A's key",
+                                              "scopes": ["read", "write", "provider"]})
         self.assertStatus(r, 201)
         key_a, key_a_secret = r.body["id"], r.body["key"]
         r = prov_b.c.post(f"{API}/api-keys", {"name": "B's key"})
@@ -348,6 +405,10 @@ class AuthzMixin:
         self.assertStatus(r, 200)
         ntf_a = r.body["items"][0]["id"]
         login_user = srv.user("Lola Login")
+        # A second session of provider A, for the session rows.
+        second = srv.login(prov_a.email, prov_a.password).body["token"]
+        ses_a = next(x["id"] for x in srv.client(second).get(f"{API}/me/sessions").body["items"]
+                     if x["current"])
         self._agent_ws, mch_a = self._machine(agent_a)
         self.addCleanup(self._agent_ws.close)
         r = prov_a.c.get(f"{API}/machines/{mch_a}")
@@ -362,12 +423,18 @@ class AuthzMixin:
                           _maintenance_window(1, "fixture"))
         self.assertStatus(r, 201)
         mnt_a = r.body["id"]
+        # The machine's offer (its one GPU, rented by wl_A, is still on the marketplace),
+        # once the market index has it (it polls every 200 ms).
+        ofr_a = wait_until(lambda: next((o["id"] for o in prov_a.c.get(
+            f"{API}/providers/me/offers").body["items"] if o["machine_id"] == mch_a), None),
+            5, "the fixture machine's offer")
         return dict(srv=srv, who=who, admin=admin, prov_a=prov_a, prov_b=prov_b,
                     customer=customer, agent_a=agent_a, agent_b=agent_b,
                     key_a_secret=key_a_secret, key_b_secret=key_b_secret,
                     ctx=dict(app_A=app_a, app_B=app_b, app_C=app_c, key_A=key_a, key_B=key_b,
                              tok_A_del=tok_a_del, tok_A_rot=tok_a_rot, ntf_A=ntf_a,
-                             mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a, mnt_A=mnt_a,
+                             mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a, mnt_A=mnt_a, ofr_A=ofr_a,
+                             ses_A=ses_a,
                              login_email=login_user.email,
                              customer_contact=customer_contact))
 
@@ -422,6 +489,29 @@ class AuthzMixin:
         got = sorted((w["id"] == ctx["mnt_A"], w["state"], w["reason"]) for w in r.body["items"])
         self.assertEqual(got, [(False, "upcoming", "UPS battery swap, declared by provA"),
                                (True, "cancelled", "UPS battery swap, declared by fixture")],
+                         r.body)
+        # Prices: each provider's own PUT, the owner's machine override; the refused
+        # PUTs (the customer's, the admin's, provider B's on A's machine) left nothing.
+        for p in ("provA", "provB"):
+            r = who[p].c.get(f"{API}/providers/me/prices")
+            self.assertStatus(r, 200)
+            self.assertEqual([(i["gpu_model"], i["price_micro"]) for i in r.body["items"]],
+                             [("l4-24gb", PRICE_BY_WHO[p])], f"{p}: {r.body}")
+        r = f["admin"].c.get(f"{API}/machines/{ctx['mch_A']}/prices")
+        self.assertStatus(r, 200)
+        self.assertEqual([(i["gpu_model"], i["price_micro"]) for i in r.body["items"]],
+                         [("l4-24gb", OVERRIDE_BY_WHO["provA"])], r.body)
+        self.assertEqual(r.body["effective"],
+                         [{"gpu_model": "l4-24gb", "price_micro": OVERRIDE_BY_WHO["provA"]}],
+                         r.body)
+        r = f["prov_a"].c.get(f"{API}/providers/me/prices/history")
+        self.assertStatus(r, 200)
+        machine_changes = [(c["machine_id"], c["new_price_micro"], c["changed_by"])
+                           for c in r.body["items"] if c["machine_id"]]
+        self.assertEqual(machine_changes,
+                         [(ctx["mch_A"], OVERRIDE_BY_WHO["provA"], f["prov_a"].id)], r.body)
+        r = f["prov_b"].c.get(f"{API}/providers/me/prices/history")
+        self.assertEqual([c["machine_id"] for c in r.body["items"] if c["machine_id"]], [],
                          r.body)
 
     def test_lists_show_only_own_applications(self):
@@ -532,6 +622,51 @@ class AuthzMixin:
                              403)
         self.assertError(f["srv"].client().post(f"{API}/gpu-models", _gpu_model_body(ctx, "x")),
                          401)
+
+    def test_offers_show_the_machine_only_to_its_provider_and_admins(self):
+        """An offer names no provider (a pseudonym only) for anybody, and its machine only
+        for the offer's provider and admins."""
+        f = self._fixture()
+        srv, who, ctx, a = f["srv"], f["who"], f["ctx"], f["prov_a"]
+        # A second machine of A with a free GPU, so that searches show an offer.
+        ws, mch2 = self._machine(f["agent_a"])
+        self.addCleanup(ws.close)
+
+        def search(user):
+            token = user.token if user else ""
+            r = srv.client().get(f"{API}/offers", query={"explain": "true"}, token=token)
+            self.assertStatus(r, 200)
+            return r
+
+        wait_until(lambda: [o for o in search(None).body["items"] if o["gpu_model"] == "l4-24gb"],
+                   5, "the second machine's offer in search")
+        offer_id = search(a).body["items"][0]["id"]
+        # What would identify the provider: its account, its application's contact.
+        r = a.c.get(f"{API}/me")
+        secrets = {a.email, a.id, r.body["name"], a.contact_email, "Analytical Engines DC",
+                   mch2, ctx["mch_A"]}
+        for p in PRINCIPALS:
+            user = who[p]
+            sees_machine = p in ("provA", "admin")
+            for r in (search(user),
+                      srv.client().get(f"{API}/offers/{offer_id}",
+                                       token=user.token if user else ""),
+                      srv.client().get(f"{API}/offers/{ctx['ofr_A']}",
+                                       token=user.token if user else "")):
+                with self.subTest(who=p, answer=r.raw[:80]):
+                    self.assertStatus(r, 200)
+                    offers = r.body["items"] if "items" in r.body else [r.body]
+                    self.assertTrue(offers, r)
+                    for o in offers:
+                        self.assertEqual(set(o["provider"]), {"pseudonym"}, o)
+                        if sees_machine:
+                            self.assertIn(o["machine_id"], (mch2, ctx["mch_A"]), o)
+                        else:
+                            self.assertNotIn("machine_id", o, o)
+                    text = r.raw.decode("utf-8")
+                    shown = secrets if not sees_machine else secrets - {mch2, ctx["mch_A"]}
+                    for s in shown:
+                        self.assertNotIn(s, text, f"{p} sees {s!r} in {text[:400]}")
 
     def test_api_keys_act_for_their_owner(self):
         f = self._fixture()

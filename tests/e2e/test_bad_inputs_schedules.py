@@ -15,7 +15,8 @@ import datetime as dt
 import json
 import unittest
 
-from harness import API, ServerTestCase, provider_with_agent_token, wait_until
+from harness import (API, ServerTestCase, fill_placeholders, provider_with_agent_token,
+                     wait_until)
 from test_agent_channel import L4, FakeAgent
 
 UTC = dt.timezone.utc
@@ -289,21 +290,6 @@ ROWS = [
 ]
 
 
-def _fill(value, ctx):
-    if callable(value):
-        value = value(ctx)
-    if isinstance(value, str):
-        for k, v in ctx.items():
-            if isinstance(v, str):
-                value = value.replace("{" + k + "}", v)
-        return value
-    if isinstance(value, list):
-        return [_fill(v, ctx) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, ctx) for k, v in value.items()}
-    return value
-
-
 # The tables that hold schedules and maintenance windows, with the columns a request may
 # change (what the platform's own background work updates - when to look at a schedule
 # again, whether the "soon" notification went out - is left out).
@@ -421,52 +407,34 @@ class ScheduleBadInputsMixin:
                          ["active", "cancelled", "upcoming"])
         tables_before = self._owned_tables()
         self.assertEqual(len(tables_before["maintenance_windows"]), 4)
-        failures = []
-        for name, method, path, principal, body, status, fields, code in self._rows():
-            # Each row against the state just before it: one wrong acceptance fails its
-            # own row, not every later one.
-            row_before = self._state(f)
-            path = _fill(path, ctx)
-            client = who[principal]
-            if isinstance(body, tuple) and body[0] == "raw":
-                resp = client.request(method, path, raw=body[1], content_type=body[2])
-            else:
-                resp = client.request(method, path, _fill(body, ctx))
-            with self.subTest(row=name):
-                try:
-                    err = self.assertError(resp, status, fields=fields, code=code,
-                                           msg=f"[{name}]")
-                    if fields:
-                        self.assertEqual(sorted(err["fields"]), sorted(fields),
-                                         f"[{name}] exactly these fields: {resp!r}")
-                    if name.startswith(("overlaps", "contains")):
-                        key = "started" if "progress" in name else "upcoming"
-                        self.assertIn("overlaps maintenance window", err["fields"]["start"])
-                        self.assertIn(ctx[key], err["fields"]["start"],
-                                      f"[{name}] names the window overlapped")
-                    self.assertEqual(self._state(f), row_before, f"[{name}] changed something")
-                except AssertionError as e:
-                    failures.append(f"{name}: {e}")
-                    raise
-        self.assertFalse(failures, "\n".join(failures))
+
+        def names_the_window_overlapped(name, resp, err):
+            if name.startswith(("overlaps", "contains")):
+                key = "started" if "progress" in name else "upcoming"
+                self.assertIn("overlaps maintenance window", err["fields"]["start"])
+                self.assertIn(ctx[key], err["fields"]["start"],
+                              f"[{name}] names the window overlapped")
+
+        self.assertRefusedRows(self._rows(), who, ctx, lambda: self._state(f),
+                               check=names_the_window_overlapped)
         self.assertEqual(self._state(f), before)
         self.assertEqual(self._owned_tables(), tables_before,
                          "a rejected request changed the schedule or maintenance tables")
 
         # The bodies the rows start from are valid: each row's refusal is its one change.
         a = f["prov_a"]
-        r = a.c.put(_fill(AV, ctx), sched())
+        r = a.c.put(fill_placeholders(AV, ctx), sched())
         self.assertStatus(r, 200)
-        r = a.c.put(_fill(PAV, ctx), sched())
+        r = a.c.put(fill_placeholders(PAV, ctx), sched())
         self.assertStatus(r, 200)
         self.assertEqual(r.body, {"updated": 2})
-        r = a.c.post(_fill(MN, ctx), mnt()(ctx))
+        r = a.c.post(fill_placeholders(MN, ctx), mnt()(ctx))
         self.assertStatus(r, 201)
 
     def test_boundaries_are_accepted(self):
         f = self._fixture()
         ctx, a = f["ctx"], f["prov_a"]
-        av = _fill(AV, ctx)
+        av = fill_placeholders(AV, ctx)
         accepted = {
             "whole day 00:00-24:00": [{"days": ["sun"], "start": "00:00", "end": "24:00"}],
             "past midnight 22:00-06:00": [{"days": ["fri"], "start": "22:00", "end": "06:00"}],
@@ -491,7 +459,7 @@ class ScheduleBadInputsMixin:
         self.assertStatus(r, 200)
         self.assertEqual((r.body["schedule"], r.body["next_change_at"]), ({"kind": "always"}, None))
 
-        mn = _fill(MN, ctx)
+        mn = fill_placeholders(MN, ctx)
         up = ctx["windows"]["upcoming"]
         cancelled = ctx["windows"]["cancelled"]
         ok = {
@@ -530,7 +498,7 @@ class ScheduleBadInputsMixin:
     def test_at_most_50_upcoming_windows(self):
         f = self._fixture()
         ctx, a = f["ctx"], f["prov_a"]
-        mn = _fill(f"{API}/machines/{{mA2}}/maintenance", ctx)
+        mn = fill_placeholders(f"{API}/machines/{{mA2}}/maintenance", ctx)
         base = now() + 2 * D
         for i in range(50):
             s = base + i * dt.timedelta(hours=25)

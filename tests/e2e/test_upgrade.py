@@ -33,7 +33,9 @@ import re
 import sqlite3
 import unittest
 
-from harness import API, Gpunexd
+from harness import API, Gpunexd, wait_until
+from test_agent_channel import L4
+from upgrade.make_fixture import make_agent
 from upgrade.volatility import is_volatile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +48,9 @@ README_PATH = os.path.join(FIXTURE_DIR, "README.md")
 # equality but checked for their new meaning (test_what_changed_on_purpose):
 # - a GPU's `listed` / `delisted_reason` come from the one listing decision, which now
 #   counts an offline machine (after a restart, every machine is offline until its agent
-#   says hello);
+#   says hello) and a GPU model without a price (release 0.1 had no prices, so after the
+#   upgrade no GPU has one: "no_price_set" once its machine is back, until its provider
+#   sets a price; test_upgraded_gpus_are_listed_once_priced);
 # - a list that reached its end has `next_cursor` null (benchmark runs said "");
 # - a workload log's position is an opaque cursor (it was a decimal time, "-1" for none).
 CHANGED_ON_PURPOSE = [
@@ -362,6 +366,43 @@ class UpgradeFromRelease01(unittest.TestCase):
                         self.assertIsNone(r.body["next_cursor"], "no chunks, no position")
                     checked += 1
         self.assertGreater(checked, 10)
+
+    def test_upgraded_gpus_are_listed_once_priced(self):
+        """Release 0.1 had no prices, and this release lists only GPUs whose model has a
+        price (PRC-1): after the upgrade no provider has a price, so machine A's GPU that
+        passed its benchmark is "no_price_set" when its agent is back (not "listed" as in
+        0.1), and listed once Pia prices the L4. This is the intended change, not a
+        regression: 0.1's `listed: true` for that GPU does not carry over."""
+        machine_a = self.fixture["meta"]["machines"]["a"]
+        passed, failed = machine_a["gpus"]
+        pia = self.srv.client(self._token("pia"))
+        for who in ("pia", "ada"):
+            r = self.srv.client(self._token(who)).get(f"{API}/providers/me/prices")
+            self.assertEqual((r.status, r.body), (200, {"items": []}), who)
+        r = pia.post(f"{API}/providers/me/agent-tokens", {"name": "after the upgrade"})
+        self.assertEqual(r.status, 201, r)
+        agent = make_agent(self.srv, r.body["token"], "a", (L4, L4))
+        self.addCleanup(agent.cleanup)
+        self.assertEqual(agent.join()["machine_id"], machine_a["id"], "the same machine")
+
+        def states():
+            gpus = pia.get(f"{API}/machines/{machine_a['id']}").body["gpus"]
+            return {g["id"]: (g["listing_state"], g["listing_note"]) for g in gpus}
+
+        want = {passed: ("no_price_set", "no price set for NVIDIA L4"),
+                failed: states()[failed]}
+        self.assertEqual(want[failed][0], "failed_benchmark", "the failed verdict comes first")
+        wait_until(lambda: states() == want, 5, f"machine A's GPUs {want}")
+        self.assertEqual(self.srv.client().get(f"{API}/offers").body["items"], [])
+        r = pia.put(f"{API}/providers/me/prices",
+                    {"items": [{"gpu_model": "l4-24gb", "price_micro": 400000}]})
+        self.assertEqual(r.status, 200, r)
+        wait_until(lambda: states()[passed] == ("listed", None), 5, "the priced GPU listed")
+        self.assertEqual(states()[failed][0], "failed_benchmark")
+        offers = wait_until(lambda: self.srv.client().get(f"{API}/offers").body["items"], 5,
+                            "machine A's offer")
+        self.assertEqual([(o["gpu_model"], o["gpus_available"], o["price_micro"]) for o in offers],
+                         [("l4-24gb", 1, 400000)])
 
     def test_benchmark_verdicts_survive_as_listing_facts(self):
         """What release 0.1 kept as delisted_reason ("awaiting its first benchmark",

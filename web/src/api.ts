@@ -67,7 +67,10 @@ export async function request<T>(method: string, path: string, body?: unknown, o
     let message = err?.message || `The server answered ${resp.status} ${resp.statusText}`.trim();
     if (resp.status === 429) {
       const after = resp.headers.get("Retry-After");
-      if (after) message += ` (try again in ${Math.ceil(Number(after) / 60)} min)`;
+      const s = Number(after);
+      if (after && Number.isFinite(s))
+        message +=
+          s < 60 ? ` (try again in ${Math.max(1, Math.ceil(s))} s)` : ` (try again in ${Math.ceil(s / 60)} min)`;
     }
     if (resp.status >= 500 && !err?.message) message = "The server had a problem. Try again in a moment.";
     const apiErr = new ApiError(resp.status, err?.code ?? `http_${resp.status}`, message, err?.fields ?? {});
@@ -107,6 +110,7 @@ export interface GpuModel {
   id: string;
   name: string;
   vram_gb: number;
+  default_price_micro: number; // the catalog's default hourly price per GPU
   source: string;
 }
 
@@ -194,6 +198,37 @@ export interface CreatedToken extends AgentToken {
   install_command: string;
 }
 
+// ---- account security (docs/security.md): API keys and sessions
+
+// What an API key may do: `read` GET requests, `write` every other method, `provider` and
+// `admin` the routes of those roles (only for a user who has the role).
+export type Scope = "read" | "write" | "provider" | "admin";
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string; // the key's first characters, to tell keys apart
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  scopes: Scope[];
+}
+
+export interface CreatedApiKey extends ApiKey {
+  key: string; // the secret, in this answer only
+}
+
+// A logged-in browser or client (newest first in GET /me/sessions).
+export interface SessionInfo {
+  id: string;
+  created_at: string;
+  last_seen_at: string; // to the minute
+  expires_at: string;
+  ip: string;
+  user_agent: string;
+  current: boolean; // the session making the request
+}
+
 export interface Telemetry {
   utilization_pct: number;
   memory_used_mb: number;
@@ -214,7 +249,8 @@ export type ListingState =
   | "failed_benchmark"
   | "outside_schedule"
   | "in_maintenance"
-  | "unverified_model";
+  | "unverified_model"
+  | "no_price_set";
 
 export interface MachineGpu {
   id: string;
@@ -466,4 +502,140 @@ export interface MachineReliabilitySummary {
 
 export interface ProviderReliability extends Reliability {
   machines: MachineReliabilitySummary[];
+}
+
+// ---- prices and the marketplace. Money is integer micro-USDC (`*_micro`: 450000 is
+// 0.45 USDC per GPU-hour), converted to and from text by money.ts, never through a float.
+
+export interface Price {
+  gpu_model: string; // a catalog id
+  price_micro: number; // per GPU-hour
+  price_usdc: string; // "0.450000"
+  updated_at: string;
+}
+
+export interface PriceItem {
+  gpu_model: string;
+  price_micro: number;
+}
+
+export interface PriceChange {
+  id: string;
+  machine_id: string | null; // an override's machine; null: the provider's price
+  gpu_model: string;
+  old_price_micro: number | null; // null: there was none
+  new_price_micro: number | null; // null: removed
+  changed_by: string; // a user id
+  at: string;
+}
+
+export interface MachinePrices {
+  machine_id: string;
+  items: Price[]; // the machine's overrides
+  // Per model of the machine's GPUs: the override, else the provider's price; a model
+  // without either is left out.
+  effective: PriceItem[];
+}
+
+// The factors of the default ranking (docs: SPEC 13a):
+// rank = reliability · value_factor · tier_factor · commit_factor,
+// value_factor = (value / median_value)^0.5, value = performance / price in USDC.
+export interface RankExplain {
+  reliability: number; // R / 100
+  value: number;
+  median_value: number;
+  value_factor: number;
+  tier_factor: number;
+  commit_factor: number;
+  rank: number;
+}
+
+export interface Offer {
+  id: string;
+  machine_id?: string; // only for the offer's provider and admins
+  gpu_model: string;
+  gpu_name: string;
+  gpus_available: number;
+  gpus_total: number;
+  vram_gb: number;
+  performance_score: number; // the lowest of its GPUs'
+  gpu_performance_scores: number[];
+  reliability_score: number;
+  reliability_status: "new" | "scored";
+  uptime_30d: number | null;
+  price_micro: number;
+  price_usdc: string;
+  country: string;
+  region: string; // "" when the provider named none
+  city: string;
+  tier: "community" | "enterprise" | string;
+  // Measured by the machine's newest benchmark; null: not measured.
+  down_mbps: number | null;
+  up_mbps: number | null;
+  latency_ms: number | null;
+  cuda_version: string;
+  driver_version: string;
+  ram_gb_per_gpu: number;
+  cpu_cores_per_gpu: number;
+  commitment_months: number;
+  listed_since: string;
+  emulated: boolean;
+  provider: { pseudonym: string };
+}
+
+export interface SearchHit extends Offer {
+  position: number;
+  explain?: RankExplain; // with explain=true
+}
+
+export interface OfferPage extends Page<SearchHit> {
+  matched: number;
+  median_value: number;
+  sort: string;
+}
+
+export interface OwnOffer extends Offer {
+  rank: {
+    position: number | null; // null: not in search results now (no GPU free)
+    of: number;
+    summary: string; // "3rd of 41 NVIDIA L4 offers in eu-south"
+    explain: RankExplain;
+    // The highest price at which it would rank one place higher; null when first or
+    // when no price would do.
+    price_for_next_place_micro: number | null;
+    advice: string[];
+  };
+}
+
+export interface MarketWindow {
+  listed_gpu_hours: number;
+  rented_gpu_hours: number;
+  rentals: number;
+}
+
+export interface Recommendation {
+  gpu_model: string;
+  region: string | null;
+  price_micro: number;
+  price_usdc: string;
+  utilization: number | null; // null: nothing was listed
+  median_price_micro: number | null; // null: no rentals
+  sample_rentals: number;
+  basis: "region" | "global" | "catalog";
+  catalog_price_micro: number;
+  note: string;
+  region_window: MarketWindow;
+  global_window: MarketWindow;
+}
+
+export interface MarketStats {
+  gpu_model: string | null;
+  region: string | null;
+  offers: number;
+  listed_gpus: number;
+  available_gpus: number;
+  rented_gpus: number;
+  price_p25_micro: number | null;
+  price_median_micro: number | null;
+  price_p75_micro: number | null;
 }

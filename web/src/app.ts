@@ -97,19 +97,29 @@ function renderHeader(): void {
   const links: HTMLElement[] = [];
   const user = session.user;
   if (user) {
-    links.push(navLink("/roles", "Roles"));
+    links.push(navLink("/roles", "Roles"), navLink("/marketplace", "Marketplace"));
     if (hasRole("provider")) links.push(navLink("/provider", "Provider Dashboard"));
     if (hasRole("admin")) links.push(navLink("/review", "Review queue"));
     unreadBadge = h("span", { class: "count", hidden: true });
     links.push(navLink("/notifications", "Notifications", unreadBadge));
   } else {
-    links.push(navLink("/login", "Log in"), navLink("/signup", "Sign up"));
+    links.push(navLink("/marketplace", "Marketplace"), navLink("/login", "Log in"), navLink("/signup", "Sign up"));
   }
   const account = user
     ? h(
         "div",
         { class: "account" },
-        h("span", { class: "who", title: user.email }, user.name || user.email),
+        // The user menu: the name opens Account security (password, sessions, API keys).
+        h(
+          "a",
+          {
+            class: currentPath() === "/account" ? "who active" : "who",
+            href: "#/account",
+            title: `${user.email}: account security`,
+            "aria-current": currentPath() === "/account" ? "page" : null,
+          },
+          user.name || user.email,
+        ),
         h("button", { type: "button", class: "btn btn-link", onclick: () => void logout() }, "Log out"),
       )
     : null;

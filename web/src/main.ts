@@ -2,8 +2,10 @@
 // and renders the one the URL names.
 import * as api from "./api";
 import { mountShell, render, route, session, signedIn, signedOut } from "./app";
+import { accountPage } from "./pages/account";
 import { applicationPage, applyPage } from "./pages/application";
 import { loginPage, signupPage } from "./pages/auth";
+import { marketplacePage } from "./pages/marketplace";
 import { notificationsPage } from "./pages/notifications";
 import { providerPage } from "./pages/provider/dashboard";
 import { reviewDetailPage, reviewQueuePage } from "./pages/review";
@@ -20,6 +22,8 @@ route("/review/:id", "Review an application", reviewDetailPage);
 route("/provider", "Provider Dashboard", providerPage);
 route("/provider/:tab", "Provider Dashboard", providerPage);
 route("/notifications", "Notifications", notificationsPage);
+route("/marketplace", "Marketplace", marketplacePage, false);
+route("/account", "Account security", accountPage);
 
 async function boot(): Promise<void> {
   // A path-style link (/provider, served the dashboard by the server's fallback) becomes

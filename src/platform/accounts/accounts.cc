@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <array>
 #include <algorithm>
 #include <cctype>
 
@@ -31,8 +32,40 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+constexpr std::array<std::string_view, 4> kScopes = {kScopeRead, kScopeWrite, kScopeProvider,
+                                                     kScopeAdmin};
+
+std::vector<std::string> SplitScopes(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view scope : kScopes) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      if (comma == std::string_view::npos) comma = text.size();
+      if (text.substr(start, comma - start) == scope) {
+        out.emplace_back(scope);
+        break;
+      }
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+bool HasScope(const std::vector<std::string>& scopes, std::string_view scope) {
+  return std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
+}
+
 ApiKey KeyFrom(const ApiKeyRow& r) {
-  return {r.id, r.name, r.token_prefix, r.created_at, r.last_used_at, r.revoked_at};
+  return {r.id,         r.name,       r.token_prefix,         r.created_at,
+          r.last_used_at, r.revoked_at, SplitScopes(r.scopes)};
+}
+
+Status RequireSession(const Principal& p, std::string_view what) {
+  if (p.IsApiKey()) {
+    return PermissionDenied("an API key cannot " + std::string(what) + "; log in to do it");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -225,7 +258,7 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
     const std::string sid = NewId("ses");
     GPUNEX_RETURN_IF_ERROR(s.InsertSession({sid, user->id, Sha256Hex(result.token),
                                             result.csrf_token, now, result.expires_at, std::nullopt,
-                                            ip_s, std::string(user_agent.substr(0, 512))}));
+                                            ip_s, std::string(user_agent.substr(0, 512)), now}));
     GPUNEX_RETURN_IF_ERROR(s.ClearLoginFailures(email));
     GPUNEX_RETURN_IF_ERROR(Audit(tx, now, user->id, "login.succeeded", sid, ip));
     GPUNEX_ASSIGN_OR_RETURN(result.user, LoadUser(tx, user->id));
@@ -254,25 +287,30 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
   if (!is_session && !(is_key && !from_cookie)) return Unauthenticated("invalid credentials");
   const std::string hash = Sha256Hex(token);
   const Timestamp now = options_.clock->Now();
+  const Timestamp idle_since = now - std::chrono::minutes(options_.session_idle_minutes);
   Principal p;
   p.ip = std::string(ip);
   bool touch = false;
+  std::vector<std::string> scopes;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     std::string user_id;
     if (is_session) {
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<SessionRow> session, s.FindLiveSession(hash, now));
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<SessionRow> session,
+                              s.FindLiveSession(hash, now, idle_since));
       if (!session) return Unauthenticated("the session has expired or was ended");
       p.credential_id = session->id;
       user_id = session->user_id;
       p.csrf_token = session->csrf_token;
       p.via = from_cookie ? Principal::Via::kCookieSession : Principal::Via::kBearerSession;
+      touch = session->last_seen_at < now - kLastUsedGranularity;
     } else {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<ApiKeyRow> key, s.FindActiveApiKey(hash));
       if (!key) return Unauthenticated("the API key is unknown or revoked");
       p.credential_id = key->id;
       user_id = key->user_id;
       p.via = Principal::Via::kApiKey;
+      scopes = SplitScopes(key->scopes);
       touch = !key->last_used_at || *key->last_used_at < now - kLastUsedGranularity;
     }
     auto u = LoadUser(tx, user_id);
@@ -280,22 +318,58 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
     p.user = std::move(*u);
     return Status::Ok();
   }));
+  if (p.IsApiKey()) {
+    // The key acts with the roles its scopes allow.
+    std::erase_if(p.user.roles, [&](const std::string& role) {
+      return (role == kRoleAdmin && !HasScope(scopes, kScopeAdmin)) ||
+             (role == kRoleProvider && !HasScope(scopes, kScopeProvider));
+    });
+    p.can_write = HasScope(scopes, kScopeWrite);
+    if (!HasScope(scopes, kScopeRead) && !p.can_write) {
+      return Unauthenticated("the API key has no scope");
+    }
+  }
   if (touch) {
-    GPUNEX_RETURN_IF_ERROR(db_.Transact(
-        [&](store::Tx& tx) { return AccountsStore(tx).TouchApiKey(p.credential_id, now); }));
+    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) {
+      return p.IsApiKey() ? AccountsStore(tx).TouchApiKey(p.credential_id, now)
+                          : AccountsStore(tx).TouchSession(p.credential_id, now);
+    }));
   }
   return p;
 }
 
-StatusOr<NewApiKey> Accounts::CreateApiKey(const Principal& p, const std::string& name) {
-  if (name.empty()) return FieldError("name", "is required");
-  if (name.size() > kMaxApiKeyName) {
-    return FieldError("name", "must be at most " + std::to_string(kMaxApiKeyName) + " characters");
+StatusOr<NewApiKey> Accounts::CreateApiKey(const Principal& p, const std::string& name,
+                                           const std::vector<std::string>& scopes) {
+  GPUNEX_RETURN_IF_ERROR(RequireSession(p, "create API keys"));
+  FieldErrors errors;
+  if (name.empty()) {
+    errors["name"] = "is required";
+  } else if (name.size() > kMaxApiKeyName) {
+    errors["name"] = "must be at most " + std::to_string(kMaxApiKeyName) + " characters";
   }
+  std::string scope_text;
+  if (scopes.empty()) errors["scopes"] = "must name at least one of read, write, provider, admin";
+  for (size_t i = 0; i < scopes.size(); ++i) {
+    const std::string field = "scopes[" + std::to_string(i) + "]";
+    const std::string& sc = scopes[i];
+    if (std::find(kScopes.begin(), kScopes.end(), sc) == kScopes.end()) {
+      errors[field] = "must be one of read, write, provider, admin";
+    } else if (std::find(scopes.begin(), scopes.begin() + static_cast<std::ptrdiff_t>(i), sc) !=
+               scopes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      errors[field] = "is named twice";
+    } else if ((sc == kScopeAdmin && !p.IsAdmin()) ||
+               (sc == kScopeProvider && !p.user.HasRole(kRoleProvider))) {
+      errors[field] = "is for users with the " + sc + " role only";
+    } else {
+      scope_text += (scope_text.empty() ? "" : ",") + sc;
+    }
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
   const Timestamp now = options_.clock->Now();
   NewApiKey out;
   out.secret = NewSecret(kApiKeyPrefix);
-  out.key = {NewId("key"), name, out.secret.substr(0, 12), now, std::nullopt, std::nullopt};
+  out.key = {NewId("key"), name,         out.secret.substr(0, 12), now,
+             std::nullopt, std::nullopt, SplitScopes(scope_text)};
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(int64_t active, s.CountActiveApiKeys(p.user.id));
@@ -305,8 +379,8 @@ StatusOr<NewApiKey> Accounts::CreateApiKey(const Principal& p, const std::string
     }
     GPUNEX_RETURN_IF_ERROR(
         s.InsertApiKey({out.key.id, p.user.id, out.key.name, Sha256Hex(out.secret), out.key.prefix,
-                        now, std::nullopt, std::nullopt}));
-    return Audit(tx, now, p.user.id, "api_key.created", out.key.id, p.ip);
+                        now, std::nullopt, std::nullopt, scope_text}));
+    return Audit(tx, now, p.user.id, "api_key.created", out.key.id, p.ip, {{"scopes", scope_text}});
   }));
   return out;
 }
@@ -328,6 +402,79 @@ Status Accounts::RevokeApiKey(const Principal& p, const std::string& key_id) {
     GPUNEX_ASSIGN_OR_RETURN(bool revoked, AccountsStore(tx).RevokeApiKey(key_id, p.user.id, now));
     if (!revoked) return NotFound("no such active API key");
     return Audit(tx, now, p.user.id, "api_key.revoked", key_id, p.ip);
+  });
+}
+
+StatusOr<std::vector<SessionInfo>> Accounts::ListSessions(const Principal& p) {
+  const Timestamp now = options_.clock->Now();
+  const Timestamp idle_since = now - std::chrono::minutes(options_.session_idle_minutes);
+  std::vector<SessionInfo> out;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<SessionRow> rows,
+                            AccountsStore(tx).LiveSessionsOf(p.user.id, now, idle_since));
+    out.clear();
+    for (const SessionRow& r : rows) {
+      out.push_back({r.id, r.created_at, r.last_seen_at, r.expires_at, r.ip, r.user_agent,
+                     !p.IsApiKey() && r.id == p.credential_id});
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Status Accounts::RevokeSession(const Principal& p, const std::string& session_id) {
+  const Timestamp now = options_.clock->Now();
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(bool revoked,
+                            AccountsStore(tx).RevokeSessionOf(p.user.id, session_id, now));
+    if (!revoked) return NotFound("no such session");
+    return Audit(tx, now, p.user.id, "session.revoked", session_id, p.ip);
+  });
+}
+
+StatusOr<int64_t> Accounts::RevokeOtherSessions(const Principal& p) {
+  const Timestamp now = options_.clock->Now();
+  int64_t n = 0;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(
+        n, AccountsStore(tx).RevokeOtherSessions(p.user.id, p.IsApiKey() ? "" : p.credential_id,
+                                                 now));
+    return Audit(tx, now, p.user.id, "session.revoked_others", std::to_string(n), p.ip);
+  }));
+  return n;
+}
+
+Status Accounts::ChangePassword(const Principal& p, const ChangePasswordRequest& req) {
+  GPUNEX_RETURN_IF_ERROR(RequireSession(p, "change the password"));
+  FieldErrors errors;
+  if (req.current_password.empty()) errors["current_password"] = "is required";
+  if (req.new_password.size() < kMinPassword) {
+    errors["new_password"] = "must be at least " + std::to_string(kMinPassword) + " characters";
+  } else if (req.new_password.size() > kMaxPassword) {
+    errors["new_password"] = "must be at most " + std::to_string(kMaxPassword) + " characters";
+  } else if (req.new_password == req.current_password) {
+    errors["new_password"] = "must differ from the current password";
+  }
+  std::string current_hash;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> u, AccountsStore(tx).FindActiveUser(p.user.id));
+    if (!u) return Unauthenticated("the account is disabled");
+    current_hash = u->password_hash;
+    return Status::Ok();
+  }));
+  // Both problems at once, so that fixing one does not reveal the other.
+  if (!req.current_password.empty() && !VerifyPassword(current_hash, req.current_password)) {
+    errors["current_password"] = "is not the account's password";
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  GPUNEX_ASSIGN_OR_RETURN(std::string hash, HashPassword(req.new_password));
+  const Timestamp now = options_.clock->Now();
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    AccountsStore s(tx);
+    GPUNEX_RETURN_IF_ERROR(s.SetPasswordHash(p.user.id, hash));
+    GPUNEX_ASSIGN_OR_RETURN(int64_t ended, s.RevokeOtherSessions(p.user.id, p.credential_id, now));
+    return Audit(tx, now, p.user.id, "password.changed", p.user.id, p.ip,
+                 {{"sessions_ended", std::to_string(ended)}});
   });
 }
 

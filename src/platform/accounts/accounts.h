@@ -37,16 +37,26 @@ struct User {
   bool HasRole(std::string_view role) const;
 };
 
+// What an API key may do (docs/security.md): read (GET), write (everything else),
+// provider (the provider role's routes), admin (the admin role's). A key acts with its
+// owner's roles less those its scopes leave out; sessions have every scope.
+inline constexpr std::string_view kScopeRead = "read";
+inline constexpr std::string_view kScopeWrite = "write";
+inline constexpr std::string_view kScopeProvider = "provider";
+inline constexpr std::string_view kScopeAdmin = "admin";
+
 // Who is making a request.
 struct Principal {
   enum class Via { kBearerSession, kCookieSession, kApiKey };
-  User user;
+  User user;  // with an API key: only the roles its scopes allow
   Via via = Via::kBearerSession;
   std::string credential_id;  // session id or API key id
   std::string csrf_token;     // sessions only
   std::string ip;
+  bool can_write = true;  // false: an API key without the write scope
 
   bool IsAdmin() const { return user.HasRole(kRoleAdmin); }
+  bool IsApiKey() const { return via == Via::kApiKey; }
 };
 
 // Log-in throttling, within login_window_minutes: an address that failed
@@ -58,6 +68,8 @@ struct Principal {
 // them out.
 struct AccountsOptions {
   int session_ttl_hours = 168;
+  // A session unused for this long has ended (its last use is kept to the minute).
+  int session_idle_minutes = 12 * 60;
   int login_max_failures = 5;
   int login_max_failures_ip = 50;
   int login_max_delay_s = 60;
@@ -92,6 +104,23 @@ struct ApiKey {
   Timestamp created_at;
   std::optional<Timestamp> last_used_at;
   std::optional<Timestamp> revoked_at;
+  std::vector<std::string> scopes;  // in the order read, write, provider, admin
+};
+
+// A session as its owner sees it in the sessions list.
+struct SessionInfo {
+  std::string id;
+  Timestamp created_at;
+  Timestamp last_seen_at;
+  Timestamp expires_at;
+  std::string ip;
+  std::string user_agent;
+  bool current = false;  // the one that made the request
+};
+
+struct ChangePasswordRequest {
+  std::string current_password;
+  std::string new_password;
 };
 
 // A new API key with its secret, which is shown only this once.
@@ -141,10 +170,26 @@ class Accounts {
   // token is unknown, expired or revoked; agent tokens are refused here.
   StatusOr<Principal> Authenticate(std::string_view token, bool from_cookie, std::string_view ip);
 
-  // `name`: 1 to 100 characters.
-  StatusOr<NewApiKey> CreateApiKey(const Principal& p, const std::string& name);
+  // `name`: 1 to 100 characters; `scopes`: a non-empty subset of read, write, provider,
+  // admin (provider and admin only for users with that role). Only a session may create
+  // credentials: an API key cannot (kPermissionDenied), so a stolen key cannot outlive
+  // its revocation through another.
+  StatusOr<NewApiKey> CreateApiKey(const Principal& p, const std::string& name,
+                                   const std::vector<std::string>& scopes);
   StatusOr<std::vector<ApiKey>> ListApiKeys(const Principal& p);
   Status RevokeApiKey(const Principal& p, const std::string& key_id);
+
+  // The caller's live sessions, newest first.
+  StatusOr<std::vector<SessionInfo>> ListSessions(const Principal& p);
+  // Ends one of the caller's sessions (kNotFound when it is not theirs or not live).
+  Status RevokeSession(const Principal& p, const std::string& session_id);
+  // Ends every session of the caller but the one making the request (all of them when
+  // the caller uses an API key); how many ended.
+  StatusOr<int64_t> RevokeOtherSessions(const Principal& p);
+  // Sets a new password (a session only) after checking the current one, and ends every
+  // other session of the user. Field errors: "current_password" when it is wrong,
+  // "new_password" for the length rules.
+  Status ChangePassword(const Principal& p, const ChangePasswordRequest& req);
 
   // For `gpunexd admin create`: creates the user if needed (or sets the password of the
   // one that exists) and grants admin.

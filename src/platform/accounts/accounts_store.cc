@@ -12,18 +12,22 @@ UserRow UserFrom(const store::Row& r) {
 }
 
 constexpr const char* kSessionColumns =
-    "id, user_id, token_hash, csrf_token, created_at, expires_at, revoked_at, ip, user_agent";
+    "id, user_id, token_hash, csrf_token, created_at, expires_at, revoked_at, ip, user_agent, "
+    "last_seen_at";
 
 SessionRow SessionFrom(const store::Row& r) {
-  return {r.Str(0),  r.Str(1),     r.Str(2), r.Str(3), r.Time(4),
-          r.Time(5), r.OptTime(6), r.Str(7), r.Str(8)};
+  SessionRow s{r.Str(0),  r.Str(1),     r.Str(2), r.Str(3), r.Time(4),
+               r.Time(5), r.OptTime(6), r.Str(7), r.Str(8), r.Time(9)};
+  s.last_seen_at = std::max(s.last_seen_at, s.created_at);  // 0 in rows older than the column
+  return s;
 }
 
 constexpr const char* kApiKeyColumns =
-    "id, user_id, name, token_hash, token_prefix, created_at, last_used_at, revoked_at";
+    "id, user_id, name, token_hash, token_prefix, created_at, last_used_at, revoked_at, scopes";
 
 ApiKeyRow ApiKeyFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Str(4), r.Time(5), r.OptTime(6), r.OptTime(7)};
+  return {r.Str(0),  r.Str(1),     r.Str(2),     r.Str(3), r.Str(4),
+          r.Time(5), r.OptTime(6), r.OptTime(7), r.Str(8)};
 }
 
 store::Value OptTimeValue(const std::optional<Timestamp>& t) {
@@ -99,21 +103,65 @@ StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::
 Status AccountsStore::InsertSession(const SessionRow& s) {
   return tx_
       .Exec(std::string("INSERT INTO sessions (") + kSessionColumns +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {s.id, s.user_id, s.token_hash, s.csrf_token, ToUnixMicros(s.created_at),
-             ToUnixMicros(s.expires_at), OptTimeValue(s.revoked_at), s.ip, s.user_agent})
+             ToUnixMicros(s.expires_at), OptTimeValue(s.revoked_at), s.ip, s.user_agent,
+             ToUnixMicros(s.last_seen_at)})
       .status();
 }
 
+namespace {
+// Live: not revoked, not expired, used (or made) after the idle cut-off.
+constexpr const char* kLiveSession =
+    " revoked_at IS NULL AND expires_at > ? AND (last_seen_at > ? OR created_at > ?)";
+}  // namespace
+
 StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::string& token_hash,
-                                                                   Timestamp now) {
+                                                                   Timestamp now,
+                                                                   Timestamp idle_since) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kSessionColumns +
-                    " FROM sessions WHERE token_hash = ? AND revoked_at IS NULL AND expires_at > ?",
-                {token_hash, ToUnixMicros(now)}));
+      tx_.Query(std::string("SELECT ") + kSessionColumns + " FROM sessions WHERE token_hash = ? AND" +
+                    kLiveSession,
+                {token_hash, ToUnixMicros(now), ToUnixMicros(idle_since), ToUnixMicros(idle_since)}));
   if (rows.empty()) return std::optional<SessionRow>();
   return std::optional<SessionRow>(SessionFrom(rows[0]));
+}
+
+StatusOr<std::vector<SessionRow>> AccountsStore::LiveSessionsOf(const std::string& user_id,
+                                                                Timestamp now,
+                                                                Timestamp idle_since) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kSessionColumns + " FROM sessions WHERE user_id = ? AND" +
+                    kLiveSession + " ORDER BY created_at DESC, id DESC",
+                {user_id, ToUnixMicros(now), ToUnixMicros(idle_since), ToUnixMicros(idle_since)}));
+  std::vector<SessionRow> out;
+  for (const auto& r : rows) out.push_back(SessionFrom(r));
+  return out;
+}
+
+StatusOr<bool> AccountsStore::RevokeSessionOf(const std::string& user_id,
+                                              const std::string& session_id, Timestamp at) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      int64_t n,
+      tx_.Exec("UPDATE sessions SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS "
+               "NULL AND expires_at > ?",
+               {ToUnixMicros(at), session_id, user_id, ToUnixMicros(at)}));
+  return n > 0;
+}
+
+StatusOr<int64_t> AccountsStore::RevokeOtherSessions(const std::string& user_id,
+                                                     const std::string& keep, Timestamp at) {
+  return tx_.Exec(
+      "UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL "
+      "AND expires_at > ?",
+      {ToUnixMicros(at), user_id, keep, ToUnixMicros(at)});
+}
+
+Status AccountsStore::TouchSession(const std::string& session_id, Timestamp at) {
+  return tx_.Exec("UPDATE sessions SET last_seen_at = ? WHERE id = ?", {ToUnixMicros(at), session_id})
+      .status();
 }
 
 Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at) {
@@ -126,9 +174,9 @@ Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at)
 Status AccountsStore::InsertApiKey(const ApiKeyRow& k) {
   return tx_
       .Exec(std::string("INSERT INTO api_keys (") + kApiKeyColumns +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {k.id, k.user_id, k.name, k.token_hash, k.token_prefix, ToUnixMicros(k.created_at),
-             OptTimeValue(k.last_used_at), OptTimeValue(k.revoked_at)})
+             OptTimeValue(k.last_used_at), OptTimeValue(k.revoked_at), k.scopes})
       .status();
 }
 
@@ -277,6 +325,17 @@ std::vector<store::Migration> AccountsMigrations() {
                 ip TEXT NOT NULL DEFAULT '',
                 detail TEXT NOT NULL DEFAULT '{}'))",
            "CREATE INDEX audit_events_at ON audit_events (at)",
+       },
+       {}},
+      // API keys get scopes (keys made before keep every scope their owner's roles allow,
+      // as they had); sessions record when they were last used, for the idle timeout.
+      {11,
+       "accounts",
+       "API key scopes; when a session was last used",
+       {
+           "ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT "
+           "'read,write,provider,admin'",
+           "ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT NOT NULL DEFAULT 0",
        },
        {}},
   };

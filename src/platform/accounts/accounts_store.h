@@ -36,6 +36,7 @@ struct SessionRow {
   std::optional<Timestamp> revoked_at;
   std::string ip;
   std::string user_agent;
+  Timestamp last_seen_at;  // when a request last used it (to the minute); created_at at first
 };
 
 struct ApiKeyRow {
@@ -47,6 +48,7 @@ struct ApiKeyRow {
   Timestamp created_at;
   std::optional<Timestamp> last_used_at;
   std::optional<Timestamp> revoked_at;
+  std::string scopes;  // comma-separated: read, write, provider, admin
 };
 
 struct AuditRow {
@@ -75,9 +77,20 @@ class AccountsStore {
                             const std::string& granted_by);
 
   Status InsertSession(const SessionRow& s);
-  // A session that is neither revoked nor expired at `now`.
-  StatusOr<std::optional<SessionRow>> FindLiveSession(const std::string& token_hash, Timestamp now);
+  // A session that is neither revoked nor expired at `now`, and was used after `idle_since`.
+  StatusOr<std::optional<SessionRow>> FindLiveSession(const std::string& token_hash, Timestamp now,
+                                                      Timestamp idle_since);
+  // The user's sessions that are live at `now` (as FindLiveSession), newest first.
+  StatusOr<std::vector<SessionRow>> LiveSessionsOf(const std::string& user_id, Timestamp now,
+                                                   Timestamp idle_since);
   Status RevokeSession(const std::string& session_id, Timestamp at);
+  // Revokes the user's session `session_id`; false when it was not theirs or not live.
+  StatusOr<bool> RevokeSessionOf(const std::string& user_id, const std::string& session_id,
+                                 Timestamp at);
+  // Revokes every live session of the user except `keep`; how many.
+  StatusOr<int64_t> RevokeOtherSessions(const std::string& user_id, const std::string& keep,
+                                        Timestamp at);
+  Status TouchSession(const std::string& session_id, Timestamp at);
 
   Status InsertApiKey(const ApiKeyRow& k);
   StatusOr<int64_t> CountActiveApiKeys(const std::string& user_id);

@@ -133,11 +133,11 @@ TEST_P(AccountsTest, AStrangerCannotLockTheOwnerOut) {
 TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
   SignUp("c@example.com");
   Principal p = LogIn("c@example.com");
-  auto key = accounts_->CreateApiKey(p, "ci");
+  auto key = accounts_->CreateApiKey(p, "ci", {"read", "write"});
   ASSERT_TRUE(key.ok());
   EXPECT_EQ(Number("SELECT COUNT(*) FROM api_keys WHERE token_hash = ?", {Sha256Hex(key->secret)}),
             1);
-  EXPECT_EQ(accounts_->CreateApiKey(p, "").status().fields().count("name"), 1u);
+  EXPECT_EQ(accounts_->CreateApiKey(p, "", {"read"}).status().fields().count("name"), 1u);
   auto via_key = accounts_->Authenticate(key->secret, false, "");
   ASSERT_TRUE(via_key.ok());
   EXPECT_EQ(via_key->via, Principal::Via::kApiKey);
@@ -184,6 +184,119 @@ TEST_P(AccountsTest, ASignUpWhoseCommitOutcomeIsUnknownIsNeverDoubled) {
   EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup' "
                    "AND subject IN (SELECT id FROM users WHERE email = 'f@example.com')"),
             1);
+}
+
+TEST_P(AccountsTest, ApiKeysActWithTheirScopesOnlyAndCannotMintCredentials) {
+  SignUp("k@example.com");
+  Principal p = LogIn("k@example.com");
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
+                    return GrantRole(tx, clock_.Now(), p.user.id, kRoleProvider, p.user.id);
+                  })
+                  .ok());
+  p = LogIn("k@example.com");
+  // Scopes are checked against the caller's roles and named by index.
+  auto bad = accounts_->CreateApiKey(p, "x", {"read", "admin", "sudo", "read"});
+  ASSERT_EQ(bad.status().code(), StatusCode::kValidationFailed);
+  EXPECT_TRUE(bad.status().fields().count("scopes[1]")) << "admin is for admins";
+  EXPECT_TRUE(bad.status().fields().count("scopes[2]")) << "no such scope";
+  EXPECT_TRUE(bad.status().fields().count("scopes[3]")) << "named twice";
+  EXPECT_TRUE(accounts_->CreateApiKey(p, "x", {}).status().fields().count("scopes"));
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM api_keys"), 0);
+
+  auto reader = accounts_->CreateApiKey(p, "reader", {"read"});
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ(reader->key.scopes, (std::vector<std::string>{"read"}));
+  auto as_reader = accounts_->Authenticate(reader->secret, false, "");
+  ASSERT_TRUE(as_reader.ok());
+  EXPECT_FALSE(as_reader->can_write);
+  EXPECT_FALSE(as_reader->user.HasRole(kRoleProvider)) << "no provider scope, no provider role";
+  EXPECT_TRUE(as_reader->user.HasRole(kRoleCustomer));
+
+  auto full = accounts_->CreateApiKey(p, "ops", {"provider", "write", "read"});
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->key.scopes, (std::vector<std::string>{"read", "write", "provider"}));
+  auto as_full = accounts_->Authenticate(full->secret, false, "");
+  ASSERT_TRUE(as_full.ok());
+  EXPECT_TRUE(as_full->can_write);
+  EXPECT_TRUE(as_full->user.HasRole(kRoleProvider));
+
+  // A key, whatever its scopes, cannot make credentials or change the password.
+  EXPECT_EQ(accounts_->CreateApiKey(*as_full, "more", {"read"}).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(accounts_->ChangePassword(*as_full, {"0123456789", "a-new-password-1"}).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM api_keys"), 2);
+  auto keys = accounts_->ListApiKeys(p);
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ((*keys)[0].scopes, (std::vector<std::string>{"read"}));
+}
+
+TEST_P(AccountsTest, SessionsAreListedRevocableAndEndWhenIdle) {
+  SignUp("s@example.com");
+  Principal laptop = LogIn("s@example.com");
+  clock_.Advance(kOneMinute);
+  Principal phone = LogIn("s@example.com");
+  auto list = accounts_->ListSessions(phone);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].id, phone.credential_id) << "newest first";
+  EXPECT_TRUE((*list)[0].current);
+  EXPECT_FALSE((*list)[1].current);
+  EXPECT_EQ((*list)[1].ip, "10.0.0.1");
+  EXPECT_EQ((*list)[1].user_agent, "test");
+
+  // Another user's session cannot be ended, nor can one that does not exist.
+  SignUp("t@example.com");
+  Principal other = LogIn("t@example.com");
+  EXPECT_EQ(accounts_->RevokeSession(other, laptop.credential_id).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(accounts_->RevokeSession(phone, laptop.credential_id).ok());
+  EXPECT_EQ(accounts_->RevokeSession(phone, laptop.credential_id).code(), StatusCode::kNotFound);
+  EXPECT_EQ(accounts_->ListSessions(phone)->size(), 1u);
+
+  // "Log out everywhere else" keeps the caller's session only.
+  Principal third = LogIn("s@example.com");
+  auto n = accounts_->RevokeOtherSessions(third);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(accounts_->ListSessions(third)->size(), 1u);
+  EXPECT_EQ(accounts_->ListSessions(other)->size(), 1u) << "the other user's stay";
+
+  // A session used within the idle timeout lives on; one left idle ends.
+  const std::string token = accounts_->Login({"s@example.com", "0123456789"}, "", "")->token;
+  clock_.Advance(std::chrono::hours(11));
+  ASSERT_TRUE(accounts_->Authenticate(token, false, "").ok()) << "11 h idle: still live";
+  clock_.Advance(std::chrono::hours(11));
+  ASSERT_TRUE(accounts_->Authenticate(token, false, "").ok()) << "used 11 h ago: still live";
+  clock_.Advance(std::chrono::hours(12) + kOneMinute);
+  EXPECT_EQ(accounts_->Authenticate(token, false, "").status().code(),
+            StatusCode::kUnauthenticated)
+      << "idle for more than 12 h";
+}
+
+TEST_P(AccountsTest, APasswordChangeChecksTheOldOneAndEndsOtherSessions) {
+  SignUp("p@example.com");
+  Principal a = LogIn("p@example.com");
+  Principal b = LogIn("p@example.com");
+  auto key = accounts_->CreateApiKey(a, "ci", {"read"});
+  ASSERT_TRUE(key.ok());
+  auto wrong = accounts_->ChangePassword(a, {"not-the-password", "a-new-password-1"});
+  EXPECT_TRUE(wrong.fields().count("current_password")) << wrong.ToString();
+  EXPECT_TRUE(accounts_->ChangePassword(a, {"0123456789", "short"}).fields().count("new_password"));
+  const Status both = accounts_->ChangePassword(a, {"not-the-password", "short"});
+  EXPECT_TRUE(both.fields().count("new_password") && both.fields().count("current_password"))
+      << both.ToString();
+  EXPECT_TRUE(
+      accounts_->ChangePassword(a, {"0123456789", "0123456789"}).fields().count("new_password"));
+  EXPECT_EQ(accounts_->ListSessions(a)->size(), 2u) << "refusals end nothing";
+
+  ASSERT_TRUE(accounts_->ChangePassword(a, {"0123456789", "a-new-password-1"}).ok());
+  auto sessions = accounts_->ListSessions(a);
+  ASSERT_EQ(sessions->size(), 1u);
+  EXPECT_EQ((*sessions)[0].id, a.credential_id) << "the session that changed it stays";
+  EXPECT_FALSE(accounts_->Login({"p@example.com", "0123456789"}, "", "").ok());
+  EXPECT_TRUE(accounts_->Login({"p@example.com", "a-new-password-1"}, "", "").ok());
+  EXPECT_TRUE(accounts_->Authenticate(key->secret, false, "").ok())
+      << "API keys are listed and revoked on their own";
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(AccountsTest);

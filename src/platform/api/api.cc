@@ -16,8 +16,15 @@ StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiCon
     if (!auth.starts_with(kBearer)) {
       return Unauthenticated("the Authorization header must be \"Bearer <token>\"");
     }
-    return ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()), false,
-                                     req.remote_addr);
+    GPUNEX_ASSIGN_OR_RETURN(
+        accounts::Principal p,
+        ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()), false,
+                                  req.remote_addr));
+    const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
+    if (!safe && !p.can_write) {
+      return PermissionDenied("this API key may only read (it has no write scope)");
+    }
+    return p;
   }
   std::string cookie = req.Cookie(kSessionCookie);
   if (cookie.empty()) return Unauthenticated("log in first");
@@ -154,6 +161,8 @@ void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterBenchmarkRoutes(router, ctx);
   RegisterAvailabilityRoutes(router, ctx);
   RegisterReliabilityRoutes(router, ctx);
+  RegisterPricingRoutes(router, ctx);
+  RegisterMarketRoutes(router, ctx);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@
 #include "platform/http/stream.h"
 #include "platform/http/websocket.h"
 #include "platform/idempotency/idempotency.h"
+#include "platform/market/market.h"
+#include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/reliability/reliability.h"
 #include "platform/store/db.h"
@@ -46,6 +48,8 @@ struct ApiContext {
   idempotency::Idempotency& idempotency;
   availability::Availability& availability;
   reliability::Reliability& reliability;
+  pricing::Pricing& pricing;
+  market::Market& market;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
@@ -115,6 +119,8 @@ void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterBenchmarkRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx);
 
 // A schedule (API.md's "availability" shape) under `key` of `parent`; nullopt when absent
 // or undecodable (the errors are in parent.errors()).

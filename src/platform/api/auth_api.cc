@@ -1,4 +1,4 @@
-// /api/v1/auth/*, /api/v1/me, /api/v1/api-keys
+// /api/v1/auth/*, /api/v1/me, /api/v1/me/password, /api/v1/me/sessions, /api/v1/api-keys
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
@@ -15,13 +15,30 @@ json::object UserJson(const accounts::User& u) {
 
 namespace {
 
+json::array ScopesJson(const std::vector<std::string>& scopes) {
+  json::array out;
+  for (const auto& s : scopes) out.emplace_back(s);
+  return out;
+}
+
 json::object ApiKeyJson(const accounts::ApiKey& k) {
   return {{"id", k.id},
           {"name", k.name},
           {"prefix", k.prefix},
           {"created_at", FormatRfc3339(k.created_at)},
           {"last_used_at", TimeJson(k.last_used_at)},
-          {"revoked_at", TimeJson(k.revoked_at)}};
+          {"revoked_at", TimeJson(k.revoked_at)},
+          {"scopes", ScopesJson(k.scopes)}};
+}
+
+json::object SessionJson(const accounts::SessionInfo& s) {
+  return {{"id", s.id},
+          {"created_at", FormatRfc3339(s.created_at)},
+          {"last_seen_at", FormatRfc3339(s.last_seen_at)},
+          {"expires_at", FormatRfc3339(s.expires_at)},
+          {"ip", s.ip},
+          {"user_agent", s.user_agent},
+          {"current", s.current}};
 }
 
 StatusOr<accounts::SignUpRequest> DecodeSignUp(const json::object& body) {
@@ -47,13 +64,46 @@ StatusOr<accounts::LoginRequest> DecodeLogin(const json::object& body) {
   return req;
 }
 
-StatusOr<std::string> DecodeApiKeyName(const json::object& body) {
+struct ApiKeyRequest {
+  std::string name;
+  std::vector<std::string> scopes;
+};
+
+// {name, scopes?}: without scopes a key may read and write, with none of the provider's
+// or admin's powers (ask for those by name).
+StatusOr<ApiKeyRequest> DecodeApiKey(const json::object& body) {
   FieldErrors errors;
   JsonReader r(body, "", &errors);
-  r.RejectUnknown({"name"});
-  auto name = r.String("name", true, accounts::Accounts::kMaxApiKeyName);
+  r.RejectUnknown({"name", "scopes"});
+  ApiKeyRequest out;
+  out.name = r.String("name", true, accounts::Accounts::kMaxApiKeyName).value_or("");
+  if (!r.Has("scopes")) {
+    out.scopes = {std::string(accounts::kScopeRead), std::string(accounts::kScopeWrite)};
+  } else if (const json::array* a = r.Array("scopes", true, 1, 4)) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      if (!(*a)[i].is_string() || (*a)[i].as_string().size() > 16) {
+        errors["scopes[" + std::to_string(i) + "]"] = "must be one of read, write, provider, admin";
+        continue;
+      }
+      out.scopes.emplace_back((*a)[i].as_string());
+    }
+  }
   if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return *name;
+  return out;
+}
+
+StatusOr<accounts::ChangePasswordRequest> DecodeChangePassword(const json::object& body) {
+  FieldErrors errors;
+  JsonReader r(body, "", &errors);
+  r.RejectUnknown({"current_password", "new_password"});
+  accounts::ChangePasswordRequest req;
+  req.current_password =
+      r.String("current_password", true, accounts::Accounts::kMaxPassword).value_or("");
+  // Longer than the limit is the domain's error, with its message.
+  req.new_password =
+      r.String("new_password", true, 4 * accounts::Accounts::kMaxPassword).value_or("");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return req;
 }
 
 std::string CookieAttrs(const ApiContext& ctx) {
@@ -129,9 +179,9 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
-    auto name = DecodeApiKeyName(*body);
-    if (!name.ok()) return http::ErrorResponse(name.status());
-    auto created = ctx.accounts.CreateApiKey(*p, *name);
+    auto key = DecodeApiKey(*body);
+    if (!key.ok()) return http::ErrorResponse(key.status());
+    auto created = ctx.accounts.CreateApiKey(*p, key->name, key->scopes);
     if (!created.ok()) return http::ErrorResponse(created.status());
     json::object o = ApiKeyJson(created->key);
     o["key"] = created->secret;  // shown once
@@ -155,6 +205,46 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     Status st = ctx.accounts.RevokeApiKey(*p, req.Param("id"));
     if (!st.ok()) return http::ErrorResponse(st);
     return http::Response::NoContent();
+  });
+
+  r.Add("POST", "/api/v1/me/password", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    auto change = DecodeChangePassword(*body);
+    if (!change.ok()) return http::ErrorResponse(change.status());
+    Status st = ctx.accounts.ChangePassword(*p, *change);
+    if (!st.ok()) return http::ErrorResponse(st);
+    return http::Response::NoContent();
+  });
+
+  r.Add("GET", "/api/v1/me/sessions", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto sessions = ctx.accounts.ListSessions(*p);
+    if (!sessions.ok()) return http::ErrorResponse(sessions.status());
+    json::array items;
+    for (const auto& s : *sessions) items.push_back(SessionJson(s));
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
+  });
+
+  r.Add("DELETE", "/api/v1/me/sessions/{id}", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    Status st = ctx.accounts.RevokeSession(*p, req.Param("id"));
+    if (!st.ok()) return http::ErrorResponse(st);
+    return http::Response::NoContent();
+  });
+
+  // "Log out everywhere else".
+  r.Add("POST", "/api/v1/me/sessions/revoke-others", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto n = ctx.accounts.RevokeOtherSessions(*p);
+    if (!n.ok()) return http::ErrorResponse(n.status());
+    return http::Response::Json(200, json::object{{"revoked", *n}});
   });
 }
 

@@ -448,4 +448,25 @@ StatusOr<std::optional<Availability>> ApprovedAvailability(store::Tx& tx,
   return std::optional<Availability>(*first->availability);
 }
 
+StatusOr<std::optional<OfferTerms>> ApprovedOfferTerms(store::Tx& tx, const std::string& user_id,
+                                                       const std::string& catalog_id) {
+  ApplicationsStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationsStore::OpenApplication> open,
+                          s.FindOpen(user_id));
+  if (!open || open->status != "approved") return std::optional<OfferTerms>();
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationRow> row, s.Find(open->id));
+  if (!row) return std::optional<OfferTerms>();
+  OfferTerms out;
+  out.commitment_months = row->body.infrastructure.commitment_months.value_or(0);
+  const GpuEntry* first = nullptr;
+  const GpuEntry* same = nullptr;
+  for (const GpuEntry& g : row->body.gpus) {
+    if (!g.location) continue;
+    if (!first) first = &g;
+    if (g.model == catalog_id && !same) same = &g;
+  }
+  if (const GpuEntry* e = same ? same : first) out.location = *e->location;
+  return std::optional<OfferTerms>(std::move(out));
+}
+
 }  // namespace gpunex::platform::applications

@@ -107,6 +107,16 @@ StatusOr<std::optional<Availability>> ApprovedAvailability(store::Tx& tx,
                                                            const std::string& user_id,
                                                            const std::string& catalog_id);
 
+// What the marketplace shows of a provider's GPUs of model `catalog_id` (market/): the
+// location of that entry in the approved application (else of the first entry with one)
+// and the commitment period; nullopt without an approved application.
+struct OfferTerms {
+  Location location;
+  int64_t commitment_months = 0;
+};
+StatusOr<std::optional<OfferTerms>> ApprovedOfferTerms(store::Tx& tx, const std::string& user_id,
+                                                       const std::string& catalog_id);
+
 struct ApplicationsOptions {
   std::string public_url = "http://127.0.0.1:8080";
   std::string mail_domain = "gpunex.local";  // Message-ID domain

@@ -76,4 +76,19 @@ StatusOr<std::vector<ScoreSample>> ScoreHistory(store::Tx& tx, const std::string
   return BenchmarksStore(tx).Scores(machine_id, since);
 }
 
+StatusOr<MachineFigures> LatestFigures(store::Tx& tx, const std::string& machine_id) {
+  BenchmarksStore s(tx);
+  MachineFigures out;
+  GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(machine_id));
+  for (const auto& [gpu_id, row] : status) {
+    if (row.performance_score) out.scores[gpu_id] = *row.performance_score;
+  }
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run, s.LatestMachineRun(machine_id));
+  if (run) {
+    out.network = run->network;
+    out.storage = run->storage;
+  }
+  return out;
+}
+
 }  // namespace gpunex::platform::benchmarks

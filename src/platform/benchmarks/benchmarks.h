@@ -52,6 +52,15 @@ namespace gpunex::platform::benchmarks {
 StatusOr<std::vector<ScoreSample>> ScoreHistory(store::Tx& tx, const std::string& machine_id,
                                                 Timestamp since = Timestamp{});
 
+// What the marketplace shows of a machine's benchmarks: each GPU's latest performance
+// score, and the network and storage figures of the newest run that measured them.
+struct MachineFigures {
+  std::map<std::string, double> scores;  // by GPU id (machine_gpus.id)
+  std::optional<protocol::BenchmarkNetwork> network;
+  std::optional<protocol::BenchmarkStorage> storage;
+};
+StatusOr<MachineFigures> LatestFigures(store::Tx& tx, const std::string& machine_id);
+
 struct BenchmarksOptions {
   bool enabled = true;                 // false: nothing is scheduled and requests are refused
   int64_t interval_s = 7 * 24 * 3600;  // periodic re-run

@@ -155,6 +155,18 @@ StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::FindRun(const std::string
   return std::optional<BenchmarkRun>(std::move(run));
 }
 
+StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::LatestMachineRun(
+    const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + kRunColumns +
+                    " FROM benchmark_runs WHERE machine_id = ? AND network IS NOT NULL AND "
+                    "state <> 'running' ORDER BY id DESC LIMIT 1",
+                {machine_id}));
+  if (rows.empty()) return std::optional<BenchmarkRun>();
+  return std::optional<BenchmarkRun>(RunFrom(rows[0]));
+}
+
 StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,

@@ -50,6 +50,9 @@ class BenchmarksStore {
   StatusOr<std::optional<BenchmarkRun>> FindRun(const std::string& run_id, bool with_gpus);
   StatusOr<std::optional<std::string>> RunningRunOn(const std::string& machine_id);
   StatusOr<int64_t> CountRunsOn(const std::string& machine_id);
+  // The newest finished run of the machine that measured its network (nullopt: none),
+  // without its GPUs.
+  StatusOr<std::optional<BenchmarkRun>> LatestMachineRun(const std::string& machine_id);
   // Running runs created before `cutoff`, with the machine they are on.
   StatusOr<std::vector<std::pair<std::string, std::string>>> OverdueRuns(Timestamp cutoff);
   // Newest first, with their GPUs.

@@ -16,6 +16,7 @@
 #include "platform/catalog/catalog.h"
 #include "platform/fleet/agent_session.h"
 #include "platform/fleet/fleet.h"
+#include "platform/fleet/test_util.h"
 #include "platform/fleet/workloads.h"
 #include "platform/notify/notify.h"
 #include "platform/providers/providers.h"
@@ -217,6 +218,7 @@ class BenchmarksTest : public testing::PlatformTest {
     fo.list_after_benchmark = true;
     fo.clock = &clock_;
     fleet_ = std::make_unique<fleet::Fleet>(faulty(), fo);
+    fleet::testing::PriceEveryModelOnHello(*fleet_);
     workloads_ = std::make_unique<fleet::Workloads>(faulty(), *fleet_, &clock_);
     BenchmarksOptions bo;
     bo.clock = &clock_;

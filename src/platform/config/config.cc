@@ -123,6 +123,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
   if (auto* t = r.Sub("auth")) {
     TableReader s(*t, "auth");
     GPUNEX_RETURN_IF_ERROR(s.Int("session_ttl_hours", &c->session_ttl_hours, 1, 24 * 90));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("session_idle_minutes", &c->session_idle_minutes, 5, 24 * 90 * 60));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures", &c->login_max_failures, 1, 1000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures_ip", &c->login_max_failures_ip, 1, 100000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_window_minutes", &c->login_window_minutes, 1, 1440));
@@ -146,6 +148,14 @@ Status ApplyToml(const toml::table& root, Config* c) {
     TableReader s(*t, "reliability");
     GPUNEX_RETURN_IF_ERROR(s.Int("threshold", &c->reliability_threshold, 1, 100));
     GPUNEX_RETURN_IF_ERROR(s.Int("refresh_ms", &c->reliability_refresh_ms, 1000, 3600 * 1000));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("market")) {
+    TableReader s(*t, "market");
+    GPUNEX_RETURN_IF_ERROR(s.Int("poll_ms", &c->market_poll_ms, 10, 10'000));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("anonymous_searches_per_s", &c->market_anonymous_searches_per_s, 1, 100'000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("anonymous_burst", &c->market_anonymous_burst, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
   if (auto* t = r.Sub("benchmarks")) {

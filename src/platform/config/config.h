@@ -45,6 +45,7 @@ struct Config {
 
   // Accounts.
   int session_ttl_hours = 168;
+  int session_idle_minutes = 12 * 60;  // a session unused this long has ended
   int login_max_failures = 5;      // per email within the window, then 429
   int login_max_failures_ip = 50;  // per client address within the window
   int login_max_delay_s = 60;      // the longest wait failures elsewhere impose on an account
@@ -83,6 +84,12 @@ struct Config {
   // least this often (changes are picked up within a second anyway).
   int reliability_threshold = 80;
   int reliability_refresh_ms = 60'000;
+
+  // Marketplace (MKT-1..4): how often the offer index looks for changed machines, and
+  // how many searches per second (with a burst) one address may make without logging in.
+  int market_poll_ms = 200;
+  int market_anonymous_searches_per_s = 10;
+  int market_anonymous_burst = 40;
 
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;

@@ -109,8 +109,25 @@ Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& mac
 // changed, decides its GPUs' listing again.
 Status ReportAvailabilityFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                const AvailabilityFacts& facts);
+// Records which GPU models of the machine have a price (pricing/): its GPUs of the other
+// models are not offered. Stamps the machine's offers as changed (a price itself may have
+// changed) and decides its GPUs' listing again.
+Status ReportPriceFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                        const std::set<std::string>& priced_catalog_ids);
+// Stamps the machine's offers as changed (machines.offers_changed_at, strictly increasing),
+// for what the marketplace shows beyond the listing: prices, scores, network figures.
+// Listing changes stamp it themselves.
+Status TouchOffers(store::Tx& tx, Timestamp now, const std::string& machine_id);
+// (machine id, stamp) of the machines whose offers changed after `since_us` (an index
+// probe), for the marketplace's offer index.
+StatusOr<std::vector<std::pair<std::string, int64_t>>> OffersChangedSince(store::Tx& tx,
+                                                                          int64_t since_us);
+// The offers stamp of one machine; nullopt when there is no such machine.
+StatusOr<std::optional<int64_t>> OffersStamp(store::Tx& tx, const std::string& machine_id);
+
 // Decides the listing of every GPU of the machine from the facts stored now, and stores
-// the decisions that changed. Every change of a fact calls it in its transaction.
+// the decisions that changed (stamping the machine's offers when any did). Every change of
+// a fact calls it in its transaction.
 Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id);
 
 class Fleet {

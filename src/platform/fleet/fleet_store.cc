@@ -86,7 +86,7 @@ MachineRow MachineFrom(const store::Row& r) {
 constexpr const char* kGpuColumns =
     "id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, present, enabled, info, "
     "telemetry, telemetry_at, benchmark_verdict, benchmark_note, benchmarking, listing_state, "
-    "listing_note, listing_since, created_at";
+    "listing_note, listing_since, created_at, priced";
 
 MachineGpu GpuFrom(const store::Row& r) {
   MachineGpu g;
@@ -112,6 +112,7 @@ MachineGpu GpuFrom(const store::Row& r) {
   g.listing.note = r.OptStr(17).value_or("");
   g.listing_since = r.Time(18);
   g.created_at = r.Time(19);
+  g.priced = r.Bool(20);
   return g;
 }
 
@@ -314,6 +315,43 @@ Status FleetStore::SetBenchmarkFacts(const std::string& gpu_id, listing::Benchma
            note.empty() ? store::Value(nullptr) : store::Value(note), int64_t{benchmarking},
            gpu_id})
       .status();
+}
+
+Status FleetStore::SetPriced(const std::string& gpu_id, bool priced) {
+  return tx_.Exec("UPDATE machine_gpus SET priced = ? WHERE id = ?", {int64_t{priced}, gpu_id})
+      .status();
+}
+
+Status FleetStore::TouchOffers(const std::string& machine_id, Timestamp now) {
+  // Strictly increasing per machine, so that two changes within one clock tick (or under
+  // a stopped test clock) still differ from what an index loaded between them.
+  const int64_t us = ToUnixMicros(now);
+  return tx_
+      .Exec(
+          "UPDATE machines SET offers_changed_at = CASE WHEN offers_changed_at >= ? THEN "
+          "offers_changed_at + 1 ELSE ? END WHERE id = ?",
+          {us, us, machine_id})
+      .status();
+}
+
+StatusOr<std::optional<int64_t>> FleetStore::OffersStamp(const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT offers_changed_at FROM machines WHERE id = ?", {machine_id}));
+  if (rows.empty()) return std::optional<int64_t>();
+  return std::optional<int64_t>(rows[0].Int(0));
+}
+
+StatusOr<std::vector<std::pair<std::string, int64_t>>> FleetStore::OffersChangedSince(
+    int64_t since_us) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT id, offers_changed_at FROM machines WHERE offers_changed_at > ?",
+                {since_us}));
+  std::vector<std::pair<std::string, int64_t>> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.emplace_back(r.Str(0), r.Int(1));
+  return out;
 }
 
 Status FleetStore::SetListing(const std::string& gpu_id, const listing::ListingDecision& d,

@@ -87,6 +87,12 @@ class FleetStore {
   Status SetBenchmarkFacts(const std::string& gpu_id, listing::BenchmarkVerdict verdict,
                            const std::string& note, bool benchmarking);
   Status SetListing(const std::string& gpu_id, const listing::ListingDecision& d, Timestamp since);
+  Status SetPriced(const std::string& gpu_id, bool priced);
+  // Stamps machines.offers_changed_at (fleet.h TouchOffers).
+  Status TouchOffers(const std::string& machine_id, Timestamp now);
+  // (machine id, offers_changed_at) of the machines stamped after `since_us`.
+  StatusOr<std::vector<std::pair<std::string, int64_t>>> OffersChangedSince(int64_t since_us);
+  StatusOr<std::optional<int64_t>> OffersStamp(const std::string& machine_id);
   StatusOr<AvailabilityFacts> AvailabilityFactsOf(const std::string& machine_id);
   Status SetAvailabilityFacts(const std::string& machine_id, const AvailabilityFacts& f);
 

@@ -175,6 +175,18 @@ std::vector<store::Migration> FleetMigrations() {
            "CREATE INDEX machine_intervals_open ON machine_intervals (ended_at)",
        },
        {}},
+      // pricing/ reports whether each GPU's model has a price (a listing fact), and every
+      // change that can alter a machine's offers stamps offers_changed_at, which the
+      // marketplace's offer index (market/) polls through its index.
+      {11,
+       "fleet",
+       "price facts per GPU; when a machine's offers last changed",
+       {
+           "ALTER TABLE machine_gpus ADD COLUMN priced BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE machines ADD COLUMN offers_changed_at BIGINT NOT NULL DEFAULT 0",
+           "CREATE INDEX machines_offers_changed ON machines (offers_changed_at)",
+       },
+       {}},
   };
 }
 

@@ -45,6 +45,8 @@ struct MachineGpu {
   listing::BenchmarkVerdict benchmark_verdict = listing::BenchmarkVerdict::kPassed;
   std::string benchmark_note;
   bool benchmarking = false;
+  // What pricing/ reported: its model has a price for this machine (a listing fact).
+  bool priced = false;
   // The listing decision (listing/listing.h) and since when it holds.
   listing::ListingDecision listing;
   Timestamp listing_since;

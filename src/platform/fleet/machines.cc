@@ -91,6 +91,7 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
   GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
   GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, machine_id));
   GPUNEX_ASSIGN_OR_RETURN(AvailabilityFacts avail, s.AvailabilityFactsOf(machine_id));
+  bool changed = false;
   for (const MachineGpu& g : gpus) {
     listing::ListingFacts f;
     f.present = g.present;
@@ -113,11 +114,40 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     f.inside_schedule = avail.inside_schedule;
     f.schedule_opens_at = avail.opens_at;
     f.in_maintenance = avail.in_maintenance;
+    f.priced = g.priced;
+    if (const GpuModel* model = FindGpuModel(g.catalog_id)) f.model_name = model->nvml_name;
     const listing::ListingDecision d = listing::DecideListing(f);
     if (d.state == g.listing.state && d.note == g.listing.note) continue;
     GPUNEX_RETURN_IF_ERROR(s.SetListing(g.id, d, now));
+    changed = true;
   }
+  if (changed) GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   return Status::Ok();
+}
+
+Status ReportPriceFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
+                        const std::set<std::string>& priced_catalog_ids) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
+  for (const MachineGpu& g : gpus) {
+    const bool priced = priced_catalog_ids.count(g.catalog_id) > 0;
+    if (priced != g.priced) GPUNEX_RETURN_IF_ERROR(s.SetPriced(g.id, priced));
+  }
+  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
+  return RefreshListing(tx, now, machine_id);
+}
+
+Status TouchOffers(store::Tx& tx, Timestamp now, const std::string& machine_id) {
+  return FleetStore(tx).TouchOffers(machine_id, now);
+}
+
+StatusOr<std::vector<std::pair<std::string, int64_t>>> OffersChangedSince(store::Tx& tx,
+                                                                          int64_t since_us) {
+  return FleetStore(tx).OffersChangedSince(since_us);
+}
+
+StatusOr<std::optional<int64_t>> OffersStamp(store::Tx& tx, const std::string& machine_id) {
+  return FleetStore(tx).OffersStamp(machine_id);
 }
 
 Status Fleet::RefreshAllListings() {
@@ -154,6 +184,8 @@ Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& mac
                                                f.verdict ? f.note : g->benchmark_note,
                                                f.benchmarking));
   }
+  // The scores and figures a run measured show in the machine's offers.
+  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   return RefreshListing(tx, now, machine_id);
 }
 

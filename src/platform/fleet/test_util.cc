@@ -267,6 +267,20 @@ void FleetTestBase::MakeFleet(FleetOptions options) {
   fleet_.reset();
   options.clock = &clock_;
   fleet_ = std::make_unique<Fleet>(faulty(), options);
+  // The fixture's providers price every model they have (pricing/ reports this fact in
+  // gpunexd), so that the listing rules under test are the others.
+  if (price_every_model_) PriceEveryModelOnHello(*fleet_);
+}
+
+void PriceEveryModelOnHello(Fleet& fleet) {
+  fleet.OnHello([](store::Tx& tx, Timestamp now, const HelloFacts& hello) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Machine> m, LoadMachine(tx, hello.machine_id));
+    std::set<std::string> models;
+    if (m) {
+      for (const MachineGpu& g : m->gpus) models.insert(g.catalog_id);
+    }
+    return ReportPriceFacts(tx, now, hello.machine_id, models);
+  });
 }
 
 std::string FleetTestBase::NewProvider(const std::string& name) {

@@ -111,6 +111,11 @@ std::string GpuUuid(int machine, int index, bool emulated);
 // could change. Two equal snapshots mean nothing was stored in between.
 std::string Snapshot(store::testing::TestDatabase& db);
 
+// Registers a hello hook that reports every GPU model of the machine as priced, as
+// pricing/ does for a provider that priced them, so that tests of the other listing rules
+// need no prices. REQUIRES: before agents connect.
+void PriceEveryModelOnHello(Fleet& fleet);
+
 // The fixture: a migrated database on GetParam()'s backend, wrapped by faults(); a
 // FakeClock; two providers (pia, oscar), a customer and an admin; a Fleet made by
 // MakeFleet (defaults: emulated GPUs allowed, heartbeats every 10 s, Offline after 30 s,
@@ -121,7 +126,9 @@ class FleetTestBase : public platform::testing::PlatformTest {
   void TearDown() override;
 
   FleetOptions DefaultOptions();
-  // (Re)makes fleet() with `options` (clock set to the FakeClock).
+  // (Re)makes fleet() with `options` (clock set to the FakeClock). Unless
+  // price_every_model_ is false, a hello hook reports every GPU model of the machine as
+  // priced, as pricing/ does for a provider that priced them.
   void MakeFleet(FleetOptions options);
   Fleet& fleet() { return *fleet_; }
   store::testing::FaultInjectingDatabase& faults() { return faulty(); }
@@ -144,6 +151,7 @@ class FleetTestBase : public platform::testing::PlatformTest {
   std::vector<std::unique_ptr<FakeAgent>> agents_;
   std::string pia_, oscar_, customer_, admin_;
   std::string pia_token_, oscar_token_;
+  bool price_every_model_ = true;
 };
 
 }  // namespace gpunex::platform::fleet::testing

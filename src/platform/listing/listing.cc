@@ -6,7 +6,7 @@
 namespace gpunex::platform::listing {
 namespace {
 
-constexpr std::array<std::pair<ListingState, std::string_view>, 11> kStates = {{
+constexpr std::array<std::pair<ListingState, std::string_view>, 12> kStates = {{
     {ListingState::kListed, "listed"},
     {ListingState::kRented, "rented"},
     {ListingState::kBenchmarking, "benchmarking"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<ListingState, std::string_view>, 11> kStates = {{
     {ListingState::kOutsideSchedule, "outside_schedule"},
     {ListingState::kInMaintenance, "in_maintenance"},
     {ListingState::kUnverifiedModel, "unverified_model"},
+    {ListingState::kNoPriceSet, "no_price_set"},
 }};
 
 constexpr std::array<std::pair<BenchmarkVerdict, std::string_view>, 3> kVerdicts = {{
@@ -47,6 +48,10 @@ ListingDecision DecideListing(const ListingFacts& f) {
   }
   if (f.benchmark == BenchmarkVerdict::kAwaitingFirst) {
     return {ListingState::kAwaitingFirstBenchmark, "awaiting its first benchmark"};
+  }
+  if (!f.priced) {
+    return {ListingState::kNoPriceSet,
+            f.model_name.empty() ? "no price set" : "no price set for " + f.model_name};
   }
   if (f.in_maintenance) return {ListingState::kInMaintenance, "in maintenance"};
   if (!f.inside_schedule) {

@@ -3,16 +3,16 @@
 // Each part of the platform reports facts about a GPU: the fleet whether it is present,
 // designated by its provider, on a machine that is online, and in an active workload
 // (rented); the benchmarks whether it passed, is waiting for its first run, failed, or is
-// being measured now; availability (next) whether the machine is inside its schedule or in
+// being measured now; pricing/ whether its provider set a price for its model;
+// availability whether the machine is inside its schedule or in
 // maintenance. DecideListing turns those facts into a state and a human note. It is pure:
 // the fleet stores its answer (machine_gpus.listing_state / listing_note), the dashboard
 // shows the note and switches on the state's code.
 //
 // States, in the order they win when several apply (the first that holds is the answer):
 //   missing_from_machine, disabled_by_provider, machine_offline, unverified_model,
-//   failed_benchmark,
-//   awaiting_first_benchmark, in_maintenance, outside_schedule, benchmarking, rented,
-//   listed.
+//   failed_benchmark, awaiting_first_benchmark, no_price_set, in_maintenance,
+//   outside_schedule, benchmarking, rented, listed.
 // The last three are on the marketplace: a GPU being benchmarked or rented still belongs
 // to its offer (counted in the offer's total), but only a "listed" GPU can be rented now.
 //
@@ -39,6 +39,7 @@ enum class ListingState {
   kOutsideSchedule,
   kInMaintenance,
   kUnverifiedModel,
+  kNoPriceSet,
 };
 
 // What the benchmarks say of a GPU.
@@ -64,6 +65,10 @@ struct ListingFacts {
   bool inside_schedule = true;
   std::optional<Timestamp> schedule_opens_at;  // when outside: the next time it is inside
   bool in_maintenance = false;
+  // From pricing/: the provider (or a machine override) set an hourly price for the GPU's
+  // model. A model without a price is not offered.
+  bool priced = true;
+  std::string model_name;  // for the note: "no price set for NVIDIA L4"
 };
 
 struct ListingDecision {

@@ -23,6 +23,7 @@ const std::vector<Rule>& Rules() {
        [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kFailed; }},
       {ListingState::kAwaitingFirstBenchmark,
        [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kAwaitingFirst; }},
+      {ListingState::kNoPriceSet, [](const ListingFacts& f) { return !f.priced; }},
       {ListingState::kInMaintenance, [](const ListingFacts& f) { return f.in_maintenance; }},
       {ListingState::kOutsideSchedule, [](const ListingFacts& f) { return !f.inside_schedule; }},
       {ListingState::kBenchmarking, [](const ListingFacts& f) { return f.benchmarking; }},
@@ -33,7 +34,7 @@ const std::vector<Rule>& Rules() {
 
 TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
   int combinations = 0;
-  for (int bits = 0; bits < (1 << 8); ++bits) {
+  for (int bits = 0; bits < (1 << 9); ++bits) {
     for (BenchmarkVerdict verdict :
          {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
       ListingFacts f;
@@ -45,6 +46,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       f.inside_schedule = bits & 32;
       f.in_maintenance = bits & 64;
       f.model_verified = bits & 128;
+      f.priced = bits & 256;
       f.benchmark = verdict;
       f.benchmark_note = "benchmark: memory_triad_gbps 150 < 210 required";
       ListingState want = ListingState::kListed;
@@ -61,7 +63,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       ++combinations;
     }
   }
-  EXPECT_EQ(combinations, 768);
+  EXPECT_EQ(combinations, 1536);
 }
 
 TEST(DecideListing, NotesSayWhy) {
@@ -83,6 +85,11 @@ TEST(DecideListing, NotesSayWhy) {
   f.model_verified = false;
   f.model_note = "it reports \"NVIDIA L4\" with 23034 MiB, which is not a NVIDIA H100 80GB HBM3";
   EXPECT_EQ(DecideListing(f).note, "unverified model: " + f.model_note);
+  f = {};
+  f.priced = false;
+  EXPECT_EQ(DecideListing(f).note, "no price set");
+  f.model_name = "NVIDIA L4";
+  EXPECT_EQ(DecideListing(f).note, "no price set for NVIDIA L4");
 }
 
 TEST(DecideListing, RentedAndBenchmarkingStayOnTheMarketplace) {

@@ -67,13 +67,19 @@ std::string InstallCommand(std::string_view public_url, std::string_view token) 
          "/agent/install.sh | GPUNEX_TOKEN=" + std::string(token) + " bash";
 }
 
+StatusOr<std::optional<Provider>> FindProvider(store::Tx& tx, const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(user_id));
+  if (!row) return std::optional<Provider>();
+  return std::optional<Provider>(
+      Provider{row->user_id, row->tier, row->status, row->application_id, row->approved_at});
+}
+
 StatusOr<Provider> Providers::Get(const accounts::Principal& p) {
   Provider out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row,
-                            ProvidersStore(tx).FindProvider(p.user.id));
-    if (!row) return PermissionDenied("you are not an approved provider");
-    out = {row->user_id, row->tier, row->status, row->application_id, row->approved_at};
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Provider> found, FindProvider(tx, p.user.id));
+    if (!found) return PermissionDenied("you are not an approved provider");
+    out = std::move(*found);
     return Status::Ok();
   }));
   return out;
@@ -81,6 +87,9 @@ StatusOr<Provider> Providers::Get(const accounts::Principal& p) {
 
 StatusOr<NewAgentToken> Providers::CreateToken(const accounts::Principal& p,
                                                const std::string& name) {
+  if (p.IsApiKey()) {
+    return PermissionDenied("an API key cannot create agent tokens; log in to do it");
+  }
   if (name.size() > kMaxTokenName) {
     return FieldError("name", "must be at most " + std::to_string(kMaxTokenName) + " characters");
   }
@@ -121,6 +130,9 @@ Status Providers::RevokeToken(const accounts::Principal& p, const std::string& t
 
 StatusOr<NewAgentToken> Providers::RotateToken(const accounts::Principal& p,
                                                const std::string& token_id) {
+  if (p.IsApiKey()) {
+    return PermissionDenied("an API key cannot create agent tokens; log in to do it");
+  }
   const Timestamp now = options_.clock->Now();
   NewAgentToken out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {

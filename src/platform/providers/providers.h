@@ -51,6 +51,9 @@ Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id,
                       std::string_view tier, const std::string& application_id,
                       const std::string& approved_by);
 
+// The provider record of `user_id`; nullopt when the user is not a provider.
+StatusOr<std::optional<Provider>> FindProvider(store::Tx& tx, const std::string& user_id);
+
 // Issues a new agent token in the caller's transaction. kFailedPrecondition when the
 // provider has too many active tokens.
 StatusOr<NewAgentToken> IssueAgentToken(store::Tx& tx, Timestamp now,

@@ -323,7 +323,7 @@ TEST_P(ProvidersTest, AuthenticateAgentRefusesWhatIsNotALiveTokenOfAnActiveProvi
       test_db().Exec("UPDATE providers SET status = 'active' WHERE user_id = ?", {p.user.id}).ok());
   EXPECT_TRUE(providers_->AuthenticateAgent(t.secret).ok());
   // An API key or session token is not an agent token.
-  auto key = accounts_->CreateApiKey(p, "ci");
+  auto key = accounts_->CreateApiKey(p, "ci", {"read"});
   ASSERT_TRUE(key.ok());
   EXPECT_EQ(providers_->AuthenticateAgent(key->secret).status().code(),
             StatusCode::kUnauthenticated);

@@ -37,6 +37,11 @@ std::optional<double> Ratio(int64_t up, int64_t scheduled) {
   return static_cast<double>(up) / static_cast<double>(scheduled);
 }
 
+// How far a score (points) or the 30-day uptime (fraction) moves before the machine's
+// offers are refreshed.
+constexpr double kOfferScoreStep = 0.01;
+constexpr double kOfferUptimeStep = 0.0001;
+
 std::string Clock(Timestamp t) { return FormatRfc3339(t).substr(11, 5); }
 std::string Day(Timestamp t) { return FormatRfc3339(t).substr(0, 10); }
 
@@ -450,6 +455,7 @@ Status Reliability::Refresh(store::Tx& tx, Timestamp now, const std::string& mus
     if (later.count(id)) continue;
     // Done by an earlier round of this refresh, and nothing added since.
     if (!touched.count(id) && m.accrued_until >= now && m.computed_at >= now) continue;
+    const OfferScore before{m.score, m.is_new, Ratio(m.month.up_us, m.month.scheduled_us)};
     GPUNEX_RETURN_IF_ERROR(Accrue(tx, now, m, in, progress));
     auto git = gpus_of_machine.find(id);
     GPUNEX_RETURN_IF_ERROR(Rescore(tx, now, m, mit->second.gpu_ids,
@@ -457,6 +463,14 @@ Status Reliability::Refresh(store::Tx& tx, Timestamp now, const std::string& mus
                                    mit->second.name));
     m.provider_id = mit->second.provider_id;
     GPUNEX_RETURN_IF_ERROR(s.UpdateMachine(m));
+    // The marketplace shows the score and uptime: its offers change when they moved
+    // visibly (the decay moves every score a little at every refresh).
+    const std::optional<double> uptime = Ratio(m.month.up_us, m.month.scheduled_us);
+    if (before.is_new != m.is_new || std::abs(before.score - m.score) >= kOfferScoreStep ||
+        before.uptime_30d.has_value() != uptime.has_value() ||
+        (uptime && std::abs(*before.uptime_30d - *uptime) >= kOfferUptimeStep)) {
+      GPUNEX_RETURN_IF_ERROR(fleet::TouchOffers(tx, now, id));
+    }
   }
   return s.SaveProgress(progress);
 }
@@ -747,6 +761,14 @@ int64_t Outages(const std::vector<ReliabilityEvent>& events, int64_t* total_s) {
 }
 
 }  // namespace
+
+StatusOr<std::optional<OfferScore>> OfferScoreOf(store::Tx& tx, const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineState> m,
+                          ReliabilityStore(tx).FindMachine(machine_id));
+  if (!m) return std::optional<OfferScore>();
+  return std::optional<OfferScore>(
+      OfferScore{m->score, m->is_new, Ratio(m->month.up_us, m->month.scheduled_us)});
+}
 
 StatusOr<ReliabilityView> Reliability::ForMachine(const accounts::Principal& p,
                                                   const std::string& machine_id,

@@ -104,6 +104,15 @@ struct ReliabilityView {
   std::vector<MachineLine> machines;  // a provider's
 };
 
+// What the marketplace shows of a machine's score; nullopt before its first refresh
+// (the machine is "new" with the provisional 100 then).
+struct OfferScore {
+  double score = 100;
+  bool is_new = true;
+  std::optional<double> uptime_30d;
+};
+StatusOr<std::optional<OfferScore>> OfferScoreOf(store::Tx& tx, const std::string& machine_id);
+
 class Reliability {
  public:
   // Registers a schedule hook on `availability`. REQUIRES: before availability.Start().

@@ -1,6 +1,10 @@
 // Lists read a page at a time through the API's cursors ({"items": [...], "next_cursor"}).
 import { busy } from "../dom";
-import type { StatusSlot } from "../errors";
+
+// Where failures go: a StatusSlot, or anything that shows an error with a prefix.
+export interface ErrorSink {
+  error(err: unknown, prefix: string): void;
+}
 
 // Loads the first page at once and each next one when `more` is clicked; `more` is shown
 // only while there is a next page. `loadPage` fetches and shows the page after `cursor`
@@ -8,7 +12,7 @@ import type { StatusSlot } from "../errors";
 // with `firstError` or `moreError`.
 export async function pageThrough(
   more: HTMLButtonElement,
-  slot: StatusSlot,
+  slot: ErrorSink,
   loadPage: (cursor: string | null) => Promise<string | null>,
   firstError: string,
   moreError: string,

@@ -32,6 +32,17 @@ export function loginPage(v: View): void {
     h("div", { class: "actions" }, submit),
     h("p", { class: "muted" }, "No account yet? ", h("a", { href: "#/signup" }, "Sign up")),
   );
+  const browse = h(
+    "section",
+    { class: "card narrow market-teaser", "aria-labelledby": "teaser-title" },
+    h("h2", { id: "teaser-title" }, "Looking for GPUs?"),
+    h(
+      "p",
+      null,
+      "See every offer with its measured performance, reliability and price per GPU-hour. No account needed to look.",
+    ),
+    h("a", { class: "btn btn-secondary", href: "#/marketplace" }, "Browse the marketplace"),
+  );
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     void busy(submit, async () => {
@@ -48,7 +59,13 @@ export function loginPage(v: View): void {
   const message = v.query.get("m");
   const header = pageHeader("Log in", "Providers, customers and reviewers all log in here.");
   header.querySelector("h1")?.setAttribute("id", "login-title");
-  append(v.main, header, message ? h("div", { class: "banner banner-info", role: "status" }, message) : null, form);
+  append(
+    v.main,
+    header,
+    message ? h("div", { class: "banner banner-info", role: "status" }, message) : null,
+    form,
+    browse,
+  );
   email.focus();
 }
 

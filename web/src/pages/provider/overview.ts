@@ -4,27 +4,13 @@
 // {enabled}) and says whether it is listed, or why not (a benchmark it failed, ...).
 import * as api from "../../api";
 import type { View } from "../../app";
+import { copy } from "../../components/copy";
 import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
 import { errorBanner, StatusSlot } from "../../errors";
 import { ago, gib, tierName, when } from "../../format";
 import type { ProviderTab } from "./tabs";
 
 const kPollMs = 3000;
-
-// Copies `text`; where the Clipboard API is unavailable, selects `el` for Ctrl+C.
-async function copy(text: string, el: HTMLElement, status: HTMLElement): Promise<void> {
-  try {
-    await navigator.clipboard.writeText(text);
-    status.textContent = "Copied to the clipboard.";
-  } catch {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = window.getSelection();
-    sel?.removeAllRanges();
-    sel?.addRange(range);
-    status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
-  }
-}
 
 function newTokenPanel(t: api.CreatedToken, onClose: () => void): HTMLElement {
   const copied = h("span", { class: "copied", role: "status", "aria-live": "polite" });
@@ -281,6 +267,9 @@ function offeredCell(m: api.Machine, g: api.MachineGpu, offers: OfferState): HTM
       pending !== undefined ? "Saving…" : listing.text,
       g.performance_score !== null && g.present ? ` · score ${g.performance_score.toFixed(2)}` : null,
     ),
+    g.listing_state === "no_price_set"
+      ? h("a", { class: "small", href: "#/provider/pricing", "data-focus": `price-${g.id}` }, "Set a price")
+      : null,
   );
 }
 

@@ -1,13 +1,14 @@
 // The Provider Dashboard's tabs. Each tab is a module that exports a ProviderTab; the
 // dashboard shows them in the order of `providerTabs` at #/provider/<id>. A tab appears
-// when its feature lands (no empty placeholders): to add one (Benchmark, Pricing,
-// Earnings, Payments, Performance), write its module and list it below.
+// when its feature lands (no empty placeholders): to add one (Earnings, Payments), write
+// its module and list it below.
 import type * as api from "../../api";
 import type { View } from "../../app";
 import { availabilityTab } from "./availability";
 import { benchmarkTab } from "./benchmark";
 import { overviewTab } from "./overview";
 import { performanceTab } from "./performance";
+import { pricingTab } from "./pricing";
 
 export interface ProviderTab {
   id: string; // the URL segment: #/provider/<id>
@@ -16,4 +17,4 @@ export interface ProviderTab {
   render(view: View, panel: HTMLElement, provider: api.Provider): void | Promise<void>;
 }
 
-export const providerTabs: ProviderTab[] = [overviewTab, benchmarkTab, availabilityTab, performanceTab];
+export const providerTabs: ProviderTab[] = [overviewTab, benchmarkTab, pricingTab, availabilityTab, performanceTab];
