@@ -14,8 +14,9 @@ memory and CPU use over the step.
 override, PUT /api/v1/machines/{id}/prices with the --api-token session, which must be the
 provider's), spread evenly from LO to HI micro-USDC per GPU-hour, after the step's agents
 are all welcomed (8 requests at a time, so the hellos do not wait behind them).
---hold keeps every agent connected after the last step until the process is stopped
-(SIGTERM or SIGINT), printing "holding N agents" when they are all up.
+--hold keeps the agents connected after the last step (or after the step where some
+failed) until the process is stopped (SIGTERM or SIGINT), printing "holding N agents" with
+the number still connected.
 
 bench/agent_load.sh starts a throw-away gpunexd and runs this with sensible defaults;
 bench/offers_http_bench.sh uses --prices and --hold to keep thousands of offers listed."""
@@ -211,13 +212,13 @@ async def main():
             reasons = sorted({a.failed for a in agents if a.failed})[:3]
             print("first failures:", "; ".join(reasons))
             break
-    else:
-        if args.hold:
-            stop = asyncio.Event()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-            print(f"holding {len(agents)} agents", flush=True)
-            await stop.wait()
+    if args.hold:
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        held = sum(1 for a in agents if not a.failed)
+        print(f"holding {held} agents", flush=True)
+        await stop.wait()
     for t in tasks:
         t.cancel()
 

@@ -77,9 +77,10 @@ constexpr std::array<ModelSpread, 7> kModels = {{
 }};
 
 constexpr std::array<std::string_view, 50> kCountries = {
-    "US", "CA", "MX", "BR", "AR", "CL", "CO", "PE", "GB", "IE", "FR", "DE", "NL", "BE", "LU", "CH", "AT",
-    "IT", "ES", "PT", "DK", "SE", "NO", "FI", "IS", "PL", "CZ", "SK", "HU", "RO", "BG", "GR", "HR", "SI",
-    "EE", "LV", "LT", "TR", "IL", "AE", "SA", "IN", "SG", "MY", "TH", "JP", "KR", "TW", "AU", "NZ"};
+    "US", "CA", "MX", "BR", "AR", "CL", "CO", "PE", "GB", "IE", "FR", "DE", "NL",
+    "BE", "LU", "CH", "AT", "IT", "ES", "PT", "DK", "SE", "NO", "FI", "IS", "PL",
+    "CZ", "SK", "HU", "RO", "BG", "GR", "HR", "SI", "EE", "LV", "LT", "TR", "IL",
+    "AE", "SA", "IN", "SG", "MY", "TH", "JP", "KR", "TW", "AU", "NZ"};
 
 std::vector<std::string> Regions() {
   std::vector<std::string> out;
@@ -138,8 +139,9 @@ std::shared_ptr<const MachineOffers> MakeMachine(int64_t i, std::mt19937_64& rng
   o.reliability_score = o.reliability_new ? 100 * std::pow(0.95, 0.3)
                                           : std::max(40.0, 100 - 25 * std::pow(unit(rng), 3));
   if (!o.reliability_new) o.uptime_30d = std::max(0.5, 1 - 0.2 * std::pow(unit(rng), 4));
-  o.price = Usdc::Micros(model->price_lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                                                         model->price_hi - model->price_lo)));
+  o.price = Usdc::Micros(
+      model->price_lo +
+      static_cast<int64_t>(rng() % static_cast<uint64_t>(model->price_hi - model->price_lo)));
   o.price = Usdc::Micros(o.price.micros() / 1000 * 1000);  // prices in 0.001 steps
   const size_t region = static_cast<size_t>(rng() % regions.size());
   o.region = regions[region];

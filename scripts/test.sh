@@ -62,8 +62,9 @@ echo "== sanitizer build tests"
 # Every unit test and most end-to-end tests again under ASan+UBSan. The slowest end-to-end
 # tests, whose gpunexd paths the others cover too, run in the release build only: the
 # dashboard in a browser, the agent in Docker, the agent channel, the reliability
-# score's timed outages, and the marketplace's fleet of real agents with its 1-second
-# deadlines (test_authz reaches the marketplace routes under the sanitizers).
-asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace)$'
+# score's timed outages, the marketplace's fleet of real agents with its 1-second
+# deadlines (test_authz reaches the marketplace routes under the sanitizers), and the
+# sign-up flood's latency comparison.
+asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip"

@@ -43,6 +43,8 @@ accounts::AccountsOptions AccountOptions(const Config& c) {
   accounts::AccountsOptions o;
   o.session_ttl_hours = c.session_ttl_hours;
   o.session_idle_minutes = c.session_idle_minutes;
+  o.password_hash_concurrency = c.password_hash_concurrency;
+  o.password_hash_waiting = c.password_hash_waiting;
   o.login_max_failures = c.login_max_failures;
   o.login_max_failures_ip = c.login_max_failures_ip;
   o.login_max_delay_s = c.login_max_delay_s;

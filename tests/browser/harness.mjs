@@ -100,6 +100,7 @@ export class Gpunexd {
         // Fast password hashing: the tests log in many times.
         "argon2_opslimit = 1",
         "argon2_memlimit_bytes = 8192",
+        "signups_per_address_per_hour = 1000000",
         "",
         "[fleet]",
         "heartbeat_interval_s = 1",

@@ -80,7 +80,8 @@ def source_dir():
 
 # The [auth] settings of the test servers: cheap hashing, throttling out of the way.
 AUTH_FOR_TESTS = ["argon2_opslimit = 1", "argon2_memlimit_bytes = 8192",
-                  "login_max_failures_ip = 100000", "login_max_failures = 1000"]
+                  "login_max_failures_ip = 100000", "login_max_failures = 1000",
+                  "signups_per_address_per_hour = 1000000"]
 
 
 def wait_until(fn, timeout, what, interval=0.1):

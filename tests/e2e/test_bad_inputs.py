@@ -12,7 +12,7 @@ import json
 import unittest
 
 from harness import (API, ServerTestCase, community_application, enterprise_application,
-                     gpu_entry, unique_email)
+                     fill_placeholders, gpu_entry, unique_email)
 
 # Tables that a rejected request may legitimately add rows to: security events are
 # audited (ACC-4) and failed log-ins are counted for throttling, whatever the outcome.
@@ -436,19 +436,6 @@ ROWS = [
 ]
 
 
-def _fill(value, ctx):
-    """Substitutes {name} placeholders in strings of a JSON-able value."""
-    if isinstance(value, str):
-        for k, v in ctx.items():
-            value = value.replace("{" + k + "}", v)
-        return value
-    if isinstance(value, list):
-        return [_fill(v, ctx) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, ctx) for k, v in value.items()}
-    return value
-
-
 class BadInputsMixin:
 
     def test_table_has_enough_rows(self):
@@ -483,12 +470,12 @@ class BadInputsMixin:
         before = self._snapshot()
         failures = []
         for name, method, path, principal, body, status, fields in ROWS:
-            path = _fill(path, ctx)
+            path = fill_placeholders(path, ctx)
             client = who[principal]
             if isinstance(body, tuple) and body[0] == "raw":
                 resp = client.request(method, path, raw=body[1], content_type=body[2])
             else:
-                resp = client.request(method, path, _fill(body, ctx))
+                resp = client.request(method, path, fill_placeholders(body, ctx))
             with self.subTest(row=name):
                 try:
                     self.assertError(resp, status, fields=fields, msg=f"[{name}]")

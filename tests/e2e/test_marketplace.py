@@ -979,7 +979,10 @@ class MarketplaceMixin(ApiAssertions):
                         self.assertGreaterEqual(place_at(group, item, nxt + step), pos,
                                                 f"{label} at {nxt + step}: the highest such price")
                         self.assertLess(nxt, item["price_micro"], label)
-                        self.assertTrue(any(f"rank {ordinal(pos - 1)} of {len(ids)}" in a
+                        # The place it would take at that price (offers tied above it may
+                        # all be passed at once).
+                        at = place_at(group, item, nxt)
+                        self.assertTrue(any(f"rank {ordinal(at)} of {len(ids)}" in a
                                             for a in rank["advice"]), rank["advice"])
                     if item["tier"] == "community":
                         self.assertTrue(any("Enterprise" in a for a in rank["advice"]), label)

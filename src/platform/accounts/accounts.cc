@@ -2,8 +2,8 @@
 
 #include <sodium.h>
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "common/ids.h"
@@ -57,7 +57,7 @@ bool HasScope(const std::vector<std::string>& scopes, std::string_view scope) {
 }
 
 ApiKey KeyFrom(const ApiKeyRow& r) {
-  return {r.id,         r.name,       r.token_prefix,         r.created_at,
+  return {r.id,           r.name,       r.token_prefix,       r.created_at,
           r.last_used_at, r.revoked_at, SplitScopes(r.scopes)};
 }
 
@@ -147,13 +147,19 @@ StatusOr<User> LoadUser(store::Tx& tx, const std::string& user_id) {
   return u;
 }
 
-Accounts::Accounts(store::Database& db, AccountsOptions options) : db_(db), options_(options) {
+Accounts::Accounts(store::Database& db, AccountsOptions options)
+    : db_(db),
+      options_(options),
+      gate_(std::make_unique<PasswordGate>(
+          options.password_hash_concurrency, options.password_hash_waiting,
+          std::chrono::milliseconds(options.password_hash_max_wait_ms))) {
   if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
   auto h = HashPassword("gpunex-timing-equaliser");
   dummy_hash_ = h.ok() ? *h : "";
 }
 
 StatusOr<std::string> Accounts::HashPassword(std::string_view password) const {
+  GPUNEX_ASSIGN_OR_RETURN(PasswordGate::Pass pass, gate_->Enter());
   char out[crypto_pwhash_STRBYTES];
   if (crypto_pwhash_str_alg(out, password.data(), password.size(), options_.argon2_opslimit,
                             options_.argon2_memlimit_bytes, crypto_pwhash_ALG_ARGON2ID13) != 0) {
@@ -162,8 +168,9 @@ StatusOr<std::string> Accounts::HashPassword(std::string_view password) const {
   return std::string(out);
 }
 
-bool Accounts::VerifyPassword(const std::string& hash, std::string_view password) const {
+StatusOr<bool> Accounts::VerifyPassword(const std::string& hash, std::string_view password) const {
   if (hash.empty()) return false;
+  GPUNEX_ASSIGN_OR_RETURN(PasswordGate::Pass pass, gate_->Enter());
   return crypto_pwhash_str_verify(hash.c_str(), password.data(), password.size()) == 0;
 }
 
@@ -240,7 +247,9 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
         [&](store::Tx& tx) { return Audit(tx, now, user_id, "login.throttled", email, ip); }));
     return ResourceExhausted(throttled);
   }
-  const bool ok = VerifyPassword(user ? user->password_hash : dummy_hash_, req.password) && user;
+  GPUNEX_ASSIGN_OR_RETURN(bool verified,
+                          VerifyPassword(user ? user->password_hash : dummy_hash_, req.password));
+  const bool ok = verified && user;
   if (!ok) {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
       GPUNEX_RETURN_IF_ERROR(AccountsStore(tx).InsertLoginFailure(email, ip_s, now));
@@ -436,9 +445,8 @@ StatusOr<int64_t> Accounts::RevokeOtherSessions(const Principal& p) {
   const Timestamp now = options_.clock->Now();
   int64_t n = 0;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        n, AccountsStore(tx).RevokeOtherSessions(p.user.id, p.IsApiKey() ? "" : p.credential_id,
-                                                 now));
+    GPUNEX_ASSIGN_OR_RETURN(n, AccountsStore(tx).RevokeOtherSessions(
+                                   p.user.id, p.IsApiKey() ? "" : p.credential_id, now));
     return Audit(tx, now, p.user.id, "session.revoked_others", std::to_string(n), p.ip);
   }));
   return n;
@@ -463,8 +471,9 @@ Status Accounts::ChangePassword(const Principal& p, const ChangePasswordRequest&
     return Status::Ok();
   }));
   // Both problems at once, so that fixing one does not reveal the other.
-  if (!req.current_password.empty() && !VerifyPassword(current_hash, req.current_password)) {
-    errors["current_password"] = "is not the account's password";
+  if (!req.current_password.empty()) {
+    GPUNEX_ASSIGN_OR_RETURN(bool verified, VerifyPassword(current_hash, req.current_password));
+    if (!verified) errors["current_password"] = "is not the account's password";
   }
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   GPUNEX_ASSIGN_OR_RETURN(std::string hash, HashPassword(req.new_password));

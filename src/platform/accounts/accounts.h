@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "platform/accounts/password_gate.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::accounts {
@@ -74,6 +76,10 @@ struct AccountsOptions {
   int login_max_failures_ip = 50;
   int login_max_delay_s = 60;
   int login_window_minutes = 15;
+  // Password hashes at once, and requests that may wait for one (password_gate.h).
+  int password_hash_concurrency = 1;
+  int password_hash_waiting = 4;
+  int password_hash_max_wait_ms = 5000;
   unsigned long long argon2_opslimit = 2;
   size_t argon2_memlimit_bytes = 64ull << 20;
   const Clock* clock = &SystemClock();
@@ -196,9 +202,10 @@ class Accounts {
   StatusOr<User> CreateAdmin(std::string_view email, std::string_view password,
                              std::string_view name);
 
-  // Argon2id hash / verification with the configured cost.
+  // Argon2id hash / verification with the configured cost, one of the gate's places each
+  // (kResourceExhausted when the gate is full).
   StatusOr<std::string> HashPassword(std::string_view password) const;
-  bool VerifyPassword(const std::string& hash, std::string_view password) const;
+  StatusOr<bool> VerifyPassword(const std::string& hash, std::string_view password) const;
 
   // Bounds the API checks while decoding requests.
   static constexpr size_t kMaxEmail = 254;
@@ -210,6 +217,7 @@ class Accounts {
  private:
   store::Database& db_;
   AccountsOptions options_;
+  std::unique_ptr<PasswordGate> gate_;
   std::string dummy_hash_;  // verified against on unknown emails, so timing does not tell
 };
 

@@ -119,11 +119,11 @@ constexpr const char* kLiveSession =
 StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::string& token_hash,
                                                                    Timestamp now,
                                                                    Timestamp idle_since) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kSessionColumns + " FROM sessions WHERE token_hash = ? AND" +
-                    kLiveSession,
-                {token_hash, ToUnixMicros(now), ToUnixMicros(idle_since), ToUnixMicros(idle_since)}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kSessionColumns +
+                                        " FROM sessions WHERE token_hash = ? AND" + kLiveSession,
+                                    {token_hash, ToUnixMicros(now), ToUnixMicros(idle_since),
+                                     ToUnixMicros(idle_since)}));
   if (rows.empty()) return std::optional<SessionRow>();
   return std::optional<SessionRow>(SessionFrom(rows[0]));
 }
@@ -160,7 +160,8 @@ StatusOr<int64_t> AccountsStore::RevokeOtherSessions(const std::string& user_id,
 }
 
 Status AccountsStore::TouchSession(const std::string& session_id, Timestamp at) {
-  return tx_.Exec("UPDATE sessions SET last_seen_at = ? WHERE id = ?", {ToUnixMicros(at), session_id})
+  return tx_
+      .Exec("UPDATE sessions SET last_seen_at = ? WHERE id = ?", {ToUnixMicros(at), session_id})
       .status();
 }
 

@@ -268,8 +268,7 @@ TEST_P(AccountsTest, SessionsAreListedRevocableAndEndWhenIdle) {
   clock_.Advance(std::chrono::hours(11));
   ASSERT_TRUE(accounts_->Authenticate(token, false, "").ok()) << "used 11 h ago: still live";
   clock_.Advance(std::chrono::hours(12) + kOneMinute);
-  EXPECT_EQ(accounts_->Authenticate(token, false, "").status().code(),
-            StatusCode::kUnauthenticated)
+  EXPECT_EQ(accounts_->Authenticate(token, false, "").status().code(), StatusCode::kUnauthenticated)
       << "idle for more than 12 h";
 }
 

@@ -16,10 +16,9 @@ StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiCon
     if (!auth.starts_with(kBearer)) {
       return Unauthenticated("the Authorization header must be \"Bearer <token>\"");
     }
-    GPUNEX_ASSIGN_OR_RETURN(
-        accounts::Principal p,
-        ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()), false,
-                                  req.remote_addr));
+    GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p,
+                            ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()),
+                                                      false, req.remote_addr));
     const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
     if (!safe && !p.can_write) {
       return PermissionDenied("this API key may only read (it has no write scope)");

@@ -1,5 +1,8 @@
 // /api/v1/auth/*, /api/v1/me, /api/v1/me/password, /api/v1/me/sessions, /api/v1/api-keys
+#include <memory>
+
 #include "platform/api/api.h"
+#include "platform/http/rate_limit.h"
 
 namespace gpunex::platform::api {
 
@@ -106,6 +109,12 @@ StatusOr<accounts::ChangePasswordRequest> DecodeChangePassword(const json::objec
   return req;
 }
 
+// A refusal by the password gate is retried in a second.
+http::Response WithBusyRetry(http::Response resp, const Status& st) {
+  if (st.message() == accounts::PasswordGate::kBusy) resp.SetHeader("Retry-After", "1");
+  return resp;
+}
+
 std::string CookieAttrs(const ApiContext& ctx) {
   return std::string("; Path=/; SameSite=Strict") + (ctx.config.CookieSecure() ? "; Secure" : "");
 }
@@ -113,13 +122,24 @@ std::string CookieAttrs(const ApiContext& ctx) {
 }  // namespace
 
 void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/auth/signup", [&ctx](http::Request& req) {
+  // Sign-ups per client address: a token bucket of signups_per_address_per_hour.
+  auto signups = std::make_shared<http::RateLimiter>(
+      ctx.config.signups_per_address_per_hour / 3600.0, ctx.config.signups_per_address_per_hour,
+      100'000, &ctx.clock);
+  r.Add("POST", "/api/v1/auth/signup", [&ctx, signups](http::Request& req) {
+    int64_t retry = 0;
+    if (!signups->Allow(req.remote_addr, &retry)) {
+      http::Response resp = http::ErrorResponse(
+          ResourceExhausted("too many sign-ups from this address; retry later"));
+      resp.SetHeader("Retry-After", std::to_string(retry));
+      return resp;
+    }
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
     auto signup = DecodeSignUp(*body);
     if (!signup.ok()) return http::ErrorResponse(signup.status());
     auto user = ctx.accounts.SignUp(*signup, req.remote_addr);
-    if (!user.ok()) return http::ErrorResponse(user.status());
+    if (!user.ok()) return WithBusyRetry(http::ErrorResponse(user.status()), user.status());
     return http::Response::Json(201, json::object{{"user", UserJson(*user)}});
   });
 
@@ -131,6 +151,9 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     auto login = ctx.accounts.Login(*credentials, req.remote_addr, req.Header("user-agent"));
     if (!login.ok()) {
       http::Response resp = http::ErrorResponse(login.status());
+      if (login.status().message() == accounts::PasswordGate::kBusy) {
+        return WithBusyRetry(std::move(resp), login.status());
+      }
       if (login.status().code() == StatusCode::kResourceExhausted) {
         resp.SetHeader("Retry-After", std::to_string(ctx.config.login_window_minutes * 60));
       }
@@ -215,7 +238,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     auto change = DecodeChangePassword(*body);
     if (!change.ok()) return http::ErrorResponse(change.status());
     Status st = ctx.accounts.ChangePassword(*p, *change);
-    if (!st.ok()) return http::ErrorResponse(st);
+    if (!st.ok()) return WithBusyRetry(http::ErrorResponse(st), st);
     return http::Response::NoContent();
   });
 

@@ -73,6 +73,15 @@ json::object OfferJson(const Offer& o, bool sees_machine) {
   return j;
 }
 
+// The offer's public JSON without its closing brace, rendered once per loaded offer.
+const std::string& PublicOfferPrefix(const Offer& o) {
+  return o.rendered.Get([&] {
+    std::string text = ToJsonText(OfferJson(o, false));
+    text.pop_back();  // the closing brace
+    return text;
+  });
+}
+
 // Strict numbers of a query string: the whole text, finite.
 std::optional<double> ParseNumber(const std::string& s) {
   double v = 0;
@@ -346,20 +355,28 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     std::shared_ptr<const market::Snapshot> snap = ctx.market.snapshot();
     auto result = market::Search(*snap, search->query);
     if (!result.ok()) return http::ErrorResponse(result.status());
-    json::array items;
-    for (const market::SearchHit& h : result->items) {
-      json::object o = OfferJson(*h.offer, market::Market::SeesMachine(*p, *h.offer));
-      o["position"] = h.position;
-      if (search->explain) o["explain"] = ExplainJson(h.explain);
-      items.push_back(std::move(o));
+    // Each offer's public fields as rendered once (Offer::rendered), then what this search
+    // adds: the machine id for those who see it, the position and the explanation.
+    std::string body = "{\"items\":[";
+    for (size_t i = 0; i < result->items.size(); ++i) {
+      const market::SearchHit& h = result->items[i];
+      if (i > 0) body += ',';
+      body += PublicOfferPrefix(*h.offer);
+      if (market::Market::SeesMachine(*p, *h.offer)) {
+        body += ",\"machine_id\":" + ToJsonText(json::value(h.offer->machine_id));
+      }
+      body += ",\"position\":" + std::to_string(h.position);
+      if (search->explain) body += ",\"explain\":" + ToJsonText(ExplainJson(h.explain));
+      body += '}';
     }
-    return http::Response::Json(
-        200, json::object{{"items", std::move(items)},
-                          {"next_cursor", result->next ? json::value(result->next->Encode())
-                                                       : json::value(nullptr)},
-                          {"matched", result->matched},
-                          {"median_value", result->median_value},
-                          {"sort", market::SortCode(search->query.sort)}});
+    body += "]," + ToJsonText(json::object{
+                                  {"next_cursor", result->next ? json::value(result->next->Encode())
+                                                               : json::value(nullptr)},
+                                  {"matched", result->matched},
+                                  {"median_value", result->median_value},
+                                  {"sort", market::SortCode(search->query.sort)}})
+                       .substr(1);
+    return http::Response::Text(200, std::move(body), "application/json");
   });
   r.Add("GET", "/api/v1/offers/{id}", [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);

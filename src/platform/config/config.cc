@@ -125,6 +125,11 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("session_ttl_hours", &c->session_ttl_hours, 1, 24 * 90));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("session_idle_minutes", &c->session_idle_minutes, 5, 24 * 90 * 60));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("signups_per_address_per_hour", &c->signups_per_address_per_hour, 1, 1'000'000));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("password_hash_concurrency", &c->password_hash_concurrency, 1, 64));
+    GPUNEX_RETURN_IF_ERROR(s.Int("password_hash_waiting", &c->password_hash_waiting, 0, 1024));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures", &c->login_max_failures, 1, 1000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_max_failures_ip", &c->login_max_failures_ip, 1, 100000));
     GPUNEX_RETURN_IF_ERROR(s.Int("login_window_minutes", &c->login_window_minutes, 1, 1440));

@@ -45,10 +45,13 @@ struct Config {
 
   // Accounts.
   int session_ttl_hours = 168;
-  int session_idle_minutes = 12 * 60;  // a session unused this long has ended
-  int login_max_failures = 5;      // per email within the window, then 429
-  int login_max_failures_ip = 50;  // per client address within the window
-  int login_max_delay_s = 60;      // the longest wait failures elsewhere impose on an account
+  int session_idle_minutes = 12 * 60;     // a session unused this long has ended
+  int signups_per_address_per_hour = 20;  // then 429 (a token bucket with this burst)
+  int password_hash_concurrency = 1;      // Argon2id hashes at once
+  int password_hash_waiting = 4;          // requests that may wait for one, then 429
+  int login_max_failures = 5;             // per email within the window, then 429
+  int login_max_failures_ip = 50;         // per client address within the window
+  int login_max_delay_s = 60;  // the longest wait failures elsewhere impose on an account
   int login_window_minutes = 15;
   // Argon2id cost (libsodium). The defaults are libsodium's "interactive" limits.
   unsigned long long argon2_opslimit = 2;

@@ -59,6 +59,51 @@ int64_t PlaceAt(const std::vector<SearchHit>& group, const Offer& own, Usdc pric
   return place;
 }
 
+// The highest price at which `own` (now at `place`) takes a better place among `group`: in
+// whole cents when one does (a price a provider would set), else in micro-USDC; none when
+// no price would. A lower price never ranks lower, so this is a search over the price. It
+// starts from where the formula puts it with the median held (rank ∝ price^-0.5), so a few
+// places are evaluated rather than a whole binary search.
+std::optional<Usdc> PriceForNextPlace(const std::vector<SearchHit>& group, const Offer& own,
+                                      int64_t place, double rank, double rank_above) {
+  const int64_t price = own.price.micros();
+  auto gains = [&](int64_t micros) {
+    return micros >= 1 && PlaceAt(group, own, Usdc::Micros(micros)) < place;
+  };
+  // The highest n in [lo, hi] with gains(n * unit), given gains(lo * unit) and not
+  // gains((hi + 1) * unit).
+  auto highest = [&](int64_t lo, int64_t hi, int64_t unit) {
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (gains(mid * unit)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  };
+  const int64_t max_cents = (price - 1) / kCentMicros;
+  if (max_cents >= 1 && gains(kCentMicros)) {
+    int64_t lo = 1, hi = max_cents;
+    if (rank > 0 && rank_above > 0) {
+      const double ratio = rank / rank_above;
+      const auto est =
+          static_cast<int64_t>(static_cast<double>(price) * ratio * ratio) / kCentMicros;
+      const int64_t a = std::clamp<int64_t>(est - 2, 1, max_cents);
+      const int64_t b = std::clamp<int64_t>(est + 2, 1, max_cents);
+      if (gains(a * kCentMicros)) lo = a;
+      if (b < max_cents && !gains((b + 1) * kCentMicros)) hi = b;
+      if (lo > hi) lo = hi;
+    }
+    return Usdc::Micros(highest(lo, hi, kCentMicros) * kCentMicros);
+  }
+  // Below a cent, in micro-USDC.
+  const int64_t top = std::min<int64_t>(price - 1, kCentMicros - 1);
+  if (top < 1 || !gains(1)) return std::nullopt;
+  return Usdc::Micros(highest(1, top, 1));
+}
+
 std::optional<Usdc> PercentileOf(const std::vector<Usdc>& sorted, double q) {
   if (sorted.empty()) return std::nullopt;
   // Nearest rank: the smallest value with at least q of the values at or below it.
@@ -247,13 +292,19 @@ StatusOr<OwnOffers> Market::ProviderOffers(const accounts::Principal& p) {
   }
   OwnOffers out;
   out.snapshot = snapshot();
+  // Each model and region's offers in order, ranked once per request.
+  std::map<std::pair<std::string, std::string>, std::vector<SearchHit>> groups;
   for (const Offer* o : out.snapshot->offers()) {
     if (o->provider_id != p.user.id) continue;
-    OfferQuery q;
-    q.gpu_models = {o->gpu_model};
-    q.region = o->region;
-    q.min_gpus = 0;  // its place even while every GPU is taken
-    const std::vector<SearchHit> group = RankAll(*out.snapshot, q);
+    auto [it, fresh] = groups.try_emplace({o->gpu_model, o->region});
+    if (fresh) {
+      OfferQuery q;
+      q.gpu_models = {o->gpu_model};
+      q.region = o->region;
+      q.min_gpus = 0;  // its place even while every GPU is taken
+      it->second = RankAll(*out.snapshot, q);
+    }
+    const std::vector<SearchHit>& group = it->second;
     OwnOfferRank r;
     r.offer = o;
     r.of = static_cast<int64_t>(group.size());
@@ -265,27 +316,13 @@ StatusOr<OwnOffers> Market::ProviderOffers(const accounts::Principal& p) {
     }
     const std::string where = o->region.empty() ? "" : " in " + o->region;
     if (r.position > 1) {
-      // The highest price that gains a place: PlaceAt falls as the price falls.
-      int64_t lo = 1, hi = o->price.micros() - 1;
-      std::optional<Usdc> found;
-      while (lo <= hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (PlaceAt(group, *o, Usdc::Micros(mid)) < r.position) {
-          found = Usdc::Micros(mid);
-          lo = mid + 1;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      // In whole cents when one exists: a price a provider would set (a lower price never
-      // ranks lower).
-      if (found && found->micros() >= kCentMicros) {
-        found = Usdc::Micros(found->micros() / kCentMicros * kCentMicros);
-      }
-      r.price_for_next_place = found;
-      if (found) {
-        r.advice.push_back("At " + Usd(*found) + " USDC per GPU-hour it would rank " +
-                           Ordinal(r.position - 1) + " of " + std::to_string(r.of) + where + ".");
+      const double above = group[static_cast<size_t>(r.position - 2)].explain.rank;
+      r.price_for_next_place = PriceForNextPlace(group, *o, r.position, r.explain.rank, above);
+      if (r.price_for_next_place) {
+        r.advice.push_back("At " + Usd(*r.price_for_next_place) +
+                           " USDC per GPU-hour it would rank " +
+                           Ordinal(PlaceAt(group, *o, *r.price_for_next_place)) + " of " +
+                           std::to_string(r.of) + where + ".");
       }
     }
     if (o->gpus_available == 0) {

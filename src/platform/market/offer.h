@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,24 @@
 #include "platform/store/db.h"
 
 namespace gpunex::platform::market {
+
+// Text made once from an offer and kept with it: the API renders an offer's public fields
+// once per loaded offer, not once per search (offers do not change once published; a
+// change loads a new one). A copy starts empty. Thread-safe.
+class RenderCache {
+ public:
+  RenderCache() = default;
+  RenderCache(const RenderCache&) {}
+  RenderCache& operator=(const RenderCache&) { return *this; }
+  const std::string& Get(const std::function<std::string()>& make) const {
+    std::call_once(once_, [&] { text_ = make(); });
+    return text_;
+  }
+
+ private:
+  mutable std::once_flag once_;
+  mutable std::string text_;
+};
 
 struct Offer {
   std::string id;  // "ofr_" + 20 hex digits
@@ -55,6 +75,8 @@ struct Offer {
   bool emulated = false;
 
   RankInputs rank_inputs() const;
+
+  RenderCache rendered;  // the API's JSON of the public fields
 };
 
 // A machine's offers as loaded at one stamp (fleet offers_changed_at).

@@ -30,16 +30,17 @@ namespace gpunex::platform::market {
 inline constexpr double kEnterpriseFactor = 1.10;
 inline constexpr double kCommunityFactor = 1.00;
 
-// What the ranking reads of an offer.
+// What the ranking reads of an offer. The views point into the offer (or literals), so
+// that a search over many offers copies no strings.
 struct RankInputs {
   double reliability = 100;  // R, 0..100
   double performance = 0;    // the offer's performance score (its GPUs' minimum)
   Usdc price;                // per GPU-hour
-  std::string tier;          // "enterprise" | "community"
+  std::string_view tier;     // "enterprise" | "community"
   int64_t commitment_months = 0;
   std::optional<double> uptime_30d;
   Timestamp listed_since;
-  std::string id;
+  std::string_view id;
 };
 
 // The factors of one offer's rank (the `explain` of the API).

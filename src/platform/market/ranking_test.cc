@@ -58,7 +58,7 @@ std::vector<std::string> OrderOf(std::vector<RankInputs> offers, Sort sort) {
     return Before(sort, a, Rank(a, median).rank, b, Rank(b, median).rank);
   });
   std::vector<std::string> ids;
-  for (const RankInputs& o : offers) ids.push_back(o.id);
+  for (const RankInputs& o : offers) ids.emplace_back(o.id);
   return ids;
 }
 
@@ -125,10 +125,12 @@ TEST(RankingExample, OrderAndTies) {
 TEST(RankingExample, EverySortsOrder) {
   const std::vector<RankInputs> offers = Example();
   using Ids = std::vector<std::string>;
-  EXPECT_EQ(OrderOf(offers, Sort::kPrice), (Ids{"ofr_f", "ofr_c", "ofr_d", "ofr_b", "ofr_a", "ofr_e"}));
+  EXPECT_EQ(OrderOf(offers, Sort::kPrice),
+            (Ids{"ofr_f", "ofr_c", "ofr_d", "ofr_b", "ofr_a", "ofr_e"}));
   EXPECT_EQ(OrderOf(offers, Sort::kPerformance),
             (Ids{"ofr_e", "ofr_b", "ofr_a", "ofr_c", "ofr_d", "ofr_f"}));
-  EXPECT_EQ(OrderOf(offers, Sort::kValue), (Ids{"ofr_f", "ofr_c", "ofr_d", "ofr_b", "ofr_a", "ofr_e"}));
+  EXPECT_EQ(OrderOf(offers, Sort::kValue),
+            (Ids{"ofr_f", "ofr_c", "ofr_d", "ofr_b", "ofr_a", "ofr_e"}));
   EXPECT_EQ(OrderOf(offers, Sort::kReliability),
             (Ids{"ofr_e", "ofr_b", "ofr_a", "ofr_c", "ofr_d", "ofr_f"}));
 }
@@ -140,7 +142,7 @@ std::shared_ptr<const Snapshot> ExampleSnapshot(std::string_view repriced_id, Us
   std::vector<std::shared_ptr<const MachineOffers>> machines;
   for (const RankInputs& in : Example()) {
     auto m = std::make_shared<MachineOffers>();
-    m->machine_id = "mch_" + in.id;
+    m->machine_id = "mch_" + std::string(in.id);
     m->stamp = 1;
     Offer o;
     o.id = in.id;
@@ -177,30 +179,37 @@ TEST(RankingExample, PriceForNextPlace) {
   struct Row {
     std::string_view id;
     int64_t position;
-    int64_t next_place_micros;  // 0: first already
-    int64_t position_there;     // where that price puts it
+    int64_t threshold_micros;  // the highest price that gains a place; 0: first already
+    int64_t shown_micros;      // price_for_next_place_micro: the threshold in whole cents
+    int64_t position_there;    // where the threshold (and the shown price) puts it
   };
   // ofr_c and ofr_f cannot gain just one place: the two offers above them share a rank
   // (a and b, c and d), and passing one means passing both.
   const Row rows[] = {
-      {"ofr_b", 1, 0, 1},       {"ofr_a", 2, 449'999, 1}, {"ofr_c", 3, 313'838, 1},
-      {"ofr_d", 4, 399'999, 3}, {"ofr_f", 5, 315'796, 3}, {"ofr_e", 6, 433'430, 5},
+      {"ofr_b", 1, 0, 0, 1},
+      {"ofr_a", 2, 449'999, 440'000, 1},
+      {"ofr_c", 3, 313'838, 310'000, 1},
+      {"ofr_d", 4, 399'999, 390'000, 3},
+      {"ofr_f", 5, 315'796, 310'000, 3},
+      {"ofr_e", 6, 433'430, 430'000, 5},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(std::string(row.id));
     const Usdc listed = ById(Example(), row.id).price;
     EXPECT_EQ(PositionAt(row.id, listed), row.position);
-    if (row.next_place_micros == 0) continue;
-    EXPECT_EQ(PositionAt(row.id, Usdc::Micros(row.next_place_micros)), row.position_there);
-    EXPECT_EQ(PositionAt(row.id, Usdc::Micros(row.next_place_micros + 1)), row.position);
+    if (row.threshold_micros == 0) continue;
+    EXPECT_EQ(PositionAt(row.id, Usdc::Micros(row.threshold_micros)), row.position_there);
+    EXPECT_EQ(PositionAt(row.id, Usdc::Micros(row.threshold_micros + 1)), row.position);
+    EXPECT_EQ(row.shown_micros, row.threshold_micros / 10'000 * 10'000);
+    EXPECT_EQ(PositionAt(row.id, Usdc::Micros(row.shown_micros)), row.position_there);
   }
 }
 
 // ------------------------------------------------------------------ the pieces
 
 TEST(Ranking, TiesGoToHigherUptimeThenOlderListingThenId) {
-  RankInputs a{90, 30, Usdc::Micros(400'000), "community", 0, 0.99, At("2026-10-01T00:00:00Z"),
-               "ofr_1"};
+  RankInputs a{90, 30,   Usdc::Micros(400'000),      "community",
+               0,  0.99, At("2026-10-01T00:00:00Z"), "ofr_1"};
   RankInputs b = a;
   b.id = "ofr_2";
   // Everything equal: the smaller id first, whichever way round they are compared.
@@ -218,8 +227,8 @@ TEST(Ranking, TiesGoToHigherUptimeThenOlderListingThenId) {
 }
 
 TEST(Ranking, NoUptimeYetCountsAsZero) {
-  RankInputs a{90, 30, Usdc::Micros(400'000), "community", 0, std::nullopt,
-               At("2026-10-01T00:00:00Z"), "ofr_1"};
+  RankInputs a{90, 30,           Usdc::Micros(400'000),      "community",
+               0,  std::nullopt, At("2026-10-01T00:00:00Z"), "ofr_1"};
   RankInputs b = a;
   b.id = "ofr_2";
   b.uptime_30d = 0.0;
@@ -232,10 +241,10 @@ TEST(Ranking, NoUptimeYetCountsAsZero) {
 }
 
 TEST(Ranking, SortKeysComeBeforeRank) {
-  const RankInputs cheap{80, 20, Usdc::Micros(300'000), "community", 0, 0.9,
-                         At("2026-10-01T00:00:00Z"), "ofr_cheap"};
-  const RankInputs fast{99, 40, Usdc::Micros(500'000), "enterprise", 12, 0.99,
-                        At("2026-10-01T00:00:00Z"), "ofr_fast"};
+  const RankInputs cheap{80, 20,  Usdc::Micros(300'000),      "community",
+                         0,  0.9, At("2026-10-01T00:00:00Z"), "ofr_cheap"};
+  const RankInputs fast{99, 40,   Usdc::Micros(500'000),      "enterprise",
+                        12, 0.99, At("2026-10-01T00:00:00Z"), "ofr_fast"};
   // fast has the higher rank, the performance, the reliability and the value (80 vs 66.7).
   EXPECT_TRUE(Before(Sort::kRank, fast, 2.0, cheap, 1.0));
   EXPECT_TRUE(Before(Sort::kPrice, cheap, 1.0, fast, 2.0));
@@ -286,8 +295,8 @@ TEST(Ranking, ValueOfZeroPriceIsZero) {
   EXPECT_DOUBLE_EQ(Value(30, Usdc::Micros(1)), 30'000'000);
   EXPECT_DOUBLE_EQ(Value(30, Usdc::Micros(1'500'000)), 20);
   // With others priced, an unpriced offer's value factor is 0, and so is its rank.
-  const RankInputs free{100, 30, Usdc::Zero(), "enterprise", 12, 1.0, At("2026-10-01T00:00:00Z"),
-                        "ofr_free"};
+  const RankInputs free{
+      100, 30, Usdc::Zero(), "enterprise", 12, 1.0, At("2026-10-01T00:00:00Z"), "ofr_free"};
   const Explanation e = Rank(free, 50);
   EXPECT_EQ(e.value, 0);
   EXPECT_EQ(e.value_factor, 0);
@@ -296,8 +305,8 @@ TEST(Ranking, ValueOfZeroPriceIsZero) {
 
 TEST(Ranking, MedianZeroGivesValueFactorOne) {
   // No offer has a value (no performance score yet): the rank is R/100 · tier · commit.
-  const RankInputs o{90, 0, Usdc::Micros(400'000), "enterprise", 6, 0.9,
-                     At("2026-10-01T00:00:00Z"), "ofr_new"};
+  const RankInputs o{90, 0,   Usdc::Micros(400'000),      "enterprise",
+                     6,  0.9, At("2026-10-01T00:00:00Z"), "ofr_new"};
   const Explanation e = Rank(o, 0);
   EXPECT_EQ(e.value, 0);
   EXPECT_EQ(e.median_value, 0);
@@ -306,8 +315,8 @@ TEST(Ranking, MedianZeroGivesValueFactorOne) {
 }
 
 TEST(Ranking, ReliabilityIsClampedToHundred) {
-  RankInputs o{120, 30, Usdc::Micros(300'000), "community", 0, 1.0, At("2026-10-01T00:00:00Z"),
-               "ofr_x"};
+  RankInputs o{120, 30,  Usdc::Micros(300'000),      "community",
+               0,   1.0, At("2026-10-01T00:00:00Z"), "ofr_x"};
   EXPECT_EQ(Rank(o, 100).reliability, 1.0);
   EXPECT_EQ(Rank(o, 100).rank, 1.0);
   o.reliability = -5;
@@ -324,8 +333,8 @@ TEST(Ranking, ParseSortAndSortCodeRoundTrip) {
   EXPECT_EQ(SortCode(Sort::kPerformance), "-performance");
   EXPECT_EQ(SortCode(Sort::kValue), "-value");
   EXPECT_EQ(SortCode(Sort::kReliability), "-reliability");
-  for (std::string_view bad : {"", "Rank", "-price", "performance", "value", "reliability",
-                               "-rank", "price "}) {
+  for (std::string_view bad :
+       {"", "Rank", "-price", "performance", "value", "reliability", "-rank", "price "}) {
     EXPECT_EQ(ParseSort(bad), std::nullopt) << bad;
   }
 }

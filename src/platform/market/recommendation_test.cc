@@ -30,8 +30,7 @@ MarketWindow Global() {
   return {3600,
           2400,
           {Rental(400, 380'000), Rental(300, 400'000), Rental(500, 420'000), Rental(350, 440'000),
-           Rental(250, 450'000), Rental(200, 460'000), Rental(250, 470'000),
-           Rental(150, 500'000)}};
+           Rental(250, 450'000), Rental(200, 460'000), Rental(250, 470'000), Rental(150, 500'000)}};
 }
 
 // eu-north: 3 rentals only.
@@ -131,12 +130,12 @@ TEST(Recommendation, WeightedMedian) {
   EXPECT_EQ(MedianRentedPrice({}), std::nullopt);
   EXPECT_EQ(MedianRentedPrice({Rental(5, 300'000)}), Usdc::Micros(300'000));
   // The GPU-hours weigh, not the number of rentals: one long rental outweighs three short.
-  EXPECT_EQ(MedianRentedPrice({Rental(1, 300'000), Rental(1, 310'000), Rental(1, 320'000),
-                               Rental(10, 900'000)}),
+  EXPECT_EQ(MedianRentedPrice(
+                {Rental(1, 300'000), Rental(1, 310'000), Rental(1, 320'000), Rental(10, 900'000)}),
             Usdc::Micros(900'000));
   // Input order does not matter.
-  EXPECT_EQ(MedianRentedPrice({Rental(10, 900'000), Rental(1, 320'000), Rental(1, 300'000),
-                               Rental(1, 310'000)}),
+  EXPECT_EQ(MedianRentedPrice(
+                {Rental(10, 900'000), Rental(1, 320'000), Rental(1, 300'000), Rental(1, 310'000)}),
             Usdc::Micros(900'000));
   // An exact half split: the mean of the prices either side.
   EXPECT_EQ(MedianRentedPrice({Rental(2, 400'000), Rental(2, 500'000)}), Usdc::Micros(450'000));
@@ -145,8 +144,7 @@ TEST(Recommendation, WeightedMedian) {
   // ... rounded down to a micro-USDC.
   EXPECT_EQ(MedianRentedPrice({Rental(1, 400'000), Rental(1, 400'001)}), Usdc::Micros(400'000));
   // Just past the half: that price.
-  EXPECT_EQ(MedianRentedPrice({Rental(2.001, 400'000), Rental(2, 500'000)}),
-            Usdc::Micros(400'000));
+  EXPECT_EQ(MedianRentedPrice({Rental(2.001, 400'000), Rental(2, 500'000)}), Usdc::Micros(400'000));
   // Rentals without GPU-hours in the window weigh nothing.
   EXPECT_EQ(MedianRentedPrice({Rental(0, 100'000), Rental(0, 200'000)}), std::nullopt);
   EXPECT_EQ(MedianRentedPrice({Rental(0, 100'000), Rental(3, 700'000)}), Usdc::Micros(700'000));

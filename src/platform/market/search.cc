@@ -41,7 +41,10 @@ auto Order(Sort sort) {
 
 Snapshot::Snapshot(std::vector<std::shared_ptr<const MachineOffers>> machines)
     : machines_(std::move(machines)) {
-  std::sort(machines_.begin(), machines_.end(), ByMachine);
+  // With() hands over a merge that is in order already.
+  if (!std::is_sorted(machines_.begin(), machines_.end(), ByMachine)) {
+    std::sort(machines_.begin(), machines_.end(), ByMachine);
+  }
   for (const auto& m : machines_) {
     for (const Offer& o : m->offers) offers_.push_back(&o);
   }

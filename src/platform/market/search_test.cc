@@ -80,11 +80,14 @@ TEST(Search, EachFilter) {
     std::function<void(Offer&)> fail;
   };
   const std::vector<Case> cases = {
-      {"gpu_models", [](OfferQuery& q) { q.gpu_models = {"l4-24gb", "h100-sxm-80gb"}; },
+      {"gpu_models",
+       [](OfferQuery& q) {
+         q.gpu_models = {"l4-24gb", "h100-sxm-80gb"};
+       },
        [](Offer& o) { o.gpu_model = "a100-sxm-80gb"; }},
-      {"min_gpus", [](OfferQuery& q) { q.min_gpus = 2; },
-       [](Offer& o) { o.gpus_available = 1; }},
-      {"min_vram_gb", [](OfferQuery& q) { q.min_vram_gb = 24; }, [](Offer& o) { o.vram_gb = 23.9; }},
+      {"min_gpus", [](OfferQuery& q) { q.min_gpus = 2; }, [](Offer& o) { o.gpus_available = 1; }},
+      {"min_vram_gb", [](OfferQuery& q) { q.min_vram_gb = 24; },
+       [](Offer& o) { o.vram_gb = 23.9; }},
       {"max_price", [](OfferQuery& q) { q.max_price = Usdc::Micros(400'000); },
        [](Offer& o) { o.price = Usdc::Micros(400'001); }},
       {"country", [](OfferQuery& q) { q.country = "IT"; }, [](Offer& o) { o.country = "DE"; }},
@@ -100,7 +103,8 @@ TEST(Search, EachFilter) {
        [](Offer& o) { o.down_mbps = 999; }},
       {"min_down_mbps unmeasured", [](OfferQuery& q) { q.min_down_mbps = 1; },
        [](Offer& o) { o.down_mbps.reset(); }},
-      {"min_up_mbps", [](OfferQuery& q) { q.min_up_mbps = 500; }, [](Offer& o) { o.up_mbps = 499; }},
+      {"min_up_mbps", [](OfferQuery& q) { q.min_up_mbps = 500; },
+       [](Offer& o) { o.up_mbps = 499; }},
       {"min_up_mbps unmeasured", [](OfferQuery& q) { q.min_up_mbps = 1; },
        [](Offer& o) { o.up_mbps.reset(); }},
       {"min_cuda", [](OfferQuery& q) { q.min_cuda = ParseCudaVersion("12.4"); },
@@ -238,9 +242,9 @@ std::vector<std::shared_ptr<const MachineOffers>> Twelve() {
 
 // Every page of `q` from the start, with `between(page_number, snap)` called before each
 // page after the first (it may replace the snapshot).
-std::vector<std::string> Walk(std::shared_ptr<const Snapshot> snap, OfferQuery q,
-                              const std::function<void(int, std::shared_ptr<const Snapshot>&)>&
-                                  between = nullptr) {
+std::vector<std::string> Walk(
+    std::shared_ptr<const Snapshot> snap, OfferQuery q,
+    const std::function<void(int, std::shared_ptr<const Snapshot>&)>& between = nullptr) {
   std::vector<std::string> seen;
   int page = 0;
   int64_t expected_position = 1;
@@ -296,7 +300,8 @@ TEST(Search, PageCursorAndPositions) {
   EXPECT_EQ(first->items.front().position, 1);
   ASSERT_TRUE(first->next);
   // The cursor is (position, id) of the last offer shown.
-  EXPECT_EQ(*first->next, Cursor({Cursor::Part(int64_t{5}), Cursor::Part(first->items[4].offer->id)}));
+  EXPECT_EQ(*first->next,
+            Cursor({Cursor::Part(int64_t{5}), Cursor::Part(first->items[4].offer->id)}));
   q.page.after = first->next;
   auto second = Search(*snap, q);
   ASSERT_TRUE(second.ok());
@@ -348,12 +353,14 @@ TEST(Search, PagingSurvivesTheCursorsOwnOfferRemoved) {
   auto second = Search(*next, q);
   ASSERT_TRUE(second.ok());
   ASSERT_FALSE(second->items.empty());
-  EXPECT_EQ(second->items.front().offer->id, all[4]) << "the first offer after the cursor was skipped";
+  EXPECT_EQ(second->items.front().offer->id, all[4])
+      << "the first offer after the cursor was skipped";
   EXPECT_EQ(second->items.front().position, 4);
   q.page.after.reset();
-  std::vector<std::string> seen = Walk(base, q, [&](int page, std::shared_ptr<const Snapshot>& snap) {
-    if (page == 1) snap = next;
-  });
+  std::vector<std::string> seen =
+      Walk(base, q, [&](int page, std::shared_ptr<const Snapshot>& snap) {
+        if (page == 1) snap = next;
+      });
   EXPECT_EQ(seen, all);  // the removed one was shown on the first page
 }
 
@@ -462,8 +469,8 @@ TEST(Snapshot, WithReplacesAndAddsAndSharesTheRest) {
   Offer c = MakeOffer("mch_c");
   auto ma = OneOffer(a, 1);
   auto mc = OneOffer(c, 1);
-  auto base = std::make_shared<const Snapshot>(
-      std::vector<std::shared_ptr<const MachineOffers>>{mc, ma});
+  auto base =
+      std::make_shared<const Snapshot>(std::vector<std::shared_ptr<const MachineOffers>>{mc, ma});
   Offer a2 = a;
   a2.price = Usdc::Micros(123'000);
   const Offer b = MakeOffer("mch_b");

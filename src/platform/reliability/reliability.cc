@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "platform/availability/availability_store.h"
 #include "platform/benchmarks/benchmarks.h"
+#include "platform/fleet/fleet.h"
 #include "platform/fleet/history.h"
 
 namespace gpunex::platform::reliability {
@@ -497,10 +498,25 @@ Status Reliability::AccrueMachine(store::Tx& tx, Timestamp now, const std::strin
   ReliabilityStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineState> m, s.FindMachine(machine_id));
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Progress> progress, s.LoadProgress());
-  if (!m || !progress) {
-    // Not accounted yet (a new machine before its first refresh): a whole refresh, rare.
+  if (!progress) {
+    // Nothing accounted yet (the very first refresh): a whole refresh, once.
     int64_t behind = 0;
     return Refresh(tx, now, machine_id, &behind);
+  }
+  if (!m) {
+    // A machine the refresher has not met yet (a new one saying hello): its state starts
+    // when it came, as Refresh would start it, and only its own time is accounted here.
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> machine,
+                            fleet::LoadMachine(tx, machine_id));
+    if (!machine) return Status::Ok();
+    MachineState st;
+    st.machine_id = machine_id;
+    st.provider_id = machine->provider_id;
+    st.accrued_until = machine->created_at;
+    st.computed_at = now;
+    st.snapshot_day = DayOf(machine->created_at);
+    GPUNEX_RETURN_IF_ERROR(s.InsertMachine(st));
+    m = std::move(st);
   }
   if (m->accrued_until >= now) return Status::Ok();
   // Only this machine's time, in the caller's transaction; its score follows at the next
