@@ -17,7 +17,10 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 . bench/lib.sh
 start_gpunexd "$bin" "$work" "allow_emulated_gpus = true
+[http]
+max_connections_per_address = 0
 [fleet]
+max_machines_per_provider = 1000000
 heartbeat_interval_s = $heartbeat
 offline_after_s = $((heartbeat * 3))"
 pid=$GPUNEXD_PID

@@ -46,6 +46,7 @@ start_gpunexd "$bin" "$work" "allow_emulated_gpus = true
 [http]
 io_threads = 2
 worker_threads = 8
+max_connections_per_address = 0
 [fleet]
 heartbeat_interval_s = $heartbeat
 offline_after_s = $((heartbeat * 3))

@@ -110,6 +110,7 @@ int Serve(Config config) {
   so.max_body_bytes = config.max_body_bytes;
   so.io_threads = config.io_threads;
   so.worker_threads = config.worker_threads;
+  so.max_connections_per_address = config.max_connections_per_address;
   so.tls_cert_file = config.tls_cert_file;
   so.tls_key_file = config.tls_key_file;
   std::function<http::Response(http::Request&)> dispatch;

@@ -108,6 +108,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("max_body_bytes", &c->max_body_bytes, 1024, 64ll << 20));
     GPUNEX_RETURN_IF_ERROR(s.Int("io_threads", &c->io_threads, 1, 64));
     GPUNEX_RETURN_IF_ERROR(s.Int("worker_threads", &c->worker_threads, 1, 256));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("max_connections_per_address", &c->max_connections_per_address, 0, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
   if (auto* t = r.Sub("smtp")) {

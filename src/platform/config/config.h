@@ -31,6 +31,7 @@ struct Config {
   size_t max_body_bytes = 1 << 20;
   int io_threads = 2;
   int worker_threads = 8;
+  int max_connections_per_address = 256;  // open connections one client address may hold
 
   // Email. Empty smtp_url: emails wait in the outbox until one is configured.
   std::string smtp_url;

@@ -41,6 +41,8 @@ namespace gpunex::platform::http {
 namespace internal {
 namespace {
 
+asio::awaitable<void> ServeCounted(ServerState& state, tcp::socket socket, std::string address);
+
 using namespace std::chrono_literals;
 
 std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int n) {
@@ -251,9 +253,36 @@ asio::awaitable<void> ServerImpl::AcceptLoop() {
       co_await pause.async_wait(kAwait);
       continue;
     }
-    asio::co_spawn(strand, ServeConnection(state_, std::move(socket)),
+    error_code peer_ec;
+    const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
+    std::string address = peer_ec ? std::string() : peer.address().to_string();
+    {
+      MutexLock lock(&state_.mu);
+      int& open = state_.per_address[address];
+      if (state_.options.max_connections_per_address > 0 &&
+          open >= state_.options.max_connections_per_address) {
+        socket.close(peer_ec);
+        continue;
+      }
+      ++open;
+    }
+    asio::co_spawn(strand, ServeCounted(state_, std::move(socket), std::move(address)),
                    [](std::exception_ptr e) { LogIfFailed(e, "session"); });
   }
+}
+
+// Serves the connection, then gives its address's place back.
+asio::awaitable<void> ServeCounted(ServerState& state, tcp::socket socket, std::string address) {
+  struct Release {
+    ServerState& state;
+    std::string address;
+    ~Release() {
+      MutexLock lock(&state.mu);
+      auto it = state.per_address.find(address);
+      if (it != state.per_address.end() && --it->second <= 0) state.per_address.erase(it);
+    }
+  } release{state, std::move(address)};
+  co_await ServeConnection(state, std::move(socket));
 }
 
 }  // namespace

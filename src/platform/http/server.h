@@ -51,6 +51,9 @@ struct ServerOptions {
   std::chrono::seconds read_timeout{30};
   // A keep-alive connection with no request in progress is closed after this.
   std::chrono::seconds idle_timeout{60};
+  // Open connections one client address may hold (HTTP and WebSocket alike); a connection
+  // beyond is closed at once. 0: no limit. Agents behind one NAT address each hold one.
+  int max_connections_per_address = 256;
   // On Shutdown(), requests in progress get this long to finish.
   std::chrono::seconds shutdown_grace{25};
   // Both set: serve HTTPS only, TLS 1.2 or newer. PEM files: the certificate chain (leaf

@@ -394,6 +394,33 @@ TEST(Server, ClosesIdleConnectionsAfterIdleTimeout) {
   }
 }
 
+TEST(Server, AnAddressHoldsAtMostItsConnections) {
+  ServerOptions options = TestOptions();
+  options.max_connections_per_address = 3;
+  TestServer ts(options, Echo);
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(ts.port()));
+    EXPECT_EQ(held.back()->Get("/").result_int(), 200) << i;
+  }
+  {
+    Client extra(ts.port());
+    EXPECT_TRUE(extra.ClosedByPeer()) << "a fourth connection is closed at once";
+  }
+  held.pop_back();  // one closes: its place is free again
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    Client again(ts.port());
+    try {
+      served = again.Get("/").result_int() == 200;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(10ms);  // the server has not seen the close yet
+    }
+  }
+  EXPECT_TRUE(served);
+  for (auto& c : held) EXPECT_EQ(c->Get("/").result_int(), 200) << "the others stay open";
+}
+
 TEST(Server, GracefulShutdown) {
   std::promise<void> slow_started;
   TestServer ts(TestOptions(), [&](Request& req) {

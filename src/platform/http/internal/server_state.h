@@ -74,6 +74,8 @@ struct ServerState {
 
   Mutex mu;
   std::set<std::shared_ptr<Connection>> connections GUARDED_BY(mu);
+  // Open connections per client address (options.max_connections_per_address).
+  std::map<std::string, int> per_address GUARDED_BY(mu);
   // Set (under mu) when Shutdown() starts draining: no new requests on any connection.
   std::atomic<bool> draining{false};
 
