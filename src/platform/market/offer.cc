@@ -82,7 +82,7 @@ StatusOr<MachineOffers> LoadMachineOffers(store::Tx& tx, const std::string& mach
     if (g.listing.on_marketplace()) by_model[g.catalog_id].push_back(&g);
   }
   if (by_model.empty()) return out;
-  GPUNEX_ASSIGN_OR_RETURN(auto prices, pricing::EffectivePrices(tx, machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(auto prices, pricing::EffectivePrices(tx, machine_id, m->provider_id));
   GPUNEX_ASSIGN_OR_RETURN(std::optional<providers::Provider> provider,
                           providers::FindProvider(tx, m->provider_id));
   GPUNEX_ASSIGN_OR_RETURN(benchmarks::MachineFigures figures,

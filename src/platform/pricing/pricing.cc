@@ -92,17 +92,22 @@ FieldErrors ValidatePriceItems(const std::vector<PriceItem>& items,
   return e;
 }
 
-StatusOr<std::map<std::string, Usdc>> EffectivePrices(store::Tx& tx,
-                                                      const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, machine_id));
-  if (!m) return NotFound("no such machine");
+StatusOr<std::map<std::string, Usdc>> EffectivePrices(store::Tx& tx, const std::string& machine_id,
+                                                      const std::string& provider_id) {
   PricingStore s(tx);
   std::map<std::string, Usdc> out;
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<Price> mine, s.ProviderPrices(m->provider_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Price> mine, s.ProviderPrices(provider_id));
   for (const Price& p : mine) out[p.gpu_model] = p.price;
   GPUNEX_ASSIGN_OR_RETURN(std::vector<Price> overrides, s.MachinePrices(machine_id));
   for (const Price& p : overrides) out[p.gpu_model] = p.price;
   return out;
+}
+
+StatusOr<std::map<std::string, Usdc>> EffectivePrices(store::Tx& tx,
+                                                      const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, machine_id));
+  if (!m) return NotFound("no such machine");
+  return EffectivePrices(tx, machine_id, m->provider_id);
 }
 
 Status ReportMachine(store::Tx& tx, Timestamp now, const std::string& machine_id) {
@@ -155,11 +160,12 @@ StatusOr<MachinePrices> Pricing::GetMachinePrices(const accounts::Principal& p,
                                                   const std::string& machine_id) {
   MachinePrices out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_RETURN_IF_ERROR(
-        fleet::AuthorizeMachine(tx, p, machine_id, fleet::MachineAccess::kRead).status());
+    GPUNEX_ASSIGN_OR_RETURN(
+        fleet::MachineOwner owner,
+        fleet::AuthorizeMachine(tx, p, machine_id, fleet::MachineAccess::kRead));
     out = {machine_id, {}, {}};
     GPUNEX_ASSIGN_OR_RETURN(out.overrides, PricingStore(tx).MachinePrices(machine_id));
-    GPUNEX_ASSIGN_OR_RETURN(auto all, EffectivePrices(tx, machine_id));
+    GPUNEX_ASSIGN_OR_RETURN(auto all, EffectivePrices(tx, machine_id, owner.provider_id));
     GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, machine_id));
     if (!m) return NotFound("no such machine");
     for (const fleet::MachineGpu& g : m->gpus) {

@@ -75,6 +75,9 @@ FieldErrors ValidatePriceItems(const std::vector<PriceItem>& items,
 // The price per GPU-hour of each model on the machine: its override, else its provider's
 // price (models without either are left out).
 StatusOr<std::map<std::string, Usdc>> EffectivePrices(store::Tx& tx, const std::string& machine_id);
+// The same when the caller knows the machine's provider (no machine lookup).
+StatusOr<std::map<std::string, Usdc>> EffectivePrices(store::Tx& tx, const std::string& machine_id,
+                                                      const std::string& provider_id);
 // Reports the machine's priced models to the fleet (the listing fact) from the prices
 // stored now.
 Status ReportMachine(store::Tx& tx, Timestamp now, const std::string& machine_id);
