@@ -33,6 +33,9 @@ token=$(/usr/bin/python3 scripts/demo_seed.py "$base" "$admin_email" "$admin_pas
 GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$demo/agent \
   build/release/src/agent/gpunex-agent run --emulate-gpus "l4-24gb:2" 2>>"$demo/agent.log" &
 agent=$!
+# A rental of one demo GPU by the demo customer, once the GPUs are offered.
+/usr/bin/python3 scripts/demo_seed.py "$base" "$admin_email" "$admin_password" rent \
+  2>>"$demo/gpunexd.log" &
 
 cat <<MSG
 
@@ -41,7 +44,8 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   admin:    $admin_email / $admin_password
   provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs,
             priced at 0.45 USDC per GPU-hour: offered once their first benchmark passes)
-  customer: customer@gpunex.local / gpunex-demo-customer
+  customer: customer@gpunex.local / gpunex-demo-customer  (a balance of 25 USDC; it rents one
+            demo GPU once it is offered: see $base/#/rentals)
   market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
   try:      curl -s $base/api/v1/gpu-models
 Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until

@@ -1,14 +1,20 @@
 #!/usr/bin/python3
 """Seeds a demo gpunexd through its public API: a provider account whose application is
 approved by the demo admin, with an hourly price for its GPU model (so the demo agent's
-GPUs are offered on the marketplace once benchmarked), a demo customer account, and an
-agent token for the demo agent (printed on stdout).
+GPUs are offered on the marketplace once benchmarked), a demo customer account with a balance of 25 USDC (an operator credit, made
+once), and an agent token for the demo agent (printed on stdout).
 
     scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD
+    scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD rent
+
+The second form waits for the demo agent's offer (its first benchmark must pass) and rents
+one of its GPUs as the demo customer, running a small container that prints a line every
+few seconds, unless the customer has an active rental already.
 
 Idempotent: an existing demo provider is reused and only a new agent token is made."""
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -18,8 +24,10 @@ CUSTOMER = {"email": "customer@gpunex.local", "password": "gpunex-demo-customer"
 DEMO_PRICES = [{"gpu_model": "l4-24gb", "price_micro": 450_000}]  # 0.45 USDC per GPU-hour
 
 
-def call(method, path, body=None, token=None):
+def call(method, path, body=None, token=None, key=None):
     headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Idempotency-Key"] = key
     if token:
         headers["Authorization"] = "Bearer " + token
     data = json.dumps(body).encode() if body is not None else None
@@ -39,6 +47,34 @@ def login(email, password):
         sys.exit(f"demo: cannot log in as {email}: {body}")
     return body["token"]
 
+
+DEMO_RENTAL = {"gpus": 1, "image": "docker.io/library/busybox:1.36",
+               "command": ["sh", "-c", "while true; do echo demo rental at work; sleep 5; done"],
+               "max_duration_s": 4 * 3600}
+
+
+def rent():
+    customer = login(CUSTOMER["email"], CUSTOMER["password"])
+    _, active = call("GET", "/rentals?state=active", token=customer)
+    if active and active["items"]:
+        return
+    for _ in range(600):  # the first benchmark of the emulated GPUs takes a few minutes
+        _, offers = call("GET", "/offers?gpu_model=l4-24gb")
+        if offers and offers["items"]:
+            body = dict(DEMO_RENTAL, offer_id=offers["items"][0]["id"])
+            status, rental = call("POST", "/rentals", body, customer, key="demo-rental")
+            if status == 201:
+                print(f"demo: rental {rental['id']} started on the demo agent", file=sys.stderr)
+                return
+            print(f"demo: cannot rent: {rental}", file=sys.stderr)
+            return
+        time.sleep(2)
+    print("demo: no offer appeared; is the demo agent running?", file=sys.stderr)
+
+
+if sys.argv[4:] == ["rent"]:
+    rent()
+    sys.exit(0)
 
 call("POST", "/auth/signup", PROVIDER)  # 409 when it exists
 provider = login(PROVIDER["email"], PROVIDER["password"])
@@ -69,6 +105,11 @@ status, body = call("PUT", "/providers/me/prices", {"items": DEMO_PRICES}, provi
 if status != 200:
     sys.exit(f"demo: cannot set the demo prices: {body}")
 call("POST", "/auth/signup", CUSTOMER)  # 409 when it exists
+customer_id = call("GET", "/me", token=login(CUSTOMER["email"], CUSTOMER["password"]))[1]["id"]
+status, body = call("POST", "/admin/credits", {"user_id": customer_id, "amount_micro": 25_000_000,
+                                               "reference": "demo credit"}, admin, key="demo-credit")
+if status != 201:
+    sys.exit(f"demo: cannot credit the demo customer: {body}")
 status, token = call("POST", "/providers/me/agent-tokens", {"name": "demo agent"}, provider)
 if status != 201:
     sys.exit(f"demo: cannot create an agent token: {token}")

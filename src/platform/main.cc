@@ -14,6 +14,7 @@
 #include "platform/api/api.h"
 #include "platform/applications/applications.h"
 #include "platform/benchmarks/benchmarks.h"
+#include "platform/billing/billing.h"
 #include "platform/catalog/catalog.h"
 #include "platform/config/config.h"
 #include "platform/fleet/fleet.h"
@@ -27,6 +28,8 @@
 #include "platform/notify/smtp.h"
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
+#include "platform/rentals/jobs.h"
+#include "platform/rentals/rentals.h"
 #include "platform/schema.h"
 #include "platform/store/db.h"
 
@@ -184,6 +187,20 @@ int Serve(Config config) {
        .clock = &clock});
   pricing::Pricing pricing(**db, fleet, {.clock = &clock});
   market::Market market(**db, {.poll_ms = config.market_poll_ms, .clock = &clock});
+  market.SetRentalSamples(rentals::Rentals::Samples);
+  billing::Billing billing(**db, &clock);
+  rentals::Rentals rentals(**db, fleet, workloads, market,
+                           {.meter_interval_s = config.rentals_meter_interval_s,
+                            .agent_lost_grace_s = config.rentals_agent_lost_grace_s,
+                            .earnings_hold_s = config.rentals_earnings_hold_s,
+                            .commission_community_bps = config.rentals_commission_community_bps,
+                            .commission_enterprise_bps = config.rentals_commission_enterprise_bps,
+                            .early_fault_refund_s = config.rentals_early_fault_refund_s,
+                            .low_balance_s = config.rentals_low_balance_s,
+                            .sweep_ms = config.rentals_sweep_ms,
+                            .notices = notices,
+                            .clock = &clock});
+  rentals::Jobs jobs(**db, rentals, market, &clock);
   // Listings follow the rules of the release that runs.
   if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
   if (!config.smtp_url.empty()) {
@@ -225,6 +242,9 @@ int Serve(Config config) {
       reliability,
       pricing,
       market,
+      billing,
+      rentals,
+      jobs,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
       [&outbox, &applications](http::Metrics& m) {
@@ -250,6 +270,8 @@ int Serve(Config config) {
   availability.Start();
   reliability.Start();
   if (Status st = market.Start(); !st.ok()) return Fail(st);
+  rentals.Start();
+  jobs.Start();
 
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
@@ -267,6 +289,8 @@ int Serve(Config config) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   (*server)->Run();
+  jobs.Stop();
+  rentals.Stop();
   market.Stop();
   reliability.Stop();
   availability.Stop();

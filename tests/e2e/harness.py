@@ -821,11 +821,14 @@ class RealAgent:
     """The real gpunex-agent (`run`) for one machine of `srv` with EMULATED GPUs
     (`gpus`: "l4-24gb:2,h100-sxm-80gb:1"; `perf`: --emulate-perf). Its state directory
     (and so its machine key) is its own and kept across start() / kill(), so a restart is
-    the same machine; no Docker (the socket does not exist). REQUIRES: $GPUNEX_AGENT."""
+    the same machine. No Docker (the socket does not exist) unless `docker_socket` names an
+    engine's socket (dockerenv.TestDockerd.socket), which then runs its workloads.
+    REQUIRES: $GPUNEX_AGENT."""
 
-    def __init__(self, srv, token, gpus, perf=None, name="agent"):
+    def __init__(self, srv, token, gpus, perf=None, name="agent", docker_socket=None):
         self.srv = srv
         self.token = token
+        self.docker_socket = docker_socket
         self.args = ["run", "--emulate-gpus", gpus]
         if perf is not None:
             self.args += ["--emulate-perf", str(perf)]
@@ -841,7 +844,8 @@ class RealAgent:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GPUNEX_")}
         env.update({"GPUNEX_PLATFORM_URL": f"http://127.0.0.1:{self.srv.port}",
                     "GPUNEX_TOKEN": self.token, "GPUNEX_STATE_DIR": self.state_dir,
-                    "GPUNEX_DOCKER_SOCKET": os.path.join(self.state_dir, "no-docker.sock")})
+                    "GPUNEX_DOCKER_SOCKET": self.docker_socket or os.path.join(
+                        self.state_dir, "no-docker.sock")})
         self.proc = subprocess.Popen([agent_binary()] + self.args, env=env,
                                      stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT)

@@ -162,6 +162,7 @@ void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterReliabilityRoutes(router, ctx);
   RegisterPricingRoutes(router, ctx);
   RegisterMarketRoutes(router, ctx);
+  RegisterRentalRoutes(router, ctx);
 }
 
 }  // namespace

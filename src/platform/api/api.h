@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 
 #include "common/paging.h"
 #include "common/time.h"
@@ -13,6 +14,7 @@
 #include "platform/applications/applications.h"
 #include "platform/availability/availability.h"
 #include "platform/benchmarks/benchmarks.h"
+#include "platform/billing/billing.h"
 #include "platform/config/config.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/workloads.h"
@@ -26,6 +28,8 @@
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/reliability/reliability.h"
+#include "platform/rentals/jobs.h"
+#include "platform/rentals/rentals.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::api {
@@ -50,6 +54,9 @@ struct ApiContext {
   reliability::Reliability& reliability;
   pricing::Pricing& pricing;
   market::Market& market;
+  billing::Billing& billing;
+  rentals::Rentals& rentals;
+  rentals::Jobs& jobs;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
@@ -121,6 +128,17 @@ void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx);
+
+// The fields of a body that asks for a container: each key of `body` that is neither in
+// `known` nor allowed is a field error, with the reason for the container options the
+// isolation policy never allows (privileged, binds, cap_add, network_mode, ...; ISO-1).
+void RejectContainerOptions(const json::object& body, std::span<const std::string_view> known,
+                            FieldErrors& errors);
+// image (required), command (a list of strings), env (an object of strings), with the
+// errors in r.errors(); the values' own rules are the domain's (fleet::Workloads).
+void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::string>* command,
+                     std::vector<std::pair<std::string, std::string>>* env);
 
 // A schedule (API.md's "availability" shape) under `key` of `parent`; nullopt when absent
 // or undecodable (the errors are in parent.errors()).

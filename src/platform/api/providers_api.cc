@@ -51,7 +51,9 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto prov = ctx.providers.Get(*p);
     if (!prov.ok()) return http::ErrorResponse(prov.status());
-    return http::Response::Json(200, ProviderJson(*prov));
+    json::object out = ProviderJson(*prov);
+    out["commission_bps"] = ctx.rentals.CommissionBps(prov->tier);  // LED-4, disclosed
+    return http::Response::Json(200, out);
   });
 
   r.Add("POST", "/api/v1/providers/me/agent-tokens", [&ctx](http::Request& req) {

@@ -31,17 +31,9 @@ constexpr std::string_view kKnown[] = {"machine_id", "gpu_ids",   "image", "comm
 StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   FieldErrors errors;
   JsonReader r(body, "", &errors);
-  for (const auto& kv : body) {
-    const std::string_view key = kv.key();
-    if (auto it = kForbidden.find(key); it != kForbidden.end()) {
-      errors.emplace(std::string(key), it->second);
-    } else if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      errors.emplace(std::string(key), "is not a known field");
-    }
-  }
+  RejectContainerOptions(body, kKnown, errors);
   fleet::CreateWorkloadRequest req;
   req.machine_id = r.String("machine_id", true, 64).value_or("");
-  req.image = r.String("image", true, 255).value_or("");
   if (const json::array* a = r.Array("gpu_ids", true, 0, 64)) {
     for (const auto& g : *a) {
       if (!g.is_string() || g.get_string().size() > 64) {
@@ -51,25 +43,7 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
       req.gpu_ids.emplace_back(g.get_string());
     }
   }
-  if (const json::array* a = r.Array("command", false, 0, 1024)) {
-    for (const auto& c : *a) {
-      if (!c.is_string()) {
-        r.Fail("command", "must be a list of at most 64 strings of at most 4096 characters");
-        break;
-      }
-      req.command.emplace_back(c.get_string());
-    }
-  }
-  if (const json::object* e = r.Object("env", false)) {
-    for (const auto& kv : *e) {
-      if (!kv.value().is_string()) {
-        errors.emplace("env." + std::string(kv.key()),
-                       "must be a string of at most 32768 characters");
-        continue;
-      }
-      req.env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
-    }
-  }
+  DecodeContainer(r, &req.image, &req.command, &req.env);
   constexpr int64_t kIntMin = std::numeric_limits<int64_t>::min(),
                     kIntMax = std::numeric_limits<int64_t>::max();
   constexpr double kAny = std::numeric_limits<double>::max();
@@ -109,6 +83,42 @@ http::Response WorkloadReply(int status, const StatusOr<fleet::Workload>& w) {
 }
 
 }  // namespace
+
+void RejectContainerOptions(const json::object& body, std::span<const std::string_view> known,
+                            FieldErrors& errors) {
+  for (const auto& kv : body) {
+    const std::string_view key = kv.key();
+    if (auto it = kForbidden.find(key); it != kForbidden.end()) {
+      errors.emplace(std::string(key), it->second);
+    } else if (std::find(known.begin(), known.end(), key) == known.end()) {
+      errors.emplace(std::string(key), "is not a known field");
+    }
+  }
+}
+
+void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::string>* command,
+                     std::vector<std::pair<std::string, std::string>>* env) {
+  *image = r.String("image", true, 255).value_or("");
+  if (const json::array* a = r.Array("command", false, 0, 1024)) {
+    for (const auto& c : *a) {
+      if (!c.is_string()) {
+        r.Fail("command", "must be a list of at most 64 strings of at most 4096 characters");
+        break;
+      }
+      command->emplace_back(c.get_string());
+    }
+  }
+  if (const json::object* e = r.Object("env", false)) {
+    for (const auto& kv : *e) {
+      if (!kv.value().is_string()) {
+        r.errors()->emplace("env." + std::string(kv.key()),
+                            "must be a string of at most 32768 characters");
+        continue;
+      }
+      env->emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
+    }
+  }
+}
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/workloads", [&ctx](http::Request& req) {

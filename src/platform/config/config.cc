@@ -165,6 +165,26 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("anonymous_burst", &c->market_anonymous_burst, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
+  if (auto* t = r.Sub("rentals")) {
+    TableReader s(*t, "rentals");
+    GPUNEX_RETURN_IF_ERROR(s.Int("meter_interval_s", &c->rentals_meter_interval_s, 1, 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("agent_lost_grace_s", &c->rentals_agent_lost_grace_s, 1, 86'400));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("earnings_hold_s", &c->rentals_earnings_hold_s, 60, 30ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("commission_community_bps", &c->rentals_commission_community_bps, 0, 10'000));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("commission_enterprise_bps", &c->rentals_commission_enterprise_bps, 0, 10'000));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("early_fault_refund_s", &c->rentals_early_fault_refund_s, 0, 86'400));
+    GPUNEX_RETURN_IF_ERROR(s.Int("low_balance_s", &c->rentals_low_balance_s, 0, 7 * 86'400));
+    GPUNEX_RETURN_IF_ERROR(s.Int("sweep_ms", &c->rentals_sweep_ms, 10, 60'000));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+    // A refund takes back earnings that are still pending.
+    if (c->rentals_early_fault_refund_s >= c->rentals_earnings_hold_s) {
+      return FieldError("rentals.early_fault_refund_s", "must be less than earnings_hold_s");
+    }
+  }
   if (auto* t = r.Sub("benchmarks")) {
     TableReader s(*t, "benchmarks");
     GPUNEX_RETURN_IF_ERROR(s.Bool("enabled", &c->benchmarks_enabled));

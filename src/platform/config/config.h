@@ -95,6 +95,20 @@ struct Config {
   int market_anonymous_searches_per_s = 10;
   int market_anonymous_burst = 40;
 
+  // Rentals and billing (RNT-1..6, LED-1..4; docs/billing.md): metering every
+  // meter_interval_s, rentals of a machine offline for agent_lost_grace_s end as agent
+  // lost, earnings are pending for earnings_hold_s, the commission per tier, a full refund
+  // of a provider-fault end in the first early_fault_refund_s, a warning when the balance
+  // covers less than low_balance_s of the running rentals.
+  int64_t rentals_meter_interval_s = 60;
+  int64_t rentals_agent_lost_grace_s = 300;
+  int64_t rentals_earnings_hold_s = 24 * 3600;
+  int64_t rentals_commission_community_bps = 2000;
+  int64_t rentals_commission_enterprise_bps = 1500;
+  int64_t rentals_early_fault_refund_s = 600;
+  int64_t rentals_low_balance_s = 70 * 60;
+  int rentals_sweep_ms = 1000;
+
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;
   std::vector<std::string> holidays;  // "YYYY-MM-DD", not business days

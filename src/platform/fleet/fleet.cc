@@ -26,6 +26,41 @@ Fleet::~Fleet() { Stop(); }
 
 void Fleet::OnHello(HelloHook hook) { hello_hooks_.push_back(std::move(hook)); }
 
+void Fleet::OnWorkloadChange(WorkloadHook hook) { workload_hooks_.push_back(std::move(hook)); }
+
+Status Fleet::RunWorkloadHooks(store::Tx& tx, Timestamp now, const std::string& id) const {
+  if (workload_hooks_.empty()) return Status::Ok();
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, FleetStore(tx).FindWorkload(id));
+  if (!w) return Status::Ok();
+  for (const auto& hook : workload_hooks_) GPUNEX_RETURN_IF_ERROR(hook(tx, now, *w));
+  return Status::Ok();
+}
+
+StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
+                                                     const std::vector<std::string>& machine_ids) {
+  std::map<std::string, Liveness> out;
+  FleetStore s(tx);
+  for (const auto& id : machine_ids) {
+    if (out.count(id)) continue;
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(id));
+    if (m) out[id] = {m->status == kOnline, m->last_seen, m->status_since};
+  }
+  return out;
+}
+
+StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& workload_id,
+                              const std::string& reason, std::string_view party) {
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(workload_id));
+  if (!w || !IsActiveWorkloadState(w->state)) return false;
+  GPUNEX_ASSIGN_OR_RETURN(bool ended,
+                          s.EndWorkload(workload_id, party == "provider" ? "failed" : "stopped",
+                                        std::nullopt, reason, party, std::nullopt, now));
+  if (!ended) return false;
+  GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
+  return true;
+}
+
 Status Fleet::RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hello) const {
   for (const auto& hook : hello_hooks_) GPUNEX_RETURN_IF_ERROR(hook(tx, now, hello));
   return Status::Ok();
@@ -71,7 +106,8 @@ Status Fleet::FailLostWorkloads() {
       GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, "failed", std::nullopt, "container lost",
                                            "provider", std::nullopt, now)
                                  .status());
-      return RefreshListing(tx, now, w->machine_id);
+      GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
+      return RunWorkloadHooks(tx, now, wid);
     });
     if (!st.ok()) {
       // Suspected again, so that the next sweep retries: a store failure must not leave
@@ -142,7 +178,8 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
     const std::optional<std::string> container =
         e.container_id.empty() ? std::nullopt : std::optional<std::string>(e.container_id);
     if (e.state == "starting" || e.state == "running") {
-      return s.SetWorkloadProgress(e.workload_id, e.state, container, now);
+      GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(e.workload_id, e.state, container, now));
+      return RunWorkloadHooks(tx, now, e.workload_id);
     }
     // RNT-3: who ended it. A workload that exits by itself or is stopped on request is the
     // customer's doing; a failure is the provider's unless it is the customer's image or
@@ -154,7 +191,8 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
                                          e.reason.empty() ? e.state : e.reason, party, container,
                                          now)
                                .status());
-    return RefreshListing(tx, now, machine_id);
+    GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
+    return RunWorkloadHooks(tx, now, e.workload_id);
   });
 }
 

@@ -33,6 +33,7 @@
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
 #include "platform/fleet/machine.h"
+#include "platform/fleet/workload.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::fleet {
@@ -125,6 +126,24 @@ StatusOr<std::vector<std::pair<std::string, int64_t>>> OffersChangedSince(store:
 // The offers stamp of one machine; nullopt when there is no such machine.
 StatusOr<std::optional<int64_t>> OffersStamp(store::Tx& tx, const std::string& machine_id);
 
+// Whether machines are online, and when each was last heard from (its last heartbeat).
+struct Liveness {
+  bool online = false;
+  Timestamp last_seen;
+  Timestamp status_since;
+};
+// Machines that do not exist are left out.
+StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
+                                                     const std::vector<std::string>& machine_ids);
+
+// Ends an active workload in the caller's transaction (state "failed" for the provider's
+// side, "stopped" otherwise) without waiting for its agent, frees its GPUs and decides
+// their listing again: for a workload whose machine is gone (rentals' agent-lost grace).
+// The container, if it still runs, is removed when the agent reconnects (it is no longer
+// expected there). false when the workload had ended already. Runs no workload hooks.
+StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& workload_id,
+                              const std::string& reason, std::string_view party);
+
 // Decides the listing of every GPU of the machine from the facts stored now, and stores
 // the decisions that changed (stamping the machine's offers when any did). Every change of
 // a fact calls it in its transaction.
@@ -181,6 +200,13 @@ class Fleet {
   // Runs `hook` in the transaction of every accepted hello. REQUIRES: as for OnResult.
   using HelloHook = std::function<Status(store::Tx& tx, Timestamp now, const HelloFacts& hello)>;
   void OnHello(HelloHook hook);
+  // Runs `hook` in the transaction of every change of a workload's state that an agent
+  // reported or the fleet decided (starting, running, an end), with the workload as it is
+  // after the change. REQUIRES: as for OnResult.
+  using WorkloadHook = std::function<Status(store::Tx& tx, Timestamp now, const Workload& w)>;
+  void OnWorkloadChange(WorkloadHook hook);
+  // Runs the workload hooks for the workload `id` as stored now (for Workloads).
+  Status RunWorkloadHooks(store::Tx& tx, Timestamp now, const std::string& id) const;
 
   // Providers see their own machines, admins all; others are refused.
   StatusOr<Page<Machine>> ListMachines(const accounts::Principal& p, const PageRequest& page);
@@ -218,6 +244,7 @@ class Fleet {
   const FleetOptions options_;
   std::map<std::string, ResultHook> result_hooks_;  // set before Start(), then read-only
   std::vector<HelloHook> hello_hooks_;              // likewise
+  std::vector<WorkloadHook> workload_hooks_;        // likewise
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<AgentSession>> sessions_ GUARDED_BY(mu_);  // by machine
   std::vector<std::weak_ptr<AgentSession>> pending_hello_ GUARDED_BY(mu_);

@@ -23,7 +23,7 @@ struct Workload {
   std::string machine_id;
   std::string provider_id;
   std::string created_by;
-  std::string purpose;  // "custom" (rentals will add theirs)
+  std::string purpose;  // "custom" | "rental" (rentals/)
   protocol::StartWorkload spec;
   std::vector<std::string> gpu_ids;  // machine_gpus ids
   std::string state;

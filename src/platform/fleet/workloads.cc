@@ -28,8 +28,9 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
   }
 }
 
-// The request's values, before anything is looked up.
-FieldErrors Validate(const CreateWorkloadRequest& req) {
+}  // namespace
+
+FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req) {
   FieldErrors errors;
   if (req.machine_id.empty()) errors.emplace("machine_id", "is required");
   std::string why;
@@ -74,8 +75,6 @@ FieldErrors Validate(const CreateWorkloadRequest& req) {
   return errors;
 }
 
-}  // namespace
-
 Workloads::Workloads(store::Database& db, Fleet& fleet, const Clock* clock)
     : db_(db), fleet_(fleet), clock_(clock) {
   fleet_.OnResult(protocol::kStartWorkload,
@@ -98,19 +97,41 @@ Status Workloads::OnStartResult(store::Tx& tx, Timestamp now, const std::string&
                                                      "start refused by the agent: " + result.error,
                                                      "customer", std::nullopt, now));
   if (!ended) return Status::Ok();
-  return RefreshListing(tx, now, machine_id);
+  GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
+  return fleet_.RunWorkloadHooks(tx, now, wid);
 }
 
 StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
                                      const CreateWorkloadRequest& req) {
-  FieldErrors errors = Validate(req);
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(req.gpu_ids.size()));
   const Timestamp now = clock_->Now();
   Workload w;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    if (!req.machine_id.empty()) {
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m,
+                              FleetStore(tx).FindMachine(req.machine_id));
+      if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) {
+        FieldErrors errors = ValidateWorkloadRequest(req);
+        errors["machine_id"] = "is not a machine you may run workloads on";
+        return ValidationFailed(std::move(errors));
+      }
+    }
+    GPUNEX_ASSIGN_OR_RETURN(w, CreateInTx(tx, now, p.user.id, "custom", req));
+    return accounts::Audit(tx, now, p.user.id, "workload.created", w.id, p.ip,
+                           {{"machine_id", req.machine_id}});
+  }));
+  return w;
+}
+
+StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
+                                         const std::string& created_by, std::string purpose,
+                                         const CreateWorkloadRequest& req) {
+  FieldErrors errors = ValidateWorkloadRequest(req);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(req.gpu_ids.size()));
+  Workload w;
   w.id = NewId("wl");
-  w.created_by = p.user.id;
-  w.purpose = "custom";
+  w.created_by = created_by;
+  w.purpose = std::move(purpose);
   w.machine_id = req.machine_id;
   w.gpu_ids = req.gpu_ids;
   w.state = "pending";
@@ -126,45 +147,44 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
   spec.scratch_mb = req.scratch_mb.value_or(4096);
   spec.timeout_s = req.timeout_s.value_or(0);
 
-  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-    FleetStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(req.machine_id));
-    if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) {
-      return FieldError("machine_id", "is not a machine you may run workloads on");
-    }
-    w.provider_id = m->provider_id;
-    if (m->host.ram_mb > 0 && spec.memory_mb > m->host.ram_mb) {
-      return FieldError(
-          "memory_mb", "is more than the machine has (" + std::to_string(m->host.ram_mb) + " MiB)");
-    }
-    if (m->host.cpu_cores > 0 && spec.cpus > static_cast<double>(m->host.cpu_cores)) {
-      return FieldError("cpus", "is more than the machine has");
-    }
-    // The GPUs must be this machine's, present, designated by the provider, and free.
-    GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, req.machine_id));
-    spec.gpu_uuids.clear();
-    for (size_t i = 0; i < req.gpu_ids.size(); ++i) {
-      const std::string field = "gpu_ids[" + std::to_string(i) + "]";
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g,
-                              s.FindGpu(req.machine_id, req.gpu_ids[i]));
-      if (!g) return FieldError(field, "is not a GPU of this machine");
-      if (!g->present) return FieldError(field, "is not present on the machine now");
-      if (!g->enabled) return FieldError(field, "is not offered by the provider");
-      if (busy.count(g->id)) return FieldError(field, "is in use by another workload");
-      if (g->benchmarking)
-        return FieldError(field, "is being benchmarked; try again in a few minutes");
-      // hello accepts any GPU-… identifier; the agent runs workloads only on real UUIDs.
-      if (!protocol::IsGpuUuid(g->uuid))
-        return FieldError(field, "has an identifier workloads cannot be given");
-      spec.gpu_uuids.push_back(g->uuid);
-    }
-    GPUNEX_RETURN_IF_ERROR(s.InsertWorkload(w));
-    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
-    GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, req.machine_id));
-    return accounts::Audit(tx, now, p.user.id, "workload.created", w.id, p.ip,
-                           {{"machine_id", req.machine_id}});
-  }));
+  FleetStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(req.machine_id));
+  if (!m) return FieldError("machine_id", "is not a machine you may run workloads on");
+  w.provider_id = m->provider_id;
+  if (m->host.ram_mb > 0 && spec.memory_mb > m->host.ram_mb) {
+    return FieldError("memory_mb",
+                      "is more than the machine has (" + std::to_string(m->host.ram_mb) + " MiB)");
+  }
+  if (m->host.cpu_cores > 0 && spec.cpus > static_cast<double>(m->host.cpu_cores)) {
+    return FieldError("cpus", "is more than the machine has");
+  }
+  // The GPUs must be this machine's, present, designated by the provider, and free.
+  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, req.machine_id));
+  spec.gpu_uuids.clear();
+  for (size_t i = 0; i < req.gpu_ids.size(); ++i) {
+    const std::string field = "gpu_ids[" + std::to_string(i) + "]";
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(req.machine_id, req.gpu_ids[i]));
+    if (!g) return FieldError(field, "is not a GPU of this machine");
+    if (!g->present) return FieldError(field, "is not present on the machine now");
+    if (!g->enabled) return FieldError(field, "is not offered by the provider");
+    if (busy.count(g->id)) return FieldError(field, "is in use by another workload");
+    if (g->benchmarking)
+      return FieldError(field, "is being benchmarked; try again in a few minutes");
+    // hello accepts any GPU-… identifier; the agent runs workloads only on real UUIDs.
+    if (!protocol::IsGpuUuid(g->uuid))
+      return FieldError(field, "has an identifier workloads cannot be given");
+    spec.gpu_uuids.push_back(g->uuid);
+  }
+  GPUNEX_RETURN_IF_ERROR(s.InsertWorkload(w));
+  GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
+  GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, req.machine_id));
   return w;
+}
+
+Status Workloads::StopInTx(store::Tx& tx, Timestamp now, const std::string& id) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, FleetStore(tx).FindWorkload(id));
+  if (!w || !IsActiveWorkloadState(w->state)) return Status::Ok();
+  return fleet_.EnqueueCommand(tx, now, w->machine_id, protocol::StopWorkload{id}).status();
 }
 
 StatusOr<Workload> Workloads::Get(const accounts::Principal& p, const std::string& id) {
@@ -194,6 +214,10 @@ StatusOr<Workload> Workloads::Stop(const accounts::Principal& p, const std::stri
     GPUNEX_ASSIGN_OR_RETURN(out, LoadVisible(tx, p, id));
     if (!IsActiveWorkloadState(out.state)) {
       return FailedPrecondition("the workload has already ended (" + out.state + ")");
+    }
+    // A customer's rental ends through the rental (rentals/), which says who ended it.
+    if (out.purpose == "rental") {
+      return FailedPrecondition("the workload is a customer's rental; it ends through the rental");
     }
     GPUNEX_RETURN_IF_ERROR(
         fleet_.EnqueueCommand(tx, now, out.machine_id, protocol::StopWorkload{id}).status());

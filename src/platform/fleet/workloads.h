@@ -39,6 +39,9 @@ struct CreateWorkloadRequest {
   std::optional<int64_t> timeout_s;
 };
 
+// The request's own values, before anything is looked up; field errors name its fields.
+FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req);
+
 // Log chunks in order, and where to follow on from: the position after the last chunk
 // shown (or the one asked from when nothing is new). Logs grow while a workload runs, so
 // unlike a list the position is given even when this page reached the end.
@@ -64,6 +67,15 @@ class Workloads {
   // At most kMaxLogPage chunks after `page.after` (a position from a previous answer).
   StatusOr<LogPage> Logs(const accounts::Principal& p, const std::string& id,
                          const PageRequest& page);
+
+  // In the caller's transaction, without authorization (the caller decided it): a
+  // workload made by `created_by` for `purpose` ("rental"), with the same validation,
+  // the same isolation policy and the same checks of the GPUs as Create.
+  StatusOr<Workload> CreateInTx(store::Tx& tx, Timestamp now, const std::string& created_by,
+                                std::string purpose, const CreateWorkloadRequest& req);
+  // Asks the agent to stop the workload, in the caller's transaction; nothing when it has
+  // ended.
+  Status StopInTx(store::Tx& tx, Timestamp now, const std::string& id);
 
   static constexpr int kMaxLogPage = 1000;
 

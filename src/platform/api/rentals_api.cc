@@ -1,0 +1,416 @@
+// /api/v1/rentals, /api/v1/providers/me/rentals, /api/v1/me/balance, /api/v1/me/statement,
+// /api/v1/admin/credits and /api/v1/admin/ledger/check (RNT-1..6, LED-1..4).
+#include <limits>
+
+#include "platform/api/api.h"
+#include "platform/rentals/jobs.h"
+#include "platform/rentals/rentals.h"
+
+namespace gpunex::platform::api {
+namespace {
+
+constexpr std::string_view kRentalFields[] = {
+    "offer_id", "gpus", "image", "command", "env", "max_duration_s", "max_cost_micro"};
+
+json::value OptMicros(const std::optional<Usdc>& u) {
+  return u ? json::value(u->micros()) : json::value(nullptr);
+}
+
+json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) {
+  json::array command;
+  for (const auto& c : r.command) command.emplace_back(c);
+  auto hour = Usdc::ForUsage(r.price, r.gpus, std::chrono::hours(1));
+  json::object o{
+      {"id", r.id},
+      {"offer_id", r.offer_id},
+      {"gpu_model", r.gpu_model},
+      {"gpus", r.gpus},
+      {"price_micro", r.price.micros()},
+      {"cost_per_hour_micro", hour.ok() ? hour->micros() : 0},
+      {"fee_bps", r.fee_bps},
+      {"state", r.state},
+      {"end_reason", OptJson(r.end_reason)},
+      {"end_party", OptJson(r.end_party)},
+      {"exit_code", r.exit_code ? json::value(*r.exit_code) : json::value(nullptr)},
+      {"detail", r.detail},
+      {"started_at", FormatRfc3339(r.created_at)},
+      {"running_at", TimeJson(r.running_at)},
+      {"billing_ended_at", TimeJson(r.billing_end_at)},
+      {"ended_at", TimeJson(r.ended_at)},
+      {"billed_seconds", r.billed_seconds},
+      {"charged_micro", r.charged.micros()},
+      {"fee_micro", r.fee.micros()},
+      {"provider_micro", r.provider_part.micros()},
+      {"refunded_micro", r.refunded.micros()},
+      {"max_cost_micro", OptMicros(r.max_cost)},
+      {"max_duration_s", r.max_duration_s ? json::value(*r.max_duration_s) : json::value(nullptr)},
+      {"image", r.image},
+      {"command", std::move(command)},
+      {"region", r.region},
+      {"country", r.country},
+      {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},
+      {"updated_at", FormatRfc3339(r.updated_at)}};
+  // The machine and the customer's pseudonym are for the rental's provider and admins.
+  if (p.IsAdmin() || p.user.id == r.provider_id) {
+    json::array gpu_ids;
+    for (const auto& g : r.gpu_ids) gpu_ids.emplace_back(g);
+    o["machine_id"] = r.machine_id;
+    o["gpu_ids"] = std::move(gpu_ids);
+    o["customer"] = rentals::CustomerPseudonym(r.customer_id);
+  }
+  return o;
+}
+
+http::Response RentalReply(int status, const accounts::Principal& p,
+                           const StatusOr<rentals::Rental>& r) {
+  if (!r.ok()) return http::ErrorResponse(r.status());
+  return http::Response::Json(status, RentalJson(p, *r));
+}
+
+StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {
+  auto body = JsonObjectBody(req);
+  if (!body.ok()) return body.status();
+  FieldErrors errors;
+  JsonReader r(*body, "", &errors);
+  RejectContainerOptions(*body, kRentalFields, errors);
+  rentals::CreateRentalRequest out;
+  out.offer_id = r.String("offer_id", true, 64).value_or("");
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(),
+                    kMax = std::numeric_limits<int64_t>::max();
+  // Any integer decodes; the bounds are the domain's, with its message.
+  out.gpus = r.Int("gpus", true, kMin, kMax).value_or(1);
+  DecodeContainer(r, &out.container.image, &out.container.command, &out.container.env);
+  out.max_duration_s = r.Int("max_duration_s", false, kMin, kMax);
+  if (auto c = r.Int("max_cost_micro", false, kMin, kMax)) out.max_cost = Usdc::Micros(*c);
+  out.idempotency_key = req.Header("idempotency-key");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return out;
+}
+
+// ?state=: "", "active" or "ended".
+StatusOr<std::string> StateFilter(const http::Request& req) {
+  std::string s = req.Query("state");
+  if (!s.empty() && s != "active" && s != "ended")
+    return FieldError("state", "must be \"active\" or \"ended\"");
+  return s;
+}
+
+// ?from=&to= as RFC 3339 times or dates (YYYY-MM-DD: midnight UTC); `to` is exclusive.
+StatusOr<std::pair<Timestamp, Timestamp>> DateRange(const http::Request& req) {
+  FieldErrors errors;
+  auto parse = [&](const char* name, Timestamp fallback) {
+    std::string v = req.Query(name);
+    if (v.empty()) return fallback;
+    if (v.size() == 10) v += "T00:00:00Z";
+    auto t = ParseRfc3339(v);
+    if (!t) {
+      errors.emplace(name, "must be a date (2026-12-01) or an RFC 3339 time");
+      return fallback;
+    }
+    return *t;
+  };
+  const Timestamp from = parse("from", FromUnixMicros(0));
+  const Timestamp to = parse("to", FromUnixMicros(std::numeric_limits<int64_t>::max()));
+  if (errors.empty() && to < from) errors.emplace("to", "must not be before from");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return std::make_pair(from, to);
+}
+
+json::object EntryJson(const billing::Entry& e) {
+  const billing::Transfer& t = e.transfer;
+  return {{"id", t.id},
+          {"at", FormatRfc3339(t.at)},
+          {"kind", t.kind},
+          {"amount_micro", e.signed_amount.micros()},
+          {"rental_id", OptJson(t.rental_id)},
+          {"reference", t.reference}};
+}
+
+std::string CsvField(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+constexpr int kCsvMaxRows = 100'000;
+
+http::Response StatementCsv(const ApiContext& ctx, const accounts::Principal& p, Timestamp from,
+                            Timestamp to) {
+  std::string csv = "at,id,kind,amount_micro,amount_usdc,rental_id,reference\r\n";
+  PageRequest page;
+  page.limit = 1000;
+  int rows = 0;
+  while (rows < kCsvMaxRows) {
+    auto entries = ctx.billing.Statement(p, from, to, page);
+    if (!entries.ok()) return http::ErrorResponse(entries.status());
+    for (const auto& e : entries->items) {
+      const billing::Transfer& t = e.transfer;
+      csv += FormatRfc3339(t.at) + "," + CsvField(t.id) + "," + t.kind + "," +
+             std::to_string(e.signed_amount.micros()) + "," + e.signed_amount.ToString() + "," +
+             CsvField(t.rental_id.value_or("")) + "," + CsvField(t.reference) + "\r\n";
+      ++rows;
+    }
+    if (!entries->next) break;
+    page.after = entries->next;
+  }
+  http::Response resp = http::Response::Text(200, std::move(csv), "text/csv; charset=utf-8");
+  resp.SetHeader("Content-Disposition", "attachment; filename=\"gpunex-statement.csv\"");
+  return resp;
+}
+
+constexpr std::string_view kJobFields[] = {
+    "gpu_models",      "gpu_model", "gpus",       "max_price_micro", "min_reliability",
+    "min_performance", "region",    "country",    "min_vram_gb",     "image",
+    "command",         "env",       "deadline_s", "max_duration_s",  "max_cost_micro"};
+
+StatusOr<rentals::SubmitJobRequest> DecodeJob(const http::Request& req) {
+  auto body = JsonObjectBody(req);
+  if (!body.ok()) return body.status();
+  FieldErrors errors;
+  JsonReader r(*body, "", &errors);
+  RejectContainerOptions(*body, kJobFields, errors);
+  rentals::SubmitJobRequest out;
+  rentals::JobConstraints& c = out.constraints;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(),
+                    kMax = std::numeric_limits<int64_t>::max();
+  constexpr double kAny = std::numeric_limits<double>::max();
+  if (r.Has("gpu_models") && r.Has("gpu_model")) {
+    errors.emplace("gpu_model", "give gpu_models or gpu_model, not both");
+  } else if (r.Has("gpu_model")) {
+    if (auto m = r.String("gpu_model", true, 64)) c.gpu_models.push_back(*m);
+  } else if (const json::array* a = r.Array("gpu_models", true, 0, 64)) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      if (!(*a)[i].is_string() || (*a)[i].get_string().size() > 64) {
+        errors.emplace("gpu_models[" + std::to_string(i) + "]", "must be a GPU model id");
+        continue;
+      }
+      c.gpu_models.emplace_back((*a)[i].get_string());
+    }
+  }
+  c.gpus = r.Int("gpus", true, kMin, kMax).value_or(1);
+  c.max_price = Usdc::Micros(r.Int("max_price_micro", true, kMin, kMax).value_or(1));
+  c.min_reliability = r.Number("min_reliability", false, -kAny, kAny);
+  c.min_performance = r.Number("min_performance", false, -kAny, kAny);
+  c.min_vram_gb = r.Number("min_vram_gb", false, -kAny, kAny);
+  c.region = r.String("region", false, 64).value_or("");
+  c.country = r.String("country", false, 8).value_or("");
+  DecodeContainer(r, &out.container.image, &out.container.command, &out.container.env);
+  out.deadline_s = r.Int("deadline_s", false, kMin, kMax);
+  out.max_duration_s = r.Int("max_duration_s", false, kMin, kMax);
+  if (auto m = r.Int("max_cost_micro", false, kMin, kMax)) out.max_cost = Usdc::Micros(*m);
+  out.idempotency_key = req.Header("idempotency-key");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return out;
+}
+
+json::object JobJson(const rentals::Job& j) {
+  const rentals::JobConstraints& c = j.constraints;
+  json::array models;
+  for (const auto& m : c.gpu_models) models.emplace_back(m);
+  json::array command;
+  for (const auto& a : j.container.command) command.emplace_back(a);
+  auto opt = [](const std::optional<double>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
+  return {
+      {"id", j.id},
+      {"state", j.state},
+      {"rental_id", j.rental_id.empty() ? json::value(nullptr) : json::value(j.rental_id)},
+      {"offer_id", j.offer_id.empty() ? json::value(nullptr) : json::value(j.offer_id)},
+      {"detail", j.detail},
+      {"gpu_models", std::move(models)},
+      {"gpus", c.gpus},
+      {"max_price_micro", c.max_price.micros()},
+      {"min_reliability", opt(c.min_reliability)},
+      {"min_performance", opt(c.min_performance)},
+      {"min_vram_gb", opt(c.min_vram_gb)},
+      {"region", c.region},
+      {"country", c.country},
+      {"image", j.container.image},
+      {"command", std::move(command)},
+      {"max_duration_s", j.max_duration_s ? json::value(*j.max_duration_s) : json::value(nullptr)},
+      {"max_cost_micro", OptMicros(j.max_cost)},
+      {"created_at", FormatRfc3339(j.created_at)},
+      {"deadline_at", FormatRfc3339(j.deadline_at)},
+      {"placed_at", TimeJson(j.placed_at)},
+      {"ended_at", TimeJson(j.ended_at)}};
+}
+
+http::Response JobReply(int status, const StatusOr<rentals::Job>& j) {
+  if (!j.ok()) return http::ErrorResponse(j.status());
+  return http::Response::Json(status, JobJson(*j));
+}
+
+}  // namespace
+
+void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
+  r.Add("POST", "/api/v1/rentals", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto create = DecodeRental(req);
+    if (!create.ok()) return http::ErrorResponse(create.status());
+    return RentalReply(201, *p, ctx.rentals.Create(*p, *create));
+  });
+  r.Add("GET", "/api/v1/rentals", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto state = StateFilter(req);
+    if (!state.ok()) return http::ErrorResponse(state.status());
+    auto page = ParsePageRequest(req, {50, 200});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto list = ctx.rentals.List(*p, *state, *page);
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    return http::Response::Json(
+        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
+  });
+  r.Add("GET", "/api/v1/rentals/{id}", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    return RentalReply(200, *p, ctx.rentals.Get(*p, req.Param("id")));
+  });
+  r.Add("POST", "/api/v1/rentals/{id}/stop", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    return RentalReply(200, *p, ctx.rentals.Stop(*p, req.Param("id")));
+  });
+  r.Add("GET", "/api/v1/rentals/{id}/logs", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto page = ParsePageRequest(req, {200, fleet::Workloads::kMaxLogPage});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto logs = ctx.rentals.Logs(*p, req.Param("id"), *page);
+    if (!logs.ok()) return http::ErrorResponse(logs.status());
+    json::array items;
+    for (const auto& c : logs->items) {
+      items.push_back(json::object{
+          {"stream", c.stream}, {"seq", c.seq}, {"at", FormatRfc3339(c.at)}, {"data", c.data}});
+    }
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)},
+                          {"next_cursor", logs->position ? json::value(logs->position->Encode())
+                                                         : json::value(nullptr)}});
+  });
+  r.Add("GET", "/api/v1/providers/me/rentals", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto state = StateFilter(req);
+    if (!state.ok()) return http::ErrorResponse(state.status());
+    auto page = ParsePageRequest(req, {50, 200});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto list = ctx.rentals.ProviderRentals(*p, *state, *page);
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    return http::Response::Json(
+        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
+  });
+
+  r.Add("POST", "/api/v1/jobs", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto job = DecodeJob(req);
+    if (!job.ok()) return http::ErrorResponse(job.status());
+    return JobReply(201, ctx.jobs.Submit(*p, *job));
+  });
+  r.Add("GET", "/api/v1/jobs", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto page = ParsePageRequest(req, {50, 200});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto list = ctx.jobs.List(*p, *page);
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    return http::Response::Json(200, PageJson(*list, JobJson));
+  });
+  r.Add("GET", "/api/v1/jobs/{id}", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    return JobReply(200, ctx.jobs.Get(*p, req.Param("id")));
+  });
+  r.Add("POST", "/api/v1/jobs/{id}/cancel", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    return JobReply(200, ctx.jobs.Cancel(*p, req.Param("id")));
+  });
+
+  r.Add("GET", "/api/v1/me/balance", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto b = ctx.rentals.Balance(*p);
+    if (!b.ok()) return http::ErrorResponse(b.status());
+    return http::Response::Json(
+        200, json::object{{"balance_micro", b->balance.micros()},
+                          {"running_cost_per_hour_micro", b->running_cost_per_hour.micros()},
+                          {"seconds_left",
+                           b->seconds_left ? json::value(*b->seconds_left) : json::value(nullptr)},
+                          {"low", b->low},
+                          {"running_rentals", b->running_rentals}});
+  });
+  r.Add("GET", "/api/v1/me/statement", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto range = DateRange(req);
+    if (!range.ok()) return http::ErrorResponse(range.status());
+    const std::string format = req.Query("format");
+    if (!format.empty() && format != "csv" && format != "json")
+      return http::ErrorResponse(FieldError("format", "must be \"csv\" or \"json\""));
+    if (format == "csv") return StatementCsv(ctx, *p, range->first, range->second);
+    auto page = ParsePageRequest(req, {50, 500});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    auto entries = ctx.billing.Statement(*p, range->first, range->second, *page);
+    if (!entries.ok()) return http::ErrorResponse(entries.status());
+    return http::Response::Json(200, PageJson(*entries, EntryJson));
+  });
+
+  r.Add("POST", "/api/v1/admin/credits", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (!p->IsAdmin())
+      return http::ErrorResponse(PermissionDenied("only operators credit balances"));
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    FieldErrors errors;
+    JsonReader rd(*body, "", &errors);
+    rd.RejectUnknown({"user_id", "amount_micro", "reference"});
+    billing::CreditRequest c;
+    c.user_id = rd.String("user_id", true, 64).value_or("");
+    c.amount = Usdc::Micros(rd.Int("amount_micro", true, std::numeric_limits<int64_t>::min(),
+                                   std::numeric_limits<int64_t>::max())
+                                .value_or(1));
+    c.reference = rd.String("reference", true, 1000).value_or("x");
+    c.idempotency_key = req.Header("idempotency-key");
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    auto credited = ctx.billing.Credit(*p, c);
+    if (!credited.ok()) return http::ErrorResponse(credited.status());
+    const billing::Transfer& t = credited->transfer;
+    return http::Response::Json(
+        201, json::object{{"transfer", json::object{{"id", t.id},
+                                                    {"kind", t.kind},
+                                                    {"user_id", c.user_id},
+                                                    {"amount_micro", t.amount.micros()},
+                                                    {"reference", t.reference},
+                                                    {"rental_id", nullptr},
+                                                    {"at", FormatRfc3339(t.at)}}},
+                          {"balance_micro", credited->balance.micros()}});
+  });
+  r.Add("GET", "/api/v1/admin/ledger/check", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto c = ctx.billing.Check(*p);
+    if (!c.ok()) return http::ErrorResponse(c.status());
+    json::array mismatches;
+    for (const auto& m : c->mismatches) {
+      mismatches.push_back(json::object{{"account", m.account},
+                                        {"stored_micro", m.stored.micros()},
+                                        {"computed_micro", m.computed.micros()}});
+    }
+    return http::Response::Json(200, json::object{{"ok", c->ok},
+                                                  {"accounts", c->accounts},
+                                                  {"transfers", c->transfers},
+                                                  {"sum_micro", c->sum_micro},
+                                                  {"mismatches", std::move(mismatches)}});
+  });
+}
+
+}  // namespace gpunex::platform::api

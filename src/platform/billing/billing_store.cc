@@ -1,0 +1,228 @@
+#include "platform/billing/billing_store.h"
+
+#include <algorithm>
+
+#include "platform/store/paging.h"
+
+namespace gpunex::platform::billing {
+namespace {
+
+// Rows per multi-row statement: far below either backend's limit on parameters.
+constexpr size_t kChunk = 400;
+
+constexpr std::string_view kTransferColumns =
+    "id, kind, debit_account, credit_account, amount, rental_id, reference, at";
+
+Transfer TransferFrom(const store::Row& r) {
+  Transfer t;
+  t.id = r.Str(0);
+  t.kind = r.Str(1);
+  t.debit_account = r.Str(2);
+  t.credit_account = r.Str(3);
+  t.amount = Usdc::Micros(r.Int(4));
+  t.rental_id = r.OptStr(5);
+  t.reference = r.Str(6);
+  t.at = r.Time(7);
+  return t;
+}
+
+std::string Placeholders(size_t rows, std::string_view row) {
+  std::string out;
+  for (size_t i = 0; i < rows; ++i) {
+    if (i) out += ", ";
+    out += row;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> BillingStore::InsertTransfers(
+    const std::vector<const Transfer*>& ts) {
+  std::vector<std::string> inserted;
+  for (size_t start = 0; start < ts.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ts.size() - start);
+    std::vector<store::Value> params;
+    params.reserve(n * 8);
+    for (size_t i = start; i < start + n; ++i) {
+      const Transfer& t = *ts[i];
+      params.insert(params.end(),
+                    {t.id, t.kind, t.debit_account, t.credit_account, t.amount.micros(),
+                     t.rental_id ? store::Value(*t.rental_id) : store::Value(nullptr), t.reference,
+                     ToUnixMicros(t.at)});
+    }
+    GPUNEX_ASSIGN_OR_RETURN(
+        store::Rows rows,
+        tx_.Query("INSERT INTO ledger_transfers (" + std::string(kTransferColumns) + ") VALUES " +
+                      Placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?)") +
+                      " ON CONFLICT (id) DO NOTHING RETURNING id",
+                  params));
+    for (const auto& r : rows) inserted.push_back(r.Str(0));
+  }
+  return inserted;
+}
+
+StatusOr<std::vector<Transfer>> BillingStore::FindTransfers(const std::vector<std::string>& ids) {
+  std::vector<Transfer> out;
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(start + n));
+    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + std::string(kTransferColumns) +
+                                                            " FROM ledger_transfers WHERE id IN (" +
+                                                            Placeholders(n, "?") + ")",
+                                                        params));
+    for (const auto& r : rows) out.push_back(TransferFrom(r));
+  }
+  return out;
+}
+
+Status BillingStore::EnsureAccounts(const std::vector<std::string>& ids, Timestamp now) {
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::vector<store::Value> params;
+    params.reserve(n * 5);
+    for (size_t i = start; i < start + n; ++i) {
+      const std::string& id = ids[i];
+      const size_t colon = id.find(':');
+      params.insert(params.end(),
+                    {id, id.substr(0, colon),
+                     colon == std::string::npos ? std::string() : id.substr(colon + 1),
+                     int64_t{MayGoNegative(id) ? 1 : 0}, ToUnixMicros(now)});
+    }
+    GPUNEX_RETURN_IF_ERROR(tx_.Exec("INSERT INTO ledger_accounts (id, kind, owner_id, balance, "
+                                    "may_go_negative, created_at) VALUES " +
+                                        Placeholders(n, "(?, ?, ?, 0, ?, ?)") +
+                                        " ON CONFLICT (id) DO NOTHING",
+                                    params)
+                               .status());
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> BillingStore::AddToBalance(const std::string& account, int64_t delta) {
+  GPUNEX_ASSIGN_OR_RETURN(int64_t n, tx_.Exec("UPDATE ledger_accounts SET balance = balance + ? "
+                                              "WHERE id = ? AND (may_go_negative = 1 OR "
+                                              "balance + ? >= 0)",
+                                              {delta, account, delta}));
+  return n == 1;
+}
+
+StatusOr<std::optional<int64_t>> BillingStore::Balance(std::string_view account) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT balance FROM ledger_accounts "
+                                                      "WHERE id = ?",
+                                                      {std::string(account)}));
+  if (rows.empty()) return std::optional<int64_t>();
+  return std::optional<int64_t>(rows[0].Int(0));
+}
+
+StatusOr<Page<Transfer>> BillingStore::TransfersOf(std::string_view account, Timestamp from,
+                                                   Timestamp to, const PageRequest& page) {
+  store::PageQuery q;
+  q.columns = std::string(kTransferColumns);
+  q.from = "FROM ledger_transfers";
+  q.where = "(debit_account = ? OR credit_account = ?) AND at >= ? AND at < ?";
+  q.params = {std::string(account), std::string(account), ToUnixMicros(from), ToUnixMicros(to)};
+  q.key = {{"at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
+  q.descending = true;
+  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  Page<Transfer> out;
+  for (const auto& r : rows.items) out.items.push_back(TransferFrom(r));
+  out.next = rows.next;
+  return out;
+}
+
+StatusOr<std::map<std::string, int64_t>> BillingStore::StoredBalances() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT id, balance FROM ledger_accounts"));
+  std::map<std::string, int64_t> out;
+  for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+  return out;
+}
+
+StatusOr<std::map<std::string, int64_t>> BillingStore::ComputedBalances() {
+  std::map<std::string, int64_t> out;
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows credits,
+                          tx_.Query("SELECT credit_account, SUM(amount) FROM ledger_transfers "
+                                    "GROUP BY credit_account"));
+  for (const auto& r : credits) out[r.Str(0)] += r.Int(1);
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows debits,
+                          tx_.Query("SELECT debit_account, SUM(amount) FROM ledger_transfers "
+                                    "GROUP BY debit_account"));
+  for (const auto& r : debits) out[r.Str(0)] -= r.Int(1);
+  return out;
+}
+
+StatusOr<int64_t> BillingStore::CountTransfers() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT COUNT(*) FROM ledger_transfers"));
+  return rows[0].Int(0);
+}
+
+StatusOr<std::map<std::string, int64_t>> BillingStore::ReleasableUsage(Timestamp from,
+                                                                       Timestamp until) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT t.credit_account, SUM(t.amount) FROM ledger_transfers t "
+                "WHERE t.kind = ? AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
+                "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND r.kind = ?) "
+                "GROUP BY t.credit_account",
+                {std::string(kUsageProvider), ToUnixMicros(from), ToUnixMicros(until),
+                 std::string(kRefundProvider)}));
+  std::map<std::string, int64_t> out;
+  for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+  return out;
+}
+
+StatusOr<Timestamp> BillingStore::ReleasedUntil() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT released_until FROM ledger_release_progress "
+                                    "WHERE id = 1"));
+  if (rows.empty()) return FromUnixMicros(0);
+  return rows[0].Time(0);
+}
+
+Status BillingStore::SetReleasedUntil(Timestamp until) {
+  return tx_
+      .Exec(
+          "INSERT INTO ledger_release_progress (id, released_until) VALUES (1, ?) "
+          "ON CONFLICT (id) DO UPDATE SET released_until = excluded.released_until",
+          {ToUnixMicros(until)})
+      .status();
+}
+
+std::vector<store::Migration> BillingMigrations() {
+  return {
+      {12,
+       "billing",
+       "billing: the double-entry ledger (accounts with balances, append-only transfers)",
+       {
+           R"(CREATE TABLE ledger_accounts (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                owner_id TEXT NOT NULL,
+                balance BIGINT NOT NULL,
+                may_go_negative BIGINT NOT NULL,
+                created_at BIGINT NOT NULL,
+                CHECK (may_go_negative = 1 OR balance >= 0)))",
+           R"(CREATE TABLE ledger_transfers (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                debit_account TEXT NOT NULL REFERENCES ledger_accounts (id),
+                credit_account TEXT NOT NULL REFERENCES ledger_accounts (id),
+                amount BIGINT NOT NULL CHECK (amount > 0),
+                rental_id TEXT,
+                reference TEXT NOT NULL,
+                at BIGINT NOT NULL,
+                CHECK (debit_account <> credit_account)))",
+           "CREATE INDEX ledger_transfers_debit ON ledger_transfers (debit_account, at)",
+           "CREATE INDEX ledger_transfers_credit ON ledger_transfers (credit_account, at)",
+           "CREATE INDEX ledger_transfers_kind ON ledger_transfers (kind, at)",
+           "CREATE INDEX ledger_transfers_rental ON ledger_transfers (rental_id)",
+           R"(CREATE TABLE ledger_release_progress (
+                id BIGINT PRIMARY KEY,
+                released_until BIGINT NOT NULL))",
+       },
+       {}},
+  };
+}
+
+}  // namespace gpunex::platform::billing

@@ -1,0 +1,51 @@
+// The billing folder's tables and the only SQL that touches them:
+//   ledger_accounts          one row per account with its balance (ledger.h);
+//   ledger_transfers         every transfer, append-only;
+//   ledger_release_progress  how far pending earnings have been made available.
+//
+// A BillingStore is a view of one transaction.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/paging.h"
+#include "common/status.h"
+#include "platform/billing/ledger.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::billing {
+
+class BillingStore {
+ public:
+  explicit BillingStore(store::Tx& tx) : tx_(tx) {}
+
+  // Inserts the transfers whose id is new; returns the ids inserted.
+  StatusOr<std::vector<std::string>> InsertTransfers(const std::vector<const Transfer*>& ts);
+  StatusOr<std::vector<Transfer>> FindTransfers(const std::vector<std::string>& ids);
+  // Creates the accounts that do not exist yet, with balance 0.
+  Status EnsureAccounts(const std::vector<std::string>& ids, Timestamp now);
+  // balance += delta, unless the account must not go negative and would: false then.
+  StatusOr<bool> AddToBalance(const std::string& account, int64_t delta);
+  StatusOr<std::optional<int64_t>> Balance(std::string_view account);
+  StatusOr<Page<Transfer>> TransfersOf(std::string_view account, Timestamp from, Timestamp to,
+                                       const PageRequest& page);
+  StatusOr<std::map<std::string, int64_t>> StoredBalances();
+  // Σ credits − Σ debits per account, from the transfers.
+  StatusOr<std::map<std::string, int64_t>> ComputedBalances();
+  StatusOr<int64_t> CountTransfers();
+  // Usage credited to pending accounts in (from, until], less refunded rentals: by account.
+  StatusOr<std::map<std::string, int64_t>> ReleasableUsage(Timestamp from, Timestamp until);
+  StatusOr<Timestamp> ReleasedUntil();
+  Status SetReleasedUntil(Timestamp until);
+
+ private:
+  store::Tx& tx_;
+};
+
+std::vector<store::Migration> BillingMigrations();
+
+}  // namespace gpunex::platform::billing

@@ -1,0 +1,52 @@
+// A job (RNT-1): constraints a customer submits for the scheduler (scheduler.h) to place on
+// the best offer that meets them, as a rental. Plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/money.h"
+#include "common/time.h"
+
+namespace gpunex::platform::rentals {
+
+// What a rental runs, for a rental and for a job.
+struct ContainerSpec {
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+struct JobConstraints {
+  std::vector<std::string> gpu_models;  // catalog ids, at least one
+  int64_t gpus = 1;
+  Usdc max_price;  // per GPU-hour
+  std::optional<double> min_reliability, min_performance, min_vram_gb;
+  std::string region, country;  // "" : any
+};
+
+// queued → placed | unplaceable | cancelled.
+struct Job {
+  std::string id;  // "job_..."
+  std::string customer_id;
+  JobConstraints constraints;
+  ContainerSpec container;
+  std::optional<int64_t> max_duration_s;
+  std::optional<Usdc> max_cost;
+  std::string state;
+  std::string rental_id;  // when placed
+  std::string offer_id;   // when placed
+  std::string detail;     // why it waits or ended
+  std::string idempotency_key;
+  Timestamp created_at;
+  Timestamp deadline_at;
+  std::optional<Timestamp> placed_at;
+  std::optional<Timestamp> ended_at;
+  Timestamp updated_at;
+};
+
+}  // namespace gpunex::platform::rentals

@@ -1,0 +1,96 @@
+// Jobs and the scheduler (RNT-1, REL-5): a customer submits constraints instead of an
+// offer; the scheduler places each job on the best offer that meets them, by the
+// marketplace's ranking (reliability weighs most), as a rental. A job that fits no offer
+// waits and is placed when one appears, or ends "unplaceable" at its deadline.
+//
+// The scheduler has Nomad's shape: it reads an immutable snapshot of the offers
+// (market::Snapshot) and plans the placement of every queued job against it, counting the
+// GPUs its own plan takes; then each placement commits in its own transaction, which
+// re-checks the offer's GPUs, price and the customer's balance (Rentals::CreateInTx). A
+// placement that lost a race keeps its job queued for the next plan; the others stand.
+//
+// Authorization: a customer submits, reads and cancels their own jobs; admins read all.
+//
+// Thread-safety: Jobs is safe to share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "platform/accounts/accounts.h"
+#include "platform/market/market.h"
+#include "platform/rentals/job.h"
+#include "platform/rentals/rentals.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::rentals {
+
+inline constexpr int64_t kMinDeadlineS = 60;
+inline constexpr int64_t kMaxDeadlineS = 7 * 24 * 3600;
+inline constexpr int64_t kDefaultDeadlineS = 3600;
+inline constexpr int64_t kMaxJobPriceMicro = 1'000'000'000;  // 1,000 USDC per GPU-hour
+
+struct SubmitJobRequest {
+  JobConstraints constraints;
+  ContainerSpec container;
+  std::optional<int64_t> deadline_s;
+  std::optional<int64_t> max_duration_s;
+  std::optional<Usdc> max_cost;
+  std::string idempotency_key;
+};
+
+// One placement of a plan.
+struct Placement {
+  std::string job_id;
+  const market::Offer* offer = nullptr;
+};
+
+// Plans `jobs` (in order) against `snap`: each gets the best-ranked offer that meets its
+// constraints and still has its GPUs free after the placements planned before it; jobs
+// that fit nothing are left out. Pure.
+std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs);
+
+class Jobs {
+ public:
+  Jobs(store::Database& db, Rentals& rentals, market::Market& market, const Clock* clock);
+  ~Jobs();
+  Jobs(const Jobs&) = delete;
+  Jobs& operator=(const Jobs&) = delete;
+
+  // Field errors name the request's fields (gpu_models, gpus, max_price_micro,
+  // min_reliability, min_performance, min_vram_gb, region, country, image, env.NAME,
+  // deadline_s, max_duration_s, max_cost_micro). The job is placed at once when an offer
+  // fits now.
+  StatusOr<Job> Submit(const accounts::Principal& p, const SubmitJobRequest& req);
+  StatusOr<Job> Get(const accounts::Principal& p, const std::string& id);
+  StatusOr<Page<Job>> List(const accounts::Principal& p, const PageRequest& page);
+  // kFailedPrecondition unless it is queued.
+  StatusOr<Job> Cancel(const accounts::Principal& p, const std::string& id);
+
+  // One round: ends the jobs past their deadline, plans the queued ones and commits the
+  // placements. Returns how many were placed.
+  StatusOr<int64_t> ScheduleOnce() EXCLUDES(schedule_mu_);
+
+  void Start() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  void Loop() EXCLUDES(mu_);
+
+  store::Database& db_;
+  Rentals& rentals_;
+  market::Market& market_;
+  const Clock* const clock_;
+  Mutex schedule_mu_;  // one round at a time in this process
+  std::thread thread_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool wake_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace gpunex::platform::rentals

@@ -1,0 +1,707 @@
+#include "platform/rentals/rentals.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/ids.h"
+#include "common/image_ref.h"
+#include "common/log.h"
+#include "platform/billing/ledger.h"
+#include "platform/billing/metering.h"
+#include "platform/pricing/pricing.h"
+#include "platform/providers/providers.h"
+#include "platform/rentals/rentals_store.h"
+
+namespace gpunex::platform::rentals {
+namespace {
+
+using billing::Transfer;
+
+// How many customers one metering transaction takes.
+constexpr size_t kCustomersPerTx = 200;
+constexpr int64_t kCustomersPerRound = 20'000;
+
+int64_t WholeSeconds(Duration d) {
+  return d.count() <= 0 ? 0 : std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
+
+bool Visible(const accounts::Principal& p, const Rental& r) {
+  return p.IsAdmin() || r.customer_id == p.user.id || r.provider_id == p.user.id;
+}
+
+}  // namespace
+
+FieldErrors ValidateRental(const CreateRentalRequest& req) {
+  FieldErrors errors;
+  if (req.offer_id.empty() || req.offer_id.size() > 64) {
+    errors.emplace("offer_id", "must be the id of an offer on the marketplace");
+  }
+  if (req.gpus < 1 || req.gpus > kMaxGpus) {
+    errors.emplace("gpus", "must be from 1 to " + std::to_string(kMaxGpus));
+  }
+  std::string why;
+  if (!ParseImageRef(req.container.image, &why)) {
+    errors.emplace("image", "must be an image reference such as \"registry/name:tag\"");
+  }
+  if (req.max_duration_s &&
+      (*req.max_duration_s < kMinDurationS || *req.max_duration_s > kMaxDurationS)) {
+    errors.emplace("max_duration_s", "must be from 60 to 31536000 seconds (a year)");
+  }
+  if (req.max_cost && (req.max_cost->micros() < 1 || req.max_cost->micros() > kMaxCostMicro)) {
+    errors.emplace("max_cost_micro", "must be from 1 to 1000000000000 micro-USDC");
+  }
+  return errors;
+}
+
+namespace {
+
+Transfer Usage(const Rental& r, std::string_view kind, std::string to, Usdc amount, Usdc total,
+               Timestamp at) {
+  Transfer t;
+  t.id = r.id + (kind == billing::kUsageFee ? "_f_" : "_p_") + std::to_string(total.micros());
+  t.kind = std::string(kind);
+  t.debit_account = billing::CustomerAccount(r.customer_id);
+  t.credit_account = std::move(to);
+  t.amount = amount;
+  t.rental_id = r.id;
+  t.at = at;
+  return t;
+}
+
+std::string Micros(Usdc u) { return u.ToString() + " USDC"; }
+
+// The rental's end, as the fleet reported its workload's.
+std::pair<std::string, std::string> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
+  const std::string party = w.end_party.value_or("customer");
+  const std::string reason = w.end_reason.value_or("");
+  if (r.state != kRunning) {
+    return {party == "provider" ? "hardware_failure" : "start_failed", party};
+  }
+  if (party != "provider") return {"exited", "customer"};
+  if (reason.find("GPU") != std::string::npos || reason.find("gpu") != std::string::npos)
+    return {"gpu_lost", "provider"};
+  if (reason == "container lost" || reason.find("shutdown") != std::string::npos)
+    return {"machine_shutdown", "provider"};
+  return {"hardware_failure", "provider"};
+}
+
+}  // namespace
+
+std::string CustomerPseudonym(std::string_view customer_id) {
+  return "customer-" + market::Pseudonym(customer_id);
+}
+
+Rentals::Rentals(store::Database& db, fleet::Fleet& fleet, fleet::Workloads& workloads,
+                 market::Market& market, RentalsOptions options)
+    : db_(db), fleet_(fleet), workloads_(workloads), market_(market), options_(std::move(options)) {
+  fleet_.OnWorkloadChange([this](store::Tx& tx, Timestamp now, const fleet::Workload& w) {
+    return OnWorkloadChange(tx, now, w);
+  });
+}
+
+Rentals::~Rentals() { Stop(); }
+
+int64_t Rentals::CommissionBps(std::string_view tier) const {
+  return tier == "enterprise" ? options_.commission_enterprise_bps
+                              : options_.commission_community_bps;
+}
+
+StatusOr<Rental> Rentals::Create(const accounts::Principal& p, const CreateRentalRequest& req) {
+  FieldErrors errors = ValidateRental(req);
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
+  const market::Offer* offer = snap ? snap->Find(req.offer_id) : nullptr;
+  if (!offer) return FieldError("offer_id", "is not an offer on the marketplace");
+  if (offer->provider_id == p.user.id) return FieldError("offer_id", "is your own offer");
+  if (req.gpus > offer->gpus_available) {
+    return FieldError("gpus", "is more than the offer's free GPUs (" +
+                                  std::to_string(offer->gpus_available) + ")");
+  }
+  const Timestamp now = options_.clock->Now();
+  Rental out;
+  Status st = db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(out, CreateInTx(tx, now, p.user.id, *offer, req, ""));
+    return accounts::Audit(tx, now, p.user.id, "rental.created", out.id, p.ip,
+                           {{"offer_id", req.offer_id}, {"gpus", std::to_string(req.gpus)}});
+  });
+  if (st.code() == StatusCode::kAlreadyExists && !req.idempotency_key.empty()) {
+    // The same key won a race in another transaction: that rental is the answer.
+    std::optional<Rental> first;
+    GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(first, RentalsStore(tx).FindByKey(p.user.id, req.idempotency_key));
+      return Status::Ok();
+    }));
+    if (first) return *first;
+  }
+  GPUNEX_RETURN_IF_ERROR(st);
+  return out;
+}
+
+StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::string& customer_id,
+                                     const market::Offer& offer, const CreateRentalRequest& req,
+                                     const std::string& job_id) {
+  RentalsStore s(tx);
+  if (!req.idempotency_key.empty()) {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> first,
+                            s.FindByKey(customer_id, req.idempotency_key));
+    if (first) {
+      if (first->offer_id != req.offer_id || first->gpus != req.gpus ||
+          first->image != req.container.image) {
+        return FieldError("Idempotency-Key", "was used for another rental");
+      }
+      return *first;
+    }
+  }
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m,
+                          fleet::LoadMachine(tx, offer.machine_id));
+  if (!m || m->status != fleet::kOnline) {
+    return FailedPrecondition("the offer's machine is offline now; choose another offer");
+  }
+  // Free GPUs of the offer's model, in index order; the transaction is serializable, so
+  // two rentals racing for the last one cannot both take it.
+  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, fleet::GpusInActiveWorkloads(tx, m->id));
+  std::vector<std::string> gpu_ids;
+  for (const auto& g : m->gpus) {
+    if (static_cast<int64_t>(gpu_ids.size()) == req.gpus) break;
+    if (g.catalog_id == offer.gpu_model && g.listing.available() && !busy.count(g.id))
+      gpu_ids.push_back(g.id);
+  }
+  if (static_cast<int64_t>(gpu_ids.size()) < req.gpus) {
+    return FailedPrecondition("the offer has " + std::to_string(gpu_ids.size()) +
+                              " free GPUs now: they were taken meanwhile");
+  }
+  GPUNEX_ASSIGN_OR_RETURN(auto prices, pricing::EffectivePrices(tx, m->id, m->provider_id));
+  auto price = prices.find(offer.gpu_model);
+  if (price == prices.end()) return FailedPrecondition("the offer is no longer priced");
+  if (price->second > offer.price) {
+    return FailedPrecondition("the offer's price rose to " + Micros(price->second) +
+                              " per GPU-hour; search again");
+  }
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<providers::Provider> prov,
+                          providers::FindProvider(tx, m->provider_id));
+  Rental r;
+  r.id = NewId("rnt");
+  r.customer_id = customer_id;
+  r.offer_id = offer.id;
+  r.machine_id = m->id;
+  r.provider_id = m->provider_id;
+  r.gpu_model = offer.gpu_model;
+  r.gpu_ids = gpu_ids;
+  r.gpus = req.gpus;
+  r.price = price->second;
+  r.fee_bps = CommissionBps(prov ? prov->tier : "community");
+  r.state = std::string(kPending);
+  r.created_at = r.updated_at = now;
+  r.next_meter_at = now;
+  r.max_cost = req.max_cost;
+  r.max_duration_s = req.max_duration_s;
+  r.image = req.container.image;
+  r.command = req.container.command;
+  r.region = offer.region;
+  r.country = offer.country;
+  r.idempotency_key = req.idempotency_key;
+  r.job_id = job_id;
+  // The balance must cover the first hour, or the rental's own caps when they come first.
+  int64_t first_s = std::min<int64_t>(3600, req.max_duration_s.value_or(3600));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc need,
+                          Usdc::ForUsage(r.price, r.gpus, std::chrono::seconds(first_s)));
+  if (req.max_cost) need = std::min(need, *req.max_cost);
+  GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
+                          billing::Balance(tx, billing::CustomerAccount(customer_id)));
+  if (balance < need) {
+    return FieldError("balance", "covers less than the first hour of this rental (" + Micros(need) +
+                                     " needed, " + Micros(balance) + " held)");
+  }
+  // The container's share of the machine: as much of its memory and CPUs as of its GPUs.
+  fleet::CreateWorkloadRequest w;
+  w.machine_id = m->id;
+  w.gpu_ids = gpu_ids;
+  w.image = req.container.image;
+  w.command = req.container.command;
+  w.env = req.container.env;
+  const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(m->gpus.size()));
+  if (m->host.ram_mb > 0) {
+    w.memory_mb = std::clamp<int64_t>(m->host.ram_mb * r.gpus / total, protocol::kMinMemoryMb,
+                                      protocol::kMaxMemoryMb);
+  }
+  if (m->host.cpu_cores > 0) {
+    w.cpus = std::clamp(static_cast<double>(m->host.cpu_cores) * static_cast<double>(r.gpus) /
+                            static_cast<double>(total),
+                        protocol::kMinCpus, protocol::kMaxCpus);
+  }
+  GPUNEX_ASSIGN_OR_RETURN(fleet::Workload wl,
+                          workloads_.CreateInTx(tx, now, customer_id, "rental", w));
+  r.workload_id = wl.id;
+  GPUNEX_RETURN_IF_ERROR(s.Insert(r));
+  return r;
+}
+
+StatusOr<Rental> Rentals::Get(const accounts::Principal& p, const std::string& id) {
+  std::optional<Rental> r;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(r, RentalsStore(tx).Find(id));
+    return Status::Ok();
+  }));
+  if (!r || !Visible(p, *r)) return NotFound("no such rental");
+  return std::move(*r);
+}
+
+StatusOr<Page<Rental>> Rentals::List(const accounts::Principal& p, const std::string& state,
+                                     const PageRequest& page) {
+  Page<Rental> out;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(out,
+                            RentalsStore(tx).List(p.IsAdmin() ? "" : p.user.id, "", state, page));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+StatusOr<Page<Rental>> Rentals::ProviderRentals(const accounts::Principal& p,
+                                                const std::string& state, const PageRequest& page) {
+  if (!p.user.HasRole(accounts::kRoleProvider))
+    return PermissionDenied("only providers have rentals on their machines");
+  Page<Rental> out;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(out, RentalsStore(tx).List("", p.user.id, state, page));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& id) {
+  const Timestamp now = options_.clock->Now();
+  Rental out;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> r, RentalsStore(tx).Find(id));
+    if (!r || !Visible(p, *r)) return NotFound("no such rental");
+    const bool own = r->customer_id == p.user.id;
+    if (!own && !p.IsAdmin()) return PermissionDenied("only the customer stops a rental");
+    if (r->state == kEnded || r->state == kEnding) {
+      return FailedPrecondition("the rental has already ended (" +
+                                r->end_reason.value_or(r->state) + ")");
+    }
+    if (own) {
+      GPUNEX_RETURN_IF_ERROR(
+          End(tx, now, *r, "stopped", "customer", now, false, "stopped by the customer"));
+    } else {
+      GPUNEX_RETURN_IF_ERROR(
+          End(tx, now, *r, "operator", "platform", now, false, "stopped by an operator"));
+    }
+    out = *r;
+    return accounts::Audit(tx, now, p.user.id, "rental.stopped", id, p.ip);
+  }));
+  return out;
+}
+
+StatusOr<fleet::LogPage> Rentals::Logs(const accounts::Principal& p, const std::string& id,
+                                       const PageRequest& page) {
+  GPUNEX_ASSIGN_OR_RETURN(Rental r, Get(p, id));
+  // The workload's logs as its maker (the customer) or its machine's provider sees them.
+  accounts::Principal as = p;
+  as.user.id =
+      p.IsAdmin() ? p.user.id : (r.customer_id == p.user.id ? r.customer_id : r.provider_id);
+  return workloads_.Logs(as, r.workload_id, page);
+}
+
+StatusOr<BalanceView> Rentals::Balance(const accounts::Principal& p) {
+  BalanceView v;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(v.balance, billing::Balance(tx, billing::CustomerAccount(p.user.id)));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> running, RentalsStore(tx).RunningOf({p.user.id}));
+    v.running_rentals = static_cast<int64_t>(running.size());
+    for (const auto& r : running) {
+      GPUNEX_ASSIGN_OR_RETURN(Usdc hour, billing::HourlyCost(r.price, r.gpus));
+      GPUNEX_ASSIGN_OR_RETURN(v.running_cost_per_hour, v.running_cost_per_hour.Plus(hour));
+    }
+    return Status::Ok();
+  }));
+  if (v.running_cost_per_hour.is_positive()) {
+    v.seconds_left = billing::SecondsCovered(v.balance, v.running_cost_per_hour);
+    v.low = *v.seconds_left < options_.low_balance_s;
+  }
+  return v;
+}
+
+StatusOr<Rentals::Cap> Rentals::Meter(store::Tx& tx, Timestamp now, Timestamp until, Rental& r,
+                                      Usdc& balance, std::vector<Transfer>& transfers) const {
+  (void)tx;
+  Cap cap;
+  if (!r.running_at) return cap;
+  int64_t s = WholeSeconds(until - *r.running_at);
+  const int64_t elapsed = s;
+  auto limit = [&](int64_t at_most, const char* reason, const char* party) {
+    if (s >= at_most) {
+      s = at_most;
+      cap.reason = reason;
+      cap.party = party;
+    }
+  };
+  if (r.max_duration_s) limit(*r.max_duration_s, "max_duration", "customer");
+  if (r.max_cost)
+    limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), "max_cost", "customer");
+  GPUNEX_ASSIGN_OR_RETURN(Usdc can_owe, r.charged.Plus(balance));
+  limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), "balance_exhausted", "platform");
+  // A cap reached exactly now ends the rental only once the next second would pass it;
+  // one reached earlier ends it where it was reached.
+  (void)elapsed;
+  s = std::max(s, r.billed_seconds);  // totals never go back
+  GPUNEX_ASSIGN_OR_RETURN(billing::Metered m, billing::Meter(r.price, r.gpus, s, r.fee_bps));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc d_fee, m.fee.Minus(r.fee));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc d_provider, m.provider.Minus(r.provider_part));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc d_owed, m.owed.Minus(r.charged));
+  if (d_provider.is_positive()) {
+    transfers.push_back(Usage(r, billing::kUsageProvider,
+                              billing::ProviderPendingAccount(r.provider_id), d_provider,
+                              m.provider, now));
+  }
+  if (d_fee.is_positive()) {
+    transfers.push_back(
+        Usage(r, billing::kUsageFee, std::string(billing::kPlatformCommission), d_fee, m.fee, now));
+  }
+  GPUNEX_ASSIGN_OR_RETURN(balance, balance.Minus(d_owed));
+  r.billed_seconds = s;
+  r.charged = m.owed;
+  r.fee = m.fee;
+  r.provider_part = m.provider;
+  r.updated_at = now;
+  cap.billing_end = *r.running_at + Seconds(s);
+  return cap;
+}
+
+Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& reason,
+                    const std::string& party, Timestamp billing_end, bool workload_ended,
+                    const std::string& detail) {
+  std::string why = reason, who = party, text = detail;
+  if (r.state == kRunning) {
+    GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
+                            billing::Balance(tx, billing::CustomerAccount(r.customer_id)));
+    std::vector<Transfer> transfers;
+    GPUNEX_ASSIGN_OR_RETURN(
+        Cap cap, Meter(tx, now, std::max(billing_end, *r.running_at), r, balance, transfers));
+    GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
+    // A cap that came before the end given is what ended it (the balance ran out before
+    // the customer's stop arrived, say).
+    if (!cap.reason.empty() && cap.billing_end < billing_end) {
+      why = cap.reason;
+      who = cap.party;
+      text = "";
+    }
+    r.billing_end_at = cap.billing_end;
+  } else {
+    r.billing_end_at = now;
+  }
+  r.end_reason = why;
+  r.end_party = who;
+  if (text.empty()) {
+    if (why == "balance_exhausted") text = "the balance ran out";
+    if (why == "max_cost") text = "the rental reached its max cost of " + Micros(*r.max_cost);
+    if (why == "max_duration") text = "the rental reached its max duration";
+  }
+  r.detail = text;
+  // RNT-3 and the documented refund: the provider's side ended it early.
+  if (who == "provider" && r.charged.is_positive() &&
+      r.billed_seconds < options_.early_fault_refund_s) {
+    const std::string customer = billing::CustomerAccount(r.customer_id);
+    std::string from = billing::ProviderPendingAccount(r.provider_id);
+    GPUNEX_ASSIGN_OR_RETURN(Usdc pending, billing::Balance(tx, from));
+    if (pending < r.provider_part) from = billing::ProviderAvailableAccount(r.provider_id);
+    std::vector<Transfer> refund;
+    if (r.provider_part.is_positive()) {
+      refund.push_back({r.id + "_rp", std::string(billing::kRefundProvider), from, customer,
+                        r.provider_part, r.id, "ended by the provider's side in its first minutes",
+                        now});
+    }
+    if (r.fee.is_positive()) {
+      refund.push_back({r.id + "_rf", std::string(billing::kRefundFee),
+                        std::string(billing::kPlatformCommission), customer, r.fee, r.id,
+                        "ended by the provider's side in its first minutes", now});
+    }
+    GPUNEX_RETURN_IF_ERROR(billing::Post(tx, refund).status());
+    r.refunded = r.charged;
+  }
+  if (workload_ended) {
+    r.state = std::string(kEnded);
+    r.ended_at = now;
+  } else if (why == "agent_lost") {
+    GPUNEX_RETURN_IF_ERROR(
+        fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost", "provider").status());
+    r.state = std::string(kEnded);
+    r.ended_at = now;
+  } else {
+    GPUNEX_RETURN_IF_ERROR(workloads_.StopInTx(tx, now, r.workload_id));
+    r.state = std::string(kEnding);
+  }
+  r.updated_at = now;
+  GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(r));
+  if (who != "customer") {
+    GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r.customer_id));
+    notify::Notice n;
+    n.kind = "rental.ended";
+    n.title = "Your rental " + r.id + " ended";
+    n.text = "Your rental of " + std::to_string(r.gpus) +
+             " GPU(s) ended: " + (text.empty() ? why : text) + ". It was billed " +
+             Micros(r.charged) + " for " + std::to_string(r.billed_seconds) + " seconds" +
+             (r.refunded.is_positive() ? ", refunded in full." : ".");
+    n.link = "/#/rentals/" + r.id;
+    n.email = why == "balance_exhausted" || who == "provider";
+    GPUNEX_RETURN_IF_ERROR(
+        notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
+  }
+  LogInfo("rental.ended", {{"rental_id", r.id},
+                           {"reason", why},
+                           {"party", who},
+                           {"billed_seconds", r.billed_seconds},
+                           {"charged_micro", r.charged.micros()}});
+  return Status::Ok();
+}
+
+Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w) {
+  if (w.purpose != "rental") return Status::Ok();
+  RentalsStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> found, s.FindByWorkload(w.id));
+  if (!found || found->state == kEnded) return Status::Ok();
+  Rental& r = *found;
+  if (fleet::IsActiveWorkloadState(w.state)) {
+    if (w.state == "starting" && r.state == kPending) {
+      r.state = std::string(kStarting);
+    } else if (w.state == "running" && (r.state == kPending || r.state == kStarting)) {
+      // LED-2 / RNT-5: billing starts now, when the agent reports the container running.
+      r.state = std::string(kRunning);
+      r.running_at = now;
+      r.next_meter_at = now + Seconds(1);
+    } else {
+      return Status::Ok();
+    }
+    r.updated_at = now;
+    return s.Update(r);
+  }
+  r.exit_code = w.exit_code;
+  if (r.state == kEnding) {
+    r.state = std::string(kEnded);
+    r.ended_at = now;
+    r.updated_at = now;
+    return s.Update(r);
+  }
+  auto [reason, party] = EndOfWorkload(r, w);
+  return End(tx, now, r, reason, party, now, true, w.end_reason.value_or(""));
+}
+
+StatusOr<int64_t> Rentals::MeterDue() {
+  const Timestamp now = options_.clock->Now();
+  std::vector<std::string> due;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(due, RentalsStore(tx).CustomersDue(now, kCustomersPerRound));
+    return Status::Ok();
+  }));
+  int64_t metered = 0;
+  for (size_t start = 0; start < due.size(); start += kCustomersPerTx) {
+    const size_t n = std::min(kCustomersPerTx, due.size() - start);
+    std::vector<std::string> chunk(due.begin() + static_cast<std::ptrdiff_t>(start),
+                                   due.begin() + static_cast<std::ptrdiff_t>(start + n));
+    GPUNEX_RETURN_IF_ERROR(MeterCustomers(chunk, now, &metered));
+  }
+  return metered;
+}
+
+Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timestamp now,
+                               int64_t* metered) {
+  int64_t count = 0;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    count = 0;
+    RentalsStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> running, s.RunningOf(customers));
+    std::vector<std::string> machines;
+    for (const auto& r : running) machines.push_back(r.machine_id);
+    GPUNEX_ASSIGN_OR_RETURN(auto live, fleet::LivenessOf(tx, machines));
+    std::vector<Transfer> transfers;
+    std::vector<std::pair<Rental*, Cap>> ended;
+    struct CustomerTotals {
+      Usdc balance;
+      Usdc per_hour;
+    };
+    std::map<std::string, CustomerTotals> totals;
+    for (size_t i = 0; i < running.size();) {
+      const std::string customer = running[i].customer_id;
+      size_t j = i;
+      while (j < running.size() && running[j].customer_id == customer) ++j;
+      CustomerTotals& t = totals[customer];
+      GPUNEX_ASSIGN_OR_RETURN(t.balance, billing::Balance(tx, billing::CustomerAccount(customer)));
+      for (size_t k = i; k < j; ++k) {
+        GPUNEX_ASSIGN_OR_RETURN(Usdc hour, billing::HourlyCost(running[k].price, running[k].gpus));
+        GPUNEX_ASSIGN_OR_RETURN(t.per_hour, t.per_hour.Plus(hour));
+      }
+      for (size_t k = i; k < j; ++k) {
+        Rental& r = running[k];
+        // A machine gone quiet is billed to its last heartbeat until it is back (or lost).
+        Timestamp until = now;
+        if (auto it = live.find(r.machine_id); it != live.end() && !it->second.online)
+          until = std::min(now, it->second.last_seen);
+        GPUNEX_ASSIGN_OR_RETURN(Cap cap, Meter(tx, now, until, r, t.balance, transfers));
+        ++count;
+        if (!cap.reason.empty()) ended.emplace_back(&r, cap);
+      }
+      // When to look again: the interval, or sooner when a cap or the balance's end comes.
+      for (size_t k = i; k < j; ++k) {
+        Rental& r = running[k];
+        Timestamp next = now + Seconds(options_.meter_interval_s);
+        if (r.max_duration_s) next = std::min(next, *r.running_at + Seconds(*r.max_duration_s));
+        if (r.max_cost) {
+          int64_t paid = billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost);
+          if (paid < kMaxDurationS) next = std::min(next, *r.running_at + Seconds(paid));
+        }
+        if (t.per_hour.is_positive()) {
+          const int64_t left = billing::SecondsCovered(t.balance, t.per_hour);
+          if (left < kMaxDurationS) next = std::min(next, now + Seconds(left));
+        }
+        r.next_meter_at = std::max(next, now + Seconds(1));
+      }
+      i = j;
+    }
+    GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
+    for (const auto& r : running) GPUNEX_RETURN_IF_ERROR(s.Update(r));
+    for (auto& [r, cap] : ended) {
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, cap.reason, cap.party, cap.billing_end, false, ""));
+    }
+    for (const auto& [customer, t] : totals) {
+      GPUNEX_RETURN_IF_ERROR(WarnIfLow(tx, now, customer, t.balance, t.per_hour));
+    }
+    return Status::Ok();
+  }));
+  *metered += count;
+  return Status::Ok();
+}
+
+Status Rentals::WarnIfLow(store::Tx& tx, Timestamp now, const std::string& customer_id,
+                          Usdc balance, Usdc cost_per_hour) {
+  RentalsStore s(tx);
+  const int64_t covers_s = billing::SecondsCovered(balance, cost_per_hour);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Timestamp> alerted, s.AlertedAt(customer_id));
+  if (covers_s >= options_.low_balance_s) {
+    if (alerted) return s.SetAlerted(customer_id, std::nullopt);  // topped up: warn again later
+    return Status::Ok();
+  }
+  if (alerted || !balance.is_positive()) return Status::Ok();
+  GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, customer_id));
+  notify::Notice n;
+  n.kind = "balance.low";
+  n.title = "Your balance is running low";
+  n.text = "Your balance of " + Micros(balance) + " covers about " + std::to_string(covers_s / 60) +
+           " more minutes of your running rentals (" + Micros(cost_per_hour) +
+           " per hour). When it runs out they are stopped. Add to your balance to keep them "
+           "running.";
+  n.link = "/#/balance";
+  n.email = true;
+  GPUNEX_RETURN_IF_ERROR(notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
+  return s.SetAlerted(customer_id, now);
+}
+
+StatusOr<int64_t> Rentals::EndLost() {
+  const Timestamp now = options_.clock->Now();
+  const Timestamp cutoff = now - Seconds(options_.agent_lost_grace_s);
+  std::vector<std::string> lost;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> machines, RentalsStore(tx).ActiveMachines());
+    GPUNEX_ASSIGN_OR_RETURN(auto live, fleet::LivenessOf(tx, machines));
+    for (const auto& [id, l] : live) {
+      if (!l.online && l.status_since <= cutoff) lost.push_back(id);
+    }
+    return Status::Ok();
+  }));
+  int64_t ended = 0;
+  for (const auto& mid : lost) {
+    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(auto live, fleet::LivenessOf(tx, {mid}));
+      auto l = live.find(mid);
+      if (l == live.end() || l->second.online || l->second.status_since > cutoff)
+        return Status::Ok();
+      RentalsStore s(tx);
+      GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> active, s.ActiveOnMachine(mid));
+      for (Rental& r : active) {
+        if (r.state == kEnding) {
+          // Its end was decided and billed; the agent that was to confirm it is gone.
+          GPUNEX_RETURN_IF_ERROR(
+              fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost", "provider").status());
+          r.state = std::string(kEnded);
+          r.ended_at = r.updated_at = now;
+          GPUNEX_RETURN_IF_ERROR(s.Update(r));
+        } else {
+          const Timestamp last = r.running_at ? std::max(*r.running_at, l->second.last_seen) : now;
+          GPUNEX_RETURN_IF_ERROR(End(tx, now, r, "agent_lost", "provider", last, false,
+                                     "the machine's agent was offline for more than " +
+                                         std::to_string(options_.agent_lost_grace_s) + " s"));
+        }
+        ++ended;
+      }
+      return Status::Ok();
+    }));
+  }
+  return ended;
+}
+
+StatusOr<int64_t> Rentals::ReleaseEarnings() {
+  const Timestamp now = options_.clock->Now();
+  int64_t n = 0;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(
+        n, billing::ReleaseEarnings(tx, now - Seconds(options_.earnings_hold_s), now));
+    return Status::Ok();
+  }));
+  return n;
+}
+
+StatusOr<std::vector<market::RentalSample>> Rentals::Samples(store::Tx& tx,
+                                                             const std::string& gpu_model,
+                                                             const std::string& region,
+                                                             Timestamp from, Timestamp to) {
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> rs,
+                          RentalsStore(tx).RanBetween(gpu_model, region, from, to));
+  std::vector<market::RentalSample> out;
+  for (const auto& r : rs) {
+    const Timestamp a = std::max(from, *r.running_at);
+    const Timestamp b = std::min(to, r.billing_end_at.value_or(to));
+    if (b <= a) continue;
+    const double hours = std::chrono::duration<double>(b - a).count() / 3600.0;
+    out.push_back({hours * static_cast<double>(r.gpus), r.price});
+  }
+  return out;
+}
+
+void Rentals::Start() {
+  MutexLock lock(&mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Rentals::Stop() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  cv_.SignalAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Rentals::Loop() {
+  Timestamp last_release;
+  while (true) {
+    if (auto n = MeterDue(); !n.ok())
+      LogWarn("rentals.meter_failed", {{"error", n.status().ToString()}});
+    if (auto n = EndLost(); !n.ok())
+      LogWarn("rentals.lost_failed", {{"error", n.status().ToString()}});
+    const Timestamp now = options_.clock->Now();
+    if (now - last_release >= Seconds(options_.release_interval_s)) {
+      if (auto n = ReleaseEarnings(); !n.ok()) {
+        LogWarn("rentals.release_failed", {{"error", n.status().ToString()}});
+      } else {
+        last_release = now;
+      }
+    }
+    MutexLock lock(&mu_);
+    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.sweep_ms));
+    if (stopping_) return;
+  }
+}
+
+}  // namespace gpunex::platform::rentals

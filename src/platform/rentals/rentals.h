@@ -1,0 +1,182 @@
+// Rentals (RNT-1..6, LED-1..4): a customer rents GPUs of one offer; the platform starts
+// their container through the fleet's workload path (the same validation and isolation
+// policy, re-checked by the agent), follows it through pending → starting → running →
+// ending → ended, meters it per second and charges it through the ledger.
+//
+// Billing (docs/billing.md): a rental is billed from the moment the agent reports its
+// container running (never for pulling, creating, or a container that fails to start)
+// until its end is decided: the customer's stop, the container's exit as the agent
+// reports it, the rental's caps (max_duration_s, max_cost_micro), the customer's balance
+// running out, or for a machine gone dark its last heartbeat. Every metering tick (every
+// meter_interval_s, and at the end) charges the totals of metering.h for the billed
+// seconds, less what was charged before: customer → provider pending (the provider's
+// part) and customer → platform (the commission), under transfer ids made of the rental
+// and the new totals, in the transaction that stores the rental's totals. A rental is
+// never charged past the moment its customer's balance reached zero: a tick charges at
+// most what the balance holds, at a whole second, and ends the rental there.
+//
+// A machine offline for longer than agent_lost_grace_s ends its rentals as "agent_lost"
+// (the provider's fault), billed to its last heartbeat; rentals that the provider's side
+// ended within their first early_fault_refund_s are refunded in full. Pending earnings
+// become available earnings_hold_s after the usage (billing::ReleaseEarnings).
+//
+// Authorization: a customer reads and stops their own rentals; a provider reads the
+// rentals on its machines; admins read all and stop any (as the platform: "operator").
+//
+// Thread-safety: Rentals is safe to share.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/money.h"
+#include "common/paging.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "common/time.h"
+#include "platform/accounts/accounts.h"
+#include "platform/billing/billing.h"
+#include "platform/fleet/fleet.h"
+#include "platform/fleet/workloads.h"
+#include "platform/market/market.h"
+#include "platform/notify/notify.h"
+#include "platform/rentals/job.h"
+#include "platform/rentals/rental.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::rentals {
+
+struct RentalsOptions {
+  int64_t meter_interval_s = 60;
+  int64_t agent_lost_grace_s = 300;
+  int64_t earnings_hold_s = 24 * 3600;
+  int64_t commission_community_bps = 2000;
+  int64_t commission_enterprise_bps = 1500;
+  int64_t early_fault_refund_s = 600;
+  int64_t low_balance_s = 70 * 60;  // warn when the balance covers less than this
+  int64_t release_interval_s = 60;
+  int sweep_ms = 1000;
+  notify::NoticeSettings notices;
+  const Clock* clock = &SystemClock();
+};
+
+inline constexpr int64_t kMaxGpus = 8;
+inline constexpr int64_t kMinDurationS = 60;
+inline constexpr int64_t kMaxDurationS = 365 * 24 * 3600;
+inline constexpr int64_t kMaxCostMicro = 1'000'000'000'000;  // 1,000,000 USDC
+
+struct CreateRentalRequest {
+  std::string offer_id;
+  int64_t gpus = 0;
+  ContainerSpec container;
+  std::optional<int64_t> max_duration_s;
+  std::optional<Usdc> max_cost;
+  std::string idempotency_key;  // "" without one
+};
+
+// The request's own values, before anything is looked up (the container's command and env
+// are the workload path's to check).
+FieldErrors ValidateRental(const CreateRentalRequest& req);
+
+struct BalanceView {
+  Usdc balance;
+  Usdc running_cost_per_hour;
+  std::optional<int64_t> seconds_left;  // none when nothing runs
+  bool low = false;
+  int64_t running_rentals = 0;
+};
+
+class Rentals {
+ public:
+  // Registers the workload hook on `fleet`. REQUIRES: before fleet.Start().
+  Rentals(store::Database& db, fleet::Fleet& fleet, fleet::Workloads& workloads,
+          market::Market& market, RentalsOptions options);
+  ~Rentals();
+  Rentals(const Rentals&) = delete;
+  Rentals& operator=(const Rentals&) = delete;
+
+  // Field errors name the request's fields ("offer_id", "gpus", "image", "env.NAME",
+  // "max_duration_s", "max_cost_micro") and "balance" when it does not cover the first
+  // hour (or max_duration_s, or max_cost_micro, when less). kFailedPrecondition when the
+  // offer's free GPUs were taken meanwhile or its price rose. With an idempotency key the
+  // same request makes one rental, whatever races.
+  StatusOr<Rental> Create(const accounts::Principal& p, const CreateRentalRequest& req);
+  // In the caller's transaction (the scheduler's commit): the same, for `customer_id`.
+  StatusOr<Rental> CreateInTx(store::Tx& tx, Timestamp now, const std::string& customer_id,
+                              const market::Offer& offer, const CreateRentalRequest& req,
+                              const std::string& job_id);
+  StatusOr<Rental> Get(const accounts::Principal& p, const std::string& id);
+  // The caller's rentals (every rental for admins); state "", "active" or "ended".
+  StatusOr<Page<Rental>> List(const accounts::Principal& p, const std::string& state,
+                              const PageRequest& page);
+  // The rentals on the caller's machines.
+  StatusOr<Page<Rental>> ProviderRentals(const accounts::Principal& p, const std::string& state,
+                                         const PageRequest& page);
+  // The customer stops it (an admin: the platform, "operator"). kFailedPrecondition when
+  // it has ended or is ending.
+  StatusOr<Rental> Stop(const accounts::Principal& p, const std::string& id);
+  StatusOr<fleet::LogPage> Logs(const accounts::Principal& p, const std::string& id,
+                                const PageRequest& page);
+  StatusOr<BalanceView> Balance(const accounts::Principal& p);
+  // The commission of a provider's tier, in basis points.
+  int64_t CommissionBps(std::string_view tier) const;
+
+  // One round of the background work; tests call them directly.
+  // Meters the running rentals due now; returns how many were metered.
+  StatusOr<int64_t> MeterDue();
+  // Ends the rentals of machines offline for longer than the grace.
+  StatusOr<int64_t> EndLost();
+  StatusOr<int64_t> ReleaseEarnings();
+
+  // For market::Market::SetRentalSamples.
+  static StatusOr<std::vector<market::RentalSample>> Samples(store::Tx& tx,
+                                                             const std::string& gpu_model,
+                                                             const std::string& region,
+                                                             Timestamp from, Timestamp to);
+
+  void Start() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
+
+  const RentalsOptions& options() const { return options_; }
+
+ private:
+  Status OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w);
+  // Meters `r` up to `until` with `balance` left for it (what the customer's balance
+  // holds now); updates both. Returns the reason it must end now, if any, with the
+  // moment its billing ends.
+  struct Cap {
+    std::string reason;  // "" : none
+    std::string party;
+    Timestamp billing_end;
+  };
+  StatusOr<Cap> Meter(store::Tx& tx, Timestamp now, Timestamp until, Rental& r, Usdc& balance,
+                      std::vector<billing::Transfer>& transfers) const;
+  // Decides the end of an active rental: bills it to `billing_end`, asks the agent to
+  // remove its container (unless `workload_ended`), refunds an early provider fault.
+  Status End(store::Tx& tx, Timestamp now, Rental& r, const std::string& reason,
+             const std::string& party, Timestamp billing_end, bool workload_ended,
+             const std::string& detail);
+  Status MeterCustomers(const std::vector<std::string>& customers, Timestamp now, int64_t* metered);
+  Status WarnIfLow(store::Tx& tx, Timestamp now, const std::string& customer_id, Usdc balance,
+                   Usdc cost_per_hour);
+  void Loop() EXCLUDES(mu_);
+
+  store::Database& db_;
+  fleet::Fleet& fleet_;
+  fleet::Workloads& workloads_;
+  market::Market& market_;
+  const RentalsOptions options_;
+  std::thread thread_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+};
+
+// The pseudonym a provider sees for a customer.
+std::string CustomerPseudonym(std::string_view customer_id);
+
+}  // namespace gpunex::platform::rentals

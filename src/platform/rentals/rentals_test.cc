@@ -1,0 +1,549 @@
+// Rentals over a real store on both backends, with a fake agent and a FakeClock: billing
+// starts when the agent reports the container running and equals the formulas for the
+// billed seconds; a container that fails to start is never billed; the balance running
+// out, max_cost_micro and max_duration_s end a rental at exactly their point; a machine
+// gone dark ends its rentals as agent lost, billed to its last heartbeat and refunded;
+// idempotency keys and the race for the last GPU; bad requests name their field; the
+// ledger check holds after each; and docs/billing.md's worked example.
+#include "platform/rentals/rentals.h"
+
+#include <gtest/gtest.h>
+
+#include "platform/applications/applications_store.h"
+#include "platform/billing/billing.h"
+#include "platform/billing/metering.h"
+#include "platform/catalog/catalog.h"
+#include "platform/fleet/test_util.h"
+#include "platform/pricing/pricing.h"
+#include "platform/providers/providers.h"
+#include "platform/rentals/jobs.h"
+
+namespace gpunex::platform::rentals {
+namespace {
+
+using fleet::testing::FakeAgent;
+
+constexpr const char* kH100 = "h100-sxm-80gb";
+constexpr int64_t kPrice = 450'000;  // 0.45 USDC per GPU-hour
+
+class RentalsTest : public fleet::testing::FleetTestBase {
+ protected:
+  void SetUp() override {
+    FleetTestBase::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    clock_.Set(*ParseRfc3339("2026-12-01T10:00:00Z"));
+    ASSERT_TRUE(catalog::SeedBuiltinModels(db(), clock_).ok());
+    price_every_model_ = false;
+    MakeFleet(DefaultOptions());
+    pricing_ =
+        std::make_unique<pricing::Pricing>(faults(), fleet(), pricing::PricingOptions{&clock_});
+    market_ = std::make_unique<market::Market>(faults(), market::MarketOptions{.clock = &clock_});
+    workloads_ = std::make_unique<fleet::Workloads>(faults(), fleet(), &clock_);
+    billing_ = std::make_unique<billing::Billing>(faults(), &clock_);
+    RentalsOptions o;
+    o.clock = &clock_;
+    rentals_ = std::make_unique<Rentals>(faults(), fleet(), *workloads_, *market_, o);
+    Approve(pia_);
+    ASSERT_TRUE(pricing_->SetProviderPrices(As(pia_), {{kH100, Usdc::Micros(kPrice)}}).ok());
+    agent_ = &NewAgent(pia_, 2);
+    ASSERT_TRUE(agent_->Join().has_value());
+    Reload();
+  }
+  void TearDown() override {
+    rentals_.reset();
+    billing_.reset();
+    workloads_.reset();
+    market_.reset();
+    pricing_.reset();
+    FleetTestBase::TearDown();
+  }
+
+  void Approve(const std::string& user_id) {
+    ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
+                      applications::ApplicationRow row;
+                      row.id = "app_" + user_id;
+                      row.user_id = user_id;
+                      row.status = "approved";
+                      applications::GpuEntry e;
+                      e.model = kH100;
+                      e.location = applications::Location{"Milan", "IT", "eu-south"};
+                      row.body.gpus = {e};
+                      row.suggested_tier = "community";
+                      row.created_at = row.updated_at = clock_.Now();
+                      return applications::ApplicationsStore(tx).Insert(row);
+                    })
+                    .ok());
+  }
+  void Reload() { ASSERT_TRUE(market_->ReloadAll().ok()); }
+  std::string OfferId() {
+    auto snap = market_->snapshot();
+    EXPECT_EQ(snap->offers().size(), 1u);
+    return snap->offers().empty() ? "" : snap->offers()[0]->id;
+  }
+  void Credit(const std::string& user, int64_t micros) {
+    auto c = billing_->Credit(As(admin_), {user, Usdc::Micros(micros), "test credit", ""});
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+  }
+  CreateRentalRequest Request(int64_t gpus = 1) {
+    CreateRentalRequest r;
+    r.offer_id = OfferId();
+    r.gpus = gpus;
+    r.container.image = "registry.example/train:1";
+    r.container.command = {"python", "train.py"};
+    return r;
+  }
+  Rental Load(const std::string& id) {
+    auto r = rentals_->Get(As(admin_), id);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : Rental{};
+  }
+  // The agent reports the rental's container starting, then running.
+  void Run(const Rental& r) {
+    agent_->Event(r.workload_id, "starting");
+    EXPECT_EQ(Load(r.id).state, "starting");
+    agent_->Event(r.workload_id, "running", std::nullopt, "", "ctr-" + r.id);
+    EXPECT_EQ(Load(r.id).state, "running");
+  }
+  int64_t Balance(const std::string& user) {
+    auto b = rentals_->Balance(As(user));
+    EXPECT_TRUE(b.ok());
+    return b.ok() ? b->balance.micros() : -1;
+  }
+  void ExpectFormulas(const Rental& r) {
+    auto m = billing::Meter(r.price, r.gpus, r.billed_seconds, r.fee_bps);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(r.charged, m->owed) << r.id;
+    EXPECT_EQ(r.fee, m->fee);
+    EXPECT_EQ(r.provider_part, m->provider);
+    EXPECT_EQ(Number("SELECT COALESCE(SUM(amount), 0) FROM ledger_transfers WHERE rental_id = ? "
+                     "AND kind IN ('usage_provider', 'usage_fee')",
+                     {r.id}),
+              r.charged.micros());
+  }
+  void ExpectLedgerOk() {
+    auto c = billing_->Check(As(admin_));
+    ASSERT_TRUE(c.ok());
+    EXPECT_TRUE(c->ok);
+    EXPECT_EQ(c->sum_micro, 0);
+  }
+  void Meter() { ASSERT_TRUE(rentals_->MeterDue().ok()); }
+
+  std::unique_ptr<pricing::Pricing> pricing_;
+  std::unique_ptr<market::Market> market_;
+  std::unique_ptr<fleet::Workloads> workloads_;
+  std::unique_ptr<billing::Billing> billing_;
+  std::unique_ptr<Rentals> rentals_;
+  FakeAgent* agent_ = nullptr;
+};
+
+TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->state, "pending");
+  EXPECT_EQ(r->price.micros(), kPrice);
+  EXPECT_EQ(r->fee_bps, 2000);  // community
+  // The start command went to the agent through the workload path.
+  bool started = false;
+  for (const auto& c : agent_->Commands()) started = started || c.kind == "start_workload";
+  EXPECT_TRUE(started);
+  clock_.Advance(Seconds(40));  // pulling and creating are not billed
+  Run(*r);
+  clock_.Advance(Seconds(125));
+  Meter();
+  Rental mid = Load(r->id);
+  EXPECT_EQ(mid.billed_seconds, 125);
+  EXPECT_EQ(mid.charged.micros(), 450'000 * 125 / 3600);
+  ExpectFormulas(mid);
+  clock_.Advance(Seconds(10));
+  auto stopped = rentals_->Stop(As(customer_), r->id);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ(stopped->state, "ending");
+  EXPECT_EQ(stopped->billed_seconds, 135);
+  clock_.Advance(Seconds(20));  // the agent takes its time: not billed
+  agent_->Event(r->workload_id, "stopped", 137);
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(end.end_reason.value_or(""), "stopped");
+  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(end.billed_seconds, 135);
+  ExpectFormulas(end);
+  EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
+  EXPECT_EQ(Number("SELECT balance FROM ledger_accounts WHERE id = ?",
+                   {billing::ProviderPendingAccount(pia_)}),
+            end.provider_part.micros());
+  ExpectLedgerOk();
+  EXPECT_EQ(rentals_->Stop(As(customer_), r->id).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  agent_->Event(r->workload_id, "starting");
+  clock_.Advance(Seconds(300));
+  agent_->Event(r->workload_id, "failed", std::nullopt, "image pull failed: not found");
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
+  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(end.billed_seconds, 0);
+  EXPECT_EQ(end.charged.micros(), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM ledger_transfers WHERE rental_id = ?", {r->id}), 0);
+  EXPECT_EQ(Balance(customer_), 10'000'000);
+}
+
+TEST_P(RentalsTest, ABalanceOfOneHourStopsTheRentalAtExactlyZero) {
+  Credit(customer_, kPrice);  // one hour of one GPU
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Run(*r);
+  for (int i = 0; i < 61; ++i) {  // ticks every minute, as configured by default
+    clock_.Advance(Seconds(60));
+    Meter();
+    ASSERT_GE(Balance(customer_), 0);
+  }
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.state, "ending");
+  EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
+  EXPECT_EQ(end.end_party.value_or(""), "platform");
+  EXPECT_EQ(end.billed_seconds, 3600);
+  EXPECT_EQ(end.charged.micros(), kPrice);
+  EXPECT_EQ(Balance(customer_), 0);
+  ExpectFormulas(end);
+  ExpectLedgerOk();
+  // The agent was asked to remove the container.
+  bool stop = false;
+  for (const auto& c : agent_->Commands()) stop = stop || c.kind == "stop_workload";
+  EXPECT_TRUE(stop);
+}
+
+TEST_P(RentalsTest, ABalanceRunningOutBetweenTicksIsChargedOnlyToTheMomentItReachedZero) {
+  Credit(customer_, kPrice);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  Run(*r);
+  clock_.Advance(Seconds(5000));  // no tick for longer than the balance lasts
+  Meter();
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
+  EXPECT_EQ(end.billed_seconds, 3600);
+  EXPECT_EQ(Balance(customer_), 0);
+}
+
+TEST_P(RentalsTest, MaxCostAndMaxDurationEndARentalAtTheirPoint) {
+  Credit(customer_, 10'000'000);
+  CreateRentalRequest capped = Request();
+  capped.max_cost = Usdc::Micros(100'000);  // 800 s at 0.45 USDC/h
+  auto r = rentals_->Create(As(customer_), capped);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Run(*r);
+  clock_.Advance(Seconds(60));
+  Meter();
+  clock_.Advance(Seconds(900));
+  Meter();
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.end_reason.value_or(""), "max_cost");
+  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(end.billed_seconds, 800);
+  EXPECT_EQ(end.charged.micros(), 100'000);
+
+  CreateRentalRequest timed = Request();
+  timed.max_duration_s = 60;
+  Reload();
+  timed.offer_id = OfferId();
+  auto t = rentals_->Create(As(customer_), timed);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Run(*t);
+  clock_.Advance(Seconds(1));
+  Meter();
+  // The next tick comes at the max duration, not a minute later.
+  EXPECT_EQ(Load(t->id).next_meter_at, *Load(t->id).running_at + Seconds(60));
+  clock_.Advance(Seconds(200));
+  Meter();
+  Meter();
+  Rental tend = Load(t->id);
+  EXPECT_EQ(tend.end_reason.value_or(""), "max_duration");
+  EXPECT_EQ(tend.billed_seconds, 60);
+  ExpectFormulas(tend);
+  ExpectLedgerOk();
+}
+
+TEST_P(RentalsTest, AMachineGoneDarkEndsItsRentalsAsAgentLostBilledToItsLastHeartbeat) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  Run(*r);
+  clock_.Advance(Seconds(100));
+  agent_->Heartbeat();
+  const Timestamp last = clock_.Now();
+  agent_->Disconnect();
+  clock_.Advance(Seconds(40));
+  ASSERT_TRUE(fleet().SweepOnce().ok());  // Offline after missed heartbeats
+  Meter();
+  EXPECT_EQ(Load(r->id).billed_seconds, 100);  // not past the last heartbeat
+  clock_.Advance(Seconds(200));
+  ASSERT_EQ(*rentals_->EndLost(), 0);  // within the grace
+  clock_.Advance(Seconds(120));
+  ASSERT_EQ(*rentals_->EndLost(), 1);
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(end.end_reason.value_or(""), "agent_lost");
+  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(end.billing_end_at, last);
+  EXPECT_EQ(end.billed_seconds, 100);
+  ExpectFormulas(end);
+  // A provider's fault in the first ten minutes: refunded in full (docs/billing.md).
+  EXPECT_EQ(end.refunded, end.charged);
+  EXPECT_EQ(Balance(customer_), 10'000'000);
+  EXPECT_EQ(Text("SELECT state FROM workloads WHERE id = ?", {r->workload_id}), "failed");
+  EXPECT_EQ(Text("SELECT end_party FROM workloads WHERE id = ?", {r->workload_id}), "provider");
+  ExpectLedgerOk();
+  // Back again: the container is not expected there any more.
+  auto welcome =
+      agent_->Join({protocol::RunningContainer{"ctr-" + r->id, r->workload_id, "running"}});
+  ASSERT_TRUE(welcome.has_value());
+  EXPECT_TRUE(welcome->keep_workload_ids.empty());
+}
+
+TEST_P(RentalsTest, AnIdempotencyKeyMakesOneRentalAndTheLastGpuGoesToOneCustomer) {
+  Credit(customer_, 10'000'000);
+  Credit(oscar_, 10'000'000);
+  CreateRentalRequest req = Request();
+  req.idempotency_key = "rent-1";
+  auto a = rentals_->Create(As(customer_), req);
+  auto b = rentals_->Create(As(customer_), req);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->id, b->id);
+  CreateRentalRequest other = req;
+  other.gpus = 2;
+  EXPECT_EQ(rentals_->Create(As(customer_), other).status().fields().count("Idempotency-Key"), 1u);
+  // One GPU is left; the snapshot still says two, so the second taker gets a conflict.
+  auto c = rentals_->Create(As(oscar_), Request());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto d = rentals_->Create(As(customer_), Request());
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition) << d.status().ToString();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 2);
+}
+
+TEST_P(RentalsTest, BadRequestsNameTheirFieldAndStoreNothing) {
+  Credit(customer_, 10'000'000);
+  const std::string before = fleet::testing::Snapshot(test_db());
+  auto expect = [&](CreateRentalRequest req, const std::string& field) {
+    auto r = rentals_->Create(As(customer_), req);
+    ASSERT_EQ(r.status().code(), StatusCode::kValidationFailed)
+        << field << ": " << r.status().ToString();
+    EXPECT_TRUE(r.status().fields().count(field)) << r.status().ToString();
+  };
+  CreateRentalRequest q = Request();
+  q.offer_id = "ofr_00000000000000000000";
+  expect(q, "offer_id");
+  q = Request(), q.gpus = 0, expect(q, "gpus");
+  q = Request(), q.gpus = 9, expect(q, "gpus");
+  q = Request(), q.gpus = 3, expect(q, "gpus");  // more than the offer has free
+  q = Request(), q.container.image = "", expect(q, "image");
+  q = Request(), q.container.image = "UPPER CASE!", expect(q, "image");
+  q = Request(), q.container.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}},
+  expect(q, "env.NVIDIA_VISIBLE_DEVICES");
+  q = Request(), q.container.env = {{"1BAD", "x"}}, expect(q, "env.1BAD");
+  q = Request(), q.max_duration_s = 59, expect(q, "max_duration_s");
+  q = Request(), q.max_duration_s = kMaxDurationS + 1, expect(q, "max_duration_s");
+  q = Request(), q.max_cost = Usdc::Micros(0), expect(q, "max_cost_micro");
+  q = Request(), q.max_cost = Usdc::Micros(-5), expect(q, "max_cost_micro");
+  q = Request(), q.max_cost = Usdc::Micros(kMaxCostMicro + 1), expect(q, "max_cost_micro");
+  // A provider may not rent its own offer; a balance must cover the first hour.
+  EXPECT_TRUE(rentals_->Create(As(pia_), Request()).status().fields().count("offer_id"));
+  EXPECT_TRUE(rentals_->Create(As(oscar_), Request()).status().fields().count("balance"));
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 0);
+  EXPECT_EQ(fleet::testing::Snapshot(test_db()), before);
+}
+
+TEST_P(RentalsTest, EachPartySeesOnlyWhatIsTheirs) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(rentals_->Get(As(oscar_), r->id).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(rentals_->Get(As(pia_), r->id).ok());  // on its machine
+  EXPECT_EQ(rentals_->Stop(As(pia_), r->id).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(rentals_->Stop(As(oscar_), r->id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(rentals_->List(As(oscar_), "", {})->items.size(), 0u);
+  EXPECT_EQ(rentals_->List(As(customer_), "", {})->items.size(), 1u);
+  EXPECT_EQ(rentals_->ProviderRentals(As(pia_), "", {})->items.size(), 1u);
+  EXPECT_EQ(rentals_->ProviderRentals(As(oscar_), "", {})->items.size(), 0u);
+  EXPECT_EQ(rentals_->ProviderRentals(As(customer_), "", {}).status().code(),
+            StatusCode::kPermissionDenied);
+  // A provider cannot end a customer's rental through its workload either.
+  EXPECT_EQ(workloads_->Stop(As(pia_), r->workload_id).status().code(),
+            StatusCode::kFailedPrecondition);
+  // An admin ends it as the platform.
+  auto s = rentals_->Stop(As(admin_), r->id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->end_reason.value_or(""), "operator");
+  EXPECT_EQ(s->end_party.value_or(""), "platform");
+}
+
+TEST_P(RentalsTest, ALowBalanceWarnsOnceUntilItIsToppedUp) {
+  Credit(customer_, kPrice * 2);  // two hours
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  Run(*r);
+  clock_.Advance(Seconds(60));
+  Meter();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'balance.low'"), 0);
+  clock_.Advance(Seconds(3000));  // 51 minutes left, less than 70
+  Meter();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'balance.low'"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE subject LIKE '%running low%'"), 1);
+  EXPECT_TRUE(rentals_->Balance(As(customer_))->low);
+  clock_.Advance(Seconds(60));
+  Meter();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'balance.low'"), 1);
+}
+
+TEST_P(RentalsTest, ACrashAfterAMeteringCommitNeitherLosesNorDoublesATransfer) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  Run(*r);
+  clock_.Advance(Seconds(120));
+  faults().FailCommit("INSERT INTO ledger_transfers", /*committed=*/true);
+  EXPECT_FALSE(rentals_->MeterDue().ok());
+  Meter();  // the next round finds the totals the lost commit stored
+  faults().FailCommit("INSERT INTO ledger_transfers", /*committed=*/false);
+  clock_.Advance(Seconds(120));
+  EXPECT_FALSE(rentals_->MeterDue().ok());
+  Meter();
+  faults().FailStatement("UPDATE rentals SET", Aborted("conflict"));
+  clock_.Advance(Seconds(120));
+  Meter();  // retried inside
+  Rental now = Load(r->id);
+  EXPECT_EQ(now.billed_seconds, 360);
+  ExpectFormulas(now);
+  ExpectLedgerOk();
+}
+
+TEST_P(RentalsTest, EnterpriseProvidersPayTheirOwnCommission) {
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
+                    return providers::UpsertProvider(tx, clock_.Now(), pia_, "enterprise",
+                                                     "app_" + pia_, admin_);
+                  })
+                  .ok());
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->fee_bps, 1500);
+  Run(*r);
+  clock_.Advance(Seconds(3600));
+  Meter();
+  Rental x = Load(r->id);
+  EXPECT_EQ(x.charged.micros(), 450'000);
+  EXPECT_EQ(x.fee.micros(), 67'500);
+  EXPECT_EQ(x.provider_part.micros(), 382'500);
+}
+
+// docs/billing.md, "A worked example": two GPUs at 2.20 USDC per GPU-hour, Community
+// (20 %), running 1 h 30 min 7 s, metered every minute; the customer stops it.
+TEST_P(RentalsTest, TheWorkedExampleOfDocsBilling) {
+  ASSERT_TRUE(pricing_->SetProviderPrices(As(pia_), {{kH100, Usdc::Micros(2'200'000)}}).ok());
+  Reload();
+  Credit(customer_, 20'000'000);
+  auto r = rentals_->Create(As(customer_), Request(2));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Run(*r);
+  clock_.Advance(Seconds(1));
+  Meter();
+  EXPECT_EQ(Load(r->id).charged.micros(), 1222);  // floor(4,400,000 × 1 / 3600)
+  for (int i = 0; i < 90; ++i) {
+    clock_.Advance(Seconds(60));
+    Meter();
+  }
+  clock_.Advance(Seconds(6));
+  auto end = rentals_->Stop(As(customer_), r->id);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->billed_seconds, 5407);
+  EXPECT_EQ(end->charged.micros(), 6'608'555);
+  EXPECT_EQ(end->fee.micros(), 1'321'711);
+  EXPECT_EQ(end->provider_part.micros(), 5'286'844);
+  EXPECT_EQ(Balance(customer_), 13'391'445);
+  ExpectLedgerOk();
+}
+
+SubmitJobRequest Job(int64_t gpus, int64_t max_price) {
+  SubmitJobRequest j;
+  j.constraints.gpu_models = {kH100};
+  j.constraints.gpus = gpus;
+  j.constraints.max_price = Usdc::Micros(max_price);
+  j.container.image = "registry.example/train:1";
+  return j;
+}
+
+TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadline) {
+  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  Credit(customer_, 10'000'000);
+  // Too cheap for the only offer: it waits.
+  auto cheap = jobs.Submit(As(customer_), Job(1, kPrice - 1));
+  ASSERT_TRUE(cheap.ok()) << cheap.status().ToString();
+  EXPECT_EQ(cheap->state, "queued");
+  auto fits = jobs.Submit(As(customer_), Job(2, kPrice));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->state, "placed");
+  Rental r = Load(fits->rental_id);
+  EXPECT_EQ(r.gpus, 2);
+  EXPECT_EQ(r.job_id, fits->id);
+  // The plan counts the GPUs it gave away: a third job does not get the same ones.
+  Reload();
+  auto none = jobs.Submit(As(customer_), Job(1, kPrice));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->state, "queued");
+  // The provider lowers its price: the cheap job is placed once GPUs are free again.
+  ASSERT_TRUE(rentals_->Stop(As(customer_), r.id).ok());
+  agent_->Event(r.workload_id, "stopped", 0);
+  ASSERT_TRUE(pricing_->SetProviderPrices(As(pia_), {{kH100, Usdc::Micros(kPrice - 1)}}).ok());
+  Reload();
+  ASSERT_EQ(*jobs.ScheduleOnce(), 2);
+  EXPECT_EQ(jobs.Get(As(customer_), cheap->id)->state, "placed");
+  EXPECT_EQ(jobs.Get(As(customer_), none->id)->state, "placed");
+  // No offer at all: unplaceable at the deadline.
+  SubmitJobRequest late = Job(1, 1);
+  late.deadline_s = 60;
+  auto l = jobs.Submit(As(customer_), late);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->state, "queued");
+  clock_.Advance(Seconds(61));
+  ASSERT_TRUE(jobs.ScheduleOnce().ok());
+  EXPECT_EQ(jobs.Get(As(customer_), l->id)->state, "unplaceable");
+  EXPECT_EQ(jobs.Get(As(oscar_), l->id).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(RentalsTest, BadJobsNameTheirFieldAndStoreNothing) {
+  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  auto expect = [&](SubmitJobRequest j, const std::string& field) {
+    auto r = jobs.Submit(As(customer_), j);
+    ASSERT_EQ(r.status().code(), StatusCode::kValidationFailed) << field;
+    EXPECT_TRUE(r.status().fields().count(field)) << field << ": " << r.status().ToString();
+  };
+  SubmitJobRequest j = Job(1, kPrice);
+  j.constraints.gpu_models = {};
+  expect(j, "gpu_models");
+  j = Job(1, kPrice), j.constraints.gpu_models = {"no-such-gpu"}, expect(j, "gpu_models[0]");
+  j = Job(0, kPrice), expect(j, "gpus");
+  j = Job(9, kPrice), expect(j, "gpus");
+  j = Job(1, 0), expect(j, "max_price_micro");
+  j = Job(1, kMaxJobPriceMicro + 1), expect(j, "max_price_micro");
+  j = Job(1, kPrice), j.constraints.min_reliability = 101, expect(j, "min_reliability");
+  j = Job(1, kPrice), j.constraints.min_reliability = -1, expect(j, "min_reliability");
+  j = Job(1, kPrice), j.constraints.country = "italy", expect(j, "country");
+  j = Job(1, kPrice), j.deadline_s = 59, expect(j, "deadline_s");
+  j = Job(1, kPrice), j.deadline_s = kMaxDeadlineS + 1, expect(j, "deadline_s");
+  j = Job(1, kPrice), j.container.image = "", expect(j, "image");
+  j = Job(1, kPrice), j.container.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}},
+  expect(j, "env.NVIDIA_VISIBLE_DEVICES");
+  j = Job(1, kPrice), j.max_cost = Usdc::Micros(0), expect(j, "max_cost_micro");
+  expect(Job(1, kPrice), "balance");  // nothing to pay with
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs"), 0);
+}
+
+GPUNEX_INSTANTIATE_BACKENDS(RentalsTest);
+
+}  // namespace
+}  // namespace gpunex::platform::rentals
