@@ -39,6 +39,7 @@ tsan_tests=(
   src/platform/http/http_test
   src/platform/notify/notify_test
   src/platform/fleet/fleet_test
+  src/platform/rentals/rentals_test
   src/platform/store/store_test
   src/agent/link/agent_link_test
 )
@@ -63,8 +64,10 @@ echo "== sanitizer build tests"
 # tests, whose gpunexd paths the others cover too, run in the release build only: the
 # dashboard in a browser, the agent in Docker, the agent channel, the reliability
 # score's timed outages, the marketplace's fleet of real agents with its 1-second
-# deadlines (test_authz reaches the marketplace routes under the sanitizers), and the
-# sign-up flood's latency comparison.
-asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood)$'
+# deadlines (test_authz reaches the marketplace routes under the sanitizers), the
+# sign-up flood's latency comparison, and the rentals in Docker with their kills of
+# gpunexd under 50 metered rentals (test_authz and test_bad_inputs_rentals reach the
+# rental routes under the sanitizers).
+asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip"

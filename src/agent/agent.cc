@@ -185,6 +185,15 @@ protocol::Hello Agent::MakeHello() {
       }
     }
   }
+  // Workloads still starting (pulling the image, creating the container) have no
+  // container yet: they are listed too, so that the platform keeps them.
+  if (runner_) {
+    for (const auto& w : runner_->InFlight()) {
+      bool listed = false;
+      for (const auto& c : h.containers) listed = listed || c.workload_id == w.workload_id;
+      if (!listed) h.containers.push_back({w.container_id, w.workload_id, "starting"});
+    }
+  }
   return h;
 }
 

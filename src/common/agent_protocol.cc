@@ -93,7 +93,7 @@ StatusOr<Hello> ParseHello(const JsonReader& r, FieldErrors& errors) {
   h.gpus = List<Gpu>(r, "gpus", kMaxGpus, ParseGpu);
   h.containers = List<RunningContainer>(r, "containers", kMaxContainers, [](const JsonReader& c) {
     c.RejectUnknown({"container_id", "workload_id", "state"});
-    return RunningContainer{Str(c, "container_id", true, 128), Str(c, "workload_id", false, 64),
+    return RunningContainer{Str(c, "container_id", false, 128), Str(c, "workload_id", false, 64),
                             Str(c, "state", false, 32)};
   });
   GPUNEX_RETURN_IF_ERROR(Finish(errors));

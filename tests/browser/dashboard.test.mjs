@@ -27,7 +27,21 @@
 // (that browser is logged out on its next request), then every other one with "Log out
 // everywhere else"; creates a read-only API key shown once with a copy button; changes
 // the password, a wrong current one refused beside its field first, which logs the other
-// browser out.
+// browser out. Rentals, balances and the ledger (issue 14), with an agent whose workloads
+// run in a private Docker engine (harness.mjs TestDockerd: dockerd.sh, as the e2e tests
+// start one; the image imported from the host's static busybox, nothing pulled; the test
+// skips with the reason without root, dockerd or busybox-static): a visitor's Rent goes
+// through log-in back to the offer, where a customer without balance is refused beside
+// the balance; an admin credits the customer (an unknown user refused beside its field
+// first) and the ledger check balances; the Balance page shows the credit, the statement
+// filtered by days and its CSV link with the same query; the Marketplace's Rent form
+// reports a bad environment line and a refused maximum duration beside their fields, and
+// a request whose answer is lost is retried with the same Idempotency-Key (one rental);
+// the rental runs in a container with the command and environment typed, its output
+// followed, the low-balance warning, shows on the Rentals page, and Stop (asked first)
+// ends it as stopped by the customer (the container's last words shown, the container
+// removed); the provider's Overview lists it with the customer's pseudonym, its end terms
+// and the commission; a job is placed and links to its rental.
 //
 // Run: ctest -L browser (see harness.mjs for the environment).
 import assert from "node:assert/strict";
@@ -36,11 +50,13 @@ import {
   ADMIN,
   Agent,
   DESKTOP,
+  dockerMissing,
   Gpunexd,
   launchBrowser,
   shoot,
   sleep,
   SMALL_PHONE,
+  TestDockerd,
   uniqueEmail,
   unlabelled,
   until,
@@ -48,6 +64,17 @@ import {
 } from "./harness.mjs";
 
 const PASSWORD = "correct-horse-battery";
+
+// The workload image of the rentals test, imported into its private dockerd.
+const BUSYBOX_REF = "gpunex-test/busybox:1";
+// A rental's command, one argument per line (the Command field's form): prints its
+// environment, then a step a second; on SIGTERM (Stop) says so and ends at once.
+const TRAINER_SCRIPT =
+  "trap 'echo received SIGTERM; exit 143' TERM; " +
+  'echo "training for $EPOCHS epochs, wandb $WANDB_MODE"; ' +
+  "i=0; while :; do i=$((i+1)); echo step $i; sleep 1 & wait $!; done";
+// A job's: runs until stopped.
+const RENDER_SCRIPT = "trap 'exit 0' TERM; echo rendering; sleep 3600 & wait";
 
 let server;
 let browser;
@@ -137,6 +164,14 @@ async function fillEntry(page, i, e) {
 // A link of the header's navigation.
 function nav(page, name) {
   return page.locator("header nav").getByRole("link", { name });
+}
+
+// 450000 → "0.45", as the dashboard shows micro-USDC (web/src/money.ts).
+function usdcText(micro) {
+  const digits = String(Math.abs(micro)).padStart(7, "0");
+  let frac = digits.slice(-6).replace(/0+$/, "");
+  if (frac.length < 2) frac = frac.padEnd(2, "0");
+  return `${micro < 0 ? "−" : ""}${digits.slice(0, -6)}.${frac}`;
 }
 
 function statusBadge(page) {
@@ -2011,6 +2046,594 @@ describe("dashboard", () => {
         );
       } finally {
         await context.close();
+      }
+    },
+  );
+  test(
+    "rentals, balance, jobs, credits and the ledger",
+    { timeout: 300000, skip: dockerMissing() ?? false },
+    async (t) => {
+      // A provider in us-east with two EMULATED L4 at 0.45 USDC/h whose agent runs
+      // workloads in a private Docker engine with a busybox image.
+      const docker = new TestDockerd();
+      let agent = null;
+      // The agent first, then the engine (and all it left behind).
+      t.after(async () => {
+        await agent?.stop();
+        await docker.stop();
+      });
+      await docker.start();
+      await docker.importBusybox(BUSYBOX_REF);
+      const prov = await server.approvedProvider("Renata Rentals", PASSWORD, {
+        region: "us-east",
+        prices: { "l4-24gb": 450000 },
+      });
+      agent = new Agent(server, prov.agentToken, "l4-24gb:2", {
+        name: "rental-agent",
+        dockerSocket: docker.socket,
+      });
+      const offer = await until(
+        async () =>
+          (await server.apiOk("GET", "/offers?region=us-east")).items.find(
+            (o) => o.gpus_available === 2,
+          ),
+        90000,
+        "the provider's offer on the marketplace",
+      ).catch((e) => {
+        throw new Error(
+          `${e.message}\n--- agent log ---\n${agent.logs()}\n--- gpunexd log ---\n${server.logs()}`,
+        );
+      });
+
+      const cust = await newPage();
+      const c = cust.page;
+      const adm = await newPage();
+      const a = adm.page;
+      const anon = await newPage();
+      const prv = await newPage();
+      const p = prv.page;
+      const email = uniqueEmail("carla");
+      const keys = []; // the Idempotency-Key of every POST /rentals, in order
+      c.on("request", (r) => {
+        if (
+          r.method() === "POST" &&
+          new URL(r.url()).pathname === "/api/v1/rentals"
+        )
+          keys.push(r.headers()["idempotency-key"]);
+      });
+      try {
+        await signUp(c, "Carla Customer", email);
+        const me = await c.evaluate(async () =>
+          (await fetch("/api/v1/me")).json(),
+        );
+        for (const link of ["Rentals", "Jobs", "Balance"])
+          await nav(c, link).waitFor();
+        assert.equal(await nav(c, "Credits & ledger").count(), 0);
+
+        // --- a visitor's Rent sends them to log in, and back to the offer; with no
+        // balance yet the API refuses, next to the balance
+        const v = anon.page;
+        await v.goto(`${server.base}/#/marketplace?region=us-east`);
+        const anonCard = v.locator(`article[data-offer-id="${offer.id}"]`);
+        await anonCard.getByRole("link", { name: /^Rent NVIDIA L4/ }).click();
+        await heading(v, "Log in");
+        await v.getByText("Log in to rent GPUs").waitFor();
+        await v.getByLabel("Email").fill(email);
+        await v.getByLabel("Password").fill(PASSWORD);
+        await v.getByRole("button", { name: "Log in" }).click();
+        await heading(v, "Rent GPUs");
+        assert.equal(
+          new URL(v.url()).hash,
+          `#/rent/${encodeURIComponent(offer.id)}`,
+        );
+        await expectLabelled(v, "the Rent page");
+        await v.getByLabel("Image").fill(BUSYBOX_REF);
+        await v.getByRole("button", { name: "Start the rental" }).click();
+        const balanceError = v.locator(
+          '[data-field="balance"] .field-error[data-path="balance"]',
+        );
+        await balanceError.waitFor();
+        assert.match(await balanceError.textContent(), /\S/);
+        await anon.context.close();
+
+        // --- the admin credits Carla: an unknown user first, refused beside its field
+        await logInByKeyboard(a, ADMIN.email, ADMIN.password);
+        await nav(a, "Credits & ledger").click();
+        await heading(a, "Credits and ledger");
+        await a
+          .locator(".ledger-verdict .badge", { hasText: "Balanced" })
+          .waitFor();
+        await expectLabelled(a, "Credits and ledger");
+        await a.getByLabel("User id").fill("usr_nobody");
+        await a.getByLabel("Amount (USDC)").fill("0.50");
+        await a.getByLabel("Reference").fill("Bank transfer 2026-118");
+        await a.getByRole("button", { name: "Credit…" }).click();
+        await a.getByRole("button", { name: "Credit 0.50 USDC" }).click();
+        const userError = a.locator('[data-field="user_id"] + .field-error');
+        await userError.waitFor();
+        assert.equal(
+          await a.getByLabel("User id").getAttribute("aria-invalid"),
+          "true",
+        );
+        await shoot(a, "80-admin-credit-error");
+        await a.getByLabel("User id").fill(me.id);
+        await a.getByRole("button", { name: "Credit…" }).click();
+        await a
+          .getByRole("group", { name: "Confirm the credit" })
+          .getByText(`Credit 0.50 USDC to ${me.id}?`)
+          .waitFor();
+        await a.getByRole("button", { name: "Credit 0.50 USDC" }).click();
+        await a
+          .getByText(
+            new RegExp(
+              `^Credited 0\\.50 USDC to ${me.id}: their balance is 0\\.50 USDC now`,
+            ),
+          )
+          .waitFor();
+        assert.equal(await userError.count(), 0);
+        assert.equal(await a.getByLabel("User id").inputValue(), "");
+        await a.getByRole("button", { name: "Check again" }).click();
+        await until(
+          async () =>
+            Number(await a.locator(".ledger-facts .transfers").textContent()) >=
+            1,
+          10000,
+          "the credit counted by the ledger check",
+        );
+        await a
+          .locator(".ledger-verdict .badge", { hasText: "Balanced" })
+          .waitFor();
+        assert.equal(
+          await a.locator(".ledger-facts .sum").textContent(),
+          "0.00 USDC (must be 0.00)",
+        );
+        await shoot(a, "81-admin-credited");
+
+        // --- Carla's balance and statement, with a date range and its CSV
+        await nav(c, "Balance").click();
+        await heading(c, "Balance");
+        await c
+          .locator(".balance-now .money-value", { hasText: /^0\.50 USDC$/ })
+          .waitFor();
+        assert.equal(
+          await c.locator(".running-cost .money-value").textContent(),
+          "Nothing running",
+        );
+        assert.equal(await c.locator(".low-balance").count(), 0);
+        assert.equal(await c.locator(".user-id").textContent(), me.id);
+        const credit = c.locator(
+          'table.statement tr[data-kind="operator_credit"]',
+        );
+        await credit.waitFor();
+        assert.equal(
+          await credit.locator("td[data-label=Amount]").textContent(),
+          "+0.50",
+        );
+        assert.equal(
+          await credit.locator("td[data-label=Reference]").textContent(),
+          "Bank transfer 2026-118",
+        );
+        const csv = c.getByRole("link", { name: "Download CSV" });
+        assert.equal(
+          await csv.getAttribute("href"),
+          "/api/v1/me/statement?format=csv",
+        );
+        const today = await c.evaluate(() => {
+          const d = new Date();
+          const pad = (n) => String(n).padStart(2, "0");
+          return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+        });
+        await c.getByLabel("From").fill(today);
+        await c.getByLabel("To").fill(today);
+        await c.getByRole("button", { name: "Show", exact: true }).click();
+        await c.waitForURL(
+          (u) => u.hash === `#/balance?from=${today}&to=${today}`,
+        );
+        await credit.waitFor();
+        const href = await csv.getAttribute("href");
+        const q = new URL(href, server.base).searchParams;
+        const [from, to] = await c.evaluate((day) => {
+          const [y, m, d] = day.split("-").map(Number);
+          return [
+            new Date(y, m - 1, d).toISOString(),
+            new Date(y, m - 1, d + 1).toISOString(),
+          ];
+        }, today);
+        assert.deepEqual(
+          [...q],
+          [
+            ["from", from],
+            ["to", to],
+            ["format", "csv"],
+          ],
+        );
+        const csvText = await c.evaluate(
+          async (u) => (await fetch(u)).text(),
+          href,
+        );
+        const lines = csvText.trim().split(/\r?\n/);
+        assert.equal(
+          lines[0],
+          "at,id,kind,amount_micro,amount_usdc,rental_id,reference",
+        );
+        assert.ok(
+          lines.some(
+            (l) => l.includes("operator_credit") && l.includes("500000"),
+          ),
+          csvText,
+        );
+        // A range without it: the credit is not listed.
+        await c.goto(`${server.base}/#/balance?from=2020-01-01&to=2020-01-31`);
+        await heading(c, "Balance");
+        await c
+          .getByText("Nothing moved your balance in these days.")
+          .waitFor();
+        assert.equal(await credit.count(), 0);
+        await c.goto(`${server.base}/#/balance?from=${today}&to=${today}`);
+        await credit.waitFor();
+        await expectLabelled(c, "the Balance page");
+        await shoot(c, "82-balance");
+
+        // --- rent from the Marketplace: a bad environment line (found here), a
+        // maximum duration the API refuses, each beside its field
+        await nav(c, "Marketplace").click();
+        await heading(c, "Marketplace");
+        const card = c.locator(`article[data-offer-id="${offer.id}"]`);
+        await card.getByRole("button", { name: /^Rent NVIDIA L4/ }).click();
+        const form = card.locator("form.rent-form");
+        await form.waitFor();
+        await expectLabelled(c, "the rental form");
+        assert.deepEqual(
+          await form.getByLabel("GPUs").locator("option").allTextContents(),
+          ["1", "2"],
+        );
+        await form.getByLabel("Image").fill(BUSYBOX_REF);
+        await form
+          .getByLabel("Command (optional)")
+          .fill(`/bin/sh\n-c\n${TRAINER_SCRIPT}`);
+        await form
+          .getByLabel("Environment variables (optional)")
+          .fill("EPOCHS=3\nnot a variable");
+        await form.getByLabel("Max. duration").fill("30 s");
+        await form.getByLabel("GPUs").selectOption("2");
+        await form
+          .getByText(
+            /^Costs 0\.90 USDC\/h \(2 GPUs × 0\.45 USDC\/h\); at most 0\.0075 USDC over 30 s\.$/,
+          )
+          .waitFor();
+        const start = form.getByRole("button", { name: "Start the rental" });
+        await start.click();
+        const envError = form.locator('.field-error[data-path="env"]');
+        await envError.waitFor();
+        assert.match(
+          await envError.textContent(),
+          /^line 2 must be NAME=value/,
+        );
+        assert.equal(
+          keys.length,
+          0,
+          "nothing is sent while a field is wrong here",
+        );
+        await form
+          .getByLabel("Environment variables (optional)")
+          .fill("EPOCHS=3\nWANDB_MODE=offline");
+        await form.getByLabel("GPUs").selectOption("1");
+        await start.click();
+        const durationError = form.locator(
+          '.field-error[data-path="max_duration_s"]',
+        );
+        await durationError.waitFor();
+        assert.equal(await envError.count(), 0);
+        assert.equal(
+          await form.getByLabel("Max. duration").getAttribute("aria-invalid"),
+          "true",
+        );
+        await shoot(c, "83-rent-form-error");
+
+        // --- the answer is lost once: the retry carries the same Idempotency-Key
+        await form.getByLabel("Max. duration").fill("2 h");
+        await form
+          .getByText(/^Costs 0\.45 USDC\/h; at most 0\.90 USDC over 2 h\.$/)
+          .waitFor();
+        let dropped = false;
+        await c.route("**/api/v1/rentals", (route) => {
+          if (route.request().method() === "POST" && !dropped) {
+            dropped = true;
+            return route.abort("connectionrefused");
+          }
+          return route.continue();
+        });
+        await start.click();
+        await form
+          .getByRole("alert")
+          .filter({ hasText: "Cannot reach the gpunex server" })
+          .waitFor();
+        await form
+          .getByText(/a retry of the same request never starts a second rental/)
+          .waitFor();
+        await start.click();
+        await heading(c, "Rental: NVIDIA L4 × 1");
+        await c.unroute("**/api/v1/rentals");
+        // The refused 30 s, the attempt whose answer was lost, its retry.
+        assert.equal(keys.length, 3, keys.join());
+        const uuid =
+          /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+        for (const k of keys) assert.match(k, uuid);
+        assert.notEqual(keys[1], keys[0], "a new key for a changed request");
+        assert.equal(keys[2], keys[1], "the retry reuses its key");
+        const rid = decodeURIComponent(new URL(c.url()).hash.split("/")[2]);
+        const mine = (
+          await c.evaluate(async () => (await fetch("/api/v1/rentals")).json())
+        ).items;
+        assert.deepEqual(
+          mine.map((r) => r.id),
+          [rid],
+          "one rental, not two",
+        );
+
+        // --- the rental runs: its state, cost, time left, output
+        await c.getByText(/^Rental started: NVIDIA L4 × 1\./).waitFor();
+        await c
+          .locator(".rental-status dd .rental-state[data-state=running]")
+          .waitFor({ timeout: 30000 });
+        const logView = c.locator("pre.log-view");
+        await logView
+          .getByText("training for 3 epochs, wandb offline")
+          .waitFor({ timeout: 20000 });
+        await logView.getByText("step 2").waitFor({ timeout: 20000 });
+        // The container in the engine: the command and environment typed in the form.
+        const managed = await docker.containers("io.gpunex.managed=true");
+        assert.equal(managed.length, 1, JSON.stringify(managed));
+        const container = await docker.inspect(managed[0].Id);
+        assert.match(container.Name, /^\/gpunex-wl-/);
+        assert.equal(container.State.Running, true);
+        assert.equal(container.Config.Image, BUSYBOX_REF);
+        assert.deepEqual(container.Config.Cmd, [
+          "/bin/sh",
+          "-c",
+          TRAINER_SCRIPT,
+        ]);
+        assert.ok(
+          container.Config.Env.includes("EPOCHS=3"),
+          container.Config.Env.join(),
+        );
+        assert.ok(container.Config.Env.includes("WANDB_MODE=offline"));
+        assert.equal(
+          await c.locator(".rental-cost dd.rate").textContent(),
+          "0.45 USDC/h",
+        );
+        assert.match(
+          await c.locator(".rental-cost dd.time-left").textContent(),
+          /^(\d+ min|1 h( \d+ min)?) at your balance of 0\.\d+ USDC$/,
+        );
+        // 0.50 USDC lasts about 66 minutes at 0.45 USDC/h: under the 70 of "low".
+        await c
+          .locator(".low-balance")
+          .getByText("Your balance is low")
+          .waitFor();
+        assert.match(
+          await c.locator(".rental-cost dd.charged").textContent(),
+          /^0\.\d+ USDC$/,
+        );
+        await shoot(c, "84-rental-running");
+
+        // --- the Rentals page lists it, running; the filters
+        await nav(c, "Rentals").click();
+        await heading(c, "Rentals");
+        const row = c.locator(`table.rentals tr[data-rental-id="${rid}"]`);
+        await row.locator("[data-state=running]").waitFor();
+        assert.equal(
+          await row.locator("td[data-label=Rate]").textContent(),
+          "0.45 USDC/h",
+        );
+        assert.match(
+          await row.locator("td[data-label='Cost so far']").textContent(),
+          /^0\.\d+ USDC$/,
+        );
+        await c.locator(".low-balance").waitFor();
+        await shoot(c, "85-rentals-list");
+        await c
+          .locator(".filter-tabs")
+          .getByRole("link", { name: "Ended" })
+          .click();
+        await c.getByText("No ended rentals.").waitFor();
+        assert.equal(await row.count(), 0);
+        await c
+          .locator(".filter-tabs")
+          .getByRole("link", { name: "Active" })
+          .click();
+        await row.waitFor();
+        await row.getByRole("link", { name: "NVIDIA L4 × 1" }).click();
+        await heading(c, "Rental: NVIDIA L4 × 1");
+
+        // --- Stop, asked first: Ending, then Ended, stopped by the customer
+        await c.getByRole("button", { name: "Stop the rental" }).click();
+        const ask = c.getByRole("group", {
+          name: "Confirm stopping the rental",
+        });
+        await ask.getByRole("button", { name: "Keep it running" }).click();
+        await ask.waitFor({ state: "detached" });
+        await c.getByRole("button", { name: "Stop the rental" }).click();
+        await ask.getByRole("button", { name: "Stop it now" }).click();
+        await c
+          .locator(".rental-status dd .rental-state[data-state=ended]")
+          .waitFor({ timeout: 30000 });
+        assert.equal(
+          await c.locator(".rental-status dd.end-reason").textContent(),
+          "Stopped by you",
+        );
+        assert.equal(
+          await c.locator(".rental-status dd.end-party").textContent(),
+          "the customer",
+        );
+        await logView.getByText("received SIGTERM").waitFor({ timeout: 10000 });
+        await until(
+          async () =>
+            (await docker.containers("io.gpunex.managed=true")).length === 0,
+          15000,
+          "the rental's container removed from the engine",
+        );
+        await c
+          .getByText("The rental has ended: this is all of its output.")
+          .waitFor();
+        assert.equal(
+          await c.getByRole("button", { name: "Stop the rental" }).count(),
+          0,
+        );
+        assert.equal(await c.locator(".low-balance").count(), 0);
+        const ended = await c.evaluate(
+          async (id) => (await fetch(`/api/v1/rentals/${id}`)).json(),
+          rid,
+        );
+        assert.equal(ended.state, "ended");
+        assert.equal(
+          await c.locator(".rental-cost dd.charged").textContent(),
+          `${usdcText(ended.charged_micro)} USDC`,
+        );
+        await shoot(c, "86-rental-stopped");
+        // The balance is what the credit left after the rental's cost.
+        await nav(c, "Balance").click();
+        await c
+          .locator(".balance-now .money-value", {
+            hasText: `${usdcText(500000 - ended.charged_micro)} USDC`,
+          })
+          .waitFor();
+        await credit.waitFor();
+
+        // --- the provider sees it on the Overview: pseudonym, state, end terms, and the
+        // commission
+        await logInByKeyboard(p, prov.email, PASSWORD);
+        await p.goto(`${server.base}/#/provider`);
+        await heading(p, "Provider Dashboard");
+        await p
+          .locator(".tier-card .commission")
+          .getByText("Commission 20 %")
+          .waitFor();
+        const prow = p.locator(
+          `table.provider-rentals tr[data-rental-id="${rid}"]`,
+        );
+        await prow.waitFor();
+        assert.equal(
+          await prow.locator("td[data-label=GPUs]").textContent(),
+          "NVIDIA L4 × 1",
+        );
+        assert.equal(
+          await prow.locator("td[data-label='Price per GPU']").textContent(),
+          "0.45 USDC/h",
+        );
+        assert.notEqual(
+          await prow.locator("td[data-label=Machine]").textContent(),
+          "—",
+        );
+        const pseudonym = await prow
+          .locator("td[data-label=Customer]")
+          .textContent();
+        assert.ok(
+          pseudonym &&
+            !/carla/i.test(pseudonym) &&
+            !pseudonym.includes(me.id) &&
+            !pseudonym.includes(email),
+          pseudonym,
+        );
+        await prow.locator("[data-state=ended]").waitFor();
+        assert.equal(
+          await prow.locator("td[data-label=End]").textContent(),
+          "Stopped by the customerEnded by the customer",
+        );
+        await prow.scrollIntoViewIfNeeded();
+        await shoot(p, "87-provider-rentals");
+        // Its page, for the provider: the customer by pseudonym, the output, no Stop.
+        await prow.getByRole("link", { name: "NVIDIA L4 × 1" }).click();
+        await heading(p, "Rental: NVIDIA L4 × 1");
+        await p.locator("pre.log-view").getByText("received SIGTERM").waitFor();
+        assert.equal(
+          await p.locator(".rental-status dd.end-reason").textContent(),
+          "Stopped by the customer",
+        );
+        assert.equal(
+          await p.locator(".rental-status .pseudonym").textContent(),
+          pseudonym,
+        );
+        assert.equal(
+          await p.getByRole("button", { name: "Stop the rental" }).count(),
+          0,
+        );
+
+        // --- a job, placed at once on the free GPU; a deadline the API refuses first
+        await nav(c, "Jobs").click();
+        await heading(c, "Jobs");
+        await c.getByText("No jobs yet.").waitFor();
+        await c.getByRole("link", { name: "Submit a job" }).click();
+        await heading(c, "Submit a job");
+        await c.getByLabel("NVIDIA L4 (24 GB)").check();
+        await c.getByLabel("Max. price (USDC per GPU-hour)").fill("0.5x");
+        await c.getByLabel("Image").fill(BUSYBOX_REF);
+        await c
+          .getByLabel("Command (optional)")
+          .fill(`/bin/sh\n-c\n${RENDER_SCRIPT}`);
+        await c.getByLabel("Place within").fill("10 s");
+        await c.getByText("More requirements").click();
+        await c.getByLabel("Region").fill("us-east");
+        await expectLabelled(c, "the job form");
+        const submitJob = c.getByRole("button", { name: "Submit the job" });
+        await submitJob.click();
+        const priceError = c.locator(
+          '.field-error[data-path="max_price_micro"]',
+        );
+        await priceError.waitFor();
+        // The balance must cover the first hour at the maximum price: 0.45 of 0.49….
+        await c.getByLabel("Max. price (USDC per GPU-hour)").fill("0.45");
+        await c
+          .locator(".job-form .balance-line")
+          .getByText(
+            /^The first hour costs at most 0\.45 USDC; yours: 0\.49\d* USDC\.$/,
+          )
+          .waitFor();
+        await submitJob.click();
+        const deadlineError = c.locator('.field-error[data-path="deadline_s"]');
+        await deadlineError.waitFor();
+        assert.equal(await priceError.count(), 0);
+        await shoot(c, "88-job-form-error");
+        await c.getByLabel("Place within").fill("1 h");
+        await submitJob.click();
+        await heading(c, "Jobs");
+        await c.getByText(/^Job submitted/).waitFor();
+        const jobRow = c.locator("table.jobs tbody tr").first();
+        await jobRow
+          .locator(".job-state[data-state=placed]")
+          .waitFor({ timeout: 30000 });
+        await jobRow.getByRole("link", { name: "Open the rental" }).waitFor();
+        await shoot(c, "89-jobs-list");
+        await jobRow.getByRole("link", { name: "Open the rental" }).click();
+        await heading(c, "Rental: NVIDIA L4 × 1");
+        const jobRental = decodeURIComponent(
+          new URL(c.url()).hash.split("/")[2],
+        );
+        assert.notEqual(jobRental, rid);
+        await c.getByRole("button", { name: "Stop the rental" }).click();
+        await c.getByRole("button", { name: "Stop it now" }).click();
+        await c
+          .locator(".rental-status dd .rental-state[data-state=ended]")
+          .waitFor({ timeout: 30000 });
+
+        // The ledger still balances.
+        await a.getByRole("button", { name: "Check again" }).click();
+        await a
+          .locator(".ledger-verdict .badge", { hasText: "Balanced" })
+          .waitFor();
+
+        const lost = /ERR_CONNECTION_REFUSED|ERR_FAILED/;
+        assert.deepEqual(
+          cust.problems.filter((x) => !lost.test(x)),
+          [],
+        );
+        assert.deepEqual(adm.problems, []);
+        assert.deepEqual(prv.problems, []);
+      } finally {
+        await cust.context.close();
+        await adm.context.close();
+        await prv.context.close();
+        await anon.context.close().catch(() => {});
       }
     },
   );

@@ -10,9 +10,14 @@
 //   GPUNEX_CHROMIUM         the browser (default /usr/bin/chromium)
 //   GPUNEX_SCREENSHOT_DIR   where screenshots go (default ./screenshots)
 //   GPUNEX_BROWSER_KEEP     keep data directories and logs (debugging)
+//
+// Rentals run in a private Docker engine (TestDockerd, as tests/e2e/dockerenv.py starts
+// one): it needs root, dockerd, the docker CLI and busybox-static; dockerMissing() names
+// what is not there, for the test to skip with.
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import fs from "node:fs";
+import http from "node:http";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -126,6 +131,11 @@ export class Gpunexd {
         "seq_read_mb_s = 0",
         "seq_write_mb_s = 0",
         "rand_read_iops = 0",
+        "",
+        // Rentals metered every second (the cost so far moves while a test watches).
+        "[rentals]",
+        "meter_interval_s = 1",
+        "sweep_ms = 200",
         "",
       ].join("\n"),
     );
@@ -371,7 +381,8 @@ export class Gpunexd {
 // gpunex-agent with EMULATED GPUs ("l4-24gb:2"), as scripts/demo.sh starts it.
 // opts.perf: the benchmark factor of the emulated GPUs (--emulate-perf, default 1.0);
 // opts.name: the agent's state directory and log under the server's folder: a new Agent
-// with the same name is the same machine, restarted.
+// with the same name is the same machine, restarted. opts.dockerSocket: the Docker Engine
+// the agent runs workloads with (a TestDockerd's socket); without it, none.
 export class Agent {
   constructor(server, token, gpus, opts = {}) {
     this.binary = need("GPUNEX_AGENT");
@@ -385,8 +396,9 @@ export class Agent {
       GPUNEX_PLATFORM_URL: server.base,
       GPUNEX_TOKEN: token,
       GPUNEX_STATE_DIR: this.stateDir,
-      // No Docker Engine for this test: workloads are not part of it.
-      GPUNEX_DOCKER_SOCKET: path.join(server.tmp, "no-docker.sock"),
+      // No Docker Engine unless the test brings one (a TestDockerd).
+      GPUNEX_DOCKER_SOCKET:
+        opts.dockerSocket ?? path.join(server.tmp, "no-docker.sock"),
     });
     const log = fs.openSync(this.logPath, "a");
     const args = ["run", "--emulate-gpus", gpus];
@@ -413,6 +425,226 @@ export class Agent {
       await once(this.proc, "exit").catch(() => {});
       clearTimeout(timer);
     }
+  }
+}
+
+const BUSYBOX = "/bin/busybox";
+
+function dockerdScript() {
+  return path.join(
+    SOURCE_DIR,
+    "src",
+    "agent",
+    "runtime",
+    "testdata",
+    "dockerd.sh",
+  );
+}
+
+function onPath(name) {
+  return (process.env.PATH ?? "")
+    .split(":")
+    .filter(Boolean)
+    .some((dir) => {
+      try {
+        fs.accessSync(path.join(dir, name), fs.constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+}
+
+function executable(file) {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// Why a private dockerd cannot run here (the reason to skip with), or null when it can:
+// the same checks as tests/e2e/dockerenv.py's require_docker().
+export function dockerMissing() {
+  if (process.getuid?.() !== 0)
+    return "the rentals test starts its own dockerd: run as root";
+  if (!onPath("dockerd") && !executable("/usr/sbin/dockerd"))
+    return "dockerd is not installed (Debian: docker.io)";
+  if (!onPath("docker"))
+    return "the docker CLI is not installed (Debian: docker.io)";
+  if (!executable(BUSYBOX))
+    return `${BUSYBOX} is missing (Debian: busybox-static)`;
+  if (!fs.existsSync(dockerdScript())) return `${dockerdScript()} is missing`;
+  return null;
+}
+
+// Runs `file args` without blocking the event loop; {status, stdout, stderr}.
+function run(file, args, { env, timeoutMs }) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on("close", (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status: status ?? signal, stdout, stderr });
+    });
+  });
+}
+
+// A Docker engine of the test's own, started and stopped with
+// src/agent/runtime/testdata/dockerd.sh (as tests/e2e/dockerenv.py's TestDockerd): its
+// own unix socket, data and exec roots in a folder under /tmp, --iptables=false, no
+// docker0 bridge; stop() removes its containers and networks, its containerd and shims,
+// the mounts under the folder and the folder. Images are imported, never pulled
+// (importBusybox: the host's static busybox). Calls the Engine API over the socket.
+export class TestDockerd {
+  constructor() {
+    // Short: the socket path must fit in sun_path (108 bytes).
+    this.dir = fs.mkdtempSync("/tmp/gpx-dock-");
+    this.socket = path.join(this.dir, "docker.sock");
+    this.started = false;
+  }
+
+  env(extra = {}) {
+    const env = {};
+    for (const [k, v] of Object.entries(process.env))
+      if (!k.startsWith("DOCKER_") && !k.startsWith("GPUNEX_")) env[k] = v;
+    return { ...env, DOCKER_HOST: `unix://${this.socket}`, ...extra };
+  }
+
+  // Starts the engine and waits until its socket answers /_ping. Throws with the
+  // script's output (and stops what it started) when the engine does not come up.
+  async start() {
+    const r = await run(dockerdScript(), ["start", this.dir], {
+      env: this.env(),
+      timeoutMs: 90000,
+    });
+    if (r.status !== 0) {
+      await this.stop();
+      throw new Error(
+        `cannot start a private dockerd (${r.status}):\n${r.stdout}\n${r.stderr}`,
+      );
+    }
+    this.started = true;
+    const sock = r.stdout.trim().split("\n").pop();
+    if (sock !== this.socket)
+      throw new Error(`dockerd.sh printed ${sock}, not ${this.socket}`);
+    await until(
+      async () => (await this.api("GET", "/_ping")).status === 200,
+      30000,
+      `the private dockerd on ${this.socket}`,
+    );
+    return this;
+  }
+
+  // Imports an image named `ref` made of the host's static busybox (no registry).
+  async importBusybox(ref) {
+    const r = await run(dockerdScript(), ["import-busybox", this.dir, ref], {
+      env: this.env({ BUSYBOX }),
+      timeoutMs: 120000,
+    });
+    if (r.status !== 0)
+      throw new Error(
+        `cannot import busybox as ${ref}: ${r.stdout}${r.stderr}`,
+      );
+  }
+
+  // An Engine API call over the socket: {status, body (parsed JSON, or the text)}.
+  api(method, apiPath) {
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        { socketPath: this.socket, method, path: apiPath, timeout: 30000 },
+        (res) => {
+          const chunks = [];
+          res.on("data", (c) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let body = text;
+            try {
+              body = text ? JSON.parse(text) : null;
+            } catch {
+              // not JSON (/_ping answers "OK")
+            }
+            resolve({ status: res.statusCode, body });
+          });
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error("timed out")));
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  // The containers (the list API's objects), stopped ones too, with every label given
+  // ("key=value" or "key").
+  async containers(...labels) {
+    const filters = encodeURIComponent(JSON.stringify({ label: labels }));
+    const r = await this.api(
+      "GET",
+      `/containers/json?all=1&filters=${filters}`,
+    );
+    if (r.status !== 200)
+      throw new Error(`list containers: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  // The inspect object of the container `name` (or id), or null when there is none.
+  async inspect(name) {
+    const r = await this.api(
+      "GET",
+      `/containers/${encodeURIComponent(name)}/json`,
+    );
+    if (r.status === 404) return null;
+    if (r.status !== 200)
+      throw new Error(`inspect ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
+  logTail(n = 4000) {
+    try {
+      return fs
+        .readFileSync(path.join(this.dir, "dockerd.log"), "utf8")
+        .slice(-n);
+    } catch {
+      return "";
+    }
+  }
+
+  // Stops the engine and removes everything it left (dockerd.sh stop). With
+  // GPUNEX_BROWSER_KEEP, its log is copied to a folder of its own first.
+  async stop() {
+    if (process.env.GPUNEX_BROWSER_KEEP) {
+      try {
+        const keep = fs.mkdtempSync(path.join(os.tmpdir(), "gpx-dock-log-"));
+        fs.copyFileSync(
+          path.join(this.dir, "dockerd.log"),
+          path.join(keep, "dockerd.log"),
+        );
+        console.log(`(dockerd log kept in ${keep})`);
+      } catch {
+        // no log to keep
+      }
+    }
+    const r = await run(dockerdScript(), ["stop", this.dir], {
+      env: this.env(),
+      timeoutMs: 120000,
+    });
+    this.started = false;
+    if (r.status !== 0)
+      throw new Error(
+        `dockerd.sh stop ${this.dir} failed (${r.status}): ${r.stdout}${r.stderr}`,
+      );
   }
 }
 

@@ -284,7 +284,8 @@ MATRIX = [
          body=_credit_body, expect=only(["admin"], 201, 403)),
     dict(route=("GET", "/api/v1/admin/ledger/check"), path=f"{API}/admin/ledger/check",
          expect=only(["admin"], 200, 403)),
-    # Jobs: the customer's own (admins read every job); submitting needs a balance.
+    # Jobs: the customer's own (admins read every job, only the customer cancels);
+    # submitting needs a balance.
     dict(route=("POST", "/api/v1/jobs"), path=f"{API}/jobs", body=_job_body,
          expect=only(["customer"], 201, 422)),
     dict(route=("GET", "/api/v1/jobs"), path=f"{API}/jobs", expect=users(200)),

@@ -31,10 +31,23 @@ export interface RequestOptions {
   signal?: AbortSignal;
   // Do not call the unauthenticated handler on 401 (log-in, /me at start).
   quiet401?: boolean;
+  // Extra request headers (Idempotency-Key).
+  headers?: Record<string, string>;
+}
+
+// A fresh Idempotency-Key: a random (version 4) UUID. crypto.randomUUID() exists only in
+// secure contexts; a platform served over plain HTTP on a LAN address still gets one.
+export function newIdempotencyKey(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 export async function request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
+  const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && csrfToken) headers["X-CSRF-Token"] = csrfToken;
   let resp: Response;
@@ -181,6 +194,9 @@ export interface Provider {
   status: string;
   application_id: string;
   approved_at: string;
+  // The platform's share of each rental on the provider's machines, in basis points
+  // (2000: 20 %).
+  commission_bps?: number;
 }
 
 export interface AgentToken {
@@ -638,4 +654,129 @@ export interface MarketStats {
   price_p25_micro: number | null;
   price_median_micro: number | null;
   price_p75_micro: number | null;
+}
+
+// ---- rentals, balances and the ledger (issue 14). Money is integer micro-USDC.
+
+export type RentalState = "pending" | "starting" | "running" | "ending" | "ended";
+export type EndParty = "customer" | "provider" | "platform";
+
+export interface Rental {
+  id: string;
+  offer_id: string;
+  machine_id?: string | null; // only for the machine's provider and admins
+  gpu_model: string; // a catalog id
+  gpu_name?: string; // not sent: the catalog names it
+  gpus: number;
+  price_micro: number; // per GPU-hour
+  fee_bps: number;
+  state: RentalState;
+  // customer: stopped, exited, start_failed, max_duration, max_cost; provider: agent_lost,
+  // gpu_lost, hardware_failure, machine_shutdown; platform: balance_exhausted, operator.
+  end_reason: string | null;
+  end_party: EndParty | null;
+  exit_code: number | null;
+  detail: string | null;
+  started_at: string | null;
+  running_at: string | null;
+  billing_ended_at?: string | null;
+  ended_at: string | null;
+  billed_seconds: number;
+  charged_micro: number; // the cost so far
+  fee_micro: number;
+  provider_micro: number;
+  refunded_micro: number;
+  max_cost_micro: number | null;
+  max_duration_s: number | null;
+  image: string;
+  command: string[];
+  region: string;
+  country: string;
+  customer?: string | null; // the customer's pseudonym, shown to its provider and admins
+  cost_per_hour_micro: number; // gpus × price_micro
+  job_id?: string | null; // the job that placed it
+}
+
+export interface CreateRental {
+  offer_id: string;
+  gpus: number;
+  image: string;
+  command?: string[];
+  env?: Record<string, string>;
+  max_duration_s?: number;
+  max_cost_micro?: number;
+}
+
+export interface RentalLog {
+  stream: "stdout" | "stderr";
+  seq: number;
+  at: string;
+  data: string;
+}
+
+export interface Balance {
+  balance_micro: number;
+  running_cost_per_hour_micro: number;
+  seconds_left: number | null; // null when nothing runs
+  low: boolean; // covers less than 70 minutes of the running rentals
+  running_rentals: number;
+}
+
+// A line of the statement; amount_micro is signed: + into the balance, − out of it.
+export interface StatementItem {
+  id: string;
+  at: string;
+  kind: "operator_credit" | "usage_provider" | "usage_fee" | "refund" | string;
+  amount_micro: number;
+  rental_id: string | null;
+  reference: string | null;
+}
+
+export interface Transfer {
+  id: string;
+  kind: string;
+  amount_micro: number;
+  reference: string | null;
+  at: string;
+  rental_id: string | null;
+}
+
+export interface CreditAnswer {
+  transfer: Transfer;
+  balance_micro: number;
+}
+
+export type JobState = "queued" | "placed" | "unplaceable" | "cancelled";
+
+export interface Job {
+  id: string;
+  state: JobState;
+  rental_id: string | null;
+  offer_id: string | null;
+  created_at: string;
+  deadline_at: string | null;
+  placed_at: string | null;
+  detail: string | null;
+  gpu_models?: string[];
+  gpu_model?: string;
+  gpus: number;
+  max_price_micro: number;
+  image: string;
+  command?: string[];
+  region?: string | null;
+  country?: string | null;
+}
+
+export interface LedgerMismatch {
+  account: string;
+  stored_micro: number;
+  computed_micro: number;
+}
+
+export interface LedgerCheck {
+  ok: boolean;
+  accounts: number;
+  transfers: number;
+  sum_micro: number;
+  mismatches: LedgerMismatch[];
 }

@@ -98,8 +98,11 @@ function renderHeader(): void {
   const user = session.user;
   if (user) {
     links.push(navLink("/roles", "Roles"), navLink("/marketplace", "Marketplace"));
+    // Admins see every rental on the Rentals page; jobs and a balance are a customer's.
+    if (hasRole("customer") || hasRole("admin")) links.push(navLink("/rentals", "Rentals"));
+    if (hasRole("customer")) links.push(navLink("/jobs", "Jobs"), navLink("/balance", "Balance"));
     if (hasRole("provider")) links.push(navLink("/provider", "Provider Dashboard"));
-    if (hasRole("admin")) links.push(navLink("/review", "Review queue"));
+    if (hasRole("admin")) links.push(navLink("/review", "Review queue"), navLink("/admin/billing", "Credits & ledger"));
     unreadBadge = h("span", { class: "count", hidden: true });
     links.push(navLink("/notifications", "Notifications", unreadBadge));
   } else {

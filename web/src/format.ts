@@ -114,3 +114,12 @@ export function timeRange(start: string, end: string): string {
     ? `${dayTime.format(a)} – ${timeOnly.format(b)}`
     : `${dayTime.format(a)} – ${dayTime.format(b)}`;
 }
+
+// Basis points as a percentage: 2000 → "20 %", 1250 → "12.5 %".
+export function bpsPercent(bps: number): string {
+  const whole = Math.trunc(bps / 100);
+  const frac = String(Math.abs(bps % 100))
+    .padStart(2, "0")
+    .replace(/0+$/, "");
+  return `${whole}${frac ? "." + frac : ""} %`;
+}

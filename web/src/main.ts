@@ -3,11 +3,15 @@
 import * as api from "./api";
 import { mountShell, render, route, session, signedIn, signedOut } from "./app";
 import { accountPage } from "./pages/account";
+import { adminBillingPage } from "./pages/admin";
 import { applicationPage, applyPage } from "./pages/application";
 import { loginPage, signupPage } from "./pages/auth";
-import { marketplacePage } from "./pages/marketplace";
+import { balancePage } from "./pages/balance";
+import { jobsPage, newJobPage } from "./pages/jobs";
+import { marketplacePage, rentPage } from "./pages/marketplace";
 import { notificationsPage } from "./pages/notifications";
 import { providerPage } from "./pages/provider/dashboard";
+import { rentalPage, rentalsPage } from "./pages/rentals";
 import { reviewDetailPage, reviewQueuePage } from "./pages/review";
 import { rolesPage } from "./pages/roles";
 import "./styles.css";
@@ -24,6 +28,13 @@ route("/provider/:tab", "Provider Dashboard", providerPage);
 route("/notifications", "Notifications", notificationsPage);
 route("/marketplace", "Marketplace", marketplacePage, false);
 route("/account", "Account security", accountPage);
+route("/rent/:id", "Rent GPUs", rentPage);
+route("/rentals", "Rentals", rentalsPage);
+route("/rentals/:id", "Rental", rentalPage);
+route("/jobs", "Jobs", jobsPage);
+route("/jobs/new", "Submit a job", newJobPage);
+route("/balance", "Balance", balancePage);
+route("/admin/billing", "Credits and ledger", adminBillingPage);
 
 async function boot(): Promise<void> {
   // A path-style link (/provider, served the dashboard by the server's fallback) becomes

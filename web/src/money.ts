@@ -40,3 +40,22 @@ export function usdcText(micro: number): string {
 export function perHour(micro: number | null | undefined): string {
   return micro === null || micro === undefined ? "—" : `${usdcText(micro)} USDC/h`;
 }
+
+// "0.45 USDC"; null → "—".
+export function usdc(micro: number | null | undefined): string {
+  return micro === null || micro === undefined ? "—" : `${usdcText(micro)} USDC`;
+}
+
+// A movement of a balance: "+25.00" into it, "−0.45" out of it.
+export function signedUsdc(micro: number): string {
+  return micro > 0 ? `+${usdcText(micro)}` : usdcText(micro);
+}
+
+// What `perHourMicro` per hour costs over `seconds` (an integer), rounded up to the
+// micro-USDC. Whole hours first, so the products stay exact integers for any rate below
+// 2.5 million USDC per hour.
+export function costOver(perHourMicro: number, seconds: number): number {
+  const whole = Math.floor(seconds / 3600);
+  const rest = seconds - whole * 3600;
+  return whole * perHourMicro + Math.ceil((perHourMicro * rest) / 3600);
+}

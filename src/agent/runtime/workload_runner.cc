@@ -146,6 +146,20 @@ class Runner final : public WorkloadRunner {
     return e->status;
   }
 
+  std::vector<WorkloadStatus> InFlight() override EXCLUDES(mu_) {
+    std::vector<std::shared_ptr<Entry>> entries;
+    {
+      MutexLock lock(&mu_);
+      for (const auto& [id, e] : entries_) entries.push_back(e);
+    }
+    std::vector<WorkloadStatus> out;
+    for (const auto& e : entries) {
+      MutexLock lock(&e->mu);
+      if (!e->done) out.push_back(e->status);
+    }
+    return out;
+  }
+
   Status Reconcile(const std::set<std::string>& keep) override EXCLUDES(mu_) {
     // Workloads this runner runs: stop those not to keep; leave all of them to their
     // threads, which clean up after themselves.
@@ -334,7 +348,12 @@ class Runner final : public WorkloadRunner {
       return Fail(e, "policy", st);
     }
     auto exists = docker_.ImageExists(spec.image);
-    if (!exists.ok()) return Fail(e, "image", exists.status());
+    if (!exists.ok()) {
+      // An engine that cannot be reached is the machine's fault, not the image's (the
+      // platform tells the two apart by the step: RNT-3).
+      return Fail(e, exists.status().code() == StatusCode::kUnavailable ? "engine" : "image",
+                  exists.status());
+    }
     if (!*exists) {
       LogInfo("runtime.image_pull", {{"workload", spec.workload_id}, {"image", spec.image}});
       Status st = docker_.PullImage(spec.image, e.auth, nullptr);

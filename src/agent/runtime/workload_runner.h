@@ -111,6 +111,9 @@ class WorkloadRunner {
   virtual StatusOr<WorkloadStatus> Wait(const std::string& workload_id, int64_t timeout_ms) = 0;
   // The workload's latest state; kNotFound when unknown.
   virtual StatusOr<WorkloadStatus> Get(const std::string& workload_id) = 0;
+  // The workloads that have not ended, as they are now (a start in progress has no
+  // container yet): for the hello after a reconnect, so that the platform keeps them.
+  virtual std::vector<WorkloadStatus> InFlight() = 0;
   // Makes the engine hold exactly the workloads in `keep` (SPEC ISO-3): workloads this
   // runner runs that are not in `keep` are stopped (as by Stop()), and every container,
   // scratch volume and network labelled io.gpunex.managed=true that belongs to no workload

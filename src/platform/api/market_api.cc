@@ -332,7 +332,7 @@ StatusOr<std::pair<std::string, std::string>> ParseModelRegion(const http::Reque
   } else if (!model.empty() && (!IsSlug(model, 64) || !ctx.market.KnownModel(model))) {
     r.Fail("gpu_model", "is not a GPU model of the catalog");
   }
-  if (!region.empty() && !IsSlug(region, 64)) {
+  if (!region.empty() && !market::IsRegionName(region)) {
     r.Fail("region", "must be a region name such as eu-south (a-z, 0-9, -; at most 64)");
   }
   r.RejectUnknown();

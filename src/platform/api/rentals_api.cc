@@ -181,6 +181,7 @@ StatusOr<rentals::SubmitJobRequest> DecodeJob(const http::Request& req) {
   if (r.Has("gpu_models") && r.Has("gpu_model")) {
     errors.emplace("gpu_model", "give gpu_models or gpu_model, not both");
   } else if (r.Has("gpu_model")) {
+    out.models_field = "gpu_model";
     if (auto m = r.String("gpu_model", true, 64)) c.gpu_models.push_back(*m);
   } else if (const json::array* a = r.Array("gpu_models", true, 0, 64)) {
     for (size_t i = 0; i < a->size(); ++i) {

@@ -116,6 +116,22 @@ StatusOr<std::optional<int64_t>> BillingStore::Balance(std::string_view account)
   return std::optional<int64_t>(rows[0].Int(0));
 }
 
+StatusOr<std::map<std::string, int64_t>> BillingStore::Balances(
+    const std::vector<std::string>& accounts) {
+  std::map<std::string, int64_t> out;
+  for (size_t start = 0; start < accounts.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, accounts.size() - start);
+    std::vector<store::Value> params(accounts.begin() + static_cast<std::ptrdiff_t>(start),
+                                     accounts.begin() + static_cast<std::ptrdiff_t>(start + n));
+    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                            tx_.Query("SELECT id, balance FROM ledger_accounts WHERE id IN (" +
+                                          Placeholders(n, "?") + ")",
+                                      params));
+    for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+  }
+  return out;
+}
+
 StatusOr<Page<Transfer>> BillingStore::TransfersOf(std::string_view account, Timestamp from,
                                                    Timestamp to, const PageRequest& page) {
   store::PageQuery q;
@@ -162,11 +178,10 @@ StatusOr<std::map<std::string, int64_t>> BillingStore::ReleasableUsage(Timestamp
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
       tx_.Query("SELECT t.credit_account, SUM(t.amount) FROM ledger_transfers t "
-                "WHERE t.kind = ? AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
-                "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND r.kind = ?) "
-                "GROUP BY t.credit_account",
-                {std::string(kUsageProvider), ToUnixMicros(from), ToUnixMicros(until),
-                 std::string(kRefundProvider)}));
+                "WHERE t.kind = 'usage_provider' AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
+                "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND "
+                "r.kind = 'refund_provider') GROUP BY t.credit_account",
+                {ToUnixMicros(from), ToUnixMicros(until)}));
   std::map<std::string, int64_t> out;
   for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
   return out;
@@ -215,8 +230,12 @@ std::vector<store::Migration> BillingMigrations() {
                 CHECK (debit_account <> credit_account)))",
            "CREATE INDEX ledger_transfers_debit ON ledger_transfers (debit_account, at)",
            "CREATE INDEX ledger_transfers_credit ON ledger_transfers (credit_account, at)",
-           "CREATE INDEX ledger_transfers_kind ON ledger_transfers (kind, at)",
-           "CREATE INDEX ledger_transfers_rental ON ledger_transfers (rental_id)",
+           // For the release of pending earnings: the usage credited to providers by time,
+           // and the refunds by rental (partial indexes: fees and credits stay out of them).
+           "CREATE INDEX ledger_transfers_usage ON ledger_transfers (at) "
+           "WHERE kind = 'usage_provider'",
+           "CREATE INDEX ledger_transfers_refunds ON ledger_transfers (rental_id) "
+           "WHERE kind = 'refund_provider'",
            R"(CREATE TABLE ledger_release_progress (
                 id BIGINT PRIMARY KEY,
                 released_until BIGINT NOT NULL))",

@@ -31,6 +31,8 @@ class BillingStore {
   // balance += delta, unless the account must not go negative and would: false then.
   StatusOr<bool> AddToBalance(const std::string& account, int64_t delta);
   StatusOr<std::optional<int64_t>> Balance(std::string_view account);
+  // The balances of the accounts that exist among `accounts`.
+  StatusOr<std::map<std::string, int64_t>> Balances(const std::vector<std::string>& accounts);
   StatusOr<Page<Transfer>> TransfersOf(std::string_view account, Timestamp from, Timestamp to,
                                        const PageRequest& page);
   StatusOr<std::map<std::string, int64_t>> StoredBalances();

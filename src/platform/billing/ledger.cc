@@ -113,6 +113,17 @@ StatusOr<Usdc> Balance(store::Tx& tx, std::string_view account) {
   return Usdc::Micros(b.value_or(0));
 }
 
+StatusOr<std::map<std::string, Usdc>> Balances(store::Tx& tx,
+                                               const std::vector<std::string>& accounts) {
+  GPUNEX_ASSIGN_OR_RETURN(auto stored, BillingStore(tx).Balances(accounts));
+  std::map<std::string, Usdc> out;
+  for (const auto& a : accounts) {
+    auto it = stored.find(a);
+    out[a] = Usdc::Micros(it == stored.end() ? 0 : it->second);
+  }
+  return out;
+}
+
 StatusOr<Page<Entry>> Statement(store::Tx& tx, std::string_view account, Timestamp from,
                                 Timestamp to, const PageRequest& page) {
   GPUNEX_ASSIGN_OR_RETURN(Page<Transfer> ts, BillingStore(tx).TransfersOf(account, from, to, page));

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,7 @@ bool MayGoNegative(std::string_view account);
 
 // --- transfer kinds
 inline constexpr std::string_view kOperatorCredit = "operator_credit";  // world → customer
+// (billing_store.cc's partial indexes name usage_provider and refund_provider.)
 inline constexpr std::string_view kUsageProvider = "usage_provider";    // customer → pending
 inline constexpr std::string_view kUsageFee = "usage_fee";              // customer → platform
 inline constexpr std::string_view kRefundProvider = "refund_provider";  // pending → customer
@@ -80,6 +82,10 @@ StatusOr<std::optional<Transfer>> FindTransfer(store::Tx& tx, const std::string&
 
 // The account's balance; zero for an account never used.
 StatusOr<Usdc> Balance(store::Tx& tx, std::string_view account);
+
+// The balances of `accounts` (zero for an account never used), by account.
+StatusOr<std::map<std::string, Usdc>> Balances(store::Tx& tx,
+                                               const std::vector<std::string>& accounts);
 
 // The transfers into or out of `account` with from <= at < to, newest first.
 struct Entry {

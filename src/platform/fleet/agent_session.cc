@@ -1,6 +1,7 @@
 #include "platform/fleet/agent_session.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/ids.h"
@@ -240,17 +241,33 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     // Reconcile: workloads the platform expects here are kept; a started workload whose
     // container the agent no longer has is lost on the provider's side unless the agent
     // reports its end right after the welcome (see Fleet::suspected_lost_).
-    std::set<std::string> reported;
+    // A workload the agent is still starting is listed without a container. A container
+    // reported running for a workload the platform has as pending or starting is running:
+    // its event was lost (written just before a restart of either side), and it is
+    // advanced as the event would have (RNT-5: billing starts now, never before).
+    std::map<std::string, std::string> reported;  // workload id → Docker state
+    std::map<std::string, std::string> container_of;
     for (const auto& c : h.containers) {
-      if (!c.workload_id.empty()) reported.insert(c.workload_id);
+      if (c.workload_id.empty()) continue;
+      reported[c.workload_id] = c.state;
+      if (!c.container_id.empty()) container_of[c.workload_id] = c.container_id;
     }
     GPUNEX_ASSIGN_OR_RETURN(std::vector<Workload> active, s.ActiveWorkloads(machine_id));
     for (const auto& w : active) {
-      if (w.state != "pending" && !reported.count(w.id)) {
+      auto r = reported.find(w.id);
+      if (w.state != "pending" && r == reported.end()) {
         suspects.push_back(w.id);
         continue;
       }
       keep.push_back(w.id);
+      if (r != reported.end() && r->second == "running" && w.state != "running") {
+        auto ctr = container_of.find(w.id);
+        GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(
+            w.id, "running",
+            ctr == container_of.end() ? std::nullopt : std::optional<std::string>(ctr->second),
+            now));
+        GPUNEX_RETURN_IF_ERROR(fleet_.RunWorkloadHooks(tx, now, w.id));
+      }
     }
     return fleet_.RunHelloHooks(tx, now, facts);
   }));

@@ -38,12 +38,12 @@ Status Fleet::RunWorkloadHooks(store::Tx& tx, Timestamp now, const std::string& 
 
 StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
                                                      const std::vector<std::string>& machine_ids) {
+  std::set<std::string> unique(machine_ids.begin(), machine_ids.end());
+  GPUNEX_ASSIGN_OR_RETURN(auto states, FleetStore(tx).MachineStates(
+                                           std::vector<std::string>(unique.begin(), unique.end())));
   std::map<std::string, Liveness> out;
-  FleetStore s(tx);
-  for (const auto& id : machine_ids) {
-    if (out.count(id)) continue;
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(id));
-    if (m) out[id] = {m->status == kOnline, m->last_seen, m->status_since};
+  for (const auto& [id, status, last_seen, since] : states) {
+    out[id] = {status == kOnline, last_seen, since};
   }
   return out;
 }

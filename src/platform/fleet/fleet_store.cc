@@ -142,6 +142,28 @@ StatusOr<std::optional<MachineRow>> FleetStore::FindMachine(const std::string& i
   return std::optional<MachineRow>(MachineFrom(rows[0]));
 }
 
+StatusOr<std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>>>
+FleetStore::MachineStates(const std::vector<std::string>& ids) {
+  std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>> out;
+  constexpr size_t kChunk = 400;
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::string in;
+    std::vector<store::Value> params;
+    for (size_t i = start; i < start + n; ++i) {
+      in += i == start ? "?" : ", ?";
+      params.emplace_back(ids[i]);
+    }
+    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                            tx_.Query("SELECT id, status, last_seen_at, status_since FROM machines "
+                                      "WHERE id IN (" +
+                                          in + ")",
+                                      params));
+    for (const auto& r : rows) out.emplace_back(r.Str(0), r.Str(1), r.Time(2), r.Time(3));
+  }
+  return out;
+}
+
 StatusOr<int64_t> FleetStore::CountMachinesOf(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,

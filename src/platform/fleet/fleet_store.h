@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/agent_protocol.h"
@@ -55,6 +56,9 @@ class FleetStore {
 
   // --- machines
   StatusOr<std::optional<MachineRow>> FindMachine(const std::string& id);
+  // (status, last_seen, status_since) of the machines that exist among `ids`.
+  StatusOr<std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>>> MachineStates(
+      const std::vector<std::string>& ids);
   StatusOr<int64_t> CountMachinesOf(const std::string& provider_id);
   StatusOr<std::optional<MachineRow>> FindMachineByKey(const std::string& key_hash);
   Status InsertMachine(const MachineRow& m);
@@ -127,6 +131,8 @@ class FleetStore {
                                          const PageRequest& page);
   // pending, starting or running, by id.
   StatusOr<std::vector<Workload>> ActiveWorkloads(const std::string& machine_id);
+  // The GPU ids held by the machine's active workloads.
+  StatusOr<std::set<std::string>> GpusInActiveWorkloads(const std::string& machine_id);
   Status SetWorkloadProgress(const std::string& id, std::string_view state,
                              const std::optional<std::string>& container_id, Timestamp at);
   // Ends a workload that is still active; false when it had already ended.

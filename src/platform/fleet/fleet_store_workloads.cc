@@ -111,6 +111,19 @@ StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id,
   return out;
 }
 
+StatusOr<std::set<std::string>> FleetStore::GpusInActiveWorkloads(const std::string& machine_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT gpu_ids FROM workloads WHERE machine_id = ? "
+                                    "AND state IN ('pending', 'starting', 'running')",
+                                    {machine_id}));
+  std::set<std::string> busy;
+  for (const auto& r : rows) {
+    for (auto& id : StoredTextList(ParseJsonOr(r.Str(0), json::array())))
+      busy.insert(std::move(id));
+  }
+  return busy;
+}
+
 StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(std::string("SELECT ") + kWorkloadColumns +

@@ -78,10 +78,7 @@ StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx) {
 
 StatusOr<std::set<std::string>> GpusInActiveWorkloads(store::Tx& tx,
                                                       const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<Workload> active, FleetStore(tx).ActiveWorkloads(machine_id));
-  std::set<std::string> busy;
-  for (const auto& w : active) busy.insert(w.gpu_ids.begin(), w.gpu_ids.end());
-  return busy;
+  return FleetStore(tx).GpusInActiveWorkloads(machine_id);
 }
 
 Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id) {

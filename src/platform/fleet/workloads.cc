@@ -124,7 +124,8 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
 
 StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
                                          const std::string& created_by, std::string purpose,
-                                         const CreateWorkloadRequest& req) {
+                                         const CreateWorkloadRequest& req, const Machine* loaded,
+                                         const std::set<std::string>* loaded_busy) {
   FieldErrors errors = ValidateWorkloadRequest(req);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(req.gpu_ids.size()));
@@ -148,22 +149,43 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   spec.timeout_s = req.timeout_s.value_or(0);
 
   FleetStore s(tx);
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(req.machine_id));
-  if (!m) return FieldError("machine_id", "is not a machine you may run workloads on");
-  w.provider_id = m->provider_id;
-  if (m->host.ram_mb > 0 && spec.memory_mb > m->host.ram_mb) {
-    return FieldError("memory_mb",
-                      "is more than the machine has (" + std::to_string(m->host.ram_mb) + " MiB)");
+  std::string provider_id;
+  protocol::Host host;
+  if (loaded) {
+    provider_id = loaded->provider_id;
+    host = loaded->host;
+  } else {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(req.machine_id));
+    if (!m) return FieldError("machine_id", "is not a machine you may run workloads on");
+    provider_id = m->provider_id;
+    host = m->host;
   }
-  if (m->host.cpu_cores > 0 && spec.cpus > static_cast<double>(m->host.cpu_cores)) {
+  w.provider_id = provider_id;
+  if (host.ram_mb > 0 && spec.memory_mb > host.ram_mb) {
+    return FieldError("memory_mb",
+                      "is more than the machine has (" + std::to_string(host.ram_mb) + " MiB)");
+  }
+  if (host.cpu_cores > 0 && spec.cpus > static_cast<double>(host.cpu_cores)) {
     return FieldError("cpus", "is more than the machine has");
   }
   // The GPUs must be this machine's, present, designated by the provider, and free.
-  GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, req.machine_id));
+  std::set<std::string> busy;
+  if (loaded_busy) {
+    busy = *loaded_busy;
+  } else {
+    GPUNEX_ASSIGN_OR_RETURN(busy, GpusInActiveWorkloads(tx, req.machine_id));
+  }
   spec.gpu_uuids.clear();
   for (size_t i = 0; i < req.gpu_ids.size(); ++i) {
     const std::string field = "gpu_ids[" + std::to_string(i) + "]";
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(req.machine_id, req.gpu_ids[i]));
+    std::optional<MachineGpu> g;
+    if (loaded) {
+      for (const MachineGpu& x : loaded->gpus) {
+        if (x.id == req.gpu_ids[i]) g = x;
+      }
+    } else {
+      GPUNEX_ASSIGN_OR_RETURN(g, s.FindGpu(req.machine_id, req.gpu_ids[i]));
+    }
     if (!g) return FieldError(field, "is not a GPU of this machine");
     if (!g->present) return FieldError(field, "is not present on the machine now");
     if (!g->enabled) return FieldError(field, "is not offered by the provider");

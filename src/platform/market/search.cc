@@ -91,6 +91,14 @@ const MachineOffers* Snapshot::Machine(std::string_view machine_id) const {
   return it->get();
 }
 
+bool IsRegionName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  }
+  return true;
+}
+
 bool Matches(const OfferQuery& q, const Offer& o) {
   if (o.gpus_available < q.min_gpus) return false;
   if (!q.gpu_models.empty() && !q.gpu_models.count(o.gpu_model)) return false;

@@ -67,6 +67,9 @@ struct OfferQuery {
   PageRequest page;
 };
 
+// A region name as offers carry it and searches take it: 1 to 64 of a-z, 0-9, '-', '_'.
+bool IsRegionName(std::string_view s);
+
 // Whether `o` passes the query's filters.
 bool Matches(const OfferQuery& q, const Offer& o);
 

@@ -1,5 +1,6 @@
 #include "platform/rentals/jobs.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -28,6 +29,16 @@ market::OfferQuery QueryOf(const JobConstraints& c) {
   return q;
 }
 
+// Jobs with equal keys have equal constraints.
+std::string QueryKey(const JobConstraints& c) {
+  std::string key;
+  for (const auto& m : c.gpu_models) key += m + ",";
+  auto num = [](const std::optional<double>& v) { return v ? std::to_string(*v) : "-"; };
+  return key + "|" + std::to_string(c.gpus) + "|" + std::to_string(c.max_price.micros()) + "|" +
+         num(c.min_reliability) + "|" + num(c.min_performance) + "|" + num(c.min_vram_gb) + "|" +
+         c.region + "|" + c.country;
+}
+
 CreateRentalRequest RentalOf(const Job& j, const market::Offer& o) {
   CreateRentalRequest r;
   r.offer_id = o.id;
@@ -41,15 +52,41 @@ CreateRentalRequest RentalOf(const Job& j, const market::Offer& o) {
 
 }  // namespace
 
-std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs) {
+std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs,
+                            const std::function<int64_t(const market::Offer&)>& taken_before,
+                            const std::map<std::string, std::set<std::string>>* excluded) {
   std::vector<Placement> out;
   std::map<std::string, int64_t> taken;  // GPUs of each offer this plan gave away
+  // Jobs with the same constraints share one ranking of the snapshot.
+  // Jobs with the same constraints share one ranking of the snapshot, and a cursor: the
+  // offers before it have no room for them any more.
+  struct Ranking {
+    std::vector<market::SearchHit> hits;
+    size_t first_with_room = 0;
+  };
+  std::map<std::string, Ranking> rankings;
   for (const Job& j : jobs) {
-    for (const market::SearchHit& hit : market::RankAll(snap, QueryOf(j.constraints))) {
-      int64_t& used = taken[hit.offer->id];
-      if (hit.offer->gpus_available - used < j.constraints.gpus) continue;
-      used += j.constraints.gpus;
-      out.push_back({j.id, hit.offer});
+    const std::string key = QueryKey(j.constraints);
+    auto it = rankings.find(key);
+    if (it == rankings.end())
+      it = rankings.emplace(key, Ranking{market::RankAll(snap, QueryOf(j.constraints)), 0}).first;
+    Ranking& r = it->second;
+    const std::set<std::string>* skip = nullptr;
+    if (excluded) {
+      auto e = excluded->find(j.id);
+      if (e != excluded->end()) skip = &e->second;
+    }
+    for (size_t k = r.first_with_room; k < r.hits.size(); ++k) {
+      const market::Offer* o = r.hits[k].offer;
+      if (skip && skip->count(o->id)) continue;
+      auto [used, fresh] = taken.try_emplace(o->id, 0);
+      if (fresh && taken_before) used->second = taken_before(*o);
+      if (o->gpus_available - used->second < j.constraints.gpus) {
+        if (k == r.first_with_room) ++r.first_with_room;
+        continue;
+      }
+      used->second += j.constraints.gpus;
+      out.push_back({j.id, o});
       break;
     }
   }
@@ -65,11 +102,13 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   const JobConstraints& c = req.constraints;
   FieldErrors errors;
   if (c.gpu_models.empty() || c.gpu_models.size() > 16) {
-    errors.emplace("gpu_models", "must name 1 to 16 GPU models of the catalog");
+    errors.emplace(req.models_field, "must name 1 to 16 GPU models of the catalog");
   }
   for (size_t i = 0; i < c.gpu_models.size() && i < 16; ++i) {
     if (!market_.KnownModel(c.gpu_models[i])) {
-      errors.emplace("gpu_models[" + std::to_string(i) + "]", "is not a GPU model of the catalog");
+      errors.emplace(
+          req.models_field == "gpu_model" ? "gpu_model" : "gpu_models[" + std::to_string(i) + "]",
+          "is not a GPU model of the catalog");
     }
   }
   if (c.gpus < 1 || c.gpus > kMaxGpus) errors.emplace("gpus", "must be from 1 to 8");
@@ -82,8 +121,8 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
     errors.emplace("min_performance", "must be from 0 to 1000000");
   if (c.min_vram_gb && !(*c.min_vram_gb >= 0 && *c.min_vram_gb <= 4096))
     errors.emplace("min_vram_gb", "must be from 0 to 4096");
-  if (c.region.size() > 32 || !IsCleanText(c.region, false))
-    errors.emplace("region", "must be a region such as \"eu-south\"");
+  if (!c.region.empty() && !market::IsRegionName(c.region))
+    errors.emplace("region", "must be a region name such as eu-south (a-z, 0-9, -; at most 64)");
   if (!c.country.empty() && !IsUpperAlpha2(c.country))
     errors.emplace("country", "must be an ISO 3166-1 alpha-2 code such as \"IT\"");
   if (req.deadline_s && (*req.deadline_s < kMinDeadlineS || *req.deadline_s > kMaxDeadlineS))
@@ -104,7 +143,6 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   for (auto& [field, message] : fleet::ValidateWorkloadRequest(w)) errors.emplace(field, message);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
 
-  const Timestamp now = clock_->Now();
   Job j;
   j.id = NewId("job");
   j.customer_id = p.user.id;
@@ -115,52 +153,23 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   j.state = "queued";
   j.detail = "waiting for an offer that meets the constraints";
   j.idempotency_key = req.idempotency_key;
-  j.created_at = j.updated_at = now;
-  j.deadline_at = now + Seconds(req.deadline_s.value_or(kDefaultDeadlineS));
-  Status st = db_.Transact([&](store::Tx& tx) -> Status {
-    RentalsStore s(tx);
-    // The balance must cover the first hour at the most the job would pay, as a rental's.
-    GPUNEX_ASSIGN_OR_RETURN(
-        Usdc need, Usdc::ForUsage(c.max_price, c.gpus,
-                                  std::chrono::seconds(
-                                      std::min<int64_t>(3600, req.max_duration_s.value_or(3600)))));
-    if (req.max_cost) need = std::min(need, *req.max_cost);
-    GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
-                            billing::Balance(tx, billing::CustomerAccount(p.user.id)));
-    if (balance < need) {
-      return FieldError("balance", "covers less than the first hour at max_price_micro (" +
-                                       need.ToString() + " USDC needed, " + balance.ToString() +
-                                       " held)");
-    }
-    if (!req.idempotency_key.empty()) {
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> first,
-                              s.FindJobByKey(p.user.id, req.idempotency_key));
-      if (first) {
-        j = *first;
-        return Status::Ok();
-      }
-    }
-    GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));
-    return accounts::Audit(tx, now, p.user.id, "job.submitted", j.id, p.ip);
-  });
-  if (st.code() == StatusCode::kAlreadyExists && !req.idempotency_key.empty()) {
-    GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> first,
-                              RentalsStore(tx).FindJobByKey(p.user.id, req.idempotency_key));
-      if (!first) return Internal("the job of this key is gone");
-      j = *first;
-      return Status::Ok();
-    }));
-    return j;
+  // Its times are the round's: it is stored by the next round, with the others.
+  auto submission = std::make_shared<Submission>();
+  submission->job = std::move(j);
+  submission->deadline_s = req.deadline_s.value_or(kDefaultDeadlineS);
+  std::future<StatusOr<Job>> answer = submission->promise.get_future();
+  bool run_here = false;
+  {
+    MutexLock lock(&mu_);
+    inbox_.push_back(submission);
+    // Without the scheduler thread (tests, a stopping server) the caller runs the round.
+    run_here = !running_;
+    if (!run_here) cv_.Signal();
   }
-  GPUNEX_RETURN_IF_ERROR(st);
-  // Placed at once when an offer fits now; otherwise the scheduler's rounds try again.
-  if (j.state == "queued") {
-    if (auto placed = ScheduleOnce(); !placed.ok())
-      LogWarn("jobs.schedule_failed", {{"error", placed.status().ToString()}});
-    return Get(p, j.id);
+  while (run_here && answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    GPUNEX_RETURN_IF_ERROR(ScheduleOnce().status());
   }
-  return j;
+  return answer.get();
 }
 
 StatusOr<Job> Jobs::Get(const accounts::Principal& p, const std::string& id) {
@@ -203,77 +212,196 @@ StatusOr<Job> Jobs::Cancel(const accounts::Principal& p, const std::string& id) 
 
 StatusOr<int64_t> Jobs::ScheduleOnce() {
   MutexLock round(&schedule_mu_);
+  std::vector<std::shared_ptr<Submission>> batch;
+  {
+    MutexLock lock(&mu_);
+    const size_t n = std::min(inbox_.size(), kBatch);
+    batch.assign(inbox_.begin(), inbox_.begin() + static_cast<std::ptrdiff_t>(n));
+    inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
   const Timestamp now = clock_->Now();
-  std::vector<Job> queued;
-  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(queued, RentalsStore(tx).QueuedJobs(1000));
+  const bool sweep = now - last_sweep_ >= Seconds(1) || batch.empty();
+  auto placed = Round(batch, sweep, now);
+  if (!placed.ok()) {
+    for (auto& sub : batch) sub->promise.set_value(placed.status());
+    return placed.status();
+  }
+  if (sweep) last_sweep_ = now;
+  return placed;
+}
+
+StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& batch, bool sweep,
+                              Timestamp now) {
+  std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
+  // Taken GPUs the snapshot shows by now (its machine was reloaded after the commit) are
+  // forgotten.
+  for (auto it = overlay_.begin(); it != overlay_.end();) {
+    const market::MachineOffers* m = snap ? snap->Machine(it->second.machine_id) : nullptr;
+    if (!m || m->stamp >= it->second.stamp) {
+      it = overlay_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const std::map<std::string, Taken> overlay = overlay_;
+  // What this round decided, per attempt of its transaction (a retried attempt starts over).
+  std::vector<StatusOr<Job>> answers;
+  std::vector<size_t> same_as;  // answers[i] is answers[same_as[i]], unless npos
+  struct Commit {
+    const market::Offer* offer;
+    int64_t gpus;
+    int64_t stamp;  // the machine's offers stamp after the commit
+  };
+  std::vector<Commit> taken;
+  int64_t placed = 0;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    answers.clear();
+    taken.clear();
+    placed = 0;
+    RentalsStore s(tx);
+    std::vector<Job> live;          // queued jobs to plan, new ones first
+    std::vector<size_t> answer_of;  // live[i]'s answer, or npos for a job queued before
+    // Repeats of one key within this batch get the answer of its first submission.
+    std::map<std::pair<std::string, std::string>, size_t> first_of_key;
+    same_as.assign(batch.size(), std::string::npos);
+    for (const auto& sub : batch) {
+      Job j = sub->job;
+      j.created_at = j.updated_at = now;
+      j.deadline_at = now + Seconds(sub->deadline_s);
+      if (!j.idempotency_key.empty()) {
+        auto [it, fresh] =
+            first_of_key.try_emplace({j.customer_id, j.idempotency_key}, answers.size());
+        if (!fresh) {
+          same_as[answers.size()] = it->second;
+          answers.emplace_back(Internal("answered as its first submission"));
+          continue;
+        }
+        GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> first,
+                                s.FindJobByKey(j.customer_id, j.idempotency_key));
+        if (first) {
+          answers.emplace_back(std::move(*first));
+          continue;
+        }
+      }
+      // The balance must cover the first hour at the most the job would pay, as a rental's.
+      const JobConstraints& c = j.constraints;
+      GPUNEX_ASSIGN_OR_RETURN(
+          Usdc need, Usdc::ForUsage(c.max_price, c.gpus,
+                                    std::chrono::seconds(
+                                        std::min<int64_t>(3600, j.max_duration_s.value_or(3600)))));
+      if (j.max_cost) need = std::min(need, *j.max_cost);
+      GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
+                              billing::Balance(tx, billing::CustomerAccount(j.customer_id)));
+      if (balance < need) {
+        answers.emplace_back(FieldError(
+            "balance", "covers less than the first hour at max_price_micro (" + need.ToString() +
+                           " USDC needed, " + balance.ToString() + " held)"));
+        continue;
+      }
+      answer_of.push_back(answers.size());  // stored below, once planned
+      answers.emplace_back(j);
+      live.push_back(std::move(j));
+    }
+    if (sweep) {
+      // The jobs queued before: past their deadline they end; the others are planned again.
+      GPUNEX_ASSIGN_OR_RETURN(std::vector<Job> queued, s.QueuedJobs(kBatch));
+      std::set<std::string> fresh;
+      for (const Job& j : live) fresh.insert(j.id);
+      for (Job& j : queued) {
+        if (fresh.count(j.id)) continue;
+        if (j.deadline_at <= now) {
+          j.state = "unplaceable";
+          j.detail = "no offer met the constraints before the deadline";
+          j.ended_at = j.updated_at = now;
+          GPUNEX_RETURN_IF_ERROR(s.UpdateJob(j));
+          continue;
+        }
+        answer_of.push_back(std::string::npos);
+        live.push_back(std::move(j));
+      }
+    }
+    if (live.empty()) return Status::Ok();
+    if (!snap) {
+      for (size_t i = 0; i < live.size(); ++i) {
+        if (answer_of[i] != std::string::npos) GPUNEX_RETURN_IF_ERROR(s.InsertJob(live[i]));
+      }
+      return Status::Ok();
+    }
+    // GPUs no plan may count on: taken by this process's earlier commits that the snapshot
+    // does not show yet, and (per job) offers whose commit check failed in this round.
+    std::map<std::string, std::set<std::string>> lost;  // job id → offers
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < live.size(); ++i) index[live[i].id] = i;
+    std::vector<bool> changed(live.size(), false);
+    std::vector<Job> pending = live;
+    for (int pass = 0; pass < 3 && !pending.empty(); ++pass) {
+      std::map<std::string, int64_t> committed;  // GPUs this round's commits took so far
+      for (const auto& t : taken) committed[t.offer->id] += t.gpus;
+      auto taken_before = [&](const market::Offer& o) {
+        auto it = overlay.find(o.id);
+        auto c = committed.find(o.id);
+        return (it == overlay.end() ? 0 : it->second.gpus) + (c == committed.end() ? 0 : c->second);
+      };
+      std::vector<Job> retry;
+      for (const Placement& pl : Plan(*snap, pending, taken_before, &lost)) {
+        const size_t i = index.at(pl.job_id);
+        Job& j = live[i];
+        // The commit re-checks what the plan assumed (the GPUs, the price, the balance). A
+        // placement that fails it is planned again, without that offer (Nomad's re-plan
+        // of only what was lost); after three passes the job waits for the next round.
+        auto rental =
+            rentals_.CreateInTx(tx, now, j.customer_id, *pl.offer, RentalOf(j, *pl.offer), j.id);
+        if (!rental.ok()) {
+          const Status refused = rental.status();
+          if (refused.code() != StatusCode::kFailedPrecondition &&
+              refused.code() != StatusCode::kValidationFailed) {
+            return refused;
+          }
+          std::string why = refused.message();
+          for (const auto& [field, message] : refused.fields()) why = field + " " + message;
+          j.detail = "waiting: " + why;
+          changed[i] = true;
+          lost[j.id].insert(pl.offer->id);
+          if (refused.code() == StatusCode::kFailedPrecondition) retry.push_back(j);
+          continue;
+        }
+        GPUNEX_ASSIGN_OR_RETURN(std::optional<int64_t> stamp,
+                                fleet::OffersStamp(tx, pl.offer->machine_id));
+        j.state = "placed";
+        j.rental_id = rental->id;
+        j.offer_id = pl.offer->id;
+        j.detail = "placed on " + pl.offer->id;
+        j.placed_at = now;
+        changed[i] = true;
+        taken.push_back({pl.offer, j.constraints.gpus, stamp.value_or(0)});
+        ++placed;
+      }
+      pending = std::move(retry);
+    }
+    for (size_t i = 0; i < live.size(); ++i) {
+      Job& j = live[i];
+      if (answer_of[i] != std::string::npos) {
+        GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));  // a new job, as this round left it
+        answers[answer_of[i]] = j;
+      } else if (changed[i]) {
+        j.updated_at = now;
+        GPUNEX_RETURN_IF_ERROR(s.UpdateJob(j));
+      }
+    }
     return Status::Ok();
   }));
-  std::vector<Job> live;
-  for (Job& j : queued) {
-    if (j.deadline_at > now) {
-      live.push_back(std::move(j));
-      continue;
-    }
-    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-      RentalsStore s(tx);
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> cur, s.FindJob(j.id));
-      if (!cur || cur->state != "queued") return Status::Ok();
-      cur->state = "unplaceable";
-      cur->detail = "no offer met the constraints before the deadline";
-      cur->ended_at = cur->updated_at = now;
-      return s.UpdateJob(*cur);
-    }));
+  // Durable now: remember the GPUs the commits took until the snapshot shows them, and
+  // answer the submitters.
+  for (const auto& t : taken) {
+    Taken& entry = overlay_[t.offer->id];
+    entry.machine_id = t.offer->machine_id;
+    entry.stamp = std::max(entry.stamp, t.stamp);
+    entry.gpus += t.gpus;
   }
-  if (live.empty()) return int64_t{0};
-  std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
-  if (!snap) return int64_t{0};
-  std::map<std::string, const Job*> by_id;
-  for (const Job& j : live) by_id[j.id] = &j;
-  int64_t placed = 0;
-  for (const Placement& pl : Plan(*snap, live)) {
-    const Job& j = *by_id.at(pl.job_id);
-    // The commit re-checks everything the plan assumed; a conflict keeps the job queued.
-    Status st = db_.Transact([&](store::Tx& tx) -> Status {
-      RentalsStore s(tx);
-      GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> cur, s.FindJob(j.id));
-      if (!cur || cur->state != "queued") return Status::Ok();
-      auto rental =
-          rentals_.CreateInTx(tx, now, j.customer_id, *pl.offer, RentalOf(j, *pl.offer), j.id);
-      if (!rental.ok()) {
-        if (rental.status().code() == StatusCode::kValidationFailed) {
-          // Not a race: the customer's side (the balance) keeps it from any offer now.
-          std::string why;
-          const Status refused = rental.status();
-          for (const auto& [field, message] : refused.fields()) why += field + " " + message;
-          return FailedPrecondition(why);
-        }
-        return rental.status();
-      }
-      cur->state = "placed";
-      cur->rental_id = rental->id;
-      cur->offer_id = pl.offer->id;
-      cur->detail = "placed on " + pl.offer->id;
-      cur->placed_at = cur->updated_at = now;
-      return s.UpdateJob(*cur);
-    });
-    if (st.ok()) {
-      ++placed;
-    } else if (st.code() == StatusCode::kFailedPrecondition) {
-      // Lost a race (GPUs taken, price changed) or not payable now: the next round plans
-      // it again against a fresher snapshot. Record why it waits.
-      (void)db_.Transact([&](store::Tx& tx) -> Status {
-        RentalsStore s(tx);
-        GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> cur, s.FindJob(j.id));
-        if (!cur || cur->state != "queued") return Status::Ok();
-        cur->detail = "waiting: " + st.message();
-        cur->updated_at = now;
-        return s.UpdateJob(*cur);
-      });
-    } else {
-      return st;
-    }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (same_as[i] != std::string::npos) answers[i] = answers[same_as[i]];
   }
+  for (size_t i = 0; i < batch.size(); ++i) batch[i]->promise.set_value(std::move(answers[i]));
   return placed;
 }
 
@@ -281,6 +409,7 @@ void Jobs::Start() {
   MutexLock lock(&mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
+  running_ = true;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -298,8 +427,19 @@ void Jobs::Loop() {
     if (auto n = ScheduleOnce(); !n.ok())
       LogWarn("jobs.schedule_failed", {{"error", n.status().ToString()}});
     MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(1000));
-    if (stopping_) return;
+    if (!stopping_ && inbox_.empty()) cv_.WaitFor(&mu_, std::chrono::milliseconds(1000));
+    if (stopping_) {
+      running_ = false;
+      break;
+    }
+  }
+  // Submitters still waiting get their answer from the rounds run here.
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (inbox_.empty()) return;
+    }
+    (void)ScheduleOnce();
   }
 }
 

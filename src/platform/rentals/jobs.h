@@ -14,9 +14,16 @@
 // Thread-safety: Jobs is safe to share.
 #pragma once
 
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/paging.h"
 #include "common/status.h"
@@ -41,6 +48,9 @@ struct SubmitJobRequest {
   std::optional<int64_t> max_duration_s;
   std::optional<Usdc> max_cost;
   std::string idempotency_key;
+  // How the request named its models, for the errors: "gpu_models" (a list) or
+  // "gpu_model" (one).
+  std::string models_field = "gpu_models";
 };
 
 // One placement of a plan.
@@ -50,9 +60,12 @@ struct Placement {
 };
 
 // Plans `jobs` (in order) against `snap`: each gets the best-ranked offer that meets its
-// constraints and still has its GPUs free after the placements planned before it; jobs
-// that fit nothing are left out. Pure.
-std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs);
+// constraints and still has its GPUs free after the placements planned before it (and
+// the `taken_before(offer)` GPUs that commits since the snapshot took), other than the
+// offers `excluded` names for it; jobs that fit nothing are left out. Pure.
+std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs,
+                            const std::function<int64_t(const market::Offer&)>& taken_before = {},
+                            const std::map<std::string, std::set<std::string>>* excluded = nullptr);
 
 class Jobs {
  public:
@@ -71,14 +84,25 @@ class Jobs {
   // kFailedPrecondition unless it is queued.
   StatusOr<Job> Cancel(const accounts::Principal& p, const std::string& id);
 
-  // One round: ends the jobs past their deadline, plans the queued ones and commits the
-  // placements. Returns how many were placed.
-  StatusOr<int64_t> ScheduleOnce() EXCLUDES(schedule_mu_);
+  // One round: stores the jobs submitted since the last (up to kBatch), and at least once
+  // a second ends the jobs past their deadline and takes the queued ones again; plans them
+  // against the offers' snapshot and commits the placements, all in one transaction
+  // (group commit), then answers the submitters. Returns how many were placed.
+  StatusOr<int64_t> ScheduleOnce() EXCLUDES(schedule_mu_, mu_);
+
+  static constexpr size_t kBatch = 512;
 
   void Start() EXCLUDES(mu_);
   void Stop() EXCLUDES(mu_);
 
  private:
+  struct Submission {
+    Job job;
+    int64_t deadline_s = 0;
+    std::promise<StatusOr<Job>> promise;
+  };
+  StatusOr<int64_t> Round(const std::vector<std::shared_ptr<Submission>>& batch, bool sweep,
+                          Timestamp now) REQUIRES(schedule_mu_);
   void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
@@ -86,11 +110,22 @@ class Jobs {
   market::Market& market_;
   const Clock* const clock_;
   Mutex schedule_mu_;  // one round at a time in this process
+  // GPUs of offers that this process's commits took, by offer id, with the machine's
+  // offers stamp they were planned against: while the snapshot still has that stamp it
+  // does not show them taken.
+  struct Taken {
+    std::string machine_id;
+    int64_t stamp = 0;
+    int64_t gpus = 0;
+  };
+  std::map<std::string, Taken> overlay_ GUARDED_BY(schedule_mu_);
+  Timestamp last_sweep_ GUARDED_BY(schedule_mu_);
   std::thread thread_;
   Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
-  bool wake_ GUARDED_BY(mu_) = false;
+  bool running_ GUARDED_BY(mu_) = false;  // the thread takes submissions
+  std::vector<std::shared_ptr<Submission>> inbox_ GUARDED_BY(mu_);
 };
 
 }  // namespace gpunex::platform::rentals

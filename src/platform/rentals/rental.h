@@ -38,6 +38,7 @@ struct Rental {
   std::string machine_id;
   std::string provider_id;
   std::string gpu_model;
+  std::string gpu_name;              // the catalog's display name ("NVIDIA L4")
   std::vector<std::string> gpu_ids;  // machine_gpus ids
   int64_t gpus = 0;
   std::string workload_id;

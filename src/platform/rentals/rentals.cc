@@ -186,6 +186,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   r.machine_id = m->id;
   r.provider_id = m->provider_id;
   r.gpu_model = offer.gpu_model;
+  r.gpu_name = offer.gpu_name;
   r.gpu_ids = gpu_ids;
   r.gpus = req.gpus;
   r.price = price->second;
@@ -230,7 +231,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
                         protocol::kMinCpus, protocol::kMaxCpus);
   }
   GPUNEX_ASSIGN_OR_RETURN(fleet::Workload wl,
-                          workloads_.CreateInTx(tx, now, customer_id, "rental", w));
+                          workloads_.CreateInTx(tx, now, customer_id, "rental", w, &*m, &busy));
   r.workload_id = wl.id;
   GPUNEX_RETURN_IF_ERROR(s.Insert(r));
   return r;
@@ -281,12 +282,17 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
       return FailedPrecondition("the rental has already ended (" +
                                 r->end_reason.value_or(r->state) + ")");
     }
+    // Billed to the stop, unless the machine is quiet: then to its last heartbeat.
+    Timestamp until = now;
+    GPUNEX_ASSIGN_OR_RETURN(auto live, fleet::LivenessOf(tx, {r->machine_id}));
+    if (auto l = live.find(r->machine_id); l != live.end() && !l->second.online)
+      until = std::min(now, l->second.last_seen);
     if (own) {
       GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "stopped", "customer", now, false, "stopped by the customer"));
+          End(tx, now, *r, "stopped", "customer", until, false, "stopped by the customer"));
     } else {
       GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "operator", "platform", now, false, "stopped by an operator"));
+          End(tx, now, *r, "operator", "platform", until, false, "stopped by an operator"));
     }
     out = *r;
     return accounts::Audit(tx, now, p.user.id, "rental.stopped", id, p.ip);
@@ -521,21 +527,26 @@ Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timest
       Usdc per_hour;
     };
     std::map<std::string, CustomerTotals> totals;
+    std::vector<std::string> accounts;
+    for (const auto& c : customers) accounts.push_back(billing::CustomerAccount(c));
+    GPUNEX_ASSIGN_OR_RETURN(auto balances, billing::Balances(tx, accounts));
     for (size_t i = 0; i < running.size();) {
       const std::string customer = running[i].customer_id;
       size_t j = i;
       while (j < running.size() && running[j].customer_id == customer) ++j;
       CustomerTotals& t = totals[customer];
-      GPUNEX_ASSIGN_OR_RETURN(t.balance, billing::Balance(tx, billing::CustomerAccount(customer)));
+      t.balance = balances[billing::CustomerAccount(customer)];
       for (size_t k = i; k < j; ++k) {
         GPUNEX_ASSIGN_OR_RETURN(Usdc hour, billing::HourlyCost(running[k].price, running[k].gpus));
         GPUNEX_ASSIGN_OR_RETURN(t.per_hour, t.per_hour.Plus(hour));
       }
       for (size_t k = i; k < j; ++k) {
         Rental& r = running[k];
-        // A machine gone quiet is billed to its last heartbeat until it is back (or lost).
+        // A tick bills to the machine's last heartbeat: what it is known to have run. A
+        // machine that goes quiet is thus never billed for its silence, whether or not it
+        // is marked offline yet; the next heartbeat brings the billing up to date.
         Timestamp until = now;
-        if (auto it = live.find(r.machine_id); it != live.end() && !it->second.online)
+        if (auto it = live.find(r.machine_id); it != live.end())
           until = std::min(now, it->second.last_seen);
         GPUNEX_ASSIGN_OR_RETURN(Cap cap, Meter(tx, now, until, r, t.balance, transfers));
         ++count;
@@ -559,7 +570,7 @@ Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timest
       i = j;
     }
     GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
-    for (const auto& r : running) GPUNEX_RETURN_IF_ERROR(s.Update(r));
+    GPUNEX_RETURN_IF_ERROR(s.UpdateMetered(running));
     for (auto& [r, cap] : ended) {
       GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, cap.reason, cap.party, cap.billing_end, false, ""));
     }

@@ -11,7 +11,7 @@ constexpr std::string_view kColumns =
     "price_micro, fee_bps, state, end_reason, end_party, exit_code, detail, created_at, "
     "running_at, billing_end_at, ended_at, billed_seconds, charged_micro, fee_micro, "
     "provider_micro, refunded_micro, max_cost_micro, max_duration_s, next_meter_at, image, "
-    "command, region, country, idempotency_key, job_id, updated_at";
+    "command, region, country, idempotency_key, job_id, updated_at, gpu_name";
 
 store::Value Opt(const std::optional<std::string>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
@@ -69,14 +69,24 @@ Rental RentalFrom(const store::Row& r) {
   x.idempotency_key = r.Str(32);
   x.job_id = r.Str(33);
   x.updated_at = r.Time(34);
+  x.gpu_name = r.Str(35);
   return x;
 }
 
+// kColumns without the lists and the image, which metering does not need.
+constexpr std::string_view kMeterColumns =
+    "id, customer_id, offer_id, machine_id, provider_id, gpu_model, '[]', gpus, workload_id, "
+    "price_micro, fee_bps, state, end_reason, end_party, exit_code, detail, created_at, "
+    "running_at, billing_end_at, ended_at, billed_seconds, charged_micro, fee_micro, "
+    "provider_micro, refunded_micro, max_cost_micro, max_duration_s, next_meter_at, '', "
+    "'[]', region, country, idempotency_key, job_id, updated_at, gpu_name";
+
 StatusOr<std::vector<Rental>> Rentals(store::Tx& tx, const std::string& where,
-                                      const std::vector<store::Value>& params) {
+                                      const std::vector<store::Value>& params,
+                                      std::string_view columns = kColumns) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT " + std::string(kColumns) + " FROM rentals WHERE " + where, params));
+      tx.Query("SELECT " + std::string(columns) + " FROM rentals WHERE " + where, params));
   std::vector<Rental> out;
   out.reserve(rows.size());
   for (const auto& r : rows) out.push_back(RentalFrom(r));
@@ -175,7 +185,7 @@ Status RentalsStore::Insert(const Rental& r) {
   return tx_
       .Exec("INSERT INTO rentals (" + std::string(kColumns) +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {r.id,
              r.customer_id,
              r.offer_id,
@@ -210,7 +220,8 @@ Status RentalsStore::Insert(const Rental& r) {
              r.country,
              r.idempotency_key,
              r.job_id,
-             ToUnixMicros(r.updated_at)})
+             ToUnixMicros(r.updated_at),
+             r.gpu_name})
       .status();
 }
 
@@ -226,6 +237,36 @@ Status RentalsStore::Update(const Rental& r) {
                 r.charged.micros(), r.fee.micros(), r.provider_part.micros(), r.refunded.micros(),
                 ToUnixMicros(r.next_meter_at), ToUnixMicros(r.updated_at), r.id}));
   if (n != 1) return Internal("rental " + r.id + " is not stored");
+  return Status::Ok();
+}
+
+Status RentalsStore::UpdateMetered(const std::vector<Rental>& rs) {
+  constexpr size_t kChunk = 200;
+  for (size_t start = 0; start < rs.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, rs.size() - start);
+    std::string values;
+    std::vector<store::Value> params;
+    params.reserve(n * 7);
+    for (size_t i = start; i < start + n; ++i) {
+      const Rental& r = rs[i];
+      values += i == start ? "" : ", ";
+      values +=
+          "(?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), "
+          "CAST(? AS BIGINT), CAST(? AS BIGINT))";
+      params.insert(params.end(), {r.id, r.billed_seconds, r.charged.micros(), r.fee.micros(),
+                                   r.provider_part.micros(), ToUnixMicros(r.next_meter_at),
+                                   ToUnixMicros(r.updated_at)});
+    }
+    // VALUES columns are column1, column2, ... on both backends.
+    GPUNEX_ASSIGN_OR_RETURN(
+        int64_t changed,
+        tx_.Exec("UPDATE rentals SET billed_seconds = v.column2, charged_micro = v.column3, "
+                 "fee_micro = v.column4, provider_micro = v.column5, next_meter_at = v.column6, "
+                 "updated_at = v.column7 FROM (VALUES " +
+                     values + ") AS v WHERE rentals.id = v.column1",
+                 params));
+    if (changed != static_cast<int64_t>(n)) return Internal("metered rentals are not stored");
+  }
   return Status::Ok();
 }
 
@@ -292,7 +333,7 @@ StatusOr<std::vector<Rental>> RentalsStore::RunningOf(
         std::vector<Rental> rs,
         Rentals(tx_,
                 "state = 'running' AND customer_id IN (" + InList(n) + ") ORDER BY customer_id, id",
-                params));
+                params, kMeterColumns));
     for (auto& r : rs) out.push_back(std::move(r));
   }
   return out;
@@ -455,6 +496,7 @@ std::vector<store::Migration> RentalsMigrations() {
                 idempotency_key TEXT NOT NULL,
                 job_id TEXT NOT NULL,
                 updated_at BIGINT NOT NULL,
+                gpu_name TEXT NOT NULL,
                 CHECK (fee_micro + provider_micro = charged_micro)))",
            "CREATE INDEX rentals_customer ON rentals (customer_id, created_at)",
            "CREATE INDEX rentals_provider ON rentals (provider_id, created_at)",

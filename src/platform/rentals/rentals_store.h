@@ -26,6 +26,9 @@ class RentalsStore {
   Status Insert(const Rental& r);
   // Writes every mutable field of `r` (state, times, totals, next_meter_at).
   Status Update(const Rental& r);
+  // Writes what a metering tick changes (billed_seconds, the totals, next_meter_at,
+  // updated_at) of many rentals at once.
+  Status UpdateMetered(const std::vector<Rental>& rs);
   StatusOr<std::optional<Rental>> Find(const std::string& id);
   StatusOr<std::optional<Rental>> FindByKey(const std::string& customer_id, const std::string& key);
   StatusOr<std::optional<Rental>> FindByWorkload(const std::string& workload_id);
@@ -34,7 +37,7 @@ class RentalsStore {
                               const std::string& state, const PageRequest& page);
   // The customers with a running rental due for metering at `now`.
   StatusOr<std::vector<std::string>> CustomersDue(Timestamp now, int64_t limit);
-  // The running rentals of these customers.
+  // The running rentals of these customers, without their GPU ids, image and command.
   StatusOr<std::vector<Rental>> RunningOf(const std::vector<std::string>& customer_ids);
   // The machines of active rentals (pending .. ending).
   StatusOr<std::vector<std::string>> ActiveMachines();

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <thread>
+
 #include "platform/applications/applications_store.h"
 #include "platform/billing/billing.h"
 #include "platform/billing/metering.h"
@@ -126,7 +129,11 @@ class RentalsTest : public fleet::testing::FleetTestBase {
     EXPECT_TRUE(c->ok);
     EXPECT_EQ(c->sum_micro, 0);
   }
-  void Meter() { ASSERT_TRUE(rentals_->MeterDue().ok()); }
+  // A metering round after the agent's heartbeat (a tick bills to the last one).
+  void Meter() {
+    agent_->Heartbeat();
+    ASSERT_TRUE(rentals_->MeterDue().ok());
+  }
 
   std::unique_ptr<pricing::Pricing> pricing_;
   std::unique_ptr<market::Market> market_;
@@ -190,6 +197,21 @@ TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   EXPECT_EQ(end.billed_seconds, 0);
   EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM ledger_transfers WHERE rental_id = ?", {r->id}), 0);
+  EXPECT_EQ(Balance(customer_), 10'000'000);
+}
+
+TEST_P(RentalsTest, AStartThatFailsOnTheMachinesSideIsTheProvidersAndNotBilled) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  agent_->Event(r->workload_id, "starting");
+  agent_->Event(r->workload_id, "failed", std::nullopt,
+                "engine: the Docker socket /var/run/docker.sock does not exist");
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(end.end_reason.value_or(""), "hardware_failure");
+  EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Balance(customer_), 10'000'000);
 }
 
@@ -279,9 +301,11 @@ TEST_P(RentalsTest, AMachineGoneDarkEndsItsRentalsAsAgentLostBilledToItsLastHear
   const Timestamp last = clock_.Now();
   agent_->Disconnect();
   clock_.Advance(Seconds(40));
-  ASSERT_TRUE(fleet().SweepOnce().ok());  // Offline after missed heartbeats
-  Meter();
+  ASSERT_TRUE(rentals_->MeterDue().ok());      // quiet, not yet offline
   EXPECT_EQ(Load(r->id).billed_seconds, 100);  // not past the last heartbeat
+  ASSERT_TRUE(fleet().SweepOnce().ok());       // Offline after missed heartbeats
+  ASSERT_TRUE(rentals_->MeterDue().ok());
+  EXPECT_EQ(Load(r->id).billed_seconds, 100);
   clock_.Advance(Seconds(200));
   ASSERT_EQ(*rentals_->EndLost(), 0);  // within the grace
   clock_.Advance(Seconds(120));
@@ -406,11 +430,13 @@ TEST_P(RentalsTest, ACrashAfterAMeteringCommitNeitherLosesNorDoublesATransfer) {
   ASSERT_TRUE(r.ok());
   Run(*r);
   clock_.Advance(Seconds(120));
+  agent_->Heartbeat();
   faults().FailCommit("INSERT INTO ledger_transfers", /*committed=*/true);
   EXPECT_FALSE(rentals_->MeterDue().ok());
   Meter();  // the next round finds the totals the lost commit stored
   faults().FailCommit("INSERT INTO ledger_transfers", /*committed=*/false);
   clock_.Advance(Seconds(120));
+  agent_->Heartbeat();
   EXPECT_FALSE(rentals_->MeterDue().ok());
   Meter();
   faults().FailStatement("UPDATE rentals SET", Aborted("conflict"));
@@ -513,6 +539,34 @@ TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadli
   ASSERT_TRUE(jobs.ScheduleOnce().ok());
   EXPECT_EQ(jobs.Get(As(customer_), l->id)->state, "unplaceable");
   EXPECT_EQ(jobs.Get(As(oscar_), l->id).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
+  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  jobs.Start();
+  Credit(customer_, 100'000'000);
+  std::vector<std::thread> threads;
+  std::vector<StatusOr<rentals::Job>> answers(8, Internal("not run"));
+  for (size_t i = 0; i < answers.size(); ++i) {
+    threads.emplace_back([&, i] {
+      SubmitJobRequest j = Job(1, kPrice);
+      j.idempotency_key = "job-" + std::to_string(i % 6);  // two repeats
+      answers[i] = jobs.Submit(As(customer_), j);
+    });
+  }
+  for (auto& t : threads) t.join();
+  jobs.Stop();
+  std::set<std::string> ids, rentals;
+  for (const auto& a : answers) {
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ids.insert(a->id);
+    if (a->state == "placed") rentals.insert(a->rental_id);
+  }
+  EXPECT_EQ(ids.size(), 6u);      // one job per key
+  EXPECT_EQ(rentals.size(), 2u);  // the machine's two GPUs, once each
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs"), 6);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 2);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 4);
 }
 
 TEST_P(RentalsTest, BadJobsNameTheirFieldAndStoreNothing) {

@@ -107,7 +107,8 @@ export function signupPage(v: View): void {
       }
       try {
         await logIn(email.value.trim(), password.value);
-        navigate("/roles");
+        // Back to the page that asked for an account (an offer's Rent), else Roles.
+        navigate(afterLoginPath());
       } catch (e) {
         status.error(e, "Your account was created, but logging in failed");
       }

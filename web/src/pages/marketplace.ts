@@ -5,11 +5,12 @@
 // from one request (explain=true: "Why this rank?" needs no other); "More" reads the next
 // page through the cursor. Providers show as their pseudonym only, never who they are.
 import * as api from "../api";
-import { navigate, pageHeader, type View } from "../app";
+import { navigate, pageHeader, session, type View } from "../app";
 import { gpuModels } from "../catalog";
 import { modelLabel } from "../components/appform";
 import { pageThrough } from "../components/paging";
 import { rankFactors } from "../components/rank";
+import { rentForm } from "../components/rentform";
 import { append, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { plural, tierName } from "../format";
@@ -67,8 +68,59 @@ function locationText(o: api.Offer): string {
   return o.region ? `${place} · ${o.region}` : place;
 }
 
+// The offer's Rent action: for a signed-in user, the rental form opens in the card; a
+// visitor is sent to log in first and comes back to the offer (#/rent/ID).
+function rentAction(o: api.Offer, signal: AbortSignal): HTMLElement {
+  const slot = h("div", { class: "rent-slot", id: uid("rent-slot") });
+  const label = `Rent ${o.gpu_name} from ${o.provider.pseudonym}`;
+  if (!session.user) {
+    const link = h(
+      "a",
+      {
+        class: "btn btn-primary rent-btn",
+        href: `#/rent/${encodeURIComponent(o.id)}`,
+        "aria-label": label,
+        onclick: (ev: Event) => {
+          ev.preventDefault();
+          sessionStorage.setItem("gpunex.return", `/rent/${encodeURIComponent(o.id)}`);
+          navigate("/login?m=" + encodeURIComponent("Log in to rent GPUs: you come back to the offer afterwards."));
+        },
+      },
+      "Rent",
+    );
+    return h("div", { class: "offer-actions" }, link);
+  }
+  const close = () => {
+    replace(slot);
+    btn.setAttribute("aria-expanded", "false");
+    btn.focus();
+  };
+  const btn = button(
+    "Rent",
+    () => {
+      if (slot.firstChild) {
+        close();
+        return;
+      }
+      btn.setAttribute("aria-expanded", "true");
+      replace(slot, rentForm(o, signal, close));
+      slot.querySelector<HTMLElement>("select, input")?.focus();
+    },
+    {
+      kind: "primary",
+      attrs: {
+        class: "btn btn-primary rent-btn",
+        "aria-label": label,
+        "aria-expanded": "false",
+        "aria-controls": slot.id,
+      },
+    },
+  );
+  return h("div", { class: "offer-rent" }, h("div", { class: "offer-actions" }, btn), slot);
+}
+
 // `sort`: the order of the results, said in the explanation when it is not the ranking.
-function offerCard(o: api.SearchHit, sort: string): HTMLElement {
+function offerCard(o: api.SearchHit, sort: string, signal: AbortSignal): HTMLElement {
   const titleId = uid("offer");
   const fact = (name: string, value: string | Node | Array<string | Node | null>, cls: string) =>
     h("div", { class: `fact ${cls}` }, h("dt", null, name), h("dd", null, value));
@@ -135,6 +187,7 @@ function offerCard(o: api.SearchHit, sort: string): HTMLElement {
             rankFactors(o.explain, o, "the offers this search matched"),
           )
         : null,
+      rentAction(o, signal),
     ),
   );
 }
@@ -319,7 +372,7 @@ export async function marketplacePage(v: View): Promise<void> {
         }
         append(
           list,
-          page.items.map((o) => offerCard(o, page.sort)),
+          page.items.map((o) => offerCard(o, page.sort, ctrl.signal)),
         );
         return page.next_cursor;
       },
@@ -375,4 +428,42 @@ export async function marketplacePage(v: View): Promise<void> {
       h("p", { class: "small warn" }, "The GPU models could not be loaded; the search uses the models in the address."),
     );
   }
+}
+
+// #/rent/ID: the rental form of one offer on a page of its own, where a visitor who chose
+// Rent lands after logging in.
+export async function rentPage(v: View): Promise<void> {
+  const back = h("p", { class: "back" }, h("a", { href: "#/marketplace" }, "← Marketplace"));
+  let offer: api.Offer;
+  try {
+    offer = await api.get<api.Offer>(`/offers/${encodeURIComponent(v.params.id)}`, { signal: v.signal });
+  } catch (e) {
+    if (e instanceof api.ApiError && e.status === 404) {
+      append(
+        v.main,
+        back,
+        pageHeader("Rent GPUs"),
+        h(
+          "div",
+          { class: "card" },
+          h("p", null, "This offer is no longer on the marketplace: its GPUs were rented or withdrawn."),
+          h("a", { class: "btn btn-primary", href: "#/marketplace" }, "Find other GPUs"),
+        ),
+      );
+      return;
+    }
+    throw e;
+  }
+  append(
+    v.main,
+    back,
+    pageHeader("Rent GPUs", `${offer.gpu_name} · ${locationText(offer)} · ${offer.provider.pseudonym}`),
+    offer.gpus_available > 0
+      ? h(
+          "div",
+          { class: "card" },
+          rentForm(offer, v.signal, () => navigate("/marketplace")),
+        )
+      : h("div", { class: "banner banner-info", role: "status" }, "No GPU of this offer is free right now."),
+  );
 }

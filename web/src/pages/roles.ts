@@ -34,7 +34,14 @@ export async function rolesPage(v: View): Promise<void> {
         { class: "card role" },
         h("h3", null, kRoleText[r]?.name ?? r),
         h("p", null, kRoleText[r]?.text ?? ""),
-        r === "customer" ? linkButton("#/marketplace", "Browse the marketplace", "secondary") : null,
+        r === "customer"
+          ? h(
+              "div",
+              { class: "actions" },
+              linkButton("#/marketplace", "Browse the marketplace", "secondary"),
+              linkButton("#/rentals", "Your rentals", "secondary"),
+            )
+          : null,
         r === "provider" ? linkButton("#/provider", "Open the Provider Dashboard", "secondary") : null,
         r === "admin" ? linkButton("#/review", "Open the review queue", "secondary") : null,
       ),

@@ -193,7 +193,13 @@ class SqliteDatabase final : public Database {
       return st;
     }
     sqlite3_busy_timeout(c, options_.busy_timeout_ms);
-    sqlite3_exec(c, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", nullptr, nullptr, nullptr);
+    // A page cache of 32 MiB per connection (SQLite's default is 2 MiB), and the file
+    // mapped for reads, so that large scans (a metering tick over every running rental)
+    // do not copy every page from the OS again.
+    sqlite3_exec(c,
+                 "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768; "
+                 "PRAGMA mmap_size=268435456;",
+                 nullptr, nullptr, nullptr);
     auto* conn = new Connection;
     conn->db = c;
     return conn;

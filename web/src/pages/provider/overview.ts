@@ -5,9 +5,12 @@
 import * as api from "../../api";
 import type { View } from "../../app";
 import { copy } from "../../components/copy";
+import { pageThrough } from "../../components/paging";
+import { endTerms, gpusText, loadModelNames, rentalStateBadge } from "../../components/rental";
 import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
 import { errorBanner, StatusSlot } from "../../errors";
-import { ago, gib, tierName, when } from "../../format";
+import { ago, bpsPercent, gib, tierName, when } from "../../format";
+import { perHour, usdc } from "../../money";
 import type { ProviderTab } from "./tabs";
 
 const kPollMs = 3000;
@@ -393,8 +396,9 @@ function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
   );
 }
 
-// `onChange` runs when a machine comes, goes, or changes between Online and Offline.
-function machinesSection(v: View, onChange: () => void): HTMLElement {
+// `onChange` runs when a machine comes, goes, or changes between Online and Offline;
+// `onList` with every list read.
+function machinesSection(v: View, onChange: () => void, onList: (items: api.Machine[]) => void): HTMLElement {
   const slot = new StatusSlot();
   const offers: OfferState = {
     pending: new Map(),
@@ -441,6 +445,7 @@ function machinesSection(v: View, onChange: () => void): HTMLElement {
       if (shape !== null && now !== shape) onChange();
       shape = now;
       items = page.items;
+      onList(items);
       render();
       stamp.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${kPollMs / 1000} s`;
       if (failing) replace(problem);
@@ -479,11 +484,115 @@ function machinesSection(v: View, onChange: () => void): HTMLElement {
   );
 }
 
+const kRentalsPollMs = 5000;
+
+// The rentals on the provider's machines (GET /providers/me/rentals), newest first; the
+// first page follows their state. `names`: machine titles by id, as the machines list
+// last read them.
+function rentalsSection(v: View, names: Map<string, string>): { el: HTMLElement; rerender: () => void } {
+  const slot = new StatusSlot();
+  const tbody = h("tbody");
+  const table = h(
+    "table",
+    { class: "provider-rentals" },
+    h(
+      "thead",
+      null,
+      h(
+        "tr",
+        null,
+        ["Machine", "GPUs", "Price per GPU", "Started", "Customer", "State", "End", "Your share"].map((x) =>
+          h("th", { scope: "col" }, x),
+        ),
+      ),
+    ),
+    tbody,
+  );
+  const empty = h("p", { class: "muted", hidden: true }, "No rentals on your machines yet.");
+  const more = button("More", () => {}, { attrs: { hidden: true, class: "btn btn-secondary more-btn" } });
+  const byId = new Map<string, api.Rental>();
+  const order: string[] = [];
+  const row = (r: api.Rental) =>
+    h(
+      "tr",
+      { "data-rental-id": r.id },
+      h("td", { "data-label": "Machine" }, r.machine_id ? (names.get(r.machine_id) ?? r.machine_id) : "—"),
+      h(
+        "td",
+        { "data-label": "GPUs", class: "nowrap" },
+        h("a", { href: `#/rentals/${encodeURIComponent(r.id)}`, "data-focus": `prental-${r.id}` }, gpusText(r)),
+      ),
+      h("td", { "data-label": "Price per GPU", class: "num" }, perHour(r.price_micro)),
+      h("td", { "data-label": "Started" }, when(r.started_at)),
+      h("td", { "data-label": "Customer" }, h("span", { class: "pseudonym" }, r.customer ?? "—")),
+      h("td", { "data-label": "State" }, rentalStateBadge(r.state)),
+      h("td", { "data-label": "End" }, endTerms(r, "other")),
+      h("td", { "data-label": "Your share", class: "num" }, usdc(r.provider_micro)),
+    );
+  const rerender = () => {
+    replaceKeepingFocus(
+      tbody,
+      order.map((id) => row(byId.get(id)!)),
+    );
+    empty.hidden = order.length > 0;
+    table.hidden = order.length === 0;
+  };
+  const take = (items: api.Rental[], atTop: boolean) => {
+    const fresh = items.filter((r) => !byId.has(r.id)).map((r) => r.id);
+    for (const r of items) byId.set(r.id, r);
+    if (atTop) order.unshift(...fresh);
+    else order.push(...fresh);
+    rerender();
+  };
+  const url = (cursor: string | null) => {
+    const q = new URLSearchParams({ limit: "20" });
+    if (cursor) q.set("cursor", cursor);
+    return `/providers/me/rentals?${q}`;
+  };
+  void pageThrough(
+    more,
+    slot,
+    async (cursor) => {
+      await loadModelNames(v.signal);
+      const page = await api.get<api.Page<api.Rental>>(url(cursor), { signal: v.signal });
+      take(page.items, false);
+      return page.next_cursor;
+    },
+    "Could not load the rentals on your machines",
+    "Could not load more rentals",
+  );
+  v.every(kRentalsPollMs, async () => {
+    try {
+      take((await api.get<api.Page<api.Rental>>(url(null), { signal: v.signal })).items, true);
+    } catch {
+      // the next round tries again
+    }
+  });
+  const el = h(
+    "section",
+    { class: "card rentals-section", "aria-labelledby": "prentals-title" },
+    h("h2", { id: "prentals-title" }, "Rentals on your machines"),
+    h("p", { class: "muted" }, "Customers are shown by pseudonym only."),
+    slot.el,
+    h("div", { class: "table-wrap", "aria-live": "off" }, table),
+    empty,
+    more,
+  );
+  return { el, rerender };
+}
+
 export const overviewTab: ProviderTab = {
   id: "overview",
   label: "Overview",
   render(v, panel, provider) {
     const tokens = tokensSection(v);
+    const names = new Map<string, string>();
+    const rentals = rentalsSection(v, names);
+    const onList = (items: api.Machine[]) => {
+      const before = [...names].join();
+      for (const m of items) names.set(m.id, machineTitle(m));
+      if ([...names].join() !== before) rentals.rerender();
+    };
     append(
       panel,
       h(
@@ -503,9 +612,18 @@ export const overviewTab: ProviderTab = {
             ? "Premium placement in the marketplace and access to enterprise customer contracts."
             : "Full marketplace visibility with flexible schedules.",
         ),
+        provider.commission_bps !== undefined
+          ? h(
+              "p",
+              { class: "commission" },
+              h("strong", null, `Commission ${bpsPercent(provider.commission_bps)}`),
+              ` · the platform keeps ${bpsPercent(provider.commission_bps)} of what each rental on your machines costs; you earn the rest.`,
+            )
+          : null,
       ),
       tokens.el,
-      machinesSection(v, tokens.reload),
+      machinesSection(v, tokens.reload, onList),
+      rentals.el,
     );
   },
 };

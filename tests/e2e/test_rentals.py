@@ -1,0 +1,755 @@
+"""Rentals, balances and the ledger (issue 14) end to end: a real gpunexd, real gpunex-agents
+with EMULATED GPUs whose workloads run in a private Docker engine (dockerenv.TestDockerd,
+a workload image made of the host's static busybox; nothing is pulled), customers credited
+by an admin, rentals found through GET /api/v1/offers.
+
+- a rental runs in a container and is stopped: charged_micro = floor(price × gpus ×
+  billed_seconds / 3600), fee_micro = floor(charged × fee_bps / 10000), provider_micro =
+  charged − fee; the balance, the statement and the ledger check agree; the provider sees
+  the rental on its machine (with a customer pseudonym), the customer never the machine;
+- a container that never starts (an image that cannot be pulled, a command that does not
+  exist) is never billed: charged 0, billed_seconds 0, end_party customer;
+- max_cost_micro ends a rental at exactly that cost (reachable at a whole second);
+- a customer whose balance covers exactly the rentals' time ends at a balance of exactly 0,
+  never below;
+- the agent SIGKILLed mid-rental: the rental ends as agent_lost (provider) within the
+  grace, billed up to the last heartbeat only; after the agent restarts its container is
+  gone;
+- the same POST /rentals with the same Idempotency-Key, repeated and from 8 threads, makes
+  one rental; two customers racing for the last free GPU: one 201, one 409.
+
+The money figures are chosen so that a GPU-hour is a whole number of micro-USDC per second
+where the test needs an exact end (360 000 per GPU-hour = 100 per second), and odd where
+it checks the rounding (floor) of the formula.
+
+Needs root, dockerd (docker.io) and busybox-static (skips with the reason otherwise);
+GPUNEX_AGENT names the agent binary. Runs on SQLite and, with GPUNEX_TEST_PG_URL, on
+PostgreSQL.
+"""
+
+import datetime as dt
+import threading
+import time
+import unittest
+
+import dockerenv
+from harness import (API, Gpunexd, RealAgent, ServerTestCase, provider_with_agent_token,
+                     set_prices, wait_until)
+
+BUSYBOX_REF = "gpunex-test/busybox:1"
+L4 = "l4-24gb"
+HEARTBEAT_S = 1
+OFFLINE_AFTER_S = 3
+AGENT_LOST_GRACE_S = 5
+METER_S = 1
+
+# Stops promptly on SIGTERM (a shell as PID 1 would otherwise ignore it until the engine's
+# stop timeout), prints one line first so that logs can be checked.
+LONG_COMMAND = ["/bin/sh", "-c", "trap 'exit 0' TERM; echo rental-started; sleep 3600 & wait"]
+
+FLEET_TOML = f"""
+[fleet]
+heartbeat_interval_s = {HEARTBEAT_S}
+offline_after_s = {OFFLINE_AFTER_S}
+"""
+RENTALS_TOML = FLEET_TOML + f"""
+[rentals]
+meter_interval_s = {METER_S}
+agent_lost_grace_s = {AGENT_LOST_GRACE_S}
+sweep_ms = 200
+"""
+
+ACTIVE = ("pending", "starting", "running", "ending")
+USDC = 1_000_000  # micro-USDC
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def parse_time(s):
+    if s is None:
+        return None
+    if s.endswith("Z"):
+        s = s[:-1] + "+00:00"
+    return dt.datetime.fromisoformat(s)
+
+
+def expected_money(rental):
+    """(charged, fee, provider) by the formula, from the rental's own terms and time."""
+    charged = rental["price_micro"] * rental["gpus"] * rental["billed_seconds"] // 3600
+    fee = charged * rental["fee_bps"] // 10000
+    return charged, fee, charged - fee
+
+
+def credit(admin, user_id, amount, reference="e2e credit", key=None):
+    headers = {"Idempotency-Key": key} if key else None
+    r = admin.c.post(f"{API}/admin/credits", {"user_id": user_id, "amount_micro": amount,
+                                               "reference": reference}, headers=headers)
+    assert r.status == 201, r
+    return r.body
+
+
+def balance(user):
+    r = user.c.get(f"{API}/me/balance")
+    assert r.status == 200, r
+    return r.body
+
+
+def statement(user):
+    """Every statement item of the user (newest first), following next_cursor."""
+    items, cursor = [], None
+    while True:
+        q = {"limit": "100"}
+        if cursor:
+            q["cursor"] = cursor
+        r = user.c.get(f"{API}/me/statement", query=q)
+        assert r.status == 200, r
+        items += r.body["items"]
+        cursor = r.body["next_cursor"]
+        if not cursor:
+            return items
+
+
+def ledger_check(admin):
+    r = admin.c.get(f"{API}/admin/ledger/check")
+    assert r.status == 200, r
+    return r.body
+
+
+def rental_body(offer_id, gpus=1, image=BUSYBOX_REF, command=None, **extra):
+    body = {"offer_id": offer_id, "gpus": gpus, "image": image,
+            "command": list(command if command is not None else LONG_COMMAND)}
+    body.update(extra)
+    return body
+
+
+def get_rental(user, rid):
+    r = user.c.get(f"{API}/rentals/{rid}")
+    assert r.status == 200, r
+    return r.body
+
+
+def wait_rental(user, rid, pred, timeout, what):
+    """Polls GET /rentals/{id} until pred(rental); returns it."""
+    return wait_until(lambda: (lambda r: r if pred(r) else None)(get_rental(user, rid)),
+                      timeout, f"rental {rid} {what}", interval=0.1)
+
+
+def wait_running(user, rid, timeout=45):
+    def check():
+        r = get_rental(user, rid)
+        if r["state"] == "ended":
+            raise AssertionError(f"rental {rid} ended ({r['end_reason']}, {r['detail']}) "
+                                 f"instead of running: {r}")
+        return r if r["state"] == "running" else None
+    return wait_until(check, timeout, f"rental {rid} running", interval=0.1)
+
+
+def wait_ended(user, rid, timeout=45):
+    return wait_rental(user, rid, lambda r: r["state"] == "ended", timeout, "ended")
+
+
+class DockerAgent(RealAgent):
+    """The real agent for one machine, its workloads in the private engine `dock`."""
+
+    def __init__(self, srv, token, gpus, dock, name="agent"):
+        super().__init__(srv, token, gpus, name=name, docker_socket=dock.socket)
+        self.dock = dock
+
+
+class FixedPortGpunexd(Gpunexd):
+    """A gpunexd on a port chosen up front, so that a restart keeps it (the agents have the
+    platform's address from their start)."""
+
+    def __init__(self, port, **kw):
+        self.fixed_port = port
+        super().__init__(**kw)
+
+    def env(self):
+        env = super().env()
+        env["GPUNEX_LISTEN"] = f"127.0.0.1:{self.fixed_port}"
+        return env
+
+
+def wait_machine_listed(admin, provider, gpu_count, known=(), timeout=45):
+    """The provider's machine not in `known`, online with `gpu_count` GPUs all listed;
+    returns its id."""
+    def check():
+        r = provider.c.get(f"{API}/machines")
+        assert r.status == 200, r
+        for m in r.body["items"]:
+            if m["id"] in known or m["status"] != "online" or len(m["gpus"]) != gpu_count:
+                continue
+            full = admin.c.get(f"{API}/machines/{m['id']}").body
+            if all(g["listing_state"] == "listed" for g in full["gpus"]):
+                return m["id"]
+        return None
+    return wait_until(check, timeout, f"a machine with {gpu_count} listed GPUs", interval=0.2)
+
+
+def offer_of(admin, machine_id, model=L4, min_free=1, timeout=15):
+    """The offer of `model` on the machine once search shows at least `min_free` GPUs free
+    (the admin's search names the machine)."""
+    def check():
+        r = admin.c.get(f"{API}/offers", query={"gpu_model": model, "limit": "200"})
+        assert r.status == 200, r
+        for o in r.body["items"]:
+            if o["machine_id"] == machine_id and o["gpus_available"] >= min_free:
+                return o
+        return None
+    return wait_until(check, timeout, f"an offer of {model} on {machine_id} with "
+                      f"{min_free} free", interval=0.1)
+
+
+def free_gpus(client, offer_id):
+    r = client.get(f"{API}/offers/{offer_id}")
+    if r.status == 404:
+        return 0
+    assert r.status == 200, r
+    return r.body["gpus_available"]
+
+
+# --------------------------------------------------------------------------- module: the engine
+
+ENV = {"dockerd": None}
+
+
+def setUpModule():
+    dockerenv.require_docker()
+    dockerenv.agent_binary()
+    d = dockerenv.TestDockerd().start()
+    ENV["dockerd"] = d
+    try:
+        d.import_busybox(BUSYBOX_REF)
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def tearDownModule():
+    d = ENV["dockerd"]
+    if d is None:
+        return
+    ENV["dockerd"] = None
+    left = d.stop()
+    if left:
+        raise AssertionError("the private dockerd left things behind: " + "; ".join(left))
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+class RentalsMixin:
+    SMTP = False
+    ROOT_TOML = "allow_emulated_gpus = true"
+    EXTRA_TOML = RENTALS_TOML
+
+    def setUp(self):
+        super().setUp()
+        self.dock = ENV["dockerd"]
+        self.agents = []
+        self.addCleanup(self._cleanup_agents)
+        self.admin = self.srv.admin()
+
+    def _cleanup_agents(self):
+        failed = self._outcome_failed()
+        for a in self.agents:
+            if failed:
+                print(f"\n--- agent {a.state_dir} ---\n" + a.logs()[-4000:])
+            a.cleanup(keep=failed)
+        if failed:
+            print("\n--- dockerd log ---\n" + self.dock.log_tail(2000))
+        self.dock.remove_all()
+
+    # -- fixture pieces
+
+    def provider_machine(self, gpus=4, price=360_000, tier="community", name="Prov"):
+        """An approved provider pricing L4 at `price`, its agent with `gpus` EMULATED L4s
+        on the private engine, online and listed. Returns (provider, machine id, offer)."""
+        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name=name, tier=tier,
+                                                   priced=False)
+        set_prices(prov, {L4: price})
+        agent = DockerAgent(self.srv, token, f"{L4}:{gpus}", self.dock, name=name.lower())
+        self.agents.append(agent)
+        agent.start()
+        mid = wait_machine_listed(self.admin, prov, gpus)
+        offer = offer_of(self.admin, mid, min_free=gpus)
+        self.assertEqual(offer["price_micro"], price)
+        prov.agent, prov.machine_id = agent, mid
+        return prov, mid, offer
+
+    def customer(self, amount, name="Carla Customer"):
+        c = self.srv.user(name)
+        if amount:
+            credit(self.admin, c.id, amount, reference=f"top-up for {name}")
+        return c
+
+    def rent(self, customer, offer_id, gpus=1, status=201, **kw):
+        r = customer.c.post(f"{API}/rentals", rental_body(offer_id, gpus, **kw))
+        self.assertStatus(r, status)
+        return r.body
+
+    def managed_containers(self):
+        return self.dock.containers("io.gpunex.managed=true")
+
+    def q(self, sql, params=()):
+        return self.srv.backend.query(sql, params)
+
+    def count(self, table):
+        return self.q(f"SELECT COUNT(*) FROM {table}")[0][0]
+
+    def assertMoney(self, rental, msg=""):
+        charged, fee, prov = expected_money(rental)
+        self.assertEqual((rental["charged_micro"], rental["fee_micro"], rental["provider_micro"]),
+                         (charged, fee, prov), f"{msg} the formula on {rental}")
+
+    def assertLedgerOk(self):
+        chk = ledger_check(self.admin)
+        self.assertIs(chk["ok"], True, chk)
+        self.assertEqual(chk["sum_micro"], 0, chk)
+        self.assertEqual(chk["mismatches"], [], chk)
+        return chk
+
+    def assertStatementMatches(self, user, credited, rentals):
+        """The statement adds up to the balance: the credits in, each rental's provider
+        part and fee out, refunds back in."""
+        items = statement(user)
+        bal = balance(user)["balance_micro"]
+        self.assertEqual(sum(i["amount_micro"] for i in items), bal, items)
+        self.assertEqual(sum(i["amount_micro"] for i in items if i["kind"] == "operator_credit"),
+                         credited, items)
+        for r in rentals:
+            mine = [i for i in items if i["rental_id"] == r["id"]]
+            self.assertEqual(-sum(i["amount_micro"] for i in mine
+                                  if i["kind"] in ("usage_provider", "usage_fee")),
+                             r["charged_micro"], f"usage of {r['id']}: {mine}")
+            self.assertEqual(-sum(i["amount_micro"] for i in mine if i["kind"] == "usage_fee"),
+                             r["fee_micro"], f"fee of {r['id']}: {mine}")
+            self.assertEqual(sum(i["amount_micro"] for i in mine
+                                 if i["kind"].startswith("refund")),
+                             r["refunded_micro"], f"refund of {r['id']}: {mine}")
+        self.assertLessEqual({i["kind"] for i in items if not i["kind"].startswith("refund")},
+                             {"operator_credit", "usage_provider", "usage_fee"}, items)
+        return items
+
+    # -- a rental from offer to stop
+
+    def test_rent_run_stop_is_billed_by_the_formula(self):
+        # An odd price: the formula's floors matter.
+        price = 437_777
+        prov, mid, offer = self.provider_machine(gpus=4, price=price)
+        cust = self.customer(20 * USDC)
+        # The customer finds the offer by searching.
+        r = cust.c.get(f"{API}/offers", query={"gpu_model": L4, "min_gpus": "2"})
+        self.assertStatus(r, 200)
+        self.assertIn(offer["id"], [o["id"] for o in r.body["items"]])
+        self.assertNotIn("machine_id", r.body["items"][0])
+
+        created = self.rent(cust, offer["id"], gpus=2, max_duration_s=3600)
+        rid = created["id"]
+        self.assertIn(created["state"], ("pending", "starting"), created)
+        self.assertEqual((created["gpus"], created["price_micro"], created["fee_bps"]),
+                         (2, price, 2000), created)
+        self.assertEqual(created["cost_per_hour_micro"], 2 * price)
+        self.assertEqual((created["billed_seconds"], created["charged_micro"]), (0, 0))
+        self.assertEqual(created["image"], BUSYBOX_REF)
+        self.assertEqual(created["command"], LONG_COMMAND)
+        self.assertNotIn("machine_id", created, "a customer is not shown the machine")
+
+        running = wait_running(cust, rid)
+        seen_running = time.monotonic()
+        self.assertIsNotNone(running["running_at"])
+        cs = self.managed_containers()
+        self.assertEqual(len(cs), 1, cs)
+        self.assertEqual(cs[0]["State"], "running")
+        self.assertEqual(len(cs[0]["Labels"]["io.gpunex.gpus"].split(",")), 2, cs[0]["Labels"])
+        # Two GPUs rented: the offer shows the other two.
+        wait_until(lambda: free_gpus(cust.c, offer["id"]) == 2, 5, "2 GPUs left on the offer")
+        b = balance(cust)
+        self.assertEqual(b["running_rentals"], 1, b)
+        self.assertEqual(b["running_cost_per_hour_micro"], 2 * price, b)
+        self.assertIsNotNone(b["seconds_left"])
+
+        # The provider sees it on its machine, with a pseudonym for the customer.
+        r = prov.c.get(f"{API}/providers/me/rentals")
+        self.assertStatus(r, 200)
+        self.assertEqual([x["id"] for x in r.body["items"]], [rid])
+        pr = r.body["items"][0]
+        self.assertEqual(pr["machine_id"], mid)
+        self.assertTrue(pr["customer"])
+        for secret in (cust.email, cust.id, "Carla"):
+            self.assertNotIn(secret, str(pr["customer"]))
+        self.assertEqual(get_rental(prov, rid)["machine_id"], mid)
+        self.assertEqual(get_rental(self.admin, rid)["machine_id"], mid)
+
+        # Logs reach the platform.
+        def logs():
+            r = cust.c.get(f"{API}/rentals/{rid}/logs")
+            self.assertStatus(r, 200)
+            return "".join(i["data"] for i in r.body["items"] if i["stream"] == "stdout")
+        wait_until(lambda: "rental-started" in logs(), 10, "the rental's log line")
+
+        time.sleep(4.5)
+        waited = time.monotonic() - seen_running
+        r = cust.c.post(f"{API}/rentals/{rid}/stop")
+        self.assertStatus(r, 200)
+        self.assertIn(r.body["state"], ("ending", "ended"), r.body)
+        ended = wait_ended(cust, rid, 30)
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("stopped", "customer"),
+                         ended)
+        running_at, ended_at = parse_time(ended["running_at"]), parse_time(ended["ended_at"])
+        self.assertGreaterEqual(ended["billed_seconds"], int(waited) - 1, ended)
+        self.assertLessEqual(ended["billed_seconds"],
+                             (ended_at - running_at).total_seconds() + 1, ended)
+        self.assertMoney(ended)
+        self.assertGreater(ended["charged_micro"], 0)
+        self.assertEqual(ended["refunded_micro"], 0)
+        # Stopping again: it has ended.
+        self.assertError(cust.c.post(f"{API}/rentals/{rid}/stop"), 409)
+
+        b = balance(cust)
+        self.assertEqual(b["balance_micro"], 20 * USDC - ended["charged_micro"], b)
+        self.assertEqual(b["running_rentals"], 0, b)
+        self.assertIsNone(b["seconds_left"])
+        self.assertStatementMatches(cust, 20 * USDC, [ended])
+        self.assertLedgerOk()
+        # The container is gone, the GPUs free again.
+        wait_until(lambda: not self.managed_containers(), 15, "the rental's container removed")
+        wait_until(lambda: free_gpus(cust.c, offer["id"]) == 4, 5, "4 GPUs free again")
+        # Lists: the customer's own (ended), the admin's.
+        r = cust.c.get(f"{API}/rentals", query={"state": "ended"})
+        self.assertEqual([x["id"] for x in r.body["items"]], [rid])
+        r = cust.c.get(f"{API}/rentals", query={"state": "active"})
+        self.assertEqual(r.body["items"], [])
+        self.assertIn(rid, [x["id"] for x in self.admin.c.get(f"{API}/rentals").body["items"]])
+
+    def test_enterprise_commission(self):
+        prov, mid, offer = self.provider_machine(gpus=1, price=1_234_567, tier="enterprise",
+                                                 name="Ent")
+        self.assertEqual(prov.c.get(f"{API}/providers/me").body["commission_bps"], 1500)
+        cust = self.customer(5 * USDC)
+        rid = self.rent(cust, offer["id"])["id"]
+        self.assertEqual(get_rental(cust, rid)["fee_bps"], 1500)
+        wait_running(cust, rid)
+        time.sleep(3)
+        self.assertStatus(cust.c.post(f"{API}/rentals/{rid}/stop"), 200)
+        ended = wait_ended(cust, rid)
+        self.assertGreater(ended["billed_seconds"], 0)
+        self.assertMoney(ended)
+        self.assertEqual(balance(cust)["balance_micro"], 5 * USDC - ended["charged_micro"])
+        self.assertLedgerOk()
+
+    # -- never billed when it never ran
+
+    def test_a_container_that_never_starts_is_never_billed(self):
+        prov, mid, offer = self.provider_machine(gpus=2)
+        cust = self.customer(10 * USDC)
+        # Nothing listens on port 9 of loopback: the pull fails at once (the engine trusts
+        # loopback registries without TLS). A command that is not in the image: depending
+        # on the engine, the start fails, or the container starts and exits at once with
+        # 127 (the shell's "not found") within its first second.
+        cases = {
+            "image that cannot be pulled": (dict(image="127.0.0.1:9/gpunex-test/missing:1"),
+                                            {("start_failed", None)}),
+            "command that does not exist": (dict(command=["/no/such/program"]),
+                                            {("start_failed", None), ("exited", 127)}),
+        }
+        ended = []
+        for label, (kw, endings) in cases.items():
+            with self.subTest(case=label):
+                rid = self.rent(cust, offer["id"], **kw)["id"]
+                r = wait_ended(cust, rid, 60)
+                self.assertIn((r["end_reason"], r["exit_code"]), endings, f"{label}: {r}")
+                self.assertEqual(r["end_party"], "customer", f"{label}: {r}")
+                self.assertEqual((r["billed_seconds"], r["charged_micro"], r["fee_micro"],
+                                  r["provider_micro"]), (0, 0, 0, 0), f"{label}: {r}")
+                if r["end_reason"] == "start_failed":
+                    self.assertIsNone(r["running_at"], r)
+                self.assertTrue(r["detail"], r)
+                ended.append(r)
+        self.assertEqual(balance(cust)["balance_micro"], 10 * USDC)
+        items = self.assertStatementMatches(cust, 10 * USDC, ended)
+        self.assertEqual([i["kind"] for i in items], ["operator_credit"], items)
+        self.assertLedgerOk()
+        wait_until(lambda: not self.managed_containers(), 15, "no container left")
+        wait_until(lambda: free_gpus(cust.c, offer["id"]) == 2, 5, "both GPUs free again")
+
+    # -- limits: max_cost, the balance
+
+    def test_max_cost_ends_the_rental_at_exactly_that_cost(self):
+        # 360 000 per GPU-hour: 100 micro-USDC per GPU-second; 700 is reached at 7 s.
+        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
+        cust = self.customer(1 * USDC)
+        rid = self.rent(cust, offer["id"], max_cost_micro=700)["id"]
+        self.assertEqual(get_rental(cust, rid)["max_cost_micro"], 700)
+        wait_running(cust, rid)
+        ended = wait_ended(cust, rid, 40)
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("max_cost", "customer"),
+                         ended)
+        self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (7, 700), ended)
+        self.assertMoney(ended)
+        self.assertEqual(balance(cust)["balance_micro"], 1 * USDC - 700)
+        self.assertLedgerOk()
+        wait_until(lambda: not self.managed_containers(), 15, "the container removed")
+
+    def test_max_duration_ends_the_rental(self):
+        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
+        cust = self.customer(1 * USDC)
+        rid = self.rent(cust, offer["id"], max_duration_s=60)["id"]
+        wait_running(cust, rid)
+        ended = wait_ended(cust, rid, 90)
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("max_duration", "customer"),
+                         ended)
+        self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000), ended)
+        self.assertMoney(ended)
+        self.assertLedgerOk()
+
+    def test_balance_runs_out_at_exactly_zero(self):
+        """Two rentals of one GPU each at 100 micro-USDC per second, each with
+        max_duration_s = 60, for a customer credited exactly one minute of one of them
+        (6 000): together they spend it in 30 s, then both end as balance_exhausted, the
+        balance exactly 0 and never below on the way."""
+        prov, mid, offer = self.provider_machine(gpus=2, price=360_000)
+        cust = self.customer(6000)
+        # Both made before either runs (billing starts when a container runs): each needs
+        # the balance to cover its own 60 s.
+        first = self.rent(cust, offer["id"], max_duration_s=60)["id"]
+        second = self.rent(cust, offer["id"], max_duration_s=60)["id"]
+        wait_running(cust, first)
+        wait_running(cust, second)
+        lowest = None
+        deadline = time.monotonic() + 90
+        while True:
+            b = balance(cust)["balance_micro"]
+            lowest = b if lowest is None else min(lowest, b)
+            self.assertGreaterEqual(b, 0, "the balance never goes below 0")
+            rs = [get_rental(cust, x) for x in (first, second)]
+            if all(r["state"] == "ended" for r in rs):
+                break
+            self.assertLess(time.monotonic(), deadline, rs)
+            time.sleep(0.25)
+        for r in rs:
+            self.assertEqual((r["end_reason"], r["end_party"]),
+                             ("balance_exhausted", "platform"), r)
+            self.assertMoney(r)
+        self.assertEqual(sum(r["charged_micro"] for r in rs), 6000, rs)
+        self.assertEqual(balance(cust)["balance_micro"], 0)
+        self.assertEqual(lowest, 0)
+        self.assertStatementMatches(cust, 6000, rs)
+        self.assertLedgerOk()
+        # A balance of 0 rents nothing.
+        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
+        wait_until(lambda: not self.managed_containers(), 15, "the containers removed")
+
+    def test_one_hour_of_balance_for_one_minute_ends_at_zero(self):
+        """The balance covers exactly max_duration_s (60 s, shorter than an hour): the
+        rental ends at 60 s by max_duration or by the balance, at a balance of exactly 0."""
+        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
+        cust = self.customer(6000)
+        # One micro-USDC short of a minute is refused.
+        short = self.customer(5999, name="Sam Short")
+        r = short.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
+        # Without max_duration_s an hour is needed.
+        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"]))
+        self.assertError(r, 422, fields=["balance"])
+        rid = self.rent(cust, offer["id"], max_duration_s=60)["id"]
+        wait_running(cust, rid)
+        ended = wait_ended(cust, rid, 90)
+        self.assertIn(ended["end_reason"], ("max_duration", "balance_exhausted"), ended)
+        self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000), ended)
+        self.assertMoney(ended)
+        self.assertEqual(balance(cust)["balance_micro"], 0)
+        self.assertLedgerOk()
+
+    # -- the provider's fault
+
+    def test_agent_killed_mid_rental_ends_as_agent_lost(self):
+        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
+        cust = self.customer(1 * USDC)
+        rid = self.rent(cust, offer["id"])["id"]
+        running = wait_running(cust, rid)
+        self.assertEqual(len(self.managed_containers()), 1)
+        time.sleep(3)
+        killed_wall = dt.datetime.now(dt.timezone.utc)
+        killed = time.monotonic()
+        prov.agent.kill()
+        ended = wait_ended(cust, rid, OFFLINE_AFTER_S + AGENT_LOST_GRACE_S + 15)
+        took = time.monotonic() - killed
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("agent_lost", "provider"),
+                         ended)
+        self.assertLessEqual(took, OFFLINE_AFTER_S + AGENT_LOST_GRACE_S + 5,
+                             "ended within the grace after the heartbeats stopped")
+        ran = (killed_wall - parse_time(running["running_at"])).total_seconds()
+        with self.subTest(check="billed to the last heartbeat"):  # the rest still runs
+            self.assertLessEqual(ended["billed_seconds"], ran + HEARTBEAT_S + 1,
+                                 f"billed up to the last heartbeat only ({ran:.1f} s ran): "
+                                 f"{ended}")
+        self.assertGreaterEqual(ended["billed_seconds"], 1, ended)
+        self.assertMoney(ended)
+        # The provider's fault within early_fault_refund_s (600 s): refunded in full.
+        self.assertEqual(ended["refunded_micro"], ended["charged_micro"], ended)
+        b = balance(cust)["balance_micro"]
+        self.assertEqual(b, 1 * USDC, "the customer paid nothing in the end")
+        self.assertStatementMatches(cust, 1 * USDC, [ended])
+        self.assertLedgerOk()
+        # The container outlived the agent; the restarted agent removes it.
+        self.assertEqual(len(self.managed_containers()), 1)
+        prov.agent.start()
+        wait_until(lambda: not self.managed_containers(), 20,
+                   "the lost rental's container removed after the agent restarted")
+        self.assertEqual(get_rental(cust, rid)["state"], "ended")
+        wait_until(lambda: free_gpus(cust.c, offer["id"]) == 1, 15, "the GPU offered again")
+
+    # -- idempotency and races
+
+    def test_idempotent_create_makes_one_rental(self):
+        prov, mid, offer = self.provider_machine(gpus=4)
+        cust = self.customer(10 * USDC)
+        body = rental_body(offer["id"])
+        key = {"Idempotency-Key": "rent-once-1"}
+        first = cust.c.post(f"{API}/rentals", body, headers=key)
+        self.assertStatus(first, 201)
+        for _ in range(3):
+            again = cust.c.post(f"{API}/rentals", body, headers=key)
+            self.assertStatus(again, 201)
+            self.assertEqual(again.body["id"], first.body["id"])
+            self.assertEqual(again.header("Idempotent-Replayed"), "true")
+        self.assertEqual(self.count("rentals"), 1)
+        # The same key with another body: refused, nothing made.
+        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], gpus=2), headers=key)
+        self.assertError(r, 422, fields=["Idempotency-Key"])
+        self.assertEqual(self.count("rentals"), 1)
+
+        # 8 threads at once with a new key: one rental.
+        answers, lock = [], threading.Lock()
+        barrier = threading.Barrier(8)
+
+        def send():
+            barrier.wait()
+            r = cust.c.post(f"{API}/rentals", body, headers={"Idempotency-Key": "rent-once-2"})
+            with lock:
+                answers.append(r)
+
+        threads = [threading.Thread(target=send) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertTrue(all(a.status in (201, 409) for a in answers), answers)
+        ids = {a.body["id"] for a in answers if a.status == 201}
+        self.assertEqual(len(ids), 1, answers)
+        self.assertEqual(self.count("rentals"), 2)
+        r = cust.c.get(f"{API}/rentals", query={"state": "active"})
+        self.assertEqual(sorted(x["id"] for x in r.body["items"]),
+                         sorted([first.body["id"]] + list(ids)))
+        for rid in [first.body["id"]] + list(ids):
+            wait_running(cust, rid)
+        self.assertEqual(len(self.managed_containers()), 2)
+        # An idempotent stop too.
+        rid = first.body["id"]
+        key = {"Idempotency-Key": "stop-once"}
+        a = cust.c.post(f"{API}/rentals/{rid}/stop", headers=key)
+        b = cust.c.post(f"{API}/rentals/{rid}/stop", headers=key)
+        self.assertStatus(a, 200)
+        self.assertStatus(b, 200)
+        self.assertEqual(a.body, b.body)
+        wait_ended(cust, rid)
+
+    def test_idempotent_credit_credits_once(self):
+        cust = self.srv.user("Ivo Idem")
+        key = "credit-once"
+        a = credit(self.admin, cust.id, 5 * USDC, reference="wire 42", key=key)
+        b = self.admin.c.post(f"{API}/admin/credits", {"user_id": cust.id,
+                                                        "amount_micro": 5 * USDC,
+                                                        "reference": "wire 42"},
+                              headers={"Idempotency-Key": key})
+        self.assertStatus(b, 201)
+        self.assertEqual(b.body, a)
+        self.assertEqual(a["balance_micro"], 5 * USDC)
+        self.assertEqual(a["transfer"]["kind"], "operator_credit")
+        self.assertEqual(a["transfer"]["amount_micro"], 5 * USDC)
+        self.assertIsNone(a["transfer"]["rental_id"])
+        self.assertEqual(balance(cust)["balance_micro"], 5 * USDC)
+        self.assertLedgerOk()
+
+    def test_two_customers_race_for_the_last_gpu(self):
+        prov, mid, offer = self.provider_machine(gpus=3)
+        holder = self.customer(10 * USDC, name="Hana Holder")
+        rid = self.rent(holder, offer["id"], gpus=2)["id"]
+        wait_until(lambda: free_gpus(holder.c, offer["id"]) == 1, 5, "one GPU left")
+        racers = [self.customer(10 * USDC, name=f"Rex Racer{i}") for i in range(2)]
+        answers = {}
+        barrier = threading.Barrier(2)
+
+        def race(c):
+            barrier.wait()
+            answers[c.id] = c.c.post(f"{API}/rentals", rental_body(offer["id"]))
+
+        threads = [threading.Thread(target=race, args=(c,)) for c in racers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        statuses = sorted(a.status for a in answers.values())
+        self.assertEqual(statuses, [201, 409], answers)
+        loser = next(a for a in answers.values() if a.status == 409)
+        self.assertError(loser, 409)
+        self.assertEqual(self.count("rentals"), 2)
+        winner_c = next(c for c in racers if answers[c.id].status == 201)
+        loser_c = next(c for c in racers if answers[c.id].status == 409)
+        self.assertEqual(balance(loser_c)["balance_micro"], 10 * USDC)
+        self.assertEqual(cust_rentals(loser_c), [])
+        wait_running(winner_c, answers[winner_c.id].body["id"])
+        wait_running(holder, rid)
+        wait_until(lambda: free_gpus(holder.c, offer["id"]) == 0, 5, "no GPU left")
+        # Now nothing is free: more than free is refused by name.
+        r = loser_c.c.post(f"{API}/rentals", rental_body(offer["id"]))
+        self.assertError(r, 422, fields=["gpus"])
+
+    def test_customers_see_only_their_own_rentals(self):
+        prov, mid, offer = self.provider_machine(gpus=2)
+        # Another provider (without a machine: an agent of its own would share the engine).
+        other_prov, _, _ = provider_with_agent_token(self.srv, self.admin, name="Otto")
+        a = self.customer(10 * USDC, name="Anna A")
+        b = self.customer(10 * USDC, name="Bert B")
+        ra = self.rent(a, offer["id"])["id"]
+        rb = self.rent(b, offer["id"])["id"]
+        wait_running(a, ra)
+        self.assertEqual(cust_rentals(a), [ra])
+        self.assertEqual(cust_rentals(b), [rb])
+        for path in (f"{API}/rentals/{ra}", f"{API}/rentals/{ra}/logs"):
+            self.assertError(b.c.get(path), 404, msg=path)
+            self.assertError(other_prov.c.get(path), 404, msg=path)
+        self.assertError(b.c.post(f"{API}/rentals/{ra}/stop"), 404)
+        self.assertError(other_prov.c.post(f"{API}/rentals/{ra}/stop"), 404)
+        self.assertEqual(get_rental(a, ra)["state"], "running")
+        r = other_prov.c.get(f"{API}/providers/me/rentals")
+        self.assertEqual(r.body["items"], [])
+        r = prov.c.get(f"{API}/providers/me/rentals")
+        self.assertEqual(sorted(x["id"] for x in r.body["items"]), sorted([ra, rb]))
+        # The admin stops A's rental: ended by the platform (operator).
+        r = self.admin.c.post(f"{API}/rentals/{ra}/stop")
+        self.assertStatus(r, 200)
+        ended = wait_ended(a, ra)
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("operator", "platform"))
+        self.assertMoney(ended)
+
+
+def cust_rentals(user):
+    r = user.c.get(f"{API}/rentals")
+    assert r.status == 200, r
+    return [x["id"] for x in r.body["items"]]
+
+
+class RentalsSqliteTest(RentalsMixin, ServerTestCase):
+    BACKEND = "sqlite"
+
+
+class RentalsPostgresTest(RentalsMixin, ServerTestCase):
+    BACKEND = "postgresql"
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,171 @@
+// The workload part of a rental or a job: image, command, environment and the optional
+// limits (maximum duration, maximum cost), read into the API's fields. What can be told
+// here (an environment line that is not NAME=value, an amount that is not one) is
+// reported under the API's field names, next to the same inputs as the API's own errors.
+import * as api from "../api";
+import { field, h } from "../dom";
+import { StatusSlot } from "../errors";
+import { parseUsdc } from "../money";
+
+export interface WorkloadBody {
+  image: string;
+  command?: string[];
+  env?: Record<string, string>;
+  max_duration_s?: number;
+  max_cost_micro?: number;
+}
+
+export type Read<T> = { ok: true; body: T } | { ok: false; errors: Record<string, string> };
+
+// One line splits on whitespace ("python train.py --epochs 3"); several lines are one
+// argument each, so that an argument may hold spaces.
+export function parseCommand(text: string): string[] {
+  if (text.includes("\n")) {
+    return text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
+  }
+  return text.split(/\s+/).filter(Boolean);
+}
+
+const kEnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+// NAME=value per line; blank lines and lines starting with # are skipped.
+export function parseEnv(text: string): { ok: true; env: Record<string, string> } | { ok: false; error: string } {
+  const env: Record<string, string> = {};
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].replace(/\r$/, "");
+    if (!line.trim() || line.trim().startsWith("#")) continue;
+    const eq = line.indexOf("=");
+    const name = eq > 0 ? line.slice(0, eq).trim() : "";
+    if (!kEnvName.test(name)) {
+      return { ok: false, error: `line ${i + 1} must be NAME=value, the name of letters, digits and _` };
+    }
+    if (name in env) return { ok: false, error: `line ${i + 1}: ${name} is set twice` };
+    env[name] = line.slice(eq + 1);
+  }
+  return { ok: true, env };
+}
+
+const kUnits: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+// "90 min", "2 h", "1.5h", "1 d", "45 s"; a bare number is hours. Seconds, or an error.
+export function parseDuration(text: string): { ok: true; seconds: number } | { ok: false; error: string } {
+  const m = text
+    .trim()
+    .replace(",", ".")
+    .match(/^(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)?$/i);
+  if (!m) return { ok: false, error: "must be a length of time such as 90 min, 2 h or 1 d" };
+  const unit = (m[2] ?? "h")[0].toLowerCase();
+  return { ok: true, seconds: Math.round(Number(m[1]) * kUnits[unit]) };
+}
+
+export interface WorkloadFields {
+  // The inputs, to place in the form.
+  readonly parts: HTMLElement[];
+  readonly limits: HTMLElement;
+  readonly image: HTMLInputElement;
+  read(): Read<WorkloadBody>;
+  // The maximum duration typed, in seconds; null when empty or not a duration.
+  maxDurationSeconds(): number | null;
+  // Called when the limits change (for cost estimates).
+  onChange(fn: () => void): void;
+}
+
+export function workloadFields(): WorkloadFields {
+  const image = h("input", {
+    type: "text",
+    autocomplete: "off",
+    spellcheck: false,
+    maxlength: 255,
+    placeholder: "e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+  });
+  const command = h("textarea", { rows: 2, spellcheck: false, maxlength: 16384, class: "mono" });
+  const env = h("textarea", { rows: 3, spellcheck: false, maxlength: 65536, class: "mono" });
+  env.placeholder = "EPOCHS=3\nWANDB_MODE=offline";
+  const maxDuration = h("input", { type: "text", autocomplete: "off", inputmode: "text", maxlength: 32 });
+  const maxCost = h("input", { type: "text", autocomplete: "off", inputmode: "decimal", maxlength: 32 });
+  const parts = [
+    field("Image", image, { field: "image", hint: "A container image from a public registry." }),
+    field("Command (optional)", command, {
+      field: "command",
+      hint: "Words separated by spaces, or one argument per line. Empty: the image's own command.",
+    }),
+    field("Environment variables (optional)", env, { field: "env", hint: "One NAME=value per line." }),
+  ];
+  const limits = h(
+    "fieldset",
+    { class: "limits" },
+    h("legend", null, "Limits (optional)"),
+    h(
+      "div",
+      { class: "row" },
+      field("Max. duration", maxDuration, { field: "max_duration_s", hint: "e.g. 90 min, 2 h, 1 d" }),
+      field("Max. cost (USDC)", maxCost, { field: "max_cost_micro", hint: "The rental ends when it has cost this" }),
+    ),
+  );
+  return {
+    parts,
+    limits,
+    image,
+    onChange(fn) {
+      maxDuration.addEventListener("input", fn);
+      maxCost.addEventListener("input", fn);
+    },
+    maxDurationSeconds() {
+      const d = maxDuration.value.trim() ? parseDuration(maxDuration.value) : null;
+      return d && d.ok ? d.seconds : null;
+    },
+    read() {
+      const errors: Record<string, string> = {};
+      const body: WorkloadBody = { image: image.value.trim() };
+      const cmd = parseCommand(command.value);
+      if (cmd.length) body.command = cmd;
+      const e = parseEnv(env.value);
+      if (!e.ok) errors.env = e.error;
+      else if (Object.keys(e.env).length) body.env = e.env;
+      if (maxDuration.value.trim()) {
+        const d = parseDuration(maxDuration.value);
+        if (!d.ok) errors.max_duration_s = d.error;
+        else body.max_duration_s = d.seconds;
+      }
+      if (maxCost.value.trim()) {
+        const c = parseUsdc(maxCost.value);
+        if (!c.ok) errors.max_cost_micro = c.error;
+        else body.max_cost_micro = c.micro;
+      }
+      return Object.keys(errors).length ? { ok: false, errors } : { ok: true, body };
+    },
+  };
+}
+
+// Errors found before sending, shown as the API's are (beside their fields, listed in
+// `slot`).
+export function showLocalErrors(slot: StatusSlot, form: HTMLElement, errors: Record<string, string>, title: string) {
+  slot.formError(form, new api.ApiError(422, "validation_failed", "a field is not valid", errors), "", title);
+}
+
+// One Idempotency-Key per submission attempt: the same key while the same body is sent
+// again after a failure that gave no answer (the network, a 5xx), a new one for a changed
+// body or after the server answered.
+export class IdempotentSubmit {
+  private key: string | null = null;
+  private sent = "";
+
+  keyFor(body: unknown): string {
+    const text = JSON.stringify(body);
+    if (!this.key || text !== this.sent) {
+      this.key = api.newIdempotencyKey();
+      this.sent = text;
+    }
+    return this.key;
+  }
+
+  // After the outcome of a request made with keyFor()'s key.
+  settled(err: unknown): void {
+    const unanswered = err instanceof api.ApiError && (err.status === 0 || err.status >= 500);
+    if (!unanswered) this.key = null;
+  }
+}
