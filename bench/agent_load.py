@@ -106,7 +106,9 @@ class Agent:
                         break
             self.welcomed.set()
             seq = 0
-            await asyncio.sleep(self.args.heartbeat * (self.i % 100) / 100)  # spread them out
+            # Spread the first heartbeats out, answering the platform's pings meanwhile (it
+            # closes a connection that sends nothing for three ping intervals, 60 s).
+            await self.idle(reader, writer, self.args.heartbeat * (self.i % 100) / 100)
             while True:
                 seq += 1
                 hb = {"type": "heartbeat", "seq": seq,
@@ -115,24 +117,28 @@ class Agent:
                                 "throttle_reasons": []}]}
                 writer.write(frame(json.dumps(hb)))
                 await writer.drain()
-                # Until the next heartbeat is due: a timeout per frame would never expire
-                # while the platform's WebSocket pings (every 20 s) come more often.
-                due = time.monotonic() + self.args.heartbeat
-                try:
-                    while True:
-                        left = due - time.monotonic()
-                        if left <= 0:
-                            break
-                        op, data = await asyncio.wait_for(read_frame(reader), left)
-                        if op == 0x9:
-                            writer.write(bytes([0x8A, 0x80 | len(data)]) + b"\0\0\0\0" + data)
-                        elif op == 0x8:
-                            raise RuntimeError("closed by the platform")
-                except asyncio.TimeoutError:
-                    pass
+                await self.idle(reader, writer, self.args.heartbeat)
         except Exception as e:  # noqa: BLE001 - a benchmark reports every failure
             self.failed = f"{type(e).__name__}: {e}"
             self.welcomed.set()
+
+    @staticmethod
+    async def idle(reader, writer, seconds):
+        """Reads frames for `seconds`, answering pings. A deadline, not a timeout per frame:
+        that would never expire while the platform's pings (every 20 s) come more often."""
+        due = time.monotonic() + seconds
+        try:
+            while True:
+                left = due - time.monotonic()
+                if left <= 0:
+                    return
+                op, data = await asyncio.wait_for(read_frame(reader), left)
+                if op == 0x9:
+                    writer.write(bytes([0x8A, 0x80 | len(data)]) + b"\0\0\0\0" + data)
+                elif op == 0x8:
+                    raise RuntimeError("closed by the platform")
+        except asyncio.TimeoutError:
+            pass
 
     def set_price(self):
         lo, hi = (int(x) for x in self.args.prices.split(":"))

@@ -410,12 +410,19 @@ TEST(Server, AnAddressHoldsAtMostItsConnections) {
   held.pop_back();  // one closes: its place is free again
   bool served = false;
   for (int i = 0; i < 100 && !served; ++i) {
-    Client again(ts.port());
+    // Until the server has seen the close, a new connection is still one too many and
+    // is reset: try again (without the failing expectations of Get).
     try {
-      served = again.Get("/").result_int() == 200;
+      Client again(ts.port());
+      boost::beast::http::request<boost::beast::http::string_body> req{
+          boost::beast::http::verb::get, "/", 11};
+      req.set(boost::beast::http::field::host, "localhost");
+      BeastResponse res;
+      served = !again.Send(std::move(req)) && !again.Read(&res) && res.result_int() == 200;
     } catch (const std::exception&) {
-      std::this_thread::sleep_for(10ms);  // the server has not seen the close yet
+      served = false;
     }
+    if (!served) std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(served);
   for (auto& c : held) EXPECT_EQ(c->Get("/").result_int(), 200) << "the others stay open";

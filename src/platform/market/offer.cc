@@ -34,8 +34,16 @@ int HexDigit(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
 }  // namespace
 
 RankInputs Offer::rank_inputs() const {
-  return {reliability_score, performance_score, price,        tier,
-          commitment_months, uptime_30d,        listed_since, id};
+  // The ties compare listed_since as the API shows it (whole milliseconds), so that a
+  // client ordering the offers it was given gets the same order.
+  return {reliability_score,
+          performance_score,
+          price,
+          tier,
+          commitment_months,
+          uptime_30d,
+          std::chrono::floor<std::chrono::milliseconds>(listed_since),
+          id};
 }
 
 std::string OfferId(std::string_view machine_id, std::string_view gpu_model) {
