@@ -329,13 +329,13 @@ StatusOr<BalanceView> Rentals::Balance(const accounts::Principal& p) {
   return v;
 }
 
-StatusOr<Rentals::Cap> Rentals::Meter(store::Tx& tx, Timestamp now, Timestamp until, Rental& r,
-                                      Usdc& balance, std::vector<Transfer>& transfers) const {
-  (void)tx;
+StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r, Usdc& balance,
+                                      std::vector<Transfer>& transfers) const {
   Cap cap;
   if (!r.running_at) return cap;
   int64_t s = WholeSeconds(until - *r.running_at);
-  const int64_t elapsed = s;
+  // A cap ends the rental once the seconds reach it (the next second would pass it),
+  // billed to the cap, even when the tick comes later.
   auto limit = [&](int64_t at_most, const char* reason, const char* party) {
     if (s >= at_most) {
       s = at_most;
@@ -348,9 +348,6 @@ StatusOr<Rentals::Cap> Rentals::Meter(store::Tx& tx, Timestamp now, Timestamp un
     limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), "max_cost", "customer");
   GPUNEX_ASSIGN_OR_RETURN(Usdc can_owe, r.charged.Plus(balance));
   limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), "balance_exhausted", "platform");
-  // A cap reached exactly now ends the rental only once the next second would pass it;
-  // one reached earlier ends it where it was reached.
-  (void)elapsed;
   s = std::max(s, r.billed_seconds);  // totals never go back
   GPUNEX_ASSIGN_OR_RETURN(billing::Metered m, billing::Meter(r.price, r.gpus, s, r.fee_bps));
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_fee, m.fee.Minus(r.fee));
@@ -384,7 +381,7 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
                             billing::Balance(tx, billing::CustomerAccount(r.customer_id)));
     std::vector<Transfer> transfers;
     GPUNEX_ASSIGN_OR_RETURN(
-        Cap cap, Meter(tx, now, std::max(billing_end, *r.running_at), r, balance, transfers));
+        Cap cap, Meter(now, std::max(billing_end, *r.running_at), r, balance, transfers));
     GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
     // A cap that came before the end given is what ended it (the balance ran out before
     // the customer's stop arrived, say).
@@ -548,7 +545,7 @@ Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timest
         Timestamp until = now;
         if (auto it = live.find(r.machine_id); it != live.end())
           until = std::min(now, it->second.last_seen);
-        GPUNEX_ASSIGN_OR_RETURN(Cap cap, Meter(tx, now, until, r, t.balance, transfers));
+        GPUNEX_ASSIGN_OR_RETURN(Cap cap, Meter(now, until, r, t.balance, transfers));
         ++count;
         if (!cap.reason.empty()) ended.emplace_back(&r, cap);
       }

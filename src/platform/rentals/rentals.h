@@ -153,7 +153,7 @@ class Rentals {
     std::string party;
     Timestamp billing_end;
   };
-  StatusOr<Cap> Meter(store::Tx& tx, Timestamp now, Timestamp until, Rental& r, Usdc& balance,
+  StatusOr<Cap> Meter(Timestamp now, Timestamp until, Rental& r, Usdc& balance,
                       std::vector<billing::Transfer>& transfers) const;
   // Decides the end of an active rental: bills it to `billing_end`, asks the agent to
   // remove its container (unless `workload_ended`), refunds an early provider fault.
