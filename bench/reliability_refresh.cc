@@ -123,6 +123,9 @@ class CountingDatabase final : public Database {
     commit_ += std::chrono::steady_clock::now() - fn_done;
     return st;
   }
+  StatusOr<std::unique_ptr<platform::store::Lock>> TryLock(std::string_view name) override {
+    return base_.TryLock(name);
+  }
   Status Read(const std::function<Status(Tx&)>& fn) override {
     return base_.Read([&](Tx& base_tx) -> Status {
       CountingTx tx(*this, base_tx);

@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # The web dashboard first: gpunexd embeds web/dist, and the browser tests need it.
 scripts/build-web.sh
+tests/solana/setup.sh  # the Solana test node's npm packages (tests/e2e/solana_front.py)
 scripts/check-format.sh
 
 jobs=${JOBS:-$(nproc)}

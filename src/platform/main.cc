@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "common/log.h"
@@ -26,12 +28,17 @@
 #include "platform/market/market.h"
 #include "platform/notify/outbox.h"
 #include "platform/notify/smtp.h"
+#include "platform/payouts/payouts.h"
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
 #include "platform/schema.h"
+#include "platform/solana/address.h"
+#include "platform/solana/keypair.h"
+#include "platform/solana/rpc.h"
 #include "platform/store/db.h"
+#include "platform/topups/topups.h"
 
 namespace gpunex::platform {
 namespace {
@@ -91,6 +98,103 @@ StatusOr<benchmarks::BenchmarksOptions> BenchmarkOptions(const Config& c) {
   return o;
 }
 
+// A clock for end-to-end tests only, named by GPUNEX_TEST_CLOCK_FILE: the system clock
+// plus the whole seconds the file holds (re-read at most every 50 ms), so that a test
+// moves time forward across 24 h holds and 48 h payout holds without waiting. Never set
+// in production; gpunexd says so loudly when it is.
+class FileOffsetClock final : public Clock {
+ public:
+  explicit FileOffsetClock(std::string path) : path_(std::move(path)) {}
+  Timestamp Now() const override {
+    const auto mono = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> l(mu_);
+    if (mono - read_at_ > std::chrono::milliseconds(50)) {
+      read_at_ = mono;
+      std::ifstream in(path_);
+      long long s = 0;
+      if (in >> s) offset_ = std::chrono::seconds(s);
+    }
+    return SystemClock().Now() + offset_;
+  }
+
+ private:
+  std::string path_;
+  mutable std::mutex mu_;
+  mutable std::chrono::steady_clock::time_point read_at_{};
+  mutable Duration offset_{0};
+};
+
+std::unique_ptr<Clock> TestClockFromEnv() {
+  const char* path = std::getenv("GPUNEX_TEST_CLOCK_FILE");
+  if (!path || !*path) return nullptr;
+  LogWarn("clock.test",
+          {{"message", "the clock is moved by a test file: never in production"}, {"file", path}});
+  return std::make_unique<FileOffsetClock>(path);
+}
+
+// Fault injection for the crash tests of payouts, named by GPUNEX_TEST_CRASH_AT
+// ("payout.after_sign" or "payout.after_sign:3" for its third pass): gpunexd kills
+// itself with SIGKILL there, as a crash at that step would.
+std::function<Status(std::string_view)> CrashPointsFromEnv() {
+  const char* spec = std::getenv("GPUNEX_TEST_CRASH_AT");
+  if (!spec || !*spec) return nullptr;
+  std::string point = spec;
+  int nth = 1;
+  if (auto colon = point.find(':'); colon != std::string::npos) {
+    nth = std::max(1, std::atoi(point.c_str() + colon + 1));
+    point.resize(colon);
+  }
+  LogWarn("faults.test", {{"message", "gpunexd kills itself at a named step: never in production"},
+                          {"point", point}});
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  return [point, nth, seen](std::string_view at) -> Status {
+    if (at == point && ++*seen >= nth) {
+      LogWarn("faults.crash", {{"point", point}});
+      std::raise(SIGKILL);
+    }
+    return Status::Ok();
+  };
+}
+
+StatusOr<payouts::PayoutsOptions> PayoutOptions(const Config& c, const BusinessCalendar& calendar,
+                                                const notify::NoticeSettings& notices,
+                                                const Clock* clock) {
+  payouts::PayoutsOptions o;
+  o.default_threshold = Usdc::Micros(c.payouts_threshold_micro);
+  o.min_threshold = std::min(o.min_threshold, o.default_threshold);
+  o.hold_after_change_s = c.payouts_hold_after_change_s;
+  o.automatic_runs = c.payouts_automatic_runs;
+  o.loop_ms = c.payouts_loop_ms;
+  o.batch = c.payouts_batch;
+  o.files_dir = c.payout_files_dir;
+  if (!c.payouts_eur_rate.empty()) {
+    auto rate = Usdc::Parse(c.payouts_eur_rate);
+    if (!rate || !rate->is_positive()) {
+      return FieldError("payouts.eur_rate", "must be a decimal EUR per USDC such as \"0.92\"");
+    }
+    o.default_eur_rate_ppm = rate->micros();
+  }
+  o.solana.minimum = Usdc::Micros(c.payouts_solana_min_micro);
+  o.solana.fee = Usdc::Micros(c.payouts_solana_fee_micro);
+  o.sepa.minimum = Usdc::Micros(c.payouts_sepa_min_micro);
+  o.sepa.fee = Usdc::Micros(c.payouts_sepa_fee_micro);
+  o.ach.minimum = Usdc::Micros(c.payouts_ach_min_micro);
+  o.ach.fee = Usdc::Micros(c.payouts_ach_fee_micro);
+  GPUNEX_ASSIGN_OR_RETURN(o.solana_chain.mint,
+                          solana::ParsePubkey(c.solana_usdc_mint, "solana.usdc_mint"));
+  o.solana_chain.commitment = c.solana_commitment;
+  o.sepa_originator = {c.payouts_sepa_name, c.payouts_sepa_iban, c.payouts_sepa_bic};
+  o.ach_originator = {
+      c.payouts_ach_destination_routing, c.payouts_ach_destination_name, c.payouts_ach_origin,
+      c.payouts_ach_origin_name,         c.payouts_ach_company_name,     c.payouts_ach_company_id,
+      c.payouts_ach_odfi_routing};
+  o.calendar = calendar;
+  o.notices = notices;
+  o.clock = clock;
+  o.fault = CrashPointsFromEnv();
+  return o;
+}
+
 StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) {
   GPUNEX_ASSIGN_OR_RETURN(auto db, store::OpenDatabase(config.database_url, config.data_dir));
   GPUNEX_RETURN_IF_ERROR(schema::MigrateAll(*db));
@@ -141,14 +245,15 @@ int Serve(Config config) {
   if (!db.ok()) return Fail(db.status());
   LogInfo("store.opened", {{"backend", (*db)->Backend()}});
 
-  const Clock& clock = SystemClock();
+  std::unique_ptr<Clock> test_clock = TestClockFromEnv();
+  const Clock& clock = test_clock ? *test_clock : SystemClock();
   std::unique_ptr<notify::OutboxSender> outbox;
   const std::function<void()> wake_outbox = [&outbox] {
     if (outbox) outbox->Wake();
   };
   accounts::Accounts accounts(**db, AccountOptions(config));
   providers::Providers providers(**db, {&clock});
-  auto calendar = applications::BusinessCalendar::Create(config.holidays);
+  auto calendar = BusinessCalendar::Create(config.holidays);
   if (!calendar.ok()) return Fail(calendar.status());
   applications::ApplicationsOptions app_options;
   app_options.public_url = config.public_url;
@@ -197,10 +302,59 @@ int Serve(Config config) {
                             .commission_enterprise_bps = config.rentals_commission_enterprise_bps,
                             .early_fault_refund_s = config.rentals_early_fault_refund_s,
                             .low_balance_s = config.rentals_low_balance_s,
+                            .release_interval_s = config.rentals_release_interval_s,
                             .sweep_ms = config.rentals_sweep_ms,
                             .notices = notices,
                             .clock = &clock});
   rentals::Jobs jobs(**db, rentals, market, &clock);
+
+  // Solana (PAY-4): the platform's key and the RPC endpoint, when configured.
+  std::optional<solana::Keypair> solana_key;
+  std::unique_ptr<solana::Rpc> solana_rpc;
+  if (!config.solana_rpc_url.empty()) {
+    if (Status st = solana::ValidateRpcUrl(config.solana_rpc_url); !st.ok()) {
+      return Fail(InvalidArgument("solana.rpc_url: " + st.message()));
+    }
+    auto key = solana::LoadKeypairFile(config.solana_keypair);
+    if (!key.ok()) return Fail(key.status());
+    solana_key = *key;
+    solana_rpc = solana::HttpRpc(config.solana_rpc_url,
+                                 std::chrono::milliseconds(config.solana_rpc_timeout_ms));
+  }
+  auto payout_options = PayoutOptions(config, *calendar, notices, &clock);
+  if (!payout_options.ok()) return Fail(payout_options.status());
+  payouts::Payouts payouts(**db, accounts, solana_rpc.get(), solana_key ? &*solana_key : nullptr,
+                           *payout_options);
+  if (solana_key) {
+    const solana::Pubkey token_account =
+        solana::AssociatedTokenAddress(solana_key->public_key, payout_options->solana_chain.mint);
+    LogInfo("solana.wallet", {{"public_key", solana::ToBase58(solana_key->public_key)},
+                              {"usdc_token_account", solana::ToBase58(token_account)}});
+    // Payers' wallets refuse to pay a token account that does not exist (docs/payouts.md).
+    auto account = solana_rpc->GetAccountInfo(token_account, config.solana_commitment);
+    if (account.ok() && !*account) {
+      LogWarn("solana.no_token_account",
+              {{"message",
+                "the platform's USDC token account does not exist yet: fund it "
+                "before offering top-ups and payouts"},
+               {"usdc_token_account", solana::ToBase58(token_account)}});
+    }
+  }
+  // Customers' top-ups in USDC (PAY-6), paid to the platform's wallet.
+  topups::Topups topups(**db, solana_rpc.get(),
+                        {.mint = payout_options->solana_chain.mint,
+                         .recipient = solana_key ? solana_key->public_key : solana::Pubkey{},
+                         .commitment = config.solana_commitment,
+                         .ttl_s = config.topups_ttl_s,
+                         .watch_s = config.topups_watch_s,
+                         .expired_check_s = config.topups_expired_check_s,
+                         .loop_ms = config.topups_loop_ms,
+                         .min = Usdc::Micros(config.topups_min_micro),
+                         .max = Usdc::Micros(config.topups_max_micro),
+                         .max_pending_per_customer = config.topups_max_pending_per_customer,
+                         .label = config.topups_label,
+                         .clock = &clock,
+                         .notices = notices});
   // Listings follow the rules of the release that runs.
   if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
   if (!config.smtp_url.empty()) {
@@ -245,6 +399,8 @@ int Serve(Config config) {
       billing,
       rentals,
       jobs,
+      payouts,
+      topups,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
       [&outbox, &applications](http::Metrics& m) {
@@ -272,6 +428,8 @@ int Serve(Config config) {
   if (Status st = market.Start(); !st.ok()) return Fail(st);
   rentals.Start();
   jobs.Start();
+  payouts.Start();
+  topups.Start();
 
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
@@ -289,6 +447,8 @@ int Serve(Config config) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   (*server)->Run();
+  topups.Stop();
+  payouts.Stop();
   jobs.Stop();
   rentals.Stop();
   market.Stop();

@@ -10,10 +10,12 @@
 #include "platform/idempotency/idempotency_store.h"
 #include "platform/market/market_store.h"
 #include "platform/notify/notify_store.h"
+#include "platform/payouts/payouts_store.h"
 #include "platform/pricing/pricing_store.h"
 #include "platform/providers/providers_store.h"
 #include "platform/reliability/reliability_store.h"
 #include "platform/rentals/rentals_store.h"
+#include "platform/topups/topups_store.h"
 
 namespace gpunex::platform::schema {
 
@@ -27,7 +29,8 @@ const std::vector<store::Migration>& AllMigrations() {
           notify::NotifyMigrations(), fleet::FleetMigrations(), benchmarks::BenchmarksMigrations(),
           idempotency::IdempotencyMigrations(), availability::AvailabilityMigrations(),
           reliability::ReliabilityMigrations(), pricing::PricingMigrations(),
-          market::MarketMigrations(), billing::BillingMigrations(), rentals::RentalsMigrations()}) {
+          market::MarketMigrations(), billing::BillingMigrations(), rentals::RentalsMigrations(),
+          payouts::PayoutsMigrations(), topups::TopupsMigrations()}) {
       m.insert(m.end(), part.begin(), part.end());
     }
     return m;

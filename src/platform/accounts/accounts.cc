@@ -487,6 +487,17 @@ Status Accounts::ChangePassword(const Principal& p, const ChangePasswordRequest&
   });
 }
 
+StatusOr<bool> Accounts::CheckPassword(const Principal& p, std::string_view password) const {
+  std::string hash;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> u, AccountsStore(tx).FindActiveUser(p.user.id));
+    if (!u) return Unauthenticated("the account is disabled");
+    hash = u->password_hash;
+    return Status::Ok();
+  }));
+  return VerifyPassword(hash, password);
+}
+
 StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view password,
                                      std::string_view name) {
   std::string normalized;

@@ -197,6 +197,10 @@ class Accounts {
   // "new_password" for the length rules.
   Status ChangePassword(const Principal& p, const ChangePasswordRequest& req);
 
+  // Whether `password` is the caller's, for changes that need it again (PAY-5: the payout
+  // method). Fails with kUnauthenticated when the account is disabled.
+  StatusOr<bool> CheckPassword(const Principal& p, std::string_view password) const;
+
   // For `gpunexd admin create`: creates the user if needed (or sets the password of the
   // one that exists) and grants admin.
   StatusOr<User> CreateAdmin(std::string_view email, std::string_view password,

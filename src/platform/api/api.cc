@@ -1,6 +1,7 @@
 #include "platform/api/api.h"
 
 #include <charconv>
+#include <limits>
 #include <memory>
 
 #include "common/ids.h"
@@ -84,6 +85,42 @@ json::value OptJson(const std::optional<std::string>& s) {
   return s ? json::value(*s) : json::value(nullptr);
 }
 
+std::string CsvField(std::string_view s) {
+  std::string v(s);
+  // A spreadsheet would run a cell that starts like a formula: keep it text (numbers
+  // such as "-5.000000" stay numbers).
+  const bool number = !v.empty() && v.find_first_not_of("-.0123456789") == std::string::npos;
+  if (!number && !v.empty() && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@'))
+    v = "'" + v;
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+StatusOr<std::pair<Timestamp, Timestamp>> DateRange(const http::Request& req) {
+  FieldErrors errors;
+  auto parse = [&](const char* name, Timestamp fallback) {
+    std::string v = req.Query(name);
+    if (v.empty()) return fallback;
+    if (v.size() == 10) v += "T00:00:00Z";
+    auto t = ParseRfc3339(v);
+    if (!t) {
+      errors.emplace(name, "must be a date (2026-12-01) or an RFC 3339 time");
+      return fallback;
+    }
+    return *t;
+  };
+  const Timestamp from = parse("from", FromUnixMicros(0));
+  const Timestamp to = parse("to", FromUnixMicros(std::numeric_limits<int64_t>::max()));
+  if (errors.empty() && to < from) errors.emplace("to", "must not be before from");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return std::make_pair(from, to);
+}
+
 http::Response Reply(int status, const StatusOr<json::object>& result) {
   if (!result.ok()) return http::ErrorResponse(result.status());
   return http::Response::Json(status, *result);
@@ -163,6 +200,8 @@ void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
   RegisterPricingRoutes(router, ctx);
   RegisterMarketRoutes(router, ctx);
   RegisterRentalRoutes(router, ctx);
+  RegisterPayoutRoutes(router, ctx);
+  RegisterTopupRoutes(router, ctx);
 }
 
 }  // namespace

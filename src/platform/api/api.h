@@ -25,12 +25,14 @@
 #include "platform/http/websocket.h"
 #include "platform/idempotency/idempotency.h"
 #include "platform/market/market.h"
+#include "platform/payouts/payouts.h"
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/reliability/reliability.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
 #include "platform/store/db.h"
+#include "platform/topups/topups.h"
 
 namespace gpunex::platform::api {
 
@@ -57,6 +59,8 @@ struct ApiContext {
   billing::Billing& billing;
   rentals::Rentals& rentals;
   rentals::Jobs& jobs;
+  payouts::Payouts& payouts;
+  topups::Topups& topups;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
@@ -114,6 +118,14 @@ json::value TimeJson(const std::optional<Timestamp>& t);
 // The string, or null.
 json::value OptJson(const std::optional<std::string>& s);
 
+// One CSV field (RFC 4180 quoting); text that a spreadsheet would read as a formula
+// (starting with = + - @) gets a leading apostrophe.
+std::string CsvField(std::string_view s);
+
+// ?from=&to= as RFC 3339 times or dates (YYYY-MM-DD: midnight UTC); `to` is exclusive.
+// Absent: the epoch and the end of time. Field errors name "from" and "to".
+StatusOr<std::pair<Timestamp, Timestamp>> DateRange(const http::Request& req);
+
 void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx);
@@ -129,6 +141,8 @@ void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx);
 void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx);
+void RegisterTopupRoutes(http::Router& r, const ApiContext& ctx);
 
 // The fields of a body that asks for a container: each key of `body` that is neither in
 // `known` nor allowed is a field error, with the reason for the container options the

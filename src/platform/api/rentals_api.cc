@@ -95,27 +95,6 @@ StatusOr<std::string> StateFilter(const http::Request& req) {
   return s;
 }
 
-// ?from=&to= as RFC 3339 times or dates (YYYY-MM-DD: midnight UTC); `to` is exclusive.
-StatusOr<std::pair<Timestamp, Timestamp>> DateRange(const http::Request& req) {
-  FieldErrors errors;
-  auto parse = [&](const char* name, Timestamp fallback) {
-    std::string v = req.Query(name);
-    if (v.empty()) return fallback;
-    if (v.size() == 10) v += "T00:00:00Z";
-    auto t = ParseRfc3339(v);
-    if (!t) {
-      errors.emplace(name, "must be a date (2026-12-01) or an RFC 3339 time");
-      return fallback;
-    }
-    return *t;
-  };
-  const Timestamp from = parse("from", FromUnixMicros(0));
-  const Timestamp to = parse("to", FromUnixMicros(std::numeric_limits<int64_t>::max()));
-  if (errors.empty() && to < from) errors.emplace("to", "must not be before from");
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return std::make_pair(from, to);
-}
-
 json::object EntryJson(const billing::Entry& e) {
   const billing::Transfer& t = e.transfer;
   return {{"id", t.id},
@@ -124,16 +103,6 @@ json::object EntryJson(const billing::Entry& e) {
           {"amount_micro", e.signed_amount.micros()},
           {"rental_id", OptJson(t.rental_id)},
           {"reference", t.reference}};
-}
-
-std::string CsvField(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 constexpr int kCsvMaxRows = 100'000;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/countries.h"
 #include "common/status.h"
 
 namespace gpunex::platform::applications {
@@ -141,6 +142,5 @@ void ValidateAvailability(const Availability& a, const std::string& path, FieldE
 int ParseClockTime(std::string_view s, bool allow_24);
 
 bool IsValidTimeZone(std::string_view name);
-bool IsCountryCode(std::string_view code);
 
 }  // namespace gpunex::platform::applications

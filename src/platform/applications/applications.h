@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
+#include "common/business_days.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
 #include "platform/applications/application.h"
-#include "platform/applications/business_days.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::applications {

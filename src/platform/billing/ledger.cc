@@ -185,4 +185,6 @@ StatusOr<int64_t> ReleaseEarnings(store::Tx& tx, Timestamp until, Timestamp now)
   return static_cast<int64_t>(ts.size());
 }
 
+StatusOr<Timestamp> ReleasedUntil(store::Tx& tx) { return BillingStore(tx).ReleasedUntil(); }
+
 }  // namespace gpunex::platform::billing

@@ -114,4 +114,8 @@ StatusOr<CheckResult> Check(store::Tx& tx);
 // the number of providers released. Idempotent per (provider, until).
 StatusOr<int64_t> ReleaseEarnings(store::Tx& tx, Timestamp until, Timestamp now);
 
+// How far ReleaseEarnings has made usage available (the epoch before the first release):
+// an available balance holds the usage credited up to this time.
+StatusOr<Timestamp> ReleasedUntil(store::Tx& tx);
+
 }  // namespace gpunex::platform::billing

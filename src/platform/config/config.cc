@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <set>
+#include <tuple>
 
 #include "common/log.h"
 
@@ -179,6 +180,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
         s.Int("early_fault_refund_s", &c->rentals_early_fault_refund_s, 0, 86'400));
     GPUNEX_RETURN_IF_ERROR(s.Int("low_balance_s", &c->rentals_low_balance_s, 0, 7 * 86'400));
     GPUNEX_RETURN_IF_ERROR(s.Int("sweep_ms", &c->rentals_sweep_ms, 10, 60'000));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("release_interval_s", &c->rentals_release_interval_s, 1, 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
     // A refund takes back earnings that are still pending.
     if (c->rentals_early_fault_refund_s >= c->rentals_earnings_hold_s) {
@@ -221,6 +224,68 @@ Status ApplyToml(const toml::table& root, Config* c) {
       }
     }
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("solana")) {
+    TableReader s(*t, "solana");
+    GPUNEX_RETURN_IF_ERROR(s.Str("rpc_url", &c->solana_rpc_url));
+    GPUNEX_RETURN_IF_ERROR(s.Str("keypair", &c->solana_keypair));
+    GPUNEX_RETURN_IF_ERROR(s.Str("usdc_mint", &c->solana_usdc_mint));
+    GPUNEX_RETURN_IF_ERROR(s.Str("commitment", &c->solana_commitment));
+    GPUNEX_RETURN_IF_ERROR(s.Int("rpc_timeout_ms", &c->solana_rpc_timeout_ms, 100, 120'000));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  if (auto* t = r.Sub("payouts")) {
+    TableReader s(*t, "payouts");
+    constexpr long long kMaxMicro = 1'000'000'000'000;  // 1,000,000 USDC
+    GPUNEX_RETURN_IF_ERROR(s.Int("threshold_micro", &c->payouts_threshold_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("hold_after_change_s", &c->payouts_hold_after_change_s, 0, 30ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Bool("automatic_runs", &c->payouts_automatic_runs));
+    GPUNEX_RETURN_IF_ERROR(s.Int("loop_ms", &c->payouts_loop_ms, 10, 3'600'000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("batch", &c->payouts_batch, 1, 1000));
+    GPUNEX_RETURN_IF_ERROR(s.Str("eur_rate", &c->payouts_eur_rate));
+    GPUNEX_RETURN_IF_ERROR(s.Str("files_dir", &c->payout_files_dir));
+    GPUNEX_RETURN_IF_ERROR(s.Int("solana_min_micro", &c->payouts_solana_min_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("solana_fee_micro", &c->payouts_solana_fee_micro, 0, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("sepa_min_micro", &c->payouts_sepa_min_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("sepa_fee_micro", &c->payouts_sepa_fee_micro, 0, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("ach_min_micro", &c->payouts_ach_min_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("ach_fee_micro", &c->payouts_ach_fee_micro, 0, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Str("sepa_name", &c->payouts_sepa_name));
+    GPUNEX_RETURN_IF_ERROR(s.Str("sepa_iban", &c->payouts_sepa_iban));
+    GPUNEX_RETURN_IF_ERROR(s.Str("sepa_bic", &c->payouts_sepa_bic));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_destination_routing", &c->payouts_ach_destination_routing));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_destination_name", &c->payouts_ach_destination_name));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_origin", &c->payouts_ach_origin));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_origin_name", &c->payouts_ach_origin_name));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_company_name", &c->payouts_ach_company_name));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_company_id", &c->payouts_ach_company_id));
+    GPUNEX_RETURN_IF_ERROR(s.Str("ach_odfi_routing", &c->payouts_ach_odfi_routing));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+    for (auto [name, fee, min] :
+         {std::tuple{"solana", c->payouts_solana_fee_micro, c->payouts_solana_min_micro},
+          std::tuple{"sepa", c->payouts_sepa_fee_micro, c->payouts_sepa_min_micro},
+          std::tuple{"ach", c->payouts_ach_fee_micro, c->payouts_ach_min_micro}}) {
+      if (fee >= min)
+        return Bad(std::string("payouts.") + name + "_fee_micro", "must be less than the minimum");
+    }
+  }
+  if (auto* t = r.Sub("topups")) {
+    TableReader s(*t, "topups");
+    constexpr long long kMaxMicro = 1'000'000'000'000;
+    GPUNEX_RETURN_IF_ERROR(s.Int("ttl_s", &c->topups_ttl_s, 60, 7ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("watch_s", &c->topups_watch_s, 60, 90ll * 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(s.Int("expired_check_s", &c->topups_expired_check_s, 1, 86'400));
+    GPUNEX_RETURN_IF_ERROR(s.Int("loop_ms", &c->topups_loop_ms, 100, 3'600'000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("min_micro", &c->topups_min_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(s.Int("max_micro", &c->topups_max_micro, 1, kMaxMicro));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("max_pending_per_customer", &c->topups_max_pending_per_customer, 1, 1000));
+    GPUNEX_RETURN_IF_ERROR(s.Str("label", &c->topups_label));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+    if (c->topups_min_micro > c->topups_max_micro)
+      return Bad("topups.min_micro", "must not exceed max_micro");
+    if (c->topups_watch_s < c->topups_ttl_s) return Bad("topups.watch_s", "must be at least ttl_s");
   }
   if (auto* t = r.Sub("review")) {
     TableReader s(*t, "review");
@@ -266,6 +331,11 @@ StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env) {
   set("GPUNEX_LOG_LEVEL", &c.log_level);
   set("GPUNEX_TLS_CERT", &c.tls_cert_file);
   set("GPUNEX_TLS_KEY", &c.tls_key_file);
+  set("GPUNEX_SOLANA_RPC_URL", &c.solana_rpc_url);
+  set("GPUNEX_SOLANA_KEYPAIR", &c.solana_keypair);
+  set("GPUNEX_SOLANA_USDC_MINT", &c.solana_usdc_mint);
+  set("GPUNEX_SOLANA_COMMITMENT", &c.solana_commitment);
+  set("GPUNEX_PAYOUT_FILES_DIR", &c.payout_files_dir);
   if (auto v = env("GPUNEX_ALLOW_EMULATED_GPUS")) {
     GPUNEX_RETURN_IF_ERROR(ParseBool("GPUNEX_ALLOW_EMULATED_GPUS", *v, &c.allow_emulated_gpus));
   }
@@ -288,6 +358,14 @@ StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env) {
   if (!c.public_url.starts_with("http://") && !c.public_url.starts_with("https://")) {
     return Bad("public_url", "must start with http:// or https://");
   }
+  if (c.solana_commitment != "processed" && c.solana_commitment != "confirmed" &&
+      c.solana_commitment != "finalized") {
+    return Bad("solana.commitment", "must be processed, confirmed or finalized");
+  }
+  if (c.solana_rpc_url.empty() != c.solana_keypair.empty()) {
+    return Bad("solana", "rpc_url and keypair must be set together");
+  }
+  if (c.payout_files_dir.empty()) c.payout_files_dir = c.data_dir + "/payout-files";
   for (const auto& h : c.holidays) {
     if (h.size() != 10 || h[4] != '-' || h[7] != '-') {
       return Bad("review.holidays", "dates must be YYYY-MM-DD");

@@ -108,6 +108,46 @@ struct Config {
   int64_t rentals_early_fault_refund_s = 600;
   int64_t rentals_low_balance_s = 70 * 60;
   int rentals_sweep_ms = 1000;
+  int64_t rentals_release_interval_s = 60;  // how often pending earnings are released
+
+  // Solana (PAY-4, PAY-6; docs/payouts.md): the JSON-RPC endpoint, the platform's key
+  // file (the Solana CLI's format, mode 0600), the USDC mint and the commitment payouts
+  // and top-ups are confirmed at. Without an RPC URL and a key, USDC payouts and top-ups
+  // are not offered.
+  std::string solana_rpc_url;
+  std::string solana_keypair;
+  std::string solana_usdc_mint = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+  std::string solana_commitment = "confirmed";
+  int solana_rpc_timeout_ms = 10'000;
+
+  // Payouts (PAY-1..5; docs/payouts.md).
+  int64_t payouts_threshold_micro = 50'000'000;  // the weekly default (§13a)
+  int64_t payouts_hold_after_change_s = 48 * 3600;
+  bool payouts_automatic_runs = true;  // Mondays and first business days, by themselves
+  int payouts_loop_ms = 1000;
+  int payouts_batch = 200;       // Solana payouts signed per blockhash and transaction
+  std::string payouts_eur_rate;  // EUR per USDC for scheduled runs ("0.92"); "" asks the operator
+  std::string payout_files_dir;  // bank files are written here; default <data_dir>/payout-files
+  int64_t payouts_solana_min_micro = 1'000'000, payouts_solana_fee_micro = 0;
+  int64_t payouts_sepa_min_micro = 10'000'000, payouts_sepa_fee_micro = 0;
+  int64_t payouts_ach_min_micro = 10'000'000, payouts_ach_fee_micro = 0;
+  // The platform's bank account for SEPA files (empty: SEPA payouts not offered).
+  std::string payouts_sepa_name, payouts_sepa_iban, payouts_sepa_bic;
+  // The platform's ACH origination (empty: ACH payouts not offered).
+  std::string payouts_ach_destination_routing, payouts_ach_destination_name, payouts_ach_origin,
+      payouts_ach_origin_name, payouts_ach_company_name, payouts_ach_company_id,
+      payouts_ach_odfi_routing;
+
+  // Customers' top-ups in USDC (PAY-6; docs/payouts.md): a request is shown for ttl_s and
+  // watched for a late payment until watch_s (every expired_check_s once expired).
+  int64_t topups_ttl_s = 3600;
+  int64_t topups_watch_s = 7 * 24 * 3600;
+  int64_t topups_expired_check_s = 300;
+  int topups_loop_ms = 2000;
+  int64_t topups_min_micro = 1'000'000;
+  int64_t topups_max_micro = 100'000'000'000;
+  int topups_max_pending_per_customer = 20;
+  std::string topups_label = "gpunex";  // shown by the payer's wallet
 
   // Review (REV-1): applications older than this many business days are overdue.
   int review_target_business_days = 3;
@@ -125,7 +165,8 @@ std::optional<std::string> ProcessEnv(const std::string& name);
 // Loads `path` (when not empty) and applies the GPUNEX_* environment overrides:
 // GPUNEX_LISTEN, GPUNEX_DATA_DIR, GPUNEX_DATABASE_URL, GPUNEX_SMTP_URL, GPUNEX_SMTP_FROM,
 // GPUNEX_PUBLIC_URL, GPUNEX_ALLOW_EMULATED_GPUS, GPUNEX_LOG_LEVEL, GPUNEX_TLS_CERT,
-// GPUNEX_TLS_KEY. Errors name the key or variable at fault.
+// GPUNEX_TLS_KEY, GPUNEX_SOLANA_RPC_URL, GPUNEX_SOLANA_KEYPAIR, GPUNEX_SOLANA_USDC_MINT,
+// GPUNEX_SOLANA_COMMITMENT, GPUNEX_PAYOUT_FILES_DIR. Errors name the key or variable at fault.
 StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env = ProcessEnv);
 
 }  // namespace gpunex::platform

@@ -87,6 +87,16 @@ class Tx {
 // For backends: runs the callbacks a committed transaction registered (Tx::AfterCommit).
 void RunAfterCommit(std::vector<std::function<void()>> callbacks);
 
+// An exclusive lock shared by every process of one database (Database::TryLock), held
+// until it is destroyed.
+class Lock {
+ public:
+  virtual ~Lock() = default;
+  // Whether it is still held: a PostgreSQL lock ends with its connection, and a holder
+  // checks this between steps of long work.
+  virtual bool Held() = 0;
+};
+
 class Database {
  public:
   virtual ~Database() = default;
@@ -108,6 +118,13 @@ class Database {
 
   // Cheap liveness check for /readyz.
   virtual Status Ping() = 0;
+
+  // Takes the lock named `name` when nobody holds it, and returns nullptr when somebody
+  // does (one payout run at a time across gpunexd instances). On PostgreSQL it is a
+  // session advisory lock on a connection of its own, outside the pool; on SQLite, whose
+  // file one process serves, a lock within the process. Fails with kUnavailable when the
+  // database cannot be reached.
+  virtual StatusOr<std::unique_ptr<Lock>> TryLock(std::string_view name) = 0;
 };
 
 struct SqliteOptions {

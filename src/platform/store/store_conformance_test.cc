@@ -92,6 +92,25 @@ std::vector<Migration> TestMigrations() {
   };
 }
 
+TEST_P(StoreConformance, ALockIsHeldByOneHolderAtATime) {
+  auto first = db_->TryLock("payouts.run");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_NE(*first, nullptr);
+  EXPECT_TRUE((*first)->Held());
+  auto second = db_->TryLock("payouts.run");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, nullptr);  // taken
+  auto other = db_->TryLock("another.lock");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, nullptr);  // names are independent
+  first->reset();              // released
+  auto again = db_->TryLock("payouts.run");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(*again, nullptr);
+  // Transactions go on while a lock is held (a PostgreSQL lock has its own connection).
+  EXPECT_TRUE(db_->Ping().ok());
+}
+
 TEST_P(StoreConformance, MigrateBringsEmptyDatabaseToLatestAndIsIdempotent) {
   auto before = CurrentSchemaVersion(*db_);
   ASSERT_TRUE(before.ok()) << before.status().ToString();

@@ -270,6 +270,41 @@ class PgTx final : public Tx {
   Failure failure_;
 };
 
+// A session advisory lock on a connection of its own (Database::TryLock): released when
+// the connection closes, by the destructor or by the server when the process dies.
+class PgLock final : public Lock {
+ public:
+  PgLock(std::unique_ptr<Conn> conn, int64_t key) : conn_(std::move(conn)), key_(key) {}
+  ~PgLock() override {
+    try {
+      pqxx::nontransaction w(*conn_->pq);
+      w.exec_params("SELECT pg_advisory_unlock($1)", key_);
+    } catch (const std::exception&) {
+      // Closing the connection below releases it anyway.
+    }
+  }
+  bool Held() override {
+    try {
+      pqxx::nontransaction w(*conn_->pq);
+      w.exec("SELECT 1");
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
+ private:
+  std::unique_ptr<Conn> conn_;
+  int64_t key_;
+};
+
+// The advisory lock's key for a name: FNV-1a, 64 bits.
+int64_t LockKey(std::string_view name) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h);
+}
+
 class PostgresDatabase final : public Database {
  public:
   PostgresDatabase(std::string url, PostgresOptions options)
@@ -299,6 +334,19 @@ class PostgresDatabase final : public Database {
 
   Status Ping() override {
     return Read([](Tx& tx) { return tx.Query("SELECT 1").status(); });
+  }
+
+  StatusOr<std::unique_ptr<Lock>> TryLock(std::string_view name) override {
+    GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Connect());
+    const int64_t key = LockKey(name);
+    try {
+      pqxx::nontransaction w(*c->pq);
+      pqxx::result r = w.exec_params("SELECT pg_try_advisory_lock($1)", key);
+      if (!r[0][0].as<bool>()) return std::unique_ptr<Lock>();
+    } catch (const std::exception& e) {
+      return Unavailable("postgresql: cannot take a lock: " + OneLine(e.what()));
+    }
+    return std::unique_ptr<Lock>(std::make_unique<PgLock>(std::move(c), key));
   }
 
  private:

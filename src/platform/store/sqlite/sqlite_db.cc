@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -146,6 +147,26 @@ class SqliteTx final : public Tx {
   sqlite3* db_;
 };
 
+// The names of the locks this process holds (TryLock), per database file.
+std::mutex lock_names_mu;
+std::set<std::string>& LockNames() {
+  static auto* names = new std::set<std::string>();
+  return *names;
+}
+
+class ProcessLock final : public Lock {
+ public:
+  explicit ProcessLock(std::string key) : key_(std::move(key)) {}
+  ~ProcessLock() override {
+    std::lock_guard<std::mutex> l(lock_names_mu);
+    LockNames().erase(key_);
+  }
+  bool Held() override { return true; }
+
+ private:
+  std::string key_;
+};
+
 class SqliteDatabase final : public Database {
  public:
   SqliteDatabase(std::string path, SqliteOptions options)
@@ -175,6 +196,13 @@ class SqliteDatabase final : public Database {
     return RunTx("BEGIN IMMEDIATE", fn);
   }
   Status Read(const std::function<Status(Tx&)>& fn) override { return RunTx("BEGIN", fn); }
+
+  StatusOr<std::unique_ptr<Lock>> TryLock(std::string_view name) override {
+    std::string key = path_ + "\n" + std::string(name);
+    std::lock_guard<std::mutex> l(lock_names_mu);
+    if (!LockNames().insert(key).second) return std::unique_ptr<Lock>();
+    return std::unique_ptr<Lock>(std::make_unique<ProcessLock>(std::move(key)));
+  }
 
   Status Ping() override {
     return Read([](Tx& tx) { return tx.Query("SELECT 1").status(); });

@@ -46,6 +46,9 @@ class FaultInjectingDatabase final : public Database {
   Status Transact(const std::function<Status(Tx&)>& fn) override;
   Status Read(const std::function<Status(Tx&)>& fn) override;
   Status Ping() override { return base_.Ping(); }
+  StatusOr<std::unique_ptr<Lock>> TryLock(std::string_view name) override {
+    return base_.TryLock(name);
+  }
 
  private:
   class FaultTx;

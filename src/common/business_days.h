@@ -1,5 +1,5 @@
-// Business days for the review target (REV-1). A business day is Monday to Friday (UTC)
-// that is not a configured holiday.
+// Business days, for the review target (REV-1) and the monthly payouts (PAY-1). A business
+// day is Monday to Friday (UTC) that is not a configured holiday.
 //
 // Thread-safety: immutable after Create; safe to share.
 #pragma once
@@ -11,7 +11,7 @@
 #include "common/status.h"
 #include "common/time.h"
 
-namespace gpunex::platform::applications {
+namespace gpunex {
 
 class BusinessCalendar {
  public:
@@ -28,4 +28,4 @@ class BusinessCalendar {
   std::set<int64_t> holidays_;  // days since the epoch
 };
 
-}  // namespace gpunex::platform::applications
+}  // namespace gpunex

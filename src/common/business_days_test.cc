@@ -1,8 +1,8 @@
-#include "platform/applications/business_days.h"
+#include "common/business_days.h"
 
 #include <gtest/gtest.h>
 
-namespace gpunex::platform::applications {
+namespace gpunex {
 namespace {
 
 Timestamp At(const char* s) { return ParseRfc3339(s).value(); }
@@ -31,4 +31,4 @@ TEST(BusinessCalendar, DaysBeforeTheEpochFloor) {
 }
 
 }  // namespace
-}  // namespace gpunex::platform::applications
+}  // namespace gpunex

@@ -5,14 +5,14 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "platform/applications/business_days.h"
+#include "common/business_days.h"
 
 #include <date/date.h>
 
 #include <chrono>
 #include <sstream>
 
-namespace gpunex::platform::applications {
+namespace gpunex {
 namespace {
 
 // Days since the epoch (UTC); floor, so that instants before the epoch land on the right day.
@@ -49,4 +49,4 @@ int BusinessCalendar::BusinessDaysBetween(Timestamp from, Timestamp to) const {
   return n;
 }
 
-}  // namespace gpunex::platform::applications
+}  // namespace gpunex

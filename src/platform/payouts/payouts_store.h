@@ -1,0 +1,117 @@
+// The payouts folder's tables and the only SQL that touches them:
+//   payout_settings  one row per provider that chose a schedule or a method;
+//   payout_runs      one row per (schedule, date) a run was made for;
+//   payouts          one row per provider paid by a run, with its state (payout.h);
+//   payout_attempts  every Solana transaction signed for a payout, kept for good;
+//   payout_skips     the providers a run did not pay, and why;
+//   payout_files     the bank files of a run, with their content.
+// It also reads, never writes, the ledger's transfers and the rentals, for the earnings.
+//
+// A PayoutsStore is a view of one transaction.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/paging.h"
+#include "common/status.h"
+#include "platform/payouts/payout.h"
+#include "platform/store/db.h"
+#include "platform/store/migrations.h"
+
+namespace gpunex::platform::payouts {
+
+// The usage of one rental within a time range, from its ledger transfers.
+struct RentalUsage {
+  std::string rental_id;
+  std::string machine_id;
+  std::string gpu_model;
+  std::vector<std::string> gpu_ids;
+  int64_t gpus = 0;
+  int64_t price_micro = 0;
+  int64_t day = 0;  // days since the epoch, when grouped by day; else 0
+  int64_t provider_micro = 0, fee_micro = 0, refund_provider_micro = 0, refund_fee_micro = 0;
+};
+
+class PayoutsStore {
+ public:
+  explicit PayoutsStore(store::Tx& tx) : tx_(tx) {}
+
+  // --- settings
+  StatusOr<std::optional<Settings>> FindSettings(const std::string& provider_id);
+  Status PutSettings(const Settings& s);
+
+  // --- runs
+  StatusOr<std::optional<Run>> FindRun(const std::string& id);
+  StatusOr<std::optional<Run>> FindRunFor(std::string_view schedule, std::string_view as_of);
+  Status InsertRun(const Run& r);
+  Status UpdateRun(const Run& r);  // state, eur_rate_ppm, finished_at
+  StatusOr<std::vector<Run>> ListRuns(int limit);
+  StatusOr<std::vector<std::string>> UnfinishedRuns();
+  // Payouts by state and skips by reason, and the total of the payouts.
+  Status LoadCounts(Run* r);
+
+  // --- planning
+  // Providers with the schedule (a provider without settings is weekly), with their
+  // available balance; `after` pages by provider id.
+  struct Candidate {
+    std::string provider_id;
+    std::optional<Settings> settings;
+    int64_t available_micro = 0;
+  };
+  StatusOr<std::vector<Candidate>> Candidates(std::string_view schedule, const std::string& after,
+                                              int limit);
+  // The covers_until of the provider's latest payout that was not failed; the epoch when
+  // none.
+  StatusOr<Timestamp> LastCoveredUntil(const std::string& provider_id);
+  Status InsertSkip(const std::string& run_id, const Skip& s);
+
+  // --- payouts
+  Status InsertPayout(const Payout& p, int64_t round);
+  Status UpdatePayout(const Payout& p);
+  Status SetRound(const std::string& payout_id, int64_t round);
+  StatusOr<int64_t> Round(const std::string& payout_id);
+  StatusOr<std::optional<Payout>> FindPayout(const std::string& id, bool with_attempts);
+  // The run's payouts of a method kind in one of `states`, oldest first, at most `limit`.
+  StatusOr<std::vector<Payout>> RunPayouts(const std::string& run_id, std::string_view kind,
+                                           const std::vector<std::string_view>& states, int limit);
+  StatusOr<std::vector<Payout>> AllRunPayouts(const std::string& run_id);
+  StatusOr<Page<Payout>> ProviderPayouts(const std::string& provider_id, const PageRequest& page);
+  StatusOr<std::vector<Payout>> ProviderPayoutsBetween(const std::string& provider_id,
+                                                       Timestamp from, Timestamp to);
+
+  // --- attempts
+  Status InsertAttempt(const std::string& payout_id, const Attempt& a);
+  Status UpdateAttempt(const std::string& payout_id, const Attempt& a);
+  // The latest attempt of each payout in `ids`.
+  StatusOr<std::map<std::string, Attempt>> LatestAttempts(const std::vector<std::string>& ids);
+
+  // --- files
+  Status InsertFile(const BankFile& f);
+  Status UpdateFile(const BankFile& f);  // state, sent_at
+  StatusOr<std::optional<BankFile>> FindFile(const std::string& run_id, const std::string& name,
+                                             bool with_content);
+  StatusOr<std::vector<BankFile>> Files(const std::string& run_id, bool with_content);
+  StatusOr<std::vector<Payout>> FilePayouts(const std::string& run_id, const std::string& name);
+
+  // --- earnings (reads of the ledger and the rentals)
+  // The provider's usage in [from, to) per rental (and per day when `by_day`).
+  StatusOr<std::vector<RentalUsage>> Usage(const std::string& provider_id, Timestamp from,
+                                           Timestamp to, bool by_day);
+  // The provider's usage credited in (from, until], per rental (a payout's lines).
+  StatusOr<std::vector<RentalUsage>> UsageCovered(const std::string& provider_id, Timestamp from,
+                                                  Timestamp until);
+
+ private:
+  store::Tx& tx_;
+};
+
+std::vector<store::Migration> PayoutsMigrations();
+
+// The method as stored (JSON) and back.
+std::string MethodText(const Method& m);
+Method MethodFromText(const std::string& text);
+
+}  // namespace gpunex::platform::payouts

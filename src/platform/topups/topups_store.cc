@@ -1,0 +1,164 @@
+#include "platform/topups/topups_store.h"
+
+#include "platform/store/paging.h"
+
+namespace gpunex::platform::topups {
+namespace {
+
+constexpr std::string_view kColumns =
+    "id, customer_id, amount_micro, reference, status, signature, credited_micro, detail, "
+    "created_at, expires_at, credited_at, last_checked_at";
+
+Topup TopupFrom(const store::Row& r) {
+  Topup t;
+  t.id = r.Str(0);
+  t.customer_id = r.Str(1);
+  t.amount = Usdc::Micros(r.Int(2));
+  t.reference = r.Str(3);
+  t.status = r.Str(4);
+  t.signature = r.OptStr(5);
+  if (auto c = r.OptInt(6)) t.credited = Usdc::Micros(*c);
+  t.detail = r.Str(7);
+  t.created_at = r.Time(8);
+  t.expires_at = r.Time(9);
+  t.credited_at = r.OptTime(10);
+  t.last_checked_at = r.OptTime(11);
+  return t;
+}
+
+StatusOr<std::vector<Topup>> Topups(store::Tx& tx, const std::string& rest,
+                                    const std::vector<store::Value>& params) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx.Query("SELECT " + std::string(kColumns) + " FROM topups " + rest, params));
+  std::vector<Topup> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(TopupFrom(r));
+  return out;
+}
+
+StatusOr<std::optional<Topup>> One(store::Tx& tx, const std::string& rest,
+                                   const std::vector<store::Value>& params) {
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Topup> ts, Topups(tx, rest, params));
+  if (ts.empty()) return std::optional<Topup>();
+  return std::optional<Topup>(std::move(ts[0]));
+}
+
+store::Value Opt(const std::optional<std::string>& v) {
+  return v ? store::Value(*v) : store::Value(nullptr);
+}
+store::Value Opt(const std::optional<Usdc>& v) {
+  return v ? store::Value(v->micros()) : store::Value(nullptr);
+}
+store::Value Opt(const std::optional<Timestamp>& v) {
+  return v ? store::Value(ToUnixMicros(*v)) : store::Value(nullptr);
+}
+
+}  // namespace
+
+Status TopupsStore::Insert(const Topup& t) {
+  return tx_
+      .Exec("INSERT INTO topups (" + std::string(kColumns) +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {t.id, t.customer_id, t.amount.micros(), t.reference, t.status, Opt(t.signature),
+             Opt(t.credited), t.detail, ToUnixMicros(t.created_at), ToUnixMicros(t.expires_at),
+             Opt(t.credited_at), Opt(t.last_checked_at)})
+      .status();
+}
+
+StatusOr<std::optional<Topup>> TopupsStore::Find(const std::string& id) {
+  return One(tx_, "WHERE id = ?", {id});
+}
+
+StatusOr<std::optional<Topup>> TopupsStore::FindBySignature(const std::string& signature) {
+  return One(tx_, "WHERE signature = ?", {signature});
+}
+
+StatusOr<Page<Topup>> TopupsStore::List(const std::string& customer_id, const PageRequest& page) {
+  store::PageQuery q;
+  q.columns = std::string(kColumns);
+  q.from = "FROM topups";
+  q.where = "customer_id = ?";
+  q.params = {customer_id};
+  q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
+  q.descending = true;
+  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  Page<Topup> out;
+  for (const auto& r : rows.items) out.items.push_back(TopupFrom(r));
+  out.next = rows.next;
+  return out;
+}
+
+StatusOr<int64_t> TopupsStore::CountPending(const std::string& customer_id, Timestamp now) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) FROM topups WHERE customer_id = ? AND status = 'pending' AND "
+                "expires_at > ?",
+                {customer_id, ToUnixMicros(now)}));
+  return rows.at(0).Int(0);
+}
+
+StatusOr<int64_t> TopupsStore::Expire(Timestamp now) {
+  return tx_.Exec(
+      "UPDATE topups SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?",
+      {ToUnixMicros(now)});
+}
+
+StatusOr<std::vector<Topup>> TopupsStore::Due(Timestamp watch_from, Timestamp recheck_before,
+                                              int64_t limit) {
+  return Topups(
+      tx_,
+      "WHERE (status = 'pending' AND created_at >= ?) OR (status = 'expired' AND "
+      "created_at >= ? AND (last_checked_at IS NULL OR last_checked_at <= ?)) "
+      "ORDER BY created_at, id LIMIT ?",
+      {ToUnixMicros(watch_from), ToUnixMicros(watch_from), ToUnixMicros(recheck_before), limit});
+}
+
+StatusOr<int64_t> TopupsStore::Note(const std::string& id, const std::string& detail,
+                                    Timestamp now) {
+  return tx_.Exec(
+      "UPDATE topups SET detail = ?, last_checked_at = ? WHERE id = ? AND status <> 'credited'",
+      {detail, ToUnixMicros(now), id});
+}
+
+StatusOr<int64_t> TopupsStore::SetCredited(const std::string& id, const std::string& signature,
+                                           Usdc credited, const std::string& detail,
+                                           Timestamp now) {
+  return tx_.Exec(
+      "UPDATE topups SET status = 'credited', signature = ?, credited_micro = ?, detail = ?, "
+      "credited_at = ?, last_checked_at = ? WHERE id = ? AND status <> 'credited'",
+      {signature, credited.micros(), detail, ToUnixMicros(now), ToUnixMicros(now), id});
+}
+
+std::vector<store::Migration> TopupsMigrations() {
+  return {
+      {14,
+       "topups",
+       "topups: USDC top-ups paid with Solana Pay transfer requests",
+       {
+           R"(CREATE TABLE topups (
+                id TEXT PRIMARY KEY,
+                customer_id TEXT NOT NULL REFERENCES users (id),
+                amount_micro BIGINT NOT NULL CHECK (amount_micro > 0),
+                reference TEXT NOT NULL UNIQUE,
+                status TEXT NOT NULL CHECK (status IN ('pending', 'credited', 'expired')),
+                signature TEXT,
+                credited_micro BIGINT CHECK (credited_micro >= amount_micro),
+                detail TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                credited_at BIGINT,
+                last_checked_at BIGINT,
+                CHECK ((status = 'credited') = (signature IS NOT NULL)),
+                CHECK ((signature IS NULL) = (credited_micro IS NULL)),
+                CHECK ((signature IS NULL) = (credited_at IS NULL))))",
+           // One transaction credits at most one top-up, whatever races (PAY-6).
+           "CREATE UNIQUE INDEX topups_signature ON topups (signature) WHERE signature IS NOT NULL",
+           "CREATE INDEX topups_due ON topups (status, created_at)",
+           "CREATE INDEX topups_customer ON topups (customer_id, created_at)",
+       },
+       {}},
+  };
+}
+
+}  // namespace gpunex::platform::topups
