@@ -20,12 +20,26 @@ admin_password=${GPUNEX_DEMO_PASSWORD:-gpunex-demo-admin}
 base=http://$GPUNEX_LISTEN
 mkdir -p "$demo"
 
+# A LOCAL Solana test chain (LiteSVM with the real SPL Token programs, tests/solana): USDC
+# payouts and top-ups of the demo move test tokens there, never real money.
+chain=""
+if command -v node >/dev/null && tests/solana/setup.sh >/dev/null 2>&1; then
+  coproc CHAIN { exec node tests/solana/rpc-front.mjs --port "${GPUNEX_DEMO_SOLANA_PORT:-8899}" 2>>"$demo/solana.log"; }
+  chain=$CHAIN_PID
+  read -r -t 30 ready <&"${CHAIN[0]}" || true
+  if [ -n "${ready:-}" ]; then
+    export GPUNEX_SOLANA_RPC_URL=http://127.0.0.1:${GPUNEX_DEMO_SOLANA_PORT:-8899}
+    export GPUNEX_SOLANA_KEYPAIR=$demo/solana-platform-key.json
+    /usr/bin/python3 scripts/demo_seed.py "$GPUNEX_SOLANA_RPC_URL" - - chain "$GPUNEX_SOLANA_KEYPAIR"
+  fi
+fi
+
 build/release/src/platform/gpunexd admin create --email "$admin_email" \
   --password "$admin_password" --name "Demo admin" >/dev/null
 build/release/src/platform/gpunexd serve 2>>"$demo/gpunexd.log" &
 server=$!
 agent=""
-trap 'kill $agent $server 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+trap 'kill $agent $server $chain 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "$base/readyz" >/dev/null || { echo "gpunexd did not start; see $demo/gpunexd.log" >&2; exit 1; }
 
@@ -47,6 +61,9 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   customer: customer@gpunex.local / gpunex-demo-customer  (a balance of 25 USDC; it rents one
             demo GPU once it is offered: see $base/#/rentals)
   market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
+  payouts:  ${GPUNEX_SOLANA_RPC_URL:+USDC on a LOCAL Solana test chain at $GPUNEX_SOLANA_RPC_URL (test tokens):
+            the provider is paid there weekly ($base/#/provider/payments), the customer can top
+            up ($base/#/balance/top-up), admins run payouts ($base/#/admin/payouts)}
   try:      curl -s $base/api/v1/gpu-models
 Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
 GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops everything.

@@ -6,13 +6,20 @@ once), and an agent token for the demo agent (printed on stdout).
 
     scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD
     scripts/demo_seed.py BASE_URL ADMIN_EMAIL ADMIN_PASSWORD rent
+    scripts/demo_seed.py SOLANA_RPC_URL - - chain KEY_FILE
 
 The second form waits for the demo agent's offer (its first benchmark must pass) and rents
 one of its GPUs as the demo customer, running a small container that prints a line every
 few seconds, unless the customer has an active rental already.
 
+The third form prepares the local Solana test chain of the demo (tests/solana, LiteSVM):
+the platform's key file (made once, mode 0600) funded with test SOL and test USDC, so that
+gpunexd pays USDC there and takes top-ups. With GPUNEX_SOLANA_RPC_URL set, the first form
+also gives the demo provider a wallet on that chain as its payout method.
+
 Idempotent: an existing demo provider is reused and only a new agent token is made."""
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -72,6 +79,47 @@ def rent():
     print("demo: no offer appeared; is the demo agent running?", file=sys.stderr)
 
 
+def chain_call(url, method, *params):
+    req = urllib.request.Request(url, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                                                       "params": list(params)}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as resp:
+        answer = json.loads(resp.read())
+    if "error" in answer:
+        sys.exit(f"demo: test chain {method}: {answer['error']}")
+    return answer["result"]
+
+
+B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def base58(data):
+    n = int.from_bytes(data, "big")
+    out = ""
+    while n:
+        n, r = divmod(n, 58)
+        out = B58[r] + out
+    return "1" * (len(data) - len(data.lstrip(b"\0"))) + out
+
+
+def prepare_chain(url, key_file):
+    """The platform's key (kept across demo runs) funded on the fresh test chain."""
+    import os
+    if not os.path.exists(key_file):
+        wallet = chain_call(url, "test_newWallet")
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(wallet["secret_key"], f)
+    with open(key_file) as f:
+        public_key = base58(bytes(json.load(f)[32:]))
+    chain_call(url, "test_airdrop", public_key, 100_000_000_000)  # 100 test SOL
+    chain_call(url, "test_mintUsdc", public_key, 100_000_000_000)  # 100,000 test USDC
+
+
+if sys.argv[4:5] == ["chain"]:
+    prepare_chain(sys.argv[1], sys.argv[5])
+    sys.exit(0)
+
 if sys.argv[4:] == ["rent"]:
     rent()
     sys.exit(0)
@@ -104,6 +152,17 @@ if status != 200:
 status, body = call("PUT", "/providers/me/prices", {"items": DEMO_PRICES}, provider)
 if status != 200:
     sys.exit(f"demo: cannot set the demo prices: {body}")
+chain_url = os.environ.get("GPUNEX_SOLANA_RPC_URL")
+if chain_url:
+    status, settings = call("GET", "/providers/me/payout-settings", token=provider)
+    if status == 200 and not settings["method"]:
+        wallet = chain_call(chain_url, "test_newWallet")["public_key"]
+        status, body = call("PUT", "/providers/me/payout-settings",
+                            {"schedule": "weekly", "threshold_micro": 10_000_000,
+                             "method": {"kind": "solana", "wallet": wallet},
+                             "password": PROVIDER["password"]}, provider)
+        if status != 200:
+            sys.exit(f"demo: cannot set the provider's payout method: {body}")
 call("POST", "/auth/signup", CUSTOMER)  # 409 when it exists
 customer_id = call("GET", "/me", token=login(CUSTOMER["email"], CUSTOMER["password"]))[1]["id"]
 status, body = call("POST", "/admin/credits", {"user_id": customer_id, "amount_micro": 25_000_000,

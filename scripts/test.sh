@@ -5,7 +5,8 @@
 #                    but the slowest end-to-end ones,
 #                    and clang-tidy over every translation unit (scripts/clang-tidy.sh);
 #   - build/tsan:    clang, ThreadSanitizer: the unit tests of the concurrent parts (HTTP
-#                    server, email outbox, fleet sessions, agent link, store pools);
+#                    server, email outbox, fleet sessions, agent link, store pools, rentals,
+#                    payouts, top-ups);
 # starts a throw-away PostgreSQL server on loopback, and runs them (unit, store
 # conformance on both backends, end-to-end, the dashboard in a browser; the slowest
 # end-to-end tests only in the release build).
@@ -35,12 +36,15 @@ CC=clang CXX=clang++ configure build/asan -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_SANI
 cmake --build build/asan -j "$jobs"
 scripts/clang-tidy.sh build/asan
 
-# ThreadSanitizer: the unit tests of the parts that share state between threads.
+# ThreadSanitizer: the unit tests of the parts that share state between threads (and the
+# payouts and top-ups, whose checks race across threads and instances).
 tsan_tests=(
   src/platform/http/http_test
   src/platform/notify/notify_test
   src/platform/fleet/fleet_test
   src/platform/rentals/rentals_test
+  src/platform/payouts/payouts_test
+  src/platform/topups/topups_test
   src/platform/store/store_test
   src/agent/link/agent_link_test
 )
@@ -68,7 +72,10 @@ echo "== sanitizer build tests"
 # deadlines (test_authz reaches the marketplace routes under the sanitizers), the
 # sign-up flood's latency comparison, and the rentals in Docker with their kills of
 # gpunexd under 50 metered rentals (test_authz and test_bad_inputs_rentals reach the
-# rental routes under the sanitizers).
-asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash)$'
+# rental routes under the sanitizers), and the payouts of such rentals with their kills of
+# gpunexd at every step of a run (test_bad_inputs_payouts, test_topups and test_authz
+# reach the payout and top-up routes under the sanitizers; the bank files' independent
+# checker is Python alone).
+asan_skip='^(browser_dashboard|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash|e2e_test_payouts|e2e_test_payouts_crash|e2e_test_bankcheck|solana_test_node)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip"

@@ -166,6 +166,7 @@ StatusOr<payouts::PayoutsOptions> PayoutOptions(const Config& c, const BusinessC
   o.automatic_runs = c.payouts_automatic_runs;
   o.loop_ms = c.payouts_loop_ms;
   o.batch = c.payouts_batch;
+  o.parallel_sends = c.payouts_parallel_sends;
   o.files_dir = c.payout_files_dir;
   if (!c.payouts_eur_rate.empty()) {
     auto rate = Usdc::Parse(c.payouts_eur_rate);

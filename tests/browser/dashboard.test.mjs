@@ -41,10 +41,25 @@
 // followed, the low-balance warning, shows on the Rentals page, and Stop (asked first)
 // ends it as stopped by the customer (the container's last words shown, the container
 // removed); the provider's Overview lists it with the customer's pseudonym, its end terms
-// and the commission; a job is placed and links to its rental.
+// and the commission; a job is placed and links to its rental. Earnings, payouts and
+// top-ups (issue 15), on a gpunexd of their own with the Solana test node
+// (tests/solana/rpc-front.mjs), SEPA and ACH set up and a clock moved forward: the
+// provider's Earnings tab (the period, pending/available/in payment/paid, per GPU, model
+// and day with the chart and CSV, a range of days, the monthly statement); the Payments
+// tab with each method's terms, a wallet refused as it is typed, a wrong password refused
+// beside its field, the Solana method saved with its USDC token account (the one the
+// payout reached), a bad IBAN and ABA number refused as typed, the schedule, SEPA saved
+// with the hold explained, the history with the signature, attempts and lines as CSV;
+// an admin's weekly run paid on Solana (the signature, its memo on chain), the wallet and
+// the runs list, a monthly SEPA run whose file is downloaded, marked sent, failed,
+// retried, sent again and paid; a customer's top-up with its link and QR code, paid from
+// a wallet with tests/solana/pay.mjs and credited. Without Solana or bank accounts the
+// methods are shown disabled with why, and a top-up says it is not offered.
 //
 // Run: ctest -L browser (see harness.mjs for the environment).
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   ADMIN,
@@ -56,6 +71,7 @@ import {
   shoot,
   sleep,
   SMALL_PHONE,
+  SolanaFront,
   TestDockerd,
   uniqueEmail,
   unlabelled,
@@ -427,7 +443,15 @@ describe("dashboard", () => {
         await p.getByRole("link", { name: "Overview" }).waitFor();
         assert.deepEqual(
           await p.locator("nav.tabs a").allTextContents(),
-          ["Overview", "Benchmark", "Pricing", "Availability", "Performance"],
+          [
+            "Overview",
+            "Benchmark",
+            "Pricing",
+            "Availability",
+            "Performance",
+            "Earnings",
+            "Payments",
+          ],
           "the tabs that exist, no placeholders",
         );
         await p.getByText("No machines yet.").waitFor();
@@ -2637,4 +2661,638 @@ describe("dashboard", () => {
       }
     },
   );
+});
+
+// ---- earnings, payouts and top-ups (issue 15), against a gpunexd of their own on the
+// Solana test node (tests/solana/rpc-front.mjs) with SEPA and ACH set up, a clock the
+// test moves forward (GPUNEX_TEST_CLOCK_FILE: earnings past their hold, payouts past the
+// hold after a change), and earnings made by rentals on an agent whose workloads run in a
+// private Docker engine (as the rentals test).
+
+const L4_PRICE = 720_000_000; // 720 USDC per GPU-hour: 0.2 USDC a second
+const HOLD_AFTER_CHANGE_S = 3600;
+
+function payoutsConfig(front, keyPath) {
+  return [
+    "[solana]",
+    `rpc_url = ${JSON.stringify(front.url)}`,
+    `keypair = ${JSON.stringify(keyPath)}`,
+    `usdc_mint = ${JSON.stringify(front.mint)}`,
+    'commitment = "confirmed"',
+    "rpc_timeout_ms = 5000",
+    "",
+    "[payouts]",
+    "automatic_runs = false",
+    "loop_ms = 150",
+    `hold_after_change_s = ${HOLD_AFTER_CHANGE_S}`,
+    "threshold_micro = 500000",
+    "solana_min_micro = 500000",
+    "sepa_min_micro = 500000",
+    "ach_min_micro = 500000",
+    'sepa_name = "GPUNEX TEST PLATFORM"',
+    'sepa_iban = "DE89370400440532013000"',
+    'sepa_bic = "COBADEFFXXX"',
+    'ach_destination_routing = "021000021"',
+    'ach_destination_name = "TEST BANK NA"',
+    'ach_origin = " 021000021"',
+    'ach_origin_name = "GPUNEX TEST"',
+    'ach_company_name = "GPUNEX"',
+    'ach_company_id = "1234567890"',
+    'ach_odfi_routing = "02100002"',
+  ];
+}
+
+describe("earnings, payouts and top-ups", () => {
+  test(
+    "a provider's earnings and payout method, an admin's payout runs, a customer's top-up",
+    { timeout: 300000, skip: dockerMissing() ?? false },
+    async (t) => {
+      const started = Date.now();
+      const front = await new SolanaFront().start();
+      const docker = new TestDockerd();
+      let srv = null;
+      let agent = null;
+      const contexts = [];
+      t.after(async () => {
+        for (const c of contexts) await c.close().catch(() => {});
+        await agent?.stop();
+        await docker.stop();
+        await srv?.cleanup();
+        await front.stop();
+      });
+      // The platform's wallet: 1 SOL and 100 USDC.
+      const platform = await front.call("test_newWallet");
+      await front.call("test_mintUsdc", platform.public_key, 100_000_000);
+      const keyPath = path.join(front.tmp, "platform-key.json");
+      fs.writeFileSync(keyPath, JSON.stringify(platform.secret_key), {
+        mode: 0o600,
+      });
+      const clockPath = path.join(front.tmp, "clock-offset");
+      let offset = 0;
+      const advance = async (seconds) => {
+        offset += seconds;
+        fs.writeFileSync(clockPath + ".tmp", String(offset));
+        fs.renameSync(clockPath + ".tmp", clockPath);
+        await sleep(150); // gpunexd reads it every 50 ms
+      };
+      fs.writeFileSync(clockPath, "0");
+      srv = new Gpunexd({
+        rentals: [
+          "release_interval_s = 1",
+          "earnings_hold_s = 60",
+          "early_fault_refund_s = 0",
+        ],
+        config: payoutsConfig(front, keyPath),
+        env: { GPUNEX_TEST_CLOCK_FILE: clockPath },
+      });
+      srv.createAdmin();
+      await Promise.all([
+        srv.start(),
+        docker.start().then(() => docker.importBusybox(BUSYBOX_REF)),
+      ]);
+      const admin = await srv.apiOk("POST", "/auth/login", {
+        email: ADMIN.email,
+        password: ADMIN.password,
+      });
+      const prov = await srv.approvedProvider("Paula Payee", PASSWORD, {
+        region: "eu-west",
+        prices: { "l4-24gb": L4_PRICE },
+      });
+      agent = new Agent(srv, prov.agentToken, "l4-24gb:1", {
+        name: "payout-agent",
+        dockerSocket: docker.socket,
+      });
+      const custEmail = uniqueEmail("tobias");
+      await srv.apiOk("POST", "/auth/signup", {
+        email: custEmail,
+        password: PASSWORD,
+        name: "Tobias Topup",
+      });
+      const cust = await srv.apiOk("POST", "/auth/login", {
+        email: custEmail,
+        password: PASSWORD,
+      });
+      await srv.apiOk(
+        "POST",
+        "/admin/credits",
+        {
+          user_id: cust.user.id,
+          amount_micro: 2_000_000_000,
+          reference: "test funds",
+        },
+        admin.token,
+      );
+      const offer = await until(
+        async () =>
+          (await srv.apiOk("GET", "/offers?region=eu-west")).items.find(
+            (o) => o.gpus_available === 1,
+          ),
+        90000,
+        "the provider's offer",
+      ).catch((e) => {
+        throw new Error(`${e.message}\n${agent.logs()}\n${srv.logs()}`);
+      });
+      // A rental of about `seconds`, run and stopped through the API; resolves once ended.
+      const rent = async (seconds) => {
+        const r = await srv.apiOk(
+          "POST",
+          "/rentals",
+          {
+            offer_id: offer.id,
+            gpus: 1,
+            image: BUSYBOX_REF,
+            command: ["/bin/sh", "-c", RENDER_SCRIPT],
+          },
+          cust.token,
+        );
+        await until(
+          async () =>
+            (await srv.apiOk("GET", `/rentals/${r.id}`, undefined, cust.token))
+              .state === "running",
+          60000,
+          "the rental running",
+        );
+        await sleep(seconds * 1000);
+        await srv.apiOk("POST", `/rentals/${r.id}/stop`, {}, cust.token);
+        return until(
+          async () => {
+            const x = await srv.apiOk(
+              "GET",
+              `/rentals/${r.id}`,
+              undefined,
+              cust.token,
+            );
+            return x.state === "ended" ? x : null;
+          },
+          60000,
+          "the rental ended",
+        );
+      };
+      const totals = async () =>
+        (
+          await srv.apiOk(
+            "GET",
+            "/providers/me/earnings",
+            undefined,
+            prov.token,
+          )
+        ).totals;
+      // Past the earnings hold (no rental runs while the clock moves).
+      const release = async (seconds = 120) => {
+        await advance(seconds);
+        return until(
+          async () => {
+            const x = await totals();
+            return x.pending_micro === 0 && x.available_micro > 0 ? x : null;
+          },
+          20000,
+          "the earnings released",
+        );
+      };
+      const rental1 = await rent(9);
+      const earned1 = await release();
+      assert.ok(earned1.available_micro >= 1_000_000, JSON.stringify(earned1));
+      const setupMs = Date.now() - started;
+
+      async function logIn(page, email, password) {
+        await page.goto(srv.base + "/#/login");
+        await heading(page, "Log in");
+        await page.getByLabel("Email").fill(email);
+        await page.getByLabel("Password").fill(password);
+        await page.getByRole("button", { name: "Log in" }).click();
+        await heading(page, "Your roles");
+      }
+      const open = async () => {
+        const x = await newPage();
+        contexts.push(x.context);
+        return x;
+      };
+      const P = await open();
+      const p = P.page;
+      const A = await open();
+      const a = A.page;
+      const C = await open();
+      const c = C.page;
+
+      // --- the provider's Earnings tab
+      await logIn(p, prov.email, PASSWORD);
+      await nav(p, "Provider Dashboard").click();
+      await heading(p, "Provider Dashboard");
+      await p
+        .locator("nav.tabs")
+        .getByRole("link", { name: "Earnings" })
+        .click();
+      await p.locator(".earnings-tiles").waitFor();
+      assert.equal(
+        await p.locator(".earn-available .money-value").textContent(),
+        `${usdcText(earned1.available_micro)} USDC`,
+      );
+      assert.equal(
+        await p.locator(".earn-pending .money-value").textContent(),
+        "0.00 USDC",
+      );
+      assert.match(
+        await p.locator(".earnings-period h2").textContent(),
+        /^This week: /,
+      );
+      assert.equal(
+        await p.locator(".earnings-period .money-value").textContent(),
+        `${usdcText(earned1.available_micro)} USDC`,
+      );
+      const byModel = p.locator("table.by-model tbody tr");
+      assert.equal(await byModel.count(), 1);
+      assert.equal(
+        await byModel.locator('td[data-label="Model"]').textContent(),
+        "NVIDIA L4",
+      );
+      assert.equal(
+        await byModel.locator("td.net").textContent(),
+        usdcText(earned1.available_micro),
+      );
+      assert.match(
+        await p.locator("table.by-gpu tbody tr td").first().textContent(),
+        /^GPU 0 · /,
+      );
+      await p
+        .locator(".earnings-chart svg.chart circle.point")
+        .first()
+        .waitFor();
+      assert.equal(await p.locator("table.by-day tbody tr").count(), 1);
+      const gpuCsv = await p
+        .locator('.earnings-gpu a.csv-link[data-group="gpu"]')
+        .getAttribute("href");
+      assert.match(gpuCsv, /group=gpu&format=csv$/);
+      const csvText = await p.evaluate(
+        async (u) => (await fetch(u)).text(),
+        gpuCsv,
+      );
+      assert.match(csvText, /^gpu,label,rentals,gpu_seconds,gross_micro/);
+      assert.match(csvText, new RegExp(`,${earned1.available_micro},`));
+      // The monthly statement lists the rental.
+      await p.getByRole("button", { name: "Show statement" }).click();
+      await p
+        .locator(`.statement-lines tr[data-rental-id="${rental1.id}"]`)
+        .waitFor();
+      assert.match(
+        await p
+          .locator('.statement-view a[data-csv="statement"]')
+          .getAttribute("href"),
+        /\/statements\/\d{4}-\d{2}\?format=csv$/,
+      );
+      await expectLabelled(p, "the Earnings tab");
+      await shoot(p, "90-earnings");
+      // Days without earnings.
+      await p.getByLabel("From", { exact: true }).fill("2025-01-01");
+      await p.getByLabel("To", { exact: true }).fill("2025-01-31");
+      await p.getByRole("button", { name: "Show", exact: true }).click();
+      await p.getByText("Nothing earned in these days.").first().waitFor();
+      assert.match(new URL(p.url()).hash, /from=2025-01-01&to=2025-01-31/);
+
+      // --- the Payments tab: the methods with their terms, a wallet checked as typed,
+      // a wrong password refused beside its field, then the Solana method saved
+      await p
+        .locator("nav.tabs")
+        .getByRole("link", { name: "Payments" })
+        .click();
+      await p.locator(".method-choices").waitFor();
+      for (const kind of ["solana", "sepa", "ach"])
+        assert.match(
+          await p
+            .locator(`label.method-choice[data-kind="${kind}"]`)
+            .textContent(),
+          /minimum payout 0\.50 USDC · no fee/,
+        );
+      assert.match(
+        await p.locator(".next-payout .next-status").textContent(),
+        /Not paid No payout method/,
+      );
+      const wallet = await front.call("test_newWallet");
+      const walletInput = p.getByLabel("Wallet address");
+      await walletInput.fill("0OIl" + wallet.public_key.slice(4));
+      await p
+        .locator('[data-field="method.wallet"] + .field-error')
+        .getByText(/not a base58 character/)
+        .waitFor();
+      assert.equal(await walletInput.getAttribute("aria-invalid"), "true");
+      await walletInput.fill(wallet.public_key);
+      assert.equal(
+        await p.locator('[data-field="method.wallet"] + .field-error').count(),
+        0,
+      );
+      await p.getByLabel("Your password").fill("not-my-password");
+      await p.getByRole("button", { name: "Save payout method" }).click();
+      await p
+        .locator('[data-field="password"] + .field-error')
+        .getByText("is not the account's password")
+        .waitFor();
+      await expectLabelled(p, "the Payments tab");
+      await shoot(p, "91-payments-password-error");
+      await p.getByLabel("Your password").fill(PASSWORD);
+      await p.getByRole("button", { name: "Save payout method" }).click();
+      await p.getByText(/^Payout method saved: USDC on Solana/).waitFor();
+      const tokenAccount = (
+        await p.locator(".current-method .token-account .ident").textContent()
+      ).trim();
+      assert.match(tokenAccount, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+      assert.notEqual(tokenAccount, wallet.public_key);
+      assert.match(
+        await p.locator(".next-payout .next-status").textContent(),
+        /Will be paid/,
+      );
+      assert.equal(await p.locator(".payout-hold").count(), 0); // a first method
+      await shoot(p, "92-payments-solana");
+      // A SEPA IBAN with a wrong check digit, refused as it is typed.
+      const sepa = p.locator('.method-fields[data-kind="sepa"]');
+      await p.locator('label.method-choice[data-kind="sepa"]').click();
+      await sepa.getByLabel("Account holder").fill("Paula Payee");
+      await sepa.getByLabel("IBAN").fill("DE89 3704 0044 0532 0130 01");
+      const ibanError = p.locator('[data-field="method.iban"] + .field-error');
+      await ibanError.getByText(/has wrong check digits/).waitFor();
+      assert.equal(
+        await sepa.getByLabel("IBAN").getAttribute("aria-invalid"),
+        "true",
+      );
+      await shoot(p, "93-payments-bad-iban");
+      // An ABA routing number with a wrong check digit, and one that is right.
+      const ach = p.locator('.method-fields[data-kind="ach"]');
+      await p.locator('label.method-choice[data-kind="ach"]').click();
+      await ach.getByLabel("Routing number").fill("021000022");
+      await p
+        .locator('[data-field="method.routing_number"] + .field-error')
+        .getByText(/wrong check digit/)
+        .waitFor();
+      await ach.getByLabel("Routing number").fill("021000021");
+      assert.equal(
+        await p
+          .locator('[data-field="method.routing_number"] + .field-error')
+          .count(),
+        0,
+      );
+
+      // --- the admin starts a weekly run: paid on Solana, with its signature
+      await logIn(a, ADMIN.email, ADMIN.password);
+      await nav(a, "Payouts").click();
+      await heading(a, "Payouts");
+      await a
+        .locator(".wallet-key .ident", { hasText: platform.public_key })
+        .waitFor();
+      assert.equal(
+        await a.locator(".wallet-usdc").textContent(),
+        "100.00 USDC",
+      );
+      await expectLabelled(a, "the Payouts page");
+      await a.getByRole("button", { name: "Start the run" }).click();
+      await heading(a, /^Weekly payout run · /);
+      await a
+        .locator(".run-summary .run-state[data-state=done]")
+        .waitFor({ timeout: 30000 });
+      const solRow = a.locator("table.run-payouts tbody tr").first();
+      await solRow.locator(".payout-state[data-state=confirmed]").waitFor();
+      const signature = (
+        await solRow.locator(".signature .ident").textContent()
+      ).trim();
+      const landed = await front.call("test_transactions");
+      const payoutId = await solRow.getAttribute("data-payout-id");
+      assert.ok(
+        landed.some(
+          (x) =>
+            x.signature === signature && x.memo === `gpunex payout ${payoutId}`,
+        ),
+        JSON.stringify(landed),
+      );
+      assert.equal(
+        await solRow.locator(".signature a").getAttribute("href"),
+        `https://explorer.solana.com/tx/${signature}`,
+      );
+      // The provider's token account got the USDC (it is the one the tab showed).
+      const ata = await front.call("test_mintUsdc", wallet.public_key, 0);
+      assert.equal(ata.token_account, tokenAccount);
+      assert.equal(
+        await front.call("test_tokenBalance", tokenAccount),
+        String(earned1.available_micro),
+      );
+      await shoot(a, "94-admin-run-solana");
+      // The second rental earns while the provider moves to SEPA, monthly.
+      const second = rent(9);
+      second.catch(() => {}); // awaited below
+
+      await a.getByRole("link", { name: "All runs" }).click();
+      await heading(a, "Payouts");
+      await a.locator("table.payout-runs tbody tr").first().waitFor();
+      assert.match(
+        await a.locator("table.payout-runs .run-counts").first().textContent(),
+        /^1 paid$/,
+      );
+      await shoot(a, "95-admin-payouts");
+
+      // --- the provider: the payout in the history, the schedule, SEPA with the hold
+      await p.reload();
+      const hist = p.locator(`table.payouts tr[data-payout-id="${payoutId}"]`);
+      await hist.locator(".payout-state[data-state=confirmed]").waitFor();
+      assert.equal(
+        (await hist.locator(".signature .ident").textContent()).trim(),
+        signature,
+      );
+      // Its attempts, read when opened.
+      await hist.locator("details.attempts summary").click();
+      assert.match(
+        await hist
+          .locator("details.attempts li[data-attempt]")
+          .first()
+          .textContent(),
+        new RegExp(`landed${signature}`),
+      );
+      const linesCsv = await p.evaluate(
+        async (u) => (await fetch(u)).text(),
+        await hist.locator("a.csv-link").getAttribute("href"),
+      );
+      assert.match(linesCsv, new RegExp(rental1.id));
+      await p.getByLabel("Monthly").check();
+      await p.getByRole("button", { name: "Save schedule" }).click();
+      await p.getByText("Schedule saved: monthly.").waitFor();
+      await p.locator('label.method-choice[data-kind="sepa"]').click();
+      await sepa.getByLabel("Account holder").fill("Paula Payee");
+      await sepa.getByLabel("IBAN").fill("de89 3704 0044 0532 0130 00");
+      await p.getByLabel("Your password").fill(PASSWORD);
+      await p.getByRole("button", { name: "Save payout method" }).click();
+      await p.getByText(/^Payout method saved: SEPA transfer/).waitFor();
+      await p
+        .locator(".payout-hold h2")
+        .getByText(/^Payouts are on hold until /)
+        .waitFor();
+      // (The hold ends before the next monthly payout date: that one is not held.)
+      assert.match(
+        await p.locator(".next-payout .next-status").textContent(),
+        /Not paid Below the minimum of 1 USDC/,
+      );
+      assert.match(
+        await p.locator(".current-method").textContent(),
+        /DE89 3704 0044 0532 0130 00/,
+      );
+      await shoot(p, "96-payments-hold");
+
+      // --- past the hold, a monthly run pays by SEPA: the file, sent, failed, retried,
+      // sent again and paid
+      await second;
+      await release(HOLD_AFTER_CHANGE_S + 60);
+      await a.getByLabel("Schedule").selectOption("monthly");
+      await a.getByLabel("EUR per USDC (optional)").fill("0.92");
+      await a.getByRole("button", { name: "Start the run" }).click();
+      await heading(a, /^Monthly payout run · /);
+      const file = a.locator("table.bank-files tbody tr").first();
+      await file.waitFor({ timeout: 30000 });
+      const fileName = await file.getAttribute("data-file");
+      assert.match(fileName, /-sepa\.xml$/);
+      const xml = await a.evaluate(
+        async (u) => (await fetch(u)).text(),
+        await file.locator("a.file-link").getAttribute("href"),
+      );
+      assert.match(xml, /pain\.001\.001\.09/);
+      const bankRow = a.locator("table.run-payouts tbody tr").first();
+      await bankRow.locator(".payout-state[data-state=planned]").waitFor();
+      await file.getByRole("button", { name: `Mark ${fileName} sent` }).click();
+      await bankRow.locator(".payout-state[data-state=submitted]").waitFor();
+      await shoot(a, "97-admin-run-bank");
+      await bankRow.getByRole("button", { name: /failed$/ }).click();
+      await bankRow.getByLabel("Reason").fill("AC04 account closed");
+      await bankRow.getByRole("button", { name: "Record failed" }).click();
+      await bankRow.locator(".payout-state[data-state=failed]").waitFor();
+      assert.match(
+        await bankRow.locator(".failure").textContent(),
+        /AC04 account closed/,
+      );
+      await bankRow.getByRole("button", { name: /^Retry/ }).click();
+      const file2 = a.locator("table.bank-files tbody tr[data-state=written]");
+      await file2.waitFor({ timeout: 30000 });
+      const file2Name = await file2.getAttribute("data-file");
+      assert.notEqual(file2Name, fileName);
+      await file2
+        .getByRole("button", { name: `Mark ${file2Name} sent` })
+        .click();
+      await bankRow.locator(".payout-state[data-state=submitted]").waitFor();
+      await bankRow.getByRole("button", { name: /paid$/ }).click();
+      await bankRow.getByLabel("Bank reference (optional)").fill("BANKREF-77");
+      await bankRow.getByRole("button", { name: "Record paid" }).click();
+      await bankRow.locator(".payout-state[data-state=confirmed]").waitFor();
+      await a.locator(".run-summary .run-state[data-state=done]").waitFor();
+      assert.equal(
+        (await bankRow.locator(".bank-reference .ident").textContent()).trim(),
+        "BANKREF-77",
+      );
+      assert.match(
+        await bankRow.locator(".payout-amount").textContent(),
+        / = \d+\.\d\d EUR/,
+      );
+      await shoot(a, "98-admin-run-bank-paid");
+
+      // --- the customer tops up: the link, the QR code, paid from a wallet, credited
+      await logIn(c, custEmail, PASSWORD);
+      await nav(c, "Balance").click();
+      await heading(c, "Balance");
+      await c.getByRole("link", { name: "Top up with USDC" }).click();
+      await heading(c, "Top up your balance");
+      await expectLabelled(c, "the Top up page");
+      await c.getByLabel("Amount (USDC)").fill("12.5");
+      await c
+        .getByRole("button", { name: "Create the payment request" })
+        .click();
+      await heading(c, "Top-up of 12.50 USDC");
+      const link = c.getByRole("link", { name: "Open in a wallet" });
+      const url = await link.getAttribute("href");
+      assert.match(url, /^solana:/);
+      assert.match(url, /amount=12\.5(&|$)/);
+      const qr = c.locator(".topup-qr img");
+      await until(
+        () => qr.evaluate((img) => img.complete && img.naturalWidth > 0),
+        10000,
+        "the QR code loaded",
+      );
+      assert.match(await qr.getAttribute("alt"), /QR code/);
+      const reference = (
+        await c.locator(".topup-reference .ident").textContent()
+      ).trim();
+      assert.ok(url.includes(`reference=${reference}`), url);
+      await c.locator('.topup-status[data-status="pending"]').waitFor();
+      await shoot(c, "99-topup-pending");
+      const balanceBefore = (
+        await srv.apiOk("GET", "/me/balance", undefined, cust.token)
+      ).balance_micro;
+      const payer = await front.call("test_newWallet");
+      await front.call("test_mintUsdc", payer.public_key, 20_000_000);
+      const paid = await front.pay(url, payer);
+      await c.locator(".topup-credited").waitFor({ timeout: 30000 });
+      assert.equal(
+        await c.locator(".topup-credited .credited-amount").textContent(),
+        "12.50 USDC",
+      );
+      assert.equal(
+        (await c.locator(".topup-signature .ident").textContent()).trim(),
+        paid,
+      );
+      await shoot(c, "100-topup-credited");
+      await c.getByRole("link", { name: "All top-ups" }).click();
+      await c
+        .locator('table.topups tr[data-status="credited"]')
+        .first()
+        .waitFor();
+      await shoot(c, "102-topups-list");
+      const after = await srv.apiOk(
+        "GET",
+        "/me/balance",
+        undefined,
+        cust.token,
+      );
+      assert.equal(after.balance_micro, balanceBefore + 12_500_000);
+      await nav(c, "Balance").click();
+      await c
+        .locator(".balance-now .money-value", {
+          hasText: `${usdcText(after.balance_micro)} USDC`,
+        })
+        .waitFor();
+
+      assert.deepEqual(P.problems, []);
+      assert.deepEqual(A.problems, []);
+      assert.deepEqual(C.problems, []);
+      console.log(
+        `earnings/payouts/top-ups: setup ${setupMs} ms, browser ${Date.now() - started - setupMs} ms`,
+      );
+    },
+  );
+
+  test("without Solana or bank accounts: no top-ups, no payout methods", async (t) => {
+    const x = await newPage();
+    t.after(() => x.context.close());
+    const page = x.page;
+    // A provider: every method is shown, disabled, with why.
+    const prov = await server.approvedProvider("Nico Nopay", PASSWORD);
+    await page.goto(server.base + "/#/login");
+    await heading(page, "Log in");
+    await page.getByLabel("Email").fill(prov.email);
+    await page.getByLabel("Password").fill(PASSWORD);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await heading(page, "Your roles");
+    await page.goto(server.base + "/#/provider/payments");
+    await page.locator(".method-choices").waitFor();
+    for (const kind of ["solana", "sepa", "ach"]) {
+      const choice = page.locator(`label.method-choice[data-kind="${kind}"]`);
+      assert.equal(await choice.locator("input").isDisabled(), true);
+      assert.match(await choice.textContent(), /Not offered: /);
+    }
+    await shoot(page, "103-payments-not-offered");
+    await page.getByRole("button", { name: "Log out" }).click();
+    await heading(page, "Log in");
+    await signUp(page, "Nadia Nosol", uniqueEmail("nadia"));
+    await page.goto(server.base + "/#/balance/top-up");
+    await heading(page, "Top up your balance");
+    await page.getByLabel("Amount (USDC)").fill("5");
+    await page
+      .getByRole("button", { name: "Create the payment request" })
+      .click();
+    await page
+      .locator(".topup-not-offered")
+      .getByText(/not offered/)
+      .waitFor();
+    await shoot(page, "101-topup-not-offered");
+    assert.deepEqual(x.problems, []);
+  });
 });

@@ -10,6 +10,8 @@
 //   GPUNEX_CHROMIUM         the browser (default /usr/bin/chromium)
 //   GPUNEX_SCREENSHOT_DIR   where screenshots go (default ./screenshots)
 //   GPUNEX_BROWSER_KEEP     keep data directories and logs (debugging)
+//   GPUNEX_BROWSER_WEB_DIST serve this web/dist instead of the one gpunexd embeds
+//                           (working on the dashboard; see Gpunexd.startWebProxy)
 //
 // Rentals run in a private Docker engine (TestDockerd, as tests/e2e/dockerenv.py starts
 // one): it needs root, dockerd, the docker CLI and busybox-static; dockerMissing() names
@@ -85,8 +87,12 @@ export async function launchBrowser() {
 }
 
 // One gpunexd with its own data directory. start() waits until /readyz answers 200.
+// opts.rentals: more lines of its [rentals] table; opts.config: more TOML after the
+// tables here (e.g. [solana] and [payouts]); opts.env: more environment variables
+// (GPUNEX_TEST_CLOCK_FILE).
 export class Gpunexd {
-  constructor() {
+  constructor(opts = {}) {
+    this.extraEnv = opts.env ?? {};
     this.binary = need("GPUNEXD");
     this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gpunex-browser-"));
     this.dataDir = path.join(this.tmp, "data");
@@ -136,6 +142,9 @@ export class Gpunexd {
         "[rentals]",
         "meter_interval_s = 1",
         "sweep_ms = 200",
+        ...(opts.rentals ?? []),
+        "",
+        ...(opts.config ?? []),
         "",
       ].join("\n"),
     );
@@ -149,7 +158,7 @@ export class Gpunexd {
     for (const [k, v] of Object.entries(process.env))
       if (!k.startsWith("GPUNEX_")) env[k] = v;
     env.GPUNEX_ALLOW_EMULATED_GPUS = "true";
-    return env;
+    return { ...env, ...this.extraEnv };
   }
 
   createAdmin(user = ADMIN) {
@@ -218,7 +227,7 @@ export class Gpunexd {
     });
     for (;;) {
       try {
-        const r = await fetch(`${this.base}/readyz`);
+        const r = await fetch(`${this.serverBase}/readyz`);
         if (r.status === 200) break;
       } catch {
         // not yet
@@ -227,6 +236,8 @@ export class Gpunexd {
         throw new Error(`/readyz did not answer 200: ${this.logs()}`);
       await sleep(50);
     }
+    if (process.env.GPUNEX_BROWSER_WEB_DIST && !this.webProxy)
+      await this.startWebProxy(process.env.GPUNEX_BROWSER_WEB_DIST);
     return this;
   }
 
@@ -252,7 +263,65 @@ export class Gpunexd {
   }
 
   get base() {
+    return this.webProxy
+      ? `http://127.0.0.1:${this.webProxy.address().port}`
+      : this.serverBase;
+  }
+
+  get serverBase() {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  // For working on the dashboard without rebuilding gpunexd (which embeds web/dist when
+  // it is built): with GPUNEX_BROWSER_WEB_DIST=<web/dist>, `base` is a loopback proxy
+  // that serves that folder's index.html and assets/ and passes everything else to
+  // gpunexd. Tests of gpunexd's own static headers do not hold then.
+  async startWebProxy(dist) {
+    const types = {
+      ".js": "text/javascript",
+      ".css": "text/css",
+      ".html": "text/html",
+      ".svg": "image/svg+xml",
+    };
+    // The same Content-Security-Policy as gpunexd's own pages.
+    const csp = (await fetch(`${this.serverBase}/`)).headers.get(
+      "content-security-policy",
+    );
+    this.webProxy = http.createServer((req, res) => {
+      const url = new URL(req.url, "http://x");
+      const file =
+        url.pathname === "/"
+          ? "index.html"
+          : url.pathname.startsWith("/assets/")
+            ? url.pathname.slice(1)
+            : null;
+      if (file && fs.existsSync(path.join(dist, file))) {
+        res.writeHead(200, {
+          "Content-Type":
+            types[path.extname(file)] ?? "application/octet-stream",
+          "Cache-Control": "no-cache",
+          ...(csp ? { "Content-Security-Policy": csp } : {}),
+        });
+        res.end(fs.readFileSync(path.join(dist, file)));
+        return;
+      }
+      const up = http.request(
+        {
+          host: "127.0.0.1",
+          port: this.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
+        (ur) => {
+          res.writeHead(ur.statusCode, ur.headers);
+          ur.pipe(res);
+        },
+      );
+      up.on("error", () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise((r) => this.webProxy.listen(0, "127.0.0.1", r));
   }
 
   // A REST call as the user whose bearer token is `token` (test setup and checks that
@@ -373,6 +442,7 @@ export class Gpunexd {
 
   async cleanup() {
     await this.stop();
+    this.webProxy?.close();
     if (!process.env.GPUNEX_BROWSER_KEEP)
       fs.rmSync(this.tmp, { recursive: true, force: true });
   }
@@ -393,7 +463,7 @@ export class Agent {
     for (const [k, v] of Object.entries(process.env))
       if (!k.startsWith("GPUNEX_")) env[k] = v;
     Object.assign(env, {
-      GPUNEX_PLATFORM_URL: server.base,
+      GPUNEX_PLATFORM_URL: server.serverBase,
       GPUNEX_TOKEN: token,
       GPUNEX_STATE_DIR: this.stateDir,
       // No Docker Engine unless the test brings one (a TestDockerd).
@@ -425,6 +495,138 @@ export class Agent {
       await once(this.proc, "exit").catch(() => {});
       clearTimeout(timer);
     }
+  }
+}
+
+// The Solana test node (tests/solana/rpc-front.mjs: LiteSVM behind a JSON-RPC server on
+// loopback, with test_ control methods; tests/solana/README.md), started with
+// tests/solana/setup.sh run first (npm ci when its node_modules is missing or stale).
+// start() waits for its ready line; `url` is what gpunexd's [solana] rpc_url points at,
+// `mint` its USDC mint. call(method, ...params) is one JSON-RPC call.
+export class SolanaFront {
+  constructor() {
+    this.dir = path.join(SOURCE_DIR, "tests", "solana");
+    this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gpunex-solana-"));
+    this.logPath = path.join(this.tmp, "rpc-front.log");
+    this.proc = null;
+    this.url = null;
+    this.mint = null;
+    this.id = 0;
+  }
+
+  async start(timeoutMs = 30000) {
+    const setup = await run(path.join(this.dir, "setup.sh"), [], {
+      env: process.env,
+      timeoutMs: 300000,
+    });
+    if (setup.status !== 0)
+      throw new Error(
+        `tests/solana/setup.sh failed (${setup.status}): ${setup.stdout}${setup.stderr}`,
+      );
+    const log = fs.openSync(this.logPath, "a");
+    this.proc = spawn(
+      process.execPath,
+      [path.join(this.dir, "rpc-front.mjs"), "--port", "0"],
+      { cwd: this.dir, stdio: ["ignore", "pipe", log] },
+    );
+    fs.closeSync(log);
+    const ready = await new Promise((resolve, reject) => {
+      let buf = "";
+      const timer = setTimeout(
+        () => reject(new Error(`rpc-front did not start: ${this.logs()}`)),
+        timeoutMs,
+      );
+      this.proc.stdout.on("data", (chunk) => {
+        buf += chunk.toString("utf8");
+        let nl;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          try {
+            const ev = JSON.parse(line);
+            if (ev.port) {
+              clearTimeout(timer);
+              resolve(ev);
+            }
+          } catch {
+            // not the ready line
+          }
+        }
+      });
+      this.proc.on("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`rpc-front exited with ${code}: ${this.logs()}`));
+      });
+    });
+    this.url = `http://127.0.0.1:${ready.port}`;
+    this.mint = ready.mint;
+    return this;
+  }
+
+  async call(method, ...params) {
+    this.id += 1;
+    const r = await fetch(this.url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: this.id, method, params }),
+    });
+    if (r.status !== 200)
+      throw new Error(`${method}: HTTP ${r.status} ${await r.text()}`);
+    const body = await r.json();
+    if (body.error)
+      throw new Error(`${method}: ${body.error.code} ${body.error.message}`);
+    return body.result;
+  }
+
+  // A new wallet holding `usdc` micro-USDC (and 1 SOL): {public_key, secret_key}.
+  async fundedWallet(usdc) {
+    const w = await this.call("test_newWallet");
+    await this.call("test_mintUsdc", w.public_key, usdc);
+    return w;
+  }
+
+  // Pays a solana: transfer request URL as a wallet does (tests/solana/pay.mjs) from the
+  // wallet `payer`; returns the transaction's signature.
+  async pay(url, payer) {
+    const r = await run(
+      process.execPath,
+      [
+        path.join(this.dir, "pay.mjs"),
+        "--rpc",
+        this.url,
+        "--url",
+        url,
+        "--payer-secret",
+        JSON.stringify(payer.secret_key),
+      ],
+      { env: process.env, timeoutMs: 60000 },
+    );
+    if (r.status !== 0)
+      throw new Error(`pay.mjs failed: ${r.stdout}${r.stderr}`);
+    return JSON.parse(r.stdout.trim().split("\n").pop()).signature;
+  }
+
+  logs() {
+    try {
+      return fs.readFileSync(this.logPath, "utf8").slice(-4000);
+    } catch {
+      return "";
+    }
+  }
+
+  async stop() {
+    if (
+      this.proc &&
+      this.proc.exitCode === null &&
+      this.proc.signalCode === null
+    ) {
+      this.proc.kill("SIGTERM");
+      const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10000);
+      await once(this.proc, "exit").catch(() => {});
+      clearTimeout(timer);
+    }
+    if (!process.env.GPUNEX_BROWSER_KEEP)
+      fs.rmSync(this.tmp, { recursive: true, force: true });
   }
 }
 

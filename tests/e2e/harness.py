@@ -559,6 +559,8 @@ class Gpunexd:
                     break
             except OSError:
                 pass
+            if self.proc.poll() is not None:
+                self._fail_start(f"gpunexd exited with status {self.proc.returncode}")
             if time.monotonic() > deadline:
                 self._fail_start("/readyz did not answer 200")
             time.sleep(0.05)

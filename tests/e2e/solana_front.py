@@ -343,3 +343,23 @@ class SolanaFront:
         if r.returncode != 0:
             raise ValueError(r.stderr.strip())
         return json.loads(r.stdout)
+
+
+# One front for all the tests of a module: `from solana_front import MODULE_FRONT as FRONT,
+# start_module_front as setUpModule, stop_module_front as tearDownModule`.
+MODULE_FRONT = {"front": None}
+
+
+def start_module_front():
+    import shutil
+    import unittest
+    if not shutil.which(NODE):
+        raise unittest.SkipTest("node is not installed (the Solana test chain needs it)")
+    if MODULE_FRONT["front"] is None:
+        MODULE_FRONT["front"] = SolanaFront().start()
+
+
+def stop_module_front():
+    if MODULE_FRONT["front"]:
+        MODULE_FRONT["front"].stop()
+        MODULE_FRONT["front"] = None

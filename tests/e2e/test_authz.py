@@ -6,6 +6,11 @@ credentials 401. Agent tokens are refused on the REST API; API keys act for thei
 
 The route table check greps the sources for r.Add("METHOD", "path") so that a new route
 cannot be added without a row here.
+
+The payouts and top-ups rows (issue 15) need real earnings, payouts and a top-up: gpunexd
+runs on the Solana test chain (tests/solana, node; payouts_fixture), and the tests that
+read them build them with _payouts_fixture (a fake agent's rental, gpunexd's test clock
+moved past the earnings hold, a monthly run).
 """
 
 import datetime
@@ -13,14 +18,18 @@ import glob
 import json
 import os
 import re
+import shutil
+import tempfile
 import unittest
 import uuid
 
+import payouts_fixture as pf
 import wsclient
 from test_agent_channel import L4 as L4_GPU
 from test_agent_channel import FakeAgent
-from harness import (API, PASSWORD, ServerTestCase, approved_provider, community_application,
-                     source_dir, unique_email, wait_until)
+from harness import (API, PASSWORD, PG_SKIP_REASON, PG_URL, ServerTestCase, SmtpSink,
+                     approved_provider, community_application, source_dir, unique_email,
+                     wait_until)
 
 PRINCIPALS = ("anon", "customer", "provA", "provB", "admin")
 ALL_USERS = ("customer", "provA", "provB", "admin")
@@ -132,6 +141,18 @@ MATRIX_CREDIT = 1_000
 def _credit_body(ctx, who):
     return {"user_id": ctx["usr_C"], "amount_micro": MATRIX_CREDIT,
             "reference": f"matrix credit by {who}"}
+
+
+def _run_body(ctx, who):
+    # The fixture's run: the same (as_of, schedule) again answers that run (201).
+    return {"as_of": ctx["monthly"], "schedule": "monthly"}
+
+
+def _topup_body(ctx, who):
+    return {"amount_micro": TOPUP_MICRO}
+
+
+TOPUP_MICRO = 5_000_000
 
 
 def _edit_body(ctx, who):
@@ -348,6 +369,67 @@ MATRIX = [
          expect=only(["provA", "admin"], 200, 404)),
     dict(route=("GET", "/api/v1/providers/me/reliability"),
          path=f"{API}/providers/me/reliability", expect=only(["provA", "provB"], 200, 403)),
+    # --- earnings, payout settings and payouts (issue 15): a provider's own (403 for users
+    # who are not providers, admins included); another provider's payout is not found, for
+    # admins too on the provider's route (admins read payouts through the runs).
+    dict(route=("GET", "/api/v1/providers/me/payout-settings"),
+         path=f"{API}/providers/me/payout-settings", expect=only(["provA", "provB"], 200, 403)),
+    # The same schedule, no method: nothing to change, no password needed.
+    dict(route=("PUT", "/api/v1/providers/me/payout-settings"),
+         path=f"{API}/providers/me/payout-settings", body={"schedule": "monthly"},
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/earnings"), path=f"{API}/providers/me/earnings",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/earnings"),
+         path=f"{API}/providers/me/earnings?group=gpu&format=csv",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/statements/{month}"),
+         path=f"{API}/providers/me/statements/{{month}}",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/statements/{month}"),
+         path=f"{API}/providers/me/statements/{{month}}?format=csv",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/payouts"), path=f"{API}/providers/me/payouts",
+         expect=only(["provA", "provB"], 200, 403)),
+    dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
+         path=f"{API}/providers/me/payouts/{{po_A}}", expect=only(["provA"], 200, 404)),
+    dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
+         path=f"{API}/providers/me/payouts/{{po_A}}?format=csv",
+         expect=only(["provA"], 200, 404)),
+    dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
+         path=f"{API}/providers/me/payouts/{{po_B}}", expect=only(["provB"], 200, 404)),
+    # --- payout runs: admins only (a provider may not even read them).
+    dict(route=("POST", "/api/v1/admin/payout-runs"), path=f"{API}/admin/payout-runs",
+         body=_run_body, expect=only(["admin"], 201, 403)),
+    dict(route=("GET", "/api/v1/admin/payout-runs"), path=f"{API}/admin/payout-runs",
+         expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/payout-runs/{id}"),
+         path=f"{API}/admin/payout-runs/{{run_M}}", expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/payout-runs/{id}/files/{name}"),
+         path=f"{API}/admin/payout-runs/{{run_M}}/files/{{file_M}}",
+         expect=only(["admin"], 200, 403)),
+    dict(route=("POST", "/api/v1/admin/payout-runs/{id}/files/{name}/sent"),
+         path=f"{API}/admin/payout-runs/{{run_M}}/files/{{file_M}}/sent",
+         expect=only(["admin"], 200, 403)),
+    # B's line of the file marked sent: the bank returned it (the payout's own provider may
+    # not say so either), then the admin retries it.
+    dict(route=("POST", "/api/v1/admin/payouts/{id}/bank-result"),
+         path=f"{API}/admin/payouts/{{po_B}}/bank-result",
+         body={"state": "failed", "reason": "account closed (AC04)"},
+         expect=only(["admin"], 200, 403)),
+    dict(route=("POST", "/api/v1/admin/payouts/{id}/retry"),
+         path=f"{API}/admin/payouts/{{po_B}}/retry", expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/payout-wallet"), path=f"{API}/admin/payout-wallet",
+         expect=only(["admin"], 200, 403)),
+    # --- top-ups (issue 15): every user tops up their own balance; a top-up is its
+    # customer's alone (admins included: they credit by hand, they do not read top-ups).
+    dict(route=("POST", "/api/v1/topups"), path=f"{API}/topups", body=_topup_body,
+         expect=users(201)),
+    dict(route=("GET", "/api/v1/topups"), path=f"{API}/topups", expect=users(200)),
+    dict(route=("GET", "/api/v1/topups/{id}"), path=f"{API}/topups/{{tu_C}}",
+         expect=only(["customer"], 200, 404)),
+    dict(route=("GET", "/api/v1/topups/{id}/qr.svg"), path=f"{API}/topups/{{tu_C}}/qr.svg",
+         expect=only(["customer"], 200, 404)),
 ]
 
 ROUTE_RE = re.compile(
@@ -418,8 +500,48 @@ class RouteTableTest(unittest.TestCase):
                               (row["route"], p))
 
 
+# The Solana test chain (tests/solana) of the module, started by the first test that needs
+# it: gpunexd offers Solana payouts and top-ups only with an RPC and a key.
+FRONT = {"front": None}
+
+
+def solana_front():
+    if FRONT["front"] is None:
+        if not shutil.which(os.environ.get("GPUNEX_NODE", "node")):
+            raise unittest.SkipTest("node is not installed (the Solana test chain needs it)")
+        from solana_front import SolanaFront
+        FRONT["front"] = SolanaFront().start()
+    return FRONT["front"]
+
+
+def tearDownModule():
+    if FRONT["front"] is not None:
+        FRONT["front"].stop()
+        FRONT["front"] = None
+
+
+PAYER_CREDIT = 1000 * pf.USDC
+
+
 class AuthzMixin:
     ROOT_TOML = "allow_emulated_gpus = true"
+
+    def setUp(self):
+        # ServerTestCase.setUp, with a gpunexd on the Solana test chain (a platform wallet
+        # of its own) whose clock the payouts fixture moves past the earnings hold.
+        if self.BACKEND == "postgresql" and not PG_URL:
+            self.skipTest(PG_SKIP_REASON)
+        self.front = solana_front()
+        keydir = tempfile.mkdtemp(prefix="gpunex-authz-key-")
+        self.addCleanup(shutil.rmtree, keydir, True)
+        _, key_path = pf.platform_keypair(self.front, keydir)
+        self.sink = SmtpSink(self.SINK_DELAY_S)
+        self.addCleanup(self._stop_sink)
+        self.srv = pf.ClockGpunexd(self.BACKEND, self.sink.url,
+                                   extra_toml=pf.payouts_toml(self.front, key_path),
+                                   root_toml=self.ROOT_TOML)
+        self.addCleanup(self._cleanup_server)
+        self.srv.start()
 
     def _machine(self, agent_token):
         """Registers a machine for the token's provider through the agent channel, as a
@@ -533,10 +655,74 @@ class AuthzMixin:
                              ses_A=ses_a, mch_R=mch_r, ofr_R=ofr_r, rnt_C1=rentals[0],
                              rnt_C2=rentals[1], job_C=job_c, usr_C=customer.id,
                              login_email=login_user.email,
-                             customer_contact=customer_contact))
+                             customer_contact=customer_contact,
+                             # Filled by _payouts_fixture (the tests that need them).
+                             po_A="po_00000000000000000000000000",
+                             po_B="po_00000000000000000000000001",
+                             run_M="run_00000000000000000000000000",
+                             file_M="run_00000000000000000000000000-sepa.xml",
+                             tu_C="tu_00000000000000000000000000", month="2026-11",
+                             monthly="2026-11-02"))
+
+    def _payouts_fixture(self, f):
+        """Issue 15: A pays out to a Solana wallet, B by SEPA, both monthly; each earned
+        about 2.5 USDC from a payer's rental of 8 L4s on a fake machine of theirs (priced
+        at 720 USDC per GPU-hour for it, then back to the fixture's prices); the clock moved
+        past the earnings hold; a monthly run planned A's payout (waiting for the platform
+        wallet's funds, never given here) and wrote B's in a pain.001 file; the customer
+        asked for a top-up. Fills ctx po_A, po_B, run_M, file_M, tu_C, month, monthly."""
+        srv, admin, ctx = f["srv"], f["admin"], f["ctx"]
+        a, b = f["prov_a"], f["prov_b"]
+        payer = srv.user("Pia Payer")
+        r = admin.c.post(f"{API}/admin/credits", {"user_id": payer.id,
+                                                   "amount_micro": PAYER_CREDIT,
+                                                   "reference": "payouts fixture"})
+        self.assertStatus(r, 201)
+        wallet_a = self.front.new_wallet()["public_key"]
+        for prov, method in ((a, {"kind": "solana", "wallet": wallet_a}),
+                             (b, {"kind": "sepa", "holder": "Boris Person",
+                                  "iban": "DE89370400440532013000"})):
+            r = prov.c.put(f"{API}/providers/me/payout-settings",
+                           {"schedule": "monthly", "method": method, "password": PASSWORD})
+            self.assertStatus(r, 200)
+        machines, rentals = {}, {}
+        for key, prov in (("A", a), ("B", b)):
+            r = prov.c.post(f"{API}/providers/me/agent-tokens", {"name": "payouts"})
+            self.assertStatus(r, 201)
+            prices = [{"gpu_model": i["gpu_model"], "price_micro": i["price_micro"]}
+                      for i in prov.c.get(f"{API}/providers/me/prices").body["items"]]
+            pf.price_l4(prov)
+            ag = FakeAgent(srv, r.body["token"], models=(L4_GPU,) * 8)
+            self.addCleanup(ag.cleanup)
+            ag.join()
+            rentals[key] = pf.run_rental(admin, payer, ag, 8, 2.2)["id"]
+            machines[key] = ag.machine_id
+            self.assertStatus(prov.c.put(f"{API}/providers/me/prices", {"items": prices}), 200)
+        # The rental machine's offer is back at the fixture's price.
+        l4 = next(p["price_micro"] for p in prices if p["gpu_model"] == "l4-24gb")
+        wait_until(lambda: srv.client().get(f"{API}/offers/{ctx['ofr_R']}").body.get(
+            "price_micro") == l4, 10, "the rental machine's offer at its price again")
+        pf.release_earnings(srv, [a, b])
+        monthly = pf.latest_monthly_date(srv.now()).isoformat()
+        r = admin.c.post(f"{API}/admin/payout-runs",
+                         {"as_of": monthly, "schedule": "monthly", "eur_rate": "0.92"})
+        self.assertStatus(r, 201)
+        run = pf.wait_run(admin, r.body["id"], lambda x: x["files"] and x["state"] == "waiting",
+                          what="the run planned, its SEPA file written")
+        payouts = {p["provider_id"]: p for p in run["payouts"]}
+        self.assertEqual(payouts[a.id]["state"], "waiting_funds", run)
+        self.assertEqual(payouts[b.id]["state"], "planned", run)
+        r = f["customer"].c.post(f"{API}/topups", {"amount_micro": TOPUP_MICRO})
+        self.assertStatus(r, 201)
+        ctx.update(po_A=payouts[a.id]["id"], po_B=payouts[b.id]["id"], run_M=run["id"],
+                   file_M=run["files"][0]["name"], tu_C=r.body["id"],
+                   month=srv.now().strftime("%Y-%m"), monthly=monthly)
+        f.update(payer=payer, wallet_a=wallet_a, payout_machines=machines,
+                 payout_rentals=rentals)
 
     def test_matrix(self):
         f = self._fixture()
+        self._payouts_fixture(f)
         srv, who, ctx = f["srv"], f["who"], f["ctx"]
         results = []
         # Rows of routes the sources do not register (yet) are left to RouteTableTest,
@@ -622,13 +808,16 @@ class AuthzMixin:
         # job was placed as); the admin's credit landed once; nothing was charged (nothing
         # ran); the stops ended each rental once, by whom the row says.
         q = srv.backend.query
+        # (The payer's two rentals and its credit are the payouts fixture's.)
         self.assertEqual({row[0] for row in q("SELECT customer_id FROM rentals")},
-                         {f["customer"].id})
-        self.assertEqual(q("SELECT COUNT(*) FROM rentals WHERE job_id = ''"), [(3,)])
+                         {f["customer"].id, f["payer"].id})
+        self.assertEqual(q("SELECT COUNT(*) FROM rentals WHERE job_id = '' AND customer_id = ?",
+                           (f["customer"].id,)), [(3,)])
         credits = q("SELECT credit_account, amount FROM ledger_transfers "
                     "WHERE kind = 'operator_credit' ORDER BY amount")
         self.assertEqual(credits, [(f"customer:{f['customer'].id}", MATRIX_CREDIT),
-                                   (f"customer:{f['customer'].id}", FIXTURE_CREDIT)])
+                                   (f"customer:{f['customer'].id}", FIXTURE_CREDIT),
+                                   (f"customer:{f['payer'].id}", PAYER_CREDIT)])
         r = f["customer"].c.get(f"{API}/me/balance")
         self.assertEqual(r.body["balance_micro"], FIXTURE_CREDIT + MATRIX_CREDIT, r.body)
         for key, reason, party in (("rnt_C1", "stopped", "customer"),
@@ -641,8 +830,98 @@ class AuthzMixin:
         if JOBS_ROUTE in registered:
             r = f["customer"].c.get(f"{API}/jobs/{ctx['job_C']}")
             self.assertEqual(r.body["state"], "cancelled", r.body)
+        # Payouts: the admin's POST of the same run answered that run (one monthly run);
+        # its file was marked sent once, B's line failed by the admin alone and retried by
+        # the admin alone (planned again); the providers' PUTs changed no method.
+        admin = f["admin"]
+        runs = admin.c.get(f"{API}/admin/payout-runs").body["items"]
+        self.assertEqual([(x["id"], x["schedule"]) for x in runs], [(ctx["run_M"], "monthly")])
+        detail = admin.c.get(f"{API}/admin/payout-runs/{ctx['run_M']}").body
+        first = next(x for x in detail["files"] if x["name"] == ctx["file_M"])
+        self.assertEqual(first["state"], "sent", detail)
+        po_b = f["prov_b"].c.get(f"{API}/providers/me/payouts/{ctx['po_B']}").body
+        self.assertEqual((po_b["state"], po_b["failure"]), ("planned", None), po_b)
+        po_a = f["prov_a"].c.get(f"{API}/providers/me/payouts/{ctx['po_A']}").body
+        self.assertEqual(po_a["state"], "waiting_funds", po_a)
+        for p, kind in (("provA", "solana"), ("provB", "sepa")):
+            st = who[p].c.get(f"{API}/providers/me/payout-settings").body
+            self.assertEqual((st["schedule"], st["method"]["kind"], st["hold_until"]),
+                             ("monthly", kind, None), st)
+        # Top-ups: each user's POST made one of their own; the customer's list has its two.
+        for p in ALL_USERS:
+            items = who[p].c.get(f"{API}/topups").body["items"]
+            own = 2 if p == "customer" else 1
+            self.assertEqual(len(items), own, f"{p}: {items}")
+            self.assertEqual(ctx["tu_C"] in {t["id"] for t in items}, p == "customer", p)
+        self.assertEqual(q("SELECT COUNT(*) FROM topups"), [(5,)])
         chk = f["admin"].c.get(f"{API}/admin/ledger/check").body
         self.assertEqual((chk["ok"], chk["sum_micro"], chk["mismatches"]), (True, 0, []), chk)
+
+    def test_payouts_and_topups_are_seen_only_by_their_owners(self):
+        """A provider never sees another's earnings, statement lines or payouts (another's
+        payout is not found, as CSV too); only admins start runs or record bank results,
+        and a refused one changes nothing; a customer never reads another's top-up."""
+        f = self._fixture()
+        self._payouts_fixture(f)
+        srv, ctx, a, b, admin = f["srv"], f["ctx"], f["prov_a"], f["prov_b"], f["admin"]
+        mine = {"A": (a, ctx["po_A"], f["payout_machines"]["A"], f["payout_rentals"]["A"]),
+                "B": (b, ctx["po_B"], f["payout_machines"]["B"], f["payout_rentals"]["B"])}
+        for key, other in (("A", "B"), ("B", "A")):
+            prov, po, mch, rnt = mine[key]
+            _, other_po, other_mch, other_rnt = mine[other]
+            items = prov.c.get(f"{API}/providers/me/payouts").body["items"]
+            self.assertEqual([x["id"] for x in items], [po], key)
+            for path in (f"{API}/providers/me/payouts/{other_po}",
+                         f"{API}/providers/me/payouts/{other_po}?format=csv"):
+                self.assertError(prov.c.get(path), 404, msg=f"{key}: {path}")
+            r = prov.c.get(f"{API}/providers/me/payouts/{po}")
+            self.assertStatus(r, 200)
+            self.assertEqual([x["rental_id"] for x in r.body["lines"]], [rnt], r.body)
+            self.assertNotIn("provider_id", r.body)
+            r = prov.c.get(f"{API}/providers/me/earnings", query={"group": "gpu"})
+            self.assertStatus(r, 200)
+            self.assertEqual({x["machine_id"] for x in r.body["rows"]}, {mch}, r.body)
+            r = prov.c.get(f"{API}/providers/me/statements/{ctx['month']}")
+            self.assertStatus(r, 200)
+            self.assertEqual([x["rental_id"] for x in r.body["lines"]], [rnt], r.body)
+            self.assertEqual([x["id"] for x in r.body["payouts"]], [po], r.body)
+            for path in (f"{API}/providers/me/earnings?group=gpu&format=csv",
+                         f"{API}/providers/me/statements/{ctx['month']}?format=csv",
+                         f"{API}/providers/me/payouts", f"{API}/providers/me/payout-settings"):
+                text = prov.c.get(path).raw.decode("utf-8")
+                for secret in (other_po, other_mch, other_rnt, mine[other][0].id,
+                               mine[other][0].email, f["wallet_a"] if key == "B" else "DE89"):
+                    self.assertNotIn(secret, text, f"{key} sees {secret} in {path}")
+        # Only admins start runs and record bank results; the refusals changed nothing.
+        before = admin.c.get(f"{API}/admin/payout-runs/{ctx['run_M']}").body
+        monday = pf.latest_monday(srv.now()).isoformat()
+        for user in (f["customer"], a, b):
+            for body in ({"as_of": monday, "schedule": "weekly"},
+                         {"as_of": ctx["monthly"], "schedule": "monthly", "eur_rate": "0.5"}):
+                self.assertError(user.c.post(f"{API}/admin/payout-runs", body), 403)
+            self.assertError(user.c.post(f"{API}/admin/payouts/{ctx['po_B']}/bank-result",
+                                         {"state": "paid"}), 403)
+            self.assertError(user.c.post(f"{API}/admin/payouts/{ctx['po_B']}/retry"), 403)
+            self.assertError(user.c.post(
+                f"{API}/admin/payout-runs/{ctx['run_M']}/files/{ctx['file_M']}/sent"), 403)
+            self.assertError(user.c.get(
+                f"{API}/admin/payout-runs/{ctx['run_M']}/files/{ctx['file_M']}"), 403)
+        self.assertEqual(admin.c.get(f"{API}/admin/payout-runs/{ctx['run_M']}").body, before)
+        self.assertEqual(len(admin.c.get(f"{API}/admin/payout-runs").body["items"]), 1)
+        # Top-ups: another customer's is not found (admins too) and never listed.
+        other = srv.user("Olga Other")
+        r = other.c.post(f"{API}/topups", {"amount_micro": TOPUP_MICRO})
+        self.assertStatus(r, 201)
+        tu_o = r.body["id"]
+        for user, tu in ((f["customer"], tu_o), (other, ctx["tu_C"]), (admin, tu_o), (a, tu_o)):
+            for path in (f"{API}/topups/{tu}", f"{API}/topups/{tu}/qr.svg"):
+                self.assertError(user.c.get(path), 404, msg=path)
+            self.assertNotIn(tu, {t["id"] for t in user.c.get(f"{API}/topups").body["items"]})
+        self.assertEqual([t["id"] for t in f["customer"].c.get(f"{API}/topups").body["items"]],
+                         [ctx["tu_C"]])
+        r = other.c.get(f"{API}/topups/{tu_o}/qr.svg")
+        self.assertStatus(r, 200)
+        self.assertTrue(r.header("Content-Type").startswith("image/svg+xml"), r.headers)
 
     def test_rentals_are_seen_only_by_their_parties(self):
         """A customer never sees another's rentals (404, and not in any list); a provider

@@ -780,3 +780,207 @@ export interface LedgerCheck {
   sum_micro: number;
   mismatches: LedgerMismatch[];
 }
+
+// ---- earnings and payouts (issue 15; docs/payouts.md). Money is integer micro-USDC;
+// dates are UTC days ("2026-12-07").
+
+export type PayoutSchedule = "weekly" | "monthly";
+export type MethodKind = "solana" | "sepa" | "ach";
+
+export interface EarningsTotals {
+  pending_micro: number; // inside the hold after the usage
+  available_micro: number; // to be paid out by the next payout
+  in_payment_micro: number;
+  paid_micro: number;
+  period_micro: number; // earned in the current week or month
+}
+
+export interface EarningsRow {
+  key: string; // "<machine_id>/<gpu_id>", a model, or a day
+  label: string;
+  rentals: number;
+  gpu_seconds: number;
+  gross_micro: number;
+  commission_micro: number;
+  refunds_micro: number;
+  net_micro: number; // what the provider earned: gross − commission − refunds
+  machine_id?: string;
+  gpu_id?: string;
+  gpu_model?: string;
+  day?: string;
+}
+
+export interface Earnings {
+  totals: EarningsTotals;
+  period: { schedule: PayoutSchedule; from: string; to: string }; // to: exclusive
+  from: string;
+  to: string;
+  group: "gpu" | "model" | "day";
+  rows: EarningsRow[];
+}
+
+export interface MonthlyStatement {
+  month: string; // "2026-11"
+  rentals: number;
+  gpu_seconds: number;
+  gross_micro: number;
+  commission_micro: number;
+  refunds_micro: number;
+  net_micro: number;
+  paid_micro: number;
+  lines: {
+    rental_id: string;
+    gpu_model: string;
+    gpus: number;
+    gpu_seconds: number;
+    gross_micro: number;
+    commission_micro: number;
+    refunds_micro: number;
+    net_micro: number;
+  }[];
+  payouts: Payout[];
+}
+
+export type PayoutMethod =
+  | { kind: "solana"; wallet: string; token_account?: string }
+  | { kind: "sepa"; holder: string; iban: string; iban_print?: string; bic: string | null; country?: string }
+  | {
+      kind: "ach";
+      holder: string;
+      routing_number: string;
+      account_number_last4?: string;
+      account_number?: string; // only sent, never answered
+      account_type: "checking" | "savings";
+    };
+
+// What a method costs and needs, shown before the provider chooses it.
+export interface MethodTerms {
+  kind: MethodKind;
+  label: string;
+  currency: "USDC" | "EUR" | "USD";
+  minimum_micro: number;
+  fee_micro: number;
+  note: string;
+  offered: boolean; // false: this platform is not set up for it
+}
+
+export interface NextPayout {
+  date: string;
+  schedule: PayoutSchedule;
+  estimate_micro: number;
+  eligible: boolean;
+  reason: string; // why not, when not eligible
+}
+
+export interface PayoutSettings {
+  schedule: PayoutSchedule;
+  threshold_micro: number;
+  method: PayoutMethod | null;
+  token_account: string | null; // Solana: the wallet's USDC token account
+  changed_at: string | null;
+  hold_until: string | null; // payouts to the new details wait until then
+  methods: MethodTerms[];
+  next_payout: NextPayout;
+}
+
+export interface PayoutSettingsUpdate {
+  schedule?: PayoutSchedule;
+  threshold_micro?: number;
+  method?: PayoutMethod;
+  password?: string;
+}
+
+export type PayoutState = "planned" | "waiting_funds" | "submitted" | "confirmed" | "failed";
+
+export interface PayoutAttempt {
+  n: number;
+  at: string;
+  state: "signed" | "sent" | "landed" | "failed" | "expired" | string;
+  signature: string | null;
+  error: string | null;
+}
+
+export interface Payout {
+  id: string;
+  run_id: string;
+  schedule: PayoutSchedule;
+  as_of: string;
+  state: PayoutState;
+  amount_micro: number;
+  fee_micro: number;
+  net_micro?: number;
+  method: PayoutMethod | null;
+  currency: "USDC" | "EUR" | "USD";
+  amount_minor: number | null; // EUR or USD cents
+  fx_rate: string | null; // EUR per USDC
+  signature: string | null;
+  bank_reference: string | null;
+  failure: string | null;
+  file?: string | null;
+  created_at: string;
+  submitted_at: string | null;
+  confirmed_at: string | null;
+  failed_at: string | null;
+  attempts: PayoutAttempt[];
+  provider_id?: string; // in an admin's run
+  provider_name?: string;
+  lines?: { rental_id: string; gpu_model: string; net_micro: number }[];
+}
+
+export interface BankFile {
+  name: string;
+  kind: "pain.001" | "nacha";
+  currency: "EUR" | "USD";
+  lines: number;
+  total_minor: number;
+  sha256: string;
+  state: "written" | "sent";
+  created_at: string;
+  sent_at: string | null;
+}
+
+export interface PayoutRun {
+  id: string;
+  schedule: PayoutSchedule;
+  as_of: string;
+  state: "planning" | "running" | "waiting" | "done";
+  eur_rate: string | null;
+  created_at: string;
+  finished_at: string | null;
+  // Payouts by state, and the providers not paid by reason (carried_over, held, no_method).
+  counts: Record<string, number>;
+  total_micro: number;
+  files: BankFile[];
+  payouts?: Payout[];
+}
+
+export interface PayoutWallet {
+  configured: boolean;
+  public_key: string;
+  token_account: string;
+  mint?: string;
+  usdc_micro: number;
+  sol_lamports: number;
+  needed_micro: number;
+  needed_lamports?: number;
+  short: boolean;
+  error?: string | null;
+}
+
+// ---- top-ups (Solana Pay)
+
+export interface Topup {
+  id: string;
+  amount_micro: number;
+  url: string; // solana:<recipient>?amount=...
+  reference: string;
+  recipient: string;
+  mint: string;
+  status: "pending" | "credited" | "expired";
+  signature: string | null;
+  credited_micro: number | null;
+  detail?: string;
+  created_at: string;
+  expires_at: string;
+  credited_at: string | null;
+}

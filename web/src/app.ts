@@ -102,7 +102,12 @@ function renderHeader(): void {
     if (hasRole("customer") || hasRole("admin")) links.push(navLink("/rentals", "Rentals"));
     if (hasRole("customer")) links.push(navLink("/jobs", "Jobs"), navLink("/balance", "Balance"));
     if (hasRole("provider")) links.push(navLink("/provider", "Provider Dashboard"));
-    if (hasRole("admin")) links.push(navLink("/review", "Review queue"), navLink("/admin/billing", "Credits & ledger"));
+    if (hasRole("admin"))
+      links.push(
+        navLink("/review", "Review queue"),
+        navLink("/admin/billing", "Credits & ledger"),
+        navLink("/admin/payouts", "Payouts"),
+      );
     unreadBadge = h("span", { class: "count", hidden: true });
     links.push(navLink("/notifications", "Notifications", unreadBadge));
   } else {

@@ -123,3 +123,51 @@ export function bpsPercent(bps: number): string {
     .replace(/0+$/, "");
   return `${whole}${frac ? "." + frac : ""} %`;
 }
+
+// ---- UTC days ("2026-12-07"), as payouts and earnings count them
+
+// The UTC day of `t` (default now).
+export function utcDay(t: Date | number = Date.now()): string {
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+// `day` moved by `n` days.
+export function addDays(day: string, n: number): string {
+  const t = Date.parse(`${day}T00:00:00Z`);
+  return Number.isNaN(t) ? day : utcDay(t + n * 86400000);
+}
+
+export function isDay(s: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(`${s}T00:00:00Z`));
+}
+
+const dayFormat = new Intl.DateTimeFormat(undefined, {
+  weekday: "short",
+  day: "numeric",
+  month: "short",
+  year: "numeric",
+  timeZone: "UTC",
+});
+
+// "Mon, 7 Dec 2026" for "2026-12-07" (the day as such, in no time zone).
+export function dayText(day: string | null | undefined): string {
+  if (!day) return "—";
+  const t = Date.parse(`${day}T00:00:00Z`);
+  return Number.isNaN(t) ? day : dayFormat.format(t);
+}
+
+const monthFormat = new Intl.DateTimeFormat(undefined, { month: "long", year: "numeric", timeZone: "UTC" });
+
+// "November 2026" for "2026-11".
+export function monthText(month: string): string {
+  const t = Date.parse(`${month}-01T00:00:00Z`);
+  return Number.isNaN(t) ? month : monthFormat.format(t);
+}
+
+// GPU-seconds as GPU-hours, rounded down: two decimals ("1.50" for 5400), four below an
+// hour ("0.0025" for 9 s).
+export function gpuHours(seconds: number): string {
+  const places = seconds < 3600 ? 4 : 2;
+  const f = 10 ** places;
+  return (Math.floor((seconds * f) / 3600) / f).toFixed(places);
+}

@@ -10,10 +10,12 @@ import { balancePage } from "./pages/balance";
 import { jobsPage, newJobPage } from "./pages/jobs";
 import { marketplacePage, rentPage } from "./pages/marketplace";
 import { notificationsPage } from "./pages/notifications";
+import { adminPayoutRunPage, adminPayoutsPage } from "./pages/payouts";
 import { providerPage } from "./pages/provider/dashboard";
 import { rentalPage, rentalsPage } from "./pages/rentals";
 import { reviewDetailPage, reviewQueuePage } from "./pages/review";
 import { rolesPage } from "./pages/roles";
+import { topupDetailPage, topupPage } from "./pages/topup";
 import "./styles.css";
 
 route("/login", "Log in", loginPage, false);
@@ -34,7 +36,11 @@ route("/rentals/:id", "Rental", rentalPage);
 route("/jobs", "Jobs", jobsPage);
 route("/jobs/new", "Submit a job", newJobPage);
 route("/balance", "Balance", balancePage);
+route("/balance/top-up", "Top up", topupPage);
+route("/balance/top-ups/:id", "Top-up", topupDetailPage);
 route("/admin/billing", "Credits and ledger", adminBillingPage);
+route("/admin/payouts", "Payouts", adminPayoutsPage);
+route("/admin/payouts/:id", "Payout run", adminPayoutRunPage);
 
 async function boot(): Promise<void> {
   // A path-style link (/provider, served the dashboard by the server's fallback) becomes

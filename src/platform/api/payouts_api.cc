@@ -106,7 +106,10 @@ json::object PayoutJson(const Payout& p, bool with_provider) {
       {"failed_at", TimeJson(p.failed_at)},
       {"covers_until", FormatRfc3339(p.covers_until)},
       {"attempts", std::move(attempts)}};
-  if (with_provider) o["provider_id"] = p.provider_id;
+  if (with_provider) {
+    o["provider_id"] = p.provider_id;
+    o["provider_name"] = p.provider_name;
+  }
   return o;
 }
 
@@ -169,7 +172,8 @@ std::optional<int64_t> ParseRate(std::string_view s) {
   return u->micros();
 }
 
-StatusOr<payouts::SettingsUpdate> DecodeSettings(const http::Request& req) {
+// The update and the fields that did not decode (the domain names the others).
+StatusOr<std::pair<payouts::SettingsUpdate, FieldErrors>> DecodeSettings(const http::Request& req) {
   auto body = JsonObjectBody(req);
   if (!body.ok()) return body.status();
   FieldErrors errors;
@@ -201,8 +205,7 @@ StatusOr<payouts::SettingsUpdate> DecodeSettings(const http::Request& req) {
     }
     u.method = method;  // an unknown kind is the domain's error, with its message
   }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
-  return u;
+  return std::make_pair(std::move(u), std::move(errors));
 }
 
 }  // namespace
@@ -218,9 +221,18 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("PUT", "/api/v1/providers/me/payout-settings", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto u = DecodeSettings(req);
-    if (!u.ok()) return http::ErrorResponse(u.status());
-    auto v = ctx.payouts.PutSettings(*p, *u);
+    auto decoded = DecodeSettings(req);
+    if (!decoded.ok()) return http::ErrorResponse(decoded.status());
+    auto& [u, bad] = *decoded;
+    if (!bad.empty()) {
+      u.validate_only = true;
+      auto v = ctx.payouts.PutSettings(*p, u);
+      if (v.status().code() != StatusCode::kValidationFailed)
+        return http::ErrorResponse(v.status());
+      const Status domain = v.status();
+      return http::ErrorResponse(MergeFieldErrors(bad, domain.fields()));
+    }
+    auto v = ctx.payouts.PutSettings(*p, u);
     if (!v.ok()) return http::ErrorResponse(v.status());
     return http::Response::Json(200, SettingsJson(*v));
   });
@@ -401,7 +413,12 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
       run.eur_rate_ppm = ParseRate(*rate);
       if (!run.eur_rate_ppm) errors.emplace("eur_rate", "must be a decimal such as \"0.92\"");
     }
-    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    if (!errors.empty()) {
+      run.validate_only = true;
+      const Status domain = ctx.payouts.StartRun(*p, run).status();
+      if (domain.code() != StatusCode::kValidationFailed) return http::ErrorResponse(domain);
+      return http::ErrorResponse(MergeFieldErrors(errors, domain.fields()));
+    }
     auto created = ctx.payouts.StartRun(*p, run);
     if (!created.ok()) return http::ErrorResponse(created.status());
     return http::Response::Json(201, RunJson(*created));
@@ -424,6 +441,13 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     json::array items;
     for (const auto& x : d->payouts) items.push_back(PayoutJson(x, true));
     o["payouts"] = std::move(items);
+    json::array skips;
+    for (const auto& x : d->skips) {
+      skips.push_back({{"provider_id", x.provider_id},
+                       {"reason", x.reason},
+                       {"available_micro", x.available.micros()}});
+    }
+    o["skips"] = std::move(skips);
     return http::Response::Json(200, o);
   });
   r.Add("GET", "/api/v1/admin/payout-runs/{id}/files/{name}", [&ctx](http::Request& req) {

@@ -123,6 +123,10 @@ StatusOr<std::string> WriteNacha(const NachaFile& f) {
   if (Status st = ValidateAbaRouting(f.odfi_routing, "odfi_routing"); !st.ok())
     return AsInputError(st);
   if (f.entries.empty()) return InputError("entries", "must have at least one entry");
+  if (f.first_sequence < 1 ||
+      f.first_sequence + static_cast<int64_t>(f.entries.size()) - 1 > kMaxSequence) {
+    return InputError("first_sequence", "leaves the 7-digit trace sequence");
+  }
   if (static_cast<int64_t>(f.entries.size()) > kMaxSequence) {
     return InputError("entries",
                       "must be at most " + std::to_string(kMaxSequence) + " in one file");
@@ -164,7 +168,7 @@ StatusOr<std::string> WriteNacha(const NachaFile& f) {
     r += name;
     r += "  ";  // discretionary data
     r += "0";   // no addenda
-    r += TraceNumber(f.odfi_routing, static_cast<int64_t>(i) + 1);
+    r += TraceNumber(f.odfi_routing, f.first_sequence + static_cast<int64_t>(i));
     records[i] = std::move(r);
     batch->entries.push_back(i);
   }

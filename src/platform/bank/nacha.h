@@ -61,6 +61,9 @@ struct NachaFile {
   std::chrono::year_month_day effective_date;  // the settlement date asked for
   std::string odfi_routing;    // the platform's bank, 9 digits; its first 8 are the ODFI id
   std::vector<Entry> entries;  // at least one
+  // The trace sequence of the first entry (entry i gets first_sequence + i): files of one
+  // originator on one day must not repeat a trace number.
+  int64_t first_sequence = 1;
 };
 
 // The trace number of the entry with this 1-based sequence number:

@@ -243,6 +243,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Bool("automatic_runs", &c->payouts_automatic_runs));
     GPUNEX_RETURN_IF_ERROR(s.Int("loop_ms", &c->payouts_loop_ms, 10, 3'600'000));
     GPUNEX_RETURN_IF_ERROR(s.Int("batch", &c->payouts_batch, 1, 1000));
+    GPUNEX_RETURN_IF_ERROR(s.Int("parallel_sends", &c->payouts_parallel_sends, 1, 64));
     GPUNEX_RETURN_IF_ERROR(s.Str("eur_rate", &c->payouts_eur_rate));
     GPUNEX_RETURN_IF_ERROR(s.Str("files_dir", &c->payout_files_dir));
     GPUNEX_RETURN_IF_ERROR(s.Int("solana_min_micro", &c->payouts_solana_min_micro, 1, kMaxMicro));

@@ -125,9 +125,10 @@ struct Config {
   int64_t payouts_hold_after_change_s = 48 * 3600;
   bool payouts_automatic_runs = true;  // Mondays and first business days, by themselves
   int payouts_loop_ms = 1000;
-  int payouts_batch = 200;       // Solana payouts signed per blockhash and transaction
-  std::string payouts_eur_rate;  // EUR per USDC for scheduled runs ("0.92"); "" asks the operator
-  std::string payout_files_dir;  // bank files are written here; default <data_dir>/payout-files
+  int payouts_parallel_sends = 8;  // sendTransaction calls at once
+  int payouts_batch = 100;         // Solana payouts signed per blockhash and transaction
+  std::string payouts_eur_rate;    // EUR per USDC for scheduled runs ("0.92"); "" asks the operator
+  std::string payout_files_dir;    // bank files are written here; default <data_dir>/payout-files
   int64_t payouts_solana_min_micro = 1'000'000, payouts_solana_fee_micro = 0;
   int64_t payouts_sepa_min_micro = 10'000'000, payouts_sepa_fee_micro = 0;
   int64_t payouts_ach_min_micro = 10'000'000, payouts_ach_fee_micro = 0;

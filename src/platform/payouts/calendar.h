@@ -1,7 +1,8 @@
 // When payouts are made (PAY-1, SPEC §13a; docs/payouts.md): weekly every Monday 00:00
 // UTC, monthly on the first business day of the month (Monday to Friday, minus the
 // configured holidays). A run is named by its date ("as of"); it pays what is available
-// at 00:00 UTC of that date.
+// when it is planned (at or after 00:00 UTC of that date: a run started late pays what
+// was released until then).
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -115,6 +115,7 @@ struct Payout {
   // The usage it pays is that credited in (covers_from, covers_until].
   Timestamp covers_from, covers_until;
   std::vector<Attempt> attempts;  // loaded on request, oldest first
+  std::string provider_name;      // loaded on request (a run's detail, for admins)
 };
 
 // What reaches the provider: the amount less the method's fee (the schema keeps the fee

@@ -183,7 +183,9 @@ StatusOr<SettingsView> Payouts::GetSettings(const accounts::Principal& p) {
   const Timestamp next = NextRunDate(s.schedule, now, options_.calendar);
   v.next.date = DateOf(next);
   v.next.schedule = s.schedule;
-  v.next.estimate = Usdc::Micros(available);
+  // What a run would pay now: bank methods in whole cents.
+  v.next.estimate = Usdc::Micros(
+      s.method && s.method->kind != kSolana ? available - available % 10'000 : available);
   const Usdc threshold = s.schedule == kWeekly ? s.threshold : options_.monthly_minimum;
   if (!s.method) {
     v.next.reason = "no payout method";
@@ -219,6 +221,7 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
       for (const auto& [f, why] : st.fields()) errors.emplace(f, why);
     }
   }
+  if (u.validate_only) return ValidationFailed(std::move(errors));
   std::optional<Settings> current;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(current, PayoutsStore(tx).FindSettings(p.user.id));
@@ -485,6 +488,7 @@ StatusOr<RunDetail> Payouts::GetRun(const accounts::Principal& p, const std::str
     GPUNEX_RETURN_IF_ERROR(s.LoadCounts(&out.run));
     GPUNEX_ASSIGN_OR_RETURN(out.run.files, s.Files(id, false));
     GPUNEX_ASSIGN_OR_RETURN(out.payouts, s.AllRunPayouts(id));
+    GPUNEX_ASSIGN_OR_RETURN(out.skips, s.Skips(id));
     return Status::Ok();
   }));
   return out;

@@ -113,8 +113,9 @@ struct PayoutsOptions {
   std::optional<int64_t> default_eur_rate_ppm;  // for scheduled runs
   bool automatic_runs = true;                   // start the scheduled runs by themselves
   int max_attempts = 5;                         // Solana attempts that landed with an error
+  int parallel_sends = 8;                       // sendTransaction calls at once
   int64_t resend_after_ms = 2000;               // a sent transaction still unknown is resent
-  int batch = 200;                              // payouts signed or confirmed per transaction
+  int batch = 100;                              // payouts signed per blockhash and transaction
   int loop_ms = 1000;
   BusinessCalendar calendar;
   notify::NoticeSettings notices;
@@ -146,6 +147,10 @@ struct SettingsUpdate {
   std::optional<int64_t> threshold_micro;
   std::optional<Method> method;  // account_number in full for ACH
   std::string password;
+  // Only the field errors of what is given (kValidationFailed, maybe with none), nothing
+  // written: for a request whose other fields did not decode, so that every bad field is
+  // named at once.
+  bool validate_only = false;
 };
 
 // --- earnings
@@ -197,6 +202,7 @@ struct RunRequest {
   std::string as_of;  // YYYY-MM-DD
   std::string schedule;
   std::optional<int64_t> eur_rate_ppm;
+  bool validate_only = false;  // as SettingsUpdate's
 };
 
 struct RunDetail {
@@ -290,6 +296,11 @@ class Payouts {
   const solana::Keypair* const key_;
   const PayoutsOptions options_;
   solana::Pubkey platform_token_account_{};
+
+  // The run lock, kept from one Tick to the next while it holds (a PostgreSQL lock costs a
+  // connection of its own); taken again when lost.
+  Mutex tick_mu_;
+  std::unique_ptr<store::Lock> run_lock_ GUARDED_BY(tick_mu_);
 
   Mutex mu_;
   bool stop_ GUARDED_BY(mu_) = false;

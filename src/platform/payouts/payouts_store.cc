@@ -450,12 +450,29 @@ StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::AllRunPayouts(const std::string& run_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + std::string(kPayoutColumns) +
-                                                          " " + std::string(kPayoutFrom) +
-                                                          " WHERE p.run_id = ? ORDER BY p.id",
-                                                      {run_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT " + std::string(kPayoutColumns) + ", u.name " + std::string(kPayoutFrom) +
+                    " JOIN users u ON u.id = p.provider_id WHERE p.run_id = ? ORDER BY p.id",
+                {run_id}));
   std::vector<Payout> out;
-  for (const auto& r : rows) out.push_back(PayoutFrom(r));
+  std::map<std::string, size_t> index;
+  for (const auto& r : rows) {
+    index[r.Str(0)] = out.size();
+    out.push_back(PayoutFrom(r));
+    out.back().provider_name = r.Str(22);
+  }
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows attempts,
+      tx_.Query("SELECT a.payout_id, a.n, a.state, a.signature, a.wire, "
+                "a.last_valid_block_height, a.error, a.created_at, a.updated_at "
+                "FROM payout_attempts a JOIN payouts p ON p.id = a.payout_id "
+                "WHERE p.run_id = ? ORDER BY a.payout_id, a.n",
+                {run_id}));
+  for (const auto& r : attempts) {
+    auto it = index.find(r.Str(0));
+    if (it != index.end()) out[it->second].attempts.push_back(AttemptFrom(r, 1));
+  }
   return out;
 }
 
@@ -506,6 +523,24 @@ Status PayoutsStore::UpdateAttempt(const std::string& payout_id, const Attempt& 
           "WHERE payout_id = ? AND n = ?",
           {a.state, a.error, ToUnixMicros(a.updated_at), payout_id, a.n})
       .status();
+}
+
+StatusOr<int64_t> PayoutsStore::FailedAttempts(const std::string& payout_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT COUNT(*) FROM payout_attempts WHERE payout_id = ? AND "
+                                    "state = 'failed'",
+                                    {payout_id}));
+  return rows[0].Int(0);
+}
+
+StatusOr<std::vector<Skip>> PayoutsStore::Skips(const std::string& run_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT provider_id, reason, available_micro FROM payout_skips "
+                                    "WHERE run_id = ? ORDER BY provider_id",
+                                    {run_id}));
+  std::vector<Skip> out;
+  for (const auto& r : rows) out.push_back({r.Str(0), r.Str(1), Usdc::Micros(r.Int(2))});
+  return out;
 }
 
 StatusOr<std::map<std::string, Attempt>> PayoutsStore::LatestAttempts(

@@ -77,6 +77,7 @@ class PayoutsStore {
   // The run's payouts of a method kind in one of `states`, oldest first, at most `limit`.
   StatusOr<std::vector<Payout>> RunPayouts(const std::string& run_id, std::string_view kind,
                                            const std::vector<std::string_view>& states, int limit);
+  // Every payout of the run with its attempts and its provider's name.
   StatusOr<std::vector<Payout>> AllRunPayouts(const std::string& run_id);
   StatusOr<Page<Payout>> ProviderPayouts(const std::string& provider_id, const PageRequest& page);
   StatusOr<std::vector<Payout>> ProviderPayoutsBetween(const std::string& provider_id,
@@ -85,6 +86,9 @@ class PayoutsStore {
   // --- attempts
   Status InsertAttempt(const std::string& payout_id, const Attempt& a);
   Status UpdateAttempt(const std::string& payout_id, const Attempt& a);
+  // How many of the payout's attempts landed with an error.
+  StatusOr<int64_t> FailedAttempts(const std::string& payout_id);
+  StatusOr<std::vector<Skip>> Skips(const std::string& run_id);
   // The latest attempt of each payout in `ids`.
   StatusOr<std::map<std::string, Attempt>> LatestAttempts(const std::vector<std::string>& ids);
 

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -159,7 +161,7 @@ StatusOr<Run> Payouts::StartRun(const accounts::Principal& p, const RunRequest& 
   }
   if (req.eur_rate_ppm && (*req.eur_rate_ppm <= 0 || *req.eur_rate_ppm > 100'000'000))
     errors.emplace("eur_rate", "must be a rate above 0 and at most 100 EUR per USDC");
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  if (!errors.empty() || req.validate_only) return ValidationFailed(std::move(errors));
 
   const Timestamp now = options_.clock->Now();
   Run out;
@@ -261,8 +263,13 @@ struct Payouts::Plan {
 // --- the engine
 
 StatusOr<int64_t> Payouts::Tick() {
-  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<store::Lock> lock, db_.TryLock(kRunLock));
-  if (!lock) return 0;  // another instance is carrying the runs forward
+  MutexLock tick(&tick_mu_);
+  if (!run_lock_ || !run_lock_->Held()) {
+    run_lock_.reset();
+    GPUNEX_ASSIGN_OR_RETURN(run_lock_, db_.TryLock(kRunLock));
+    if (!run_lock_) return 0;  // another instance is carrying the runs forward
+  }
+  store::Lock* lock = run_lock_.get();
   const Timestamp now = options_.clock->Now();
   if (options_.automatic_runs) {
     for (std::string_view schedule : {kWeekly, kMonthly}) {
@@ -285,12 +292,20 @@ StatusOr<int64_t> Payouts::Tick() {
     GPUNEX_ASSIGN_OR_RETURN(runs, PayoutsStore(tx).UnfinishedRuns());
     return Status::Ok();
   }));
+  // One run's trouble (the RPC down) does not hold up the others (bank files, planning);
+  // the first error is the answer.
   int64_t changed = 0;
+  Status first_error;
   for (const auto& id : runs) {
     if (!lock->Held()) return Unavailable("lost the payout run lock");
-    GPUNEX_ASSIGN_OR_RETURN(int64_t n, Advance(id));
-    changed += n;
+    auto n = Advance(id);
+    if (n.ok()) {
+      changed += *n;
+    } else if (first_error.ok()) {
+      first_error = n.status();
+    }
   }
+  if (!first_error.ok()) return first_error;
   return changed;
 }
 
@@ -396,7 +411,8 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
           att.error = *st->err;
           att.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.UpdateAttempt(po->id, att));
-          if (att.n >= options_.max_attempts) {
+          GPUNEX_ASSIGN_OR_RETURN(int64_t failed, s.FailedAttempts(po->id));
+          if (failed >= options_.max_attempts) {
             GPUNEX_RETURN_IF_ERROR(
                 Fail(tx, now, *po, "the Solana transaction failed: " + *st->err));
           } else {
@@ -575,19 +591,32 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
     if (newly_short > 0) alerted = true;
     changed += newly_short;
     GPUNEX_RETURN_IF_ERROR(Fault("payout.after_sign"));
+    // Sent by a few threads at once: a node's round trip, not our work, is what a send
+    // costs (the Rpc is safe to share).
     std::vector<std::pair<std::string, Attempt>> sent;
-    for (auto& r : ready) {
-      if (r.attempt.n == 0) continue;
-      ++changed;
-      auto st = rpc_->SendTransaction(r.attempt.wire_base64, false, chain.commitment);
-      if (!st.ok()) {
-        // Left as signed: followed like any other until it lands or expires.
-        LogInfo("payouts.send_failed", {{"payout", r.po->id}, {"error", st.status().ToString()}});
-        continue;
+    std::mutex sent_mu;
+    auto send_from = [&](size_t first) {
+      for (size_t i = first; i < ready.size(); i += static_cast<size_t>(options_.parallel_sends)) {
+        Signed& r = ready[i];
+        if (r.attempt.n == 0) continue;
+        auto st = rpc_->SendTransaction(r.attempt.wire_base64, false, chain.commitment);
+        if (!st.ok()) {
+          // Left as signed: followed like any other until it lands or expires.
+          LogInfo("payouts.send_failed", {{"payout", r.po->id}, {"error", st.status().ToString()}});
+          continue;
+        }
+        r.attempt.state = std::string(kAttemptSent);
+        r.attempt.updated_at = options_.clock->Now();
+        std::lock_guard<std::mutex> l(sent_mu);
+        sent.emplace_back(r.po->id, r.attempt);
       }
-      r.attempt.state = std::string(kAttemptSent);
-      r.attempt.updated_at = options_.clock->Now();
-      sent.emplace_back(r.po->id, r.attempt);
+    };
+    for (const auto& r : ready) changed += r.attempt.n != 0;
+    {
+      std::vector<std::thread> senders;
+      for (int t = 1; t < options_.parallel_sends; ++t) senders.emplace_back(send_from, t);
+      send_from(0);
+      for (auto& t : senders) t.join();
     }
     GPUNEX_RETURN_IF_ERROR(Fault("payout.after_send"));
     if (!sent.empty()) {
@@ -673,10 +702,17 @@ StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
       file.company_entry_description = "PAYOUT";
       file.effective_date = DayOf(now);
       file.odfi_routing = o.odfi_routing;
+      // Trace numbers go on across the run's files: a retried line's file of the same day
+      // never repeats one, and the bank's answer names one line.
+      file.first_sequence = 1;
+      for (const auto& earlier : files) {
+        if (earlier.kind == "nacha") file.first_sequence += earlier.lines;
+      }
       for (size_t i = 0; i < todo.size(); ++i) {
         Payout& po = todo[i];
-        // The trace number finds the line in the bank's answer (entry i has sequence i+1).
-        po.bank_reference = bank::TraceNumber(o.odfi_routing, static_cast<int64_t>(i) + 1);
+        // The trace number finds the line in the bank's answer.
+        po.bank_reference =
+            bank::TraceNumber(o.odfi_routing, file.first_sequence + static_cast<int64_t>(i));
         bank::NachaFile::Entry e;
         e.routing = po.method.routing_number;
         e.account_number = po.method.account_number;

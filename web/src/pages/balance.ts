@@ -169,14 +169,18 @@ export async function balancePage(v: View): Promise<void> {
 
   append(
     v.main,
-    pageHeader("Balance", "Prepaid USDC that your rentals draw on while they run, billed by the second."),
+    pageHeader(
+      "Balance",
+      "Prepaid USDC that your rentals draw on while they run, billed by the second.",
+      h("a", { class: "btn btn-primary topup-link", href: "#/balance/top-up" }, "Top up with USDC"),
+    ),
     balanceSlot.el,
     low,
     tiles,
     h(
       "p",
       { class: "small muted account-id" },
-      "To add funds, an operator credits your account. Your account id: ",
+      "To add funds, top up with USDC from a Solana wallet, or an operator credits your account. Your account id: ",
       h("code", { class: "user-id" }, user.id),
     ),
     h(
