@@ -169,7 +169,8 @@ SETTINGS_ROWS = [
     w("of 31 bytes", ADDR_31_BYTES),
     w("of 33 bytes in 44 characters", ADDR_33_BYTES),
     w("of its first 20 characters", lambda c: c["wallet"][:20]),
-    w("of 45 characters", lambda c: c["wallet"] + "2"),
+    # (A wallet is 43 or 44 characters: pad to 45, never to a 44 that may be a real key.)
+    w("of 45 characters", lambda c: c["wallet"] + "2" * (45 - len(c["wallet"]))),
     w("of 65 characters", lambda c: (c["wallet"] * 2)[:65]),
     w("with a 0", lambda c: c["wallet"][:5] + "0" + c["wallet"][6:]),
     w("with an O", lambda c: c["wallet"][:5] + "O" + c["wallet"][6:]),
