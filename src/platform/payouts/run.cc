@@ -310,12 +310,18 @@ StatusOr<int64_t> Payouts::Tick() {
 }
 
 StatusOr<int64_t> Payouts::Advance(const std::string& run_id) {
-  GPUNEX_RETURN_IF_ERROR(Plan::Make(*this, run_id));
   std::optional<Run> run;
-  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(run, PayoutsStore(tx).FindRun(run_id));
-    return Status::Ok();
-  }));
+  auto load = [&] {
+    return db_.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(run, PayoutsStore(tx).FindRun(run_id));
+      return Status::Ok();
+    });
+  };
+  GPUNEX_RETURN_IF_ERROR(load());
+  if (run && run->state == kRunPlanning) {
+    GPUNEX_RETURN_IF_ERROR(Plan::Make(*this, run_id));
+    GPUNEX_RETURN_IF_ERROR(load());
+  }
   if (!run) return NotFound("no payout run " + run_id);
   if (run->state == kRunDone || run->state == kRunPlanning) return 0;
   GPUNEX_RETURN_IF_ERROR(Fault("payout.after_plan"));
@@ -330,23 +336,39 @@ StatusOr<int64_t> Payouts::Advance(const std::string& run_id) {
 }
 
 Status Payouts::FinishIfDone(const Run& run) {
-  const Timestamp now = options_.clock->Now();
-  return db_.Transact([&](store::Tx& tx) -> Status {
+  // The state the run's payouts put it in; "" when it is done already or gone.
+  auto state_of = [&](store::Tx& tx, std::optional<Run>* r) -> StatusOr<std::string> {
     PayoutsStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<Run> r, s.FindRun(run.id));
-    if (!r || r->state == kRunDone) return Status::Ok();
-    GPUNEX_RETURN_IF_ERROR(s.LoadCounts(&*r));
-    const int64_t open = r->counts[std::string(kPlanned)] + r->counts[std::string(kWaitingFunds)] +
-                         r->counts[std::string(kSubmitted)];
+    GPUNEX_ASSIGN_OR_RETURN(*r, s.FindRun(run.id));
+    if (!*r || (*r)->state == kRunDone) return std::string();
+    GPUNEX_RETURN_IF_ERROR(s.LoadCounts(&**r));
+    auto& counts = (*r)->counts;
+    const int64_t open = counts[std::string(kPlanned)] + counts[std::string(kWaitingFunds)] +
+                         counts[std::string(kSubmitted)];
     GPUNEX_ASSIGN_OR_RETURN(auto solana_open,
                             s.RunPayouts(run.id, kSolana, {kPlanned, kSubmitted}, 1));
-    std::string state = open == 0             ? std::string(kRunDone)
-                        : solana_open.empty() ? std::string(kRunWaiting)
-                                              : std::string(kRunRunning);
-    if (state == r->state) return Status::Ok();
+    return open == 0             ? std::string(kRunDone)
+           : solana_open.empty() ? std::string(kRunWaiting)
+                                 : std::string(kRunRunning);
+  };
+  // Read first: a run that stays as it is (waiting on the operator for days) takes no
+  // write transaction every loop.
+  bool changes = false;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    std::optional<Run> r;
+    GPUNEX_ASSIGN_OR_RETURN(std::string state, state_of(tx, &r));
+    changes = !state.empty() && state != r->state;
+    return Status::Ok();
+  }));
+  if (!changes) return Status::Ok();
+  const Timestamp now = options_.clock->Now();
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    std::optional<Run> r;
+    GPUNEX_ASSIGN_OR_RETURN(std::string state, state_of(tx, &r));
+    if (state.empty() || state == r->state) return Status::Ok();
     r->state = state;
     if (state == kRunDone) r->finished_at = now;
-    return s.UpdateRun(*r);
+    return PayoutsStore(tx).UpdateRun(*r);
   });
 }
 
