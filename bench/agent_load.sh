@@ -27,7 +27,7 @@ pid=$GPUNEXD_PID
 base=$BASE
 token=$(demo_agent_token)
 session=$(curl -fsS -X POST "$base/api/v1/auth/login" -H 'Content-Type: application/json' \
-  -d '{"email":"provider@gpunex.local","password":"gpunex-demo-provider"}' |
+  -d '{"email":"provider@gpunex.local","password":"eight-l4s-in-milan"}' |
   sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
 echo "gpunexd agent-connection benchmark: SQLite, $(nproc) cores, one process driving all agents"
 /usr/bin/python3 bench/agent_load.py --url "$base" --token "$token" --api-token "$session" \

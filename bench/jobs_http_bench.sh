@@ -85,14 +85,14 @@ login() {  # email, password → session token
 }
 
 agent_token=$(demo_agent_token)
-provider=$(login provider@gpunex.local gpunex-demo-provider)
+provider=$(login provider@gpunex.local eight-l4s-in-milan)
 api PUT /api/v1/providers/me/prices "$provider" \
   '{"items":[{"gpu_model":"l4-24gb","price_micro":400000}]}' >/dev/null
 curl -fsS -X POST "$base/api/v1/auth/signup" -H 'Content-Type: application/json' \
-  -d '{"email":"customer@bench.local","password":"bench-customer-pw","name":"Bench Customer"}' >/dev/null
-customer=$(login customer@bench.local bench-customer-pw)
+  -d '{"email":"customer@bench.local","password":"amber-lantern-fox","name":"Bench Customer"}' >/dev/null
+customer=$(login customer@bench.local amber-lantern-fox)
 customer_id=$(api GET /api/v1/me "$customer" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-admin=$(login admin@bench.local bench-admin-pw)
+admin=$(login admin@bench.local quiet-river-stone)
 if [ "$credit" != 0 ]; then
   api POST /api/v1/admin/credits "$admin" \
     "{\"user_id\":\"$customer_id\",\"amount_micro\":$credit,\"reference\":\"jobs bench\"}" >/dev/null

@@ -15,7 +15,7 @@
 start_gpunexd() {
   local bin=$1 work=$2 extra=${3:-} port=""
   printf 'listen = "127.0.0.1:0"\ndata_dir = "%s/data"\n%s\n' "$work" "$extra" >"$work/gpunexd.toml"
-  "$bin" admin create --email admin@bench.local --password bench-admin-pw \
+  "$bin" admin create --email admin@bench.local --password quiet-river-stone \
     --config "$work/gpunexd.toml" >/dev/null
   "$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
   GPUNEXD_PID=$!
@@ -30,5 +30,5 @@ start_gpunexd() {
 }
 
 demo_agent_token() {
-  /usr/bin/python3 scripts/demo_seed.py "$BASE" admin@bench.local bench-admin-pw
+  /usr/bin/python3 scripts/demo_seed.py "$BASE" admin@bench.local quiet-river-stone
 }

@@ -67,12 +67,12 @@ login() {  # email, password → session token
 }
 
 agent_token=$(demo_agent_token)
-provider=$(login provider@gpunex.local gpunex-demo-provider)
+provider=$(login provider@gpunex.local eight-l4s-in-milan)
 api PUT /api/v1/providers/me/prices "$provider" \
   '{"items":[{"gpu_model":"l4-24gb","price_micro":400000}]}' >/dev/null
 curl -fsS -X POST "$base/api/v1/auth/signup" -H 'Content-Type: application/json' \
-  -d '{"email":"customer@bench.local","password":"bench-customer-pw","name":"Bench Customer"}' >/dev/null
-customer=$(login customer@bench.local bench-customer-pw)
+  -d '{"email":"customer@bench.local","password":"amber-lantern-fox","name":"Bench Customer"}' >/dev/null
+customer=$(login customer@bench.local amber-lantern-fox)
 
 /usr/bin/python3 bench/agent_load.py --url "$base" --token "$agent_token" --api-token "$provider" \
   --pid "$pid" --steps "$offers" --heartbeat "$heartbeat" --prices 300000:560000 --hold \

@@ -16,7 +16,7 @@ export GPUNEX_DATA_DIR=${GPUNEX_DATA_DIR:-$demo/data}
 export GPUNEX_LISTEN=${GPUNEX_LISTEN:-127.0.0.1:8080}
 export GPUNEX_ALLOW_EMULATED_GPUS=true
 admin_email=${GPUNEX_DEMO_ADMIN:-admin@gpunex.local}
-admin_password=${GPUNEX_DEMO_PASSWORD:-gpunex-demo-admin}
+admin_password=${GPUNEX_DEMO_PASSWORD:-review-queue-keeper}
 base=http://$GPUNEX_LISTEN
 mkdir -p "$demo"
 
@@ -56,9 +56,9 @@ cat <<MSG
 gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   dashboard: $base/
   admin:    $admin_email / $admin_password
-  provider: provider@gpunex.local / gpunex-demo-provider  (its demo agent has 2 EMULATED L4 GPUs,
+  provider: provider@gpunex.local / eight-l4s-in-milan  (its demo agent has 2 EMULATED L4 GPUs,
             priced at 0.45 USDC per GPU-hour: offered once their first benchmark passes)
-  customer: customer@gpunex.local / gpunex-demo-customer  (a balance of 25 USDC; it rents one
+  customer: customer@gpunex.local / render-farm-at-night  (a balance of 25 USDC; it rents one
             demo GPU once it is offered: see $base/#/rentals)
   market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
   payouts:  ${GPUNEX_SOLANA_RPC_URL:+USDC on a LOCAL Solana test chain at $GPUNEX_SOLANA_RPC_URL (test tokens):

@@ -74,6 +74,18 @@ std::string Sha256Hex(std::string_view data) {
   return hex;
 }
 
+std::string HmacSha256(std::string_view key, std::string_view data) {
+  EnsureSodium();
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(key.data()),
+                              key.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(data.data()),
+                                data.size());
+  unsigned char out[crypto_auth_hmacsha256_BYTES];
+  crypto_auth_hmacsha256_final(&state, out);
+  return {reinterpret_cast<const char*>(out), sizeof out};
+}
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   EnsureSodium();

@@ -20,6 +20,9 @@ std::string NewSecret(std::string_view prefix);
 // Lower-case hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 
+// HMAC-SHA-256 of `data` under `key` (RFC 2104): 32 raw bytes.
+std::string HmacSha256(std::string_view key, std::string_view data);
+
 // Constant-time equality of two strings of equal length.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 

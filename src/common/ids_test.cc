@@ -26,6 +26,17 @@ TEST(Ids, SortInCreationOrder) {
   }
 }
 
+TEST(Secrets, HmacSha256MatchesRfc4231) {
+  // RFC 4231, test case 2.
+  std::string hex;
+  for (const unsigned char c : HmacSha256("Jefe", "what do ya want for nothing?")) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    hex += kDigits[c >> 4];
+    hex += kDigits[c & 15];
+  }
+  EXPECT_EQ(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
 TEST(Secrets, AreLongRandomAndHashable) {
   std::string a = NewSecret("gpx_s"), b = NewSecret("gpx_s");
   EXPECT_NE(a, b);

@@ -28,6 +28,7 @@
 #include "platform/market/market.h"
 #include "platform/notify/outbox.h"
 #include "platform/notify/smtp.h"
+#include "platform/notify/verify.h"
 #include "platform/payouts/payouts.h"
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
@@ -252,7 +253,17 @@ int Serve(Config config) {
   const std::function<void()> wake_outbox = [&outbox] {
     if (outbox) outbox->Wake();
   };
-  accounts::Accounts accounts(**db, AccountOptions(config));
+  notify::VerifierOptions verifier_options;
+  verifier_options.public_url = config.public_url;
+  verifier_options.mail_domain = MailDomain(config.public_url);
+  verifier_options.link_lifetime = std::chrono::hours(config.email_link_hours);
+  verifier_options.clock = &clock;
+  verifier_options.wake_outbox = wake_outbox;
+  auto verifier = notify::EmailVerifier::Open(**db, verifier_options);
+  if (!verifier.ok()) return Fail(verifier.status());
+  accounts::AccountsOptions account_options = AccountOptions(config);
+  account_options.verifier = verifier->get();
+  accounts::Accounts accounts(**db, account_options);
   providers::Providers providers(**db, {&clock});
   auto calendar = BusinessCalendar::Create(config.holidays);
   if (!calendar.ok()) return Fail(calendar.status());
@@ -367,6 +378,7 @@ int Serve(Config config) {
     o.max_attempts = config.outbox_max_attempts;
     o.lease = std::chrono::seconds(config.outbox_lease_s);
     o.clock = &clock;
+    o.verifier = verifier->get();
     if ((*db)->Backend() == "sqlite") {
       // One process owns a SQLite data directory: claims left by a crashed run are
       // released at once instead of waiting out their lease.
@@ -402,6 +414,7 @@ int Serve(Config config) {
       jobs,
       payouts,
       topups,
+      **verifier,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
       [&outbox, &applications](http::Metrics& m) {

@@ -128,7 +128,7 @@ async function heading(page, text) {
 }
 
 async function signUp(page, name, email) {
-  await page.goto(server.base + "/");
+  await page.goto(server.base + "/#/login");
   await heading(page, "Log in");
   await page.getByRole("link", { name: "Sign up" }).first().click();
   await heading(page, "Create your gpunex account");
@@ -148,7 +148,8 @@ async function logInByKeyboard(page, email, password) {
   await page.keyboard.press("Tab");
   await page.keyboard.type(password);
   await page.keyboard.press("Enter");
-  await heading(page, "Your roles");
+  // Reviewers land on the review queue, everyone else on Roles.
+  await heading(page, email === ADMIN.email ? "Review queue" : "Your roles");
 }
 
 // Fills GPU entry `i` of the application form.
@@ -158,8 +159,8 @@ async function fillEntry(page, i, e) {
   if (e.other) await entry.getByLabel("Model name").fill(e.other);
   await entry.getByLabel("Quantity (GPUs)").fill(String(e.quantity));
   await entry.getByLabel("System RAM (GB)").fill(String(e.ram));
-  await entry.getByLabel("Upload (Gbps)").fill(String(e.up));
-  await entry.getByLabel("Download (Gbps)").fill(String(e.down));
+  await entry.getByLabel("Upload (Gbit/s)").fill(String(e.up));
+  await entry.getByLabel("Download (Gbit/s)").fill(String(e.down));
   if (e.schedule) {
     await entry.getByLabel("Weekly schedule").check();
     await entry.getByLabel("Time zone").fill(e.schedule.timezone);
@@ -404,7 +405,7 @@ describe("dashboard", () => {
         await p
           .locator("fieldset.gpu-entry")
           .nth(1)
-          .getByLabel("Upload (Gbps)")
+          .getByLabel("Upload (Gbit/s)")
           .fill("1");
         await p.getByRole("button", { name: "Resubmit application" }).click();
         await p
@@ -439,7 +440,10 @@ describe("dashboard", () => {
           .getByRole("link", { name: "Go to the Provider Dashboard" })
           .click();
         await heading(p, "Provider Dashboard");
-        await p.locator(".tier-card").getByText("Community").waitFor();
+        await p
+          .locator(".tier-card")
+          .getByText("Community", { exact: true })
+          .waitFor();
         await p.getByRole("link", { name: "Overview" }).waitFor();
         assert.deepEqual(
           await p.locator("nav.tabs a").allTextContents(),
@@ -701,7 +705,7 @@ describe("dashboard", () => {
           await machineCard
             .locator('tr[data-metric="network.download_mbit_s"]')
             .textContent(),
-          /Mbit\/s✓ Pass/,
+          /[MG]bit\/s✓ Pass/,
         );
         assert.match(
           await machineCard
@@ -1771,7 +1775,7 @@ describe("dashboard", () => {
           .waitFor();
         assert.match(
           await p.locator("fieldset.scope-choices .field-error").textContent(),
-          /at least 1/,
+          /at least one/,
         );
         await p.getByLabel("Key name").fill("nightly report");
         await p.getByLabel(/^Read/).check();
@@ -1995,7 +1999,8 @@ describe("dashboard", () => {
 
         // Submitted two weeks ago: past the 3 business days the review should take.
         server.sql(
-          "UPDATE provider_applications SET submitted_at = submitted_at - 14 * 86400 * 1000000 " +
+          "UPDATE provider_applications SET submitted_at = submitted_at - 14 * 86400 * 1000000, " +
+            "first_submitted_at = first_submitted_at - 14 * 86400 * 1000000 " +
             "WHERE status = 'submitted' AND body LIKE '%Evil Corp%'",
         );
         await logInByKeyboard(admin.page, ADMIN.email, ADMIN.password);
@@ -2860,7 +2865,10 @@ describe("earnings, payouts and top-ups", () => {
         await page.getByLabel("Email").fill(email);
         await page.getByLabel("Password").fill(password);
         await page.getByRole("button", { name: "Log in" }).click();
-        await heading(page, "Your roles");
+        await heading(
+          page,
+          email === ADMIN.email ? "Review queue" : "Your roles",
+        );
       }
       const open = async () => {
         const x = await newPage();

@@ -945,3 +945,32 @@ export async function unlabelled(page) {
       .map((el) => el.outerHTML.slice(0, 120)),
   );
 }
+
+// The colour-contrast violations (WCAG 2 AA) that axe-core (web/node_modules/axe-core)
+// finds in the page as shown now: [] when there are none, else one line per element,
+// "selector: fg on bg = ratio (needs n)". axe runs in the page through the DevTools
+// protocol, which the Content-Security-Policy does not govern.
+let axeSource = null;
+export async function contrastViolations(page) {
+  if (!axeSource) {
+    const file = createRequire(
+      path.join(SOURCE_DIR, "web", "package.json"),
+    ).resolve("axe-core/axe.min.js");
+    axeSource = fs.readFileSync(file, "utf8");
+  }
+  if (!(await page.evaluate(() => typeof window.axe === "object")))
+    await page.evaluate(axeSource);
+  const result = await page.evaluate(async () => {
+    const r = await window.axe.run(document, {
+      runOnly: { type: "rule", values: ["color-contrast"] },
+      resultTypes: ["violations"],
+    });
+    return r.violations.flatMap((v) =>
+      v.nodes.map((n) => {
+        const d = n.any[0]?.data ?? {};
+        return `${n.target.join(" ")}: ${d.fgColor} on ${d.bgColor} = ${d.contrastRatio} (needs ${d.expectedContrastRatio})`;
+      }),
+    );
+  });
+  return result;
+}

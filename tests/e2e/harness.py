@@ -20,11 +20,13 @@ Environment:
 """
 
 import asyncio
+import base64
 import copy
 import email
 import email.policy
 import email.utils
 import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -49,6 +51,8 @@ PUBLIC_URL = "https://gpunex.test"
 ADMIN_EMAIL = "admin@gpunex.test"
 ADMIN_PASSWORD = "admin-password-123"
 PASSWORD = "correct-horse-battery"
+# The subject of the email that verifies an address (docs/security.md, "Email").
+VERIFY_SUBJECT = "gpunex: confirm your email address"
 
 AGENT_TOKEN_RE = re.compile(r"gpx_a_[A-Za-z0-9_-]{43}")
 START_TIMEOUT_S = float(os.environ.get("GPUNEX_E2E_START_TIMEOUT", "20"))
@@ -218,15 +222,21 @@ class SmtpSink:
                     raise AssertionError(f"no SMTP DATA #{count} within {timeout}s")
                 self._cv.wait(min(left, 0.2))
 
-    def for_addr(self, addr):
+    @staticmethod
+    def _to(addr, links):
+        """Whether a message is to `addr`; with links=False verification links do not count."""
         addr = addr.lower()
-        return [m for m in self.snapshot() if m.to_addr == addr]
+        return lambda m: m.to_addr == addr and (links or m.subject != VERIFY_SUBJECT)
 
-    def wait_for_addr(self, addr, count, timeout=15.0):
-        addr = addr.lower()
+    def for_addr(self, addr, links=True):
+        to = self._to(addr, links)
+        return [m for m in self.snapshot() if to(m)]
+
+    def wait_for_addr(self, addr, count, timeout=15.0, links=True):
+        to = self._to(addr, links)
         return [m for m in self.wait_for(
-            lambda ms: len([m for m in ms if m.to_addr == addr]) >= count, timeout,
-            what=f"{count} message(s) to {addr}") if m.to_addr == addr]
+            lambda ms: len([m for m in ms if to(m)]) >= count, timeout,
+            what=f"{count} message(s) to {addr.lower()}") if to(m)]
 
 
 # --------------------------------------------------------------------------- HTTP client
@@ -636,13 +646,44 @@ class Gpunexd:
                                f"{out.stdout}\n{out.stderr}")
         return out.stdout
 
-    def signup(self, email=None, password=PASSWORD, name="Test User"):
+    def signup(self, email=None, password=PASSWORD, name="Test User", verify=True):
+        """Signs up; with `verify` the address is then verified, as its owner opening the
+        link would (verify_address)."""
         email = email or unique_email()
         r = self.client().post(f"{API}/auth/signup",
                                {"email": email, "password": password, "name": name})
         if r.status != 201:
             raise AssertionError(f"signup {email}: {r}")
-        return r.body["user"]
+        user = r.body["user"]
+        if verify:
+            self.verify_address(user["id"], email)
+        return user
+
+    def verification_token(self, user_id, address, expires=None):
+        """The token of a verification link for (user_id, address), signed with the key in
+        the server's database: the format docs/security.md gives (base64url of
+        "<user id>\\n<address>\\n<expiry, Unix seconds>", ".", base64url of its HMAC-SHA-256)."""
+        rows = self.backend.query(
+            "SELECT secret FROM signing_keys WHERE name = 'email_verification'")
+        if not rows:
+            raise AssertionError("no email verification key in the database")
+        if expires is None:
+            expires = int(time.time()) + 10 * 365 * 86400  # past any test clock
+        payload = f"{user_id}\n{address.lower()}\n{expires}".encode()
+        mac = hmac.new(rows[0][0].encode(), payload, hashlib.sha256).digest()
+
+        def b64(b):
+            return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+        return b64(payload) + "." + b64(mac)
+
+    def verify_address(self, user_id, address):
+        """Verifies `address` for the account (a sign-up's, or one an email waits on) through
+        POST /auth/verify-email, as opening the emailed link does."""
+        r = self.client().post(f"{API}/auth/verify-email",
+                               {"token": self.verification_token(user_id, address)})
+        if r.status != 200:
+            raise AssertionError(f"verify {address}: {r}")
+        return r.body
 
     def login(self, email, password=PASSWORD):
         r = self.client().post(f"{API}/auth/login", {"email": email, "password": password})
@@ -986,12 +1027,20 @@ def approved_provider(srv, admin, name="Prov", tier="community", sink=None, pric
     r = u.c.post(f"{API}/provider-applications", body)
     assert r.status == 201, r
     app_id = r.body["id"]
-    r = admin.c.post(f"{API}/provider-applications/{app_id}/decision",
-                     {"decision": "approve", "tier": tier})
+    decision = {"decision": "approve", "tier": tier}
+    if tier != r.body.get("suggested_tier", tier):
+        decision["override_suggestion"] = True  # the reviewer confirms deciding against it
+    r = admin.c.post(f"{API}/provider-applications/{app_id}/decision", decision)
     assert r.status == 200, r
     token = None
+    # The contact address gets the emails once verified (the submission's is held until then).
+    srv.verify_address(u.id, contact)
     if sink is not None:
-        msgs = sink.wait_for_addr(contact, 2)
+        # The approval, with the token (after the receipt, and a link if one went out first).
+        addr = contact.lower()
+        msgs = [m for m in sink.wait_for(
+            lambda ms: any(m.to_addr == addr and AGENT_TOKEN_RE.search(m.body) for m in ms),
+            15.0, what=f"the approval email to {addr}") if m.to_addr == addr]
         for m in msgs:
             found = AGENT_TOKEN_RE.search(m.body)
             if found:

@@ -61,6 +61,16 @@ def _login_body(ctx, who):
     return {"email": ctx["login_email"], "password": PASSWORD}
 
 
+def _verify_body(ctx, who):
+    # The link of the customer's sign-up: whoever holds it may open it (it is the credential).
+    return {"token": ctx["verify_token"]}
+
+
+def _resend_body(ctx, who):
+    # Each user's own address, verified already: each reaches the check (409), nobody mails.
+    return {"email": ctx.get(f"email_{who}", "nobody@example.com")}
+
+
 def _gpu_model_body(ctx, who):
     return {"id": f"e2e-{uuid.uuid4().hex[:8]}", "name": "NVIDIA B200", "vram_gb": 192,
             "fp32_tflops": 80.0, "fp16_tflops": 160.0, "fp16_tensor_tflops": 2250.0,
@@ -194,6 +204,11 @@ MATRIX = [
     # Each user's other sessions end; the one making the request stays.
     dict(route=("POST", "/api/v1/me/sessions/revoke-others"),
          path=f"{API}/me/sessions/revoke-others", expect=users(200)),
+    dict(route=("POST", "/api/v1/auth/verify-email"), path=f"{API}/auth/verify-email",
+         body=_verify_body, expect=everyone(200)),
+    dict(route=("GET", "/api/v1/me/emails"), path=f"{API}/me/emails", expect=users(200)),
+    dict(route=("POST", "/api/v1/me/emails/resend"), path=f"{API}/me/emails/resend",
+         body=_resend_body, expect=users(409)),
     # --- provider applications
     dict(route=("POST", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
          body=_draft_body,
@@ -253,6 +268,9 @@ MATRIX = [
          expect=only(["provA", "provB", "admin"], 200, 403)),
     dict(route=("GET", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
          expect=only(["provA", "admin"], 200, 404)),
+    # The provider names the machine; an admin may read it but not rename it.
+    dict(route=("PATCH", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
+         body={"name": "rack-A"}, expect=only(["provA"], 200, 404, admin=403)),
     dict(route=("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}"),
          path=f"{API}/machines/{{mch_A}}/gpus/{{gpu_A}}", body={"enabled": True},
          expect=only(["provA"], 200, 404, admin=403)),
@@ -656,6 +674,8 @@ class AuthzMixin:
                              rnt_C2=rentals[1], job_C=job_c, usr_C=customer.id,
                              login_email=login_user.email,
                              customer_contact=customer_contact,
+                             verify_token=srv.verification_token(customer.id, customer.email),
+                             **{f"email_{w}": u.email for w, u in who.items() if u},
                              # Filled by _payouts_fixture (the tests that need them).
                              po_A="po_00000000000000000000000000",
                              po_B="po_00000000000000000000000001",
@@ -1001,6 +1021,12 @@ class AuthzMixin:
         r = f["admin"].c.get(f"{API}/provider-applications")
         self.assertEqual({it["id"] for it in r.body["items"]},
                          {ctx["app_A"], ctx["app_B"], ctx["app_C"]})
+        # ?mine=true: the caller's own only, for an admin too (the Roles page asks so).
+        for p, own in dict(expect_own, admin=set()).items():
+            r = f["who"][p].c.get(f"{API}/provider-applications", query={"mine": "true"})
+            self.assertStatus(r, 200)
+            self.assertEqual({it["id"] for it in r.body["items"]}, own, p)
+            self.assertEqual(r.body["total"], len(own), p)
         # Nobody but the admin can decide, not even on their own application.
         r = f["customer"].c.post(f"{API}/provider-applications/{ctx['app_C']}/submit")
         self.assertStatus(r, 200)

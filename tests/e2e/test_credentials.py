@@ -59,16 +59,16 @@ class CredentialsTest(ServerTestCase):
         self.assertEqual(len(sessions), 2)
         self.assertEqual(sum(1 for s in sessions if s["current"]), 1)
         self.assertError(u.c.post(f"{API}/me/password", {"current_password": "wrong-wrong-1",
-                                                        "new_password": "a-new-password-1"}),
+                                                        "new_password": "a-brand-new-secret-1"}),
                          422, ["current_password"])
         self.assertStatus(self.srv.client(other).get(f"{API}/me"), 200, "a refusal ends nothing")
         self.assertStatus(u.c.post(f"{API}/me/password", {"current_password": PASSWORD,
-                                                         "new_password": "a-new-password-1"}), 204)
+                                                         "new_password": "a-brand-new-secret-1"}), 204)
         self.assertError(self.srv.client(other).get(f"{API}/me"), 401)
         self.assertStatus(u.c.get(f"{API}/me"), 200, "the session that changed it stays")
         r = self.srv.client().post(f"{API}/auth/login", {"email": u.email, "password": PASSWORD})
         self.assertError(r, 401)
-        self.srv.login(u.email, "a-new-password-1")
+        self.srv.login(u.email, "a-brand-new-secret-1")
 
     def test_sessions_are_listed_and_ended_one_by_one_or_all_but_this_one(self):
         u = self.srv.user("Sam Sessions")

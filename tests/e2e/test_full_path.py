@@ -13,6 +13,7 @@ Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
 
 import copy
 import json
+import time
 import unittest
 
 from harness import (AGENT_TOKEN_RE, API, PUBLIC_URL, ServerTestCase, community_application,
@@ -23,6 +24,7 @@ SUBJECT_NEEDS_INFO = "gpunex: more information needed for your provider applicat
 SUBJECT_RESUBMITTED = "gpunex: your updated provider application was received"
 SUBJECT_APPROVED = "gpunex: your provider application is approved"
 SUBJECT_REJECTED = "gpunex: your provider application was not approved"
+SUBJECT_VERIFY = "gpunex: confirm your email address"
 
 REVIEWER_MESSAGE = ("Please tell us the make and model of your UPS and how long it holds the "
                     "H100 rack at full load.")
@@ -177,8 +179,18 @@ class FullPathMixin:
         self.assertNotIn("token", first)
         self.assertNotIn("token_hash", first)
 
-        # --- the emails, in order, all to the contact email
-        msgs = sink.wait_for_addr(contact, 4, timeout=15)
+        # --- the emails, in order, all to the contact email: first only the link that
+        # verifies it, the others held until it is opened
+        first_mail = sink.wait_for_addr(contact, 1, timeout=15)
+        self.assertEqual([m.subject for m in first_mail], [SUBJECT_VERIFY])
+        self.assertIn("the gpunex account " + ada.email, first_mail[0].body)
+        held = srv.backend.query("SELECT status FROM email_outbox WHERE to_addr = ? AND "
+                                 "kind <> 'email.verify'", (contact,))
+        self.assertEqual([r[0] for r in held], ["held"] * 4)
+        time.sleep(0.5)
+        self.assertEqual(len(sink.for_addr(contact)), 1, "only the link before verification")
+        srv.verify_address(ada.id, contact)
+        msgs = sink.wait_for_addr(contact, 5, timeout=15)[1:]
         self.assertEqual([m.subject for m in msgs],
                          [SUBJECT_SUBMITTED, SUBJECT_NEEDS_INFO, SUBJECT_RESUBMITTED,
                           SUBJECT_APPROVED])
@@ -187,7 +199,8 @@ class FullPathMixin:
             self.assertRegex(m.message_id, r"^<eml_[0-9A-Z]+@gpunex\.test>$")
             self.assertIn(app_id, m.body)
         self.assertEqual(len({m.message_id for m in msgs}), 4)
-        self.assertEqual(sink.for_addr(ada.email), [], "nothing goes to the login email")
+        self.assertEqual([m.subject for m in sink.for_addr(ada.email)], [SUBJECT_VERIFY],
+                         "only the sign-up's link goes to the login email")
         self.assertIn("Ada Lovelace", msgs[0].body)
         self.assertIn(REVIEWER_MESSAGE, msgs[1].body)
         approved = msgs[3]
@@ -225,10 +238,10 @@ class FullPathMixin:
             self.assertIn(app_id, n["link"] or "")
 
         # --- the outbox keeps no body once sent, and the token is nowhere at rest
-        self._wait_outbox_sent(contact, 4)
+        self._wait_outbox_sent(contact, 5)
         rows = srv.backend.query(
             "SELECT status, CASE WHEN body IS NULL THEN 1 ELSE 0 END, message_id "
-            "FROM email_outbox WHERE to_addr = ?", (contact,))
+            "FROM email_outbox WHERE to_addr = ? AND kind <> 'email.verify'", (contact,))
         self.assertEqual(len(rows), 4)
         for status, body_is_null, message_id in rows:
             self.assertEqual(status, "sent")
@@ -275,7 +288,7 @@ class FullPathMixin:
             self._assert_secret_not_stored(t)
 
         # Token operations send no email and add no notification about tokens.
-        self.assertEqual(len(sink.for_addr(contact)), 4)
+        self.assertEqual(len(sink.for_addr(contact)), 5)
         self.assertNotIn("gpx_a_", ada.c.get(f"{API}/notifications").raw.decode())
 
     def test_reject_path(self):
@@ -312,8 +325,11 @@ class FullPathMixin:
         self.assertEqual(rejected[0]["message"], REJECT_REASON)
         self.assertEqual(rejected[0]["actor_id"], admin.id)
 
-        msgs = sink.wait_for_addr(contact, 2, timeout=15)
-        self.assertEqual([m.subject for m in msgs], [SUBJECT_SUBMITTED, SUBJECT_REJECTED])
+        srv.verify_address(bob.id, contact)
+        msgs = sink.wait_for_addr(contact, 3, timeout=15)
+        self.assertEqual([m.subject for m in msgs],
+                         [SUBJECT_VERIFY, SUBJECT_SUBMITTED, SUBJECT_REJECTED])
+        msgs = msgs[1:]
         self.assertIn(REJECT_REASON, msgs[1].body)
         self.assertNotIn("gpx_a_", msgs[1].body)
 
@@ -334,7 +350,7 @@ class FullPathMixin:
         self.assertStatus(r, 201)
         self.assertEqual(r.body["status"], "draft")
 
-        self._wait_outbox_sent(contact, 2)
+        self._wait_outbox_sent(contact, 3)
 
     def test_cookie_session_and_csrf(self):
         srv = self.srv

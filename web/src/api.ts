@@ -110,6 +110,7 @@ export interface User {
   roles: Role[];
   created_at: string;
   csrf_token?: string;
+  email_verified?: boolean; // GET /me only
 }
 
 export interface LoginAnswer {

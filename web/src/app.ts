@@ -4,6 +4,8 @@
 import * as api from "./api";
 import { append, h, replace } from "./dom";
 import { errorBanner, isAbort } from "./errors";
+import { notFoundPage } from "./pages/notfound";
+import { verifyReminder } from "./pages/verify";
 
 export const session: { user: api.User | null } = { user: null };
 
@@ -63,12 +65,20 @@ function match(pattern: string, path: string): Record<string, string> | null {
 // ---- the shell
 
 const header = h("header", { class: "topbar" });
+// Under the header: what waits for the user (the confirmation of their email address).
+const reminder = h("div", { class: "shell-reminder" });
 const mainEl = h("main", { id: "main", tabindex: "-1" });
 let unreadBadge: HTMLElement | null = null;
 let leaving: (() => void) | null = null;
 
 export function mountShell(root: HTMLElement): void {
-  replace(root, h("a", { class: "skip-link", href: "#main", onclick: skipToMain }, "Skip to content"), header, mainEl);
+  replace(
+    root,
+    h("a", { class: "skip-link", href: "#main", onclick: skipToMain }, "Skip to content"),
+    header,
+    reminder,
+    mainEl,
+  );
   window.addEventListener("hashchange", () => void render());
   window.setInterval(() => void refreshUnread(), 20000);
 }
@@ -93,7 +103,7 @@ function navLink(path: string, text: string, extra?: HTMLElement | null): HTMLEl
 }
 
 function renderHeader(): void {
-  const brand = h("a", { class: "brand", href: session.user ? "#/roles" : "#/login" }, "gpunex");
+  const brand = h("a", { class: "brand", href: session.user ? "#/roles" : "#/" }, "gpunex");
   const links: HTMLElement[] = [];
   const user = session.user;
   if (user) {
@@ -132,6 +142,8 @@ function renderHeader(): void {
       )
     : null;
   replace(header, brand, h("nav", { "aria-label": "Main" }, h("ul", null, links)), account);
+  // The verification page says it all itself.
+  replace(reminder, user && currentPath() !== "/verify-email" ? verifyReminder(user) : null);
   if (user) void refreshUnread();
 }
 
@@ -166,7 +178,10 @@ async function logout(): Promise<void> {
 export async function refreshMe(signal?: AbortSignal): Promise<api.User | null> {
   if (!session.user) return null;
   const me = await api.get<api.User>("/me", { signal });
-  const changed = me.roles.join() !== session.user?.roles.join() || me.name !== session.user?.name;
+  const changed =
+    me.roles.join() !== session.user?.roles.join() ||
+    me.name !== session.user?.name ||
+    me.email_verified !== session.user?.email_verified;
   session.user = me;
   if (me.csrf_token) api.setCsrfToken(me.csrf_token);
   if (changed) renderHeader();
@@ -199,8 +214,11 @@ export async function render(): Promise<void> {
     }
   }
   if (!found) {
-    navigate(session.user ? "/roles" : "/login");
-    return;
+    // An address no page has: said so, not another page shown in its place.
+    found = {
+      r: { pattern: path, title: "Page not found", page: (v) => notFoundPage(v, path), auth: false },
+      params: {},
+    };
   }
   if (found.r.auth && !session.user) {
     // The whole route, query included (#/provider/benchmark?machine=ID from an email).
@@ -239,10 +257,24 @@ export async function render(): Promise<void> {
       cleanups.push(() => window.clearTimeout(timer));
     },
   };
+  // A page still empty after a moment is waiting for its first answer: it says so until
+  // it has rendered (or failed).
+  const loading = h(
+    "p",
+    { class: "page-loading", role: "status" },
+    h("span", { class: "spinner", "aria-hidden": "true" }),
+    "Loading…",
+  );
+  const loadingTimer = window.setTimeout(() => {
+    if (!page.firstChild) page.appendChild(loading);
+  }, 150);
   try {
     await found.r.page(view);
   } catch (e) {
     if (!isAbort(e) && !controller.signal.aborted) append(page, errorBanner(e));
+  } finally {
+    window.clearTimeout(loadingTimer);
+    loading.remove();
   }
   // Move focus to the page's heading so keyboard and screen-reader users start there.
   if (!controller.signal.aborted && !page.contains(document.activeElement)) {
@@ -254,11 +286,13 @@ export async function render(): Promise<void> {
   }
 }
 
-// The page to go to after log-in: the one that asked for it, or the Roles page.
+// The page to go to after log-in: the one that asked for it, else the review queue for
+// reviewers and the Roles page for everyone else.
 export function afterLoginPath(): string {
   const back = sessionStorage.getItem("gpunex.return");
   sessionStorage.removeItem("gpunex.return");
-  return back && back !== "/login" && back !== "/signup" ? back : "/roles";
+  if (back && back !== "/login" && back !== "/signup") return back;
+  return hasRole("admin") ? "/review" : "/roles";
 }
 
 // A message for the next page shown ("Draft saved"), after a navigation.

@@ -25,6 +25,23 @@ export function gib(mb: number | null | undefined): string {
   return `${(mb / 1024).toFixed(mb % 1024 === 0 ? 0 : 1)} GiB`;
 }
 
+function figure(n: number): string {
+  const digits = Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2;
+  return n.toLocaleString(undefined, { maximumFractionDigits: digits });
+}
+
+// Rates in one style across the dashboard: bits for networks ("940 Mbit/s", "18.9
+// Gbit/s"), bytes for storage and memory ("850 MB/s", "2.1 GB/s"), SI prefixes.
+export function bitRate(mbitPerS: number | null | undefined): string {
+  if (mbitPerS === null || mbitPerS === undefined || !Number.isFinite(mbitPerS)) return "—";
+  return mbitPerS >= 1000 ? `${figure(mbitPerS / 1000)} Gbit/s` : `${figure(mbitPerS)} Mbit/s`;
+}
+
+export function byteRate(mbPerS: number | null | undefined): string {
+  if (mbPerS === null || mbPerS === undefined || !Number.isFinite(mbPerS)) return "—";
+  return mbPerS >= 1000 ? `${figure(mbPerS / 1000)} GB/s` : `${figure(mbPerS)} MB/s`;
+}
+
 export function tierName(tier: string | null | undefined): string {
   if (tier === "enterprise") return "Enterprise";
   if (tier === "community") return "Community";

@@ -8,7 +8,10 @@
 
 #include "common/ids.h"
 #include "common/json.h"
+#include "common/utf8.h"
 #include "platform/accounts/accounts_store.h"
+#include "platform/accounts/password_policy.h"
+#include "platform/notify/verify.h"
 
 namespace gpunex::platform::accounts {
 namespace {
@@ -174,32 +177,58 @@ StatusOr<bool> Accounts::VerifyPassword(const std::string& hash, std::string_vie
   return crypto_pwhash_str_verify(hash.c_str(), password.data(), password.size()) == 0;
 }
 
+namespace {
+
+// A name without invisible characters and outer spaces.
+std::string CleanName(std::string_view name) {
+  std::string out = StripInvisible(name);
+  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!out.empty() && space(out.back())) out.pop_back();
+  size_t lead = 0;
+  while (lead < out.size() && space(out[lead])) ++lead;
+  return out.substr(lead);
+}
+
+}  // namespace
+
 StatusOr<User> Accounts::SignUp(const SignUpRequest& req, std::string_view ip) {
   FieldErrors errors;
   std::string normalized;
   if (std::string why = CheckEmail(req.email, &normalized); !why.empty())
     errors.emplace("email", why);
-  if (req.password.size() < kMinPassword) {
-    errors.emplace("password", "must be at least " + std::to_string(kMinPassword) + " characters");
+  const std::string name = CleanName(req.name);
+  if (name.empty()) errors.emplace("name", "is required");
+  if (std::string why = CheckPasswordStrength(req.password, normalized, name); !why.empty()) {
+    errors.emplace("password", why);
   }
-  if (req.name.empty()) errors.emplace("name", "is required");
   if (!errors.empty()) return ValidationFailed(std::move(errors));
 
+  // Hashed whether or not the email is taken, so that the time does not tell either.
   GPUNEX_ASSIGN_OR_RETURN(std::string hash, HashPassword(req.password));
   const Timestamp now = options_.clock->Now();
-  User user{NewId("usr"), normalized, req.name, {std::string(kRoleCustomer)}, now};
-  const Status taken(StatusCode::kAlreadyExists, "an account with this email already exists",
-                     FieldErrors{{"email", "is already registered"}});
-  Status st = db_.Transact([&](store::Tx& tx) -> Status {
+  // The same answer for a taken email: a user that does not exist (its id is never stored).
+  User user{NewId("usr"), normalized, name, {std::string(kRoleCustomer)}, now};
+  const auto sign_up = [&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> existing, s.FindUserByEmail(user.email));
-    if (existing) return taken;
+    if (existing) {
+      // The owner learns of it by email; the caller learns nothing.
+      if (options_.verifier != nullptr) {
+        GPUNEX_RETURN_IF_ERROR(
+            options_.verifier->TellOwnerOfSignUp(tx, now, existing->id, existing->email));
+      }
+      return Audit(tx, now, existing->id, "user.signup_existing", existing->id, ip);
+    }
     GPUNEX_RETURN_IF_ERROR(s.InsertUser({user.id, user.email, user.name, hash, now, false}));
     GPUNEX_RETURN_IF_ERROR(GrantRole(tx, now, user.id, kRoleCustomer, user.id));
+    if (options_.verifier != nullptr) {
+      GPUNEX_RETURN_IF_ERROR(options_.verifier->SendLink(tx, now, user.id, user.email));
+    }
     return Audit(tx, now, user.id, "user.signup", user.id, ip);
-  });
-  // A concurrent sign-up with the same email loses on the unique index.
-  if (st.code() == StatusCode::kAlreadyExists) return taken;
+  };
+  Status st = db_.Transact(sign_up);
+  // A concurrent sign-up with the same email loses on the unique index: then it is taken.
+  if (st.code() == StatusCode::kAlreadyExists) st = db_.Transact(sign_up);
   GPUNEX_RETURN_IF_ERROR(st);
   return user;
 }
@@ -456,8 +485,9 @@ Status Accounts::ChangePassword(const Principal& p, const ChangePasswordRequest&
   GPUNEX_RETURN_IF_ERROR(RequireSession(p, "change the password"));
   FieldErrors errors;
   if (req.current_password.empty()) errors["current_password"] = "is required";
-  if (req.new_password.size() < kMinPassword) {
-    errors["new_password"] = "must be at least " + std::to_string(kMinPassword) + " characters";
+  if (std::string why = CheckPasswordStrength(req.new_password, p.user.email, p.user.name);
+      !why.empty()) {
+    errors["new_password"] = why;
   } else if (req.new_password.size() > kMaxPassword) {
     errors["new_password"] = "must be at most " + std::to_string(kMaxPassword) + " characters";
   } else if (req.new_password == req.current_password) {
@@ -503,9 +533,9 @@ StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view pa
   std::string normalized;
   if (std::string why = CheckEmail(email, &normalized); !why.empty())
     return FieldError("email", why);
-  if (password.size() < kMinPassword) {
-    return FieldError("password",
-                      "must be at least " + std::to_string(kMinPassword) + " characters");
+  const std::string clean_name = CleanName(name);
+  if (std::string why = CheckPasswordStrength(password, normalized, clean_name); !why.empty()) {
+    return FieldError("password", why);
   }
   GPUNEX_ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   const Timestamp now = options_.clock->Now();
@@ -517,13 +547,15 @@ StatusOr<User> Accounts::CreateAdmin(std::string_view email, std::string_view pa
     if (!existing) {
       id = NewId("usr");
       GPUNEX_RETURN_IF_ERROR(s.InsertUser(
-          {id, normalized, std::string(name.empty() ? "Administrator" : name), hash, now, false}));
+          {id, normalized, clean_name.empty() ? "Administrator" : clean_name, hash, now, false}));
       GPUNEX_RETURN_IF_ERROR(GrantRole(tx, now, id, kRoleCustomer, id));
     } else {
       id = existing->id;
       GPUNEX_RETURN_IF_ERROR(s.SetPasswordHash(id, hash));
     }
     GPUNEX_RETURN_IF_ERROR(GrantRole(tx, now, id, kRoleAdmin, id));
+    // The operator who runs the command vouches for the address.
+    GPUNEX_RETURN_IF_ERROR(notify::EmailVerifier::MarkVerified(tx, now, id, normalized));
     GPUNEX_RETURN_IF_ERROR(Audit(tx, now, std::nullopt, "admin.created", id, "cli"));
     GPUNEX_ASSIGN_OR_RETURN(out, LoadUser(tx, id));
     return Status::Ok();

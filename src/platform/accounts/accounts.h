@@ -21,7 +21,12 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/password_gate.h"
+#include "platform/accounts/password_policy.h"
 #include "platform/store/db.h"
+
+namespace gpunex::platform::notify {
+class EmailVerifier;
+}  // namespace gpunex::platform::notify
 
 namespace gpunex::platform::accounts {
 
@@ -83,6 +88,9 @@ struct AccountsOptions {
   unsigned long long argon2_opslimit = 2;
   size_t argon2_memlimit_bytes = 64ull << 20;
   const Clock* clock = &SystemClock();
+  // Sends the link that verifies a new account's address, and tells the owner of a taken
+  // one; null: neither (tools, tests).
+  const notify::EmailVerifier* verifier = nullptr;
 };
 
 struct SignUpRequest {
@@ -160,8 +168,11 @@ class Accounts {
  public:
   Accounts(store::Database& db, AccountsOptions options);
 
-  // A new user (role customer). Field errors for each bad field; kAlreadyExists when the
-  // email is taken.
+  // A new user (role customer), whose address gets a verification link. The name loses
+  // its invisible characters (common/utf8.h StripInvisible) and outer spaces; the password
+  // must pass CheckPasswordStrength. Field errors for each bad field. A taken email gets
+  // the same answer, a user that is never stored, while its owner is told by email: the
+  // answer does not say which addresses have accounts.
   StatusOr<User> SignUp(const SignUpRequest& req, std::string_view ip);
 
   // A new session. kUnauthenticated for a wrong email or password (the same answer for
@@ -214,7 +225,7 @@ class Accounts {
   // Bounds the API checks while decoding requests.
   static constexpr size_t kMaxEmail = 254;
   static constexpr size_t kMaxPassword = 256;
-  static constexpr size_t kMinPassword = 10;
+  static constexpr size_t kMinPassword = kMinPasswordLength;
   static constexpr size_t kMaxName = 200;
   static constexpr size_t kMaxApiKeyName = 100;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/ids.h"
+#include "platform/notify/verify.h"
 #include "platform/testing/platform_test.h"
 
 namespace gpunex::platform::accounts {
@@ -17,6 +18,13 @@ class AccountsTest : public testing::PlatformTest {
     o.login_max_failures = 3;
     o.login_window_minutes = 15;
     o.session_ttl_hours = 24;
+    notify::VerifierOptions vo;
+    vo.public_url = "https://gpunex.test";
+    vo.clock = &clock_;
+    auto verifier = notify::EmailVerifier::Open(db(), vo);
+    ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+    verifier_ = std::move(*verifier);
+    o.verifier = verifier_.get();
     accounts_ = std::make_unique<Accounts>(faulty(), o);
   }
 
@@ -34,6 +42,7 @@ class AccountsTest : public testing::PlatformTest {
     return p.ok() ? *p : Principal{};
   }
 
+  std::unique_ptr<notify::EmailVerifier> verifier_;
   std::unique_ptr<Accounts> accounts_;
 };
 
@@ -51,10 +60,58 @@ TEST_P(AccountsTest, SignUpValidatesAndStoresOnlyAHash) {
   EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE password_hash LIKE '$argon2id$%'"), 1);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE password_hash LIKE '%correct horse%'"), 0);
 
+  // The new account's address gets its verification link.
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'email.verify' AND "
+                   "to_addr = 'ana@example.com' AND status = 'pending'"),
+            1);
+
+  // A taken email gets the same answer, with a user that is never stored; the owner is told.
   auto dup = accounts_->SignUp({"ana@example.com", "0123456789", "B"}, "");
-  ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
-  EXPECT_TRUE(dup.status().fields().count("email"));
+  ASSERT_TRUE(dup.ok()) << dup.status().ToString();
+  EXPECT_NE(dup->id, u->id);
+  EXPECT_EQ(dup->email, "ana@example.com");
+  EXPECT_EQ(dup->roles, u->roles);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE id = '" + dup->id + "'"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'account.signup_existing' "
+                   "AND to_addr = 'ana@example.com' AND user_id = '" +
+                   u->id + "'"),
+            1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'user.signup_existing'"), 1);
+  // The password of the first sign-up still logs in; the second one's does not.
+  EXPECT_TRUE(accounts_->Login({"ana@example.com", "correct horse"}, "", "").ok());
+  EXPECT_FALSE(accounts_->Login({"ana@example.com", "0123456789"}, "", "").ok());
+}
+
+TEST_P(AccountsTest, SignUpRefusesWeakPasswordsAndCleansNames) {
+  const auto password_error = [&](const std::string& password) {
+    auto r = accounts_->SignUp({"weak@example.com", password, "Wanda Weak"}, "");
+    EXPECT_FALSE(r.ok()) << password;
+    return r.ok() ? "" : r.status().fields().at("password");
+  };
+  EXPECT_EQ(password_error("aaaaaaaaaa"), "uses too few different characters");
+  EXPECT_EQ(password_error("weak@example.com"), "must not be based on your email address or name");
+  EXPECT_EQ(password_error("WandaWeak2024"), "must not be based on your email address or name");
+  EXPECT_EQ(password_error("Password123!"),
+            "is one of the most common passwords; choose one that others are unlikely to use");
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM users"), 0);
+
+  // Bidirectional controls and zero-width characters are taken out of the name.
+  auto u = accounts_->SignUp(
+      {"rtl@example.com", "correct-horse-battery", "  Eve\u202E\u200Blyn\u2066 Smith\u2069 "}, "");
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_EQ(u->name, "Evelyn Smith");
+  // A name of invisible characters only is no name.
+  auto invisible =
+      accounts_->SignUp({"z@example.com", "correct-horse-battery", "\u200B\u200D"}, "");
+  ASSERT_FALSE(invisible.ok());
+  EXPECT_EQ(invisible.status().fields().at("name"), "is required");
+
+  // A password change follows the same rules.
+  const Principal p = LogIn("rtl@example.com", "correct-horse-battery");
+  Status weak = accounts_->ChangePassword(p, {"correct-horse-battery", "EvelynSmith!!"});
+  ASSERT_FALSE(weak.ok());
+  EXPECT_EQ(weak.fields().at("new_password"), "must not be based on your email address or name");
 }
 
 TEST_P(AccountsTest, LoginSessionsExpireAndThrottlingEndsWithItsWindow) {
@@ -167,8 +224,9 @@ TEST_P(AccountsTest, ASignUpWhoseCommitOutcomeIsUnknownIsNeverDoubled) {
   faulty().FailCommit("INSERT INTO users", /*committed=*/true);
   auto first = accounts_->SignUp({"d@example.com", "0123456789", "D"}, "");
   EXPECT_EQ(first.status().code(), StatusCode::kOutcomeUnknown);
+  // The retry gets the same answer as any sign-up, and no second account.
   auto retry = accounts_->SignUp({"d@example.com", "0123456789", "D"}, "");
-  EXPECT_EQ(retry.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(retry.ok()) << retry.status().ToString();
   EXPECT_EQ(Number("SELECT COUNT(*) FROM users WHERE email = 'd@example.com'"), 1);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles"), 1);
   // It did not commit: the retry creates the account once.

@@ -25,6 +25,7 @@
 #include "platform/http/websocket.h"
 #include "platform/idempotency/idempotency.h"
 #include "platform/market/market.h"
+#include "platform/notify/verify.h"
 #include "platform/payouts/payouts.h"
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
@@ -61,6 +62,7 @@ struct ApiContext {
   rentals::Jobs& jobs;
   payouts::Payouts& payouts;
   topups::Topups& topups;
+  const notify::EmailVerifier& verifier;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining

@@ -93,12 +93,43 @@ ApplicationBody DecodeBody(const json::object& o, Completeness completeness, boo
 
 applications::DecisionRequest DecodeDecision(const json::object& o, FieldErrors* errors) {
   JsonReader r(o, "", errors);
-  r.RejectUnknown({"decision", "tier", "message"});
+  r.RejectUnknown({"decision", "tier", "message", "override_suggestion"});
   applications::DecisionRequest d;
   d.decision = r.String("decision", true, 32).value_or("");
   d.tier = r.String("tier", false, 32);
   d.message = r.String("message", false, Applications::kMaxMessage, true);
+  d.override_suggestion = r.Bool("override_suggestion", false).value_or(false);
   return d;
+}
+
+// The optional body of a submission: {"reply": "..."}; no body is no reply.
+applications::SubmitRequest DecodeSubmit(const json::object& o, FieldErrors* errors) {
+  JsonReader r(o, "", errors);
+  r.RejectUnknown({"reply"});
+  return {r.String("reply", false, Applications::kMaxMessage, true)};
+}
+
+// The list's query: limit, cursor and mine decoded here (each bad one named); status, q
+// and sort are passed on for the domain to check.
+StatusOr<applications::ListApplicationsRequest> ParseListRequest(const http::Request& req) {
+  applications::ListApplicationsRequest out;
+  FieldErrors errors;
+  auto page = ParsePageRequest(req, Applications::kPageLimits);
+  if (page.ok()) {
+    out.page = *page;
+  } else {
+    errors.merge(FieldErrors(page.status().fields()));
+  }
+  out.status = req.Query("status");
+  if (const std::string mine = req.Query("mine"); mine == "true") {
+    out.mine = true;
+  } else if (!mine.empty() && mine != "false") {
+    errors.emplace("mine", "must be true or false");
+  }
+  out.query = req.Query("q");
+  out.sort = req.Query("sort");
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return out;
 }
 
 // The answer for a body that did not decode: every bad field.
@@ -168,7 +199,9 @@ json::object ApplicationJson(const Application& a) {
   out["created_at"] = FormatRfc3339(a.created_at);
   out["updated_at"] = FormatRfc3339(a.updated_at);
   out["submitted_at"] = TimeJson(a.submitted_at);
+  out["resubmitted_at"] = TimeJson(a.resubmitted_at);
   out["decided_at"] = TimeJson(a.decided_at);
+  out["decided_by"] = OptJson(a.decided_by);
   out["age_business_days"] =
       a.age_business_days ? json::value(*a.age_business_days) : json::value(nullptr);
   out["overdue"] = a.overdue;
@@ -177,14 +210,28 @@ json::object ApplicationJson(const Application& a) {
   if (a.history) {
     json::array history;
     for (const applications::ApplicationEvent& e : *a.history) {
-      history.push_back(json::object{{"at", FormatRfc3339(e.at)},
-                                     {"actor_id", e.actor_id},
-                                     {"action", e.action},
-                                     {"from_status", e.from_status},
-                                     {"to_status", e.to_status},
-                                     {"actor_name", OptJson(e.actor_name)},
-                                     {"message", OptJson(e.message)},
-                                     {"tier", OptJson(e.tier)}});
+      json::object entry{{"at", FormatRfc3339(e.at)},
+                         {"actor_id", e.actor_id},
+                         {"action", e.action},
+                         {"from_status", e.from_status},
+                         {"to_status", e.to_status},
+                         {"actor_name", OptJson(e.actor_name)},
+                         {"message", OptJson(e.message)},
+                         {"tier", OptJson(e.tier)},
+                         {"overridden_suggestion", OptJson(e.overridden_suggestion)}};
+      if (e.changes) {
+        json::array changes;
+        for (const applications::FieldChange& c : e.changes->changes) {
+          changes.push_back(
+              json::object{{"field", c.field}, {"from", OptJson(c.from)}, {"to", OptJson(c.to)}});
+        }
+        entry["changes"] = std::move(changes);
+        entry["changes_omitted"] = static_cast<int64_t>(e.changes->omitted);
+      } else {
+        entry["changes"] = nullptr;
+        entry["changes_omitted"] = 0;
+      }
+      history.push_back(std::move(entry));
     }
     out["history"] = std::move(history);
   }
@@ -222,11 +269,13 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("GET", "/api/v1/provider-applications", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    auto page = ParsePageRequest(req, Applications::kPageLimits);
-    if (!page.ok()) return http::ErrorResponse(page.status());
-    auto list = ctx.applications.List(*p, {req.Query("status"), *page});
+    auto query = ParseListRequest(req);
+    if (!query.ok()) return http::ErrorResponse(query.status());
+    auto list = ctx.applications.List(*p, *query);
     if (!list.ok()) return http::ErrorResponse(list.status());
-    return http::Response::Json(200, PageJson(*list, ApplicationJson));
+    json::object out = PageJson<Application>(*list, ApplicationJson);
+    out["total"] = list->total;
+    return http::Response::Json(200, out);
   });
 
   r.Add("GET", "/api/v1/provider-applications/{id}", [&ctx](http::Request& req) {
@@ -249,7 +298,15 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
   r.Add("POST", "/api/v1/provider-applications/{id}/submit", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return Answer(200, ctx.applications.Submit(*p, req.Param("id")));
+    applications::SubmitRequest submit;
+    if (!req.body.empty()) {
+      auto obj = JsonObjectBody(req);
+      if (!obj.ok()) return http::ErrorResponse(obj.status());
+      FieldErrors errors;
+      submit = DecodeSubmit(*obj, &errors);
+      if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    }
+    return Answer(200, ctx.applications.Submit(*p, req.Param("id"), submit));
   });
 
   r.Add("POST", "/api/v1/provider-applications/{id}/decision", [&ctx](http::Request& req) {

@@ -1,4 +1,5 @@
-// /api/v1/auth/*, /api/v1/me, /api/v1/me/password, /api/v1/me/sessions, /api/v1/api-keys
+// /api/v1/auth/*, /api/v1/me, /api/v1/me/password, /api/v1/me/sessions, /api/v1/me/emails,
+// /api/v1/api-keys
 #include <memory>
 
 #include "platform/api/api.h"
@@ -17,6 +18,9 @@ json::object UserJson(const accounts::User& u) {
 }
 
 namespace {
+
+// A verification token is about 200 characters (notify/verify.h).
+constexpr size_t kMaxVerificationToken = 1024;
 
 json::array ScopesJson(const std::vector<std::string>& scopes) {
   json::array out;
@@ -194,7 +198,66 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     json::object me = UserJson(p->user);
     if (p->via != accounts::Principal::Via::kApiKey) me["csrf_token"] = p->csrf_token;
+    auto verified = ctx.verifier.IsVerified(ctx.db, p->user.id, p->user.email);
+    if (!verified.ok()) return http::ErrorResponse(verified.status());
+    me["email_verified"] = *verified;
     return http::Response::Json(200, me);
+  });
+
+  // Email verification (notify/verify.h): the link's page posts its token; no log-in needed.
+  r.Add("POST", "/api/v1/auth/verify-email", [&ctx](http::Request& req) {
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    FieldErrors errors;
+    JsonReader rd(*body, "", &errors);
+    rd.RejectUnknown({"token"});
+    const std::string token = rd.String("token", true, kMaxVerificationToken).value_or("");
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    auto verified = ctx.verifier.Verify(ctx.db, token);
+    if (!verified.ok()) return http::ErrorResponse(verified.status());
+    return http::Response::Json(200, json::object{{"email", verified->address},
+                                                  {"verified", true},
+                                                  {"already_verified", verified->already},
+                                                  {"released_emails", verified->released}});
+  });
+
+  r.Add("GET", "/api/v1/me/emails", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto list = ctx.verifier.List(ctx.db, p->user.id);
+    if (!list.ok()) return http::ErrorResponse(list.status());
+    json::array items;
+    for (const notify::AddressState& a : *list) {
+      items.emplace_back(json::object{{"email", a.address},
+                                      {"account", a.account},
+                                      {"verified", a.verified_at.has_value()},
+                                      {"verified_at", TimeJson(a.verified_at)},
+                                      {"last_link_at", TimeJson(a.last_sent_at)},
+                                      {"waiting_emails", a.held_emails}});
+    }
+    return http::Response::Json(200, json::object{{"items", std::move(items)}});
+  });
+
+  r.Add("POST", "/api/v1/me/emails/resend", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    FieldErrors errors;
+    JsonReader rd(*body, "", &errors);
+    rd.RejectUnknown({"email"});
+    const std::string email = rd.String("email", true, accounts::Accounts::kMaxEmail).value_or("");
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    int64_t retry = 0;
+    Status st = ctx.verifier.Resend(ctx.db, p->user.id, email, &retry);
+    if (!st.ok()) {
+      http::Response resp = http::ErrorResponse(st);
+      if (st.code() == StatusCode::kResourceExhausted) {
+        resp.SetHeader("Retry-After", std::to_string(retry));
+      }
+      return resp;
+    }
+    return http::Response::Json(202, json::object{{"email", email}, {"link_sent", true}});
   });
 
   r.Add("POST", "/api/v1/api-keys", [&ctx](http::Request& req) {

@@ -108,6 +108,20 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     return DetailResponse(ctx, ctx.fleet.GetMachine(*p, req.Param("id")));
   });
+  // {name}: the provider's name for the machine (Fleet::RenameMachine: it stays across the
+  // agent's reconnects).
+  r.Add("PATCH", "/api/v1/machines/{id}", [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    FieldErrors errors;
+    JsonReader reader(*body, "", &errors);
+    reader.RejectUnknown({"name"});
+    auto name = reader.String("name", true, fleet::kMaxMachineName);
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    return DetailResponse(ctx, ctx.fleet.RenameMachine(*p, req.Param("id"), *name));
+  });
   r.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());

@@ -264,6 +264,107 @@ int64_t TotalGpus(const ApplicationBody& body) {
   return n;
 }
 
+namespace {
+
+// Collects the changes of one diff, bounded.
+class DiffWriter {
+ public:
+  void Text(std::string field, const std::string& from, const std::string& to) {
+    Opt(std::move(field), from.empty() ? std::nullopt : std::optional(from),
+        to.empty() ? std::nullopt : std::optional(to));
+  }
+  void Opt(std::string field, const std::optional<std::string>& from,
+           const std::optional<std::string>& to) {
+    if (from == to) return;
+    if (diff_.changes.size() == kMaxChanges) {
+      ++diff_.omitted;
+      return;
+    }
+    diff_.changes.push_back({std::move(field), Cut(from), Cut(to)});
+  }
+  BodyDiff Take() { return std::move(diff_); }
+
+ private:
+  static std::optional<std::string> Cut(const std::optional<std::string>& v) {
+    if (!v || v->size() <= kMaxChangeValue) return v;
+    size_t n = kMaxChangeValue;
+    // Back to the start of a UTF-8 sequence.
+    while (n > 0 && (static_cast<unsigned char>((*v)[n]) & 0xC0) == 0x80) --n;
+    return v->substr(0, n) + "…";
+  }
+  BodyDiff diff_;
+};
+
+std::optional<std::string> IntText(const std::optional<int64_t>& v) {
+  return v ? std::optional(std::to_string(*v)) : std::nullopt;
+}
+std::optional<std::string> NumberText(const std::optional<double>& v) {
+  return v ? std::optional(FormatNumber(*v)) : std::nullopt;
+}
+std::optional<std::string> BoolText(const std::optional<bool>& v) {
+  return v ? std::optional(std::string(*v ? "yes" : "no")) : std::nullopt;
+}
+
+std::optional<std::string> AvailabilityText(const std::optional<Availability>& a) {
+  if (!a) return std::nullopt;
+  if (a->always) return "24/7";
+  std::string out = (a->timezone.empty() ? std::string("(no time zone)") : a->timezone) + ":";
+  for (size_t i = 0; i < a->windows.size(); ++i) {
+    const Window& w = a->windows[i];
+    out += i ? "; " : " ";
+    for (size_t d = 0; d < w.days.size(); ++d) out += (d ? "," : "") + w.days[d];
+    out += " " + w.start + "-" + w.end;
+  }
+  return out;
+}
+
+std::string EntryText(const GpuEntry& g) {
+  const std::string model = g.model == "other" ? g.model_other.value_or("other") : g.model;
+  return (g.quantity ? std::to_string(*g.quantity) : std::string("?")) + " × " + model;
+}
+
+}  // namespace
+
+BodyDiff DiffBodies(const ApplicationBody& before, const ApplicationBody& after) {
+  DiffWriter w;
+  w.Text("contact.full_name", before.contact.full_name, after.contact.full_name);
+  w.Opt("contact.email", before.contact.email, after.contact.email);
+  w.Text("contact.company", before.contact.company, after.contact.company);
+  const size_t n = std::max(before.gpus.size(), after.gpus.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string path = "gpus[" + std::to_string(i) + "]";
+    if (i >= before.gpus.size() || i >= after.gpus.size()) {
+      const bool added = i >= before.gpus.size();
+      const std::string text = EntryText(added ? after.gpus[i] : before.gpus[i]);
+      w.Opt(path, added ? std::nullopt : std::optional(text),
+            added ? std::optional(text) : std::nullopt);
+      continue;
+    }
+    const GpuEntry& b = before.gpus[i];
+    const GpuEntry& a = after.gpus[i];
+    w.Text(path + ".model", b.model, a.model);
+    w.Opt(path + ".model_other", b.model_other, a.model_other);
+    w.Opt(path + ".quantity", IntText(b.quantity), IntText(a.quantity));
+    w.Opt(path + ".system_ram_gb", IntText(b.system_ram_gb), IntText(a.system_ram_gb));
+    w.Opt(path + ".upload_gbps", NumberText(b.upload_gbps), NumberText(a.upload_gbps));
+    w.Opt(path + ".download_gbps", NumberText(b.download_gbps), NumberText(a.download_gbps));
+    w.Opt(path + ".availability", AvailabilityText(b.availability),
+          AvailabilityText(a.availability));
+    const Location bl = b.location.value_or(Location{});
+    const Location al = a.location.value_or(Location{});
+    w.Text(path + ".location.city", bl.city, al.city);
+    w.Opt(path + ".location.country", bl.country, al.country);
+    w.Text(path + ".location.region", bl.region, al.region);
+  }
+  const Infrastructure& bi = before.infrastructure;
+  const Infrastructure& ai = after.infrastructure;
+  w.Opt("infrastructure.ups", BoolText(bi.ups), BoolText(ai.ups));
+  w.Opt("infrastructure.commitment_months", IntText(bi.commitment_months),
+        IntText(ai.commitment_months));
+  w.Text("infrastructure.maintenance_notes", bi.maintenance_notes, ai.maintenance_notes);
+  return w.Take();
+}
+
 bool HasUnlistedModels(const ApplicationBody& body) {
   return std::any_of(body.gpus.begin(), body.gpus.end(),
                      [](const GpuEntry& g) { return g.model == "other"; });

@@ -143,4 +143,33 @@ int ParseClockTime(std::string_view s, bool allow_24);
 
 bool IsValidTimeZone(std::string_view name);
 
+// One value an edit changed, under its API path ("contact.company", "gpus[1].quantity",
+// "gpus[2]" for an entry added or removed), as the review page shows it: text as typed,
+// numbers plainly, "yes"/"no", a schedule as "24/7" or "Europe/Rome: mon,tue 08:00-20:00",
+// an added or removed entry as "2 × rtx4090-24gb". None: the value is absent. A value
+// longer than kMaxChangeValue bytes is cut (at a character boundary) and ends in "…".
+struct FieldChange {
+  std::string field;
+  std::optional<std::string> from;
+  std::optional<std::string> to;
+
+  friend bool operator==(const FieldChange&, const FieldChange&) = default;
+};
+
+// What an edit changed: at most kMaxChanges changes in field order, and how many more
+// there were.
+struct BodyDiff {
+  std::vector<FieldChange> changes;
+  size_t omitted = 0;
+
+  bool empty() const { return changes.empty() && omitted == 0; }
+  friend bool operator==(const BodyDiff&, const BodyDiff&) = default;
+};
+
+inline constexpr size_t kMaxChanges = 40;
+inline constexpr size_t kMaxChangeValue = 200;
+
+// The changes from `before` to `after` (both as saved: Normalize'd).
+BodyDiff DiffBodies(const ApplicationBody& before, const ApplicationBody& after);
+
 }  // namespace gpunex::platform::applications

@@ -49,15 +49,21 @@ ModelExists ModelCheck(store::Tx& tx, Status* error) {
 Status AddEvent(ApplicationsStore& s, const std::string& app_id, const std::string& actor,
                 std::string_view action, std::string_view from, std::string_view to,
                 const std::optional<std::string>& message, const std::optional<std::string>& tier,
-                Timestamp at) {
+                Timestamp at, std::optional<BodyDiff> changes = std::nullopt,
+                std::optional<std::string> overridden_suggestion = std::nullopt) {
   return s.InsertEvent({NewId("ape"), app_id, at, actor, std::string(action), std::string(from),
-                        std::string(to), message, tier});
+                        std::string(to), message, tier, std::move(changes),
+                        std::move(overridden_suggestion)});
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
+  return out;
 }
 
 std::string Greeting(const ApplicationRow& a) {
-  return "Hello " +
-         (a.body.contact.full_name.empty() ? std::string("there") : a.body.contact.full_name) +
-         ",\n\n";
+  return "Hello " + notify::GreetingName(a.body.contact.full_name) + ",\n\n";
 }
 
 // Writes the in-dashboard notification and the email for one event on `a`, and has the
@@ -79,6 +85,8 @@ Status Tell(store::Tx& tx, const ApplicationsOptions& o, Timestamp now, const Ap
   e.subject = email_subject;
   e.body = email_body;
   e.kind = std::string(kind);
+  // Held until the applicant's account has verified the contact address (notify/verify.h).
+  e.user_id = a.user_id;
   GPUNEX_RETURN_IF_ERROR(notify::EnqueueEmail(tx, now, e, o.mail_domain));
   if (o.wake_outbox) tx.AfterCommit(o.wake_outbox);
   return Status::Ok();
@@ -96,11 +104,15 @@ Application FromRow(const ApplicationRow& r, const ApplicationsOptions& o, Times
   a.tier = r.tier;
   a.created_at = r.created_at;
   a.updated_at = r.updated_at;
-  a.submitted_at = r.submitted_at;
+  // Version 16 wrote first_submitted_at for every submitted row; the fallback is for a
+  // row that another writer left without it.
+  a.submitted_at = r.first_submitted_at ? r.first_submitted_at : r.submitted_at;
+  if (r.submitted_at && r.submitted_at != a.submitted_at) a.resubmitted_at = r.submitted_at;
   a.decided_at = r.decided_at;
-  if (r.submitted_at) {
+  a.decided_by = r.decided_by;
+  if (a.submitted_at) {
     a.age_business_days =
-        o.calendar.BusinessDaysBetween(*r.submitted_at, r.decided_at.value_or(now));
+        o.calendar.BusinessDaysBetween(*a.submitted_at, r.decided_at.value_or(now));
     a.overdue = r.status == kStatusSubmitted && *a.age_business_days > o.target_business_days;
   }
   a.total_gpus = TotalGpus(r.body);
@@ -124,7 +136,8 @@ Status AddHistory(store::Tx& tx, Application& a) {
     }
     history.push_back({e.at, std::move(e.actor_user_id), it->second, std::move(e.action),
                        std::move(e.from_status), std::move(e.to_status), std::move(e.message),
-                       std::move(e.tier)});
+                       std::move(e.tier), std::move(e.changes),
+                       std::move(e.overridden_suggestion)});
   }
   a.history = std::move(history);
   return Status::Ok();
@@ -199,6 +212,9 @@ FieldErrors ValidateDecision(const DecisionRequest& req) {
     errors.emplace("message",
                    "must be at most " + std::to_string(Applications::kMaxMessage) + " characters");
   }
+  if (req.override_suggestion && !Blank(d) && d != "approve") {
+    errors.emplace("override_suggestion", "is only used when approving");
+  }
   return errors;
 }
 
@@ -268,19 +284,31 @@ StatusOr<Application> Applications::Update(const accounts::Principal& p, const s
     GPUNEX_RETURN_IF_ERROR(model_error);
     if (!errors.empty()) return ValidationFailed(std::move(errors));
     const Timestamp now = options_.clock->Now();
-    a.body = Normalize(body);
+    ApplicationBody saved = Normalize(body);
+    BodyDiff changes = DiffBodies(a.body, saved);
+    if (changes.empty()) {
+      GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
+      return Status::Ok();
+    }
+    a.body = std::move(saved);
     a.suggested_tier = SuggestTier(a.body).tier;
     a.updated_at = now;
     GPUNEX_RETURN_IF_ERROR(s.UpdateBody(a.id, a.body, a.suggested_tier, now));
     GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, "updated", a.status, a.status, std::nullopt,
-                                    std::nullopt, now));
+                                    std::nullopt, now, std::move(changes)));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
     return Status::Ok();
   }));
   return out;
 }
 
-StatusOr<Application> Applications::Submit(const accounts::Principal& p, const std::string& id) {
+StatusOr<Application> Applications::Submit(const accounts::Principal& p, const std::string& id,
+                                           const SubmitRequest& req) {
+  // Blank is none.
+  const std::string reply = Blank(req.reply.value_or("")) ? "" : *req.reply;
+  if (reply.size() > kMaxMessage) {
+    return FieldError("reply", "must be at most " + std::to_string(kMaxMessage) + " characters");
+  }
   Application out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     ApplicationsStore s(tx);
@@ -289,7 +317,16 @@ StatusOr<Application> Applications::Submit(const accounts::Principal& p, const s
     if (a.status != kStatusDraft && a.status != kStatusNeedsInfo) {
       return FailedPrecondition("the application is already " + a.status);
     }
+    if (!reply.empty() && a.status != kStatusNeedsInfo) {
+      return FieldError("reply", "is only accepted when the reviewer asked for more information");
+    }
     const Timestamp now = options_.clock->Now();
+    // Before the resubmission, so that the history reads reply, then resubmitted (events
+    // of one instant are in id order, and ids count up).
+    if (!reply.empty()) {
+      GPUNEX_RETURN_IF_ERROR(
+          AddEvent(s, a.id, p.user.id, "reply", a.status, a.status, reply, std::nullopt, now));
+    }
     GPUNEX_RETURN_IF_ERROR(DoSubmit(tx, options_, p, a, now));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
     return Status::Ok();
@@ -297,27 +334,42 @@ StatusOr<Application> Applications::Submit(const accounts::Principal& p, const s
   return out;
 }
 
-StatusOr<Page<Application>> Applications::List(const accounts::Principal& p,
-                                               const ListApplicationsRequest& req) {
+StatusOr<ApplicationList> Applications::List(const accounts::Principal& p,
+                                             const ListApplicationsRequest& req) {
+  FieldErrors errors;
   if (!req.status.empty() &&
       std::find(kStatuses.begin(), kStatuses.end(), req.status) == kStatuses.end()) {
-    return FieldError("status", "must be one of draft, submitted, needs_info, approved, rejected");
+    errors.emplace("status", "must be one of draft, submitted, needs_info, approved, rejected");
   }
   if (req.page.limit < 1 || req.page.limit > kPageLimits.max_limit) {
-    return FieldError("limit",
-                      "must be an integer from 1 to " + std::to_string(kPageLimits.max_limit));
+    errors.emplace("limit",
+                   "must be an integer from 1 to " + std::to_string(kPageLimits.max_limit));
   }
+  if (req.query.size() > kMaxQuery) {
+    errors.emplace("q", "must be at most " + std::to_string(kMaxQuery) + " characters");
+  }
+  if (!req.sort.empty() && req.sort != "oldest" && req.sort != "newest") {
+    errors.emplace("sort", "must be \"oldest\" or \"newest\"");
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
   ApplicationFilter filter;
-  if (!p.IsAdmin()) filter.user_id = p.user.id;
+  if (!p.IsAdmin() || req.mine) filter.user_id = p.user.id;
   if (!req.status.empty()) filter.status = req.status;
+  if (!Blank(req.query)) {
+    const size_t b = req.query.find_first_not_of(" \t\r\n");
+    const size_t e = req.query.find_last_not_of(" \t\r\n");
+    filter.text = req.query.substr(b, e - b + 1);
+  }
   const ApplicationOrder order =
       req.status == kStatusSubmitted ? ApplicationOrder::kSubmitted : ApplicationOrder::kCreated;
+  const bool descending = req.sort == "newest";
 
-  Page<Application> out;
+  ApplicationList out;
   std::vector<UnreadableApplication> skipped;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(ApplicationRowPage page,
-                            ApplicationsStore(tx).List(filter, order, req.page));
+    ApplicationsStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(ApplicationRowPage page, s.List(filter, order, descending, req.page));
+    GPUNEX_ASSIGN_OR_RETURN(out.total, s.Count(filter, order));
     const Timestamp now = options_.clock->Now();
     out.items.clear();
     for (const ApplicationRow& r : page.rows) out.items.push_back(FromRow(r, options_, now));
@@ -357,6 +409,16 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
         !a.body.infrastructure.ups.value_or(false)) {
       return FieldError("tier", "Enterprise requires a UPS; approve as community instead");
     }
+    // Enterprise against a Community suggestion is the reviewer's explicit call; Community
+    // against an Enterprise suggestion (the safer tier) needs no confirmation. Either is
+    // recorded as an override.
+    std::optional<std::string> overridden;
+    if (decision == "approve" && *tier != a.suggested_tier) overridden = a.suggested_tier;
+    if (overridden && *tier == "enterprise" && !req.override_suggestion) {
+      return FieldError("tier", "differs from the suggested tier, community (" +
+                                    Join(SuggestTier(a.body).reasons, "; ") +
+                                    "); to approve as enterprise anyway, set override_suggestion");
+    }
     const Timestamp now = options_.clock->Now();
     const std::string from = a.status;
     const std::string to(decision == "approve"  ? kStatusApproved
@@ -364,15 +426,20 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
                                                 : kStatusNeedsInfo);
     const bool final = to != kStatusNeedsInfo;
     GPUNEX_RETURN_IF_ERROR(s.MarkDecided(a.id, to, tier, now, final, p.user.id));
-    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, decision, from, to, message, tier, now));
+    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, decision, from, to, message, tier, now,
+                                    std::nullopt, overridden));
     accounts::AuditDetail detail;
     if (tier) detail["tier"] = *tier;
+    if (overridden) detail["overridden_suggestion"] = *overridden;
     GPUNEX_RETURN_IF_ERROR(
         accounts::Audit(tx, now, p.user.id, "application." + decision, a.id, p.ip, detail));
     a.status = to;
     a.tier = tier;
     a.updated_at = now;
-    if (final) a.decided_at = now;
+    if (final) {
+      a.decided_at = now;
+      a.decided_by = p.user.id;
+    }
     const std::string link = options_.public_url + "/#/applications/" + a.id;
     const std::string reviewer_note = message ? "\n\nMessage from the reviewer:\n" + *message : "";
     if (to == kStatusApproved) {
@@ -380,8 +447,9 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
       GPUNEX_ASSIGN_OR_RETURN(providers::NewAgentToken token,
                               providers::IssueAgentToken(tx, now, a.user_id, "first agent"));
       const std::string tier_name = *tier == "enterprise" ? "Enterprise" : "Community";
+      const std::string a_tier = (*tier == "enterprise" ? "an " : "a ") + tier_name;
       const std::string body =
-          Greeting(a) + "Your provider application " + a.id + " is approved as a " + tier_name +
+          Greeting(a) + "Your provider application " + a.id + " is approved as " + a_tier +
           " provider." + reviewer_note +
           "\n\nYour agent token (shown only here; keep it secret):\n\n    " + token.secret +
           "\n\nInstall the agent on each GPU machine (Docker and the NVIDIA Container Toolkit "
@@ -392,9 +460,10 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
           "/#/provider\nYou can create, revoke and rotate agent tokens there.\n\n-- gpunex\n";
       GPUNEX_RETURN_IF_ERROR(Tell(
           tx, options_, now, a, "application.approved", "Application approved (" + tier_name + ")",
-          "You are now a " + tier_name +
-              " provider. Your agent token and the install command were sent to " +
-              a.body.contact.email.value_or("your contact email") + ".",
+          "You are now " + a_tier +
+              " provider. Your agent token and the install command are emailed to " +
+              a.body.contact.email.value_or("your contact email") +
+              " (once that address is verified: your Account page shows what waits).",
           "gpunex: your provider application is approved", body));
     } else if (to == kStatusRejected) {
       const std::string body =

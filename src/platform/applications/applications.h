@@ -1,6 +1,10 @@
 // Provider applications and their review (APP-1..5, REV-1..5).
 //
-// Life cycle: draft → submitted → (needs_info → submitted)* → approved | rejected.
+// Life cycle: draft → submitted → (needs_info → submitted)* → approved | rejected. The
+// applicant answers a request for information by resubmitting, optionally with a reply
+// (its own history entry); an edit's history entry says which fields changed. Approving
+// Enterprise when Community is suggested needs the reviewer's explicit override, and any
+// approval against the suggested tier is recorded as such.
 // Every change and decision is one transaction that also writes the history row, the
 // applicant's in-dashboard notification and the email in the outbox (NTF-1), so none of
 // them can exist without the others; once such a transaction commits, the outbox is
@@ -48,12 +52,15 @@ struct ApplicationEvent {
   Timestamp at;
   std::string actor_id;
   std::optional<std::string> actor_name;  // none when the account no longer exists or is disabled
-  // created | updated | submitted | resubmitted | approve | reject | request_info
+  // created | updated | reply | submitted | resubmitted | approve | reject | request_info
   std::string action;
   std::string from_status;  // "" for created
   std::string to_status;
-  std::optional<std::string> message;  // the reviewer's, on decisions
+  std::optional<std::string> message;  // the reviewer's, on decisions; the applicant's reply
   std::optional<std::string> tier;     // on approval
+  std::optional<BodyDiff> changes;     // on updated (none on edits saved before version 16)
+  // On an approval against the suggested tier: the tier that was suggested.
+  std::optional<std::string> overridden_suggestion;
 };
 
 struct Application {
@@ -66,9 +73,11 @@ struct Application {
   std::optional<std::string> tier;                  // "community" | "enterprise", once approved
   Timestamp created_at;
   Timestamp updated_at;
-  std::optional<Timestamp> submitted_at;  // the latest submission
-  std::optional<Timestamp> decided_at;    // approval or rejection
-  // Business days from the latest submission to the decision (to now while undecided);
+  std::optional<Timestamp> submitted_at;    // the first submission, kept on resubmission
+  std::optional<Timestamp> resubmitted_at;  // the latest resubmission; none before one
+  std::optional<Timestamp> decided_at;      // approval or rejection
+  std::optional<std::string> decided_by;    // the reviewer's user id, with decided_at
+  // Business days from the first submission to the decision (to now while undecided);
   // none before the first submission.
   std::optional<int> age_business_days;
   // Submitted and older than the review target.
@@ -88,12 +97,33 @@ struct CreateApplicationRequest {
 struct ListApplicationsRequest {
   std::string status;  // "" for every status; else one of kStatus...
   PageRequest page;
+  // Only the caller's own applications (what a non-admin always gets).
+  bool mine = false;
+  // "" or text to look for in the applicant's name, company, contact email and the
+  // application id (ASCII case ignored); at most kMaxQuery bytes.
+  std::string query{};
+  // "" or "oldest": by first submission in the queue (status submitted), else by
+  // creation, oldest first; "newest": the other way round.
+  std::string sort{};
+};
+
+// One page of a list and how many applications the list has in all.
+struct ApplicationList : Page<Application> {
+  int64_t total = 0;
+};
+
+struct SubmitRequest {
+  // The applicant's answer to a request for information (only in needs_info); blank is
+  // none. At most kMaxMessage bytes.
+  std::optional<std::string> reply;
 };
 
 struct DecisionRequest {
   std::string decision;             // "approve" | "reject" | "request_info"
   std::optional<std::string> tier;  // "community" | "enterprise"; required to approve, else absent
   std::optional<std::string> message;  // required to reject or request information
+  // Approve Enterprise although Community is suggested (only with "approve").
+  bool override_suggestion = false;
 };
 
 // The value errors of a decision, under the API's field names ("decision", "tier",
@@ -137,17 +167,24 @@ class Applications {
   // open or approved application.
   StatusOr<Application> Create(const accounts::Principal& p, const CreateApplicationRequest& req);
   StatusOr<Application> Get(const accounts::Principal& p, const std::string& id);
-  // Replaces the body; only the owner, only in draft or needs_info.
+  // Replaces the body; only the owner, only in draft or needs_info. The history entry
+  // lists the fields that changed; a body equal to the saved one changes nothing and
+  // writes no entry.
   StatusOr<Application> Update(const accounts::Principal& p, const std::string& id,
                                const ApplicationBody& body);
   // Only the owner, only in draft or needs_info; kValidationFailed naming what is missing
-  // when the body is not complete.
-  StatusOr<Application> Submit(const accounts::Principal& p, const std::string& id);
-  // Admins: every application (optionally in one status); others: their own. The review
-  // queue (status submitted) is oldest submission first, other lists in creation order.
-  StatusOr<Page<Application>> List(const accounts::Principal& p,
-                                   const ListApplicationsRequest& req);
-  // Admins only, only when submitted, never on their own application.
+  // when the body is not complete, or naming "reply" when it is too long or given on a
+  // first submission. A reply is written to the history before the resubmission.
+  StatusOr<Application> Submit(const accounts::Principal& p, const std::string& id,
+                               const SubmitRequest& req = {});
+  // Admins: every application (optionally in one status, or only their own with
+  // `mine`); others: their own. The review queue (status submitted) is by first
+  // submission, other lists by creation; oldest first unless sort is "newest". Field
+  // errors on status, limit, q and sort.
+  StatusOr<ApplicationList> List(const accounts::Principal& p, const ListApplicationsRequest& req);
+  // Admins only, only when submitted, never on their own application. Approving
+  // Enterprise when Community is suggested fails on "tier", saying why, unless
+  // override_suggestion.
   StatusOr<Application> Decide(const accounts::Principal& p, const std::string& id,
                                const DecisionRequest& req);
 
@@ -161,8 +198,10 @@ class Applications {
 
   // Lists: 50 by default, at most 200.
   static constexpr PageLimits kPageLimits{50, 200};
-  // Reviewer messages, in bytes.
+  // Reviewer messages and applicants' replies, in bytes.
   static constexpr size_t kMaxMessage = 4000;
+  // A list's search text, in bytes.
+  static constexpr size_t kMaxQuery = 100;
 
  private:
   store::Database& db_;

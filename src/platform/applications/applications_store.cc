@@ -1,5 +1,6 @@
 #include "platform/applications/applications_store.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -14,7 +15,69 @@ constexpr const char* kColumns =
     "submitted_at, decided_at, decided_by";
 
 constexpr const char* kEventColumns =
-    "id, application_id, at, actor_user_id, action, from_status, to_status, message, tier";
+    "id, application_id, at, actor_user_id, action, from_status, to_status, message, tier, "
+    "changes, overridden_suggestion";
+
+// The search column (version 16): what a reviewer's search looks in, lower case (ASCII).
+std::string SearchText(const std::string& id, const ApplicationBody& body) {
+  std::string s = body.contact.full_name + "\n" + body.contact.company + "\n" +
+                  body.contact.email.value_or("") + "\n" + id;
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// `text` as a LIKE pattern that matches it anywhere, its wildcards escaped with a backslash.
+std::string ContainsPattern(std::string_view text) {
+  std::string out = "%";
+  for (char c : text) {
+    if (c == '%' || c == '_' || c == '\\') out += '\\';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out + "%";
+}
+
+// The stored form of an edit's changes: {"changes": [{"field", "from", "to"}], "omitted"}.
+std::string EncodeChanges(const BodyDiff& d) {
+  json::array changes;
+  for (const FieldChange& c : d.changes) {
+    json::object o{{"field", c.field}};
+    if (c.from) o["from"] = *c.from;
+    if (c.to) o["to"] = *c.to;
+    changes.push_back(std::move(o));
+  }
+  json::object out{{"changes", std::move(changes)}};
+  if (d.omitted) out["omitted"] = static_cast<int64_t>(d.omitted);
+  return ToJsonText(out);
+}
+
+// Leniently: what does not read is left out (the history is for people, and an entry
+// must not fail the application's page).
+std::optional<BodyDiff> DecodeChanges(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  json::value v = ParseJsonOr(*text, json::value(nullptr));
+  if (!v.is_object()) return std::nullopt;
+  BodyDiff d;
+  const json::object& o = v.get_object();
+  if (auto it = o.find("changes"); it != o.end() && it->value().is_array()) {
+    for (const json::value& c : it->value().get_array()) {
+      if (!c.is_object()) continue;
+      const json::object& co = c.get_object();
+      auto str = [&co](std::string_view key) -> std::optional<std::string> {
+        auto m = co.find(key);
+        if (m == co.end() || !m->value().is_string()) return std::nullopt;
+        return std::string(m->value().get_string());
+      };
+      std::optional<std::string> field = str("field");
+      if (!field) continue;
+      d.changes.push_back({std::move(*field), str("from"), str("to")});
+    }
+  }
+  if (auto it = o.find("omitted");
+      it != o.end() && it->value().is_int64() && it->value().get_int64() > 0) {
+    d.omitted = static_cast<size_t>(it->value().get_int64());
+  }
+  return d;
+}
 
 store::Value OptValue(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
@@ -293,8 +356,9 @@ StatusOr<ApplicationRow> RowFrom(const store::Row& r) {
 }
 
 ApplicationEventRow EventFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Time(2),   r.Str(3),   r.Str(4),
-          r.Str(5), r.Str(6), r.OptStr(7), r.OptStr(8)};
+  return {r.Str(0),    r.Str(1), r.Time(2),   r.Str(3),    r.Str(4),
+          r.Str(5),    r.Str(6), r.OptStr(7), r.OptStr(8), DecodeChanges(r.OptStr(9)),
+          r.OptStr(10)};
 }
 
 // --- version 6
@@ -339,6 +403,23 @@ Status RepairStoredBodies(store::Tx& tx) {
   return Status::Ok();
 }
 
+// --- version 16
+
+// Fills the search column of every row from its body; a body that does not read is
+// searched by its id alone. Idempotent.
+Status FillSearchText(store::Tx& tx) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx.Query("SELECT id, body FROM provider_applications ORDER BY id"));
+  for (const store::Row& r : rows) {
+    auto body = DecodeBody(r.Str(1));
+    GPUNEX_RETURN_IF_ERROR(
+        tx.Exec("UPDATE provider_applications SET search_text = ? WHERE id = ?",
+                {SearchText(r.Str(0), body.ok() ? *body : ApplicationBody{}), r.Str(0)})
+            .status());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::optional<ApplicationRow>> ApplicationsStore::Find(const std::string& id) {
@@ -367,11 +448,11 @@ StatusOr<std::optional<ApplicationsStore::OpenApplication>> ApplicationsStore::F
 Status ApplicationsStore::Insert(const ApplicationRow& a) {
   return tx_
       .Exec(std::string("INSERT INTO provider_applications (") + kColumns +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ", search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {a.id, a.user_id, a.status, EncodeBody(a.body), a.suggested_tier, OptValue(a.tier),
              ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
              OptTimeValue(a.first_submitted_at), OptTimeValue(a.submitted_at),
-             OptTimeValue(a.decided_at), OptValue(a.decided_by)})
+             OptTimeValue(a.decided_at), OptValue(a.decided_by), SearchText(a.id, a.body)})
       .status();
 }
 
@@ -379,9 +460,9 @@ Status ApplicationsStore::UpdateBody(const std::string& id, const ApplicationBod
                                      const std::string& suggested_tier, Timestamp at) {
   return tx_
       .Exec(
-          "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ? "
-          "WHERE id = ?",
-          {EncodeBody(body), suggested_tier, ToUnixMicros(at), id})
+          "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ?, "
+          "search_text = ? WHERE id = ?",
+          {EncodeBody(body), suggested_tier, ToUnixMicros(at), SearchText(id, body), id})
       .status();
 }
 
@@ -411,9 +492,11 @@ Status ApplicationsStore::MarkDecided(const std::string& id, const std::string& 
 Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
   return tx_
       .Exec(std::string("INSERT INTO application_events (") + kEventColumns +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action, e.from_status,
-             e.to_status, OptValue(e.message), OptValue(e.tier)})
+             e.to_status, OptValue(e.message), OptValue(e.tier),
+             e.changes ? store::Value(EncodeChanges(*e.changes)) : store::Value(nullptr),
+             OptValue(e.overridden_suggestion)})
       .status();
 }
 
@@ -429,28 +512,54 @@ StatusOr<std::vector<ApplicationEventRow>> ApplicationsStore::ListEvents(
   return out;
 }
 
+namespace {
+
+// The WHERE conditions (without WHERE; "" for none) and their parameters of a list.
+std::string Conditions(const ApplicationFilter& filter, ApplicationOrder order,
+                       std::vector<store::Value>* params) {
+  std::vector<std::string> conditions;
+  if (filter.user_id) {
+    conditions.push_back("user_id = ?");
+    params->emplace_back(*filter.user_id);
+  }
+  if (filter.status) {
+    conditions.push_back("status = ?");
+    params->emplace_back(*filter.status);
+  }
+  if (filter.text) {
+    conditions.push_back("search_text LIKE ? ESCAPE '\\'");
+    params->emplace_back(ContainsPattern(*filter.text));
+  }
+  if (order == ApplicationOrder::kSubmitted) conditions.push_back("first_submitted_at IS NOT NULL");
+  std::string where;
+  for (const std::string& c : conditions) where += (where.empty() ? "" : " AND ") + c;
+  return where;
+}
+
+}  // namespace
+
+StatusOr<int64_t> ApplicationsStore::Count(const ApplicationFilter& filter,
+                                           ApplicationOrder order) {
+  std::vector<store::Value> params;
+  const std::string where = Conditions(filter, order, &params);
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT COUNT(*) FROM provider_applications" +
+                                        (where.empty() ? std::string() : " WHERE " + where),
+                                    params));
+  return rows.empty() ? 0 : rows[0].Int(0);
+}
+
 StatusOr<ApplicationRowPage> ApplicationsStore::List(const ApplicationFilter& filter,
-                                                     ApplicationOrder order,
+                                                     ApplicationOrder order, bool descending,
                                                      const PageRequest& page) {
   store::PageQuery q;
   q.columns = kColumns;
   q.from = "FROM provider_applications";
-  std::vector<std::string> conditions;
-  if (filter.user_id) {
-    conditions.push_back("user_id = ?");
-    q.params.emplace_back(*filter.user_id);
-  }
-  if (filter.status) {
-    conditions.push_back("status = ?");
-    q.params.emplace_back(*filter.status);
-  }
-  if (order == ApplicationOrder::kSubmitted) {
-    conditions.push_back("submitted_at IS NOT NULL");
-    q.key = {{"submitted_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
-  } else {
-    q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
-  }
-  for (const std::string& c : conditions) q.where += (q.where.empty() ? "" : " AND ") + c;
+  q.where = Conditions(filter, order, &q.params);
+  q.descending = descending;
+  q.key = {{order == ApplicationOrder::kSubmitted ? "first_submitted_at" : "created_at",
+            store::KeyColumn::Type::kInt},
+           {"id", store::KeyColumn::Type::kText}};
 
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
   ApplicationRowPage out;
@@ -507,6 +616,21 @@ std::vector<store::Migration> ApplicationsMigrations() {
        "values",
        {},
        RepairStoredBodies},
+      {16,
+       "applications",
+       "the reviewers' search column, the first submission of every submitted application, and "
+       "the history's changes and overridden suggestions",
+       {
+           "ALTER TABLE provider_applications ADD COLUMN search_text TEXT NOT NULL DEFAULT ''",
+           // Rows that were submitted before first_submitted_at was always written.
+           "UPDATE provider_applications SET first_submitted_at = submitted_at "
+           "WHERE first_submitted_at IS NULL AND submitted_at IS NOT NULL",
+           "CREATE INDEX provider_applications_queue ON provider_applications (status, "
+           "first_submitted_at)",
+           "ALTER TABLE application_events ADD COLUMN changes TEXT",
+           "ALTER TABLE application_events ADD COLUMN overridden_suggestion TEXT",
+       },
+       FillSearchText},
   };
 }
 

@@ -47,12 +47,14 @@ struct ApplicationEventRow {
   std::string application_id;
   Timestamp at;
   std::string actor_user_id;
-  std::string
-      action;  // created | updated | submitted | resubmitted | approve | reject | request_info
+  // created | updated | reply | submitted | resubmitted | approve | reject | request_info
+  std::string action;
   std::string from_status;  // "" for created
   std::string to_status;
   std::optional<std::string> message;
   std::optional<std::string> tier;
+  std::optional<BodyDiff> changes;                   // on updated (version 16 on)
+  std::optional<std::string> overridden_suggestion;  // on approve against the suggested tier
 };
 
 // A row whose stored body could not be read, and why.
@@ -64,6 +66,9 @@ struct UnreadableApplication {
 struct ApplicationFilter {
   std::optional<std::string> user_id;  // only this user's applications
   std::optional<std::string> status;   // only applications in this status
+  // Only applications whose applicant name, company, contact email or id contain this
+  // text, ignoring ASCII case.
+  std::optional<std::string> text;
 };
 
 // The readable rows of one page, in list order, and the ones skipped as unreadable.
@@ -75,8 +80,10 @@ struct ApplicationRowPage {
 
 // Which key orders a list.
 enum class ApplicationOrder {
-  kCreated,    // (created_at, id)
-  kSubmitted,  // (submitted_at, id): the review queue. REQUIRES: filter on status submitted.
+  kCreated,  // (created_at, id)
+  // (first_submitted_at, id): the review queue, by first submission (a resubmission
+  // keeps its place). REQUIRES: filter on status submitted.
+  kSubmitted,
 };
 
 class ApplicationsStore {
@@ -111,8 +118,12 @@ class ApplicationsStore {
 
   // One page of the applications `filter` selects, in `order`. A row whose body cannot be
   // read is not in `rows` but in `unreadable`; the page still moves past it.
+  // `descending`: newest first.
   StatusOr<ApplicationRowPage> List(const ApplicationFilter& filter, ApplicationOrder order,
-                                    const PageRequest& page);
+                                    bool descending, const PageRequest& page);
+  // How many applications `filter` selects in all (for `order`'s list), unreadable ones
+  // included.
+  StatusOr<int64_t> Count(const ApplicationFilter& filter, ApplicationOrder order);
 
  private:
   store::Tx& tx_;
@@ -124,8 +135,10 @@ class ApplicationsStore {
 json::object EncodeStoredAvailability(const Availability& a);
 Availability DecodeStoredAvailability(const json::object& o, std::string* error);
 
-// The folder's migrations (store/migrations.h): its part of version 2 (the tables) and
-// version 6 (stored bodies that carried "" or null for absent values rewritten without).
+// The folder's migrations (store/migrations.h): its part of version 2 (the tables),
+// version 6 (stored bodies that carried "" or null for absent values rewritten without)
+// and version 16 (the search column, the first submission of every submitted row, the
+// history's changes and overridden suggestions).
 std::vector<store::Migration> ApplicationsMigrations();
 
 }  // namespace gpunex::platform::applications

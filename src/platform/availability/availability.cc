@@ -346,14 +346,17 @@ Status Availability::NotifySoon(Timestamp now) {
       GPUNEX_ASSIGN_OR_RETURN(accounts::User owner, accounts::LoadUser(tx, m->provider_id));
       const MaintenanceWindow view = ViewOf(w, now);
       notify::Notice n{
-          "maintenance.soon", "Maintenance of " + m->name + " starts within the hour",
+          "maintenance.soon",
+          "Maintenance of " + m->name + " starts within the hour",
           "The maintenance window you declared for machine " + m->name + " (" + w.category +
               ") starts at " + FormatRfc3339(w.start) + " and ends at " + FormatRfc3339(w.end) +
               ". Its GPUs are not offered to customers meanwhile." +
               (view.planned ? ""
                             : " It was declared less than 24 hours ahead, so its time counts "
                               "against your uptime."),
-          "/#/provider/availability?machine=" + w.machine_id, true};
+          "/#/provider/availability?machine=" + w.machine_id,
+          true,
+          "a maintenance window starts within the hour"};
       GPUNEX_RETURN_IF_ERROR(
           notify::SendNotice(tx, now, {owner.id, owner.email, owner.name}, n, options_.notices));
     }

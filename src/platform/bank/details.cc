@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/countries.h"
-#include "platform/bank/internal/utf8.h"
+#include "common/utf8.h"
 
 namespace gpunex::platform::bank {
 namespace {
@@ -305,8 +305,8 @@ StatusOr<std::string> NormalizeHolder(std::string_view raw, std::string_view fie
   if (name.empty()) return FieldError(Field(field), "is required");
   size_t chars = 0;
   for (size_t pos = 0; pos < name.size(); ++chars) {
-    const char32_t cp = internal::NextCodePoint(name, &pos);
-    if (cp == internal::kInvalidUtf8) {
+    const char32_t cp = NextCodePoint(name, &pos);
+    if (cp == kInvalidUtf8) {
       return FieldError(Field(field), "is not valid UTF-8 text");
     }
     // C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "platform/bank/internal/utf8.h"
+#include "common/utf8.h"
 
 namespace gpunex::platform::bank {
 namespace {
@@ -97,9 +97,9 @@ std::string Convert(std::string_view utf8, size_t max_chars, Keep keep) {
   bool pending_space = false;
   char buf[1];
   for (size_t pos = 0; pos < utf8.size() && out.size() < max_chars;) {
-    const char32_t cp = internal::NextCodePoint(utf8, &pos);
+    const char32_t cp = NextCodePoint(utf8, &pos);
     const std::string_view spelled =
-        cp == internal::kInvalidUtf8 ? std::string_view(".") : Spell(cp, keep, buf);
+        cp == kInvalidUtf8 ? std::string_view(".") : Spell(cp, keep, buf);
     if (spelled == " ") {
       pending_space = !out.empty();
       continue;

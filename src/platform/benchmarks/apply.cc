@@ -17,6 +17,24 @@
 namespace gpunex::platform::benchmarks {
 namespace {
 
+// How far back, and over how many runs, a new score is compared with a GPU's history.
+constexpr int kJumpHistoryDays = 90;
+constexpr size_t kJumpHistoryRuns = 5;
+
+// The median of `gpu_id`'s last kJumpHistoryRuns scores in `history` (oldest first); none
+// without any.
+std::optional<double> RecentMedian(const std::vector<ScoreSample>& history,
+                                   const std::string& gpu_id) {
+  std::vector<double> recent;
+  for (auto it = history.rbegin(); it != history.rend() && recent.size() < kJumpHistoryRuns; ++it) {
+    if (it->gpu_id == gpu_id) recent.push_back(it->score);
+  }
+  if (recent.empty()) return std::nullopt;
+  std::sort(recent.begin(), recent.end());
+  const size_t n = recent.size();
+  return n % 2 == 1 ? recent[n / 2] : (recent[n / 2 - 1] + recent[n / 2]) / 2;
+}
+
 GpuStatusRow StatusRowOf(std::map<std::string, GpuStatusRow>& status, const std::string& gpu_id,
                          const std::string& machine_id) {
   auto it = status.find(gpu_id);
@@ -126,6 +144,10 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   run.machine_failures = e.machine_failures;
   run.finished_at = now;
   GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(machine_id));
+  // The machine's scores of the last kJumpHistoryDays, oldest first: each GPU's new score
+  // is compared with its previous one and with the median of its last kJumpHistoryRuns.
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<ScoreSample> history,
+                          s.Scores(machine_id, now - std::chrono::hours(24 * kJumpHistoryDays)));
   std::map<std::string, fleet::BenchmarkFacts> facts;
   std::vector<std::string> jumps;  // GPUs whose score moved more than score_jump_fraction
   for (size_t i = 0; i < run.gpus.size(); ++i) {
@@ -147,10 +169,17 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
         row.due_at = now + SpotCheckDelay(options_.spot_check_mean_s, options_.interval_s);
         row.due_reason = "spot_check";
       }
-      if (previous && *previous > 0 &&
-          std::abs(*o.score / *previous - 1) > options_.score_jump_fraction) {
-        jumps.push_back(under_test[i].label + ": " + FormatScore(*previous) + " → " +
-                        FormatScore(*o.score));
+      const std::optional<double> median = RecentMedian(history, r.gpu_id);
+      const auto jumped = [&](const std::optional<double>& from) {
+        return from && *from > 0 && std::abs(*o.score / *from - 1) > options_.score_jump_fraction;
+      };
+      if (jumped(previous) || jumped(median)) {
+        // Against the median too: a score that creeps by less than the fraction a run
+        // still leaves its history behind.
+        jumps.push_back(under_test[i].label + ": " + FormatScore(*o.score) + " (previous " +
+                        (previous ? FormatScore(*previous) : std::string("none")) +
+                        ", median of its recent runs " +
+                        (median ? FormatScore(*median) : std::string("none")) + ")");
       }
     } else {
       row.due_at = now + Seconds(options_.retry_after_s);
@@ -199,7 +228,8 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
         notify::AddNotification(tx, now, owner->id, n.kind, n.title, n.text, link));
     if (!n.email) continue;
     notify::Email mail{owner->email, NoticeEmailSubject(n),
-                       NoticeEmailBody(n, owner->name, options_.public_url + link), n.kind};
+                       NoticeEmailBody(n, owner->name, options_.public_url + link), n.kind,
+                       owner->id};
     GPUNEX_RETURN_IF_ERROR(notify::EnqueueEmail(tx, now, mail, options_.mail_domain));
     emailed = true;
   }

@@ -423,7 +423,8 @@ TEST(Notices, OnePerKindOfChangeWithEmailForDelistingAndRelisting) {
 
 TEST(Notices, EmailsGreetTheProviderAndLinkTheBenchmarkTab) {
   const Notice n{"benchmark.relisted", "GPU listed again on rig", "These GPUs ...", true};
-  EXPECT_EQ(NoticeEmailSubject(n), "gpunex: GPU listed again on rig");
+  // The subject carries fixed words only, never the machine name its provider typed.
+  EXPECT_EQ(NoticeEmailSubject(n), "gpunex: a GPU is listed again");
   const std::string body =
       NoticeEmailBody(n, "Ana", "https://gpunex.example/#/provider/benchmark?machine=m1");
   EXPECT_THAT(body, StartsWith("Hello Ana,\n\nThese GPUs ..."));

@@ -1,5 +1,7 @@
 #include "platform/benchmarks/notices.h"
 
+#include "platform/notify/notify.h"
+
 namespace gpunex::platform::benchmarks {
 namespace {
 
@@ -40,10 +42,16 @@ std::vector<Notice> ListingNotices(const Evaluation& e, const std::string& machi
   return out;
 }
 
-std::string NoticeEmailSubject(const Notice& n) { return "gpunex: " + n.title; }
+std::string NoticeEmailSubject(const Notice& n) {
+  // Fixed words: the title names the machine, which its provider typed.
+  if (n.kind == "benchmark.delisted") return "gpunex: a GPU was delisted after its benchmark";
+  if (n.kind == "benchmark.relisted") return "gpunex: a GPU is listed again";
+  if (n.kind == "benchmark.listed") return "gpunex: a GPU is listed";
+  return "gpunex: a benchmark result";
+}
 
 std::string NoticeEmailBody(const Notice& n, const std::string& name, const std::string& link) {
-  return "Hello " + (name.empty() ? std::string("there") : name) + ",\n\n" + n.text +
+  return "Hello " + notify::GreetingName(name) + ",\n\n" + n.text +
          "\n\nSee the Benchmark tab of your Provider Dashboard: " + link + "\n\nThe gpunex team\n";
 }
 

@@ -128,6 +128,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("session_ttl_hours", &c->session_ttl_hours, 1, 24 * 90));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("session_idle_minutes", &c->session_idle_minutes, 5, 24 * 90 * 60));
+    GPUNEX_RETURN_IF_ERROR(s.Int("email_link_hours", &c->email_link_hours, 1, 24 * 30));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("signups_per_address_per_hour", &c->signups_per_address_per_hour, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(

@@ -47,6 +47,7 @@ struct Config {
   // Accounts.
   int session_ttl_hours = 168;
   int session_idle_minutes = 12 * 60;     // a session unused this long has ended
+  int email_link_hours = 48;              // how long an email verification link works
   int signups_per_address_per_hour = 20;  // then 429 (a token bucket with this burst)
   int password_hash_concurrency = 1;      // Argon2id hashes at once
   int password_hash_waiting = 4;          // requests that may wait for one, then 429

@@ -207,6 +207,12 @@ Status FleetStore::TouchMachine(const std::string& id, Timestamp seen) {
       .status();
 }
 
+StatusOr<bool> FleetStore::SetMachineName(const std::string& id, const std::string& name) {
+  GPUNEX_ASSIGN_OR_RETURN(int64_t n,
+                          tx_.Exec("UPDATE machines SET name = ? WHERE id = ?", {name, id}));
+  return n > 0;
+}
+
 Status FleetStore::SetMachineStatus(const std::string& id, std::string_view status,
                                     Timestamp since) {
   return tx_

@@ -66,6 +66,8 @@ class FleetStore {
                               const std::string& agent_version, const protocol::Host& host,
                               const std::string& inventory_hash, Timestamp seen);
   Status TouchMachine(const std::string& id, Timestamp seen);
+  // False when there is no such machine.
+  StatusOr<bool> SetMachineName(const std::string& id, const std::string& name);
   Status SetMachineStatus(const std::string& id, std::string_view status, Timestamp since);
   // The provider's machines (all with `provider_id` empty), by id.
   StatusOr<Page<MachineRow>> ListMachines(const std::string& provider_id, const PageRequest& page);

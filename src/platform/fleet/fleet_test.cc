@@ -228,6 +228,48 @@ TEST_P(FleetTest, AHelloWithTheSameKeyIsTheSameMachine) {
   EXPECT_EQ(hellos.back().new_gpu_ids[0], now[2]);
 }
 
+TEST_P(FleetTest, TheProvidersNameForAMachineStaysAcrossHellos) {
+  FakeAgent& a = NewAgent(pia_);
+  ASSERT_TRUE(a.Join());
+  const std::string mid = a.machine_id;
+  const std::string hostname = Detail(mid).machine.name;
+  EXPECT_FALSE(hostname.empty()) << "named after its hostname when it registers";
+
+  // Refused: nothing changes.
+  const std::string before = Snapshot(test_db());
+  EXPECT_EQ(fleet().RenameMachine(As(oscar_), mid, "mine").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(fleet().RenameMachine(As(customer_), mid, "mine").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(fleet().RenameMachine(As(admin_), mid, "mine").status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(fleet().RenameMachine(As(pia_), "mch_nosuch", "mine").status().code(),
+            StatusCode::kNotFound);
+  for (const std::string& bad :
+       {std::string(), std::string("   "), std::string(kMaxMachineName + 1, 'n'),
+        std::string("rack\n1"), std::string("rack\x01")}) {
+    auto st = fleet().RenameMachine(As(pia_), mid, bad).status();
+    EXPECT_EQ(st.code(), StatusCode::kValidationFailed) << bad;
+    EXPECT_EQ(st.fields().count("name"), 1u) << bad;
+  }
+  EXPECT_EQ(Snapshot(test_db()), before);
+
+  auto d = fleet().RenameMachine(As(pia_), mid, "  Rack 1, top  ");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->machine.name, "Rack 1, top") << "trimmed";
+  EXPECT_TRUE(fleet().RenameMachine(As(pia_), mid, std::string(kMaxMachineName, 'n')).ok());
+  ASSERT_TRUE(fleet().RenameMachine(As(pia_), mid, "Rack 1, top").ok());
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'machine.renamed' AND "
+                   "subject = ?",
+                   {mid}),
+            3);
+
+  // The agent reconnects with its hostname: the provider's name wins.
+  clock_.Advance(Seconds(5));
+  a.Connect();
+  ASSERT_TRUE(a.Hello());
+  EXPECT_EQ(Detail(mid).machine.name, "Rack 1, top");
+}
+
 TEST_P(FleetTest, ClaimsOnMachinesItDoesNotOwnAreRefused) {
   FakeAgent& mine = NewAgent(pia_);
   FakeAgent& spare = NewAgent(pia_);

@@ -72,6 +72,9 @@ struct MachineInterval {
   std::optional<std::string> end_reason;
 };
 
+// The longest machine name, in bytes (PATCH /machines/{id}).
+inline constexpr size_t kMaxMachineName = 100;
+
 struct Machine {
   std::string id;
   std::string provider_id;

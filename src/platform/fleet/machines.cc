@@ -258,4 +258,32 @@ StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p,
   return GetMachine(p, machine_id);
 }
 
+StatusOr<MachineDetail> Fleet::RenameMachine(const accounts::Principal& p,
+                                             const std::string& machine_id, std::string_view name) {
+  const size_t first = name.find_first_not_of(" \t");
+  name = first == std::string_view::npos
+             ? std::string_view()
+             : name.substr(first, name.find_last_not_of(" \t") + 1 - first);
+  if (name.empty()) return FieldError("name", "must not be empty");
+  if (name.size() > kMaxMachineName) {
+    return FieldError("name", "must be at most " + std::to_string(kMaxMachineName) + " characters");
+  }
+  if (!IsCleanText(name, false)) {
+    return FieldError("name", "must be text without control characters");
+  }
+  const Timestamp now = options_.clock->Now();
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    FleetStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
+    if (!m || (m->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no such machine");
+    if (m->provider_id != p.user.id)
+      return PermissionDenied("only the machine's provider names it");
+    if (m->name == name) return Status::Ok();
+    GPUNEX_ASSIGN_OR_RETURN(bool changed, s.SetMachineName(machine_id, std::string(name)));
+    if (!changed) return NotFound("no such machine");
+    return accounts::Audit(tx, now, p.user.id, "machine.renamed", machine_id, p.ip);
+  }));
+  return GetMachine(p, machine_id);
+}
+
 }  // namespace gpunex::platform::fleet

@@ -7,8 +7,11 @@
 
 #include "common/ids.h"
 #include "common/json.h"
+#include "common/log.h"
+#include "common/utf8.h"
 #include "platform/notify/internal/mail_format.h"
 #include "platform/notify/notify_store.h"
+#include "platform/notify/verify.h"
 
 namespace gpunex::platform::notify {
 namespace {
@@ -19,6 +22,14 @@ constexpr size_t kMaxKindLength = 64;
 constexpr size_t kMaxTitleLength = 200;
 constexpr size_t kMaxNotificationBodyLength = 4000;
 constexpr size_t kMaxLinkLength = 2000;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
 
 bool ValidMessageIdDomain(std::string_view d) {
   if (d.empty() || d.size() > 253) return false;
@@ -98,7 +109,29 @@ Status EnqueueEmail(store::Tx& tx, Timestamp now, const Email& email,
   row.kind = email.kind;
   row.status = std::string(kEmailPending);
   row.next_attempt_at = now;
-  GPUNEX_RETURN_IF_ERROR(NotifyStore(tx).InsertEmail(row));
+  NotifyStore s(tx);
+  if (!email.user_id.empty()) {
+    row.user_id = email.user_id;
+    row.address = Lower(to->address);
+    GPUNEX_ASSIGN_OR_RETURN(int64_t recent,
+                            s.CountEmailsSince(email.user_id, now - std::chrono::hours(1)));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<VerificationRow> v,
+                            s.FindVerification(email.user_id, *row.address));
+    if (recent >= kMaxEmailsPerAccountPerHour) {
+      row.status = std::string(kEmailSuppressed);
+      row.last_error = "its account had " + std::to_string(kMaxEmailsPerAccountPerHour) +
+                       " emails in the hour before";
+      LogWarn("email.suppressed", {{"user_id", email.user_id}, {"kind", email.kind}});
+    } else if (email.kind != kVerificationKind && !(v && v->verified_at)) {
+      row.status = std::string(kEmailHeld);
+      if (!v) {
+        GPUNEX_RETURN_IF_ERROR(
+            s.InsertVerification({email.user_id, *row.address, now, std::nullopt, std::nullopt})
+                .status());
+      }
+    }
+  }
+  GPUNEX_RETURN_IF_ERROR(s.InsertEmail(row));
   if (id_out != nullptr) *id_out = std::move(row.id);
   return Status::Ok();
 }
@@ -169,16 +202,33 @@ Status MarkAllRead(store::Database& db, Timestamp now, const std::string& user_i
   return Status::Ok();
 }
 
+std::string GreetingName(std::string_view name) {
+  const std::string visible = StripInvisible(name);
+  std::string out;
+  size_t chars = 0, pos = 0;
+  while (pos < visible.size() && chars < kMaxGreetingNameChars) {
+    const size_t start = pos;
+    const char32_t cp = NextCodePoint(visible, &pos);
+    // Line breaks and other controls never reach a greeting.
+    if (cp == kInvalidUtf8 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) continue;
+    out.append(visible, start, pos - start);
+    ++chars;
+  }
+  if (pos < visible.size()) out += "\u2026";
+  return out.empty() ? "there" : out;
+}
+
 Status SendNotice(store::Tx& tx, Timestamp now, const Recipient& to, const Notice& n,
                   const NoticeSettings& settings) {
   GPUNEX_RETURN_IF_ERROR(AddNotification(tx, now, to.user_id, n.kind, n.title, n.text, n.link));
   if (!n.email || to.email.empty()) return Status::Ok();
-  std::string body =
-      "Hello " + (to.name.empty() ? std::string("there") : to.name) + ",\n\n" + n.text + "\n";
+  std::string body = "Hello " + GreetingName(to.name) + ",\n\n" + n.text + "\n";
   if (!n.link.empty()) body += "\nSee your dashboard: " + settings.public_url + n.link + "\n";
   body += "\nThe gpunex team\n";
-  GPUNEX_RETURN_IF_ERROR(
-      EnqueueEmail(tx, now, {to.email, "gpunex: " + n.title, body, n.kind}, settings.mail_domain));
+  GPUNEX_RETURN_IF_ERROR(EnqueueEmail(
+      tx, now,
+      {to.email, "gpunex: " + (n.subject.empty() ? n.title : n.subject), body, n.kind, to.user_id},
+      settings.mail_domain));
   if (settings.wake_outbox) tx.AfterCommit(settings.wake_outbox);
   return Status::Ok();
 }

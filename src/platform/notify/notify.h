@@ -29,6 +29,10 @@ struct Email {
   std::string subject;  // UTF-8, one line
   std::string body;     // UTF-8 plain text; '\n' line ends
   std::string kind;     // what caused it, for logs and metrics: "application.approved"
+  // The account it is sent for: held until the address is verified for that account, and
+  // counted against the account's hourly limit (verify.h). "" only for the platform's own
+  // mail that no account causes.
+  std::string user_id;
 };
 
 // Size limits enforced by EnqueueEmail (bytes).
@@ -42,7 +46,11 @@ inline constexpr size_t kMaxEmailBodyLength = 256 * 1024;
 // rolled back or whose outcome is unknown. (Without a wake the sender finds the message
 // at its next poll.)
 //
-// Adds `email` to the outbox in `tx`, status 'pending', due at `now`. The message gets
+// Adds `email` to the outbox in `tx`, status 'pending', due at `now`: 'held' instead when
+// it has a user_id whose account has not verified its address (and that address is then
+// recorded for a link, verify.h), unless it is the verification email itself; and
+// 'suppressed' when that account had kMaxEmailsPerAccountPerHour emails in the hour
+// before `now`. The message gets
 // the stable Message-ID "<outbox-id@message_id_domain>", which every delivery attempt
 // reuses so that recipients can recognise a repeat, and the Date `now`. Stores `id_out`
 // (when not null) with the outbox row id ("eml_...").
@@ -108,6 +116,9 @@ struct Notice {
   std::string text;   // plain text
   std::string link;   // dashboard path ("/#/provider/performance"), "" for none
   bool email = false;
+  // The email's subject after "gpunex: " when the title holds text someone typed (a machine
+  // name): subjects carry fixed words only. "" for the title.
+  std::string subject;
 };
 struct Recipient {
   std::string user_id;
@@ -119,6 +130,11 @@ struct NoticeSettings {
   std::string public_url;                    // before `link` in emails
   std::function<void()> wake_outbox;         // after the commit; may be empty
 };
+// How a name is greeted in an email ("Hello <name>,"): without invisible or control
+// characters, at most kMaxGreetingNameChars characters (then "…"), "there" when empty.
+inline constexpr size_t kMaxGreetingNameChars = 40;
+std::string GreetingName(std::string_view name);
+
 // Adds the dashboard notification and, with n.email, queues the email, in `tx`.
 Status SendNotice(store::Tx& tx, Timestamp now, const Recipient& to, const Notice& n,
                   const NoticeSettings& settings);

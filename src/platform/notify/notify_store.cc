@@ -15,11 +15,19 @@ NotificationRow NotificationFrom(const store::Row& r) {
 
 constexpr const char* kEmailColumns =
     "id, created_at, to_addr, subject, body, body_sha256, message_id, kind, status, attempts, "
-    "next_attempt_at, lease_until, last_error, sent_at";
+    "next_attempt_at, lease_until, last_error, sent_at, user_id, address";
 
 EmailRow EmailFrom(const store::Row& r) {
-  return {r.Str(0), r.Time(1), r.Str(2), r.Str(3),   r.OptStr(4),   r.Str(5),     r.Str(6),
-          r.Str(7), r.Str(8),  r.Int(9), r.Time(10), r.OptTime(11), r.OptStr(12), r.OptTime(13)};
+  return {r.Str(0),     r.Time(1),     r.Str(2),     r.Str(3),    r.OptStr(4), r.Str(5),
+          r.Str(6),     r.Str(7),      r.Str(8),     r.Int(9),    r.Time(10),  r.OptTime(11),
+          r.OptStr(12), r.OptTime(13), r.OptStr(14), r.OptStr(15)};
+}
+
+constexpr const char* kVerificationColumns =
+    "user_id, address, created_at, last_sent_at, verified_at";
+
+VerificationRow VerificationFrom(const store::Row& r) {
+  return {r.Str(0), r.Str(1), r.Time(2), r.OptTime(3), r.OptTime(4)};
 }
 
 store::Value OptValue(const std::optional<std::string>& s) {
@@ -95,12 +103,12 @@ StatusOr<int64_t> NotifyStore::MarkAllRead(const std::string& user_id, Timestamp
 
 Status NotifyStore::InsertEmail(const EmailRow& e) {
   return tx_
-      .Exec(
-          std::string("INSERT INTO email_outbox (") + kEmailColumns +
-              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          {e.id, ToUnixMicros(e.created_at), e.to_addr, e.subject, OptValue(e.body), e.body_sha256,
-           e.message_id, e.kind, e.status, e.attempts, ToUnixMicros(e.next_attempt_at),
-           OptValue(e.lease_until), OptValue(e.last_error), OptValue(e.sent_at)})
+      .Exec(std::string("INSERT INTO email_outbox (") + kEmailColumns +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {e.id, ToUnixMicros(e.created_at), e.to_addr, e.subject, OptValue(e.body),
+             e.body_sha256, e.message_id, e.kind, e.status, e.attempts,
+             ToUnixMicros(e.next_attempt_at), OptValue(e.lease_until), OptValue(e.last_error),
+             OptValue(e.sent_at), OptValue(e.user_id), OptValue(e.address)})
       .status();
 }
 
@@ -170,6 +178,124 @@ StatusOr<int64_t> NotifyStore::ReleaseClaims(Timestamp now) {
       {ToUnixMicros(now)});
 }
 
+StatusOr<int64_t> NotifyStore::CountEmailsSince(const std::string& user_id, Timestamp since) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT COUNT(*) FROM email_outbox WHERE user_id = ? AND "
+                                    "created_at >= ? AND status <> 'suppressed'",
+                                    {user_id, ToUnixMicros(since)}));
+  return rows.at(0).Int(0);
+}
+
+StatusOr<int64_t> NotifyStore::ReleaseHeld(const std::string& user_id, const std::string& address,
+                                           Timestamp since, Timestamp now) {
+  return tx_.Exec(
+      "UPDATE email_outbox SET status = 'pending', next_attempt_at = ? WHERE status = 'held' "
+      "AND user_id = ? AND address = ? AND created_at > ?",
+      {ToUnixMicros(now), user_id, address, ToUnixMicros(since)});
+}
+
+StatusOr<int64_t> NotifyStore::ExpireHeld(Timestamp before) {
+  return tx_.Exec(
+      "UPDATE email_outbox SET status = 'expired', body = NULL, last_error = 'its address was "
+      "not verified in time' WHERE status = 'held' AND created_at <= ?",
+      {ToUnixMicros(before)});
+}
+
+StatusOr<bool> NotifyStore::AnyHeldBefore(Timestamp before) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT 1 FROM email_outbox WHERE status = "
+                                                      "'held' AND created_at <= ? LIMIT 1",
+                                                      {ToUnixMicros(before)}));
+  return !rows.empty();
+}
+
+StatusOr<bool> NotifyStore::InsertVerification(const VerificationRow& v) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      int64_t changed,
+      tx_.Exec(std::string("INSERT INTO email_verifications (") + kVerificationColumns +
+                   ") VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, address) DO NOTHING",
+               {v.user_id, v.address, ToUnixMicros(v.created_at), OptValue(v.last_sent_at),
+                OptValue(v.verified_at)}));
+  return changed > 0;
+}
+
+StatusOr<std::optional<VerificationRow>> NotifyStore::FindVerification(const std::string& user_id,
+                                                                       const std::string& address) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kVerificationColumns +
+                                        " FROM email_verifications WHERE user_id = ? AND "
+                                        "address = ?",
+                                    {user_id, address}));
+  if (rows.empty()) return std::optional<VerificationRow>();
+  return std::optional(VerificationFrom(rows[0]));
+}
+
+StatusOr<std::vector<VerificationRow>> NotifyStore::ListVerifications(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT v.user_id, v.address, v.created_at, v.last_sent_at, v.verified_at, "
+                "(SELECT COUNT(*) FROM email_outbox e WHERE e.user_id = v.user_id AND "
+                "e.address = v.address AND e.status = 'held'), "
+                "CASE WHEN u.email = v.address THEN 0 ELSE 1 END AS other "
+                "FROM email_verifications v JOIN users u ON u.id = v.user_id "
+                "WHERE v.user_id = ? ORDER BY other, v.address",
+                {user_id}));
+  std::vector<VerificationRow> out;
+  out.reserve(rows.size());
+  for (const store::Row& r : rows) {
+    VerificationRow v = VerificationFrom(r);
+    v.held_emails = r.Int(5);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+StatusOr<std::vector<VerificationRow>> NotifyStore::VerificationsWithoutLink(int64_t limit) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + kVerificationColumns +
+                                        " FROM email_verifications WHERE verified_at IS NULL "
+                                        "AND last_sent_at IS NULL ORDER BY created_at LIMIT ?",
+                                    {limit}));
+  std::vector<VerificationRow> out;
+  out.reserve(rows.size());
+  for (const store::Row& r : rows) out.push_back(VerificationFrom(r));
+  return out;
+}
+
+Status NotifyStore::SetLinkSent(const std::string& user_id, const std::string& address,
+                                Timestamp at) {
+  return tx_
+      .Exec("UPDATE email_verifications SET last_sent_at = ? WHERE user_id = ? AND address = ?",
+            {ToUnixMicros(at), user_id, address})
+      .status();
+}
+
+StatusOr<bool> NotifyStore::MarkVerified(const std::string& user_id, const std::string& address,
+                                         Timestamp at) {
+  GPUNEX_ASSIGN_OR_RETURN(int64_t changed,
+                          tx_.Exec("UPDATE email_verifications SET verified_at = ? WHERE "
+                                   "user_id = ? AND address = ? AND verified_at IS NULL",
+                                   {ToUnixMicros(at), user_id, address}));
+  return changed > 0;
+}
+
+StatusOr<std::optional<std::string>> NotifyStore::AccountEmail(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT email FROM users WHERE id = ?", {user_id}));
+  if (rows.empty()) return std::optional<std::string>();
+  return std::optional(rows[0].Str(0));
+}
+
+StatusOr<std::string> NotifyStore::SigningKey(const std::string& name, const std::string& candidate,
+                                              Timestamp now) {
+  GPUNEX_RETURN_IF_ERROR(tx_.Exec("INSERT INTO signing_keys (name, secret, created_at) VALUES "
+                                  "(?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                                  {name, candidate, ToUnixMicros(now)})
+                             .status());
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT secret FROM signing_keys WHERE name = ?", {name}));
+  return rows.at(0).Str(0);
+}
+
 std::vector<store::Migration> NotifyMigrations() {
   return {
       {3,
@@ -202,6 +328,29 @@ std::vector<store::Migration> NotifyMigrations() {
                 last_error TEXT,
                 sent_at BIGINT))",
            "CREATE INDEX email_outbox_due ON email_outbox (status, next_attempt_at)",
+       },
+       {}},
+      // Email verification (verify.h): emails name the account they are for and their bare
+      // address, and wait ('held') until that address is verified for that account; the
+      // key that signs the links.
+      {15,
+       "notify",
+       "email verification; emails' accounts; signing keys",
+       {
+           "ALTER TABLE email_outbox ADD COLUMN user_id TEXT",
+           "ALTER TABLE email_outbox ADD COLUMN address TEXT",
+           "CREATE INDEX email_outbox_user ON email_outbox (user_id, created_at)",
+           R"(CREATE TABLE email_verifications (
+                user_id TEXT NOT NULL REFERENCES users(id),
+                address TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                last_sent_at BIGINT,
+                verified_at BIGINT,
+                PRIMARY KEY (user_id, address)))",
+           R"(CREATE TABLE signing_keys (
+                name TEXT PRIMARY KEY,
+                secret TEXT NOT NULL,
+                created_at BIGINT NOT NULL))",
        },
        {}},
   };

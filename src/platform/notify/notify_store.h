@@ -37,6 +37,12 @@ inline constexpr std::string_view kEmailPending = "pending";
 inline constexpr std::string_view kEmailSending = "sending";
 inline constexpr std::string_view kEmailSent = "sent";
 inline constexpr std::string_view kEmailFailed = "failed";
+// Not sent while its address is not verified for its account (verify.h); 'pending' once it
+// is, or 'expired' when that takes longer than kHeldEmailLifetime.
+inline constexpr std::string_view kEmailHeld = "held";
+inline constexpr std::string_view kEmailExpired = "expired";
+// Never sent: its account had kMaxEmailsPerAccountPerHour emails in the hour before.
+inline constexpr std::string_view kEmailSuppressed = "suppressed";
 
 struct EmailRow {
   std::string id;  // "eml_..."
@@ -53,6 +59,20 @@ struct EmailRow {
   std::optional<Timestamp> lease_until;  // while 'sending': the claim's expiry and token
   std::optional<std::string> last_error;
   std::optional<Timestamp> sent_at;
+  // The account it is sent for and its bare address in lower case; none for the platform's
+  // own mail (tests, operators' tools).
+  std::optional<std::string> user_id;
+  std::optional<std::string> address;
+};
+
+// An address of an account that is, or is to be, verified (verify.h).
+struct VerificationRow {
+  std::string user_id;
+  std::string address;  // lower case
+  Timestamp created_at;
+  std::optional<Timestamp> last_sent_at;  // the latest link; none until one is sent
+  std::optional<Timestamp> verified_at;
+  int64_t held_emails = 0;  // read by ListVerifications only: its 'held' emails
 };
 
 class NotifyStore {
@@ -96,6 +116,39 @@ class NotifyStore {
                                  const std::string& error);
   // Returns every claimed email to 'pending', due at `now`; how many there were.
   StatusOr<int64_t> ReleaseClaims(Timestamp now);
+  // How many emails for `user_id` were enqueued at or after `since`, suppressed ones aside.
+  StatusOr<int64_t> CountEmailsSince(const std::string& user_id, Timestamp since);
+  // 'held' emails of (user_id, address) made after `since` become 'pending', due at `now`;
+  // how many.
+  StatusOr<int64_t> ReleaseHeld(const std::string& user_id, const std::string& address,
+                                Timestamp since, Timestamp now);
+  // 'held' emails made at or before `before` become 'expired'; how many.
+  StatusOr<int64_t> ExpireHeld(Timestamp before);
+  // Whether any 'held' email was made at or before `before`.
+  StatusOr<bool> AnyHeldBefore(Timestamp before);
+
+  // --- email_verifications ---
+
+  // Adds the row unless (user_id, address) has one; whether it did.
+  StatusOr<bool> InsertVerification(const VerificationRow& v);
+  StatusOr<std::optional<VerificationRow>> FindVerification(const std::string& user_id,
+                                                            const std::string& address);
+  // The user's rows, the account's own address first, then by address, with held counts.
+  StatusOr<std::vector<VerificationRow>> ListVerifications(const std::string& user_id);
+  // Up to `limit` unverified rows that never had a link, oldest first.
+  StatusOr<std::vector<VerificationRow>> VerificationsWithoutLink(int64_t limit);
+  Status SetLinkSent(const std::string& user_id, const std::string& address, Timestamp at);
+  // Sets verified_at unless set; whether it did.
+  StatusOr<bool> MarkVerified(const std::string& user_id, const std::string& address, Timestamp at);
+
+  // The account's own (lower-case) address; none when there is no such user.
+  StatusOr<std::optional<std::string>> AccountEmail(const std::string& user_id);
+
+  // --- signing_keys ---
+
+  // The secret named `name`, storing `candidate` as it first when there is none.
+  StatusOr<std::string> SigningKey(const std::string& name, const std::string& candidate,
+                                   Timestamp now);
 
  private:
   store::Tx& tx_;

@@ -295,7 +295,8 @@ TEST_P(NotifyTest, EnqueueEmailWritesPendingRow) {
   Email email{.to = "Alice <alice@example.com>",
               .subject = "Réglages mis à jour",
               .body = "Your agent token: gpx_a_secret\n",
-              .kind = "agent.token_created"};
+              .kind = "agent.token_created",
+              .user_id = ""};
   ASSERT_TRUE(db_->Transact([&](store::Tx& tx) {
                    return EnqueueEmail(tx, clock_.Now(), email, "gpunex.example", &id);
                  })
@@ -328,7 +329,8 @@ TEST_P(NotifyTest, EnqueueEmailCommitsWithTheCallersTransaction) {
   bool woken = false;
   Status st = db_->Transact([&](store::Tx& tx) -> Status {
     GPUNEX_RETURN_IF_ERROR(EnqueueEmail(
-        tx, clock_.Now(), {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k"},
+        tx, clock_.Now(),
+        {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k", .user_id = ""},
         "gpunex.example"));
     GPUNEX_RETURN_IF_ERROR(AddNotification(tx, clock_.Now(), "usr_alice", "k", "t", "b"));
     tx.AfterCommit([&woken] { woken = true; });  // how a caller wakes the sender
@@ -342,15 +344,31 @@ TEST_P(NotifyTest, EnqueueEmailCommitsWithTheCallersTransaction) {
 
 TEST_P(NotifyTest, EnqueueEmailRejectsHeaderInjection) {
   const std::vector<Email> bad = {
-      {.to = "a@example.com\r\nBcc: victim@example.com", .subject = "s", .body = "b", .kind = "k"},
-      {.to = "a@example.com\nBcc: victim@example.com", .subject = "s", .body = "b", .kind = "k"},
-      {.to = "a@example.com", .subject = "s\r\nBcc: victim@example.com", .body = "b", .kind = "k"},
-      {.to = "a@example.com", .subject = "s\rX", .body = "b", .kind = "k"},
-      {.to = "a@example.com, b@example.com", .subject = "s", .body = "b", .kind = "k"},
-      {.to = "not an address", .subject = "s", .body = "b", .kind = "k"},
-      {.to = "a@example.com", .subject = "", .body = "b", .kind = "k"},
-      {.to = "a@example.com", .subject = "s", .body = "bad \xff", .kind = "k"},
-      {.to = "a@example.com", .subject = "s", .body = "b", .kind = ""},
+      {.to = "a@example.com\r\nBcc: victim@example.com",
+       .subject = "s",
+       .body = "b",
+       .kind = "k",
+       .user_id = ""},
+      {.to = "a@example.com\nBcc: victim@example.com",
+       .subject = "s",
+       .body = "b",
+       .kind = "k",
+       .user_id = ""},
+      {.to = "a@example.com",
+       .subject = "s\r\nBcc: victim@example.com",
+       .body = "b",
+       .kind = "k",
+       .user_id = ""},
+      {.to = "a@example.com", .subject = "s\rX", .body = "b", .kind = "k", .user_id = ""},
+      {.to = "a@example.com, b@example.com",
+       .subject = "s",
+       .body = "b",
+       .kind = "k",
+       .user_id = ""},
+      {.to = "not an address", .subject = "s", .body = "b", .kind = "k", .user_id = ""},
+      {.to = "a@example.com", .subject = "", .body = "b", .kind = "k", .user_id = ""},
+      {.to = "a@example.com", .subject = "s", .body = "bad \xff", .kind = "k", .user_id = ""},
+      {.to = "a@example.com", .subject = "s", .body = "b", .kind = "", .user_id = ""},
   };
   for (const Email& e : bad) {
     Status st = db_->Transact(
@@ -358,9 +376,10 @@ TEST_P(NotifyTest, EnqueueEmailRejectsHeaderInjection) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << e.to << " / " << e.subject;
   }
   Status st = db_->Transact([&](store::Tx& tx) {
-    return EnqueueEmail(tx, clock_.Now(),
-                        {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k"},
-                        "bad>domain");
+    return EnqueueEmail(
+        tx, clock_.Now(),
+        {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k", .user_id = ""},
+        "bad>domain");
   });
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(CountOutbox(), 0);
@@ -370,13 +389,14 @@ TEST_P(NotifyTest, MessageIdsAreUnique) {
   std::set<std::string> ids;
   for (int i = 0; i < 50; ++i) {
     std::string id;
-    ASSERT_TRUE(db_->Transact([&](store::Tx& tx) {
-                     return EnqueueEmail(
-                         tx, clock_.Now(),
-                         {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k"},
-                         "gpunex.example", &id);
-                   })
-                    .ok());
+    ASSERT_TRUE(
+        db_->Transact([&](store::Tx& tx) {
+             return EnqueueEmail(
+                 tx, clock_.Now(),
+                 {.to = "a@example.com", .subject = "s", .body = "b", .kind = "k", .user_id = ""},
+                 "gpunex.example", &id);
+           })
+            .ok());
     ids.insert(id);
   }
   EXPECT_EQ(ids.size(), 50u);

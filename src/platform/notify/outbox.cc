@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "platform/notify/internal/mail_format.h"
 #include "platform/notify/notify_store.h"
+#include "platform/notify/verify.h"
 
 namespace gpunex::platform::notify {
 namespace {
@@ -85,6 +86,12 @@ OutboxCounters OutboxSender::counters() const {
 void OutboxSender::Run() {
   auto last_error_log = std::chrono::steady_clock::time_point::min();
   while (true) {
+    if (options_.verifier != nullptr) {
+      // Links for addresses that emails wait on, before the due emails (the links are).
+      if (Status st = options_.verifier->SendDueLinks(db_); !st.ok()) {
+        LogError("notify.outbox.links_failed", {{"error", st.ToString()}});
+      }
+    }
     StatusOr<int> r = DeliverDue();
     if (!r.ok()) {
       auto now = std::chrono::steady_clock::now();

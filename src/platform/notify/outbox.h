@@ -33,6 +33,8 @@
 
 namespace gpunex::platform::notify {
 
+class EmailVerifier;
+
 struct OutboxOptions {
   // The From header and envelope sender: "GPUnex <noreply@gpunex.example>".
   std::string from;
@@ -49,6 +51,9 @@ struct OutboxOptions {
   Duration lease = std::chrono::minutes(5);
   // Where due times, leases and sent_at come from. Must outlive the sender.
   const Clock* clock = &SystemClock();
+  // Sends, on each pass, the verification links that held emails wait on (verify.h
+  // SendDueLinks). Null: none. Must outlive the sender.
+  const EmailVerifier* verifier = nullptr;
 };
 
 // Monotonic counts since construction, for /metrics.

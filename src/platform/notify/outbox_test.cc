@@ -91,7 +91,8 @@ class OutboxTest : public ::testing::TestWithParam<std::string> {
     return Enqueue({.to = to,
                     .subject = "Agent token für Ihre Maschine",
                     .body = "Your agent token: gpx_a_0123456789\n",
-                    .kind = "agent.token_created"});
+                    .kind = "agent.token_created",
+                    .user_id = ""});
   }
 
   // Reads the outbox row `id`: status, attempts, body, sent_at, last_error, lease_until,

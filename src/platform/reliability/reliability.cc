@@ -231,13 +231,19 @@ Status Reliability::Rescore(store::Tx& tx, Timestamp now, MachineState& m,
         "The reliability score of machine " + name + " is " + score_text +
             ". Customers see it, and offers rank lower with it. The Performance tab lists what "
             "lowered it and what raises it again.",
-        link, true};
+        link,
+        true,
+        "a machine's reliability fell below " +
+            std::to_string(static_cast<int>(options_.threshold))};
   } else if (m.below_threshold && m.score >= options_.threshold + options_.recover_margin) {
     m.below_threshold = false;
     notice = notify::Notice{
-        "reliability.recovered", "Reliability of " + name + " recovered",
-        "The reliability score of machine " + name + " is back at " + score_text + ".", link,
-        false};
+        "reliability.recovered",
+        "Reliability of " + name + " recovered",
+        "The reliability score of machine " + name + " is back at " + score_text + ".",
+        link,
+        false,
+        "a machine's reliability recovered"};
   }
   if (notice) {
     auto owner = accounts::LoadUser(tx, m.provider_id);

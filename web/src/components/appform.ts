@@ -1,8 +1,9 @@
 // The provider application form (APP-1..3): contact, GPU entries that can be added and
 // removed, infrastructure. Inputs carry the API's field paths in data-field
 // ("gpus[1].location.country") so that the API's field errors land next to them.
-import type * as api from "../api";
+import * as api from "../api";
 import { append, button, field, h, uid } from "../dom";
+import { unreadableNumbers } from "../errors";
 import { ScheduleEditor } from "./schedule";
 
 function text(
@@ -132,8 +133,8 @@ class GpuEntryEditor {
         { class: "row numbers" },
         field("Quantity (GPUs)", this.quantity),
         field("System RAM (GB)", this.ram, { hint: "Host memory of the machine." }),
-        field("Upload (Gbps)", this.up),
-        field("Download (Gbps)", this.down),
+        field("Upload (Gbit/s)", this.up),
+        field("Download (Gbit/s)", this.down),
       ),
       this.availGroup,
       this.locGroup,
@@ -345,7 +346,13 @@ export class ApplicationForm {
     this.entries.forEach((e, i) => e.renumber(i, this.entries.length));
   }
 
+  // The form's body. Throws a 422 ApiError naming each number field whose text is not a
+  // number ("1e"), which the browser would otherwise send as empty.
   value(): api.ApplicationBody {
+    const unreadable = unreadableNumbers(this.el);
+    if (Object.keys(unreadable).length) {
+      throw new api.ApiError(422, "validation_failed", "some fields are not valid", unreadable);
+    }
     return {
       contact: {
         full_name: strOrNull(this.fullName),

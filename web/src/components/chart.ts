@@ -52,17 +52,69 @@ function niceStep(max: number, count: number): number {
 }
 
 const kDay = 86400000;
+const kMin = 60000;
+const kHour = 3600000;
 
-function timeFormatter(span: number): (t: number) => string {
+// Round steps for time ticks: the x axis says 14:00, 14:15, 14:30, never 14:07:48.
+const kTimeSteps = [
+  1000,
+  2000,
+  5000,
+  10000,
+  15000,
+  30000,
+  kMin,
+  2 * kMin,
+  5 * kMin,
+  10 * kMin,
+  15 * kMin,
+  30 * kMin,
+  kHour,
+  2 * kHour,
+  3 * kHour,
+  6 * kHour,
+  12 * kHour,
+  kDay,
+  2 * kDay,
+  7 * kDay,
+  14 * kDay,
+  30 * kDay,
+  91 * kDay,
+  182 * kDay,
+  365 * kDay,
+];
+
+// The ticks between t0 and t1 at the smallest round step that gives at most `count`:
+// multiples of the step from the local midnight (from UTC noon for days).
+export function timeTicks(t0: number, t1: number, count: number, days = false): { ticks: number[]; step: number } {
+  const span = Math.max(1, t1 - t0);
+  const steps = days ? kTimeSteps.filter((s) => s >= kDay) : kTimeSteps;
+  const step = steps.find((s) => span / s <= Math.max(1, count - 1)) ?? steps[steps.length - 1];
+  let origin: number;
+  if (days) {
+    origin = Math.floor(t0 / kDay) * kDay + kDay / 2; // UTC noon, where the day points sit
+  } else {
+    const d = new Date(t0);
+    d.setHours(0, 0, 0, 0);
+    origin = d.getTime();
+  }
+  const ticks: number[] = [];
+  for (let t = origin + Math.ceil((t0 - origin) / step) * step; t <= t1; t += step) ticks.push(t);
+  return { ticks, step };
+}
+
+function timeFormatter(step: number, span: number, days: boolean): (t: number) => string {
   const opts: Intl.DateTimeFormatOptions =
-    span < 600000
+    step < kMin
       ? { hour: "2-digit", minute: "2-digit", second: "2-digit" }
-      : span < 2 * kDay
-        ? { hour: "2-digit", minute: "2-digit" }
-        : span < 60 * kDay
+      : step < kDay
+        ? span > kDay
+          ? { weekday: "short", hour: "2-digit", minute: "2-digit" }
+          : { hour: "2-digit", minute: "2-digit" }
+        : step < 91 * kDay
           ? { month: "short", day: "numeric" }
           : { year: "numeric", month: "short" };
-  const f = new Intl.DateTimeFormat(undefined, opts);
+  const f = new Intl.DateTimeFormat(undefined, days ? { ...opts, timeZone: "UTC" } : opts);
   return (t) => f.format(new Date(t));
 }
 
@@ -76,24 +128,23 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
   const ph = H - m.top - m.bottom;
 
   const all = o.series.flatMap((s) => s.points);
+  const now = Date.now();
   let t0 = Math.min(...all.map((p) => p.t));
   let t1 = Math.max(...all.map((p) => p.t));
   if (!all.length) {
-    t0 = Date.now() - kDay;
-    t1 = Date.now();
+    t0 = now - kDay;
+    t1 = now;
   } else if (o.days) {
     // Days: a day of room on each side, so that a single day has its neighbours.
     t0 -= kDay;
     t1 += kDay;
-  } else if (t1 === t0) {
-    // One point: centred on a one-hour axis.
-    t0 -= 1800000;
-    t1 += 1800000;
   } else {
-    // Room around the first and last points.
-    const pad = Math.max((t1 - t0) * 0.06, 15000);
+    // Room before the first point (an hour when there is one) and after the last, but the
+    // axis never runs into the future.
+    const pad = t1 === t0 ? kHour : Math.max((t1 - t0) * 0.06, 15000);
     t0 -= pad;
-    t1 += pad;
+    t1 = Math.max(t1, Math.min(t1 + pad, now));
+    if (t1 - t0 < 2000) t1 = t0 + 2000;
   }
   const yMaxData = Math.max(1, ...all.map((p) => p.y));
   const yStep = niceStep(o.yMax ?? yMaxData * 1.1, ph < 140 ? 3 : 4);
@@ -109,6 +160,9 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
     role: "img",
     "aria-labelledby": `${titleId} ${descId}`,
     focusable: "false",
+    // The x axis' ends, for tests and tools (RFC 3339).
+    "data-x-from": new Date(t0).toISOString(),
+    "data-x-to": new Date(t1).toISOString(),
   });
   root.appendChild(svg("title", { id: titleId }, o.title));
   root.appendChild(svg("desc", { id: descId }, o.description));
@@ -122,15 +176,14 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
       svg("text", { x: m.left - 6, y: yy + 4, "text-anchor": "end", class: "tick" }, String(Math.round(v * 100) / 100)),
     );
   }
-  // X axis: ticks that fit the width.
-  const fmt = o.days ? timeFormatter(60 * kDay - 1) : timeFormatter(t1 - t0);
-  let xTicks = Math.max(2, Math.min(6, Math.floor(pw / 110)));
-  if (o.days) xTicks = Math.max(2, Math.min(xTicks, Math.floor((t1 - t0) / kDay) + 1));
-  for (let i = 0; i < xTicks; i++) {
-    const t = t0 + ((t1 - t0) * i) / (xTicks - 1);
+  // X axis: ticks at round times, as many as fit the width.
+  const xTicks = Math.max(2, Math.min(6, Math.floor(pw / 110)));
+  const { ticks, step } = timeTicks(t0, t1, xTicks, o.days);
+  const fmt = timeFormatter(step, t1 - t0, o.days ?? false);
+  for (const t of ticks) {
     const xx = Math.round(x(t)) + 0.5;
     grid.appendChild(svg("line", { x1: xx, x2: xx, y1: m.top + ph, y2: m.top + ph + 5, class: "tick-mark" }));
-    const anchor = i === 0 ? "start" : i === xTicks - 1 ? "end" : "middle";
+    const anchor = xx - m.left < 30 ? "start" : W - m.right - xx < 30 ? "end" : "middle";
     grid.appendChild(svg("text", { x: xx, y: m.top + ph + 18, "text-anchor": anchor, class: "tick" }, fmt(t)));
   }
   grid.appendChild(
@@ -155,9 +208,24 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
   );
   root.appendChild(grid);
 
+  // Points of several series at the same place are set side by side (a few pixels
+  // apart), and each series' line has its own dash pattern: equal figures show both.
+  const at = (p: ChartPoint) => `${Math.round(x(p.t))}:${Math.round(y(p.y))}`;
+  const sharing = new Map<string, number>();
+  for (const s of o.series) for (const k of new Set(s.points.map(at))) sharing.set(k, (sharing.get(k) ?? 0) + 1);
+  const seen = new Map<string, number>();
   o.series.forEach((s, i) => {
-    const g = svg("g", { class: `series series-${i % 6}` });
+    const g = svg("g", { class: `series series-${i % 6}`, "data-series": s.name });
     const pts = [...s.points].sort((a, b) => a.t - b.t);
+    const dx = new Map<ChartPoint, number>();
+    for (const p of pts) {
+      const k = at(p);
+      const n = sharing.get(k) ?? 1;
+      if (n < 2 || dx.has(p)) continue;
+      const nth = seen.get(k) ?? 0;
+      seen.set(k, nth + 1);
+      dx.set(p, (nth - (n - 1) / 2) * 6);
+    }
     if (pts.length > 1) {
       g.appendChild(
         svg("polyline", {
@@ -170,7 +238,12 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
       g.appendChild(
         svg(
           "circle",
-          { cx: x(p.t).toFixed(1), cy: y(p.y).toFixed(1), r: 4.5, class: p.hollow ? "point hollow" : "point" },
+          {
+            cx: (x(p.t) + (dx.get(p) ?? 0)).toFixed(1),
+            cy: y(p.y).toFixed(1),
+            r: 4.5,
+            class: p.hollow ? "point hollow" : "point",
+          },
           svg("title", {}, p.label),
         ),
       );

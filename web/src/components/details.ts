@@ -62,7 +62,7 @@ export function applicationDetails(app: api.ApplicationBody, models: Map<string,
           ["Model", modelText(g, models)],
           ["Quantity", g.quantity === null ? null : String(g.quantity)],
           ["System RAM", g.system_ram_gb === null ? null : `${g.system_ram_gb} GB`],
-          ["Upload / download", `${g.upload_gbps ?? "—"} / ${g.download_gbps ?? "—"} Gbps`],
+          ["Upload / download", `${g.upload_gbps ?? "—"} / ${g.download_gbps ?? "—"} Gbit/s`],
           ["Availability", availabilityText(g.availability)],
           ["Location", locationText(g.location)],
         ]),
@@ -99,35 +99,6 @@ export function suggestedTier(app: api.Application): HTMLElement {
 
 export function statusBadge(status: string): HTMLElement {
   return h("span", { class: `badge status-${status}` }, statusName(status));
-}
-
-export function history(events: api.HistoryEvent[] | undefined): HTMLElement {
-  const list = events ?? [];
-  return h(
-    "section",
-    { class: "card", "aria-labelledby": "history-title" },
-    h("h2", { id: "history-title" }, "History"),
-    list.length === 0
-      ? h("p", { class: "muted" }, "Nothing yet.")
-      : h(
-          "ol",
-          { class: "timeline" },
-          list.map((e) =>
-            h(
-              "li",
-              { class: `event event-${e.action}` },
-              h(
-                "div",
-                { class: "event-head" },
-                h("strong", null, actionName(e.action)),
-                e.tier ? ` as ${tierName(e.tier)}` : "",
-                h("span", { class: "muted" }, ` · ${when(e.at)}${e.actor_name ? " · " + e.actor_name : ""}`),
-              ),
-              e.message ? h("blockquote", { class: "message" }, e.message) : null,
-            ),
-          ),
-        ),
-  );
 }
 
 // The latest message from a reviewer, for the applicant.

@@ -7,18 +7,21 @@ import { copy } from "../components/copy";
 import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, showFieldErrors, StatusSlot } from "../errors";
 import { ago, plural, when } from "../format";
+import { emailsSection } from "./verify";
 
 export async function accountPage(v: View): Promise<void> {
   const user = session.user!;
   const sessions = sessionsSection(v);
+  const emails = emailsSection(v);
   append(
     v.main,
     pageHeader("Account security", `Signed in as ${user.email}`),
     passwordSection(user, sessions.reload),
+    emails.el,
     sessions.el,
     apiKeysSection(v),
   );
-  await sessions.reload();
+  await Promise.all([sessions.reload(), emails.reload()]);
 }
 
 // ---- password

@@ -1,14 +1,16 @@
 // The provider application: a new one (#/apply) and one that exists
 // (#/applications/ID): editable as a draft or when the reviewer asked for more
-// information, otherwise its answers, status and history.
+// information (with a reply to the reviewer, sent with the resubmission), otherwise its
+// answers, status and history.
 import * as api from "../api";
 import { flash, navigate, pageHeader, session, takeFlash, type View } from "../app";
 import { gpuModels } from "../catalog";
 import { ApplicationForm, emptyEntry } from "../components/appform";
-import { applicationDetails, history, reviewerMessage, statusBadge, suggestedTier } from "../components/details";
-import { append, busy, h } from "../dom";
+import { applicationDetails, reviewerMessage, statusBadge, suggestedTier } from "../components/details";
+import { append, busy, field, h } from "../dom";
 import { clearFieldErrors, noticeBanner, StatusSlot } from "../errors";
 import { when } from "../format";
+import { reviewHistory, type ReviewApplication } from "./review";
 import { latestApplication } from "./roles";
 
 function bodyOf(app: api.ApplicationBody): api.ApplicationBody {
@@ -99,7 +101,7 @@ export async function applicationPage(v: View): Promise<void> {
   const id = v.params.id;
   const [models, app] = await Promise.all([
     gpuModels(v.signal),
-    api.get<api.Application>(`/provider-applications/${encodeURIComponent(id)}`, { signal: v.signal }),
+    api.get<ReviewApplication>(`/provider-applications/${encodeURIComponent(id)}`, { signal: v.signal }),
   ]);
   const mine = app.user_id === session.user?.id;
   const editable = mine && (app.status === "draft" || app.status === "needs_info");
@@ -109,6 +111,7 @@ export async function applicationPage(v: View): Promise<void> {
     { class: "app-status" },
     statusBadge(app.status),
     app.submitted_at ? ` Submitted ${when(app.submitted_at)}` : ` Created ${when(app.created_at)}`,
+    app.resubmitted_at ? ` · resubmitted ${when(app.resubmitted_at)}` : "",
     app.decided_at ? ` · decided ${when(app.decided_at)}` : "",
   );
   append(
@@ -154,11 +157,25 @@ export async function applicationPage(v: View): Promise<void> {
       { type: "submit", class: "btn btn-primary" },
       resubmit ? "Resubmit application" : "Submit application",
     );
+    // The answer to the reviewer's request, sent with the resubmission: its own entry in
+    // the history.
+    const reply = h("textarea", { rows: 4, maxlength: 4000, "data-field": "reply" });
+    const replyField = resubmit
+      ? h(
+          "fieldset",
+          { class: "reply-box" },
+          h("legend", null, "Reply to the reviewer"),
+          field("Your reply to the reviewer (optional)", reply, {
+            className: "reply-field",
+            hint: "Sent with the resubmission and shown to the reviewer in the history.",
+          }),
+        )
+      : null;
     const form = new ApplicationForm(
       models,
       bodyOf(app),
       status.el,
-      h("div", { class: "actions form-actions" }, save, submit),
+      h("div", null, replyField, h("div", { class: "actions form-actions" }, save, submit)),
     );
     const path = `/provider-applications/${encodeURIComponent(app.id)}`;
     save.addEventListener(
@@ -178,7 +195,7 @@ export async function applicationPage(v: View): Promise<void> {
           `The application was not ${resubmit ? "resubmitted" : "submitted"}`,
           async () => {
             await api.put(path, form.value());
-            await api.post(`${path}/submit`);
+            await api.post(`${path}/submit`, resubmit && reply.value.trim() ? { reply: reply.value } : undefined);
           },
         );
         if (ok) {
@@ -193,9 +210,11 @@ export async function applicationPage(v: View): Promise<void> {
     });
     append(
       v.main,
-      resubmit ? h("p", null, "Edit your answers below, then resubmit the application.") : null,
+      resubmit
+        ? h("p", null, "Edit your answers below, reply to the reviewer if you like, then resubmit the application.")
+        : null,
       form.el,
-      history(app.history),
+      reviewHistory(app.history),
     );
     return;
   }
@@ -210,6 +229,6 @@ export async function applicationPage(v: View): Promise<void> {
       suggestedTier(app),
       applicationDetails(app, byId),
     ),
-    history(app.history),
+    reviewHistory(app.history),
   );
 }

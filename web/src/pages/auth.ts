@@ -3,7 +3,7 @@
 import * as api from "../api";
 import { afterLoginPath, navigate, pageHeader, session, signedIn, type View } from "../app";
 import { append, busy, field, h } from "../dom";
-import { clearFieldErrors, StatusSlot } from "../errors";
+import { clearFieldErrors, noticeBanner, StatusSlot } from "../errors";
 
 async function logIn(email: string, password: string): Promise<void> {
   const ans = await api.post<api.LoginAnswer>("/auth/login", { email, password }, { quiet401: true });
@@ -86,7 +86,9 @@ export function signupPage(v: View): void {
     status.el,
     field("Your name", name),
     field("Email", email),
-    field("Password", password, { hint: "At least 10 characters." }),
+    field("Password", password, {
+      hint: "At least 10 characters, not made of your name or email, and not one of the common passwords.",
+    }),
     h("div", { class: "actions" }, submit),
     h("p", { class: "muted" }, "Already registered? ", h("a", { href: "#/login" }, "Log in")),
   );
@@ -109,8 +111,17 @@ export function signupPage(v: View): void {
         await logIn(email.value.trim(), password.value);
         // Back to the page that asked for an account (an offer's Rent), else Roles.
         navigate(afterLoginPath());
-      } catch (e) {
-        status.error(e, "Your account was created, but logging in failed");
+      } catch {
+        // Sign-up answers alike whether or not the address had an account (its owner is
+        // emailed instead), so this says the same either way.
+        status.el.replaceChildren(
+          noticeBanner(
+            `Check your email: if ${email.value.trim()} is new to gpunex, your account is ready and the ` +
+              "link that confirms the address is there; if it had an account already, we emailed its owner. " +
+              "Log in with that account's password.",
+            "info",
+          ),
+        );
       }
     });
   });

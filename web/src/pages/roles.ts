@@ -15,12 +15,13 @@ function linkButton(href: string, text: string, kind = "primary"): HTMLAnchorEle
   return h("a", { class: `btn btn-${kind}`, href }, text);
 }
 
-// The newest of the user's own applications, or null.
+// The newest of the user's own applications, or null: only the user's own are asked for
+// (an admin's list would otherwise hold everybody's).
 export async function latestApplication(signal: AbortSignal): Promise<api.Application | null> {
-  const page = await api.get<api.Page<api.Application>>("/provider-applications?limit=200", { signal });
-  const mine = page.items.filter((a) => a.user_id === session.user?.id);
-  mine.sort((a, b) => a.created_at.localeCompare(b.created_at));
-  return mine.length ? mine[mine.length - 1] : null;
+  const page = await api.get<api.Page<api.Application>>("/provider-applications?mine=true&sort=newest&limit=1", {
+    signal,
+  });
+  return page.items[0] ?? null;
 }
 
 export async function rolesPage(v: View): Promise<void> {

@@ -9,7 +9,7 @@ import type { View } from "../../app";
 import { chartLegend, fitChart, lineChart, type ChartSeries } from "../../components/chart";
 import { busy, button, h, replace, replaceKeepingFocus } from "../../dom";
 import { errorBanner, isAbort, StatusSlot } from "../../errors";
-import { ago, plural, when } from "../../format";
+import { ago, bitRate, byteRate, plural, when } from "../../format";
 import { gpuLabel, listingText, machineTitle } from "./overview";
 import { loadMachines, machinePicker } from "./picker";
 import type { ProviderTab } from "./tabs";
@@ -105,6 +105,13 @@ const kMetricUnits: Record<string, string> = {
   "storage.rand_read_iops": "IOPS",
 };
 
+// A figure of `metric` with its unit; rates as the rest of the dashboard writes them.
+function metricValue(metric: string, n: number): string {
+  if (metric.endsWith("_mbit_s")) return bitRate(n);
+  if (metric.endsWith("_mb_s")) return byteRate(n);
+  return `${num(n)}${kMetricUnits[metric] ? ` ${kMetricUnits[metric]}` : ""}`;
+}
+
 // "BF16 tensor cores: 60.5 TFLOPS, at least 72.6 required".
 function failureText(f: api.BenchmarkFailure): string {
   const name = kMetricNames[f.metric] ?? f.metric;
@@ -121,7 +128,7 @@ function failureText(f: api.BenchmarkFailure): string {
     case "network.rtt_p50_ms":
       return `${name}: ${num(f.measured)}${unit}, at most ${num(f.required)}${unit} allowed`;
     default:
-      return `${name}: ${num(f.measured)}${unit}, at least ${num(f.required)}${unit} required`;
+      return `${name}: ${metricValue(f.metric, f.measured)}, at least ${metricValue(f.metric, f.required)} required`;
   }
 }
 
@@ -490,12 +497,11 @@ function machineFiguresTable(caption: string, rows: MachineRow[], failures: api.
         null,
         rows.map((r) => {
           const fail = r.metric ? byMetric.get(r.metric) : undefined;
-          const unit = r.metric && kMetricUnits[r.metric] ? ` ${kMetricUnits[r.metric]}` : "";
           const result = fail
             ? h(
                 "span",
                 { class: "mark fail" },
-                `✗ Fail: ${r.metric === "network.rtt_p50_ms" ? "at most" : "at least"} ${num(fail.required)}${unit}`,
+                `✗ Fail: ${r.metric === "network.rtt_p50_ms" ? "at most" : "at least"} ${metricValue(fail.metric, fail.required)}`,
               )
             : r.metric
               ? h("span", { class: "mark pass" }, "✓ Pass")
@@ -533,8 +539,8 @@ function machineSection(snap: Snapshot): HTMLElement {
         machineFiguresTable(
           "Network figures",
           [
-            { label: "Download", value: `${num(n.download_mbit_s)} Mbit/s`, metric: "network.download_mbit_s" },
-            { label: "Upload", value: `${num(n.upload_mbit_s)} Mbit/s`, metric: "network.upload_mbit_s" },
+            { label: "Download", value: bitRate(n.download_mbit_s), metric: "network.download_mbit_s" },
+            { label: "Upload", value: bitRate(n.upload_mbit_s), metric: "network.upload_mbit_s" },
             { label: "Round trip (median)", value: `${num(n.rtt_p50_ms)} ms`, metric: "network.rtt_p50_ms" },
             { label: "Round trip (99th percentile)", value: `${num(n.rtt_p99_ms)} ms` },
           ],
@@ -562,12 +568,12 @@ function machineSection(snap: Snapshot): HTMLElement {
           [
             {
               label: "Sequential read (1 MiB blocks)",
-              value: `${num(s.seq_read_mb_s)} MB/s`,
+              value: byteRate(s.seq_read_mb_s),
               metric: "storage.seq_read_mb_s",
             },
             {
               label: "Sequential write (1 MiB blocks)",
-              value: `${num(s.seq_write_mb_s)} MB/s`,
+              value: byteRate(s.seq_write_mb_s),
               metric: "storage.seq_write_mb_s",
             },
             { label: "Random reads (4 KiB)", value: `${num(s.rand_read_iops)} IOPS`, metric: "storage.rand_read_iops" },
@@ -650,7 +656,7 @@ function historySection(snap: Snapshot, stops: Array<() => void>): HTMLElement {
           title: `Performance score per run of ${machineTitle(snap.machine)}`,
           description,
           xLabel: "Run finished",
-          yLabel: "Score",
+          yLabel: "Score (A100 = 100)",
           series,
           width,
           height: 240,
@@ -688,7 +694,10 @@ function historySection(snap: Snapshot, stops: Array<() => void>): HTMLElement {
           "span",
           { class: "run-scores small" },
           r.gpus
-            .map((g) => `GPU ${g.index}: ${g.performance_score === null ? g.state : score(g.performance_score)}`)
+            .map(
+              (g) =>
+                `GPU ${g.index}: ${g.performance_score === null ? g.state : `score ${score(g.performance_score)}`}`,
+            )
             .join(" · "),
         ),
         r.error ? h("span", { class: "run-error small" }, r.error) : null,

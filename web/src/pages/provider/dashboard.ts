@@ -1,15 +1,17 @@
 // The Provider Dashboard (#/provider, #/provider/<tab>): the tab bar and the chosen tab.
 import * as api from "../../api";
-import { navigate, pageHeader, type View } from "../../app";
-import { append, h } from "../../dom";
+import { currentPath, pageHeader, render, type View } from "../../app";
+import { append, button, h } from "../../dom";
+import { errorBanner, isAbort } from "../../errors";
 import { tierName } from "../../format";
+import { notFoundPage } from "../notfound";
 import { providerTabs } from "./tabs";
 
 export async function providerPage(v: View): Promise<void> {
   const tabId = v.params.tab ?? providerTabs[0].id;
   const tab = providerTabs.find((t) => t.id === tabId);
   if (!tab) {
-    navigate("/provider");
+    notFoundPage(v, currentPath());
     return;
   }
   let provider: api.Provider;
@@ -33,7 +35,18 @@ export async function providerPage(v: View): Promise<void> {
       );
       return;
     }
-    throw e;
+    if (isAbort(e)) throw e;
+    append(
+      v.main,
+      pageHeader("Provider Dashboard"),
+      errorBanner(e, "Could not load the Provider Dashboard"),
+      h(
+        "div",
+        { class: "actions" },
+        button("Try again", () => void render(), { kind: "primary" }),
+      ),
+    );
+    return;
   }
   const tabs = h(
     "nav",

@@ -8,7 +8,7 @@ import { copy } from "../../components/copy";
 import { pageThrough } from "../../components/paging";
 import { endTerms, gpusText, loadModelNames, rentalStateBadge } from "../../components/rental";
 import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
-import { errorBanner, StatusSlot } from "../../errors";
+import { clearFieldErrors, errorBanner, StatusSlot } from "../../errors";
 import { ago, bpsPercent, gib, tierName, when } from "../../format";
 import { perHour, usdc } from "../../money";
 import type { ProviderTab } from "./tabs";
@@ -51,74 +51,135 @@ function newTokenPanel(t: api.CreatedToken, onClose: () => void): HTMLElement {
   return panel;
 }
 
-// The tokens section, and a function that reloads its list (last use changes when an
-// agent connects).
-function tokensSection(v: View): { el: HTMLElement; reload: () => void } {
+// A confirm step in `cell` in place of `trigger`: `what` says what happens, `label` names
+// the button that does it.
+function confirmIn(
+  cell: HTMLElement,
+  trigger: HTMLButtonElement,
+  what: string,
+  label: string,
+  kind: "danger" | "primary",
+  work: () => Promise<void>,
+): void {
+  const confirmBtn = button(label, () => void busy(confirmBtn, work), { kind });
+  const cancel = button("Cancel", () => {
+    replace(cell, trigger);
+    trigger.focus();
+  });
+  replace(cell, h("span", { class: "confirm" }, what, " ", confirmBtn, " ", cancel));
+  confirmBtn.focus();
+}
+
+// The tokens section, folded when the provider has machines (open while there are none:
+// a token is the first step), and a function that reloads its list (the last connection
+// changes when an agent connects). Revoked tokens are listed only on request.
+function tokensSection(v: View): { el: HTMLElement; reload: () => void; machines: (n: number) => void } {
   const slot = new StatusSlot();
   const fresh = h("div");
   const list = h("div", { class: "table-wrap tokens-list" });
-  const name = h("input", { type: "text", maxlength: 100, placeholder: "e.g. rack-1", autocomplete: "off" });
+  const count = h("span", { class: "muted small token-count" });
+  const showRevoked = h("input", { type: "checkbox", class: "show-revoked" });
+  const revokedToggle = h("label", { class: "check small", hidden: true }, showRevoked, "");
+  const name = h("input", {
+    type: "text",
+    maxlength: 100,
+    placeholder: "e.g. rack-1",
+    autocomplete: "off",
+    required: true,
+    "data-field": "name",
+  });
   const create = h("button", { type: "submit", class: "btn btn-primary" }, "Create agent token");
   const form = h(
     "form",
-    { class: "inline-form", novalidate: true },
-    field("Token name", name, { hint: "One token per machine or group of machines." }),
+    { class: "inline-form token-form", novalidate: true },
+    field("Token name", name, { hint: "Required: the machine or group of machines it is for." }),
     create,
   );
+  let tokens: api.AgentToken[] = [];
 
-  const load = async () => {
-    const page = await api.get<api.Page<api.AgentToken>>("/providers/me/agent-tokens", { signal: v.signal });
-    const rows = page.items.map((t) => {
-      const actions = h("td", { class: "row-action" });
-      if (t.active) {
-        const revoke = button(
-          "Revoke",
-          () => {
-            const confirmBtn = button(
-              `Revoke “${t.name}”`,
-              () =>
-                void busy(confirmBtn, async () => {
-                  try {
-                    await api.del(`/providers/me/agent-tokens/${encodeURIComponent(t.id)}`);
-                    slot.ok(`Token “${t.name}” revoked; agents using it are disconnected.`);
-                    await load();
-                  } catch (e) {
-                    slot.error(e, "The token was not revoked");
-                  }
-                }),
-              { kind: "danger" },
-            );
-            const cancel = button("Cancel", () => {
-              replace(actions, revoke);
-              revoke.focus();
-            });
-            replace(actions, h("span", { class: "confirm" }, "Agents using it stop. ", confirmBtn, " ", cancel));
-            confirmBtn.focus();
-          },
-          { kind: "danger", attrs: { "aria-label": `Revoke token ${t.name}` } },
-        );
-        actions.appendChild(revoke);
-      }
-      return h(
-        "tr",
-        { class: t.active ? null : "revoked" },
-        h("td", { "data-label": "Name" }, t.name),
-        h("td", { "data-label": "Token" }, h("code", null, `${t.prefix}…`)),
-        h("td", { "data-label": "Created" }, when(t.created_at)),
-        h("td", { "data-label": "Last used" }, t.last_used_at ? ago(t.last_used_at) : "never"),
-        h(
-          "td",
-          { "data-label": "Status" },
-          t.active
-            ? h("span", { class: "badge badge-ok" }, "Active")
-            : h("span", { class: "badge" }, `Revoked ${when(t.revoked_at)}`),
-        ),
-        actions,
+  const showCreated = (t: api.CreatedToken) => {
+    replace(
+      fresh,
+      newTokenPanel(t, () => {
+        replace(fresh);
+        name.focus();
+      }),
+    );
+    fresh.querySelector<HTMLButtonElement>("[data-copy]")?.focus();
+  };
+
+  const row = (t: api.AgentToken) => {
+    const actions = h("td", { class: "row-action" });
+    if (t.active) {
+      const rotate = button(
+        "Rotate",
+        () =>
+          confirmIn(
+            actions,
+            rotate,
+            "A new token replaces it; agents using it stop until they get the new one.",
+            `Rotate “${t.name}”`,
+            "primary",
+            async () => {
+              try {
+                const created = await api.post<api.CreatedToken>(
+                  `/providers/me/agent-tokens/${encodeURIComponent(t.id)}/rotate`,
+                );
+                slot.ok(`Token “${t.name}” rotated: give the new one to its agents.`);
+                showCreated(created);
+                await load();
+              } catch (e) {
+                slot.error(e, "The token was not rotated");
+              }
+            },
+          ),
+        { attrs: { "aria-label": `Rotate token ${t.name}` } },
       );
-    });
+      const revoke = button(
+        "Revoke",
+        () =>
+          confirmIn(actions, revoke, "Agents using it stop.", `Revoke “${t.name}”`, "danger", async () => {
+            try {
+              await api.del(`/providers/me/agent-tokens/${encodeURIComponent(t.id)}`);
+              slot.ok(`Token “${t.name}” revoked; agents using it are disconnected.`);
+              await load();
+            } catch (e) {
+              slot.error(e, "The token was not revoked");
+            }
+          }),
+        { kind: "danger", attrs: { "aria-label": `Revoke token ${t.name}` } },
+      );
+      append(actions, rotate, " ", revoke);
+    }
+    return h(
+      "tr",
+      { class: t.active ? null : "revoked" },
+      h("td", { "data-label": "Name" }, t.name),
+      h("td", { "data-label": "Token" }, h("code", null, `${t.prefix}…`)),
+      h("td", { "data-label": "Created" }, when(t.created_at)),
+      // The token is checked when an agent connects, not on each heartbeat.
+      h("td", { "data-label": "Last connected" }, t.last_used_at ? when(t.last_used_at) : "never"),
+      h(
+        "td",
+        { "data-label": "Status" },
+        t.active
+          ? h("span", { class: "badge badge-ok" }, "Active")
+          : h("span", { class: "badge badge-wrap" }, `Revoked ${when(t.revoked_at)}`),
+      ),
+      actions,
+    );
+  };
+
+  const draw = () => {
+    const active = tokens.filter((t) => t.active);
+    const revoked = tokens.length - active.length;
+    count.textContent = `${active.length} active${revoked ? `, ${revoked} revoked` : ""}`;
+    revokedToggle.hidden = revoked === 0;
+    revokedToggle.lastChild!.textContent = `Show revoked tokens (${revoked})`;
+    const shown = showRevoked.checked ? tokens : active;
     replace(
       list,
-      rows.length
+      shown.length
         ? h(
             "table",
             { class: "tokens" },
@@ -128,34 +189,42 @@ function tokensSection(v: View): { el: HTMLElement; reload: () => void } {
               h(
                 "tr",
                 null,
-                ["Name", "Token", "Created", "Last used", "Status", ""].map((x) => h("th", { scope: "col" }, x)),
+                ["Name", "Token", "Created", "Last connected", "Status", ""].map((x) => h("th", { scope: "col" }, x)),
               ),
             ),
-            h("tbody", null, rows),
+            h("tbody", null, shown.map(row)),
           )
-        : h("p", { class: "muted" }, "No agent tokens yet."),
+        : h("p", { class: "muted" }, tokens.length ? "No active agent tokens." : "No agent tokens yet."),
     );
+  };
+  showRevoked.addEventListener("change", draw);
+
+  const load = async () => {
+    const page = await api.get<api.Page<api.AgentToken>>("/providers/me/agent-tokens", { signal: v.signal });
+    tokens = page.items;
+    draw();
   };
 
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     void busy(create, async () => {
       slot.clear();
-      try {
-        const body = name.value.trim() ? { name: name.value.trim() } : {};
-        const t = await api.post<api.CreatedToken>("/providers/me/agent-tokens", body);
-        name.value = "";
-        replace(
-          fresh,
-          newTokenPanel(t, () => {
-            replace(fresh);
-            name.focus();
-          }),
+      clearFieldErrors(form);
+      if (!name.value.trim()) {
+        slot.formError(
+          form,
+          new api.ApiError(422, "validation_failed", "", { name: "is required: name the machine it is for" }),
+          "",
         );
-        fresh.querySelector<HTMLButtonElement>("[data-copy]")?.focus();
+        return;
+      }
+      try {
+        const t = await api.post<api.CreatedToken>("/providers/me/agent-tokens", { name: name.value.trim() });
+        name.value = "";
+        showCreated(t);
         await load();
       } catch (e) {
-        slot.error(e, "The token was not created");
+        slot.formError(form, e, "The token was not created");
       }
     });
   });
@@ -163,9 +232,9 @@ function tokensSection(v: View): { el: HTMLElement; reload: () => void } {
   const reload = () => void load().catch((e) => slot.error(e, "Could not load your agent tokens"));
   reload();
   const el = h(
-    "section",
-    { class: "card", "aria-labelledby": "tokens-title" },
-    h("h2", { id: "tokens-title" }, "Agent tokens"),
+    "details",
+    { class: "card tokens-card" },
+    h("summary", null, h("h2", { id: "tokens-title" }, "Agent tokens"), " ", count),
     h(
       "p",
       { class: "muted" },
@@ -174,9 +243,17 @@ function tokensSection(v: View): { el: HTMLElement; reload: () => void } {
     slot.el,
     form,
     fresh,
+    revokedToggle,
     list,
   );
-  return { el, reload };
+  let decided = false;
+  // Open while there is no machine; after that the reader's choice stands.
+  const machines = (n: number) => {
+    if (decided) return;
+    decided = true;
+    if (n === 0) el.open = true;
+  };
+  return { el, reload, machines };
 }
 
 function telemetryCells(g: api.MachineGpu, online: boolean): HTMLElement[] {
@@ -190,6 +267,12 @@ function telemetryCells(g: api.MachineGpu, online: boolean): HTMLElement[] {
     cell("Power", `${Math.round(t.power_w)} W`, "num"),
     cell("SM clock", `${Math.round(t.sm_clock_mhz)} MHz`, "num"),
   ];
+}
+
+// A performance score with its scale: 100 is an A100-SXM-80GB at its datasheet peaks
+// (docs/performance-score.md; faster GPUs score above 100).
+export function scoreText(score: number): string {
+  return `${score.toFixed(2)} (A100 = 100)`;
 }
 
 export function machineTitle(m: api.Machine): string {
@@ -268,7 +351,7 @@ function offeredCell(m: api.Machine, g: api.MachineGpu, offers: OfferState): HTM
       "div",
       { id: statusId, class: `small listing ${listing.ok ? "listed" : "not-listed"}` },
       pending !== undefined ? "Saving…" : listing.text,
-      g.performance_score !== null && g.present ? ` · score ${g.performance_score.toFixed(2)}` : null,
+      g.performance_score !== null && g.present ? ` · score ${scoreText(g.performance_score)}` : null,
     ),
     g.listing_state === "no_price_set"
       ? h("a", { class: "small", href: "#/provider/pricing", "data-focus": `price-${g.id}` }, "Set a price")
@@ -284,11 +367,64 @@ export function machineHiddenBadge(m: api.Machine): HTMLElement | null {
   return null;
 }
 
-function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
+// The machines whose rename form is open, with the form: the same element goes back into
+// each redrawn card, so that what is typed and the focus survive the refresh.
+type Renames = Map<string, HTMLFormElement>;
+
+function renameForm(m: api.Machine, renames: Renames, done: (text?: string) => void): HTMLFormElement {
+  const slot = new StatusSlot();
+  const input = h("input", {
+    type: "text",
+    value: machineTitle(m),
+    maxlength: 100,
+    autocomplete: "off",
+    "data-field": "name",
+    "data-focus": `rename-${m.id}`,
+  });
+  const save = h(
+    "button",
+    { type: "submit", class: "btn btn-primary", "data-focus": `rename-save-${m.id}` },
+    "Save name",
+  );
+  const close = () => {
+    renames.delete(m.id);
+    done();
+  };
+  const form = h(
+    "form",
+    { class: "inline-form rename-form", novalidate: true, "aria-label": `Rename ${machineTitle(m)}` },
+    slot.el,
+    field("Machine name", input, { hint: "Your name for it; the agent's host name does not replace it." }),
+    h("div", { class: "actions" }, save, button("Cancel", close, { attrs: { "data-focus": `rename-cancel-${m.id}` } })),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void busy(save, async () => {
+      slot.clear();
+      clearFieldErrors(form);
+      try {
+        const d = await api.patch<api.Machine>(`/machines/${encodeURIComponent(m.id)}`, { name: input.value });
+        renames.delete(m.id);
+        done(`Machine renamed “${machineTitle(d)}”.`);
+      } catch (e) {
+        slot.formError(form, e, "The machine was not renamed");
+      }
+    });
+  });
+  return form;
+}
+
+function machineCard(
+  m: api.Machine,
+  offers: OfferState,
+  renames: Renames,
+  onRename: (m: api.Machine) => void,
+): HTMLElement {
   const online = m.status === "online";
   const host = m.host ?? {};
   const title = machineTitle(m);
   const gpus = [...m.gpus].sort((a, b) => a.index - b.index);
+  const renaming = renames.get(m.id) ?? null;
   return h(
     "article",
     {
@@ -313,7 +449,7 @@ function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
       h(
         "span",
         { class: "muted small" },
-        online ? `last heartbeat ${ago(m.last_seen)}` : `offline since ${when(m.status_since)}`,
+        online ? `last heartbeat ${ago(m.last_seen)}` : `Offline since ${when(m.status_since)}`,
       ),
       h(
         "a",
@@ -335,7 +471,21 @@ function machineCard(m: api.Machine, offers: OfferState): HTMLElement {
         },
         "Availability",
       ),
+      renaming
+        ? null
+        : h(
+            "button",
+            {
+              type: "button",
+              class: "btn btn-link small rename-btn",
+              "data-focus": `rename-btn-${m.id}`,
+              "aria-label": `Rename ${title}`,
+              onclick: () => onRename(m),
+            },
+            "Rename",
+          ),
     ),
+    renaming,
     h(
       "p",
       { class: "muted small host" },
@@ -428,6 +578,24 @@ function machinesSection(v: View, onChange: () => void, onList: (items: api.Mach
       })();
     },
   };
+  const renames: Renames = new Map();
+  const onRename = (m: api.Machine) => {
+    renames.set(
+      m.id,
+      renameForm(m, renames, (text) => {
+        if (text) slot.ok(text);
+        void refresh().then(() => {
+          const again = list.querySelector<HTMLElement>(`[data-focus="rename-btn-${m.id}"]`);
+          again?.focus();
+        });
+        render();
+      }),
+    );
+    render();
+    const input = renames.get(m.id)!.querySelector<HTMLInputElement>("input");
+    input?.focus();
+    input?.select();
+  };
   let items: api.Machine[] | null = null;
   const list = h(
     "div",
@@ -453,7 +621,14 @@ function machinesSection(v: View, onChange: () => void, onList: (items: api.Mach
     } catch (e) {
       if (v.signal.aborted) return;
       failing = true;
-      replace(problem, errorBanner(e, "Live updates paused (retrying)"));
+      if (items === null) {
+        // Nothing was read yet: the error replaces the loading line.
+        list.removeAttribute("aria-busy");
+        replace(list);
+        replace(problem, errorBanner(e, "Could not load your machines (retrying)"));
+      } else {
+        replace(problem, errorBanner(e, "Live updates paused (retrying)"));
+      }
     }
   };
   function render(): void {
@@ -464,7 +639,7 @@ function machinesSection(v: View, onChange: () => void, onList: (items: api.Mach
     replaceKeepingFocus(
       list,
       items.length
-        ? items.map((m) => machineCard(m, offers))
+        ? items.map((m) => machineCard(m, offers, renames, onRename))
         : h(
             "p",
             { class: "muted empty-machines" },
@@ -589,12 +764,17 @@ export const overviewTab: ProviderTab = {
     const names = new Map<string, string>();
     const rentals = rentalsSection(v, names);
     const onList = (items: api.Machine[]) => {
+      tokens.machines(items.length);
       const before = [...names].join();
       for (const m of items) names.set(m.id, machineTitle(m));
       if ([...names].join() !== before) rentals.rerender();
     };
+    // Machines first (what a provider comes to see), then the rentals on them, the tier
+    // and the tokens (folded once there are machines).
     append(
       panel,
+      machinesSection(v, tokens.reload, onList),
+      rentals.el,
       h(
         "section",
         { class: "card tier-card", "aria-labelledby": "tier-title" },
@@ -609,8 +789,8 @@ export const overviewTab: ProviderTab = {
           "p",
           { class: "muted" },
           provider.tier === "enterprise"
-            ? "Premium placement in the marketplace and access to enterprise customer contracts."
-            : "Full marketplace visibility with flexible schedules.",
+            ? "Your offers rank with the Enterprise factor, 1.10 (Community: 1.00), in the marketplace's ranking."
+            : "Your priced GPUs are listed in the marketplace, ranked with the Community factor, 1.00 (Enterprise: 1.10).",
         ),
         provider.commission_bps !== undefined
           ? h(
@@ -622,8 +802,6 @@ export const overviewTab: ProviderTab = {
           : null,
       ),
       tokens.el,
-      machinesSection(v, tokens.reload, onList),
-      rentals.el,
     );
   },
 };

@@ -1,12 +1,14 @@
-// A strict UTF-8 decoder for the bank folder's text checks and transliteration.
+// A strict UTF-8 decoder (the bank folder's text checks and transliteration, names), and
+// the removal of the invisible characters that make a name display other than it reads.
 //
-// Thread-safety: a pure function.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
-namespace gpunex::platform::bank::internal {
+namespace gpunex {
 
 inline constexpr char32_t kInvalidUtf8 = 0xFFFFFFFF;
 
@@ -53,4 +55,13 @@ inline char32_t NextCodePoint(std::string_view s, size_t* pos) {
   return cp;
 }
 
-}  // namespace gpunex::platform::bank::internal
+// The bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E-U+200F,
+// U+202A-U+202E, U+2066-U+2069) and the zero-width and invisible formatting characters
+// (U+200B-U+200D, U+2060-U+2064, U+FEFF, the soft hyphen U+00AD).
+bool IsInvisibleFormat(char32_t cp);
+
+// `s` without its IsInvisibleFormat characters; malformed bytes are kept as they are (the
+// caller's own UTF-8 check names them).
+std::string StripInvisible(std::string_view s);
+
+}  // namespace gpunex
