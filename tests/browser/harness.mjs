@@ -262,6 +262,19 @@ export class Gpunexd {
     return r.stdout;
   }
 
+  // Opens the link that verifies `email` (the newest one in the outbox, which this
+  // harness's gpunexd never sends: no SMTP server), as the address's owner would.
+  async confirmEmail(email) {
+    const body = this.sql(
+      `SELECT body FROM email_outbox WHERE kind = 'email.verify' AND address = '${email.toLowerCase()}' ` +
+        "ORDER BY created_at DESC LIMIT 1",
+    );
+    const found = /\/#\/verify-email\?token=(\S+)/.exec(body);
+    if (!found)
+      throw new Error(`no verification link for ${email} in the outbox`);
+    await this.apiOk("POST", "/auth/verify-email", { token: found[1] });
+  }
+
   get base() {
     return this.webProxy
       ? `http://127.0.0.1:${this.webProxy.address().port}`
@@ -362,6 +375,7 @@ export class Gpunexd {
   async approvedProvider(name, password, opts = {}) {
     const email = uniqueEmail(name.split(" ")[0].toLowerCase());
     await this.apiOk("POST", "/auth/signup", { email, password, name });
+    await this.confirmEmail(email);
     const login = await this.apiOk("POST", "/auth/login", { email, password });
     const app = await this.apiOk(
       "POST",

@@ -558,7 +558,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
       await pwError.textContent(),
       /not be based on your email address or name/,
     );
-    await shoot(p, "ux-20-signup-weak-password");
+    await shoot(p, "ux-30-signup-weak-password");
     await p.getByLabel("Password").fill(PASSWORD);
     await p.getByRole("button", { name: "Create account" }).click();
     await heading(p, "Your roles");
@@ -571,7 +571,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
       new RegExp(`We sent a link to ${email}`),
     );
     await noContrastProblems(p, "the confirmation reminder");
-    await shoot(p, "ux-21-confirmation-reminder");
+    await shoot(p, "ux-31-confirmation-reminder");
     // A new link waits 10 minutes after the last: said so.
     await reminder.getByRole("button", { name: "Send a new link" }).click();
     await until(
@@ -590,7 +590,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
       10000,
     );
     assert.match(await emails.textContent(), /Your account's/);
-    await shoot(p, "ux-22-account-email-addresses");
+    await shoot(p, "ux-32-account-email-addresses");
 
     // Someone signs up with the taken address: told the same as for a new one, no account made.
     const other = await newPage();
@@ -604,7 +604,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
       /Check your email: if .* is new to gpunex/,
     );
     await told.waitFor();
-    await shoot(other.page, "ux-23-signup-taken-address");
+    await shoot(other.page, "ux-33-signup-taken-address");
     assert.equal(
       server.sql(`SELECT COUNT(*) FROM users WHERE email = '${email}'`).trim(),
       "1",
@@ -616,7 +616,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
     await other.page
       .getByText("The link is not a valid verification link.")
       .waitFor();
-    await shoot(other.page, "ux-24-verify-bad-link");
+    await shoot(other.page, "ux-34-verify-bad-link");
     const body = server.sql(
       `SELECT body FROM email_outbox WHERE kind = 'email.verify' AND address = '${email}' ORDER BY created_at DESC LIMIT 1`,
     );
@@ -626,7 +626,7 @@ describe("the dashboard's first impressions (items 10-17)", () => {
     await other.page.goto(`${server.base}/#/verify-email?token=${token}`);
     await other.page.getByText(`Thank you: ${email} is confirmed.`).waitFor();
     await noContrastProblems(other.page, "the confirmation page");
-    await shoot(other.page, "ux-25-verify-confirmed");
+    await shoot(other.page, "ux-35-verify-confirmed");
 
     // The signed-in page loses its reminder on the next page it shows.
     await p.goto(`${server.base}/#/roles`);
