@@ -21,13 +21,13 @@ namespace {
 constexpr int kJumpHistoryDays = 90;
 constexpr size_t kJumpHistoryRuns = 5;
 
-// The median of `gpu_id`'s last kJumpHistoryRuns scores in `history` (oldest first); none
-// without any.
+// The median of `gpu_id`'s last kJumpHistoryRuns scores at or after `since` in `history`
+// (oldest first); none without any.
 std::optional<double> RecentMedian(const std::vector<ScoreSample>& history,
-                                   const std::string& gpu_id) {
+                                   const std::string& gpu_id, Timestamp since) {
   std::vector<double> recent;
   for (auto it = history.rbegin(); it != history.rend() && recent.size() < kJumpHistoryRuns; ++it) {
-    if (it->gpu_id == gpu_id) recent.push_back(it->score);
+    if (it->gpu_id == gpu_id && it->at >= since) recent.push_back(it->score);
   }
   if (recent.empty()) return std::nullopt;
   std::sort(recent.begin(), recent.end());
@@ -146,8 +146,9 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(machine_id));
   // The machine's scores of the last kJumpHistoryDays, oldest first: each GPU's new score
   // is compared with its previous one and with the median of its last kJumpHistoryRuns.
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<ScoreSample> history,
-                          s.Scores(machine_id, now - std::chrono::hours(24 * kJumpHistoryDays)));
+  // (Scores reads every score of one machine; the window applies below.)
+  const Timestamp history_since = now - std::chrono::hours(24 * kJumpHistoryDays);
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<ScoreSample> history, s.Scores(machine_id, history_since));
   std::map<std::string, fleet::BenchmarkFacts> facts;
   std::vector<std::string> jumps;  // GPUs whose score moved more than score_jump_fraction
   for (size_t i = 0; i < run.gpus.size(); ++i) {
@@ -169,7 +170,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
         row.due_at = now + SpotCheckDelay(options_.spot_check_mean_s, options_.interval_s);
         row.due_reason = "spot_check";
       }
-      const std::optional<double> median = RecentMedian(history, r.gpu_id);
+      const std::optional<double> median = RecentMedian(history, r.gpu_id, history_since);
       const auto jumped = [&](const std::optional<double>& from) {
         return from && *from > 0 && std::abs(*o.score / *from - 1) > options_.score_jump_fraction;
       };

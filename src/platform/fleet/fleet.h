@@ -217,12 +217,13 @@ class Fleet {
   StatusOr<MachineDetail> SetGpuEnabled(const accounts::Principal& p, const std::string& machine_id,
                                         const std::string& gpu_id, bool enabled);
   // Names the machine (the owner only; admins are refused, anyone else gets kNotFound).
-  // `name` is trimmed of spaces; empty, longer than kMaxMachineName bytes or with control
+  // `raw` loses its invisible characters (common/utf8.h StripInvisible) and outer spaces;
+  // then empty, longer than kMaxMachineName bytes or with control
   // characters fails with kValidationFailed on "name" and changes nothing. The agent's
   // hello never sets the name again (the hostname names a machine only when it
   // registers), so the provider's name stays across reconnects and reinstalls.
   StatusOr<MachineDetail> RenameMachine(const accounts::Principal& p, const std::string& machine_id,
-                                        std::string_view name);
+                                        std::string_view raw);
 
   store::Database& db() { return db_; }
   const FleetOptions& options() const { return options_; }

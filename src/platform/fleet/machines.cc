@@ -5,6 +5,7 @@
 #include "common/gpu_catalog.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "platform/fleet/agent_session.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/fleet_store.h"
@@ -259,7 +260,10 @@ StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p,
 }
 
 StatusOr<MachineDetail> Fleet::RenameMachine(const accounts::Principal& p,
-                                             const std::string& machine_id, std::string_view name) {
+                                             const std::string& machine_id, std::string_view raw) {
+  // Without the invisible characters that make a name display other than it reads.
+  const std::string visible = StripInvisible(raw);
+  std::string_view name = visible;
   const size_t first = name.find_first_not_of(" \t");
   name = first == std::string_view::npos
              ? std::string_view()
