@@ -37,7 +37,8 @@ for e in json.load(open(db)):
             skip = True
         elif a != "-c" and not a.startswith("-o"):
             pre.append(a)
-    pre[1:1] = ["-E", "-P"]
+    # __FILE__ relative to the checkout, so the text does not depend on where it lies.
+    pre[1:1] = ["-E", "-P", "-fmacro-prefix-map=" + root + "/="]
     print(f + "\t" + e["directory"] + "\t" + " ".join(shlex.quote(a) for a in pre))
 PY
 )
@@ -45,7 +46,8 @@ echo "clang-tidy: ${#units[@]} translation units, $jobs at a time"
 
 version=$(clang-tidy --version | tr '\n' ' ')
 config_hash=$(sha256sum .clang-tidy | cut -d' ' -f1)
-export build cache version config_hash
+root=$PWD
+export build cache version config_hash root
 
 check_one() {
   local file dir cmd
@@ -53,8 +55,10 @@ check_one() {
   # The preprocessed text: the unit with every header it includes, as this build sees it.
   local pre
   pre=$(cd "$dir" && eval "$cmd" 2>/dev/null | sha256sum | cut -d' ' -f1) || pre=""
+  # The command with this checkout's folder taken out, so that a fresh clone elsewhere
+  # (as CI makes) finds the results of this one.
   local key
-  key=$(printf '%s\n' "$pre" "$cmd" "$version" "$config_hash" | sha256sum | cut -d' ' -f1)
+  key=$(printf '%s\n' "$pre" "${cmd//$root\//}" "$version" "$config_hash" | sha256sum | cut -d' ' -f1)
   if [ -n "$pre" ] && [ -f "$cache/$key" ]; then return 0; fi
   local out
   if out=$(clang-tidy -p "$build" --quiet "$file" 2>&1); then
