@@ -57,14 +57,18 @@ trap cleanup EXIT
 GPUNEX_TEST_PG_URL=$(scripts/pg-test-server.sh start "$pgdir/pg")
 export GPUNEX_TEST_PG_URL
 
-echo "== release build tests"
-ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600
-echo "== thread sanitizer tests"
+logs=$pgdir/logs
+mkdir -p "$logs"
+phase() { echo "== $1 (at ${SECONDS} s)"; }
+
+phase "release build tests"
+ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 | tee "$logs/release"
+phase "thread sanitizer tests"
 for t in "${tsan_tests[@]}"; do
   echo "-- $t"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1
 done
-echo "== sanitizer build tests"
+phase "sanitizer build tests"
 # Every unit test and most end-to-end tests again under ASan+UBSan. The slowest end-to-end
 # tests, whose gpunexd paths the others cover too, run in the release build only: the
 # dashboard in a browser (every browser suite), the agent in Docker, the agent channel,
@@ -78,4 +82,15 @@ echo "== sanitizer build tests"
 # checker is Python alone).
 asan_skip='^(browser_.*|e2e_test_agent_docker|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash|e2e_test_payouts|e2e_test_payouts_crash|e2e_test_bankcheck|solana_test_node)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip"
+  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip" | tee "$logs/asan"
+
+# The ten slowest tests of the run, from ctest's own lines ("Test #12: name ... 1.23 sec").
+phase "done"
+echo "== the ten slowest tests"
+for config in release asan; do
+  sed -nE "s/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 $config \1/p" "$logs/$config"
+done | sort -rn | head -10 | awk '{ printf "%9.1f s  %-8s %s\n", $1, $2, $3 }'
+# One closing line for both configurations: ctest's own summaries, added up.
+for config in release asan; do
+  sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+)$/\1 \2/p' "$logs/$config"
+done | awk '{ failed += $1; total += $2 } END { printf "tests: %d passed, %d failed\n", total - failed, failed }'
