@@ -167,7 +167,7 @@ int Run() {
   std::printf("offer index: %zu offers loaded in %.1f s\n", market.snapshot()->offers().size(),
               Seconds(Clock::now() - t0));
   platform::rentals::Rentals rentals(tdb, fleet, workloads, market, {});
-  platform::rentals::Jobs jobs(tdb, rentals, market, &SystemClock());
+  platform::rentals::Jobs jobs(tdb, rentals, market, {.clock = &SystemClock()});
   jobs.Start();
 
   // 1. The scheduler.

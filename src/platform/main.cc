@@ -318,7 +318,9 @@ int Serve(Config config) {
                             .sweep_ms = config.rentals_sweep_ms,
                             .notices = notices,
                             .clock = &clock});
-  rentals::Jobs jobs(**db, rentals, market, &clock);
+  rentals::Jobs jobs(
+      **db, rentals, market,
+      {.max_queued_per_customer = config.rentals_max_queued_jobs_per_customer, .clock = &clock});
 
   // Solana (PAY-4): the platform's key and the RPC endpoint, when configured.
   std::optional<solana::Keypair> solana_key;

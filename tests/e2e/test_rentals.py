@@ -506,15 +506,20 @@ class RentalsMixin:
 
     def test_balance_runs_out_at_exactly_zero(self):
         """Two rentals of one GPU each at 100 micro-USDC per second, each with
-        max_duration_s = 60, for a customer credited exactly one minute of one of them
-        (6 000): together they spend it in 30 s, then both end as balance_exhausted, the
-        balance exactly 0 and never below on the way."""
-        prov, mid, offer = self.provider_machine(gpus=2, price=360_000)
-        cust = self.customer(6000)
-        # Both made before either runs (billing starts when a container runs): each needs
-        # the balance to cover its own 60 s.
+        max_duration_s = 60, for a customer credited exactly the first minute of both
+        (12 000): a third is refused, as the balance is held for the first two's minutes
+        (issue 24: each rental needs the balance less what the customer's active rentals
+        will still draw in their first hour). The two draw on it together and end at 60 s
+        (by max_duration or by the balance, whichever the tick sees first), the balance
+        exactly 0 and never below on the way."""
+        prov, mid, offer = self.provider_machine(gpus=3, price=360_000)
+        cust = self.customer(12000)
+        # Both made before either runs (billing starts when a container runs); the third
+        # GPU is free, but the balance is not.
         first = self.rent(cust, offer["id"], max_duration_s=60)["id"]
         second = self.rent(cust, offer["id"], max_duration_s=60)["id"]
+        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
         wait_running(cust, first)
         wait_running(cust, second)
         lowest = None
@@ -529,13 +534,13 @@ class RentalsMixin:
             self.assertLess(time.monotonic(), deadline, rs)
             time.sleep(0.25)
         for r in rs:
-            self.assertEqual((r["end_reason"], r["end_party"]),
-                             ("balance_exhausted", "platform"), r)
+            self.assertIn((r["end_reason"], r["end_party"]),
+                          (("max_duration", "customer"), ("balance_exhausted", "platform")), r)
+            self.assertEqual((r["billed_seconds"], r["charged_micro"]), (60, 6000), r)
             self.assertMoney(r)
-        self.assertEqual(sum(r["charged_micro"] for r in rs), 6000, rs)
         self.assertEqual(balance(cust)["balance_micro"], 0)
         self.assertEqual(lowest, 0)
-        self.assertStatementMatches(cust, 6000, rs)
+        self.assertStatementMatches(cust, 12000, rs)
         self.assertLedgerOk()
         # A balance of 0 rents nothing.
         r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))

@@ -183,6 +183,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("sweep_ms", &c->rentals_sweep_ms, 10, 60'000));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("release_interval_s", &c->rentals_release_interval_s, 1, 24 * 3600));
+    GPUNEX_RETURN_IF_ERROR(
+        s.Int("max_queued_jobs_per_customer", &c->rentals_max_queued_jobs_per_customer, 1, 10'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
     // A refund takes back earnings that are still pending.
     if (c->rentals_early_fault_refund_s >= c->rentals_earnings_hold_s) {

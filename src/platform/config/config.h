@@ -100,7 +100,8 @@ struct Config {
   // meter_interval_s, rentals of a machine offline for agent_lost_grace_s end as agent
   // lost, earnings are pending for earnings_hold_s, the commission per tier, a full refund
   // of a provider-fault end in the first early_fault_refund_s, a warning when the balance
-  // covers less than low_balance_s of the running rentals.
+  // covers less than low_balance_s of the running rentals; a customer may have at most
+  // max_queued_jobs_per_customer jobs waiting for an offer.
   int64_t rentals_meter_interval_s = 60;
   int64_t rentals_agent_lost_grace_s = 300;
   int64_t rentals_earnings_hold_s = 24 * 3600;
@@ -110,6 +111,7 @@ struct Config {
   int64_t rentals_low_balance_s = 70 * 60;
   int rentals_sweep_ms = 1000;
   int64_t rentals_release_interval_s = 60;  // how often pending earnings are released
+  int64_t rentals_max_queued_jobs_per_customer = 100;
 
   // Solana (PAY-4, PAY-6; docs/payouts.md): the JSON-RPC endpoint, the platform's key
   // file (the Solana CLI's format, mode 0600), the USDC mint and the commitment payouts

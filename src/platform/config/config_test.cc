@@ -73,6 +73,21 @@ TEST(Config, TheExampleFileLoadsAsDocumented) {
   EXPECT_EQ(c->benchmark_interval_s, 7 * 24 * 3600);
   EXPECT_DOUBLE_EQ(c->benchmark_thresholds.at("memory"), 0.70);
   EXPECT_EQ(c->benchmark_thresholds.size(), 14u);
+  EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 100);
+}
+
+TEST(Config, TheJobQueueBoundIsParsedAndChecked) {
+  EXPECT_EQ(LoadConfig("", Env({}))->rentals_max_queued_jobs_per_customer, 100);
+  auto c = LoadConfig(WriteFile("[rentals]\nmax_queued_jobs_per_customer = 7\n"), Env({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 7);
+  for (const char* bad : {"0", "-1", "10001", "\"100\"", "1.5"}) {
+    auto r = LoadConfig(
+        WriteFile(std::string("[rentals]\nmax_queued_jobs_per_customer = ") + bad + "\n"), Env({}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(r.status().fields().count("rentals.max_queued_jobs_per_customer"))
+        << bad << ": " << r.status().ToString();
+  }
 }
 
 TEST(Config, BenchmarkSettings) {

@@ -1,8 +1,10 @@
 #include "platform/rentals/jobs.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -79,6 +81,7 @@ std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>
     for (size_t k = r.first_with_room; k < r.hits.size(); ++k) {
       const market::Offer* o = r.hits[k].offer;
       if (skip && skip->count(o->id)) continue;
+      if (!CheckPlacement(j.customer_id, o->provider_id).ok()) continue;
       auto [used, fresh] = taken.try_emplace(o->id, 0);
       if (fresh && taken_before) used->second = taken_before(*o);
       if (o->gpus_available - used->second < j.constraints.gpus) {
@@ -93,8 +96,12 @@ std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>
   return out;
 }
 
-Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, const Clock* clock)
-    : db_(db), rentals_(rentals), market_(market), clock_(clock) {}
+Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOptions options)
+    : db_(db),
+      rentals_(rentals),
+      market_(market),
+      options_(std::move(options)),
+      clock_(options_.clock) {}
 
 Jobs::~Jobs() { Stop(); }
 
@@ -230,6 +237,75 @@ StatusOr<int64_t> Jobs::ScheduleOnce() {
   return placed;
 }
 
+StatusOr<std::vector<Job>> Jobs::Waiting(store::Tx& tx, const market::Snapshot& snap,
+                                         const std::function<int64_t(const market::Offer&)>& taken,
+                                         GroupKey* next) const {
+  RentalsStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<RentalsStore::QueuedGroup> groups, s.QueuedGroups());
+  std::vector<Job> out;
+  if (groups.empty()) return out;
+  // The snapshot's offers with free GPUs, by model, cheapest first: a group looks only at
+  // the offers of its models that it could pay for.
+  struct Free {
+    const market::Offer* offer;
+    int64_t gpus;
+  };
+  std::map<std::string, std::vector<Free>> by_model;
+  for (const market::Offer* o : snap.offers()) {
+    const int64_t n = o->gpus_available - taken(*o);
+    if (n > 0) by_model[o->gpu_model].push_back({o, n});
+  }
+  for (auto& [model, offers] : by_model) {
+    std::sort(offers.begin(), offers.end(),
+              [](const Free& a, const Free& b) { return a.offer->price < b.offer->price; });
+  }
+  // How many of a group's jobs the offers have room for now, up to `want`.
+  auto room = [&](const RentalsStore::QueuedGroup& g, int64_t want) -> int64_t {
+    const JobConstraints& c = g.constraints;
+    if (c.gpus < 1) return 0;
+    const market::OfferQuery q = QueryOf(c);
+    int64_t n = 0;
+    for (const std::string& model : q.gpu_models) {
+      auto it = by_model.find(model);
+      if (it == by_model.end()) continue;
+      for (const Free& f : it->second) {
+        if (f.offer->price > c.max_price) break;
+        if (!market::Matches(q, *f.offer) ||
+            !CheckPlacement(g.customer_id, f.offer->provider_id).ok()) {
+          continue;
+        }
+        n += f.gpus / c.gpus;
+        if (n >= want) return want;
+      }
+    }
+    return n;
+  };
+  // The groups take turns from *next (the groups are in a fixed order), so that past
+  // kBatch every group's jobs are planned within a few rounds.
+  auto before = [](const RentalsStore::QueuedGroup& g, const GroupKey& k) {
+    return std::tie(g.customer_id, g.key) < std::tie(k.first, k.second);
+  };
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.customer_id, a.key) < std::tie(b.customer_id, b.key);
+  });
+  std::rotate(groups.begin(), std::lower_bound(groups.begin(), groups.end(), *next, before),
+              groups.end());
+  *next = {};
+  int64_t budget = static_cast<int64_t>(kBatch);
+  for (const RentalsStore::QueuedGroup& g : groups) {
+    if (budget == 0) {
+      *next = {g.customer_id, g.key};
+      break;
+    }
+    const int64_t n = room(g, std::min(g.jobs, budget));
+    if (n == 0) continue;
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Job> jobs, s.QueuedJobsOf(g.customer_id, g.key, n));
+    budget -= static_cast<int64_t>(jobs.size());
+    for (Job& j : jobs) out.push_back(std::move(j));
+  }
+  return out;
+}
+
 StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& batch, bool sweep,
                               Timestamp now) {
   std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
@@ -244,6 +320,10 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
     }
   }
   const std::map<std::string, Taken> overlay = overlay_;
+  auto overlay_gpus = [&](const market::Offer& o) -> int64_t {
+    auto it = overlay.find(o.id);
+    return it == overlay.end() ? 0 : it->second.gpus;
+  };
   // What this round decided, per attempt of its transaction (a retried attempt starts over).
   std::vector<StatusOr<Job>> answers;
   std::vector<size_t> same_as;  // answers[i] is answers[same_as[i]], unless npos
@@ -254,12 +334,15 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
   };
   std::vector<Commit> taken;
   int64_t placed = 0;
+  const GroupKey first_turn = turn_;
+  GroupKey turn;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     answers.clear();
     taken.clear();
     placed = 0;
+    turn = first_turn;
     RentalsStore s(tx);
-    std::vector<Job> live;          // queued jobs to plan, new ones first
+    std::vector<Job> live;          // jobs to plan: the new ones, then those queued before
     std::vector<size_t> answer_of;  // live[i]'s answer, or npos for a job queued before
     // Repeats of one key within this batch get the answer of its first submission.
     std::map<std::pair<std::string, std::string>, size_t> first_of_key;
@@ -283,19 +366,24 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
           continue;
         }
       }
-      // The balance must cover the first hour at the most the job would pay, as a rental's.
+      // The balance, less what the customer's active rentals hold for their first hour,
+      // must cover the first hour at the most the job would pay, as a rental's.
       const JobConstraints& c = j.constraints;
-      GPUNEX_ASSIGN_OR_RETURN(
-          Usdc need, Usdc::ForUsage(c.max_price, c.gpus,
-                                    std::chrono::seconds(
-                                        std::min<int64_t>(3600, j.max_duration_s.value_or(3600)))));
-      if (j.max_cost) need = std::min(need, *j.max_cost);
+      GPUNEX_ASSIGN_OR_RETURN(Usdc need,
+                              FirstHourCost(c.max_price, c.gpus, j.max_duration_s, j.max_cost));
       GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
                               billing::Balance(tx, billing::CustomerAccount(j.customer_id)));
-      if (balance < need) {
-        answers.emplace_back(FieldError(
-            "balance", "covers less than the first hour at max_price_micro (" + need.ToString() +
-                           " USDC needed, " + balance.ToString() + " held)"));
+      GPUNEX_ASSIGN_OR_RETURN(FirstHoursHeld held, HeldForFirstHours(tx, j.customer_id));
+      GPUNEX_ASSIGN_OR_RETURN(Usdc spare, balance.Minus(held.amount));
+      if (spare < need) {
+        std::string why = "covers less than the first hour at max_price_micro (" + need.ToString() +
+                          " USDC needed, " + balance.ToString() + " USDC held";
+        if (held.rentals > 0) {
+          why += ", of which " + held.amount.ToString() +
+                 " USDC is the rest of the first hour of your " + std::to_string(held.rentals) +
+                 " active rental" + (held.rentals == 1 ? "" : "s");
+        }
+        answers.emplace_back(FieldError("balance", why + ")"));
         continue;
       }
       answer_of.push_back(answers.size());  // stored below, once planned
@@ -303,95 +391,118 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
       live.push_back(std::move(j));
     }
     if (sweep) {
-      // The jobs queued before: past their deadline they end; the others are planned again.
-      GPUNEX_ASSIGN_OR_RETURN(std::vector<Job> queued, s.QueuedJobs(kBatch));
-      std::set<std::string> fresh;
-      for (const Job& j : live) fresh.insert(j.id);
-      for (Job& j : queued) {
-        if (fresh.count(j.id)) continue;
-        if (j.deadline_at <= now) {
-          j.state = "unplaceable";
-          j.detail = "no offer met the constraints before the deadline";
-          j.ended_at = j.updated_at = now;
-          GPUNEX_RETURN_IF_ERROR(s.UpdateJob(j));
-          continue;
+      // The jobs queued before: past their deadline they end; those the snapshot has room
+      // for are planned again.
+      GPUNEX_RETURN_IF_ERROR(s.EndJobsPastDeadline(now).status());
+      if (snap) {
+        GPUNEX_ASSIGN_OR_RETURN(std::vector<Job> waiting, Waiting(tx, *snap, overlay_gpus, &turn));
+        for (Job& j : waiting) {
+          answer_of.push_back(std::string::npos);
+          live.push_back(std::move(j));
         }
-        answer_of.push_back(std::string::npos);
-        live.push_back(std::move(j));
       }
     }
     if (live.empty()) return Status::Ok();
-    if (!snap) {
-      for (size_t i = 0; i < live.size(); ++i) {
-        if (answer_of[i] != std::string::npos) GPUNEX_RETURN_IF_ERROR(s.InsertJob(live[i]));
-      }
-      return Status::Ok();
-    }
-    // GPUs no plan may count on: taken by this process's earlier commits that the snapshot
-    // does not show yet, and (per job) offers whose commit check failed in this round.
-    std::map<std::string, std::set<std::string>> lost;  // job id → offers
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < live.size(); ++i) index[live[i].id] = i;
     std::vector<bool> changed(live.size(), false);
-    std::vector<Job> pending = live;
-    for (int pass = 0; pass < 3 && !pending.empty(); ++pass) {
-      std::map<std::string, int64_t> committed;  // GPUs this round's commits took so far
-      for (const auto& t : taken) committed[t.offer->id] += t.gpus;
-      auto taken_before = [&](const market::Offer& o) {
-        auto it = overlay.find(o.id);
-        auto c = committed.find(o.id);
-        return (it == overlay.end() ? 0 : it->second.gpus) + (c == committed.end() ? 0 : c->second);
-      };
-      std::vector<Job> retry;
-      for (const Placement& pl : Plan(*snap, pending, taken_before, &lost)) {
-        const size_t i = index.at(pl.job_id);
-        Job& j = live[i];
-        // The commit re-checks what the plan assumed (the GPUs, the price, the balance). A
-        // placement that fails it is planned again, without that offer (Nomad's re-plan
-        // of only what was lost); after three passes the job waits for the next round.
-        auto rental =
-            rentals_.CreateInTx(tx, now, j.customer_id, *pl.offer, RentalOf(j, *pl.offer), j.id);
-        if (!rental.ok()) {
-          const Status refused = rental.status();
-          if (refused.code() != StatusCode::kFailedPrecondition &&
-              refused.code() != StatusCode::kValidationFailed) {
-            return refused;
+    if (snap) {
+      // GPUs no plan may count on: taken by this process's earlier commits that the
+      // snapshot does not show yet, and (per job) offers whose commit check failed in this
+      // round.
+      std::map<std::string, std::set<std::string>> lost;  // job id → offers
+      std::map<std::string, size_t> index;
+      for (size_t i = 0; i < live.size(); ++i) index[live[i].id] = i;
+      // Oldest first: the jobs queued before, then the new ones in their order.
+      std::vector<Job> pending = live;
+      std::stable_sort(pending.begin(), pending.end(),
+                       [](const Job& a, const Job& b) { return a.created_at < b.created_at; });
+      for (int pass = 0; pass < 3 && !pending.empty(); ++pass) {
+        std::map<std::string, int64_t> committed;  // GPUs this round's commits took so far
+        for (const auto& t : taken) committed[t.offer->id] += t.gpus;
+        auto taken_before = [&](const market::Offer& o) {
+          auto c = committed.find(o.id);
+          return overlay_gpus(o) + (c == committed.end() ? 0 : c->second);
+        };
+        bool refused_any = false;
+        for (const Placement& pl : Plan(*snap, pending, taken_before, &lost)) {
+          const size_t i = index.at(pl.job_id);
+          Job& j = live[i];
+          // The commit re-checks what the plan assumed (the placement rule, the GPUs, the
+          // price, the balance). A placement that fails it is planned again without that
+          // offer, with the jobs not placed yet (Nomad's re-plan of what was lost); after
+          // three passes they wait for the next round.
+          auto rental =
+              rentals_.CreateInTx(tx, now, j.customer_id, *pl.offer, RentalOf(j, *pl.offer), j.id);
+          if (!rental.ok()) {
+            const Status refused = rental.status();
+            if (refused.code() != StatusCode::kFailedPrecondition &&
+                refused.code() != StatusCode::kValidationFailed) {
+              return refused;
+            }
+            std::string why = refused.message();
+            for (const auto& [field, message] : refused.fields()) why = field + " " + message;
+            j.detail = "waiting: " + why;
+            changed[i] = true;
+            lost[j.id].insert(pl.offer->id);
+            refused_any = true;
+            continue;
           }
-          std::string why = refused.message();
-          for (const auto& [field, message] : refused.fields()) why = field + " " + message;
-          j.detail = "waiting: " + why;
+          GPUNEX_ASSIGN_OR_RETURN(std::optional<int64_t> stamp,
+                                  fleet::OffersStamp(tx, pl.offer->machine_id));
+          j.state = "placed";
+          j.rental_id = rental->id;
+          j.offer_id = pl.offer->id;
+          j.detail = "placed on " + pl.offer->id;
+          j.placed_at = now;
           changed[i] = true;
-          lost[j.id].insert(pl.offer->id);
-          if (refused.code() == StatusCode::kFailedPrecondition) retry.push_back(j);
-          continue;
+          taken.push_back({pl.offer, j.constraints.gpus, stamp.value_or(0)});
+          ++placed;
         }
-        GPUNEX_ASSIGN_OR_RETURN(std::optional<int64_t> stamp,
-                                fleet::OffersStamp(tx, pl.offer->machine_id));
-        j.state = "placed";
-        j.rental_id = rental->id;
-        j.offer_id = pl.offer->id;
-        j.detail = "placed on " + pl.offer->id;
-        j.placed_at = now;
-        changed[i] = true;
-        taken.push_back({pl.offer, j.constraints.gpus, stamp.value_or(0)});
-        ++placed;
+        if (!refused_any) break;
+        // The GPUs a refused placement held in the plan are free for the others: every job
+        // not placed yet is planned again, in the same order.
+        std::vector<Job> again;
+        for (const Job& p : pending) {
+          const Job& j = live[index.at(p.id)];
+          if (j.state != "placed") again.push_back(j);
+        }
+        pending = std::move(again);
       }
-      pending = std::move(retry);
     }
     for (size_t i = 0; i < live.size(); ++i) {
-      Job& j = live[i];
-      if (answer_of[i] != std::string::npos) {
-        GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));  // a new job, as this round left it
-        answers[answer_of[i]] = j;
-      } else if (changed[i]) {
-        j.updated_at = now;
-        GPUNEX_RETURN_IF_ERROR(s.UpdateJob(j));
+      if (answer_of[i] == std::string::npos && changed[i]) {
+        live[i].updated_at = now;
+        GPUNEX_RETURN_IF_ERROR(s.UpdateJob(live[i]));
       }
+    }
+    // A new job, as this round left it; one that waits only while its customer has fewer
+    // than max_queued_per_customer jobs queued (counted after this round's placements).
+    std::map<std::string, int64_t> queued;  // by customer
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (answer_of[i] == std::string::npos) continue;
+      Job& j = live[i];
+      if (j.state == "queued") {
+        auto [n, fresh] = queued.try_emplace(j.customer_id, 0);
+        if (fresh) {
+          GPUNEX_ASSIGN_OR_RETURN(n->second, s.CountQueuedJobs(j.customer_id));
+        }
+        if (n->second >= options_.max_queued_per_customer) {
+          answers[answer_of[i]] = FailedPrecondition(
+              "no offer meets the job's constraints now, and you have " +
+              std::to_string(n->second) +
+              " jobs queued, the most one customer may have waiting: cancel one, or wait "
+              "until one is placed or reaches its deadline");
+          continue;
+        }
+        ++n->second;
+      }
+      GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));
+      answers[answer_of[i]] = j;
     }
     return Status::Ok();
   }));
   // Durable now: remember the GPUs the commits took until the snapshot shows them, and
   // answer the submitters.
+  if (sweep && snap) turn_ = turn;
   for (const auto& t : taken) {
     Taken& entry = overlay_[t.offer->id];
     entry.machine_id = t.offer->machine_id;

@@ -9,6 +9,14 @@
 // re-checks the offer's GPUs, price and the customer's balance (Rentals::CreateInTx). A
 // placement that lost a race keeps its job queued for the next plan; the others stand.
 //
+// The queue is indexed by what its jobs wait for, as Nomad's blocked evaluations are by
+// node class: each second a round groups the queued jobs by customer and constraints and
+// takes, of each group, as many of its oldest jobs as the snapshot has room for now (the
+// offers that meet the constraints, by the placement rule, with their free GPUs), so a
+// round plans every job that could be placed now, however many wait for what no offer
+// has; past kBatch in all, the groups take turns. A customer may have at most
+// max_queued_per_customer jobs queued; a job that would wait beyond is refused.
+//
 // Authorization: a customer submits, reads and cancels their own jobs; admins read all.
 //
 // Thread-safety: Jobs is safe to share.
@@ -53,6 +61,14 @@ struct SubmitJobRequest {
   std::string models_field = "gpu_models";
 };
 
+struct JobsOptions {
+  // Jobs one customer may have queued, waiting for an offer ([rentals]
+  // max_queued_jobs_per_customer); a new job that would wait beyond is refused with
+  // kFailedPrecondition. A job placed at once does not count.
+  int64_t max_queued_per_customer = 100;
+  const Clock* clock = &SystemClock();
+};
+
 // One placement of a plan.
 struct Placement {
   std::string job_id;
@@ -60,24 +76,28 @@ struct Placement {
 };
 
 // Plans `jobs` (in order) against `snap`: each gets the best-ranked offer that meets its
-// constraints and still has its GPUs free after the placements planned before it (and
-// the `taken_before(offer)` GPUs that commits since the snapshot took), other than the
-// offers `excluded` names for it; jobs that fit nothing are left out. Pure.
+// constraints and the placement rule (CheckPlacement) and still has its GPUs free after
+// the placements planned before it (and the `taken_before(offer)` GPUs that commits since
+// the snapshot took), other than the offers `excluded` names for it; jobs that fit
+// nothing are left out. Pure.
 std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs,
                             const std::function<int64_t(const market::Offer&)>& taken_before = {},
                             const std::map<std::string, std::set<std::string>>* excluded = nullptr);
 
 class Jobs {
  public:
-  Jobs(store::Database& db, Rentals& rentals, market::Market& market, const Clock* clock);
+  Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOptions options);
   ~Jobs();
   Jobs(const Jobs&) = delete;
   Jobs& operator=(const Jobs&) = delete;
 
   // Field errors name the request's fields (gpu_models, gpus, max_price_micro,
   // min_reliability, min_performance, min_vram_gb, region, country, image, env.NAME,
-  // deadline_s, max_duration_s, max_cost_micro). The job is placed at once when an offer
-  // fits now.
+  // deadline_s, max_duration_s, max_cost_micro) and "balance" when, less what the
+  // customer's active rentals hold for their first hour, it does not cover the first hour
+  // at max_price_micro. The job is placed at once when an offer fits now;
+  // kFailedPrecondition when it would wait and the customer has max_queued_per_customer
+  // jobs queued already.
   StatusOr<Job> Submit(const accounts::Principal& p, const SubmitJobRequest& req);
   StatusOr<Job> Get(const accounts::Principal& p, const std::string& id);
   StatusOr<Page<Job>> List(const accounts::Principal& p, const PageRequest& page);
@@ -85,9 +105,10 @@ class Jobs {
   StatusOr<Job> Cancel(const accounts::Principal& p, const std::string& id);
 
   // One round: stores the jobs submitted since the last (up to kBatch), and at least once
-  // a second ends the jobs past their deadline and takes the queued ones again; plans them
-  // against the offers' snapshot and commits the placements, all in one transaction
-  // (group commit), then answers the submitters. Returns how many were placed.
+  // a second ends the jobs past their deadline and takes again the queued ones the
+  // snapshot has room for (see above); plans them, oldest first, against the offers'
+  // snapshot and commits the placements, all in one transaction (group commit), then
+  // answers the submitters. Returns how many were placed.
   StatusOr<int64_t> ScheduleOnce() EXCLUDES(schedule_mu_, mu_);
 
   static constexpr size_t kBatch = 512;
@@ -103,11 +124,18 @@ class Jobs {
   };
   StatusOr<int64_t> Round(const std::vector<std::shared_ptr<Submission>>& batch, bool sweep,
                           Timestamp now) REQUIRES(schedule_mu_);
+  // The queued jobs a sweep plans again (see above); `*next` is where the next sweep's
+  // turn starts when these are not all the groups the snapshot has room for.
+  using GroupKey = std::pair<std::string, std::string>;  // customer, constraints
+  StatusOr<std::vector<Job>> Waiting(store::Tx& tx, const market::Snapshot& snap,
+                                     const std::function<int64_t(const market::Offer&)>& taken,
+                                     GroupKey* next) const;
   void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   Rentals& rentals_;
   market::Market& market_;
+  const JobsOptions options_;
   const Clock* const clock_;
   Mutex schedule_mu_;  // one round at a time in this process
   // GPUs of offers that this process's commits took, by offer id, with the machine's
@@ -120,6 +148,7 @@ class Jobs {
   };
   std::map<std::string, Taken> overlay_ GUARDED_BY(schedule_mu_);
   Timestamp last_sweep_ GUARDED_BY(schedule_mu_);
+  GroupKey turn_ GUARDED_BY(schedule_mu_);  // the first group of the next sweep's turn
   std::thread thread_;
   Mutex mu_;
   CondVar cv_;

@@ -53,6 +53,35 @@ FieldErrors ValidateRental(const CreateRentalRequest& req) {
   return errors;
 }
 
+Status CheckPlacement(std::string_view customer_id, std::string_view provider_id) {
+  if (customer_id == provider_id) {
+    return FieldError("offer_id", "is your own offer: a provider cannot rent its own GPUs");
+  }
+  return Status::Ok();
+}
+
+StatusOr<Usdc> FirstHourCost(Usdc price, int64_t gpus, std::optional<int64_t> max_duration_s,
+                             std::optional<Usdc> max_cost) {
+  const int64_t first_s = std::min<int64_t>(3600, max_duration_s.value_or(3600));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc need, Usdc::ForUsage(price, gpus, std::chrono::seconds(first_s)));
+  if (max_cost) need = std::min(need, *max_cost);
+  return need;
+}
+
+StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& customer_id) {
+  GPUNEX_ASSIGN_OR_RETURN(auto open, RentalsStore(tx).OpenOf(customer_id));
+  FirstHoursHeld held;
+  for (const auto& r : open) {
+    GPUNEX_ASSIGN_OR_RETURN(Usdc first,
+                            FirstHourCost(r.price, r.gpus, r.max_duration_s, r.max_cost));
+    if (r.charged >= first) continue;
+    GPUNEX_ASSIGN_OR_RETURN(Usdc rest, first.Minus(r.charged));
+    GPUNEX_ASSIGN_OR_RETURN(held.amount, held.amount.Plus(rest));
+    ++held.rentals;
+  }
+  return held;
+}
+
 namespace {
 
 Transfer Usage(const Rental& r, std::string_view kind, std::string to, Usdc amount, Usdc total,
@@ -112,7 +141,7 @@ StatusOr<Rental> Rentals::Create(const accounts::Principal& p, const CreateRenta
   std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
   const market::Offer* offer = snap ? snap->Find(req.offer_id) : nullptr;
   if (!offer) return FieldError("offer_id", "is not an offer on the marketplace");
-  if (offer->provider_id == p.user.id) return FieldError("offer_id", "is your own offer");
+  GPUNEX_RETURN_IF_ERROR(CheckPlacement(p.user.id, offer->provider_id));
   if (req.gpus > offer->gpus_available) {
     return FieldError("gpus", "is more than the offer's free GPUs (" +
                                   std::to_string(offer->gpus_available) + ")");
@@ -157,6 +186,8 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   if (!m || m->status != fleet::kOnline) {
     return FailedPrecondition("the offer's machine is offline now; choose another offer");
   }
+  // The machine's provider as stored, not as the snapshot showed it.
+  GPUNEX_RETURN_IF_ERROR(CheckPlacement(customer_id, m->provider_id));
   // Free GPUs of the offer's model, in index order; the transaction is serializable, so
   // two rentals racing for the last one cannot both take it.
   GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, fleet::GpusInActiveWorkloads(tx, m->id));
@@ -202,16 +233,24 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   r.country = offer.country;
   r.idempotency_key = req.idempotency_key;
   r.job_id = job_id;
-  // The balance must cover the first hour, or the rental's own caps when they come first.
-  int64_t first_s = std::min<int64_t>(3600, req.max_duration_s.value_or(3600));
+  // The balance must cover the first hour (or the rental's own caps when they come first)
+  // of this rental and of the customer's other active rentals, less what those were
+  // charged: read here, in the transaction that stores the rental, so that concurrent
+  // rentals on one balance cannot all pass.
   GPUNEX_ASSIGN_OR_RETURN(Usdc need,
-                          Usdc::ForUsage(r.price, r.gpus, std::chrono::seconds(first_s)));
-  if (req.max_cost) need = std::min(need, *req.max_cost);
+                          FirstHourCost(r.price, r.gpus, req.max_duration_s, req.max_cost));
   GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
                           billing::Balance(tx, billing::CustomerAccount(customer_id)));
-  if (balance < need) {
-    return FieldError("balance", "covers less than the first hour of this rental (" + Micros(need) +
-                                     " needed, " + Micros(balance) + " held)");
+  GPUNEX_ASSIGN_OR_RETURN(FirstHoursHeld held, HeldForFirstHours(tx, customer_id));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc spare, balance.Minus(held.amount));
+  if (spare < need) {
+    std::string why = "covers less than the first hour of this rental (" + Micros(need) +
+                      " needed, " + Micros(balance) + " held";
+    if (held.rentals > 0) {
+      why += ", of which " + Micros(held.amount) + " is the rest of the first hour of your " +
+             std::to_string(held.rentals) + " active rental" + (held.rentals == 1 ? "" : "s");
+    }
+    return FieldError("balance", why + ")");
   }
   // The container's share of the machine: as much of its memory and CPUs as of its GPUs.
   fleet::CreateWorkloadRequest w;

@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -82,6 +83,30 @@ struct CreateRentalRequest {
 // are the workload path's to check).
 FieldErrors ValidateRental(const CreateRentalRequest& req);
 
+// The placement rule, one for every placement: a rental asked for by offer (POST /rentals)
+// and a job the scheduler places (Plan, and the commit's re-check in CreateInTx). OK when
+// `customer_id` may rent GPUs of a machine of `provider_id`; a field error on "offer_id"
+// when not: a provider never rents its own GPUs (it would pay itself, and the rental
+// would count for its own machine's reliability).
+Status CheckPlacement(std::string_view customer_id, std::string_view provider_id);
+
+// What a rental must find covered by the balance before it is made (docs/billing.md, "The
+// first hour"): its first hour at `price` per GPU-hour, or its max_duration_s or its
+// max_cost when they come first.
+StatusOr<Usdc> FirstHourCost(Usdc price, int64_t gpus, std::optional<int64_t> max_duration_s,
+                             std::optional<Usdc> max_cost);
+
+// What the customer's active rentals (pending, starting, running) will still draw within
+// their first hour: for each, its FirstHourCost less what it was charged so far (none
+// once its first hour is paid). A new rental or job needs the balance less this. Read in
+// the caller's transaction, which is serializable: rentals created concurrently are
+// counted, or the transaction is retried.
+struct FirstHoursHeld {
+  Usdc amount;
+  int64_t rentals = 0;  // the active rentals that hold some of it
+};
+StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& customer_id);
+
 struct BalanceView {
   Usdc balance;
   Usdc running_cost_per_hour;
@@ -100,12 +125,16 @@ class Rentals {
   Rentals& operator=(const Rentals&) = delete;
 
   // Field errors name the request's fields ("offer_id", "gpus", "image", "env.NAME",
-  // "max_duration_s", "max_cost_micro") and "balance" when it does not cover the first
-  // hour (or max_duration_s, or max_cost_micro, when less). kFailedPrecondition when the
-  // offer's free GPUs were taken meanwhile or its price rose. With an idempotency key the
-  // same request makes one rental, whatever races.
+  // "max_duration_s", "max_cost_micro"; "offer_id" for the caller's own offer) and
+  // "balance" when, less what the customer's active rentals hold for their first hour
+  // (HeldForFirstHours), it does not cover the first hour (or max_duration_s, or
+  // max_cost_micro, when less). kFailedPrecondition when the offer's free GPUs were taken
+  // meanwhile or its price rose. With an idempotency key the same request makes one
+  // rental, whatever races.
   StatusOr<Rental> Create(const accounts::Principal& p, const CreateRentalRequest& req);
-  // In the caller's transaction (the scheduler's commit): the same, for `customer_id`.
+  // In the caller's transaction (the scheduler's commit): the same, for `customer_id`,
+  // with every check (the placement rule, the GPUs, the price, the balance) made against
+  // the transaction's state.
   StatusOr<Rental> CreateInTx(store::Tx& tx, Timestamp now, const std::string& customer_id,
                               const market::Offer& offer, const CreateRentalRequest& req,
                               const std::string& job_id);

@@ -140,21 +140,26 @@ std::optional<double> OptNumber(const json::object& o, std::string_view key) {
   return it->value().to_number<double>();
 }
 
+JobConstraints ConstraintsFrom(const std::string& text) {
+  JobConstraints out;
+  const json::value cv = ParseJsonOr(text, json::object());
+  const json::object& c = StoredObject(cv);
+  if (auto it = c.find("gpu_models"); it != c.end()) out.gpu_models = StoredTextList(it->value());
+  out.gpus = StoredInt(c, "gpus");
+  out.max_price = Usdc::Micros(StoredInt(c, "max_price_micro"));
+  out.region = StoredText(c, "region");
+  out.country = StoredText(c, "country");
+  out.min_reliability = OptNumber(c, "min_reliability");
+  out.min_performance = OptNumber(c, "min_performance");
+  out.min_vram_gb = OptNumber(c, "min_vram_gb");
+  return out;
+}
+
 Job JobFrom(const store::Row& r) {
   Job j;
   j.id = r.Str(0);
   j.customer_id = r.Str(1);
-  const json::value cv = ParseJsonOr(r.Str(2), json::object());
-  const json::object& c = StoredObject(cv);
-  if (auto it = c.find("gpu_models"); it != c.end())
-    j.constraints.gpu_models = StoredTextList(it->value());
-  j.constraints.gpus = StoredInt(c, "gpus");
-  j.constraints.max_price = Usdc::Micros(StoredInt(c, "max_price_micro"));
-  j.constraints.region = StoredText(c, "region");
-  j.constraints.country = StoredText(c, "country");
-  j.constraints.min_reliability = OptNumber(c, "min_reliability");
-  j.constraints.min_performance = OptNumber(c, "min_performance");
-  j.constraints.min_vram_gb = OptNumber(c, "min_vram_gb");
+  j.constraints = ConstraintsFrom(r.Str(2));
   const json::value kv = ParseJsonOr(r.Str(3), json::object());
   const json::object& k = StoredObject(kv);
   j.container.image = StoredText(k, "image");
@@ -339,6 +344,27 @@ StatusOr<std::vector<Rental>> RentalsStore::RunningOf(
   return out;
 }
 
+StatusOr<std::vector<RentalsStore::OpenTerms>> RentalsStore::OpenOf(
+    const std::string& customer_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT price_micro, gpus, max_duration_s, max_cost_micro, charged_micro FROM "
+                "rentals WHERE customer_id = ? AND state IN ('pending', 'starting', 'running')",
+                {customer_id}));
+  std::vector<OpenTerms> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    OpenTerms t;
+    t.price = Usdc::Micros(r.Int(0));
+    t.gpus = r.Int(1);
+    t.max_duration_s = r.OptInt(2);
+    if (auto c = r.OptInt(3)) t.max_cost = Usdc::Micros(*c);
+    t.charged = Usdc::Micros(r.Int(4));
+    out.push_back(t);
+  }
+  return out;
+}
+
 StatusOr<std::vector<std::string>> RentalsStore::ActiveMachines() {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
@@ -443,15 +469,45 @@ StatusOr<Page<Job>> RentalsStore::ListJobs(const std::string& customer_id,
   return out;
 }
 
-StatusOr<std::vector<Job>> RentalsStore::QueuedJobs(int64_t limit) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kJobColumns) +
-                                        " FROM jobs WHERE state = 'queued' ORDER BY created_at, id "
-                                        "LIMIT ?",
-                                    {limit}));
+StatusOr<std::vector<RentalsStore::QueuedGroup>> RentalsStore::QueuedGroups() {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT customer_id, constraints, COUNT(*) FROM jobs WHERE state = 'queued' "
+                "GROUP BY customer_id, constraints"));
+  std::vector<QueuedGroup> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) {
+    out.push_back({r.Str(0), r.Str(1), ConstraintsFrom(r.Str(1)), r.Int(2)});
+  }
+  return out;
+}
+
+StatusOr<std::vector<Job>> RentalsStore::QueuedJobsOf(const std::string& customer_id,
+                                                      const std::string& key, int64_t limit) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT " + std::string(kJobColumns) +
+                    " FROM jobs WHERE customer_id = ? AND state = 'queued' AND constraints = ? "
+                    "ORDER BY created_at, id LIMIT ?",
+                {customer_id, key, limit}));
   std::vector<Job> out;
   for (const auto& r : rows) out.push_back(JobFrom(r));
   return out;
+}
+
+StatusOr<int64_t> RentalsStore::CountQueuedJobs(const std::string& customer_id) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) FROM jobs WHERE customer_id = ? AND state = 'queued'",
+                {customer_id}));
+  return rows.empty() ? 0 : rows[0].Int(0);
+}
+
+StatusOr<int64_t> RentalsStore::EndJobsPastDeadline(Timestamp now) {
+  return tx_.Exec(
+      "UPDATE jobs SET state = 'unplaceable', detail = 'no offer met the constraints before the "
+      "deadline', ended_at = ?, updated_at = ? WHERE state = 'queued' AND deadline_at <= ?",
+      {ToUnixMicros(now), ToUnixMicros(now), ToUnixMicros(now)});
 }
 
 std::vector<store::Migration> RentalsMigrations() {

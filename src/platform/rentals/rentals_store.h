@@ -39,6 +39,16 @@ class RentalsStore {
   StatusOr<std::vector<std::string>> CustomersDue(Timestamp now, int64_t limit);
   // The running rentals of these customers, without their GPU ids, image and command.
   StatusOr<std::vector<Rental>> RunningOf(const std::vector<std::string>& customer_ids);
+  // What the first-hour rule needs of each of the customer's rentals not yet billed to
+  // their end (pending, starting, running).
+  struct OpenTerms {
+    Usdc price;
+    int64_t gpus = 0;
+    std::optional<int64_t> max_duration_s;
+    std::optional<Usdc> max_cost;
+    Usdc charged;
+  };
+  StatusOr<std::vector<OpenTerms>> OpenOf(const std::string& customer_id);
   // The machines of active rentals (pending .. ending).
   StatusOr<std::vector<std::string>> ActiveMachines();
   StatusOr<std::vector<Rental>> ActiveOnMachine(const std::string& machine_id);
@@ -55,7 +65,21 @@ class RentalsStore {
   StatusOr<std::optional<Job>> FindJob(const std::string& id);
   StatusOr<std::optional<Job>> FindJobByKey(const std::string& customer_id, const std::string& key);
   StatusOr<Page<Job>> ListJobs(const std::string& customer_id, const PageRequest& page);
-  StatusOr<std::vector<Job>> QueuedJobs(int64_t limit);
+  // The queued jobs by what they wait for: one group per customer and constraints.
+  struct QueuedGroup {
+    std::string customer_id;
+    std::string key;  // the constraints as stored, for QueuedJobsOf
+    JobConstraints constraints;
+    int64_t jobs = 0;
+  };
+  StatusOr<std::vector<QueuedGroup>> QueuedGroups();
+  // The oldest `limit` queued jobs of one group.
+  StatusOr<std::vector<Job>> QueuedJobsOf(const std::string& customer_id, const std::string& key,
+                                          int64_t limit);
+  StatusOr<int64_t> CountQueuedJobs(const std::string& customer_id);
+  // Ends the queued jobs whose deadline is at or before `now` as unplaceable; returns how
+  // many.
+  StatusOr<int64_t> EndJobsPastDeadline(Timestamp now);
 
  private:
   store::Tx& tx_;

@@ -20,6 +20,7 @@
 #include "platform/pricing/pricing.h"
 #include "platform/providers/providers.h"
 #include "platform/rentals/jobs.h"
+#include "platform/rentals/rentals_store.h"
 
 namespace gpunex::platform::rentals {
 namespace {
@@ -87,13 +88,22 @@ class RentalsTest : public fleet::testing::FleetTestBase {
     auto c = billing_->Credit(As(admin_), {user, Usdc::Micros(micros), "test credit", ""});
     ASSERT_TRUE(c.ok()) << c.status().ToString();
   }
-  CreateRentalRequest Request(int64_t gpus = 1) {
+  // A rental of the fixture's only offer, or of `offer_id`.
+  CreateRentalRequest Request(int64_t gpus = 1, const std::string& offer_id = "") {
     CreateRentalRequest r;
-    r.offer_id = OfferId();
+    r.offer_id = offer_id.empty() ? OfferId() : offer_id;
     r.gpus = gpus;
     r.container.image = "registry.example/train:1";
     r.container.command = {"python", "train.py"};
     return r;
+  }
+  // The offer of one machine (the fixture's agent has one; tests add others).
+  std::string OfferOn(const std::string& machine_id) {
+    for (const market::Offer* o : market_->snapshot()->offers()) {
+      if (o->machine_id == machine_id) return o->id;
+    }
+    ADD_FAILURE() << "no offer on " << machine_id;
+    return "";
   }
   Rental Load(const std::string& id) {
     auto r = rentals_->Get(As(admin_), id);
@@ -504,7 +514,7 @@ SubmitJobRequest Job(int64_t gpus, int64_t max_price) {
 }
 
 TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadline) {
-  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
   Credit(customer_, 10'000'000);
   // Too cheap for the only offer: it waits.
   auto cheap = jobs.Submit(As(customer_), Job(1, kPrice - 1));
@@ -542,7 +552,7 @@ TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadli
 }
 
 TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
-  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
   jobs.Start();
   Credit(customer_, 100'000'000);
   std::vector<std::thread> threads;
@@ -570,7 +580,7 @@ TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
 }
 
 TEST_P(RentalsTest, BadJobsNameTheirFieldAndStoreNothing) {
-  Jobs jobs(faults(), *rentals_, *market_, &clock_);
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
   auto expect = [&](SubmitJobRequest j, const std::string& field) {
     auto r = jobs.Submit(As(customer_), j);
     ASSERT_EQ(r.status().code(), StatusCode::kValidationFailed) << field;
@@ -595,6 +605,259 @@ TEST_P(RentalsTest, BadJobsNameTheirFieldAndStoreNothing) {
   j = Job(1, kPrice), j.max_cost = Usdc::Micros(0), expect(j, "max_cost_micro");
   expect(Job(1, kPrice), "balance");  // nothing to pay with
   EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs"), 0);
+}
+
+// Issue 24: a balance that covers one hour of one rental held 20, the first-hour check
+// counting only the new rental. It counts what the customer's active rentals will still
+// draw in their first hour.
+TEST_P(RentalsTest, TheFirstHourCheckCountsWhatTheCustomersActiveRentalsHold) {
+  Credit(customer_, kPrice);  // one hour of one GPU
+  auto first = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = rentals_->Create(As(customer_), Request());
+  ASSERT_EQ(second.status().code(), StatusCode::kValidationFailed) << second.status().ToString();
+  ASSERT_EQ(second.status().fields().count("balance"), 1u) << second.status().ToString();
+  EXPECT_NE(second.status().fields().at("balance").find("your 1 active rental"), std::string::npos)
+      << second.status().ToString();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 1);
+  // Half an hour in, half of its first hour is charged and the other half still held.
+  Run(*first);
+  clock_.Advance(Seconds(1800));
+  Meter();
+  EXPECT_EQ(Balance(customer_), kPrice / 2);
+  EXPECT_TRUE(rentals_->Create(As(customer_), Request()).status().fields().count("balance"));
+  // An hour more on the balance covers a second rental beside the rest of the first's hour.
+  Credit(customer_, kPrice);
+  auto third = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  // Nothing is left for a job's first hour either.
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
+  auto job = jobs.Submit(As(customer_), Job(1, kPrice));
+  ASSERT_EQ(job.status().code(), StatusCode::kValidationFailed) << job.status().ToString();
+  EXPECT_TRUE(job.status().fields().count("balance")) << job.status().ToString();
+  // Once the first's hour is paid it holds nothing more: its draw from then on is the
+  // running-out rule's (RNT-4).
+  clock_.Advance(Seconds(1800));
+  Meter();
+  auto held = db().Transact([&](store::Tx& tx) -> Status {
+    auto h = HeldForFirstHours(tx, customer_);
+    if (!h.ok()) return h.status();
+    EXPECT_EQ(h->rentals, 1);  // the third, pending
+    EXPECT_EQ(h->amount.micros(), kPrice);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(held.ok()) << held.ToString();
+  ExpectLedgerOk();
+}
+
+TEST_P(RentalsTest, ConcurrentRentalsOnOneHoursBalanceMakeOne) {
+  FakeAgent& big = NewAgent(pia_, 8);
+  ASSERT_TRUE(big.Join().has_value());
+  Reload();
+  const CreateRentalRequest req = Request(1, OfferOn(big.machine_id));
+  Credit(customer_, kPrice);  // one hour of one GPU
+  constexpr size_t kRacers = 8;
+  std::vector<StatusOr<Rental>> out(kRacers, Internal("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kRacers; ++i) {
+    threads.emplace_back([&, i] { out[i] = rentals_->Create(As(customer_), req); });
+  }
+  for (auto& t : threads) t.join();
+  int made = 0;
+  for (const auto& r : out) {
+    if (r.ok()) {
+      ++made;
+      continue;
+    }
+    EXPECT_EQ(r.status().code(), StatusCode::kValidationFailed) << r.status().ToString();
+    EXPECT_TRUE(r.status().fields().count("balance")) << r.status().ToString();
+  }
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 1);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM workloads"), 1);
+}
+
+// Issue 24: a provider rented its own GPUs through POST /jobs. One placement rule, in the
+// plan and in the commit.
+TEST_P(RentalsTest, AProvidersJobIsNeverPlacedOnItsOwnGpus) {
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
+  Credit(pia_, 10'000'000);
+  rentals::Job own;
+  own.id = "job_own";
+  own.customer_id = pia_;
+  own.constraints = Job(1, kPrice).constraints;
+  EXPECT_TRUE(Plan(*market_->snapshot(), {own}).empty());
+  own.customer_id = customer_;
+  EXPECT_EQ(Plan(*market_->snapshot(), {own}).size(), 1u);
+  auto j = jobs.Submit(As(pia_), Job(1, kPrice));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->state, "queued");
+  clock_.Advance(Seconds(2));
+  ASSERT_EQ(*jobs.ScheduleOnce(), 0);
+  EXPECT_EQ(jobs.Get(As(pia_), j->id)->state, "queued");
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 0);
+  // The commit checks the rule too, against the machine as stored.
+  const std::string pia_offer = OfferId();
+  Status direct = db().Transact([&](store::Tx& tx) -> Status {
+    CreateRentalRequest req = Request();
+    return rentals_
+        ->CreateInTx(tx, clock_.Now(), pia_, *market_->snapshot()->Find(pia_offer), req, "")
+        .status();
+  });
+  EXPECT_EQ(direct.fields().count("offer_id"), 1u) << direct.ToString();
+  // Another provider's GPU appears: the job goes there.
+  Approve(oscar_);
+  ASSERT_TRUE(pricing_->SetProviderPrices(As(oscar_), {{kH100, Usdc::Micros(kPrice)}}).ok());
+  FakeAgent& other = NewAgent(oscar_, 1);
+  ASSERT_TRUE(other.Join().has_value());
+  Reload();
+  clock_.Advance(Seconds(2));
+  ASSERT_EQ(*jobs.ScheduleOnce(), 1);
+  auto placed = jobs.Get(As(pia_), j->id);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_EQ(placed->state, "placed");
+  EXPECT_EQ(placed->offer_id, OfferOn(other.machine_id));
+  EXPECT_EQ(Load(placed->rental_id).provider_id, oscar_);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals WHERE provider_id = customer_id"), 0);
+}
+
+// Issue 24: 530 jobs that no offer could take stalled the scheduler for everyone, as each
+// round planned again only the oldest 512 queued jobs.
+TEST_P(RentalsTest, AJobThatFitsIsPlacedWithinARoundHoweverManyWaitForNothing) {
+  Jobs jobs(faults(), *rentals_, *market_, {.max_queued_per_customer = 1000, .clock = &clock_});
+  // 600 jobs that no offer meets (1 to 50 micro-USDC per GPU-hour, a week's deadline),
+  // from three customers, queued before the others.
+  const std::vector<std::string> who = {customer_, oscar_, admin_};
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
+                    RentalsStore s(tx);
+                    for (int i = 0; i < 600; ++i) {
+                      rentals::Job j;
+                      j.id = "job_backlog" + std::to_string(i);
+                      j.customer_id = who[static_cast<size_t>(i) % who.size()];
+                      j.constraints = Job(1, 1 + i % 50).constraints;
+                      j.container.image = "registry.example/train:1";
+                      j.state = "queued";
+                      j.detail = "waiting for an offer that meets the constraints";
+                      j.created_at = j.updated_at = clock_.Now();
+                      j.deadline_at = clock_.Now() + Seconds(kMaxDeadlineS);
+                      GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  clock_.Advance(Seconds(1));
+  Credit(customer_, 10'000'000);
+  Credit(oscar_, 10'000'000);
+  // Behind them, one with a minute's deadline, and one that fits an offer once its GPUs
+  // are free again.
+  SubmitJobRequest soon = Job(1, 1);
+  soon.deadline_s = 60;
+  auto late = jobs.Submit(As(customer_), soon);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  auto busy = rentals_->Create(As(customer_), Request(2));
+  ASSERT_TRUE(busy.ok()) << busy.status().ToString();
+  Reload();
+  auto fits = jobs.Submit(As(oscar_), Job(1, kPrice));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->state, "queued");
+  ASSERT_TRUE(rentals_->Stop(As(customer_), busy->id).ok());
+  agent_->Event(busy->workload_id, "stopped", 0);
+  Reload();
+  clock_.Advance(Seconds(61));
+  ASSERT_EQ(*jobs.ScheduleOnce(), 1);
+  EXPECT_EQ(jobs.Get(As(oscar_), fits->id)->state, "placed");
+  EXPECT_EQ(jobs.Get(As(customer_), late->id)->state, "unplaceable");
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 600);
+}
+
+TEST_P(RentalsTest, ACustomersQueueIsBoundedButAJobThatFitsIsStillPlaced) {
+  Jobs jobs(faults(), *rentals_, *market_, {.max_queued_per_customer = 3, .clock = &clock_});
+  Credit(customer_, 10'000'000);
+  Credit(oscar_, 10'000'000);
+  std::vector<std::string> queued;
+  for (int i = 0; i < 3; ++i) {
+    auto j = jobs.Submit(As(customer_), Job(1, 1));
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    EXPECT_EQ(j->state, "queued");
+    queued.push_back(j->id);
+  }
+  auto over = jobs.Submit(As(customer_), Job(1, 1));
+  EXPECT_EQ(over.status().code(), StatusCode::kFailedPrecondition) << over.status().ToString();
+  EXPECT_NE(over.status().message().find("3 jobs queued"), std::string::npos)
+      << over.status().ToString();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs"), 3);
+  // A job that fits now does not wait: placed, bound or not.
+  auto fits = jobs.Submit(As(customer_), Job(1, kPrice));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->state, "placed");
+  // A cancelled job makes room.
+  ASSERT_TRUE(jobs.Cancel(As(customer_), queued[0]).ok());
+  auto again = jobs.Submit(As(customer_), Job(1, 1));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->state, "queued");
+  // Another customer's queue is its own, and concurrent submissions count one another.
+  jobs.Start();
+  std::vector<StatusOr<rentals::Job>> answers(6, Internal("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    threads.emplace_back([&, i] { answers[i] = jobs.Submit(As(oscar_), Job(1, 1)); });
+  }
+  for (auto& t : threads) t.join();
+  jobs.Stop();
+  int accepted = 0;
+  for (const auto& a : answers) {
+    if (a.ok()) {
+      ++accepted;
+      EXPECT_EQ(a->state, "queued");
+    } else {
+      EXPECT_EQ(a.status().code(), StatusCode::kFailedPrecondition) << a.status().ToString();
+    }
+  }
+  EXPECT_EQ(accepted, 3);
+  EXPECT_EQ(
+      Number("SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND customer_id = ?", {oscar_}), 3);
+}
+
+// The oldest job that a commit refuses (here its customer's balance is held by a rental)
+// does not keep the GPUs it was planned on from the jobs behind it.
+TEST_P(RentalsTest, AJobIsNotHeldBackByAnOlderOneWhoseCommitIsRefused) {
+  Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
+  const std::string quinn = NewProvider("Quinn");
+  Approve(quinn);
+  ASSERT_TRUE(pricing_->SetProviderPrices(As(quinn), {{kH100, Usdc::Micros(2 * kPrice)}}).ok());
+  FakeAgent& q = NewAgent(quinn, 1);
+  ASSERT_TRUE(q.Join().has_value());
+  Reload();
+  const std::string pia_offer = OfferOn(agent_->machine_id);
+  Credit(customer_, 10'000'000);
+  Credit(oscar_, 2 * kPrice);
+  const CreateRentalRequest one = Request(1, pia_offer);
+  auto a = rentals_->Create(As(customer_), one);
+  auto b = rentals_->Create(As(customer_), one);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Reload();
+  // Oscar's job waits (Quinn's GPU costs more than it pays); then Oscar rents Quinn's GPU,
+  // which holds his whole balance for its first hour.
+  auto older = jobs.Submit(As(oscar_), Job(1, kPrice));
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_EQ(older->state, "queued");
+  auto quinns = rentals_->Create(As(oscar_), Request(1, OfferOn(q.machine_id)));
+  ASSERT_TRUE(quinns.ok()) << quinns.status().ToString();
+  clock_.Advance(Seconds(1));
+  auto newer = jobs.Submit(As(customer_), Job(1, kPrice));
+  ASSERT_TRUE(newer.ok()) << newer.status().ToString();
+  EXPECT_EQ(newer->state, "queued");
+  // One of Pia's GPUs is free again: Oscar's job is planned first and refused; the next
+  // gets the GPU in the same round.
+  ASSERT_TRUE(rentals_->Stop(As(customer_), a->id).ok());
+  agent_->Event(a->workload_id, "stopped", 0);
+  Reload();
+  clock_.Advance(Seconds(2));
+  ASSERT_EQ(*jobs.ScheduleOnce(), 1);
+  EXPECT_EQ(jobs.Get(As(customer_), newer->id)->state, "placed");
+  auto waiting = jobs.Get(As(oscar_), older->id);
+  EXPECT_EQ(waiting->state, "queued");
+  EXPECT_NE(waiting->detail.find("balance"), std::string::npos) << waiting->detail;
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(RentalsTest);

@@ -1,0 +1,206 @@
+"""What an outside probe found in the rental paths (issue 24), across processes: gpunexd
+and fake agents (the protocol by hand, test_agent_channel.FakeAgent) with EMULATED L4s; no
+container is ever started here.
+
+- The queue: 600 jobs that no offer can take, from five customers (each up to its bound,
+  [rentals] max_queued_jobs_per_customer, 120 here; one more is refused with 409), do not
+  keep a job that an offer can take from being placed within a round of that offer
+  appearing.
+- The first hour: 20 concurrent rentals by a customer whose balance covers one hour of
+  one GPU make one rental; the other 19 are refused naming the balance.
+- The placement rule: a provider's job is never placed on its own GPUs; it waits, and is
+  placed on another provider's GPU once one is offered.
+
+Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
+"""
+
+import threading
+import time
+import unittest
+
+from harness import API, ServerTestCase, provider_with_agent_token, wait_until
+from test_agent_channel import L4 as L4_GPU
+from test_agent_channel import FakeAgent
+
+L4 = "l4-24gb"
+IMAGE = "gpunex-test/busybox:1"
+USDC = 1_000_000
+RENTALS = f"{API}/rentals"
+JOBS = f"{API}/jobs"
+CREDITS = f"{API}/admin/credits"
+BOUND = 120  # max_queued_jobs_per_customer, as configured below
+FLOODERS = 5  # customers filling their queues: 600 jobs in all
+# A job no offer can take: 1 micro-USDC per GPU-hour, for a week.
+UNPLACEABLE = {"gpu_model": L4, "gpus": 1, "max_price_micro": 1, "image": IMAGE,
+               "command": ["/bin/sleep", "60"], "deadline_s": 604_800}
+# One that any L4 offer at the catalog's prices takes.
+FITS = {"gpu_model": L4, "gpus": 1, "max_price_micro": 5 * USDC, "image": IMAGE,
+        "command": ["/bin/sleep", "60"]}
+
+
+class RentalsRulesMixin:
+    ROOT_TOML = "allow_emulated_gpus = true"
+    EXTRA_TOML = f"\n[rentals]\nmax_queued_jobs_per_customer = {BOUND}\n"
+    SMTP = False
+
+    def setUp(self):
+        super().setUp()
+        self.admin = self.srv.admin()
+
+    def q(self, sql, params=()):
+        return self.srv.backend.query(sql, params)
+
+    def credit(self, user, amount):
+        r = self.admin.c.post(CREDITS, {"user_id": user.id, "amount_micro": amount,
+                                        "reference": "e2e credit"})
+        self.assertStatus(r, 201)
+
+    def machine(self, name, gpus):
+        """A provider with a fake agent of `gpus` L4s; returns (provider, agent, offer)."""
+        prov, token, _ = provider_with_agent_token(self.srv, self.admin, name=name)
+        ag = FakeAgent(self.srv, token, models=(L4_GPU,) * gpus)
+        self.addCleanup(ag.cleanup)
+        ag.join()
+        offer = wait_until(lambda: self.offer_on(ag.machine_id, gpus), 10, f"{name}'s offer")
+        return prov, ag, offer
+
+    def offer_on(self, machine_id, free):
+        res = self.admin.c.get(f"{API}/offers", query={"gpu_model": L4, "limit": "200"})
+        self.assertStatus(res, 200)
+        return next((o for o in res.body["items"]
+                     if o["machine_id"] == machine_id and o["gpus_available"] == free), None)
+
+    def job_state(self, user, job_id):
+        r = user.c.get(f"{JOBS}/{job_id}")
+        self.assertStatus(r, 200)
+        return r.body
+
+    def test_jobs_no_offer_can_take_do_not_stall_one_that_fits(self):
+        prov, ag, offer = self.machine("Pia", 1)
+        mid = ag.machine_id
+        # The GPU is withdrawn for now: no offer at all.
+        gpu = prov.c.get(f"{API}/machines/{mid}").body["gpus"][0]["id"]
+        r = prov.c.request("PATCH", f"{API}/machines/{mid}/gpus/{gpu}", {"enabled": False})
+        self.assertStatus(r, 200)
+        wait_until(lambda: self.admin.c.get(f"{API}/offers/{offer['id']}").status == 404,
+                   10, "the offer off the marketplace")
+
+        # Five customers holding 1 USDC each fill their queues.
+        flooders = [self.srv.user(f"Flood{i} Customer") for i in range(FLOODERS)]
+        for u in flooders:
+            self.credit(u, 1 * USDC)
+        errors = []
+
+        def flood(u):
+            c = u.c
+            for k in range(BOUND):
+                r = c.post(JOBS, UNPLACEABLE)
+                if r.status != 201 or r.body["state"] != "queued":
+                    errors.append(f"{u.id} job {k}: {r!r}")
+                    return
+
+        threads = [threading.Thread(target=flood, args=(u,)) for u in flooders]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(self.q("SELECT COUNT(*) FROM jobs WHERE state = 'queued'")[0][0],
+                         FLOODERS * BOUND)
+        # One more would wait beyond its customer's bound: refused, and nothing stored.
+        r = flooders[0].c.post(JOBS, UNPLACEABLE)
+        err = self.assertError(r, 409, code="failed_precondition")
+        self.assertIn(f"{BOUND} jobs queued", err["message"])
+        self.assertEqual(self.q("SELECT COUNT(*) FROM jobs")[0][0], FLOODERS * BOUND)
+
+        # A job that the offer will take, behind all of them.
+        fay = self.srv.user("Fay Fits")
+        self.credit(fay, 10 * USDC)
+        r = fay.c.post(JOBS, FITS)
+        self.assertStatus(r, 201)
+        self.assertEqual(r.body["state"], "queued", r.body)
+        job = r.body["id"]
+        r = prov.c.request("PATCH", f"{API}/machines/{mid}/gpus/{gpu}", {"enabled": True})
+        self.assertStatus(r, 200)
+        wait_until(lambda: self.offer_on(mid, 1), 10, "the offer back on the marketplace")
+        # Rounds take the queue again every second: placed within a few, not never.
+        placed = wait_until(lambda: (lambda j: j if j["state"] == "placed" else None)(
+            self.job_state(fay, job)), 5, "the job that fits placed")
+        self.assertEqual(placed["offer_id"], offer["id"], placed)
+        rental = fay.c.get(f"{RENTALS}/{placed['rental_id']}")
+        self.assertStatus(rental, 200)
+        self.assertEqual(rental.body["job_id"], job)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM jobs WHERE state = 'queued'")[0][0],
+                         FLOODERS * BOUND)
+
+    def test_twenty_concurrent_rentals_on_one_hours_balance_make_one(self):
+        _, _, offer = self.machine("Pia", 20)
+        cust = self.srv.user("Rita Racer")
+        self.credit(cust, offer["price_micro"])  # one hour of one GPU
+        body = {"offer_id": offer["id"], "gpus": 1, "image": IMAGE,
+                "command": ["/bin/sleep", "60"]}
+        start = threading.Barrier(20)
+        answers = [None] * 20
+
+        def rent(i):
+            c = cust.c
+            start.wait()
+            answers[i] = c.post(RENTALS, body)
+
+        threads = [threading.Thread(target=rent, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        made = [a for a in answers if a.status == 201]
+        self.assertEqual(len(made), 1, answers)
+        for a in answers:
+            if a.status != 201:
+                err = self.assertError(a, 422, fields=["balance"], code="validation_failed")
+                self.assertEqual(sorted(err["fields"]), ["balance"], a)
+                self.assertIn("1 active rental", err["fields"]["balance"], a)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM rentals")[0][0], 1)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM workloads")[0][0], 1)
+        r = cust.c.get(f"{API}/me/balance")
+        self.assertStatus(r, 200)
+        self.assertEqual(r.body["balance_micro"], offer["price_micro"])  # nothing ran yet
+
+    def test_a_providers_job_is_never_placed_on_its_own_gpus(self):
+        pia, pia_agent, pia_offer = self.machine("Pia", 2)
+        self.credit(pia, 10 * USDC)
+        # Its own offer by id is refused, naming it.
+        r = pia.c.post(RENTALS, {"offer_id": pia_offer["id"], "gpus": 1, "image": IMAGE})
+        self.assertError(r, 422, fields=["offer_id"])
+        # Its job fits only its own offer: it waits, round after round.
+        r = pia.c.post(JOBS, FITS)
+        self.assertStatus(r, 201)
+        self.assertEqual(r.body["state"], "queued", r.body)
+        job = r.body["id"]
+        time.sleep(2.5)
+        self.assertEqual(self.job_state(pia, job)["state"], "queued")
+        self.assertEqual(self.q("SELECT COUNT(*) FROM rentals")[0][0], 0)
+        pia_agent.assert_no_command(0.5)
+        # Another provider's GPU appears: the job is placed there.
+        _, oscar_agent, oscar_offer = self.machine("Oscar", 1)
+        placed = wait_until(lambda: (lambda j: j if j["state"] == "placed" else None)(
+            self.job_state(pia, job)), 10, "the job placed")
+        self.assertEqual(placed["offer_id"], oscar_offer["id"], placed)
+        rental = self.admin.c.get(f"{RENTALS}/{placed['rental_id']}")
+        self.assertStatus(rental, 200)
+        self.assertEqual(rental.body["machine_id"], oscar_agent.machine_id, rental.body)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM rentals WHERE provider_id = customer_id")
+                         [0][0], 0)
+        oscar_agent.expect_command("start_workload", 10)
+        pia_agent.assert_no_command(0.5)
+
+
+class RentalsRulesSqliteTest(RentalsRulesMixin, ServerTestCase):
+    BACKEND = "sqlite"
+
+
+class RentalsRulesPostgresTest(RentalsRulesMixin, ServerTestCase):
+    BACKEND = "postgresql"
+
+
+if __name__ == "__main__":
+    unittest.main()
