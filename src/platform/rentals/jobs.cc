@@ -52,6 +52,23 @@ CreateRentalRequest RentalOf(const Job& j, const market::Offer& o) {
   return r;
 }
 
+// OK when `balance`, less `held` (what the customer's active rentals hold for their first
+// hour), covers the job's first hour at its max_price; a field error on "balance" when not.
+Status CoversFirstHour(const Job& j, Usdc balance, const FirstHoursHeld& held) {
+  const JobConstraints& c = j.constraints;
+  GPUNEX_ASSIGN_OR_RETURN(Usdc need,
+                          FirstHourCost(c.max_price, c.gpus, j.max_duration_s, j.max_cost));
+  GPUNEX_ASSIGN_OR_RETURN(Usdc spare, balance.Minus(held.amount));
+  if (spare >= need) return Status::Ok();
+  std::string why = "covers less than the first hour at max_price_micro (" + need.ToString() +
+                    " USDC needed, " + balance.ToString() + " USDC held";
+  if (held.rentals > 0) {
+    why += ", of which " + held.amount.ToString() + " USDC is the rest of the first hour of your " +
+           std::to_string(held.rentals) + " active rental" + (held.rentals == 1 ? "" : "s");
+  }
+  return FieldError("balance", why + ")");
+}
+
 }  // namespace
 
 std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>& jobs,
@@ -366,24 +383,15 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
           continue;
         }
       }
-      // The balance, less what the customer's active rentals hold for their first hour,
-      // must cover the first hour at the most the job would pay, as a rental's.
-      const JobConstraints& c = j.constraints;
-      GPUNEX_ASSIGN_OR_RETURN(Usdc need,
-                              FirstHourCost(c.max_price, c.gpus, j.max_duration_s, j.max_cost));
+      // The balance must cover the first hour at the most the job would pay, as a
+      // rental's. What the customer's active rentals hold for their first hour is left
+      // out of it below, for a job that waits: a job placed now passed the same rule at
+      // the offer's price when its rental was made (Rentals::CreateInTx).
       GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
                               billing::Balance(tx, billing::CustomerAccount(j.customer_id)));
-      GPUNEX_ASSIGN_OR_RETURN(FirstHoursHeld held, HeldForFirstHours(tx, j.customer_id));
-      GPUNEX_ASSIGN_OR_RETURN(Usdc spare, balance.Minus(held.amount));
-      if (spare < need) {
-        std::string why = "covers less than the first hour at max_price_micro (" + need.ToString() +
-                          " USDC needed, " + balance.ToString() + " USDC held";
-        if (held.rentals > 0) {
-          why += ", of which " + held.amount.ToString() +
-                 " USDC is the rest of the first hour of your " + std::to_string(held.rentals) +
-                 " active rental" + (held.rentals == 1 ? "" : "s");
-        }
-        answers.emplace_back(FieldError("balance", why + ")"));
+      if (Status st = CoversFirstHour(j, balance, FirstHoursHeld{}); !st.ok()) {
+        if (st.code() != StatusCode::kValidationFailed) return st;
+        answers.emplace_back(std::move(st));
         continue;
       }
       answer_of.push_back(answers.size());  // stored below, once planned
@@ -474,26 +482,41 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
         GPUNEX_RETURN_IF_ERROR(s.UpdateJob(live[i]));
       }
     }
-    // A new job, as this round left it; one that waits only while its customer has fewer
-    // than max_queued_per_customer jobs queued (counted after this round's placements).
-    std::map<std::string, int64_t> queued;  // by customer
+    // A new job, as this round left it. One that waits only while the balance, less what
+    // the customer's active rentals hold for their first hour, covers its first hour, and
+    // its customer has fewer than max_queued_per_customer jobs queued (both counted after
+    // this round's placements).
+    struct Customer {
+      Usdc balance;
+      FirstHoursHeld held;
+      int64_t queued = 0;
+    };
+    std::map<std::string, Customer> customers;
     for (size_t i = 0; i < live.size(); ++i) {
       if (answer_of[i] == std::string::npos) continue;
       Job& j = live[i];
       if (j.state == "queued") {
-        auto [n, fresh] = queued.try_emplace(j.customer_id, 0);
+        auto [it, fresh] = customers.try_emplace(j.customer_id);
+        Customer& c = it->second;
         if (fresh) {
-          GPUNEX_ASSIGN_OR_RETURN(n->second, s.CountQueuedJobs(j.customer_id));
+          GPUNEX_ASSIGN_OR_RETURN(c.balance,
+                                  billing::Balance(tx, billing::CustomerAccount(j.customer_id)));
+          GPUNEX_ASSIGN_OR_RETURN(c.held, HeldForFirstHours(tx, j.customer_id));
+          GPUNEX_ASSIGN_OR_RETURN(c.queued, s.CountQueuedJobs(j.customer_id));
         }
-        if (n->second >= options_.max_queued_per_customer) {
+        if (Status st = CoversFirstHour(j, c.balance, c.held); !st.ok()) {
+          if (st.code() != StatusCode::kValidationFailed) return st;
+          answers[answer_of[i]] = std::move(st);
+          continue;
+        }
+        if (c.queued >= options_.max_queued_per_customer) {
           answers[answer_of[i]] = FailedPrecondition(
-              "no offer meets the job's constraints now, and you have " +
-              std::to_string(n->second) +
+              "no offer meets the job's constraints now, and you have " + std::to_string(c.queued) +
               " jobs queued, the most one customer may have waiting: cancel one, or wait "
               "until one is placed or reaches its deadline");
           continue;
         }
-        ++n->second;
+        ++c.queued;
       }
       GPUNEX_RETURN_IF_ERROR(s.InsertJob(j));
       answers[answer_of[i]] = j;

@@ -93,11 +93,11 @@ class Jobs {
 
   // Field errors name the request's fields (gpu_models, gpus, max_price_micro,
   // min_reliability, min_performance, min_vram_gb, region, country, image, env.NAME,
-  // deadline_s, max_duration_s, max_cost_micro) and "balance" when, less what the
-  // customer's active rentals hold for their first hour, it does not cover the first hour
-  // at max_price_micro. The job is placed at once when an offer fits now;
-  // kFailedPrecondition when it would wait and the customer has max_queued_per_customer
-  // jobs queued already.
+  // deadline_s, max_duration_s, max_cost_micro) and "balance" when it does not cover the
+  // first hour at max_price_micro (for a job that would wait: less what the customer's
+  // active rentals hold for their first hour). The job is placed at once when an offer
+  // fits now (its rental under Rentals::Create's balance rule); kFailedPrecondition when
+  // it would wait and the customer has max_queued_per_customer jobs queued already.
   StatusOr<Job> Submit(const accounts::Principal& p, const SubmitJobRequest& req);
   StatusOr<Job> Get(const accounts::Principal& p, const std::string& id);
   StatusOr<Page<Job>> List(const accounts::Principal& p, const PageRequest& page);
