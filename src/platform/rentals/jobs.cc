@@ -117,7 +117,7 @@ Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOp
     : db_(db),
       rentals_(rentals),
       market_(market),
-      options_(std::move(options)),
+      options_(options),
       clock_(options_.clock) {}
 
 Jobs::~Jobs() { Stop(); }
