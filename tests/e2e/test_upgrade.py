@@ -26,6 +26,7 @@ and /readyz answers 200.
 SQLite only (the fixture is a SQLite file).
 """
 
+import datetime
 import json
 import math
 import os
@@ -202,6 +203,35 @@ def load_sql(sql_path, db_path):
         conn.close()
 
 
+RFC3339 = re.compile(r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
+
+
+def recorded_at(answers_text):
+    """The latest time the recorded answers hold: when the fixture was made."""
+    times = [datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+             for t in RFC3339.findall(answers_text)]
+    return max(times)
+
+
+class FixtureTimeGpunexd(Gpunexd):
+    """gpunexd whose clock reads the time the fixture was recorded (GPUNEX_TEST_CLOCK_FILE
+    holds the offset from the system clock), so that answers which age with the calendar,
+    such as the reliability notices of machines offline since the recording, compare with
+    what release 0.1 answered then."""
+
+    def __init__(self, *args, at, **kwargs):
+        super().__init__(*args, **kwargs)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.clock_path = os.path.join(self.tmp, "clock")
+        with open(self.clock_path, "w", encoding="utf-8") as f:
+            f.write(str(math.floor((at - now).total_seconds()) + 60))
+
+    def env(self):
+        env = super().env()
+        env["GPUNEX_TEST_CLOCK_FILE"] = self.clock_path
+        return env
+
+
 class UpgradeFromRelease01(unittest.TestCase):
     """One gpunexd under test on a copy of the release 0.1 database; the requests are
     replayed once, in the recorded order, and each test checks a part of the answers."""
@@ -209,9 +239,11 @@ class UpgradeFromRelease01(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         with open(ANSWERS_PATH, encoding="utf-8") as f:
-            cls.fixture = json.load(f)
+            text = f.read()
+        cls.fixture = json.loads(text)
         cfg = cls.fixture["server_config"]
-        cls.srv = Gpunexd("sqlite", None, extra_toml=cfg["extra_toml"], root_toml=cfg["root_toml"])
+        cls.srv = FixtureTimeGpunexd("sqlite", None, extra_toml=cfg["extra_toml"],
+                                     root_toml=cfg["root_toml"], at=recorded_at(text))
         try:
             load_sql(SQL_PATH, cls.srv.backend.db_path)
             cls.srv.start()
