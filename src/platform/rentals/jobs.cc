@@ -114,11 +114,7 @@ std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>
 }
 
 Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOptions options)
-    : db_(db),
-      rentals_(rentals),
-      market_(market),
-      options_(options),
-      clock_(options_.clock) {}
+    : db_(db), rentals_(rentals), market_(market), options_(options), clock_(options_.clock) {}
 
 Jobs::~Jobs() { Stop(); }
 
