@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <algorithm>
+#include <bit>
 #include <random>
 #include <set>
 #include <thread>
@@ -91,15 +92,31 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
         return;
       }
       std::string stream = frame.stream == LogFrame::Stream::kStderr ? "stderr" : "stdout";
-      std::string text = protocol::SanitizeLogText(frame.data);
-      for (size_t off = 0; off < text.size(); off += protocol::kMaxLogChunk / 2) {
+      // Output is bytes: every line goes out, blank or not; what is not text is replaced
+      // and counted (logged when a workload's count reaches 1, 2, 4, 8, ...).
+      size_t replaced = 0;
+      std::string text = protocol::SanitizeLogText(frame.data, &replaced);
+      if (replaced > 0) {
+        uint64_t before, after;
+        {
+          MutexLock lock(&mu_);
+          uint64_t& total = log_replaced_[workload_id];
+          before = total;
+          after = total += replaced;
+        }
+        if (std::bit_width(before) != std::bit_width(after)) {
+          LogWarn("agent.log_bytes_replaced",
+                  {{"workload_id", workload_id}, {"bytes", static_cast<int64_t>(after)}});
+        }
+      }
+      // Pieces cut between UTF-8 sequences: a text frame must be valid UTF-8.
+      for (std::string& piece : protocol::SplitLogText(text, protocol::kMaxLogChunk / 2)) {
         int64_t seq;
         {
           MutexLock lock(&mu_);
           seq = ++log_seq_[workload_id + "/" + stream];
         }
-        Queue(
-            protocol::Logs{workload_id, stream, seq, text.substr(off, protocol::kMaxLogChunk / 2)});
+        Queue(protocol::Logs{workload_id, stream, seq, std::move(piece)});
       }
     };
     runner_ = DockerWorkloadRunner(docker_, ro, cb);

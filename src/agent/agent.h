@@ -84,7 +84,9 @@ class Agent {
   std::deque<protocol::AgentMessage> queue_ GUARDED_BY(mu_);  // waits for a connection
   bool flushing_ GUARDED_BY(mu_) = false;                     // FlushQueue is sending it
   std::map<std::string, int64_t> log_seq_ GUARDED_BY(mu_);    // per workload and stream
-  int running_workers_ GUARDED_BY(mu_) = 0;                   // commands executing
+  // Per workload: the bytes of its output replaced by U+FFFD (invalid UTF-8, NUL, ...).
+  std::map<std::string, uint64_t> log_replaced_ GUARDED_BY(mu_);
+  int running_workers_ GUARDED_BY(mu_) = 0;  // commands executing
   int64_t last_ping_id_ GUARDED_BY(mu_) = 0;
   // Pings waiting for their pong: when it arrived, or the epoch while it has not.
   std::map<int64_t, std::chrono::steady_clock::time_point> pongs_ GUARDED_BY(mu_);

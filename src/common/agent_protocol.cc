@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/internal/protocol_json.h"
+#include "common/utf8.h"
 
 namespace gpunex::protocol {
 namespace {
@@ -128,6 +129,27 @@ GpuSample ParseSample(const JsonReader& r) {
 const std::vector<std::string_view> kWorkloadStates = {"starting", "running", "exited", "failed",
                                                        "stopped"};
 
+// A log chunk's data: output is bytes, so any string passes (empty, blank lines,
+// whitespace only, control characters: the JSON parser already refused invalid UTF-8);
+// only its size is bounded.
+std::string LogData(const json::object& o, const JsonReader& r) {
+  auto it = o.find("data");
+  if (it == o.end() || it->value().is_null()) {
+    r.Fail("data", "is required");
+    return "";
+  }
+  if (!it->value().is_string()) {
+    r.Fail("data", "must be a string");
+    return "";
+  }
+  const json::string& d = it->value().get_string();
+  if (d.size() > kMaxLogChunk) {
+    r.Fail("data", "must be at most " + std::to_string(kMaxLogChunk) + " bytes");
+    return "";
+  }
+  return std::string(d);
+}
+
 }  // namespace
 
 namespace {
@@ -200,7 +222,7 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
       r.Fail("stream", "must be stdout or stderr");
     }
     l.seq = Int(r, "seq", 0, kBig);
-    if (auto d = r.String("data", true, kMaxLogChunk, true)) l.data = *d;
+    l.data = LogData(v.get_object(), r);
     GPUNEX_RETURN_IF_ERROR(Finish(errors));
     return AgentMessage(std::move(l));
   }
@@ -366,24 +388,37 @@ json::object ToJson(const Host& h) {
           {"disk_free_mb", h.disk_free_mb}};
 }
 
-std::string SanitizeLogText(std::string_view raw) {
+std::string SanitizeLogText(std::string_view raw, size_t* replaced) {
   std::string out;
   out.reserve(raw.size());
   size_t i = 0;
   while (i < raw.size()) {
-    unsigned char c = static_cast<unsigned char>(raw[i]);
-    size_t len = c < 0x80             ? 1
-                 : (c & 0xE0) == 0xC0 ? 2
-                 : (c & 0xF0) == 0xE0 ? 3
-                 : (c & 0xF8) == 0xF0 ? 4
-                                      : 0;
-    if (len == 0 || i + len > raw.size() || !IsCleanText(raw.substr(i, len), true)) {
+    const size_t start = i;
+    const char32_t cp = NextCodePoint(raw, &i);  // advances one byte past a bad sequence
+    const bool whitespace = cp == ' ' || (cp >= '\t' && cp <= '\r');  // \t \n \v \f \r
+    if (cp == kInvalidUtf8 || ((cp < 0x20 || cp == 0x7f) && !whitespace)) {
       out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
+      if (replaced) ++*replaced;
       continue;
     }
-    out.append(raw.substr(i, len));
-    i += len;
+    out.append(raw.substr(start, i - start));
+  }
+  return out;
+}
+
+std::vector<std::string> SplitLogText(std::string_view text, size_t max_bytes) {
+  std::vector<std::string> out;
+  size_t off = 0;
+  while (off < text.size()) {
+    size_t end = std::min(text.size(), off + max_bytes);
+    // Back off to the start of a UTF-8 sequence (a byte that is no continuation byte).
+    if (end < text.size()) {
+      size_t e = end;
+      while (e > off && (static_cast<unsigned char>(text[e]) & 0xC0) == 0x80) --e;
+      if (e > off) end = e;
+    }
+    out.emplace_back(text.substr(off, end - off));
+    off = end;
   }
   return out;
 }

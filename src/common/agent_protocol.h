@@ -106,7 +106,9 @@ struct Logs {
   std::string workload_id;
   std::string stream;  // stdout | stderr
   int64_t seq = 0;     // per workload and stream, increasing
-  std::string data;    // UTF-8 (invalid bytes replaced), at most kMaxLogChunk
+  // The output as it came, at most kMaxLogChunk bytes: any text, including blank lines,
+  // whitespace only and control characters (SanitizeLogText makes it storable).
+  std::string data;
 };
 
 // Round-trip probe for the network benchmark (BEN-4): the platform answers each ping
@@ -356,8 +358,15 @@ struct GpubenchFigures {
 StatusOr<GpubenchFigures> ParseGpubenchFigures(const json::object& o, const std::string& path);
 json::object ToJson(const GpubenchFigures& f);
 
-// Replaces invalid UTF-8 and control characters (except \n, \t) so that a log chunk is
-// safe to carry as a JSON string.
-std::string SanitizeLogText(std::string_view raw);
+// A workload's output as text that a log chunk carries: valid UTF-8 with every kind of
+// whitespace kept as it is (blank lines, spaces, \t \n \v \f \r), and each byte of an
+// invalid UTF-8 sequence, NUL and the other control characters replaced by U+FFFD.
+// `replaced`, when given, is increased by the number of replacements.
+std::string SanitizeLogText(std::string_view raw, size_t* replaced = nullptr);
+
+// `text` (valid UTF-8) cut into pieces of at most `max_bytes` (>= 4), never inside a
+// UTF-8 sequence, so that each piece is valid UTF-8 too (a WebSocket text frame that is
+// not is a protocol error). Empty for empty text.
+std::vector<std::string> SplitLogText(std::string_view text, size_t max_bytes);
 
 }  // namespace gpunex::protocol

@@ -641,6 +641,64 @@ TEST(AgentProtocol, SanitizesLogText) {
             "a\xEF\xBF\xBD"
             "b");
   EXPECT_EQ(SanitizeLogText("\xC3"), "\xEF\xBF\xBD");
+  // Whitespace of every kind passes as it is; blank output stays blank.
+  for (std::string_view blank : {"\n", "\n\n\n", "   ", "\t\r\n", "\v\f", " \t \n", ""}) {
+    size_t replaced = 0;
+    EXPECT_EQ(SanitizeLogText(blank, &replaced), blank);
+    EXPECT_EQ(replaced, 0u);
+  }
+  // Each byte of invalid UTF-8, NUL and the other control characters: replaced, counted.
+  size_t replaced = 0;
+  const std::string raw =
+      std::string("h\xC3(\xFF\xFE") + '\0' + "\x1b[1m\xE2\x82\n\xF0\x9F\x98\x80";
+  EXPECT_EQ(SanitizeLogText(raw, &replaced),
+            "h\xEF\xBF\xBD(\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD[1m"
+            "\xEF\xBF\xBD\xEF\xBF\xBD\n\xF0\x9F\x98\x80");
+  EXPECT_EQ(replaced, 7u);
+}
+
+// Issue 24: a log chunk is output, and output is bytes: the platform takes any text (blank
+// lines, whitespace only, control characters, empty), bounded only by its size.
+TEST(AgentProtocol, LogDataIsAnyTextWithinItsSize) {
+  for (const std::string& data :
+       std::vector<std::string>{"\n", "\n\n", "   ", "\t", "\v\f\r\n", "", "\x01\x1b[0m",
+                                std::string(1, '\0'), std::string(kMaxLogChunk, ' ')}) {
+    const std::string text = Serialize(Logs{"wl_1", "stdout", 3, data});
+    auto m = ParseAgentMessage(text);
+    ASSERT_TRUE(m.ok()) << text << " " << m.status().ToString();
+    ASSERT_TRUE(std::holds_alternative<Logs>(*m));
+    EXPECT_EQ(std::get<Logs>(*m).data, data);
+  }
+  for (const std::string& text : std::vector<std::string>{
+           std::string(R"({"type": "logs", "workload_id": "w", "stream": "stdout", "seq": 1})"),
+           std::string(R"({"type": "logs", "workload_id": "w", "stream": "stdout", "seq": 1, )"
+                       R"("data": 5})"),
+           Serialize(Logs{"w", "stdout", 1, std::string(kMaxLogChunk + 1, 'x')})}) {
+    auto m = ParseAgentMessage(text);
+    ASSERT_FALSE(m.ok()) << text.substr(0, 100);
+    EXPECT_TRUE(m.status().fields().count("data")) << m.status().ToString();
+  }
+}
+
+// Pieces of a long output are cut between UTF-8 sequences: each is valid UTF-8 (a text
+// frame that is not ends the WebSocket) and together they are the output.
+TEST(AgentProtocol, SplitLogTextNeverCutsASequence) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i)
+    text += i % 3 == 0 ? "\xF0\x9F\x98\x80" : i % 3 == 1 ? "\xC3\xA9" : "a\n";
+  for (size_t max : {4u, 5u, 7u, 1000u, 32768u}) {
+    auto pieces = SplitLogText(text, max);
+    std::string joined;
+    for (const auto& p : pieces) {
+      EXPECT_LE(p.size(), max);
+      EXPECT_FALSE(p.empty());
+      EXPECT_TRUE(IsCleanText(p, true)) << max;
+      joined += p;
+    }
+    EXPECT_EQ(joined, text) << max;
+  }
+  EXPECT_TRUE(SplitLogText("", 10).empty());
+  EXPECT_EQ(SplitLogText("\n", 10), std::vector<std::string>{"\n"});
 }
 
 }  // namespace

@@ -24,6 +24,18 @@ json::value ParseJsonOr(std::string_view text, json::value fallback) {
 
 namespace {
 
+// 2^63, exactly representable: the doubles in [-2^63, 2^63) are the ones whose integer
+// part an int64_t holds. (static_cast<double>(INT64_MAX) rounds up to 2^63 itself, so a
+// bound written with it lets 2^63 through to an undefined conversion.)
+constexpr double kTwoTo63 = 9223372036854775808.0;
+
+// The refusal of a number beyond the 64-bit integers: positive above `max`, negative
+// below `min`.
+std::string TooLarge(bool positive, int64_t min, int64_t max) {
+  return positive ? "is too large: must be at most " + std::to_string(max)
+                  : "is too large a negative number: must be at least " + std::to_string(min);
+}
+
 void Write(const json::value& v, std::string* out) {
   switch (v.kind()) {
     case json::kind::object: {
@@ -168,18 +180,27 @@ std::optional<int64_t> JsonReader::Int(std::string_view key, bool required, int6
   int64_t n;
   if (v.is_int64()) {
     n = v.get_int64();
-  } else if (v.is_uint64()) {
-    Fail(key, "must be at most " + std::to_string(max));
+  } else if (v.is_uint64()) {  // above INT64_MAX: Boost.JSON keeps those as uint64
+    Fail(key, TooLarge(true, min, max));
     return std::nullopt;
-  } else if (v.is_double() && std::isfinite(v.get_double()) &&
-             std::trunc(v.get_double()) == v.get_double()) {
-    double d = v.get_double();
-    if (d > static_cast<double>(max)) {
-      Fail(key, "must be at most " + std::to_string(max));
+  } else if (v.is_double()) {
+    // A number written with a fraction or an exponent ("2e6", "9.223372036854775807e18"),
+    // or one beyond the 64-bit integers (18446744073709551616, -9223372036854775809).
+    // Only a whole double in [-2^63, 2^63) converts to an int64_t (converting any other is
+    // undefined behaviour); -2^63 itself is refused too, as the double of a number just
+    // below the range (-9223372036854775809) is -2^63. INT64_MIN written as an integer is
+    // an int64 above.
+    const double d = v.get_double();
+    if (std::isnan(d)) {
+      Fail(key, "must be an integer");
       return std::nullopt;
     }
-    if (d < static_cast<double>(min)) {
-      Fail(key, "must be at least " + std::to_string(min));
+    if (!(d > -kTwoTo63 && d < kTwoTo63)) {
+      Fail(key, TooLarge(d > 0, min, max));
+      return std::nullopt;
+    }
+    if (std::trunc(d) != d) {
+      Fail(key, "must be an integer");
       return std::nullopt;
     }
     n = static_cast<int64_t>(d);
@@ -300,7 +321,12 @@ int64_t StoredInt(const json::object& o, std::string_view key) {
   auto it = o.find(key);
   if (it == o.end()) return 0;
   if (it->value().is_int64()) return it->value().get_int64();
-  if (it->value().is_double()) return static_cast<int64_t>(it->value().get_double());
+  if (it->value().is_double()) {
+    // Truncated; one outside the int64 range (or NaN) reads as the empty value, as a
+    // cast of it would be undefined.
+    const double d = it->value().get_double();
+    return d >= -kTwoTo63 && d < kTwoTo63 ? static_cast<int64_t>(d) : 0;
+  }
   return 0;
 }
 

@@ -419,10 +419,20 @@ int Serve(Config config) {
       **verifier,
       api::RenderInstallScript(config.public_url, config.agent_image),
       [&ready] { return ready.load(); },
-      [&outbox, &applications](http::Metrics& m) {
+      [&outbox, &applications, &fleet](http::Metrics& m) {
         m.SetGauge("gpunex_unreadable_application_rows",
                    "Stored provider applications skipped by lists because they could not be read.",
                    static_cast<double>(applications.unreadable_rows()));
+        const fleet::Fleet::MessageCounts agent = fleet.message_counts();
+        for (const auto& [reason, n] : agent.refused) {
+          m.SetGauge("gpunex_agent_messages_refused",
+                     "Agent messages refused alone since start (the session stayed up).",
+                     static_cast<double>(n), {{"reason", reason}});
+        }
+        m.SetGauge("gpunex_agent_log_bytes_replaced",
+                   "Bytes of workload log data the platform replaced (NUL, control "
+                   "characters) since start.",
+                   static_cast<double>(agent.log_bytes_replaced));
         if (!outbox) return;
         notify::OutboxCounters c = outbox->counters();
         m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",

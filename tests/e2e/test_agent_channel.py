@@ -11,7 +11,8 @@ GET /api/v1/agent/connect with emulated GPUs:
 - hostile agents: bad, revoked or non-agent credentials, malformed / oversized / binary /
   unmasked frames, messages before hello, claims on another provider's machine, emulated
   GPUs where they are not allowed, connections that never say hello: refused or closed,
-  and nothing changes;
+  and nothing changes; after the hello a bad message is refused alone (counted in
+  /metrics) and the connection goes on;
 - workloads: create → start_workload command → ack/result/events/logs → exited with its
   exit code and end party; policy fields refused by name; tenants isolated;
 - exactly once: a command is re-sent after a reconnect and after a gpunexd SIGKILL until
@@ -288,6 +289,17 @@ class AgentChannelMixin:
         r = user.c.get(f"{API}/workloads/{wid}")
         self.assertStatus(r, 200)
         return r.body
+
+    def refused_messages(self):
+        """gpunex_agent_messages_refused from /metrics, by reason."""
+        r = self.srv.client().get("/metrics")
+        self.assertStatus(r, 200)
+        out = {"invalid_message": 0, "protocol_error": 0, "forbidden": 0}
+        for line in r.raw.decode("utf-8").splitlines():
+            if line.startswith("gpunex_agent_messages_refused{"):
+                reason = line.split('reason="', 1)[1].split('"', 1)[0]
+                out[reason] = float(line.rsplit(" ", 1)[1])
+        return out
 
     def command_rows(self, command_id):
         return self.q("SELECT id, state, ok, done_at, result FROM agent_commands WHERE id = ?",
@@ -588,17 +600,30 @@ class AgentChannelMixin:
         spare.heartbeat()
         spare.disconnect()
         before = self.snapshot()
-        hostile(lambda a: a.ws.send_text("{not json"), agent=spare, hello=True,
-                expect_error="invalid_message")
-        hostile(lambda a: a.send({"type": "heartbeat", "seq": 1, "gpus": [
-            {"uuid": "GPU-emu-00000000-dead-beef-0000-000000000000", "utilization_pct": 1,
-             "memory_used_mb": 1, "temperature_c": 1, "power_w": 1, "sm_clock_mhz": 1}]}),
-            agent=spare, hello=True, expect_error="invalid_message")
-        hostile(lambda a: a.send(a.hello_msg()), agent=spare, hello=True,
-                expect_error="protocol_error")
-        hostile(lambda a: a.send({"type": "workload_event", "workload_id": "wl_x",
-                                  "state": "exploded"}),
-                agent=spare, hello=True, expect_error="invalid_message")
+        # After the hello the connection carries the machine's rentals (issue 24): a bad
+        # message is refused alone, nothing sent back, counted in /metrics, and the same
+        # connection goes on working.
+        refused_before = self.refused_messages()
+        spare.connect()
+        spare.hello()
+        for i, send in enumerate((
+                lambda a: a.ws.send_text("{not json"),
+                lambda a: a.send({"type": "heartbeat", "seq": 1, "gpus": [
+                    {"uuid": "GPU-emu-00000000-dead-beef-0000-000000000000",
+                     "utilization_pct": 1, "memory_used_mb": 1, "temperature_c": 1,
+                     "power_w": 1, "sm_clock_mhz": 1}]}),
+                lambda a: a.send(a.hello_msg()),
+                lambda a: a.send({"type": "workload_event", "workload_id": "wl_x",
+                                  "state": "exploded"}))):
+            send(spare)
+            spare.send({"type": "ping", "id": 100 + i})
+            spare.expect(lambda m, i=i: m["type"] == "pong" and m["id"] == 100 + i, 5, "pong")
+            self.assertFalse([m for m in spare.backlog if m["type"] == "error"], spare.backlog)
+            self.assertFalse(spare.ws.closed)
+        refused = self.refused_messages()
+        self.assertEqual(refused["invalid_message"] - refused_before["invalid_message"], 3)
+        self.assertEqual(refused["protocol_error"] - refused_before["protocol_error"], 1)
+        spare.disconnect()
         # Oversized (> 1 MiB), binary and unmasked frames: closed by the WebSocket layer.
         big = json.dumps({"type": "heartbeat", "seq": 1, "gpus": [], "pad": "x" * (1 << 20)})
         self.assertGreater(len(big), 1 << 20)
@@ -971,8 +996,10 @@ class AgentChannelMixin:
         self.assertEqual(self.workload(prov, lost)["state"], "failed")
 
     def test_refused_connection_handles_nothing_more(self):
-        """After the platform refuses a message (error + close), the messages that the
-        agent had already sent on that connection are not acted upon: "nothing changed"."""
+        """Before the hello, after the platform refuses a message (error + close), the
+        messages that the agent had already sent on that connection are not acted upon:
+        "nothing changed". After it, a bad message is refused alone (issue 24): the ones
+        sent after it are acted upon on the same connection."""
         prov, token, _ = self.provider("Nora")
 
         pad = [0] * 300_000  # slow to parse, yet under 1 MiB
@@ -997,28 +1024,33 @@ class AgentChannelMixin:
                              "a refused connection registered a machine")
 
         with self.subTest("after hello"):
-            # After hello: a bad message then a workload event → the workload is unchanged.
+            # After hello: a bad message then a workload event → the bad one alone is
+            # refused (its log line is not stored), the event is applied, the connection
+            # stays up.
             b = self.agent(token, models=(H100, H100, H100))
+            b.join(heartbeats=False)
             wids = []
             for i in range(3):
-                b.join(heartbeats=False)
                 gid = self.machine(prov, b.machine_id)["gpus"][i]["id"]
                 r = self.create_workload(prov, b.machine_id, [gid])
                 self.assertStatus(r, 201)
                 wid = r.body["id"]
                 wids.append(wid)
                 b.expect_command("start_workload")
-                err, code, _ = pipelined(
-                    b, {"type": "logs", "workload_id": wid, "stream": "stdout", "seq": 0,
-                        "data": "ok", "pad": pad},
-                    {"type": "workload_event", "workload_id": wid, "state": "running",
-                     "container_id": "sneaky"})
-                self.assertEqual((err["code"], code), ("invalid_message", 1008))
-            time.sleep(0.5)
-            states = [(self.workload(prov, w)["state"], self.workload(prov, w)["container_id"])
-                      for w in wids]
-            self.assertEqual(states, [("pending", None)] * 3,
-                             "a refused connection changed a workload")
+                ws = b.ws
+                ws.send_raw(ws.encode_frame(wsclient.OP_TEXT, json.dumps(
+                    {"type": "logs", "workload_id": wid, "stream": "stdout", "seq": 0,
+                     "data": "ok", "pad": pad}, separators=(",", ":")))
+                    + ws.encode_frame(wsclient.OP_TEXT, json.dumps(
+                        {"type": "workload_event", "workload_id": wid, "state": "running",
+                         "container_id": "sneaky"})))
+            wait_until(lambda: all(self.workload(prov, w)["state"] == "running" for w in wids),
+                       10, "the events after the refused messages applied")
+            self.assertEqual([self.workload(prov, w)["container_id"] for w in wids],
+                             ["sneaky"] * 3)
+            self.assertEqual(self.q("SELECT COUNT(*) FROM workload_logs")[0][0], 0)
+            self.assertFalse(b.ws.closed)
+            self.assertFalse([m for m in b.backlog if m["type"] == "error"], b.backlog)
 
     def test_command_reaches_the_connection_that_took_over(self):
         """A command sent on a connection that is then replaced by a new connection of the

@@ -23,6 +23,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+import time
 import unittest
 
 import payouts_fixture as pf
@@ -81,6 +83,15 @@ ADDR_31_BYTES = b58encode(bytes([200] * 31))
 assert len(ADDR_33_BYTES) <= 44 and len(b58decode(ADDR_33_BYTES)) == 33, ADDR_33_BYTES
 assert len(b58decode(ADDR_31_BYTES)) == 31
 SYSTEM_PROGRAM = "1" * 32  # 32 zero bytes: a point of small order
+# Program ids: addresses nobody holds a key for (refused whether on the curve or not).
+PROGRAM_IDS = {
+    "the Token program": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+    "the Token-2022 program": "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",
+    "the Associated Token Account program": "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+    "the Memo program": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+    "the Memo program (v1)": "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo",
+    "the Compute Budget program": "ComputeBudget111111111111111111111111111111",
+}
 
 
 # --------------------------------------------------------------------------- bodies
@@ -166,6 +177,10 @@ SETTINGS_ROWS = [
     w("an associated token account (off the curve)", lambda c: c["ata"]),
     w("the platform's token account (off the curve)", lambda c: c["platform_ata"]),
     w("the system program (small order)", SYSTEM_PROGRAM),
+    # (issue 24) Addresses that parse but pay nobody: the platform's own wallet, the mint.
+    w("the platform's own wallet", lambda c: c["platform_wallet"]),
+    w("the USDC mint", lambda c: c["mint"]),
+    *[w(name, pid) for name, pid in PROGRAM_IDS.items()],
     w("of 31 bytes", ADDR_31_BYTES),
     w("of 33 bytes in 44 characters", ADDR_33_BYTES),
     w("of its first 20 characters", lambda c: c["wallet"][:20]),
@@ -289,6 +304,17 @@ SETTINGS_ROWS = [
     s("threshold 100,000 USDC and a micro", settings(None, threshold_micro=100_000_000_001),
       ["threshold_micro"]),
     s("threshold 2^63", settings(None, threshold_micro=2 ** 63), ["threshold_micro"]),
+    # (issue 24) Numbers beyond the 64-bit range, however written: too large, never read as
+    # another number (2^63 as a double was read as -2^63).
+    s("threshold 9.223372036854775807e18",
+      ("raw", '{"threshold_micro": 9.223372036854775807e18}', "application/json"),
+      ["threshold_micro"]),
+    s("threshold 1e19", ("raw", '{"threshold_micro": 1e19}', "application/json"),
+      ["threshold_micro"]),
+    s("threshold -1e19", ("raw", '{"threshold_micro": -1e19}', "application/json"),
+      ["threshold_micro"]),
+    s("threshold 2^64", ("raw", '{"threshold_micro": 18446744073709551616}', "application/json"),
+      ["threshold_micro"]),
     s("threshold a string", settings(None, threshold_micro="50000000"), ["threshold_micro"]),
     s("threshold a float", settings(None, threshold_micro=50_000_000.5), ["threshold_micro"]),
     s("schedule and threshold both mistyped", settings(None, schedule=7, threshold_micro="x"),
@@ -458,6 +484,10 @@ TOPUP_ROWS = [
     topup("amount 1e12 + 1", {"amount_micro": 10 ** 12 + 1}, ["amount_micro"]),
     topup("amount 2^63", {"amount_micro": 2 ** 63}, ["amount_micro"]),
     topup("amount -2^63 - 1", {"amount_micro": -2 ** 63 - 1}, ["amount_micro"]),
+    topup("amount 9.223372036854775807e18",
+          ("raw", '{"amount_micro": 9.223372036854775807e18}', "application/json"),
+          ["amount_micro"]),
+    topup("amount 1e19", ("raw", '{"amount_micro": 1e19}', "application/json"), ["amount_micro"]),
     topup("amount a string", {"amount_micro": "1000000"}, ["amount_micro"]),
     topup("amount a float", {"amount_micro": 1_000_000.5}, ["amount_micro"]),
     topup("amount null", {"amount_micro": None}, ["amount_micro"]),
@@ -489,6 +519,13 @@ ROWS = SETTINGS_ROWS + RUN_ROWS + ADMIN_ROWS + READ_ROWS
 MESSAGES = {
     "settings: wallet an associated token account (off the curve)": "off-curve",
     "settings: wallet the system program (small order)": "small order",
+    "settings: wallet the platform's own wallet": "platform's own",
+    "settings: wallet the USDC mint": "USDC mint",
+    "settings: threshold 9.223372036854775807e18": "too large",
+    "settings: threshold 1e19": "too large",
+    "settings: threshold -1e19": "too large",
+    "settings: threshold 2^64": "too large",
+    "top-up: amount 9.223372036854775807e18": "too large",
     "settings: wallet with a 0": "base58",
     "settings: iban of the US": "SEPA",
     "settings: iban with wrong check digits": "check digits",
@@ -650,6 +687,7 @@ class PayoutsBadInputsMixin(ApiAssertions):
                 second += dt.timedelta(days=1)
         return {"po_sol": self.po_sol, "po_sepa": self.po_sepa, "run": self.run_id,
                 "file": self.file, "ata": self.ata, "platform_ata": self.platform_ata,
+                "platform_wallet": self.platform["public_key"], "mint": self.front.mint,
                 "wallet": self.anna_wallet, "other_wallet": self.front.new_wallet()["public_key"],
                 "monthly": self.monthly, "monthly_second": second.isoformat(),
                 "tuesday": (monday - dt.timedelta(days=6)).isoformat(),
@@ -768,6 +806,67 @@ class PayoutsBadInputsMixin(ApiAssertions):
         before = self.state()
         self.refuse(TOPUP_ROWS)
         self.assertEqual(self.state(), before)
+
+    def test_racing_resends_of_the_old_method_never_undo_the_owners_change(self):
+        """Issue 24: PUTs without the password that re-send the current method, racing the
+        owner's password-carrying change, used to write the old method back (6 rounds of
+        6) and reset the hold. Whether the password is needed is decided in the write
+        transaction now: each racer either went first (the old method, unchanged) or is
+        refused naming the password; the owner's change stands with its hold."""
+        rounds, racers = 6, 8
+        dora, _, _ = provider_with_agent_token(self.srv, self.admin, name="Dora", priced=False)
+        wallets = [self.front.new_wallet()["public_key"] for _ in range(rounds + 1)]
+
+        def method(wallet):
+            return {"kind": "solana", "wallet": wallet}
+
+        r = dora.c.put(SETTINGS, {"method": method(wallets[0]), "password": PASSWORD})
+        self.assertStatus(r, 200)
+        for rnd in range(1, rounds + 1):
+            old, new = wallets[rnd - 1], wallets[rnd]
+            stop = threading.Event()
+            answers = []
+
+            def race(old=old, stop=stop, answers=answers):
+                while not stop.is_set():
+                    resp = dora.c.put(SETTINGS, {"schedule": "monthly", "method": method(old)})
+                    answers.append(resp)
+
+            threads = [threading.Thread(target=race) for _ in range(racers)]
+            for t in threads:
+                t.start()
+            try:
+                time.sleep(0.05)
+                owner = dora.c.put(SETTINGS, {"method": method(new), "password": PASSWORD})
+                time.sleep(0.3)  # the racers go on after the owner's change
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join(30)
+            with self.subTest(round=rnd):
+                self.assertStatus(owner, 200)
+                self.assertEqual(owner.body["method"]["wallet"], new)
+                self.assertTrue(owner.body["hold_until"])
+                after = dora.c.get(SETTINGS).body
+                self.assertEqual(after["method"]["wallet"], new,
+                                 f"round {rnd}: the owner's change was undone")
+                self.assertEqual(after["hold_until"], owner.body["hold_until"],
+                                 f"round {rnd}: the hold was reset")
+                refused = 0
+                for resp in answers:
+                    if resp.status == 200:
+                        # It wrote nothing new; its answer is read after its write, so it
+                        # may show the owner's change already.
+                        self.assertIn(resp.body["method"]["wallet"], (old, new), resp.body)
+                    else:
+                        self.assertError(resp, 422, fields=["password"])
+                        refused += 1
+                self.assertGreater(refused, 0, "some racers came after the owner's change")
+        # One notice per change the owner made, none from the racers.
+        notices = self.srv.backend.query(
+            "SELECT COUNT(*) FROM notifications WHERE user_id = ? AND "
+            "kind = 'payouts.method_changed'", (dora.id,))[0][0]
+        self.assertEqual(notices, rounds + 1)
 
     def test_valid_neighbours_are_accepted(self):
         """Cleo (no earnings, never read by the table) sets what the rows break, valid."""

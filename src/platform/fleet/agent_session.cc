@@ -1,6 +1,7 @@
 #include "platform/fleet/agent_session.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 
@@ -79,18 +80,37 @@ void AgentSession::Refuse(std::string code, std::string message) {
   channel_->Close(1008, code);
 }
 
+void AgentSession::RefuseMessage(std::string_view code, const std::string& message) {
+  fleet_.CountRefused(code);
+  const int64_t n = ++refused_messages_;
+  // Logged, but not without bound: the first ten of a connection, then the 16th, 32nd, ...
+  if (n <= 10 || std::has_single_bit(static_cast<uint64_t>(n))) {
+    LogWarn("agent.message_refused", {{"machine_id", machine_id()},
+                                      {"remote", remote_addr_},
+                                      {"code", code},
+                                      {"message", message},
+                                      {"refused_on_connection", n}});
+  }
+}
+
 void AgentSession::OnMessage(const std::string& text) {
   // Messages that arrived before a refusal took effect are not acted on.
   if (closed_ || refused_) return;
   auto parsed = protocol::ParseAgentMessage(text);
   if (!parsed.ok()) {
-    Refuse("invalid_message", parsed.status().ToString());
+    // Before the hello there is no session to keep. After it, the connection carries every
+    // rental of the machine: one bad message is refused alone, and nothing is changed.
+    if (!hello_done_) {
+      Refuse("invalid_message", parsed.status().ToString());
+    } else {
+      RefuseMessage("invalid_message", parsed.status().ToString());
+    }
     return;
   }
   Status st;
   if (auto* hello = std::get_if<protocol::Hello>(&*parsed)) {
     if (hello_done_) {
-      Refuse("protocol_error", "hello was already received on this connection");
+      RefuseMessage("protocol_error", "hello was already received on this connection");
       return;
     }
     st = HandleHello(*hello);
@@ -122,8 +142,10 @@ void AgentSession::OnMessage(const std::string& text) {
       },
       *parsed);
   if (!st.ok()) {
-    if (st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kValidationFailed) {
-      Refuse("invalid_message", st.ToString());
+    if (st.code() == StatusCode::kPermissionDenied) {
+      RefuseMessage("forbidden", st.ToString());
+    } else if (st.code() == StatusCode::kValidationFailed) {
+      RefuseMessage("invalid_message", st.ToString());
     } else {
       LogError("agent.message_failed", {{"machine_id", mid}, {"error", st.ToString()}});
     }

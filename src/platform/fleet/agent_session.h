@@ -1,8 +1,12 @@
 // One agent connection, from the agent token check to its close: the hello that
 // registers (or recognises) the machine and reconciles its workloads, then heartbeats,
 // command acknowledgements and results, workload events and logs, each handled by the
-// Fleet (fleet.h) in a transaction of its own. Invalid messages are answered with an
-// error message and the connection is closed; nothing is changed.
+// Fleet (fleet.h) in a transaction of its own. Before a hello is accepted, an invalid
+// message is answered with an error message and the connection is closed. After it, the
+// connection carries every rental on the machine: an invalid message (or one the agent may
+// not send, such as a result of another machine's command) is refused alone: nothing is
+// changed, it is logged and counted (Fleet::message_counts), and the session stays up.
+// (The agent ends its session on an error message, so none is sent for these.)
 //
 // Thread-safety: OnMessage and OnClose are called serially by the connection (never
 // concurrently with each other); the other methods may be called from any thread.
@@ -12,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "common/agent_protocol.h"
 #include "common/status.h"
@@ -44,6 +49,8 @@ class AgentSession : public std::enable_shared_from_this<AgentSession> {
 
  private:
   Status HandleHello(const protocol::Hello& h);
+  // Refuses one message after the hello, keeping the session (see the top of this file).
+  void RefuseMessage(std::string_view code, const std::string& message);
 
   Fleet& fleet_;
   const std::string provider_id_;
@@ -55,6 +62,7 @@ class AgentSession : public std::enable_shared_from_this<AgentSession> {
   std::atomic<bool> closed_{false};
   // Set when the platform refuses the connection: messages still queued are ignored.
   std::atomic<bool> refused_{false};
+  std::atomic<int64_t> refused_messages_{0};  // by RefuseMessage
   mutable Mutex mu_;
   std::string machine_id_ GUARDED_BY(mu_);
   std::set<std::string> sent_commands_ GUARDED_BY(mu_);

@@ -198,14 +198,40 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
 
 Status Fleet::HandleLogs(const std::string& machine_id, const protocol::Logs& l) {
   const Timestamp now = options_.clock->Now();
+  // Any text is a log chunk; what cannot be stored as TEXT (NUL, PostgreSQL refuses it) or
+  // shown (other control characters) is replaced here too, whatever the agent did.
+  size_t replaced = 0;
+  const std::string data = protocol::SanitizeLogText(l.data, &replaced);
+  if (replaced > 0) {
+    MutexLock lock(&counts_mu_);
+    counts_.log_bytes_replaced += static_cast<int64_t>(replaced);
+  }
   return db_.Transact([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(l.workload_id));
     if (!w || w->machine_id != machine_id) return Status::Ok();
     GPUNEX_ASSIGN_OR_RETURN(int64_t n, s.CountLogChunks(l.workload_id));
     if (n >= kMaxLogChunksPerWorkload) return Status::Ok();  // capped; see docs
-    return s.InsertLogChunk(l.workload_id, {l.stream, l.seq, now, l.data});
+    return s.InsertLogChunk(l.workload_id, {l.stream, l.seq, now, data});
   });
+}
+
+void Fleet::CountRefused(std::string_view reason) {
+  MutexLock lock(&counts_mu_);
+  ++counts_.refused[std::string(reason)];
+}
+
+Fleet::MessageCounts Fleet::message_counts() const {
+  MessageCounts out;
+  {
+    MutexLock lock(&counts_mu_);
+    out = counts_;
+  }
+  // Every reason is shown, at 0 until it happens.
+  for (const char* reason : {"forbidden", "invalid_message", "protocol_error"}) {
+    out.refused.try_emplace(reason, 0);
+  }
+  return out;
 }
 
 void Fleet::Start() {

@@ -225,6 +225,15 @@ class Fleet {
   StatusOr<MachineDetail> RenameMachine(const accounts::Principal& p, const std::string& machine_id,
                                         std::string_view raw);
 
+  // Since start, for /metrics: the agent messages refused alone after a hello (the session
+  // stayed up), by reason ("invalid_message", "forbidden", "protocol_error"), and the
+  // bytes of log data replaced before they were stored (protocol::SanitizeLogText).
+  struct MessageCounts {
+    std::map<std::string, int64_t> refused;
+    int64_t log_bytes_replaced = 0;
+  };
+  MessageCounts message_counts() const EXCLUDES(counts_mu_);
+
   store::Database& db() { return db_; }
   const FleetOptions& options() const { return options_; }
 
@@ -248,6 +257,7 @@ class Fleet {
   Status HandleLogs(const std::string& machine_id, const protocol::Logs& l);
   Status RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hello) const;
   void SweepLoop() EXCLUDES(stop_mu_);
+  void CountRefused(std::string_view reason) EXCLUDES(counts_mu_);
 
   store::Database& db_;
   const FleetOptions options_;
@@ -266,6 +276,8 @@ class Fleet {
   Mutex stop_mu_;
   CondVar stop_cv_;
   bool stopping_ GUARDED_BY(stop_mu_) = false;
+  mutable Mutex counts_mu_;
+  MessageCounts counts_ GUARDED_BY(counts_mu_);
 };
 
 }  // namespace gpunex::platform::fleet

@@ -26,6 +26,7 @@ using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using testing::Snapshot;
 using ::testing::UnorderedElementsAre;
+using namespace std::string_literals;
 
 std::vector<std::string> FieldsOf(const Status& st) {
   std::vector<std::string> out;
@@ -555,6 +556,33 @@ TEST_P(WorkloadsTest, LogsInOrderStoredOnceAndFollowed) {
   EXPECT_EQ(workloads_->Logs(As(oscar_), wid, {}).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(workloads_->Logs(As(pia_), "wl_nosuch", {}).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(workloads_->Logs(As(admin_), wid, {}).ok());
+}
+
+// Issue 24: output is bytes. Blank lines, whitespace only, an empty chunk and control
+// characters are logged (what TEXT cannot hold or a screen should not get is replaced and
+// counted), and the connection stays up.
+TEST_P(WorkloadsTest, LogDataOfAnyKindIsStoredAndTheSessionStaysUp) {
+  FakeAgent& a = NewAgent(pia_, 1);
+  ASSERT_TRUE(a.Join());
+  const std::string wid = Start(a, GpuIds(a.machine_id)[0], "running");
+  const std::vector<std::string> chunks = {"\n", "\n\n\n",   "   ",        "\t\r\n",        "\v\f",
+                                           "",   "x\x01y\n", "nul\0byte"s, "\xEF\xBF\xBD\n"};
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    a.Log(wid, "stdout", static_cast<int64_t>(i), chunks[i]);
+    clock_.Advance(Seconds(1));  // listed in the order sent
+  }
+  EXPECT_FALSE(a.channel().closed());
+  EXPECT_THAT(a.channel().Errors(), IsEmpty());
+  auto p = workloads_->Logs(As(pia_), wid, {50, std::nullopt});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::vector<std::string> stored;
+  for (const auto& c : p->items) stored.push_back(c.data);
+  EXPECT_THAT(stored, ElementsAre("\n", "\n\n\n", "   ", "\t\r\n", "\v\f", "", "x\xEF\xBF\xBDy\n",
+                                  "nul\xEF\xBF\xBD"
+                                  "byte",
+                                  "\xEF\xBF\xBD\n"));
+  EXPECT_EQ(fleet().message_counts().log_bytes_replaced, 2);
+  EXPECT_EQ(fleet().message_counts().refused["invalid_message"], 0);
 }
 
 TEST_P(WorkloadsTest, LogsAreCappedPerWorkload) {

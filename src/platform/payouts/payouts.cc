@@ -97,10 +97,12 @@ StatusOr<Method> Payouts::ValidateMethod(const Method& m) const {
     errors.emplace("method.kind", "\"" + m.kind + "\" payouts are not offered by this platform");
   } else if (m.kind == kSolana) {
     auto w = solana::ParseWallet(m.wallet, "method.wallet");
-    if (w.ok()) {
-      out.wallet = solana::ToBase58(*w);
-    } else {
+    if (!w.ok()) {
       keep(w.status());
+    } else if (Status st = RefuseNonRecipient(*w, "method.wallet"); !st.ok()) {
+      keep(st);
+    } else {
+      out.wallet = solana::ToBase58(*w);
     }
   } else {
     auto h = bank::NormalizeHolder(m.holder, "method.holder");
@@ -148,6 +150,25 @@ StatusOr<Method> Payouts::ValidateMethod(const Method& m) const {
   }
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   return out;
+}
+
+// A wallet that parses but that the money must not be sent to: the platform's own (a
+// payout to it pays nobody and hides the money in the platform's balance), the USDC mint,
+// or a program, sysvar or the incinerator. (The platform's token account and other PDAs
+// are off the curve: ParseWallet refuses them.)
+Status Payouts::RefuseNonRecipient(const solana::Pubkey& wallet, const std::string& field) const {
+  if (key_ && wallet == key_->public_key) {
+    return FieldError(field,
+                      "is the platform's own payout wallet: give the address of your own wallet");
+  }
+  if (wallet == options_.solana_chain.mint) {
+    return FieldError(field, "is the USDC mint, not a wallet: give the address of your own wallet");
+  }
+  if (auto name = solana::WellKnownAddress(wallet)) {
+    return FieldError(field, "is the address of " + std::string(*name) +
+                                 ", not a wallet: give the address of your own wallet");
+  }
+  return Status::Ok();
 }
 
 // --- settings
@@ -222,28 +243,50 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
     }
   }
   if (u.validate_only) return ValidationFailed(std::move(errors));
+
+  // PAY-5: changing the method needs the password, from a session (a stolen API key cannot
+  // redirect money). Whether the request changes the method is known for certain only in
+  // the write transaction: a request that re-sends the current method needs no password,
+  // but if the owner changes the method between its read and its write, writing it would
+  // undo the owner's change without the password (and reset the hold). The password is
+  // checked outside the transaction (hashing it takes a while), so the transaction writes
+  // only what was decided on: when it finds that the method changes and the password was
+  // not checked, it writes nothing and the request is decided again on what it found.
+  bool password_checked = false;
   std::optional<Settings> current;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(current, PayoutsStore(tx).FindSettings(p.user.id));
     return Status::Ok();
   }));
-  const bool method_changes = method && (!current || current->method != method);
-  if (method_changes) {
-    // PAY-5: the password again, from a session (a stolen API key cannot redirect money).
-    if (p.IsApiKey()) {
-      return PermissionDenied("changing the payout method needs a session and the password");
+  bool method_changes = method && (!current || current->method != method);
+  for (;;) {
+    if (method_changes && !password_checked) {
+      if (p.IsApiKey()) {
+        return PermissionDenied("changing the payout method needs a session and the password");
+      }
+      if (u.password.empty()) {
+        errors.emplace("password", "is required to change the payout method");
+      } else if (errors.empty()) {
+        GPUNEX_ASSIGN_OR_RETURN(bool ok, accounts_.CheckPassword(p, u.password));
+        if (!ok) errors.emplace("password", "is not the account's password");
+        password_checked = ok;
+      }
     }
-    if (u.password.empty()) {
-      errors.emplace("password", "is required to change the payout method");
-    } else if (errors.empty()) {
-      GPUNEX_ASSIGN_OR_RETURN(bool ok, accounts_.CheckPassword(p, u.password));
-      if (!ok) errors.emplace("password", "is not the account's password");
-    }
+    if (!errors.empty()) return ValidationFailed(std::move(errors));
+    bool undecided = false;  // the transaction found a change of method not checked for
+    GPUNEX_RETURN_IF_ERROR(WriteSettings(p, u, method, password_checked, &undecided));
+    if (!undecided) break;
+    method_changes = true;  // at most once more: the password is checked now
   }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  return GetSettings(p);
+}
 
+Status Payouts::WriteSettings(const accounts::Principal& p, const SettingsUpdate& u,
+                              const std::optional<Method>& method, bool password_checked,
+                              bool* undecided) {
   const Timestamp now = options_.clock->Now();
-  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    *undecided = false;
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Settings> cur, s.FindSettings(p.user.id));
     Settings next;
@@ -256,6 +299,15 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
     if (u.schedule) next.schedule = *u.schedule;
     if (u.threshold_micro) next.threshold = Usdc::Micros(*u.threshold_micro);
     const bool changes = method && next.method != method;
+    if (changes && !password_checked) {
+      *undecided = true;
+      return Status::Ok();  // nothing written
+    }
+    // A request that changes nothing writes nothing: a stream of them (re-sending the
+    // current settings) then cannot make the owner's change fail on write conflicts.
+    if (cur && !changes && next.schedule == cur->schedule && next.threshold == cur->threshold) {
+      return Status::Ok();
+    }
     if (changes) {
       const bool first = !next.method;
       next.method = method;
@@ -286,8 +338,7 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
     }
     next.updated_at = now;
     return s.PutSettings(next);
-  }));
-  return GetSettings(p);
+  });
 }
 
 // --- earnings

@@ -5,9 +5,11 @@
 //
 // Payout settings: a schedule (weekly or monthly), a weekly threshold, and a method:
 // USDC on Solana to a wallet (its associated token account for the configured mint is
-// derived), a SEPA transfer to an IBAN, or a US ACH transfer. Changing the method or its
-// details needs the password, is announced by email, and holds payouts to the new
-// details for hold_after_change_s (48 h: account-takeover protection).
+// derived; the platform's own wallet, the mint and program ids are refused), a SEPA
+// transfer to an IBAN, or a US ACH transfer. Changing the method or its details needs the
+// password (whether a request changes it is decided in its write transaction), is
+// announced by email, and holds payouts to the new details for hold_after_change_s (48 h:
+// account-takeover protection).
 //
 // A payout run is made for a schedule and a date (SPEC §13a). It plans once, in one
 // transaction: for every provider of the schedule whose available balance reaches the
@@ -287,6 +289,11 @@ class Payouts {
   Status Confirm(store::Tx& tx, Timestamp now, Payout& po, const std::string& reference);
   Status Fail(store::Tx& tx, Timestamp now, Payout& po, const std::string& why);
   StatusOr<Method> ValidateMethod(const Method& m) const;
+  Status RefuseNonRecipient(const solana::Pubkey& wallet, const std::string& field) const;
+  // PutSettings' write transaction. Sets *undecided, and writes nothing, when `method`
+  // changes the stored one and `password_checked` is false.
+  Status WriteSettings(const accounts::Principal& p, const SettingsUpdate& u,
+                       const std::optional<Method>& method, bool password_checked, bool* undecided);
   std::vector<MethodTerms> Terms() const;
   const MethodTerms& TermsOf(std::string_view kind) const;
 

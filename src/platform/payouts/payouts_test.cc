@@ -220,6 +220,29 @@ class FakeChain final : public solana::Rpc {
   int sends_ GUARDED_BY(mu_) = 0;
 };
 
+// A Database that runs `before_next_write` once, just before its next Transact: another
+// request's write that lands between a request's read and its own write transaction.
+class InterleavingDatabase final : public store::Database {
+ public:
+  explicit InterleavingDatabase(store::Database& base) : base_(base) {}
+
+  std::function<void()> before_next_write;
+
+  std::string_view Backend() const override { return base_.Backend(); }
+  Status Transact(const std::function<Status(store::Tx&)>& fn) override {
+    if (auto f = std::exchange(before_next_write, nullptr)) f();
+    return base_.Transact(fn);
+  }
+  Status Read(const std::function<Status(store::Tx&)>& fn) override { return base_.Read(fn); }
+  Status Ping() override { return base_.Ping(); }
+  StatusOr<std::unique_ptr<store::Lock>> TryLock(std::string_view name) override {
+    return base_.TryLock(name);
+  }
+
+ private:
+  store::Database& base_;
+};
+
 // A monday: runs are made for 2026-12-07.
 constexpr const char* kMonday = "2026-12-07";
 
@@ -696,6 +719,120 @@ TEST_P(PayoutsTest, AChangeOfDetailsNeedsThePasswordAndHoldsPayoutsFor48Hours) {
   key.via = accounts::Principal::Via::kApiKey;
   u.method = Solana(13);
   EXPECT_EQ(payouts_->PutSettings(key, u).status().code(), StatusCode::kPermissionDenied);
+}
+
+// Issue 24: a request that re-sends the current method needs no password, but the owner's
+// change may commit between its read and its write. It must not write the old method back
+// (nor reset the hold): it is decided again on what the transaction found, and refused.
+TEST_P(PayoutsTest, ReSendingTheOldMethodCannotUndoTheOwnersChange) {
+  const std::string pia = NewProvider("pia");
+  SetMethod(pia, Solana(11));
+  InterleavingDatabase interleaved(faulty());
+  Payouts racer(interleaved, *accounts_, chain_.get(), &platform_key_, Options());
+  std::optional<StatusOr<SettingsView>> owners;
+  auto owner_changes_to = [&](Method m) {
+    return [this, &owners, pia, m] {
+      SettingsUpdate u;
+      u.method = m;
+      u.password = "provider-password";
+      owners = payouts_->PutSettings(Session(pia), u);
+      clock_.Advance(Seconds(5));  // a hold set again later would show
+    };
+  };
+  auto stored = [&] { return payouts_->GetSettings(Session(pia)).value().settings; };
+
+  // A session re-sending wallet 11 (with the schedule) while the owner moves to wallet 12.
+  interleaved.before_next_write = owner_changes_to(Solana(12));
+  SettingsUpdate again;
+  again.method = Solana(11);
+  again.schedule = "monthly";
+  auto raced = racer.PutSettings(Session(pia), again);
+  ASSERT_TRUE(owners.has_value() && owners->ok());
+  ASSERT_EQ(raced.status().code(), StatusCode::kValidationFailed) << raced.status().ToString();
+  EXPECT_EQ(raced.status().fields().count("password"), 1u);
+  Settings now = stored();
+  EXPECT_EQ(now.method, (*owners)->settings.method);
+  EXPECT_EQ(now.method->wallet, Solana(12).wallet);
+  EXPECT_EQ(now.hold_until, (*owners)->settings.hold_until) << "the hold was not reset";
+  EXPECT_EQ(now.schedule, "weekly") << "a refused request writes nothing";
+
+  // The same through an API key: refused as an API key changing the method would be.
+  interleaved.before_next_write = owner_changes_to(Solana(13));
+  accounts::Principal key = Session(pia);
+  key.via = accounts::Principal::Via::kApiKey;
+  again.method = Solana(12);
+  EXPECT_EQ(racer.PutSettings(key, again).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(stored().method->wallet, Solana(13).wallet);
+
+  // With a wrong password: decided again, the password checked and refused.
+  interleaved.before_next_write = owner_changes_to(Solana(14));
+  again.method = Solana(13);
+  again.password = "wrong-password";
+  EXPECT_EQ(racer.PutSettings(Session(pia), again).status().fields().count("password"), 1u);
+  EXPECT_EQ(stored().method->wallet, Solana(14).wallet);
+
+  // With the right password it is a change of its own, made after the owner's.
+  interleaved.before_next_write = owner_changes_to(Solana(15));
+  again.method = Solana(14);
+  again.password = "provider-password";
+  auto changed = racer.PutSettings(Session(pia), again);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(changed->settings.method->wallet, Solana(14).wallet);
+  EXPECT_EQ(changed->settings.schedule, "monthly");
+  EXPECT_EQ(*changed->settings.hold_until, clock_.Now() + 48 * kOneHour);
+  // One notice per change that was made: the first method and four changes.
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE to_addr LIKE 'pia@%' AND "
+                   "subject LIKE '%payout method%'"),
+            6);
+
+  // Without a race, re-sending the current method still needs no password.
+  SettingsUpdate same;
+  same.method = Solana(14);
+  same.schedule = "weekly";
+  auto plain = racer.PutSettings(Session(pia), same);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->settings.hold_until, changed->settings.hold_until);
+}
+
+TEST_P(PayoutsTest, WalletsThatPayNobodyAreRefused) {
+  const std::string pia = NewProvider("pia");
+  // The message says what the address is; a program id off the curve (or of small order,
+  // the System program) is refused for that, as before.
+  const std::string kProgram = "not a wallet|ed25519";
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {solana::ToBase58(platform_key_.public_key), "platform's own"},
+      {solana::ToBase58(mint_), "USDC mint"},
+      {solana::ToBase58(solana::TokenProgram()), kProgram},
+      {solana::ToBase58(solana::Token2022Program()), kProgram},
+      {solana::ToBase58(solana::AssociatedTokenProgram()), kProgram},
+      {solana::ToBase58(solana::MemoProgram()), kProgram},
+      {"Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo", kProgram},
+      {"ComputeBudget111111111111111111111111111111", kProgram},
+      {"SysvarRent111111111111111111111111111111111", kProgram},
+      {"1nc1nerator11111111111111111111111111111111", kProgram},
+      {solana::ToBase58(solana::SystemProgram()), "small order"},
+  };
+  for (const auto& [wallet, why] : cases) {
+    SettingsUpdate u;
+    u.method = Method{};
+    u.method->kind = "solana";
+    u.method->wallet = wallet;
+    u.password = "provider-password";
+    auto r = payouts_->PutSettings(Session(pia), u);
+    ASSERT_EQ(r.status().code(), StatusCode::kValidationFailed) << wallet;
+    ASSERT_EQ(r.status().fields().count("method.wallet"), 1u) << wallet;
+    const std::string message = r.status().fields().at("method.wallet");
+    bool says_why = false;
+    for (size_t from = 0; from <= why.size();) {
+      const size_t bar = std::min(why.find('|', from), why.size());
+      says_why = says_why || message.find(why.substr(from, bar - from)) != std::string::npos;
+      from = bar + 1;
+    }
+    EXPECT_TRUE(says_why) << wallet << ": " << message;
+  }
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM payout_settings"), 0);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE subject LIKE '%payout method%'"), 0);
+  SetMethod(pia, Solana(11));  // a wallet of its own is fine
 }
 
 TEST_P(PayoutsTest, BadSettingsNameTheirFieldAndChangeNothing) {

@@ -292,6 +292,56 @@ const Pubkey& MemoProgram() {
   return k;
 }
 
+std::optional<std::string_view> WellKnownAddress(const Pubkey& key) {
+  // The ids as the Solana SDK and the SPL declare them.
+  static const std::vector<std::pair<Pubkey, std::string_view>> kKnown = [] {
+    const std::pair<std::string_view, std::string_view> ids[] = {
+        {"11111111111111111111111111111111", "the System program"},
+        {"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "the Token program"},
+        {"TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb", "the Token-2022 program"},
+        {"ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL", "the Associated Token Account program"},
+        {"MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr", "the Memo program"},
+        {"Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo", "the Memo program (v1)"},
+        {"ComputeBudget111111111111111111111111111111", "the Compute Budget program"},
+        {"AddressLookupTab1e1111111111111111111111111", "the Address Lookup Table program"},
+        {"BPFLoader1111111111111111111111111111111111", "the BPF loader (v1)"},
+        {"BPFLoader2111111111111111111111111111111111", "the BPF loader (v2)"},
+        {"BPFLoaderUpgradeab1e11111111111111111111111", "the upgradeable BPF loader"},
+        {"LoaderV411111111111111111111111111111111111", "the loader v4"},
+        {"NativeLoader1111111111111111111111111111111", "the native loader"},
+        {"Config1111111111111111111111111111111111111", "the Config program"},
+        {"Stake11111111111111111111111111111111111111", "the Stake program"},
+        {"StakeConfig11111111111111111111111111111111", "the stake config account"},
+        {"Vote111111111111111111111111111111111111111", "the Vote program"},
+        {"Feature111111111111111111111111111111111111", "the Feature program"},
+        {"Ed25519SigVerify111111111111111111111111111", "the Ed25519 signature program"},
+        {"KeccakSecp256k11111111111111111111111111111", "the secp256k1 signature program"},
+        {"Secp256r1SigVerify1111111111111111111111111", "the secp256r1 signature program"},
+        {"Sysvar1111111111111111111111111111111111111", "the sysvar owner"},
+        {"SysvarC1ock11111111111111111111111111111111", "the Clock sysvar"},
+        {"SysvarRent111111111111111111111111111111111", "the Rent sysvar"},
+        {"SysvarFees111111111111111111111111111111111", "the Fees sysvar"},
+        {"SysvarRecentB1ockHashes11111111111111111111", "the RecentBlockhashes sysvar"},
+        {"Sysvar1nstructions1111111111111111111111111", "the Instructions sysvar"},
+        {"SysvarEpochSchedu1e111111111111111111111111", "the EpochSchedule sysvar"},
+        {"SysvarEpochRewards1111111111111111111111111", "the EpochRewards sysvar"},
+        {"SysvarLastRestartS1ot1111111111111111111111", "the LastRestartSlot sysvar"},
+        {"SysvarRewards111111111111111111111111111111", "the Rewards sysvar"},
+        {"SysvarS1otHashes111111111111111111111111111", "the SlotHashes sysvar"},
+        {"SysvarS1otHistory11111111111111111111111111", "the SlotHistory sysvar"},
+        {"SysvarStakeHistory1111111111111111111111111", "the StakeHistory sysvar"},
+        {"1nc1nerator11111111111111111111111111111111", "the incinerator (burns what it gets)"},
+    };
+    std::vector<std::pair<Pubkey, std::string_view>> out;
+    for (const auto& [b58, name] : ids) out.emplace_back(Constant(b58), name);
+    return out;
+  }();
+  for (const auto& [k, name] : kKnown) {
+    if (k == key) return name;
+  }
+  return std::nullopt;
+}
+
 Pubkey AssociatedTokenAddress(const Pubkey& wallet, const Pubkey& mint,
                               const Pubkey& token_program) {
   return FindProgramAddress({wallet, token_program, mint}, AssociatedTokenProgram()).first;

@@ -97,6 +97,13 @@ const Pubkey& Token2022Program();        // TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCX
 const Pubkey& AssociatedTokenProgram();  // ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL
 const Pubkey& MemoProgram();             // MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr (v2)
 
+// The name of a well-known address that is no wallet: a native or SPL program (System,
+// Token, Token-2022, Associated Token Account, Memo v1 and v2, Compute Budget, the BPF
+// loaders, Stake, Vote, ...), a sysvar, or the incinerator (whatever is sent there is
+// burnt). nullopt for any other address. Money sent "to" one of these, as a payout
+// recipient, reaches nobody who can spend it.
+std::optional<std::string_view> WellKnownAddress(const Pubkey& key);
+
 // USDC on mainnet-beta (6 decimals).
 inline constexpr std::string_view kMainnetUsdcMint = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 inline constexpr uint8_t kUsdcDecimals = 6;

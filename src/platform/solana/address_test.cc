@@ -56,6 +56,32 @@ TEST(Address, ProgramIds) {
   EXPECT_TRUE(ParsePubkey(kMainnetUsdcMint, "mint").ok());
 }
 
+TEST(Address, WellKnownAddressesAreNamed) {
+  for (const Pubkey* program : {&SystemProgram(), &TokenProgram(), &Token2022Program(),
+                                &AssociatedTokenProgram(), &MemoProgram()}) {
+    EXPECT_TRUE(WellKnownAddress(*program).has_value()) << ToBase58(*program);
+  }
+  EXPECT_EQ(WellKnownAddress(TokenProgram()), "the Token program");
+  for (std::string_view id : {"Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo",
+                              "ComputeBudget111111111111111111111111111111",
+                              "BPFLoaderUpgradeab1e11111111111111111111111",
+                              "SysvarRent111111111111111111111111111111111",
+                              "1nc1nerator11111111111111111111111111111111"}) {
+    auto key = ParsePubkey(id, "id");
+    ASSERT_TRUE(key.ok()) << id;
+    EXPECT_TRUE(WellKnownAddress(*key).has_value()) << id;
+    EXPECT_EQ(ToBase58(*key), id);
+  }
+  // Anyone's wallet, the USDC mint and an associated token account are not programs.
+  std::array<uint8_t, 32> seed{};
+  seed.fill(7);
+  const Pubkey wallet = KeypairFromSeed(seed).public_key;
+  EXPECT_EQ(WellKnownAddress(wallet), std::nullopt);
+  const Pubkey usdc = Key(kMainnetUsdcMint);
+  EXPECT_EQ(WellKnownAddress(usdc), std::nullopt);
+  EXPECT_EQ(WellKnownAddress(AssociatedTokenAddress(wallet, usdc)), std::nullopt);
+}
+
 TEST(Address, AssociatedTokenAddressesMatchSplToken) {
   for (const auto& v : testing::kAtas) {
     EXPECT_EQ(ToBase58(AssociatedTokenAddress(Key(v.wallet), Key(v.mint), Key(v.token_program))),
