@@ -121,7 +121,7 @@ void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::s
 }
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/workloads", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/workloads", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -130,7 +130,7 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
     if (!create.ok()) return http::ErrorResponse(create.status());
     return WorkloadReply(201, ctx.workloads.Create(*p, *create));
   });
-  r.Add("GET", "/api/v1/workloads", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 500});
@@ -139,12 +139,12 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(200, PageJson(*list, WorkloadJson));
   });
-  r.Add("GET", "/api/v1/workloads/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return WorkloadReply(200, ctx.workloads.Get(*p, req.Param("id")));
   });
-  r.Add("POST", "/api/v1/workloads/{id}/stop", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/workloads/{id}/stop", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto w = ctx.workloads.Stop(*p, req.Param("id"));
@@ -155,7 +155,7 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
   });
   // ?after=<position from a previous answer>: the chunks since. next_cursor is the position
   // to follow on from (present even at the end: a running workload's log grows).
-  r.Add("GET", "/api/v1/workloads/{id}/logs", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads/{id}/logs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     PageRequest page{fleet::Workloads::kMaxLogPage, std::nullopt};
