@@ -1504,6 +1504,48 @@ class AuthzMixin:
         self.assertEqual(ops.get(f"{API}/offers/{ctx['ofr_A']}").body["machine_id"], mch)
         self.assertStatus(ops.get(f"{API}/workloads/{ctx['wl_A']}"), 200)
 
+    def test_workloads_show_what_rentals_show(self):
+        """Issue 24, item 9: /workloads follows the view rules of /rentals. A rental's
+        workload shows its customer neither the provider nor the machine, its GPUs or its
+        container; it shows the provider and admins the machine and the customer's
+        pseudonym, never the customer's id."""
+        f = self._fixture()
+        ctx, a, cust, admin = f["ctx"], f["prov_a"], f["customer"], f["admin"]
+        r = cust.c.get(f"{API}/workloads")
+        self.assertStatus(r, 200)
+        mine = r.body["items"]
+        self.assertEqual(len(mine), 2, "the fixture's two rentals")
+        pseudonym = a.c.get(f"{API}/rentals/{ctx['rnt_C1']}").body["customer"]
+        self.assertTrue(pseudonym.startswith("customer-"), pseudonym)
+        for w in mine:
+            self.assertEqual((w["purpose"], w["created_by"]), ("rental", cust.id), w)
+            for hidden in ("machine_id", "provider_id", "gpu_ids", "container_id", "customer"):
+                self.assertNotIn(hidden, w)
+            self.assertNotIn("gpu_uuids", w["spec"])
+            r = cust.c.get(f"{API}/workloads/{w['id']}")
+            self.assertStatus(r, 200)
+            text = r.raw.decode("utf-8")
+            for secret in (a.id, a.email, ctx["mch_R"], ctx["mch_A"]):
+                self.assertNotIn(secret, text)
+            self.assertStatus(cust.c.get(f"{API}/workloads/{w['id']}/logs"), 200)
+            for viewer in (a, admin):
+                r = viewer.c.get(f"{API}/workloads/{w['id']}")
+                self.assertStatus(r, 200)
+                self.assertEqual((r.body["machine_id"], r.body["customer"]),
+                                 (ctx["mch_R"], pseudonym), r.body)
+                self.assertTrue(r.body["gpu_ids"], r.body)
+                self.assertNotIn("created_by", r.body)
+                text = r.raw.decode("utf-8")
+                for secret in (cust.id, cust.email):
+                    self.assertNotIn(secret, text)
+        text = a.c.get(f"{API}/workloads").raw.decode("utf-8")
+        self.assertNotIn(cust.id, text)
+        # The provider's own workload: its machine and who made it, and not the customer's.
+        r = a.c.get(f"{API}/workloads/{ctx['wl_A']}")
+        self.assertEqual((r.body["machine_id"], r.body["created_by"]), (ctx["mch_A"], a.id))
+        self.assertError(cust.c.get(f"{API}/workloads/{ctx['wl_A']}"), 404)
+        self.assertNotIn(ctx["wl_A"], {w["id"] for w in mine})
+
     def test_agent_tokens_and_junk_are_refused_on_rest(self):
         f = self._fixture()
         srv, ctx = f["srv"], f["ctx"]
