@@ -2,10 +2,13 @@
 //   gpunexd serve [--config FILE]
 //   gpunexd admin create --email E --password P [--name N] [--config FILE]
 //   gpunexd migrate [--config FILE]
+//   gpunexd routes
 #include <pthread.h>
+#include <stdlib.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -204,7 +207,20 @@ StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) 
   return db;
 }
 
-int Serve(Config config) {
+// Prints `router`'s routes, each with the access it declares, in the order they were
+// registered: {"routes": [{"method": "GET", "pattern": "/healthz", "access": "public"}, ...]}.
+void PrintRoutes(const http::Router& router) {
+  json::array items;
+  for (const http::Router::RouteInfo& r : router.Routes()) {
+    items.push_back(
+        json::object{{"method", r.method}, {"pattern", r.pattern}, {"access", r.access}});
+  }
+  std::cout << ToJsonText(json::object{{"routes", std::move(items)}}) << "\n";
+}
+
+// Builds the platform and serves it; with `list_routes`, prints the routes it would serve
+// (PrintRoutes) instead, having bound no port and started nothing.
+int Serve(Config config, bool list_routes) {
   // Signals are taken by a dedicated thread; block them everywhere else first.
   sigset_t signals;
   sigemptyset(&signals);
@@ -235,12 +251,17 @@ int Serve(Config config) {
                                                                  bench};
   so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {http::StreamRoute::Kind::kUpload,
                                                                bench};
-  auto server = http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
-  if (!server.ok()) return Fail(server.status());
-  if (config.public_url_from_listen) {
+  std::unique_ptr<http::Server> server;
+  if (!list_routes) {
+    auto created =
+        http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
+    if (!created.ok()) return Fail(created.status());
+    server = std::move(*created);
+  }
+  if (server && config.public_url_from_listen) {
     std::string host = config.listen.substr(0, config.listen.rfind(':'));
     config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host +
-                        ":" + std::to_string((*server)->port());
+                        ":" + std::to_string(server->port());
   }
 
   auto db = OpenAndMigrate(config);
@@ -444,6 +465,10 @@ int Serve(Config config) {
       }};
   http::Router router(&metrics);
   api::RegisterRoutes(router, ctx);
+  if (list_routes) {
+    PrintRoutes(router);
+    return 0;
+  }
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
   fleet.Start();
@@ -466,13 +491,13 @@ int Serve(Config config) {
     sigwait(&signals, &sig);
     LogInfo("gpunexd.stopping", {{"signal", sig}});
     ready = false;
-    (*server)->Shutdown();
+    server->Shutdown();
   });
   ready = true;
-  LogInfo("gpunexd.started", {{"port", (*server)->port()},
+  LogInfo("gpunexd.started", {{"port", server->port()},
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
-  (*server)->Run();
+  server->Run();
   topups.Stop();
   payouts.Stop();
   jobs.Stop();
@@ -488,6 +513,21 @@ int Serve(Config config) {
   signal_thread.join();
   LogInfo("gpunexd.stopped");
   return 0;
+}
+
+// `gpunexd routes`: the routes serve registers. They do not depend on the configuration,
+// so the defaults serve, over a throw-away SQLite database in a temporary folder.
+int ListRoutes() {
+  auto config = LoadConfig("", [](const std::string&) { return std::optional<std::string>(); });
+  if (!config.ok()) return Fail(config.status());
+  std::string dir = (std::filesystem::temp_directory_path() / "gpunexd-routes-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return Fail(Internal("cannot make a temporary folder"));
+  config->data_dir = dir;
+  SetLogLevel(LogLevel::kError);
+  const int rc = Serve(*config, /*list_routes=*/true);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return rc;
 }
 
 }  // namespace
@@ -515,7 +555,11 @@ int main(int argc, char** argv) {
   create->add_option("--name", name, "display name");
   create->add_option("--config", config_path, "TOML configuration file");
 
+  auto* routes =
+      app.add_subcommand("routes", "print every route with the access it declares (JSON) and exit");
+
   CLI11_PARSE(app, argc, argv);
+  if (*routes) return ListRoutes();
 
   auto config = LoadConfig(config_path);
   if (!config.ok()) {
@@ -526,7 +570,7 @@ int main(int argc, char** argv) {
   ParseLogLevel(config->log_level, &level);
   SetLogLevel(level);
 
-  if (*serve) return Serve(*config);
+  if (*serve) return Serve(*config, /*list_routes=*/false);
   auto db = OpenAndMigrate(*config);
   if (!db.ok()) return Fail(db.status());
   if (*migrate) {

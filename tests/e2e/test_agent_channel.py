@@ -391,8 +391,9 @@ class AgentChannelMixin:
         self.assertStatus(r, 200)
         self.assertIn(mid, [x["id"] for x in r.body["items"]])
         self.assertEqual(self.machine(self.admin, mid)["id"], mid)
+        # A customer lacks the provider role: refused before the machine is looked up.
         self.assertError(customer.c.get(f"{API}/machines"), 403)
-        self.assertError(customer.c.get(f"{API}/machines/{mid}"), 404)
+        self.assertError(customer.c.get(f"{API}/machines/{mid}"), 403)
         self.assertError(srv.client().get(f"{API}/machines"), 401)
         self.assertError(srv.client(token).get(f"{API}/machines"), 401,
                          msg="agent tokens are refused on the REST API")
@@ -402,7 +403,7 @@ class AgentChannelMixin:
         gpath = f"{API}/machines/{mid}/gpus/{gid}"
         before = self.snapshot()
         self.assertError(other.c.request("PATCH", gpath, {"enabled": False}), 404)
-        self.assertError(customer.c.request("PATCH", gpath, {"enabled": False}), 404)
+        self.assertError(customer.c.request("PATCH", gpath, {"enabled": False}), 403)
         self.assertError(self.admin.c.request("PATCH", gpath, {"enabled": False}), 403)
         self.assertError(prov.c.request("PATCH", gpath, {"enabled": "no"}), 422, fields=["enabled"])
         self.assertError(prov.c.request("PATCH", gpath, {}), 422, fields=["enabled"])

@@ -1,11 +1,15 @@
-"""Authorization matrix (ACC-2): every route registered in src/platform/api/*.cc against
-five principals - anonymous, a customer (plain user), provider A, provider B (both
-approved) and an admin - with the status each must get. Nobody reads or changes what is
-not theirs: someone else's resource is "not found" (404), a missing role is 403, no
-credentials 401. Agent tokens are refused on the REST API; API keys act for their owner.
+"""Authorization matrix (ACC-2): every route gpunexd registers against five principals -
+anonymous, a customer (plain user), provider A, provider B (both approved) and an admin -
+and against API keys of each of them with each set of scopes they may hold (KEYS), with
+the status each must get. Nobody reads or changes what is not theirs: someone else's
+resource is "not found" (404), a missing role or scope is 403 (naming the scope for a
+key), no credentials 401. Agent tokens are refused on the REST API; API keys act for their
+owner with the roles their scopes allow (issue 24: a provider's key without the provider
+scope is a customer's).
 
-The route table check greps the sources for r.Add("METHOD", "path") so that a new route
-cannot be added without a row here.
+Each route declares its access when it is registered, and `gpunexd routes` lists the
+routes with it: the route table check compares that list with MATRIX and ACCESS, so a
+route cannot be added without a row here and the access it declares.
 
 The payouts and top-ups rows (issue 15) need real earnings, payouts and a top-up: gpunexd
 runs on the Solana test chain (tests/solana, node; payouts_fixture), and the tests that
@@ -14,11 +18,10 @@ moved past the earnings hold, a monthly run).
 """
 
 import datetime
-import glob
 import json
 import os
-import re
 import shutil
+import subprocess
 import tempfile
 import unittest
 import uuid
@@ -28,7 +31,7 @@ import wsclient
 from test_agent_channel import L4 as L4_GPU
 from test_agent_channel import FakeAgent
 from harness import (API, PASSWORD, PG_SKIP_REASON, PG_URL, ServerTestCase, SmtpSink,
-                     approved_provider, community_application, source_dir, unique_email,
+                     approved_provider, community_application, gpunexd_binary, unique_email,
                      wait_until)
 
 PRINCIPALS = ("anon", "customer", "provA", "provB", "admin")
@@ -171,11 +174,46 @@ def _edit_body(ctx, who):
     return b
 
 
+# The API keys of the matrix: name -> (owner, scopes). Each row is tried with every key
+# (key_expect says what each must get), so a route that declares less than it needs lets a
+# key through and fails its row.
+KEYS = {
+    "customer:r": ("customer", ["read"]),
+    "customer:w": ("customer", ["write"]),
+    "customer:rw": ("customer", ["read", "write"]),
+    "provA:r": ("provA", ["read"]),
+    # The outside probe's key (issue 24): a provider's key without the provider scope.
+    "provA:rw": ("provA", ["read", "write"]),
+    "provA:rp": ("provA", ["read", "provider"]),
+    "provA:rwp": ("provA", ["read", "write", "provider"]),
+    "provB:rw": ("provB", ["read", "write"]),
+    "provB:rwp": ("provB", ["read", "write", "provider"]),
+    "admin:r": ("admin", ["read"]),
+    "admin:rw": ("admin", ["read", "write"]),
+    "admin:rwa": ("admin", ["read", "write", "admin"]),
+}
+
+# Keys whose owner reaches a resource through a role the key's scopes leave out: a
+# provider's key without the provider scope acts as a customer, an admin's without the
+# admin scope as a plain user, and the resource is not theirs (`keys=` of a row).
+ROLE_LESS_KEYS = ("provA:r", "provA:rw", "admin:r", "admin:rw")
+
+
+def not_found_for(*keys):
+    return {k: 404 for k in keys}
+
+
 # The matrix. Each row: route (as registered), concrete path ({placeholders} filled from
 # the fixture), body (None, a value, or a function (ctx, principal) -> value), expected
 # status per principal, and options. Within a row the refused principals go first, so a
 # later success also proves that the refusals changed nothing (a revoked key could not
-# be revoked again, a submitted application not submitted again).
+# be revoked again, a submitted application not submitted again). Each row is tried with
+# the API keys of KEYS too (key_expect); `keys` gives what a key gets where its owner's
+# session would succeed through a role the key's scopes leave out, and `once` marks the
+# rows whose success happens once: there only the keys refused for a scope (or answered by
+# `keys`) are tried, and the row's success is left to the sessions.
+# A user without the role a route needs (ACCESS) is refused before anything is looked up
+# (403: the customer on the providers' machines).
 MATRIX = [
     # --- outside /api/v1
     dict(route=("GET", "/healthz"), path="/healthz", expect=everyone(200)),
@@ -193,17 +231,18 @@ MATRIX = [
          expect=users(201)),
     dict(route=("GET", "/api/v1/api-keys"), path=f"{API}/api-keys", expect=users(200)),
     dict(route=("DELETE", "/api/v1/api-keys/{id}"), path=f"{API}/api-keys/{{key_A}}",
-         expect=only(["provA"], 204, 404)),
+         expect=only(["provA"], 204, 404), once=True),
     # A wrong current password: each user reaches the check, nobody's password changes.
     dict(route=("POST", "/api/v1/me/password"), path=f"{API}/me/password",
          body={"current_password": "not-the-password", "new_password": "another-password-1"},
          expect=users(422)),
     dict(route=("GET", "/api/v1/me/sessions"), path=f"{API}/me/sessions", expect=users(200)),
     dict(route=("DELETE", "/api/v1/me/sessions/{id}"), path=f"{API}/me/sessions/{{ses_A}}",
-         expect=only(["provA"], 204, 404)),
-    # Each user's other sessions end; the one making the request stays.
+         expect=only(["provA"], 204, 404), once=True),
+    # Each user's other sessions end; the one making the request stays (a key would end
+    # them all: once).
     dict(route=("POST", "/api/v1/me/sessions/revoke-others"),
-         path=f"{API}/me/sessions/revoke-others", expect=users(200)),
+         path=f"{API}/me/sessions/revoke-others", expect=users(200), once=True),
     dict(route=("POST", "/api/v1/auth/verify-email"), path=f"{API}/auth/verify-email",
          body=_verify_body, expect=everyone(200)),
     dict(route=("GET", "/api/v1/me/emails"), path=f"{API}/me/emails", expect=users(200)),
@@ -213,30 +252,33 @@ MATRIX = [
     dict(route=("POST", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
          body=_draft_body,
          # customer has a draft, A and B are approved: one open application per user.
-         expect=only(["admin"], 201, 409)),
+         expect=only(["admin"], 201, 409), once=True),
     dict(route=("GET", "/api/v1/provider-applications"), path=f"{API}/provider-applications",
          expect=users(200)),
     dict(route=("GET", "/api/v1/provider-applications/{id}"),
-         path=f"{API}/provider-applications/{{app_A}}", expect=only(["provA", "admin"], 200, 404)),
+         path=f"{API}/provider-applications/{{app_A}}", expect=only(["provA", "admin"], 200, 404),
+         keys=not_found_for("admin:r", "admin:rw")),
     dict(route=("GET", "/api/v1/provider-applications/{id}"),
          path=f"{API}/provider-applications/{{app_C}}",
-         expect=only(["customer", "admin"], 200, 404)),
+         expect=only(["customer", "admin"], 200, 404), keys=not_found_for("admin:r", "admin:rw")),
     dict(route=("PUT", "/api/v1/provider-applications/{id}"),
          path=f"{API}/provider-applications/{{app_A}}", body=_edit_body,
-         expect=only([], 0, 404, provA=409, admin=403)),
+         expect=only([], 0, 404, provA=409, admin=403), keys=not_found_for("admin:rw")),
     dict(route=("PUT", "/api/v1/provider-applications/{id}"),
          path=f"{API}/provider-applications/{{app_C}}", body=_edit_body,
-         expect=only(["customer"], 200, 404, admin=403)),
+         expect=only(["customer"], 200, 404, admin=403), keys=not_found_for("admin:rw"),
+         once=True),
     dict(route=("POST", "/api/v1/provider-applications/{id}/submit"),
          path=f"{API}/provider-applications/{{app_A}}/submit",
-         expect=only([], 0, 404, provA=409, admin=403)),
+         expect=only([], 0, 404, provA=409, admin=403), keys=not_found_for("admin:rw")),
     dict(route=("POST", "/api/v1/provider-applications/{id}/submit"),
          path=f"{API}/provider-applications/{{app_C}}/submit",
-         expect=only(["customer"], 200, 404, admin=403)),
+         expect=only(["customer"], 200, 404, admin=403), keys=not_found_for("admin:rw"),
+         once=True),
     dict(route=("POST", "/api/v1/provider-applications/{id}/decision"),
          path=f"{API}/provider-applications/{{app_C}}/decision",
          body={"decision": "request_info", "message": "Which UPS?"},
-         expect=only(["admin"], 200, 403)),
+         expect=only(["admin"], 200, 403), once=True),
     # --- providers and agent tokens
     dict(route=("GET", "/api/v1/providers/me"), path=f"{API}/providers/me",
          expect=only(["provA", "provB"], 200, 403)),
@@ -247,7 +289,7 @@ MATRIX = [
          path=f"{API}/providers/me/agent-tokens", expect=only(["provA", "provB"], 200, 403)),
     dict(route=("DELETE", "/api/v1/providers/me/agent-tokens/{id}"),
          path=f"{API}/providers/me/agent-tokens/{{tok_A_del}}",
-         expect=only(["provA"], 204, 403, provB=404)),
+         expect=only(["provA"], 204, 403, provB=404), once=True),
     dict(route=("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate"),
          path=f"{API}/providers/me/agent-tokens/{{tok_A_rot}}/rotate",
          expect=only(["provA"], 201, 403, provB=404)),
@@ -267,29 +309,33 @@ MATRIX = [
     dict(route=("GET", "/api/v1/machines"), path=f"{API}/machines",
          expect=only(["provA", "provB", "admin"], 200, 403)),
     dict(route=("GET", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     # The provider names the machine; an admin may read it but not rename it.
     dict(route=("PATCH", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
-         body={"name": "rack-A"}, expect=only(["provA"], 200, 404, admin=403)),
+         body={"name": "rack-A"}, expect=only(["provA"], 200, 404, admin=403, customer=403)),
     dict(route=("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}"),
          path=f"{API}/machines/{{mch_A}}/gpus/{{gpu_A}}", body={"enabled": True},
-         expect=only(["provA"], 200, 404, admin=403)),
-    dict(route=("GET", "/api/v1/machines/{id}/benchmarks"), path=f"{API}/machines/{{mch_A}}/benchmarks",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA"], 200, 404, admin=403, customer=403)),
+    dict(route=("GET", "/api/v1/machines/{id}/benchmarks"),
+         path=f"{API}/machines/{{mch_A}}/benchmarks",
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     # Benchmarks are off in this fixture: the owner and admins are told so (409).
-    dict(route=("POST", "/api/v1/machines/{id}/benchmarks"), path=f"{API}/machines/{{mch_A}}/benchmarks",
-         body={}, expect=only(["provA", "admin"], 409, 404)),
+    dict(route=("POST", "/api/v1/machines/{id}/benchmarks"),
+         path=f"{API}/machines/{{mch_A}}/benchmarks",
+         body={}, expect=only(["provA", "admin"], 409, 404, customer=403)),
     # Someone else's machine is named in the body: a field error (422), as for any
     # machine id one may not use.
     dict(route=("POST", "/api/v1/workloads"), path=f"{API}/workloads", body=_workload_body,
-         expect=only(["provA", "admin"], 201, 422)),
+         expect=only(["provA", "admin"], 201, 422, customer=403)),
     dict(route=("GET", "/api/v1/workloads"), path=f"{API}/workloads", expect=users(200)),
+    # A workload is shown to its machine's provider acting as one and to admins (and to
+    # the customer of a rental's workload).
     dict(route=("GET", "/api/v1/workloads/{id}"), path=f"{API}/workloads/{{wl_A}}",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404), keys=not_found_for(*ROLE_LESS_KEYS)),
     dict(route=("GET", "/api/v1/workloads/{id}/logs"), path=f"{API}/workloads/{{wl_A}}/logs",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404), keys=not_found_for(*ROLE_LESS_KEYS)),
     dict(route=("POST", "/api/v1/workloads/{id}/stop"), path=f"{API}/workloads/{{wl_A}}/stop",
-         expect=only(["provA", "admin"], 202, 404)),
+         expect=only(["provA", "admin"], 202, 404, customer=403)),
     # --- rentals, balances and the ledger (issue 14), on the fixture's second machine of
     # A (six L4s), before the price and schedule rows below change its offer (a rental at
     # a price that rose, or outside the schedule, is refused). A rental is its customer's, its
@@ -297,22 +343,26 @@ MATRIX = [
     # such rental. Renting needs a balance: only the customer has one (provider A's own
     # offer is refused by name, 422, as the others' empty balances are).
     dict(route=("POST", "/api/v1/rentals"), path=f"{API}/rentals", body=_rental_body,
-         expect=only(["customer"], 201, 422)),
+         expect=only(["customer"], 201, 422), once=True),
     dict(route=("GET", "/api/v1/rentals"), path=f"{API}/rentals", expect=users(200)),
     dict(route=("GET", "/api/v1/rentals"), path=f"{API}/rentals?state=active&limit=1",
          expect=users(200)),
     dict(route=("GET", "/api/v1/rentals/{id}"), path=f"{API}/rentals/{{rnt_C1}}",
-         expect=only(["customer", "provA", "admin"], 200, 404)),
+         expect=only(["customer", "provA", "admin"], 200, 404),
+         keys=not_found_for(*ROLE_LESS_KEYS)),
     dict(route=("GET", "/api/v1/rentals/{id}/logs"), path=f"{API}/rentals/{{rnt_C1}}/logs",
-         expect=only(["customer", "provA", "admin"], 200, 404)),
+         expect=only(["customer", "provA", "admin"], 200, 404),
+         keys=not_found_for(*ROLE_LESS_KEYS)),
     # The customer stops its rental; its provider may not (403); an admin stops any (as
     # the platform). The second stop of each finds it ending (409).
     dict(route=("POST", "/api/v1/rentals/{id}/stop"), path=f"{API}/rentals/{{rnt_C1}}/stop",
          expect=only(["customer"], 200, 404, provA=403, admin=409),
-         order=("anon", "provA", "provB", "customer", "admin")),
+         order=("anon", "provA", "provB", "customer", "admin"),
+         keys=not_found_for("provA:rw", "admin:rw"), once=True),
     dict(route=("POST", "/api/v1/rentals/{id}/stop"), path=f"{API}/rentals/{{rnt_C2}}/stop",
          expect=only(["admin"], 200, 404, provA=403, customer=409),
-         order=("anon", "provA", "provB", "admin", "customer")),
+         order=("anon", "provA", "provB", "admin", "customer"),
+         keys=not_found_for("provA:rw", "admin:rw"), once=True),
     dict(route=("GET", "/api/v1/providers/me/rentals"), path=f"{API}/providers/me/rentals",
          expect=only(["provA", "provB"], 200, 403)),
     dict(route=("GET", "/api/v1/me/balance"), path=f"{API}/me/balance", expect=users(200)),
@@ -320,18 +370,19 @@ MATRIX = [
     dict(route=("GET", "/api/v1/me/statement"), path=f"{API}/me/statement?format=csv",
          expect=users(200)),
     dict(route=("POST", "/api/v1/admin/credits"), path=f"{API}/admin/credits",
-         body=_credit_body, expect=only(["admin"], 201, 403)),
+         body=_credit_body, expect=only(["admin"], 201, 403), once=True),
     dict(route=("GET", "/api/v1/admin/ledger/check"), path=f"{API}/admin/ledger/check",
          expect=only(["admin"], 200, 403)),
     # Jobs: the customer's own (admins read every job, only the customer cancels);
     # submitting needs a balance.
     dict(route=("POST", "/api/v1/jobs"), path=f"{API}/jobs", body=_job_body,
-         expect=only(["customer"], 201, 422)),
+         expect=only(["customer"], 201, 422), once=True),
     dict(route=("GET", "/api/v1/jobs"), path=f"{API}/jobs", expect=users(200)),
     dict(route=("GET", "/api/v1/jobs/{id}"), path=f"{API}/jobs/{{job_C}}",
-         expect=only(["customer", "admin"], 200, 404)),
+         expect=only(["customer", "admin"], 200, 404), keys=not_found_for("admin:r", "admin:rw")),
     dict(route=("POST", "/api/v1/jobs/{id}/cancel"), path=f"{API}/jobs/{{job_C}}/cancel",
-         expect=only(["customer"], 200, 404, admin=403)),
+         expect=only(["customer"], 200, 404, admin=403), keys=not_found_for("admin:rw"),
+         once=True),
     # --- the marketplace (issue 13). Search, one offer, the recommendation and the
     # market summary are public; a provider's own offers and prices are the provider's.
     # Before the schedule rows below: a schedule that excludes now takes the fixture
@@ -356,40 +407,42 @@ MATRIX = [
     dict(route=("GET", "/api/v1/providers/me/prices/history"),
          path=f"{API}/providers/me/prices/history", expect=only(["provA", "provB"], 200, 403)),
     # A machine's prices are like the machine: the owner and admins read, only the owner
-    # writes (admins 403), anybody else is told there is no such machine.
+    # writes (admins 403), any other provider is told there is no such machine. The
+    # owner's override is written once (its history is checked below).
     dict(route=("GET", "/api/v1/machines/{id}/prices"), path=f"{API}/machines/{{mch_A}}/prices",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     dict(route=("PUT", "/api/v1/machines/{id}/prices"), path=f"{API}/machines/{{mch_A}}/prices",
-         body=_machine_prices_body, expect=only(["provA"], 200, 404, admin=403)),
+         body=_machine_prices_body, expect=only(["provA"], 200, 404, admin=403, customer=403),
+         once=True),
     # --- availability schedules, maintenance windows, reliability (issue 12). Like the
-    # machine itself: the owner and admins read, only the owner writes (admins 403),
-    # anybody else is told there is no such machine.
+    # machine itself: the owner and admins read, only the owner writes (admins 403), any
+    # other provider is told there is no such machine.
     dict(route=("GET", "/api/v1/machines/{id}/availability"),
          path=f"{API}/machines/{{mch_A}}/availability",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     dict(route=("PUT", "/api/v1/machines/{id}/availability"),
          path=f"{API}/machines/{{mch_A}}/availability", body=_machine_schedule_body,
-         expect=only(["provA"], 200, 404, admin=403)),
+         expect=only(["provA"], 200, 404, admin=403, customer=403)),
     dict(route=("PUT", "/api/v1/providers/me/availability"),
          path=f"{API}/providers/me/availability", body=_provider_schedule_body,
          expect=only(["provA", "provB"], 200, 403)),
     dict(route=("GET", "/api/v1/machines/{id}/maintenance"),
          path=f"{API}/machines/{{mch_A}}/maintenance",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     dict(route=("POST", "/api/v1/machines/{id}/maintenance"),
          path=f"{API}/machines/{{mch_A}}/maintenance", body=_maintenance_body,
-         expect=only(["provA"], 201, 404, admin=403)),
+         expect=only(["provA"], 201, 404, admin=403, customer=403), once=True),
     dict(route=("DELETE", "/api/v1/machines/{id}/maintenance/{mid}"),
          path=f"{API}/machines/{{mch_A}}/maintenance/{{mnt_A}}",
-         expect=only(["provA"], 200, 404, admin=403)),
+         expect=only(["provA"], 200, 404, admin=403, customer=403), once=True),
     dict(route=("GET", "/api/v1/machines/{id}/reliability"),
          path=f"{API}/machines/{{mch_A}}/reliability",
-         expect=only(["provA", "admin"], 200, 404)),
+         expect=only(["provA", "admin"], 200, 404, customer=403)),
     dict(route=("GET", "/api/v1/providers/me/reliability"),
          path=f"{API}/providers/me/reliability", expect=only(["provA", "provB"], 200, 403)),
     # --- earnings, payout settings and payouts (issue 15): a provider's own (403 for users
-    # who are not providers, admins included); another provider's payout is not found, for
-    # admins too on the provider's route (admins read payouts through the runs).
+    # who are not providers, admins included: admins read payouts through the runs);
+    # another provider's payout is not found.
     dict(route=("GET", "/api/v1/providers/me/payout-settings"),
          path=f"{API}/providers/me/payout-settings", expect=only(["provA", "provB"], 200, 403)),
     # The same schedule, no method: nothing to change, no password needed.
@@ -410,12 +463,14 @@ MATRIX = [
     dict(route=("GET", "/api/v1/providers/me/payouts"), path=f"{API}/providers/me/payouts",
          expect=only(["provA", "provB"], 200, 403)),
     dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
-         path=f"{API}/providers/me/payouts/{{po_A}}", expect=only(["provA"], 200, 404)),
+         path=f"{API}/providers/me/payouts/{{po_A}}",
+         expect=only(["provA"], 200, 404, customer=403, admin=403)),
     dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
          path=f"{API}/providers/me/payouts/{{po_A}}?format=csv",
-         expect=only(["provA"], 200, 404)),
+         expect=only(["provA"], 200, 404, customer=403, admin=403)),
     dict(route=("GET", "/api/v1/providers/me/payouts/{id}"),
-         path=f"{API}/providers/me/payouts/{{po_B}}", expect=only(["provB"], 200, 404)),
+         path=f"{API}/providers/me/payouts/{{po_B}}",
+         expect=only(["provB"], 200, 404, customer=403, admin=403)),
     # --- payout runs: admins only (a provider may not even read them).
     dict(route=("POST", "/api/v1/admin/payout-runs"), path=f"{API}/admin/payout-runs",
          body=_run_body, expect=only(["admin"], 201, 403)),
@@ -428,21 +483,22 @@ MATRIX = [
          expect=only(["admin"], 200, 403)),
     dict(route=("POST", "/api/v1/admin/payout-runs/{id}/files/{name}/sent"),
          path=f"{API}/admin/payout-runs/{{run_M}}/files/{{file_M}}/sent",
-         expect=only(["admin"], 200, 403)),
+         expect=only(["admin"], 200, 403), once=True),
     # B's line of the file marked sent: the bank returned it (the payout's own provider may
     # not say so either), then the admin retries it.
     dict(route=("POST", "/api/v1/admin/payouts/{id}/bank-result"),
          path=f"{API}/admin/payouts/{{po_B}}/bank-result",
          body={"state": "failed", "reason": "account closed (AC04)"},
-         expect=only(["admin"], 200, 403)),
+         expect=only(["admin"], 200, 403), once=True),
     dict(route=("POST", "/api/v1/admin/payouts/{id}/retry"),
-         path=f"{API}/admin/payouts/{{po_B}}/retry", expect=only(["admin"], 200, 403)),
+         path=f"{API}/admin/payouts/{{po_B}}/retry", expect=only(["admin"], 200, 403),
+         once=True),
     dict(route=("GET", "/api/v1/admin/payout-wallet"), path=f"{API}/admin/payout-wallet",
          expect=only(["admin"], 200, 403)),
     # --- top-ups (issue 15): every user tops up their own balance; a top-up is its
     # customer's alone (admins included: they credit by hand, they do not read top-ups).
     dict(route=("POST", "/api/v1/topups"), path=f"{API}/topups", body=_topup_body,
-         expect=users(201)),
+         expect=users(201), once=True),
     dict(route=("GET", "/api/v1/topups"), path=f"{API}/topups", expect=users(200)),
     dict(route=("GET", "/api/v1/topups/{id}"), path=f"{API}/topups/{{tu_C}}",
          expect=only(["customer"], 200, 404)),
@@ -450,31 +506,176 @@ MATRIX = [
          expect=only(["customer"], 200, 404)),
 ]
 
-ROUTE_RE = re.compile(
-    r'\b\w+\s*(?:\.|->)\s*Add\(\s*"([A-Z]+)"\s*,\s*"([^"]+)"', re.MULTILINE)
+# The access each route declares when it is registered (`gpunexd routes`, api.h's
+# `access`): who gets past gpunexd's guard before any handler runs. Every access but
+# "public" authenticates; an API key then needs the read scope for GET and the write scope
+# for other methods, and "provider", "admin" and "provider_or_admin" need the role (a key:
+# the scope), "session" and "provider_session" a logged-in session (no key).
+ACCESS = {
+    "public": [
+        ("GET", "/healthz"),
+        ("GET", "/readyz"),
+        ("GET", "/metrics"),
+        ("POST", "/api/v1/auth/signup"),
+        ("POST", "/api/v1/auth/login"),
+        ("POST", "/api/v1/auth/verify-email"),
+        ("GET", "/api/v1/gpu-models"),
+        ("GET", "/agent/install.sh"),
+    ],
+    "public_or_user": [
+        ("GET", "/api/v1/offers"),
+        ("GET", "/api/v1/offers/{id}"),
+        ("GET", "/api/v1/market/recommendation"),
+        ("GET", "/api/v1/market/stats"),
+    ],
+    "user": [
+        ("POST", "/api/v1/auth/logout"),
+        ("GET", "/api/v1/me"),
+        ("GET", "/api/v1/api-keys"),
+        ("DELETE", "/api/v1/api-keys/{id}"),
+        ("GET", "/api/v1/me/sessions"),
+        ("DELETE", "/api/v1/me/sessions/{id}"),
+        ("POST", "/api/v1/me/sessions/revoke-others"),
+        ("GET", "/api/v1/me/emails"),
+        ("POST", "/api/v1/me/emails/resend"),
+        ("POST", "/api/v1/provider-applications"),
+        ("GET", "/api/v1/provider-applications"),
+        ("GET", "/api/v1/provider-applications/{id}"),
+        ("PUT", "/api/v1/provider-applications/{id}"),
+        ("POST", "/api/v1/provider-applications/{id}/submit"),
+        ("GET", "/api/v1/notifications"),
+        ("POST", "/api/v1/notifications/{id}/read"),
+        ("POST", "/api/v1/notifications/read-all"),
+        ("GET", "/api/v1/workloads"),
+        ("GET", "/api/v1/workloads/{id}"),
+        ("GET", "/api/v1/workloads/{id}/logs"),
+        ("POST", "/api/v1/rentals"),
+        ("GET", "/api/v1/rentals"),
+        ("GET", "/api/v1/rentals/{id}"),
+        ("GET", "/api/v1/rentals/{id}/logs"),
+        ("POST", "/api/v1/rentals/{id}/stop"),
+        ("GET", "/api/v1/me/balance"),
+        ("GET", "/api/v1/me/statement"),
+        ("POST", "/api/v1/jobs"),
+        ("GET", "/api/v1/jobs"),
+        ("GET", "/api/v1/jobs/{id}"),
+        ("POST", "/api/v1/jobs/{id}/cancel"),
+        ("POST", "/api/v1/topups"),
+        ("GET", "/api/v1/topups"),
+        ("GET", "/api/v1/topups/{id}"),
+        ("GET", "/api/v1/topups/{id}/qr.svg"),
+    ],
+    "provider": [
+        ("GET", "/api/v1/providers/me"),
+        ("GET", "/api/v1/providers/me/agent-tokens"),
+        ("DELETE", "/api/v1/providers/me/agent-tokens/{id}"),
+        ("PATCH", "/api/v1/machines/{id}"),
+        ("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}"),
+        ("GET", "/api/v1/providers/me/rentals"),
+        ("GET", "/api/v1/providers/me/offers"),
+        ("GET", "/api/v1/providers/me/prices"),
+        ("PUT", "/api/v1/providers/me/prices"),
+        ("GET", "/api/v1/providers/me/prices/history"),
+        ("PUT", "/api/v1/machines/{id}/prices"),
+        ("PUT", "/api/v1/machines/{id}/availability"),
+        ("PUT", "/api/v1/providers/me/availability"),
+        ("POST", "/api/v1/machines/{id}/maintenance"),
+        ("DELETE", "/api/v1/machines/{id}/maintenance/{mid}"),
+        ("GET", "/api/v1/providers/me/reliability"),
+        ("GET", "/api/v1/providers/me/payout-settings"),
+        ("PUT", "/api/v1/providers/me/payout-settings"),
+        ("GET", "/api/v1/providers/me/earnings"),
+        ("GET", "/api/v1/providers/me/statements/{month}"),
+        ("GET", "/api/v1/providers/me/payouts"),
+        ("GET", "/api/v1/providers/me/payouts/{id}"),
+    ],
+    "provider_or_admin": [
+        ("GET", "/api/v1/machines"),
+        ("GET", "/api/v1/machines/{id}"),
+        ("GET", "/api/v1/machines/{id}/benchmarks"),
+        ("POST", "/api/v1/machines/{id}/benchmarks"),
+        ("POST", "/api/v1/workloads"),
+        ("POST", "/api/v1/workloads/{id}/stop"),
+        ("GET", "/api/v1/machines/{id}/prices"),
+        ("GET", "/api/v1/machines/{id}/availability"),
+        ("GET", "/api/v1/machines/{id}/maintenance"),
+        ("GET", "/api/v1/machines/{id}/reliability"),
+    ],
+    "admin": [
+        ("POST", "/api/v1/provider-applications/{id}/decision"),
+        ("POST", "/api/v1/gpu-models"),
+        ("POST", "/api/v1/admin/credits"),
+        ("GET", "/api/v1/admin/ledger/check"),
+        ("POST", "/api/v1/admin/payout-runs"),
+        ("GET", "/api/v1/admin/payout-runs"),
+        ("GET", "/api/v1/admin/payout-runs/{id}"),
+        ("GET", "/api/v1/admin/payout-runs/{id}/files/{name}"),
+        ("POST", "/api/v1/admin/payout-runs/{id}/files/{name}/sent"),
+        ("POST", "/api/v1/admin/payouts/{id}/bank-result"),
+        ("POST", "/api/v1/admin/payouts/{id}/retry"),
+        ("GET", "/api/v1/admin/payout-wallet"),
+    ],
+    "session": [
+        ("POST", "/api/v1/api-keys"),
+        ("POST", "/api/v1/me/password"),
+    ],
+    "provider_session": [
+        ("POST", "/api/v1/providers/me/agent-tokens"),
+        ("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate"),
+    ],
+}
+ROUTE_ACCESS = {route: access for access, routes in ACCESS.items() for route in routes}
 
-
-def source_routes(src=None):
-    """(method, pattern) of every route registered in src/platform/api/*.cc."""
-    src = src or source_dir()
-    files = sorted(glob.glob(os.path.join(src, "src", "platform", "api", "*.cc")))
-    if not files:
-        raise AssertionError(f"no src/platform/api/*.cc under {src} (set GPUNEX_SOURCE_DIR)")
-    routes = set()
-    for f in files:
-        with open(f, encoding="utf-8") as fh:
-            text = fh.read()
-        routes.update(ROUTE_RE.findall(text))
-        # Any Add( that the pattern above did not understand is an error: the check must
-        # not be silently blind to a route.
-        adds = len(re.findall(r'\bAdd\(\s*"', text))
-        found = len(ROUTE_RE.findall(text))
-        if adds != found:
-            raise AssertionError(f"{f}: {adds} Add(\"...\") calls but {found} parsed routes")
-    return routes
+def key_expect(row, key):
+    """(status, words, why) for `key` on `row`: 403 naming the scope when the route's
+    access needs one the key lacks (`words`: what the message must say), else the row's
+    `keys` override, else what the key's owner gets with a session. `why` is "scope",
+    "override" or "owner"."""
+    owner, scopes = KEYS[key]
+    method, _ = row["route"]
+    access = ROUTE_ACCESS.get(tuple(row["route"]), "user")
+    if access == "public":
+        return row["expect"][owner], [], "owner"
+    needed = "read" if method in ("GET", "HEAD") else "write"
+    if needed not in scopes:
+        return 403, [f"{needed} scope"], "scope"
+    if access in ("provider", "provider_session") and "provider" not in scopes:
+        return 403, ["provider scope"], "scope"
+    if access == "admin" and "admin" not in scopes:
+        return 403, ["admin scope"], "scope"
+    if access == "provider_or_admin" and not {"provider", "admin"} & set(scopes):
+        return 403, ["provider scope", "admin scope"], "scope"
+    if access in ("session", "provider_session"):
+        return 403, ["API key cannot"], "scope"
+    if key in row.get("keys", {}):
+        return row["keys"][key], [], "override"
+    return row["expect"][owner], [], "owner"
 
 
 JOBS_ROUTE = ("POST", "/api/v1/jobs")
+
+_SERVER_ROUTES = {}
+
+
+def server_routes():
+    """{(method, pattern): access} of every route gpunexd registers (`gpunexd routes`),
+    less the dashboard's catch-alls (every segment a {pN} parameter), which must all be
+    public."""
+    if not _SERVER_ROUTES:
+        out = subprocess.run([gpunexd_binary(), "routes"], check=True, capture_output=True,
+                             text=True, timeout=60).stdout
+        for r in json.loads(out)["routes"]:
+            route = (r["method"], r["pattern"])
+            segments = r["pattern"].strip("/").split("/")
+            if all(seg == "" or (seg.startswith("{p") and seg.endswith("}"))
+                   for seg in segments):
+                if r["access"] != "public":
+                    raise AssertionError(f"a dashboard route that is not public: {r}")
+                continue
+            if route in _SERVER_ROUTES:
+                raise AssertionError(f"listed twice: {r}")
+            _SERVER_ROUTES[route] = r["access"]
+    return dict(_SERVER_ROUTES)
 
 
 def missing_from_matrix(routes, matrix=MATRIX):
@@ -487,35 +688,59 @@ def stale_in_matrix(routes, matrix=MATRIX):
     return sorted(covered - set(routes))
 
 
-class RouteTableTest(unittest.TestCase):
-    """No server needed."""
+def access_mismatches(routes, table=ROUTE_ACCESS):
+    """(route, declared, expected) of the routes whose declared access is not ACCESS's."""
+    return sorted((route, access, table.get(route)) for route, access in routes.items()
+                  if table.get(route) != access)
 
-    def test_every_route_is_in_the_matrix(self):
-        routes = source_routes()
-        self.assertGreaterEqual(len(routes), 20, f"the grep found too few routes: {routes}")
+
+class RouteTableTest(unittest.TestCase):
+    """Needs the gpunexd binary, not a server."""
+
+    def test_every_route_is_in_the_matrix_with_its_access(self):
+        routes = server_routes()
+        self.assertGreaterEqual(len(routes), 90, f"gpunexd listed too few routes: {routes}")
         self.assertEqual(missing_from_matrix(routes), [],
                          "routes without a row in test_authz.MATRIX")
         self.assertEqual(stale_in_matrix(routes), [],
                          "MATRIX rows for routes that are not registered")
+        self.assertEqual(access_mismatches(routes), [],
+                         "routes that declare another access than test_authz.ACCESS says")
+        self.assertEqual(sorted(set(ROUTE_ACCESS) - set(routes)), [],
+                         "ACCESS names routes that are not registered")
 
     def test_check_fails_for_a_new_route(self):
-        routes = source_routes() | {("DELETE", "/api/v1/providers/me")}
-        self.assertEqual(missing_from_matrix(routes), [("DELETE", "/api/v1/providers/me")])
-        # And the grep understands the way routes are written.
-        sample = 'r.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", [&ctx](auto& req) {'
-        self.assertEqual(ROUTE_RE.findall(sample),
-                         [("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}")])
-        sample = 'router.Add(\n    "GET",\n    "/api/v1/x", h);'
-        self.assertEqual(ROUTE_RE.findall(sample), [("GET", "/api/v1/x")])
+        new = ("DELETE", "/api/v1/providers/me")
+        routes = server_routes() | {new: "provider"}
+        self.assertEqual(missing_from_matrix(routes), [new])
+        self.assertEqual(access_mismatches(routes), [(new, "provider", None)])
+        # A route that declares less than the matrix says is named too.
+        machine = ("PATCH", "/api/v1/machines/{id}")
+        routes = server_routes() | {machine: "user"}
+        self.assertEqual(access_mismatches(routes), [(machine, "user", "provider")])
 
     def test_matrix_rows_are_complete(self):
+        listed = [route for routes in ACCESS.values() for route in routes]
+        self.assertEqual(len(listed), len(set(listed)), "a route in ACCESS twice")
+        self.assertEqual(sorted({tuple(row["route"]) for row in MATRIX}), sorted(listed),
+                         "MATRIX and ACCESS name the same routes")
         for row in MATRIX:
             self.assertEqual(set(row["expect"]), set(PRINCIPALS), row["route"])
             if "order" in row:
                 self.assertEqual(sorted(row["order"]), sorted(PRINCIPALS), row["route"])
+            self.assertLessEqual(set(row.get("keys", {})), set(KEYS), row["route"])
             for p, s in row["expect"].items():
                 self.assertIn(s, (200, 201, 202, 204, 401, 403, 404, 409, 422),
                               (row["route"], p))
+
+    def test_keys_are_refused_by_the_scopes_they_lack(self):
+        machine = next(r for r in MATRIX if r["route"] == ("PATCH", "/api/v1/machines/{id}"))
+        self.assertEqual(key_expect(machine, "provA:rw"), (403, ["provider scope"], "scope"))
+        self.assertEqual(key_expect(machine, "provA:rp"), (403, ["write scope"], "scope"))
+        self.assertEqual(key_expect(machine, "provA:rwp"), (200, [], "owner"))
+        me = next(r for r in MATRIX if r["route"] == ("GET", "/api/v1/me"))
+        self.assertEqual(key_expect(me, "customer:w"), (403, ["read scope"], "scope"))
+        self.assertEqual(key_expect(me, "customer:r")[0], 200)
 
 
 # The Solana test chain (tests/solana) of the module, started by the first test that needs
@@ -658,7 +883,7 @@ class AuthzMixin:
             self.assertStatus(r, 201)
             rentals.append(r.body["id"])
         job_c = "job_not_registered"
-        if JOBS_ROUTE in source_routes():
+        if JOBS_ROUTE in server_routes():
             # A model nobody offers here: the job stays queued, so that it can be cancelled.
             r = customer.c.post(f"{API}/jobs",
                                 dict(_job_body({}, "fixture"), gpu_model="h100-sxm-80gb"))
@@ -683,6 +908,16 @@ class AuthzMixin:
                              file_M="run_00000000000000000000000000-sepa.xml",
                              tu_C="tu_00000000000000000000000000", month="2026-11",
                              monthly="2026-11-02"))
+
+    def _matrix_keys(self, f):
+        """Makes the API keys of KEYS; name -> secret."""
+        out = {}
+        for name, (owner, scopes) in KEYS.items():
+            r = f["who"][owner].c.post(f"{API}/api-keys", {"name": name, "scopes": scopes})
+            self.assertStatus(r, 201, name)
+            self.assertEqual(r.body["scopes"], scopes, name)
+            out[name] = r.body["key"]
+        return out
 
     def _payouts_fixture(self, f):
         """Issue 15: A pays out to a Solana wallet, B by SEPA, both monthly; each earned
@@ -744,10 +979,11 @@ class AuthzMixin:
         f = self._fixture()
         self._payouts_fixture(f)
         srv, who, ctx = f["srv"], f["who"], f["ctx"]
+        keys = self._matrix_keys(f)
         results = []
-        # Rows of routes the sources do not register (yet) are left to RouteTableTest,
+        # Rows of routes gpunexd does not register (yet) are left to RouteTableTest,
         # which names them; the rest of the matrix still runs.
-        registered = source_routes()
+        registered = server_routes()
         for row in MATRIX:
             if tuple(row["route"]) not in registered:
                 continue
@@ -755,28 +991,45 @@ class AuthzMixin:
             for k, v in ctx.items():
                 path = path.replace("{" + k + "}", v)
             self.assertNotIn("{", path, f"unfilled placeholder in {row['path']}")
-            # A row may fix the order when two principals can succeed but only the first
-            # does (the second stop of a rental finds it ending).
-            order = row.get("order") or sorted(
-                PRINCIPALS, key=lambda p: (row["expect"][p] < 300, PRINCIPALS.index(p)))
-            for principal in order:
-                want = row["expect"][principal]
+            # Who tries the row: (name, owner, token, status, words in the message).
+            tries = {}
+            for principal in PRINCIPALS:
                 user = who[principal]
                 token = ""
                 if user is not None:
                     token = user.token
                     if row.get("fresh_session"):
                         token = srv.login(user.email, user.password).body["token"]
+                tries[principal] = (principal, token, row["expect"][principal], [])
+            for key, (owner, _) in KEYS.items():
+                want, words, why = key_expect(row, key)
+                # A row whose success happens once is left to the owner's session: only
+                # the keys refused for a scope they lack (or answered by `keys`) try it,
+                # before the sessions.
+                if row.get("once") and why == "owner":
+                    continue
+                tries[key] = (owner, keys[key], want, words)
+            # A row may fix the order when two principals can succeed but only the first
+            # does (the second stop of a rental finds it ending); the keys then go first.
+            if "order" in row:
+                order = [k for k in tries if k not in PRINCIPALS] + list(row["order"])
+            else:
+                names = list(tries)
+                order = sorted(names, key=lambda n: (tries[n][2] < 300, names.index(n)))
+            for name in order:
+                owner, token, want, words = tries[name]
                 body = row.get("body")
                 if callable(body):
-                    body = body(ctx, principal)
+                    body = body(ctx, owner)
                 r = srv.client().request(row["route"][0], path, body, token=token)
-                results.append((row["route"][0], path, principal, want, r.status))
-                with self.subTest(route=row["route"], path=path, who=principal):
-                    self.assertEqual(r.status, want, f"{row['route'][0]} {path} as {principal}: "
-                                                     f"{r!r}")
+                results.append((row["route"][0], path, name, want, r.status))
+                with self.subTest(route=row["route"], path=path, who=name):
+                    self.assertEqual(r.status, want,
+                                     f"{row['route'][0]} {path} as {name}: {r!r}")
                     if want >= 400:
-                        self.assertError(r, want)
+                        err = self.assertError(r, want)
+                        for w in words:
+                            self.assertIn(w, err["message"], f"{name}: {r!r}")
         # Effects of the successful rows, and none of the refused ones.
         c = f["customer"]
         r = c.c.get(f"{API}/provider-applications/{ctx['app_C']}")
@@ -1179,6 +1432,120 @@ class AuthzMixin:
         self.assertError(f["prov_a"].c.delete(f"{API}/api-keys/{ctx['key_A']}"), 404)
         self.assertStatus(srv.client(f["key_b_secret"]).get(f"{API}/me"), 200)
 
+    def test_a_providers_key_without_the_provider_scope_controls_nothing(self):
+        """Issue 24, item 1: a provider's API key made with {"scopes": ["read", "write"]}
+        is a customer's key. It neither changes nor reads the provider's machines, GPUs,
+        prices, availability, maintenance, benchmarks, workloads, earnings, payout settings
+        or agent tokens (403 naming the provider scope), and what it tried changed nothing;
+        the provider's key with the provider scope may do it all."""
+        f = self._fixture()
+        srv, ctx, a = f["srv"], f["ctx"], f["prov_a"]
+        mch, gpu, q = ctx["mch_A"], ctx["gpu_A"], srv.backend.query
+        r = a.c.post(f"{API}/api-keys", {"name": "probe", "scopes": ["read", "write"]})
+        self.assertStatus(r, 201)
+        key = srv.client(r.body["key"])
+
+        def state():
+            m = a.c.get(f"{API}/machines/{mch}").body
+            return (m["name"], [(g["id"], g["enabled"]) for g in m["gpus"]],
+                    a.c.get(f"{API}/machines/{mch}/prices").body,
+                    {k: v for k, v in a.c.get(f"{API}/machines/{mch}/availability").body.items()
+                     if k in ("schedule", "source", "updated_at")},
+                    a.c.get(f"{API}/machines/{mch}/maintenance").body,
+                    a.c.get(f"{API}/providers/me/prices").body,
+                    a.c.get(f"{API}/providers/me/payout-settings").body,
+                    a.c.get(f"{API}/providers/me/agent-tokens").body,
+                    q("SELECT id, state FROM workloads ORDER BY id"),
+                    q("SELECT COUNT(*) FROM agent_commands WHERE machine_id = ?", (mch,)))
+
+        before = state()
+        price = {"items": [{"gpu_model": "l4-24gb", "price_micro": 7}]}
+        probe = [
+            ("PATCH", f"{API}/machines/{mch}", {"name": "probed"}),
+            ("PATCH", f"{API}/machines/{mch}/gpus/{gpu}", {"enabled": False}),
+            ("PUT", f"{API}/machines/{mch}/prices", price),
+            ("PUT", f"{API}/providers/me/prices", price),
+            ("PUT", f"{API}/machines/{mch}/availability", {"schedule": MACHINE_SCHEDULE}),
+            ("PUT", f"{API}/providers/me/availability", {"schedule": PROVIDER_SCHEDULE}),
+            ("POST", f"{API}/machines/{mch}/maintenance", _maintenance_window(3, "the probe")),
+            ("DELETE", f"{API}/machines/{mch}/maintenance/{ctx['mnt_A']}", None),
+            ("POST", f"{API}/machines/{mch}/benchmarks", {}),
+            ("POST", f"{API}/workloads", {"machine_id": mch, "gpu_ids": [gpu],
+                                          "image": "gpunex-test/busybox:1",
+                                          "command": ["sleep", "600"]}),
+            ("POST", f"{API}/workloads/{ctx['wl_A']}/stop", None),
+            ("PUT", f"{API}/providers/me/payout-settings", {"schedule": "monthly"}),
+            ("DELETE", f"{API}/providers/me/agent-tokens/{ctx['tok_A_del']}", None),
+            ("GET", f"{API}/machines", None),
+            ("GET", f"{API}/machines/{mch}", None),
+            ("GET", f"{API}/machines/{mch}/prices", None),
+            ("GET", f"{API}/providers/me", None),
+            ("GET", f"{API}/providers/me/earnings", None),
+            ("GET", f"{API}/providers/me/rentals", None),
+        ]
+        for method, path, body in probe:
+            r = key.request(method, path, body)
+            with self.subTest(method=method, path=path):
+                err = self.assertError(r, 403, code="permission_denied")
+                self.assertIn("provider scope", err["message"])
+        self.assertEqual(state(), before, "the refused requests changed nothing")
+        # Nor does it see the provider's side of what customers may read.
+        self.assertError(key.get(f"{API}/workloads/{ctx['wl_A']}"), 404)
+        self.assertNotIn(ctx["wl_A"], {w["id"] for w in key.get(f"{API}/workloads").body["items"]})
+        self.assertError(key.get(f"{API}/rentals/{ctx['rnt_C1']}"), 404)
+        self.assertNotIn("machine_id", key.get(f"{API}/offers/{ctx['ofr_A']}").body)
+        self.assertNotIn("provider", key.get(f"{API}/me").body["roles"])
+        # With the provider scope, the same provider's key does it.
+        r = a.c.post(f"{API}/api-keys", {"name": "ops", "scopes": ["read", "write", "provider"]})
+        self.assertStatus(r, 201)
+        ops = srv.client(r.body["key"])
+        self.assertStatus(ops.request("PATCH", f"{API}/machines/{mch}", {"name": "rack-7"}), 200)
+        self.assertEqual(a.c.get(f"{API}/machines/{mch}").body["name"], "rack-7")
+        self.assertEqual(ops.get(f"{API}/offers/{ctx['ofr_A']}").body["machine_id"], mch)
+        self.assertStatus(ops.get(f"{API}/workloads/{ctx['wl_A']}"), 200)
+
+    def test_workloads_show_what_rentals_show(self):
+        """Issue 24, item 9: /workloads follows the view rules of /rentals. A rental's
+        workload shows its customer neither the provider nor the machine, its GPUs or its
+        container; it shows the provider and admins the machine and the customer's
+        pseudonym, never the customer's id."""
+        f = self._fixture()
+        ctx, a, cust, admin = f["ctx"], f["prov_a"], f["customer"], f["admin"]
+        r = cust.c.get(f"{API}/workloads")
+        self.assertStatus(r, 200)
+        mine = r.body["items"]
+        self.assertEqual(len(mine), 2, "the fixture's two rentals")
+        pseudonym = a.c.get(f"{API}/rentals/{ctx['rnt_C1']}").body["customer"]
+        self.assertTrue(pseudonym.startswith("customer-"), pseudonym)
+        for w in mine:
+            self.assertEqual((w["purpose"], w["created_by"]), ("rental", cust.id), w)
+            for hidden in ("machine_id", "provider_id", "gpu_ids", "container_id", "customer"):
+                self.assertNotIn(hidden, w)
+            self.assertNotIn("gpu_uuids", w["spec"])
+            r = cust.c.get(f"{API}/workloads/{w['id']}")
+            self.assertStatus(r, 200)
+            text = r.raw.decode("utf-8")
+            for secret in (a.id, a.email, ctx["mch_R"], ctx["mch_A"]):
+                self.assertNotIn(secret, text)
+            self.assertStatus(cust.c.get(f"{API}/workloads/{w['id']}/logs"), 200)
+            for viewer in (a, admin):
+                r = viewer.c.get(f"{API}/workloads/{w['id']}")
+                self.assertStatus(r, 200)
+                self.assertEqual((r.body["machine_id"], r.body["customer"]),
+                                 (ctx["mch_R"], pseudonym), r.body)
+                self.assertTrue(r.body["gpu_ids"], r.body)
+                self.assertNotIn("created_by", r.body)
+                text = r.raw.decode("utf-8")
+                for secret in (cust.id, cust.email):
+                    self.assertNotIn(secret, text)
+        text = a.c.get(f"{API}/workloads").raw.decode("utf-8")
+        self.assertNotIn(cust.id, text)
+        # The provider's own workload: its machine and who made it, and not the customer's.
+        r = a.c.get(f"{API}/workloads/{ctx['wl_A']}")
+        self.assertEqual((r.body["machine_id"], r.body["created_by"]), (ctx["mch_A"], a.id))
+        self.assertError(cust.c.get(f"{API}/workloads/{ctx['wl_A']}"), 404)
+        self.assertNotIn(ctx["wl_A"], {w["id"] for w in mine})
+
     def test_agent_tokens_and_junk_are_refused_on_rest(self):
         f = self._fixture()
         srv, ctx = f["srv"], f["ctx"]
@@ -1193,7 +1560,7 @@ class AuthzMixin:
             "junk": "hello",
             "overlong": "gpx_s_" + "A" * 500,
         }
-        registered = source_routes()
+        registered = server_routes()
         authed = [row for row in MATRIX
                   if row["expect"]["anon"] == 401 and tuple(row["route"]) in registered]
         for label, token in bad.items():

@@ -11,8 +11,8 @@ import hashlib
 import json
 import unittest
 
-from harness import (API, ServerTestCase, community_application, enterprise_application,
-                     fill_placeholders, gpu_entry, unique_email)
+from harness import (API, ServerTestCase, approved_provider, community_application,
+                     enterprise_application, fill_placeholders, gpu_entry, unique_email)
 
 # Tables that a rejected request may legitimately add rows to: security events are
 # audited (ACC-4) and failed log-ins are counted for throttling, whatever the outcome.
@@ -476,22 +476,23 @@ ROWS = [
     ("API key name 101 chars", "POST", f"{API}/api-keys", "user",
      {"name": "k" * 101},
      422, ["name"]),
-    # --- machine names (PATCH /machines/{id}): the body is checked before the machine is
-    # looked up, so an unknown machine id is enough here
-    ("machine name missing", "PATCH", f"{API}/machines/mch_nosuch", "user", {}, 422, ["name"]),
-    ("machine name empty", "PATCH", f"{API}/machines/mch_nosuch", "user", {"name": ""},
+    # --- machine names (PATCH /machines/{id}), by a provider (the route needs the role):
+    # the body is checked before the machine is looked up, so an unknown machine id is
+    # enough here
+    ("machine name missing", "PATCH", f"{API}/machines/mch_nosuch", "provider", {}, 422, ["name"]),
+    ("machine name empty", "PATCH", f"{API}/machines/mch_nosuch", "provider", {"name": ""},
      422, ["name"]),
-    ("machine name blank", "PATCH", f"{API}/machines/mch_nosuch", "user", {"name": "   "},
+    ("machine name blank", "PATCH", f"{API}/machines/mch_nosuch", "provider", {"name": "   "},
      422, ["name"]),
-    ("machine name 101 chars", "PATCH", f"{API}/machines/mch_nosuch", "user",
+    ("machine name 101 chars", "PATCH", f"{API}/machines/mch_nosuch", "provider",
      {"name": "m" * 101},
      422, ["name"]),
-    ("machine name with a line break", "PATCH", f"{API}/machines/mch_nosuch", "user",
+    ("machine name with a line break", "PATCH", f"{API}/machines/mch_nosuch", "provider",
      {"name": "rack\n1"},
      422, ["name"]),
-    ("machine name as number", "PATCH", f"{API}/machines/mch_nosuch", "user", {"name": 7},
+    ("machine name as number", "PATCH", f"{API}/machines/mch_nosuch", "provider", {"name": 7},
      422, ["name"]),
-    ("machine unknown field", "PATCH", f"{API}/machines/mch_nosuch", "user",
+    ("machine unknown field", "PATCH", f"{API}/machines/mch_nosuch", "provider",
      {"name": "rack-1", "colour": "red"},
      422, ["colour"]),
     ("GPU model bad id", "POST", f"{API}/gpu-models", "admin",
@@ -548,7 +549,9 @@ class BadInputsMixin:
             self.assertEqual(r.body["status"], "submitted")
             ctx[key] = r.body["id"]
         submitted = ctx["submitted"]
-        who = {"anon": srv.client(), "user": user.c, "owner": owner.c, "admin": admin.c}
+        provider, _, _ = approved_provider(srv, admin, "Pia")
+        who = {"anon": srv.client(), "user": user.c, "owner": owner.c, "admin": admin.c,
+               "provider": provider.c}
         # Let the emails of the setup go out first: the outbox must be still afterwards.
         self.sink.wait_for(lambda ms: len(ms) >= 4, 15, "the setup's emails")
         self._wait_outbox_idle()

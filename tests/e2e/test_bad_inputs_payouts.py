@@ -467,7 +467,7 @@ READ_ROWS = [
     get("payout: another provider's as CSV", f"{PAYOUTS}/{{po_sepa}}?format=csv", [],
         status=404, code="not_found"),
     get("payout: an admin through the provider route", f"{PAYOUTS}/{{po_sol}}", [],
-        who="admin", status=404, code="not_found"),
+        who="admin", status=403, code="permission_denied"),
     get("payout: format xml", f"{PAYOUTS}/{{po_sol}}?format=xml", ["format"]),
     get("settings read: by a customer", SETTINGS, [], who="customer", status=403,
         code="permission_denied"),

@@ -77,6 +77,10 @@ bool User::HasRole(std::string_view role) const {
   return std::find(roles.begin(), roles.end(), role) != roles.end();
 }
 
+bool Principal::HasScope(std::string_view scope) const {
+  return !IsApiKey() || std::find(scopes.begin(), scopes.end(), scope) != scopes.end();
+}
+
 std::string CheckEmail(std::string_view email, std::string* normalized) {
   if (email.size() > 254) return "must be at most 254 characters";
   size_t at = email.rfind('@');
@@ -363,6 +367,7 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
              (role == kRoleProvider && !HasScope(scopes, kScopeProvider));
     });
     p.can_write = HasScope(scopes, kScopeWrite);
+    p.scopes = scopes;
     if (!HasScope(scopes, kScopeRead) && !p.can_write) {
       return Unauthenticated("the API key has no scope");
     }

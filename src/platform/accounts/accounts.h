@@ -61,9 +61,18 @@ struct Principal {
   std::string csrf_token;     // sessions only
   std::string ip;
   bool can_write = true;  // false: an API key without the write scope
+  // An API key's scopes (kScopeRead ...), in that order; empty for a session.
+  std::vector<std::string> scopes;
 
   bool IsAdmin() const { return user.HasRole(kRoleAdmin); }
   bool IsApiKey() const { return via == Via::kApiKey; }
+  // Whether the credential allows `scope`: a session allows every scope.
+  bool HasScope(std::string_view scope) const;
+  // Whether the caller acts as the provider `provider_id`: it is that account, with the
+  // provider role (an API key without the provider scope acts as a customer).
+  bool IsProvider(std::string_view provider_id) const {
+    return user.id == provider_id && user.HasRole(kRoleProvider);
+  }
 };
 
 // Log-in throttling, within login_window_minutes: an address that failed

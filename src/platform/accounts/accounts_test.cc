@@ -267,7 +267,11 @@ TEST_P(AccountsTest, ApiKeysActWithTheirScopesOnlyAndCannotMintCredentials) {
   auto as_reader = accounts_->Authenticate(reader->secret, false, "");
   ASSERT_TRUE(as_reader.ok());
   EXPECT_FALSE(as_reader->can_write);
+  EXPECT_TRUE(as_reader->HasScope(kScopeRead));
+  EXPECT_FALSE(as_reader->HasScope(kScopeWrite));
+  EXPECT_FALSE(as_reader->HasScope(kScopeProvider));
   EXPECT_FALSE(as_reader->user.HasRole(kRoleProvider)) << "no provider scope, no provider role";
+  EXPECT_FALSE(as_reader->IsProvider(p.user.id)) << "the key acts as a customer";
   EXPECT_TRUE(as_reader->user.HasRole(kRoleCustomer));
 
   auto full = accounts_->CreateApiKey(p, "ops", {"provider", "write", "read"});
@@ -276,7 +280,14 @@ TEST_P(AccountsTest, ApiKeysActWithTheirScopesOnlyAndCannotMintCredentials) {
   auto as_full = accounts_->Authenticate(full->secret, false, "");
   ASSERT_TRUE(as_full.ok());
   EXPECT_TRUE(as_full->can_write);
+  EXPECT_EQ(as_full->scopes, (std::vector<std::string>{"read", "write", "provider"}));
+  EXPECT_TRUE(as_full->HasScope(kScopeProvider));
+  EXPECT_FALSE(as_full->HasScope(kScopeAdmin));
   EXPECT_TRUE(as_full->user.HasRole(kRoleProvider));
+  EXPECT_TRUE(as_full->IsProvider(p.user.id));
+  EXPECT_FALSE(as_full->IsProvider("usr_someone_else"));
+  // A session has every scope.
+  EXPECT_TRUE(p.HasScope(kScopeAdmin));
 
   // A key, whatever its scopes, cannot make credentials or change the password.
   EXPECT_EQ(accounts_->CreateApiKey(*as_full, "more", {"read"}).status().code(),

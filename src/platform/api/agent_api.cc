@@ -142,7 +142,7 @@ http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx) {
 }
 
 void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/agent/install.sh", [&ctx](http::Request&) {
+  r.Add("GET", "/agent/install.sh", kPublic, [&ctx](http::Request&) {
     http::Response resp =
         http::Response::Text(200, ctx.install_script, "text/x-shellscript; charset=utf-8");
     resp.SetHeader("Cache-Control", "no-cache");

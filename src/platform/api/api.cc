@@ -1,5 +1,6 @@
 #include "platform/api/api.h"
 
+#include <any>
 #include <charconv>
 #include <limits>
 #include <memory>
@@ -10,31 +11,9 @@
 
 namespace gpunex::platform::api {
 
-StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiContext& ctx) {
-  std::string auth = req.Header("authorization");
-  if (!auth.empty()) {
-    constexpr std::string_view kBearer = "Bearer ";
-    if (!auth.starts_with(kBearer)) {
-      return Unauthenticated("the Authorization header must be \"Bearer <token>\"");
-    }
-    GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p,
-                            ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()),
-                                                      false, req.remote_addr));
-    const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
-    if (!safe && !p.can_write) {
-      return PermissionDenied("this API key may only read (it has no write scope)");
-    }
-    return p;
-  }
-  std::string cookie = req.Cookie(kSessionCookie);
-  if (cookie.empty()) return Unauthenticated("log in first");
-  GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p,
-                          ctx.accounts.Authenticate(cookie, true, req.remote_addr));
-  const bool safe = req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS";
-  if (!safe && !ConstantTimeEquals(req.Header("x-csrf-token"), p.csrf_token)) {
-    return PermissionDenied("missing or wrong X-CSRF-Token header for a cookie session");
-  }
-  return p;
+StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiContext&) {
+  if (const auto* p = std::any_cast<accounts::Principal>(&req.caller)) return *p;
+  return Unauthenticated("log in first");
 }
 
 StatusOr<json::value> JsonBody(const http::Request& req) {
@@ -139,6 +118,71 @@ http::Response WithCommonHeaders(const http::Request& req, http::Response resp) 
 
 namespace {
 
+bool IsRead(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+// Whether the request carries credentials (for kPublicOrUser).
+bool HasCredentials(const http::Request& req) {
+  return !req.Header("authorization").empty() || !req.Cookie(kSessionCookie).empty();
+}
+
+// The caller, from "Authorization: Bearer" or the session cookie. Cookie-authenticated
+// requests that change state must carry the session's CSRF token in X-CSRF-Token.
+StatusOr<accounts::Principal> Authenticate(const http::Request& req, const ApiContext& ctx) {
+  std::string auth = req.Header("authorization");
+  if (!auth.empty()) {
+    constexpr std::string_view kBearer = "Bearer ";
+    if (!auth.starts_with(kBearer)) {
+      return Unauthenticated("the Authorization header must be \"Bearer <token>\"");
+    }
+    return ctx.accounts.Authenticate(std::string_view(auth).substr(kBearer.size()), false,
+                                     req.remote_addr);
+  }
+  std::string cookie = req.Cookie(kSessionCookie);
+  if (cookie.empty()) return Unauthenticated("log in first");
+  GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p,
+                          ctx.accounts.Authenticate(cookie, true, req.remote_addr));
+  if (!IsRead(req.method) && !ConstantTimeEquals(req.Header("x-csrf-token"), p.csrf_token)) {
+    return PermissionDenied("missing or wrong X-CSRF-Token header for a cookie session");
+  }
+  return p;
+}
+
+// Whether `p` may use a route of `route_access` with `method`; a refusal names the scope (an
+// API key) or the role (a session) that is missing.
+Status CheckAccess(const accounts::Principal& p, std::string_view method,
+                   std::string_view route_access) {
+  using accounts::kRoleAdmin;
+  using accounts::kRoleProvider;
+  if (IsRead(method) && !p.HasScope(accounts::kScopeRead)) {
+    return PermissionDenied("this API key may not read (it has no read scope)");
+  }
+  if (!IsRead(method) && !p.HasScope(accounts::kScopeWrite)) {
+    return PermissionDenied("this API key may only read (it has no write scope)");
+  }
+  // A key's roles are its owner's less those its scopes leave out (accounts.h).
+  auto missing = [&](std::string_view role) {
+    return PermissionDenied(p.IsApiKey() ? "this API key has no " + std::string(role) + " scope"
+                                         : "this needs the " + std::string(role) + " role");
+  };
+  if ((route_access == kProvider || route_access == kProviderSession) &&
+      !p.user.HasRole(kRoleProvider)) {
+    return missing(kRoleProvider);
+  }
+  if (route_access == kAdmin && !p.user.HasRole(kRoleAdmin)) return missing(kRoleAdmin);
+  if (route_access == kProviderOrAdmin && !p.user.HasRole(kRoleProvider) &&
+      !p.user.HasRole(kRoleAdmin)) {
+    return PermissionDenied(p.IsApiKey() ? "this API key has no provider scope and no admin scope"
+                                         : "this needs the provider or the admin role");
+  }
+  if ((route_access == kSession || route_access == kProviderSession) && p.IsApiKey()) {
+    return PermissionDenied(
+        "an API key cannot make credentials or change the password; log in to do it");
+  }
+  return Status::Ok();
+}
+
 // Whether a request's answer may be kept under its Idempotency-Key.
 bool KeepsIdempotentAnswer(const http::Request& req) {
   if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH" &&
@@ -152,15 +196,13 @@ bool KeepsIdempotentAnswer(const http::Request& req) {
   return true;
 }
 
-}  // namespace
-
-http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http::Request& req) {
+// Runs `handler` for `p`, answering once per Idempotency-Key (api.h, Dispatch).
+http::Response RunIdempotent(const ApiContext& ctx, const accounts::Principal& p,
+                             http::Request& req, const http::Handler& handler) {
   const std::string key = req.Header("idempotency-key");
-  if (key.empty() || !KeepsIdempotentAnswer(req)) return router.Dispatch(req);
-  auto p = RequireUser(req, ctx);
-  if (!p.ok()) return http::ErrorResponse(p.status());
+  if (key.empty() || !KeepsIdempotentAnswer(req)) return handler(req);
   const std::string hash = Sha256Hex(req.method + "\n" + req.path + "\n" + req.body);
-  auto claim = ctx.idempotency.Begin(p->user.id, key, hash);
+  auto claim = ctx.idempotency.Begin(p.user.id, key, hash);
   if (!claim.ok()) return http::ErrorResponse(claim.status());
   if (claim->replay) {
     http::Response resp;
@@ -171,14 +213,50 @@ http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http:
     resp.SetHeader("Idempotent-Replayed", "true");
     return resp;
   }
-  http::Response resp = router.Dispatch(req);
-  Status kept = resp.status >= 500 ? ctx.idempotency.Abandon(p->user.id, key, *claim)
+  http::Response resp = handler(req);
+  Status kept = resp.status >= 500 ? ctx.idempotency.Abandon(p.user.id, key, *claim)
                                    : ctx.idempotency.Complete(
-                                         p->user.id, key, *claim,
+                                         p.user.id, key, *claim,
                                          {resp.status, resp.GetHeader("Content-Type"), resp.body});
   if (!kept.ok())
     LogWarn("api.idempotency_record_failed", {{"path", req.path}, {"error", kept.ToString()}});
   return resp;
+}
+
+// The one place where every route's caller is let in or refused (api.h, access).
+class ApiGuard final : public http::Guard {
+ public:
+  explicit ApiGuard(const ApiContext& ctx) : ctx_(ctx) {}
+
+  bool Knows(std::string_view a) const override {
+    for (std::string_view known : {kPublic, kPublicOrUser, kUser, kProvider, kProviderOrAdmin,
+                                   kAdmin, kSession, kProviderSession}) {
+      if (a == known) return true;
+    }
+    return false;
+  }
+
+  http::Response Run(http::Request& req, std::string_view a,
+                     const http::Handler& handler) const override {
+    req.caller.reset();
+    if (a == kPublic || (a == kPublicOrUser && !HasCredentials(req))) {
+      return handler(req);
+    }
+    auto p = Authenticate(req, ctx_);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (Status st = CheckAccess(*p, req.method, a); !st.ok()) return http::ErrorResponse(st);
+    req.caller = *p;
+    return RunIdempotent(ctx_, *p, req, handler);
+  }
+
+ private:
+  const ApiContext& ctx_;
+};
+
+}  // namespace
+
+http::Response Dispatch(const ApiContext&, const http::Router& router, http::Request& req) {
+  return router.Dispatch(req);
 }
 
 namespace {
@@ -207,13 +285,16 @@ void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
 }  // namespace
 
 void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
+  auto guard = std::make_shared<ApiGuard>(ctx);
+  router.SetGuard(guard);
   RegisterApiRoutes(router, ctx);
   // The web dashboard answers every other path (web/static_site.h). It first asks a
   // router holding only the routes above, so that an unknown API path still gets the
   // API's 404 and a known path with another method its 405 with Allow.
   auto api_only = std::make_shared<http::Router>();
+  api_only->SetGuard(guard);
   RegisterApiRoutes(*api_only, ctx);
-  web::RegisterRoutes(router, web::EmbeddedSite(),
+  web::RegisterRoutes(router, web::EmbeddedSite(), kPublic,
                       [api_only](http::Request& req) { return api_only->Dispatch(req); });
 }
 

@@ -1,7 +1,9 @@
 // The REST API under /api/v1 plus /healthz, /readyz and /metrics: one file per
 // resource (auth_api.cc, applications_api.cc, ...). Handlers parse the request, call the
-// domain, and map the result; authorization is checked in every handler through
-// RequireUser and the domain's own ownership rules.
+// domain, and map the result. Each route declares its access when it is registered (the
+// route access names below); the API's guard (http::Guard) authenticates the caller and
+// refuses a missing credential, scope or role before any handler runs, and the domain
+// applies its ownership rules to the caller it found (RequireUser).
 #pragma once
 
 #include <functional>
@@ -41,6 +43,34 @@ inline constexpr std::string_view kSessionCookie = "gpunex_session";
 inline constexpr std::string_view kCsrfCookie = "gpunex_csrf";
 inline constexpr std::string_view kCsrfHeader = "X-CSRF-Token";
 
+// Route access: what a route asks of its caller, declared when it is registered
+// (http::Router::Add: r.Add("PATCH", "/api/v1/machines/{id}", kProvider, handler)) and
+// checked by the API's guard before the handler runs (docs/security.md, "API key
+// scopes"). Every access but kPublic authenticates the caller: a session (bearer token,
+// or the cookie with X-CSRF-Token on anything but GET and HEAD) or an API key, which then
+// needs the read scope for GET and HEAD and the write scope for any other method, besides
+// what the access adds. No or bad credentials: 401; a missing scope or role: 403 naming it.
+//
+// Anyone; credentials are not read (sign-up, log-in, health, the catalog, the dashboard).
+inline constexpr std::string_view kPublic = "public";
+// Anyone; credentials, when sent, are checked as kUser checks them and change the answer
+// (the marketplace shows a provider its own machines).
+inline constexpr std::string_view kPublicOrUser = "public_or_user";
+// A signed-in user: the customer's routes and the account's own.
+inline constexpr std::string_view kUser = "user";
+// The provider role; an API key needs the provider scope (without it a provider's key
+// is a customer's).
+inline constexpr std::string_view kProvider = "provider";
+// The provider or the admin role (admins read providers' machines and help with them).
+inline constexpr std::string_view kProviderOrAdmin = "provider_or_admin";
+// The admin role; an API key needs the admin scope.
+inline constexpr std::string_view kAdmin = "admin";
+// A logged-in session, never an API key: what makes credentials or changes the password,
+// so that a stolen key cannot plant a successor.
+inline constexpr std::string_view kSession = "session";
+// kProvider and kSession both: the provider's agent tokens.
+inline constexpr std::string_view kProviderSession = "provider_session";
+
 struct ApiContext {
   const Config& config;
   store::Database& db;
@@ -71,23 +101,26 @@ struct ApiContext {
 };
 
 // Every route: the API, the system endpoints and the web dashboard, which answers GET
-// for every other path (platform/web/static_site.h).
+// for every other path (platform/web/static_site.h), behind the API's guard.
+// REQUIRES: `router` has no routes and no guard yet.
 void RegisterRoutes(http::Router& router, const ApiContext& ctx);
 
 // Adds the headers every response carries (no-sniff, frame denial, no-store for the API).
 http::Response WithCommonHeaders(const http::Request& req, http::Response resp);
 
-// Serves one request through `router`, with Idempotency-Key handling (idempotency.h) for
-// the state-changing requests of the REST API: a request that carries the header is
-// answered once, and repeats get that answer back ("Idempotent-Replayed: true"). Log-in,
-// sign-up and the requests that answer with a secret shown once (new API keys and agent
-// tokens) ignore the header: their answer is never stored.
+// Serves one request through `router` (set up by RegisterRoutes), whose guard also
+// handles Idempotency-Key (idempotency.h) for the state-changing requests of the REST
+// API, once it has let the caller in: a request that carries the header is answered
+// once, and repeats get that answer back ("Idempotent-Replayed: true"). Log-in, sign-up
+// and the requests that answer with a secret shown once (new API keys and agent tokens)
+// ignore the header: their answer is never stored.
 http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http::Request& req);
 
 // --- helpers shared by the resource files ---
 
-// The caller, from "Authorization: Bearer" or the session cookie. Cookie-authenticated
-// requests that change state must carry the session's CSRF token in X-CSRF-Token.
+// The caller, as the guard authenticated it for the route: for any access but kPublic,
+// and for kPublicOrUser when the request carries credentials. kUnauthenticated when the
+// guard found none (a public route has no caller).
 StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiContext& ctx);
 
 // The JSON body; kInvalidArgument naming "body" when it is not JSON or has another

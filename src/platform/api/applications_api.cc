@@ -246,7 +246,7 @@ http::Response Answer(int status, const StatusOr<Application>& a) {
 }  // namespace
 
 void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/provider-applications", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/provider-applications", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto obj = JsonObjectBody(req);
@@ -266,7 +266,7 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
     return Answer(201, ctx.applications.Create(*p, {std::move(body), submit}));
   });
 
-  r.Add("GET", "/api/v1/provider-applications", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/provider-applications", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto query = ParseListRequest(req);
@@ -278,13 +278,13 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, out);
   });
 
-  r.Add("GET", "/api/v1/provider-applications/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/provider-applications/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return Answer(200, ctx.applications.Get(*p, req.Param("id")));
   });
 
-  r.Add("PUT", "/api/v1/provider-applications/{id}", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/provider-applications/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto obj = JsonObjectBody(req);
@@ -295,7 +295,7 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
     return Answer(200, ctx.applications.Update(*p, req.Param("id"), body));
   });
 
-  r.Add("POST", "/api/v1/provider-applications/{id}/submit", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/provider-applications/{id}/submit", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     applications::SubmitRequest submit;
@@ -309,7 +309,7 @@ void RegisterApplicationRoutes(http::Router& r, const ApiContext& ctx) {
     return Answer(200, ctx.applications.Submit(*p, req.Param("id"), submit));
   });
 
-  r.Add("POST", "/api/v1/provider-applications/{id}/decision", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/provider-applications/{id}/decision", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto obj = JsonObjectBody(req);

@@ -130,7 +130,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   auto signups = std::make_shared<http::RateLimiter>(
       ctx.config.signups_per_address_per_hour / 3600.0, ctx.config.signups_per_address_per_hour,
       100'000, &ctx.clock);
-  r.Add("POST", "/api/v1/auth/signup", [&ctx, signups](http::Request& req) {
+  r.Add("POST", "/api/v1/auth/signup", kPublic, [&ctx, signups](http::Request& req) {
     int64_t retry = 0;
     if (!signups->Allow(req.remote_addr, &retry)) {
       http::Response resp = http::ErrorResponse(
@@ -147,7 +147,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(201, json::object{{"user", UserJson(*user)}});
   });
 
-  r.Add("POST", "/api/v1/auth/login", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/auth/login", kPublic, [&ctx](http::Request& req) {
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
     auto credentials = DecodeLogin(*body);
@@ -180,7 +180,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return resp;
   });
 
-  r.Add("POST", "/api/v1/auth/logout", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/auth/logout", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = ctx.accounts.Logout(*p);
@@ -193,7 +193,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return resp;
   });
 
-  r.Add("GET", "/api/v1/me", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/me", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     json::object me = UserJson(p->user);
@@ -205,7 +205,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   });
 
   // Email verification (notify/verify.h): the link's page posts its token; no log-in needed.
-  r.Add("POST", "/api/v1/auth/verify-email", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/auth/verify-email", kPublic, [&ctx](http::Request& req) {
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
     FieldErrors errors;
@@ -221,7 +221,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
                                                   {"released_emails", verified->released}});
   });
 
-  r.Add("GET", "/api/v1/me/emails", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/me/emails", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto list = ctx.verifier.List(ctx.db, p->user.id);
@@ -238,7 +238,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, json::object{{"items", std::move(items)}});
   });
 
-  r.Add("POST", "/api/v1/me/emails/resend", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/me/emails/resend", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -260,7 +260,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(202, json::object{{"email", email}, {"link_sent", true}});
   });
 
-  r.Add("POST", "/api/v1/api-keys", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/api-keys", kSession, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -274,7 +274,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(201, o);
   });
 
-  r.Add("GET", "/api/v1/api-keys", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/api-keys", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto keys = ctx.accounts.ListApiKeys(*p);
@@ -285,7 +285,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
         200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 
-  r.Add("DELETE", "/api/v1/api-keys/{id}", [&ctx](http::Request& req) {
+  r.Add("DELETE", "/api/v1/api-keys/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = ctx.accounts.RevokeApiKey(*p, req.Param("id"));
@@ -293,7 +293,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::NoContent();
   });
 
-  r.Add("POST", "/api/v1/me/password", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/me/password", kSession, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -305,7 +305,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::NoContent();
   });
 
-  r.Add("GET", "/api/v1/me/sessions", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/me/sessions", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto sessions = ctx.accounts.ListSessions(*p);
@@ -316,7 +316,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
         200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 
-  r.Add("DELETE", "/api/v1/me/sessions/{id}", [&ctx](http::Request& req) {
+  r.Add("DELETE", "/api/v1/me/sessions/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = ctx.accounts.RevokeSession(*p, req.Param("id"));
@@ -325,7 +325,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   });
 
   // "Log out everywhere else".
-  r.Add("POST", "/api/v1/me/sessions/revoke-others", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/me/sessions/revoke-others", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto n = ctx.accounts.RevokeOtherSessions(*p);

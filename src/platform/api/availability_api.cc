@@ -64,14 +64,14 @@ std::optional<Timestamp> TimeField(const JsonReader& r, std::string_view key) {
 }  // namespace
 
 void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/machines/{id}/availability", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}/availability", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto a = ctx.availability.Get(*p, req.Param("id"));
     if (!a.ok()) return http::ErrorResponse(a.status());
     return http::Response::Json(200, AvailabilityJson(*a));
   });
-  r.Add("PUT", "/api/v1/machines/{id}/availability", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/machines/{id}/availability", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto schedule = DecodeScheduleBody(req);
@@ -80,7 +80,7 @@ void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx) {
     if (!a.ok()) return http::ErrorResponse(a.status());
     return http::Response::Json(200, AvailabilityJson(*a));
   });
-  r.Add("PUT", "/api/v1/providers/me/availability", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/providers/me/availability", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->user.HasRole(accounts::kRoleProvider))
@@ -91,7 +91,7 @@ void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx) {
     if (!n.ok()) return http::ErrorResponse(n.status());
     return http::Response::Json(200, json::object{{"updated", *n}});
   });
-  r.Add("GET", "/api/v1/machines/{id}/maintenance", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}/maintenance", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 100});
@@ -100,7 +100,7 @@ void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx) {
     if (!windows.ok()) return http::ErrorResponse(windows.status());
     return http::Response::Json(200, PageJson(*windows, WindowJson));
   });
-  r.Add("POST", "/api/v1/machines/{id}/maintenance", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/machines/{id}/maintenance", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -126,7 +126,7 @@ void RegisterAvailabilityRoutes(http::Router& r, const ApiContext& ctx) {
     if (!w.ok()) return http::ErrorResponse(w.status());
     return http::Response::Json(201, WindowJson(*w));
   });
-  r.Add("DELETE", "/api/v1/machines/{id}/maintenance/{mid}", [&ctx](http::Request& req) {
+  r.Add("DELETE", "/api/v1/machines/{id}/maintenance/{mid}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto w = ctx.availability.Cancel(*p, req.Param("id"), req.Param("mid"));

@@ -75,7 +75,7 @@ json::object RunJson(const benchmarks::BenchmarkRun& r) {
 }  // namespace
 
 void RegisterBenchmarkRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/machines/{id}/benchmarks", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}/benchmarks", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 100});
@@ -84,7 +84,7 @@ void RegisterBenchmarkRoutes(http::Router& r, const ApiContext& ctx) {
     if (!runs.ok()) return http::ErrorResponse(runs.status());
     return http::Response::Json(200, PageJson(*runs, RunJson));
   });
-  r.Add("POST", "/api/v1/machines/{id}/benchmarks", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/machines/{id}/benchmarks", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto run = ctx.benchmarks.Request(*p, req.Param("id"));

@@ -50,14 +50,14 @@ StatusOr<GpuModel> DecodeModel(const json::object& body) {
 }  // namespace
 
 void RegisterCatalogRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/gpu-models", [&ctx](http::Request&) {
+  r.Add("GET", "/api/v1/gpu-models", kPublic, [&ctx](http::Request&) {
     auto models = catalog::ListModels(ctx.db);
     if (!models.ok()) return http::ErrorResponse(models.status());
     json::array items;
     for (const auto& m : *models) items.push_back(ModelJson(m));
     return http::Response::Json(200, json::object{{"items", std::move(items)}});
   });
-  r.Add("POST", "/api/v1/gpu-models", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/gpu-models", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->IsAdmin())

@@ -85,7 +85,7 @@ http::Response DetailResponse(const ApiContext& ctx, const StatusOr<fleet::Machi
 }  // namespace
 
 void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/machines", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 500});
@@ -103,14 +103,14 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
                           {"next_cursor", machines->next ? json::value(machines->next->Encode())
                                                          : json::value(nullptr)}});
   });
-  r.Add("GET", "/api/v1/machines/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return DetailResponse(ctx, ctx.fleet.GetMachine(*p, req.Param("id")));
   });
   // {name}: the provider's name for the machine (Fleet::RenameMachine: it stays across the
   // agent's reconnects).
-  r.Add("PATCH", "/api/v1/machines/{id}", [&ctx](http::Request& req) {
+  r.Add("PATCH", "/api/v1/machines/{id}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -122,7 +122,7 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
     if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
     return DetailResponse(ctx, ctx.fleet.RenameMachine(*p, req.Param("id"), *name));
   });
-  r.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", [&ctx](http::Request& req) {
+  r.Add("PATCH", "/api/v1/machines/{id}/gpus/{gpu_id}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);

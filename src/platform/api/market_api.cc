@@ -346,7 +346,7 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
   auto limiter =
       std::make_shared<http::RateLimiter>(ctx.config.market_anonymous_searches_per_s,
                                           ctx.config.market_anonymous_burst, 100'000, &ctx.clock);
-  r.Add("GET", "/api/v1/offers", [&ctx, limiter](http::Request& req) {
+  r.Add("GET", "/api/v1/offers", kPublicOrUser, [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (auto limited = Throttle(limiter, *p, req)) return *limited;
@@ -378,7 +378,7 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
                        .substr(1);
     return http::Response::Text(200, std::move(body), "application/json");
   });
-  r.Add("GET", "/api/v1/offers/{id}", [&ctx, limiter](http::Request& req) {
+  r.Add("GET", "/api/v1/offers/{id}", kPublicOrUser, [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (auto limited = Throttle(limiter, *p, req)) return *limited;
@@ -387,7 +387,7 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     if (!o) return http::ErrorResponse(NotFound("no such offer"));
     return http::Response::Json(200, OfferJson(*o, market::Market::SeesMachine(*p, *o)));
   });
-  r.Add("GET", "/api/v1/providers/me/offers", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/offers", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto own = ctx.market.ProviderOffers(*p);
@@ -410,7 +410,7 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     }
     return http::Response::Json(200, json::object{{"items", std::move(items)}});
   });
-  r.Add("GET", "/api/v1/market/recommendation", [&ctx, limiter](http::Request& req) {
+  r.Add("GET", "/api/v1/market/recommendation", kPublicOrUser, [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (auto limited = Throttle(limiter, *p, req)) return *limited;
@@ -420,7 +420,7 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     if (!v.ok()) return http::ErrorResponse(v.status());
     return http::Response::Json(200, RecommendationJson(*v));
   });
-  r.Add("GET", "/api/v1/market/stats", [&ctx, limiter](http::Request& req) {
+  r.Add("GET", "/api/v1/market/stats", kPublicOrUser, [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (auto limited = Throttle(limiter, *p, req)) return *limited;

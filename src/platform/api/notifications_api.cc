@@ -18,7 +18,7 @@ json::object NotificationJson(const notify::Notification& n) {
 }  // namespace
 
 void RegisterNotificationRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/notifications", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/notifications", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, notify::kMaxNotificationPageSize});
@@ -34,7 +34,7 @@ void RegisterNotificationRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, out);
   });
 
-  r.Add("POST", "/api/v1/notifications/{id}/read", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/notifications/{id}/read", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = notify::MarkNotificationRead(ctx.db, ctx.clock.Now(), p->user.id, req.Param("id"));
@@ -42,7 +42,7 @@ void RegisterNotificationRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::NoContent();
   });
 
-  r.Add("POST", "/api/v1/notifications/read-all", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/notifications/read-all", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     int64_t n = 0;

@@ -211,14 +211,14 @@ StatusOr<std::pair<payouts::SettingsUpdate, FieldErrors>> DecodeSettings(const h
 }  // namespace
 
 void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/providers/me/payout-settings", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/payout-settings", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto v = ctx.payouts.GetSettings(*p);
     if (!v.ok()) return http::ErrorResponse(v.status());
     return http::Response::Json(200, SettingsJson(*v));
   });
-  r.Add("PUT", "/api/v1/providers/me/payout-settings", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/providers/me/payout-settings", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto decoded = DecodeSettings(req);
@@ -237,7 +237,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, SettingsJson(*v));
   });
 
-  r.Add("GET", "/api/v1/providers/me/earnings", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/earnings", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto format = Format(req);
@@ -300,7 +300,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
                                              {"rows", std::move(rows)}});
   });
 
-  r.Add("GET", "/api/v1/providers/me/statements/{month}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/statements/{month}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto format = Format(req);
@@ -357,7 +357,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
                                                   {"payouts", std::move(pays)}});
   });
 
-  r.Add("GET", "/api/v1/providers/me/payouts", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/payouts", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});
@@ -367,7 +367,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(
         200, PageJson(*list, [](const Payout& x) { return PayoutJson(x, false); }));
   });
-  r.Add("GET", "/api/v1/providers/me/payouts/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/payouts/{id}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto format = Format(req);
@@ -396,7 +396,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
   });
 
   // --- admins
-  r.Add("POST", "/api/v1/admin/payout-runs", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/admin/payout-runs", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->IsAdmin())
@@ -423,7 +423,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     if (!created.ok()) return http::ErrorResponse(created.status());
     return http::Response::Json(201, RunJson(*created));
   });
-  r.Add("GET", "/api/v1/admin/payout-runs", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/admin/payout-runs", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto runs = ctx.payouts.Runs(*p);
@@ -432,7 +432,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     for (const auto& x : *runs) items.push_back(RunJson(x));
     return http::Response::Json(200, json::object{{"items", std::move(items)}});
   });
-  r.Add("GET", "/api/v1/admin/payout-runs/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/admin/payout-runs/{id}", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto d = ctx.payouts.GetRun(*p, req.Param("id"));
@@ -450,7 +450,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     o["skips"] = std::move(skips);
     return http::Response::Json(200, o);
   });
-  r.Add("GET", "/api/v1/admin/payout-runs/{id}/files/{name}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/admin/payout-runs/{id}/files/{name}", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto f = ctx.payouts.File(*p, req.Param("id"), req.Param("name"));
@@ -461,14 +461,15 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     resp.SetHeader("Content-Disposition", "attachment; filename=\"" + f->name + "\"");
     return resp;
   });
-  r.Add("POST", "/api/v1/admin/payout-runs/{id}/files/{name}/sent", [&ctx](http::Request& req) {
-    auto p = RequireUser(req, ctx);
-    if (!p.ok()) return http::ErrorResponse(p.status());
-    auto run = ctx.payouts.MarkFileSent(*p, req.Param("id"), req.Param("name"));
-    if (!run.ok()) return http::ErrorResponse(run.status());
-    return http::Response::Json(200, RunJson(*run));
-  });
-  r.Add("POST", "/api/v1/admin/payouts/{id}/bank-result", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/admin/payout-runs/{id}/files/{name}/sent", kAdmin,
+        [&ctx](http::Request& req) {
+          auto p = RequireUser(req, ctx);
+          if (!p.ok()) return http::ErrorResponse(p.status());
+          auto run = ctx.payouts.MarkFileSent(*p, req.Param("id"), req.Param("name"));
+          if (!run.ok()) return http::ErrorResponse(run.status());
+          return http::Response::Json(200, RunJson(*run));
+        });
+  r.Add("POST", "/api/v1/admin/payouts/{id}/bank-result", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->IsAdmin())
@@ -487,14 +488,14 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     if (!po.ok()) return http::ErrorResponse(po.status());
     return http::Response::Json(200, PayoutJson(*po, true));
   });
-  r.Add("POST", "/api/v1/admin/payouts/{id}/retry", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/admin/payouts/{id}/retry", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto po = ctx.payouts.Retry(*p, req.Param("id"));
     if (!po.ok()) return http::ErrorResponse(po.status());
     return http::Response::Json(200, PayoutJson(*po, true));
   });
-  r.Add("GET", "/api/v1/admin/payout-wallet", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/admin/payout-wallet", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto w = ctx.payouts.Wallet(*p);

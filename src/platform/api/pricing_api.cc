@@ -76,14 +76,14 @@ StatusOr<std::vector<pricing::PriceItem>> DecodePrices(const http::Request& req)
 }  // namespace
 
 void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/providers/me/prices", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/prices", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto prices = ctx.pricing.ProviderPrices(*p);
     if (!prices.ok()) return http::ErrorResponse(prices.status());
     return http::Response::Json(200, PricesJson(*prices));
   });
-  r.Add("PUT", "/api/v1/providers/me/prices", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/providers/me/prices", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->user.HasRole(accounts::kRoleProvider))
@@ -94,7 +94,7 @@ void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx) {
     if (!prices.ok()) return http::ErrorResponse(prices.status());
     return http::Response::Json(200, PricesJson(*prices));
   });
-  r.Add("GET", "/api/v1/providers/me/prices/history", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/prices/history", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});
@@ -103,14 +103,14 @@ void RegisterPricingRoutes(http::Router& r, const ApiContext& ctx) {
     if (!changes.ok()) return http::ErrorResponse(changes.status());
     return http::Response::Json(200, PageJson(*changes, ChangeJson));
   });
-  r.Add("GET", "/api/v1/machines/{id}/prices", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}/prices", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto m = ctx.pricing.GetMachinePrices(*p, req.Param("id"));
     if (!m.ok()) return http::ErrorResponse(m.status());
     return http::Response::Json(200, MachinePricesJson(*m));
   });
-  r.Add("PUT", "/api/v1/machines/{id}/prices", [&ctx](http::Request& req) {
+  r.Add("PUT", "/api/v1/machines/{id}/prices", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto items = DecodePrices(req);

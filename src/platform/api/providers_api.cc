@@ -46,7 +46,7 @@ StatusOr<std::string> DecodeTokenName(const http::Request& req) {
 }  // namespace
 
 void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/providers/me", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto prov = ctx.providers.Get(*p);
@@ -56,7 +56,7 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, out);
   });
 
-  r.Add("POST", "/api/v1/providers/me/agent-tokens", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/providers/me/agent-tokens", kProviderSession, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto name = DecodeTokenName(req);
@@ -64,7 +64,7 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     return TokenCreated(ctx, ctx.providers.CreateToken(*p, *name));
   });
 
-  r.Add("GET", "/api/v1/providers/me/agent-tokens", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/agent-tokens", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto tokens = ctx.providers.ListTokens(*p);
@@ -75,7 +75,7 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
         200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
 
-  r.Add("DELETE", "/api/v1/providers/me/agent-tokens/{id}", [&ctx](http::Request& req) {
+  r.Add("DELETE", "/api/v1/providers/me/agent-tokens/{id}", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     Status st = ctx.providers.RevokeToken(*p, req.Param("id"));
@@ -84,13 +84,14 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::NoContent();
   });
 
-  r.Add("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate", [&ctx](http::Request& req) {
-    auto p = RequireUser(req, ctx);
-    if (!p.ok()) return http::ErrorResponse(p.status());
-    auto rotated = ctx.providers.RotateToken(*p, req.Param("id"));
-    if (rotated.ok()) ctx.fleet.CloseSessionsForToken(req.Param("id"));
-    return TokenCreated(ctx, rotated);
-  });
+  r.Add("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate", kProviderSession,
+        [&ctx](http::Request& req) {
+          auto p = RequireUser(req, ctx);
+          if (!p.ok()) return http::ErrorResponse(p.status());
+          auto rotated = ctx.providers.RotateToken(*p, req.Param("id"));
+          if (rotated.ok()) ctx.fleet.CloseSessionsForToken(req.Param("id"));
+          return TokenCreated(ctx, rotated);
+        });
 }
 
 }  // namespace gpunex::platform::api

@@ -75,7 +75,7 @@ json::object ViewJson(const ReliabilityView& v) {
 }  // namespace
 
 void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/api/v1/machines/{id}/reliability", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/machines/{id}/reliability", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});
@@ -84,7 +84,7 @@ void RegisterReliabilityRoutes(http::Router& r, const ApiContext& ctx) {
     if (!v.ok()) return http::ErrorResponse(v.status());
     return http::Response::Json(200, ViewJson(*v));
   });
-  r.Add("GET", "/api/v1/providers/me/reliability", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/reliability", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});

@@ -51,7 +51,7 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},
       {"updated_at", FormatRfc3339(r.updated_at)}};
   // The machine and the customer's pseudonym are for the rental's provider and admins.
-  if (p.IsAdmin() || p.user.id == r.provider_id) {
+  if (p.IsAdmin() || p.IsProvider(r.provider_id)) {
     json::array gpu_ids;
     for (const auto& g : r.gpu_ids) gpu_ids.emplace_back(g);
     o["machine_id"] = r.machine_id;
@@ -218,14 +218,14 @@ http::Response JobReply(int status, const StatusOr<rentals::Job>& j) {
 }  // namespace
 
 void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/rentals", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/rentals", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto create = DecodeRental(req);
     if (!create.ok()) return http::ErrorResponse(create.status());
     return RentalReply(201, *p, ctx.rentals.Create(*p, *create));
   });
-  r.Add("GET", "/api/v1/rentals", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/rentals", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto state = StateFilter(req);
@@ -237,17 +237,17 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(
         200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
   });
-  r.Add("GET", "/api/v1/rentals/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/rentals/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return RentalReply(200, *p, ctx.rentals.Get(*p, req.Param("id")));
   });
-  r.Add("POST", "/api/v1/rentals/{id}/stop", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/rentals/{id}/stop", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return RentalReply(200, *p, ctx.rentals.Stop(*p, req.Param("id")));
   });
-  r.Add("GET", "/api/v1/rentals/{id}/logs", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/rentals/{id}/logs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {200, fleet::Workloads::kMaxLogPage});
@@ -264,7 +264,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
                           {"next_cursor", logs->position ? json::value(logs->position->Encode())
                                                          : json::value(nullptr)}});
   });
-  r.Add("GET", "/api/v1/providers/me/rentals", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/providers/me/rentals", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto state = StateFilter(req);
@@ -277,14 +277,14 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
         200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
   });
 
-  r.Add("POST", "/api/v1/jobs", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/jobs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto job = DecodeJob(req);
     if (!job.ok()) return http::ErrorResponse(job.status());
     return JobReply(201, ctx.jobs.Submit(*p, *job));
   });
-  r.Add("GET", "/api/v1/jobs", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/jobs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});
@@ -293,18 +293,18 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(200, PageJson(*list, JobJson));
   });
-  r.Add("GET", "/api/v1/jobs/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/jobs/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return JobReply(200, ctx.jobs.Get(*p, req.Param("id")));
   });
-  r.Add("POST", "/api/v1/jobs/{id}/cancel", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/jobs/{id}/cancel", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return JobReply(200, ctx.jobs.Cancel(*p, req.Param("id")));
   });
 
-  r.Add("GET", "/api/v1/me/balance", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/me/balance", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto b = ctx.rentals.Balance(*p);
@@ -317,7 +317,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
                           {"low", b->low},
                           {"running_rentals", b->running_rentals}});
   });
-  r.Add("GET", "/api/v1/me/statement", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/me/statement", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto range = DateRange(req);
@@ -333,7 +333,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200, PageJson(*entries, EntryJson));
   });
 
-  r.Add("POST", "/api/v1/admin/credits", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/admin/credits", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     if (!p->IsAdmin())
@@ -364,7 +364,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
                                                     {"at", FormatRfc3339(t.at)}}},
                           {"balance_micro", credited->balance.micros()}});
   });
-  r.Add("GET", "/api/v1/admin/ledger/check", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/admin/ledger/check", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto c = ctx.billing.Check(*p);

@@ -5,11 +5,11 @@ namespace gpunex::platform::api {
 
 void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
   // Liveness: the process serves requests.
-  r.Add("GET", "/healthz", [](http::Request&) {
+  r.Add("GET", "/healthz", kPublic, [](http::Request&) {
     return http::Response::Json(200, json::object{{"status", "ok"}});
   });
   // Readiness: started, not draining, and the database answers.
-  r.Add("GET", "/readyz", [&ctx](http::Request&) {
+  r.Add("GET", "/readyz", kPublic, [&ctx](http::Request&) {
     if (!ctx.ready()) {
       return http::Response::Json(503, json::object{{"status", "not ready"}});
     }
@@ -20,7 +20,7 @@ void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Json(200,
                                 json::object{{"status", "ready"}, {"database", ctx.db.Backend()}});
   });
-  r.Add("GET", "/metrics", [&ctx](http::Request&) {
+  r.Add("GET", "/metrics", kPublic, [&ctx](http::Request&) {
     if (ctx.collect_metrics) ctx.collect_metrics(ctx.metrics);
     return http::Response::Text(200, ctx.metrics.Render(),
                                 std::string(http::Metrics::kContentType));

@@ -31,7 +31,7 @@ http::Response TopupReply(int status, const StatusOr<topups::Topup>& t) {
 }  // namespace
 
 void RegisterTopupRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/topups", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/topups", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
@@ -45,7 +45,7 @@ void RegisterTopupRoutes(http::Router& r, const ApiContext& ctx) {
     if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
     return TopupReply(201, ctx.topups.Create(*p, Usdc::Micros(*amount)));
   });
-  r.Add("GET", "/api/v1/topups", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/topups", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 200});
@@ -54,12 +54,12 @@ void RegisterTopupRoutes(http::Router& r, const ApiContext& ctx) {
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(200, PageJson(*list, TopupJson));
   });
-  r.Add("GET", "/api/v1/topups/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/topups/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     return TopupReply(200, ctx.topups.Get(*p, req.Param("id")));
   });
-  r.Add("GET", "/api/v1/topups/{id}/qr.svg", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/topups/{id}/qr.svg", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto svg = ctx.topups.QrSvg(*p, req.Param("id"));

@@ -56,30 +56,48 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   return req;
 }
 
-json::object WorkloadJson(const fleet::Workload& w) {
-  json::array gpu_ids;
-  for (const auto& id : w.gpu_ids) gpu_ids.emplace_back(id);
-  return {{"id", w.id},
-          {"machine_id", w.machine_id},
-          {"provider_id", w.provider_id},
-          {"created_by", w.created_by},
-          {"purpose", w.purpose},
-          {"state", w.state},
-          {"spec", protocol::ToJson(w.spec)},
-          {"gpu_ids", std::move(gpu_ids)},
-          {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
-          {"end_reason", OptJson(w.end_reason)},
-          {"end_party", OptJson(w.end_party)},
-          {"container_id", OptJson(w.container_id)},
-          {"created_at", FormatRfc3339(w.created_at)},
-          {"started_at", TimeJson(w.started_at)},
-          {"ended_at", TimeJson(w.ended_at)},
-          {"updated_at", FormatRfc3339(w.updated_at)}};
+// A workload as `p` may see it, by the rules of rentals (RentalJson): the machine, its
+// GPUs, the provider and the container are for the machine's provider and admins; a
+// customer's rental shows its customer to them as a pseudonym only, and its customer
+// sees neither the provider nor the machine.
+json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w) {
+  const bool rental = w.purpose == fleet::kRentalPurpose;
+  json::object spec = protocol::ToJson(w.spec);
+  json::object o{{"id", w.id},
+                 {"purpose", w.purpose},
+                 {"state", w.state},
+                 {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
+                 {"end_reason", OptJson(w.end_reason)},
+                 {"end_party", OptJson(w.end_party)},
+                 {"created_at", FormatRfc3339(w.created_at)},
+                 {"started_at", TimeJson(w.started_at)},
+                 {"ended_at", TimeJson(w.ended_at)},
+                 {"updated_at", FormatRfc3339(w.updated_at)}};
+  if (p.IsAdmin() || p.IsProvider(w.provider_id)) {
+    json::array gpu_ids;
+    for (const auto& id : w.gpu_ids) gpu_ids.emplace_back(id);
+    o["machine_id"] = w.machine_id;
+    o["provider_id"] = w.provider_id;
+    o["gpu_ids"] = std::move(gpu_ids);
+    o["container_id"] = OptJson(w.container_id);
+    if (rental) {
+      o["customer"] = rentals::CustomerPseudonym(w.created_by);
+    } else {
+      o["created_by"] = w.created_by;
+    }
+  } else {
+    // The customer of a rental (Workloads shows nobody else a workload).
+    spec.erase("gpu_uuids");
+    o["created_by"] = w.created_by;
+  }
+  o["spec"] = std::move(spec);
+  return o;
 }
 
-http::Response WorkloadReply(int status, const StatusOr<fleet::Workload>& w) {
+http::Response WorkloadReply(int status, const accounts::Principal& p,
+                             const StatusOr<fleet::Workload>& w) {
   if (!w.ok()) return http::ErrorResponse(w.status());
-  return http::Response::Json(status, WorkloadJson(*w));
+  return http::Response::Json(status, WorkloadJson(p, *w));
 }
 
 }  // namespace
@@ -121,41 +139,42 @@ void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::s
 }
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("POST", "/api/v1/workloads", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/workloads", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto body = JsonObjectBody(req);
     if (!body.ok()) return http::ErrorResponse(body.status());
     auto create = DecodeCreate(*body);
     if (!create.ok()) return http::ErrorResponse(create.status());
-    return WorkloadReply(201, ctx.workloads.Create(*p, *create));
+    return WorkloadReply(201, *p, ctx.workloads.Create(*p, *create));
   });
-  r.Add("GET", "/api/v1/workloads", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 500});
     if (!page.ok()) return http::ErrorResponse(page.status());
     auto list = ctx.workloads.List(*p, req.Query("machine_id"), *page);
     if (!list.ok()) return http::ErrorResponse(list.status());
-    return http::Response::Json(200, PageJson(*list, WorkloadJson));
+    return http::Response::Json(
+        200, PageJson(*list, [&](const fleet::Workload& w) { return WorkloadJson(*p, w); }));
   });
-  r.Add("GET", "/api/v1/workloads/{id}", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return WorkloadReply(200, ctx.workloads.Get(*p, req.Param("id")));
+    return WorkloadReply(200, *p, ctx.workloads.Get(*p, req.Param("id")));
   });
-  r.Add("POST", "/api/v1/workloads/{id}/stop", [&ctx](http::Request& req) {
+  r.Add("POST", "/api/v1/workloads/{id}/stop", kProviderOrAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto w = ctx.workloads.Stop(*p, req.Param("id"));
     if (!w.ok()) return http::ErrorResponse(w.status());
-    json::object out = WorkloadJson(*w);
+    json::object out = WorkloadJson(*p, *w);
     out["stop_requested"] = true;
     return http::Response::Json(202, out);
   });
   // ?after=<position from a previous answer>: the chunks since. next_cursor is the position
   // to follow on from (present even at the end: a running workload's log grows).
-  r.Add("GET", "/api/v1/workloads/{id}/logs", [&ctx](http::Request& req) {
+  r.Add("GET", "/api/v1/workloads/{id}/logs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     PageRequest page{fleet::Workloads::kMaxLogPage, std::nullopt};

@@ -23,6 +23,16 @@
 
 namespace gpunex::platform::fleet {
 
+// Which workloads a list holds: every one (`all`), or those on the machines of
+// `provider_id` and those running the rentals of `customer_id` (an empty id: none of
+// that side); of one machine when `machine_id` is not empty.
+struct WorkloadFilter {
+  bool all = false;
+  std::string provider_id;
+  std::string customer_id;
+  std::string machine_id;
+};
+
 struct MachineRow {
   std::string id;
   std::string provider_id;
@@ -127,10 +137,8 @@ class FleetStore {
   // --- workloads
   Status InsertWorkload(const Workload& w);
   StatusOr<std::optional<Workload>> FindWorkload(const std::string& id);
-  // Workloads visible to `user_id` (made by them or on their machines; all when empty),
-  // optionally of one machine, by id.
-  StatusOr<Page<Workload>> ListWorkloads(const std::string& user_id, const std::string& machine_id,
-                                         const PageRequest& page);
+  // The workloads `filter` selects, by id.
+  StatusOr<Page<Workload>> ListWorkloads(const WorkloadFilter& filter, const PageRequest& page);
   // pending, starting or running, by id.
   StatusOr<std::vector<Workload>> ActiveWorkloads(const std::string& machine_id);
   // The GPU ids held by the machine's active workloads.

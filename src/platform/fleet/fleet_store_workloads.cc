@@ -90,18 +90,26 @@ StatusOr<std::optional<Workload>> FleetStore::FindWorkload(const std::string& id
   return std::optional<Workload>(WorkloadFrom(rows[0]));
 }
 
-StatusOr<Page<Workload>> FleetStore::ListWorkloads(const std::string& user_id,
-                                                   const std::string& machine_id,
+StatusOr<Page<Workload>> FleetStore::ListWorkloads(const WorkloadFilter& filter,
                                                    const PageRequest& page) {
   store::PageQuery q{kWorkloadColumns, "FROM workloads", "", {}, {{"id", KeyColumn::Type::kText}}};
   std::string where;
-  if (!user_id.empty()) {
-    where = "(provider_id = ? OR created_by = ?)";
-    q.params = {user_id, user_id};
+  if (!filter.all) {
+    std::string whose;
+    if (!filter.provider_id.empty()) {
+      whose = "provider_id = ?";
+      q.params.emplace_back(filter.provider_id);
+    }
+    if (!filter.customer_id.empty()) {
+      whose += std::string(whose.empty() ? "" : " OR ") + "(created_by = ? AND purpose = ?)";
+      q.params.emplace_back(filter.customer_id);
+      q.params.emplace_back(std::string(kRentalPurpose));
+    }
+    where = "(" + (whose.empty() ? std::string("1 = 0") : whose) + ")";
   }
-  if (!machine_id.empty()) {
+  if (!filter.machine_id.empty()) {
     where += std::string(where.empty() ? "" : " AND ") + "machine_id = ?";
-    q.params.emplace_back(machine_id);
+    q.params.emplace_back(filter.machine_id);
   }
   q.where = where;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));

@@ -18,6 +18,10 @@ inline bool IsActiveWorkloadState(std::string_view s) {
   return s == "pending" || s == "starting" || s == "running";
 }
 
+// Workload::purpose of the workloads rentals/ runs for their customers (the others are
+// "custom": a provider's or an admin's own).
+inline constexpr std::string_view kRentalPurpose = "rental";
+
 struct Workload {
   std::string id;
   std::string machine_id;

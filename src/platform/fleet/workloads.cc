@@ -10,9 +10,11 @@
 namespace gpunex::platform::fleet {
 namespace {
 
-// Visible: the workload's provider, the one who made it, admins.
+// Visible: admins, the machine's provider acting as one (an API key without the provider
+// scope does not), and the customer whose rental it runs.
 bool Visible(const accounts::Principal& p, const Workload& w) {
-  return p.IsAdmin() || w.provider_id == p.user.id || w.created_by == p.user.id;
+  return p.IsAdmin() || p.IsProvider(w.provider_id) ||
+         (w.purpose == kRentalPurpose && w.created_by == p.user.id);
 }
 
 StatusOr<Workload> LoadVisible(store::Tx& tx, const accounts::Principal& p, const std::string& id) {
@@ -222,8 +224,13 @@ StatusOr<Page<Workload>> Workloads::List(const accounts::Principal& p,
                                          const std::string& machine_id, const PageRequest& page) {
   Page<Workload> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        out, FleetStore(tx).ListWorkloads(p.IsAdmin() ? "" : p.user.id, machine_id, page));
+    WorkloadFilter filter;
+    filter.all = p.IsAdmin();
+    if (p.user.HasRole(accounts::kRoleProvider)) filter.provider_id = p.user.id;
+    // A customer does not see machines: asking for one lists a provider's workloads only.
+    if (machine_id.empty()) filter.customer_id = p.user.id;
+    filter.machine_id = machine_id;
+    GPUNEX_ASSIGN_OR_RETURN(out, FleetStore(tx).ListWorkloads(filter, page));
     return Status::Ok();
   }));
   return out;
@@ -238,7 +245,7 @@ StatusOr<Workload> Workloads::Stop(const accounts::Principal& p, const std::stri
       return FailedPrecondition("the workload has already ended (" + out.state + ")");
     }
     // A customer's rental ends through the rental (rentals/), which says who ended it.
-    if (out.purpose == "rental") {
+    if (out.purpose == kRentalPurpose) {
       return FailedPrecondition("the workload is a customer's rental; it ends through the rental");
     }
     GPUNEX_RETURN_IF_ERROR(

@@ -5,8 +5,10 @@
 // reason and who ended it (customer, provider, platform). Rentals will create workloads
 // through this same path.
 //
-// Authorization: admins, and the provider that owns the machine, may start and stop
-// workloads and read them and their logs. Nobody else learns that they exist.
+// Authorization: admins, and the provider that owns the machine acting as one (an API key
+// without the provider scope does not: accounts::Principal::IsProvider), may start and
+// stop workloads and read them and their logs; the customer of a rental reads its
+// workload and logs. Nobody else learns that they exist.
 //
 // Thread-safety: Workloads is safe to share.
 #pragma once
@@ -59,7 +61,8 @@ class Workloads {
   // Field errors name the request's fields ("gpu_ids[1]", "memory_mb", "env.NAME").
   StatusOr<Workload> Create(const accounts::Principal& p, const CreateWorkloadRequest& req);
   StatusOr<Workload> Get(const accounts::Principal& p, const std::string& id);
-  // `machine_id` empty: every machine.
+  // The workloads `p` may see (Get's rule); `machine_id` not empty: those on that machine,
+  // of the machine's provider (admins: any), so that a customer learns no machine.
   StatusOr<Page<Workload>> List(const accounts::Principal& p, const std::string& machine_id,
                                 const PageRequest& page);
   // Asks the agent to stop the workload; its state follows the agent's report.

@@ -648,6 +648,51 @@ TEST_P(WorkloadsTest, OnlyTheProviderAndAdminsSeeAWorkload) {
   EXPECT_THAT(list(admin_, b.machine_id), ElementsAre(wb));
 }
 
+TEST_P(WorkloadsTest, ARentalsWorkloadIsItsCustomersAndAProviderActsAsOneOnlyWithTheRole) {
+  FakeAgent& a = NewAgent(pia_, 2);
+  ASSERT_TRUE(a.Join());
+  const std::vector<std::string> g = GpuIds(a.machine_id);
+  const std::string own = MustCreate(pia_, Req(a.machine_id, {g[0]})).id;
+  std::string rental;
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
+                    GPUNEX_ASSIGN_OR_RETURN(Workload w,
+                                            workloads_->CreateInTx(tx, clock_.Now(), customer_,
+                                                                   std::string(kRentalPurpose),
+                                                                   Req(a.machine_id, {g[1]})));
+                    rental = w.id;
+                    return Status::Ok();
+                  })
+                  .ok());
+  // Pia's API key without the provider scope: her roles less the provider role.
+  accounts::Principal key = As(pia_);
+  key.via = accounts::Principal::Via::kApiKey;
+  key.scopes = {"read", "write"};
+  std::erase(key.user.roles, std::string(accounts::kRoleProvider));
+
+  auto list = [&](const accounts::Principal& p) {
+    auto page = workloads_->List(p, "", {});
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    return page.ok() ? Ids(*page) : std::vector<std::string>{};
+  };
+  EXPECT_THAT(list(As(pia_)), UnorderedElementsAre(own, rental));
+  EXPECT_THAT(list(As(customer_)), ElementsAre(rental)) << "the rental, not Pia's own";
+  auto on_machine = workloads_->List(As(customer_), a.machine_id, {});
+  ASSERT_TRUE(on_machine.ok());
+  EXPECT_THAT(Ids(*on_machine), IsEmpty()) << "a customer learns no machine by asking";
+  EXPECT_THAT(list(key), IsEmpty()) << "a customer's key sees no provider's workload";
+  EXPECT_THAT(list(As(admin_)), UnorderedElementsAre(own, rental));
+  EXPECT_TRUE(workloads_->Get(As(customer_), rental).ok());
+  EXPECT_TRUE(workloads_->Logs(As(customer_), rental, {}).ok());
+  EXPECT_EQ(workloads_->Get(As(customer_), own).status().code(), StatusCode::kNotFound);
+  for (const std::string& id : {own, rental}) {
+    EXPECT_EQ(workloads_->Get(key, id).status().code(), StatusCode::kNotFound) << id;
+    EXPECT_EQ(workloads_->Logs(key, id, {}).status().code(), StatusCode::kNotFound) << id;
+    EXPECT_EQ(workloads_->Stop(key, id).status().code(), StatusCode::kNotFound) << id;
+    EXPECT_EQ(workloads_->Get(As(oscar_), id).status().code(), StatusCode::kNotFound) << id;
+  }
+  EXPECT_EQ(StateOf(own), "pending") << "not stopped through the key";
+}
+
 // ---------------------------------------------------------------- reconciliation
 
 TEST_P(WorkloadsTest, AStartedWorkloadMissingFromTheHelloIsLostAfterAGracePeriod) {

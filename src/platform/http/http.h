@@ -4,6 +4,7 @@
 // testable without sockets.
 #pragma once
 
+#include <any>
 #include <functional>
 #include <map>
 #include <optional>
@@ -31,6 +32,9 @@ struct Request {
   // Filled by the router: the matched route pattern ("/api/v1/machines/{id}"), or "" when
   // nothing matched. Metrics are labelled with it, never with the raw path.
   std::string route;
+  // Filled by the router's guard (router.h) when it authenticated the caller, in the
+  // guard's own type (the API's: accounts::Principal); empty otherwise.
+  std::any caller;
 
   // Header value by lower-case name, "" when absent.
   std::string Header(std::string_view name) const;

@@ -43,11 +43,23 @@ std::string_view MethodLabel(std::string_view method) {
 
 }  // namespace
 
-void Router::Add(std::string method, std::string_view pattern, Handler handler) {
+void Router::SetGuard(std::shared_ptr<const Guard> guard) {
+  if (guard == nullptr || guard_ != nullptr || !routes_.empty()) {
+    LogError("http.bad_guard", {{"error", "a guard is set once, before the first route"}});
+    std::abort();
+  }
+  guard_ = std::move(guard);
+}
+
+void Router::Add(std::string method, std::string_view pattern, std::string_view access,
+                 Handler handler) {
   if (pattern.empty() || pattern.front() != '/') {
     BadRoute(method, pattern, "pattern must start with '/'");
   }
-  Route route{std::move(method), std::string(pattern), {}, std::move(handler)};
+  if (guard_ != nullptr && !guard_->Knows(access)) {
+    BadRoute(method, pattern, "the guard does not know the access \"" + std::string(access) + "\"");
+  }
+  Route route{std::move(method), std::string(pattern), std::string(access), {}, std::move(handler)};
   std::set<std::string_view> names;
   for (std::string_view seg : SplitPath(pattern)) {
     if (seg.size() >= 2 && seg.front() == '{' && seg.back() == '}') {
@@ -77,6 +89,13 @@ void Router::Add(std::string method, std::string_view pattern, Handler handler) 
   routes_.push_back(std::move(route));
 }
 
+std::vector<Router::RouteInfo> Router::Routes() const {
+  std::vector<RouteInfo> out;
+  out.reserve(routes_.size());
+  for (const Route& r : routes_) out.push_back({r.method, r.pattern, r.access});
+  return out;
+}
+
 bool Router::Match(const Route& route, const std::vector<std::string_view>& segments,
                    std::map<std::string, std::string>* params) {
   if (route.segments.size() != segments.size()) return false;
@@ -96,6 +115,19 @@ bool Router::MoreSpecific(const Route& a, const Route& b) {
     if (a.segments[i].is_param != b.segments[i].is_param) return !a.segments[i].is_param;
   }
   return false;
+}
+
+Response Router::RunHandler(const Route& route, Request& req) {
+  try {
+    return route.handler(req);
+  } catch (const std::exception& e) {
+    LogError("http.handler_exception",
+             {{"method", req.method}, {"route", req.route}, {"error", e.what()}});
+  } catch (...) {
+    LogError("http.handler_exception",
+             {{"method", req.method}, {"route", req.route}, {"error", "unknown exception"}});
+  }
+  return ErrorResponse(Internal("an internal error occurred"));
 }
 
 Response Router::Dispatch(Request& req) const {
@@ -125,16 +157,21 @@ Response Router::Dispatch(Request& req) const {
     req.params = std::move(chosen_params);
     req.route = chosen->pattern;
     route_label = chosen->pattern;
-    try {
-      resp = chosen->handler(req);
-    } catch (const std::exception& e) {
-      LogError("http.handler_exception",
-               {{"method", req.method}, {"route", req.route}, {"error", e.what()}});
-      resp = ErrorResponse(Internal("an internal error occurred"));
-    } catch (...) {
-      LogError("http.handler_exception",
-               {{"method", req.method}, {"route", req.route}, {"error", "unknown exception"}});
-      resp = ErrorResponse(Internal("an internal error occurred"));
+    if (guard_ == nullptr) {
+      resp = RunHandler(*chosen, req);
+    } else {
+      const Handler handler = [chosen](Request& r) { return RunHandler(*chosen, r); };
+      try {
+        resp = guard_->Run(req, chosen->access, handler);
+      } catch (const std::exception& e) {
+        LogError("http.guard_exception",
+                 {{"method", req.method}, {"route", req.route}, {"error", e.what()}});
+        resp = ErrorResponse(Internal("an internal error occurred"));
+      } catch (...) {
+        LogError("http.guard_exception",
+                 {{"method", req.method}, {"route", req.route}, {"error", "unknown exception"}});
+        resp = ErrorResponse(Internal("an internal error occurred"));
+      }
     }
   } else if (most_specific != nullptr) {
     route_label = most_specific->pattern;

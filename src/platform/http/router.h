@@ -10,13 +10,21 @@
 // all matching patterns. Paths are split after percent-decoding, so "%2F" inside a
 // segment separates segments like "/" does.
 //
-// Thread-safety: Add() must not run concurrently with anything else (register routes at
-// startup); Dispatch() is const and may run concurrently from many threads.
+// A guarded router (SetGuard) runs no handler directly: every route declares its access
+// when it is added (a name such as "public" or "provider" that the guard knows), and every
+// request that reaches a route goes through the guard, which authenticates and refuses
+// before the handler runs. Routes() lists the routes with their access.
+//
+// Thread-safety: SetGuard() and Add() must not run concurrently with anything else
+// (register routes at startup); Dispatch() and Routes() are const and may run
+// concurrently from many threads.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "platform/http/http.h"
@@ -24,6 +32,23 @@
 namespace gpunex::platform::http {
 
 class Metrics;
+
+// Stands between a router and its handlers (Router::SetGuard).
+// Thread-safety: Run() is called concurrently from many threads.
+class Guard {
+ public:
+  virtual ~Guard() = default;
+
+  // Whether a route may declare `access`. Router::Add aborts on an access the guard does
+  // not know, so that a typo fails at startup instead of opening a route.
+  virtual bool Knows(std::string_view access) const = 0;
+
+  // Answers `req`, matched to a route that declared `access` (req.params and req.route
+  // are filled): with handler(req) when the caller may reach the route, else with a
+  // refusal of its own. `handler` does not throw (the router answers a handler's
+  // exception with a 500).
+  virtual Response Run(Request& req, std::string_view access, const Handler& handler) const = 0;
+};
 
 class Router {
  public:
@@ -34,18 +59,37 @@ class Router {
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  // Registers `handler` for `method` ("GET", "POST", ...) on `pattern`.
+  // Puts `guard` in front of every handler, and makes every route declare its access.
+  // REQUIRES: no route was added yet, and no guard was set (aborts otherwise).
+  void SetGuard(std::shared_ptr<const Guard> guard);
+
+  // Registers `handler` for `method` ("GET", "POST", ...) on `pattern`, reachable by the
+  // callers that `access` names (the guard's business; "" on a router without a guard).
   // REQUIRES: `pattern` starts with '/', every "{name}" segment has a non-empty name
   // unique within the pattern, and no route with the same method and the same shape
-  // (same literals and parameter positions) was added before. Violations abort: they are
-  // programming errors found at startup.
-  void Add(std::string method, std::string_view pattern, Handler handler);
+  // (same literals and parameter positions) was added before; on a guarded router,
+  // the guard knows `access`. Violations abort: they are programming errors found at
+  // startup.
+  void Add(std::string method, std::string_view pattern, std::string_view access, Handler handler);
+  // A route without a declared access. REQUIRES: the router has no guard.
+  void Add(std::string method, std::string_view pattern, Handler handler) {
+    Add(std::move(method), pattern, "", std::move(handler));
+  }
+
+  // A registered route as Routes() lists it.
+  struct RouteInfo {
+    std::string method;
+    std::string pattern;
+    std::string access;
+  };
+  // Every route, in the order they were added.
+  std::vector<RouteInfo> Routes() const;
 
   // Finds the route for req.method and req.path, fills req.params and req.route and
-  // runs its handler. Unknown path: 404 (ErrorResponse of NotFound). Known path, other
-  // method: 405 "method_not_allowed" with Allow. An exception from the handler is logged
-  // and answered with a 500 that does not contain its text. The request is reported to
-  // the metrics with its route pattern, or "unmatched" when no pattern matched.
+  // runs its handler, through the guard when there is one. Unknown path: 404 (ErrorResponse of
+  // NotFound). Known path, other method: 405 "method_not_allowed" with Allow. An exception from the
+  // handler is logged and answered with a 500 that does not contain its text. The request is
+  // reported to the metrics with its route pattern, or "unmatched" when no pattern matched.
   Response Dispatch(Request& req) const;
 
   // The router as a Handler for Server::Create. The router must outlive the handler.
@@ -61,6 +105,7 @@ class Router {
   struct Route {
     std::string method;
     std::string pattern;
+    std::string access;
     std::vector<Segment> segments;
     Handler handler;
   };
@@ -71,7 +116,11 @@ class Router {
   // Whether `a` is more specific than `b`, both matching the same path.
   static bool MoreSpecific(const Route& a, const Route& b);
 
+  // The route's handler; an exception becomes a logged 500.
+  static Response RunHandler(const Route& route, Request& req);
+
   Metrics* const metrics_;
+  std::shared_ptr<const Guard> guard_;
   std::vector<Route> routes_;
 };
 

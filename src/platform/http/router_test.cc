@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <any>
+#include <map>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "platform/http/metrics.h"
 
@@ -183,6 +188,104 @@ TEST(Router, AsHandlerDispatches) {
   Handler h = router.AsHandler();
   Request req = Req("GET", "/x");
   EXPECT_EQ(h(req).body, "x");
+}
+
+// Lets "open" routes through, refuses "closed" ones with 403, and records what it saw.
+class FakeGuard final : public Guard {
+ public:
+  bool Knows(std::string_view access) const override {
+    return access == "open" || access == "closed";
+  }
+  Response Run(Request& req, std::string_view access, const Handler& handler) const override {
+    seen_route = req.route;
+    seen_params = req.params;
+    if (access != "open") return ErrorResponse(PermissionDenied("closed"));
+    req.caller = std::string("caller-of-" + req.route);
+    Response resp = handler(req);
+    handler_status = resp.status;
+    return resp;
+  }
+  mutable std::string seen_route;
+  mutable std::map<std::string, std::string> seen_params;
+  mutable int handler_status = 0;
+};
+
+TEST(Router, GuardDecidesBeforeTheHandlerRuns) {
+  Router router;
+  auto guard = std::make_shared<FakeGuard>();
+  router.SetGuard(guard);
+  int ran = 0;
+  std::string caller;
+  router.Add("GET", "/open/{id}", "open", [&](Request& req) {
+    ++ran;
+    caller = std::any_cast<std::string>(req.caller);
+    return Response::Text(200, req.Param("id"));
+  });
+  router.Add("POST", "/closed/{id}", "closed", [&](Request&) {
+    ++ran;
+    return Response::NoContent();
+  });
+  Request req = Req("POST", "/closed/c1");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(ran, 0) << "a refused request never reaches the handler";
+  EXPECT_EQ(guard->seen_route, "/closed/{id}");
+  EXPECT_EQ(guard->seen_params, (std::map<std::string, std::string>{{"id", "c1"}}));
+
+  req = Req("GET", "/open/o1");
+  r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "o1");
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(caller, "caller-of-/open/{id}") << "what the guard learned reaches the handler";
+
+  // 404 and 405 need no guard.
+  req = Req("GET", "/elsewhere");
+  EXPECT_EQ(router.Dispatch(req).status, 404);
+  req = Req("DELETE", "/open/o1");
+  EXPECT_EQ(router.Dispatch(req).status, 405);
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(Router, GuardSeesAHandlerExceptionAsA500) {
+  Router router;
+  auto guard = std::make_shared<FakeGuard>();
+  router.SetGuard(guard);
+  router.Add("GET", "/boom", "open",
+             [](Request&) -> Response { throw std::runtime_error("secret"); });
+  Request req = Req("GET", "/boom");
+  Response r = router.Dispatch(req);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(guard->handler_status, 500);
+  EXPECT_EQ(r.body.find("secret"), std::string::npos);
+}
+
+TEST(Router, ListsRoutesWithTheirAccess) {
+  Router router;
+  router.SetGuard(std::make_shared<FakeGuard>());
+  router.Add("GET", "/a", "open", Named("a"));
+  router.Add("POST", "/b/{id}", "closed", Named("b"));
+  std::vector<Router::RouteInfo> routes = router.Routes();
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0].method, "GET");
+  EXPECT_EQ(routes[0].pattern, "/a");
+  EXPECT_EQ(routes[0].access, "open");
+  EXPECT_EQ(routes[1].method, "POST");
+  EXPECT_EQ(routes[1].pattern, "/b/{id}");
+  EXPECT_EQ(routes[1].access, "closed");
+}
+
+TEST(RouterDeathTest, GuardedRoutesDeclareAnAccessTheGuardKnows) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Router router;
+  router.SetGuard(std::make_shared<FakeGuard>());
+  EXPECT_DEATH(router.Add("GET", "/a", Named("a")), "does not know the access");
+  EXPECT_DEATH(router.Add("GET", "/a", "opne", Named("a")), "does not know the access");
+  router.Add("GET", "/a", "open", Named("a"));
+  EXPECT_DEATH(router.SetGuard(std::make_shared<FakeGuard>()), "before the first route");
+  Router unguarded;
+  unguarded.Add("GET", "/a", Named("a"));
+  EXPECT_DEATH(unguarded.SetGuard(std::make_shared<FakeGuard>()), "before the first route");
 }
 
 TEST(RouterDeathTest, DuplicateRouteAborts) {

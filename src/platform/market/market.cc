@@ -283,7 +283,7 @@ Status Market::SupplyTick() {
 }
 
 bool Market::SeesMachine(const std::optional<accounts::Principal>& p, const Offer& o) {
-  return p && (p->IsAdmin() || p->user.id == o.provider_id);
+  return p && (p->IsAdmin() || p->IsProvider(o.provider_id));
 }
 
 StatusOr<OwnOffers> Market::ProviderOffers(const accounts::Principal& p) {

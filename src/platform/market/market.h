@@ -114,7 +114,8 @@ class Market {
 
   std::shared_ptr<const Snapshot> snapshot() const EXCLUDES(mu_);
 
-  // Whether `p` may see the offer's machine id (its provider, admins).
+  // Whether `p` may see the offer's machine id: its provider acting as one (not through an
+  // API key without the provider scope), admins.
   static bool SeesMachine(const std::optional<accounts::Principal>& p, const Offer& o);
 
   StatusOr<OwnOffers> ProviderOffers(const accounts::Principal& p) EXCLUDES(mu_);

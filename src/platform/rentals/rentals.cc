@@ -25,8 +25,10 @@ int64_t WholeSeconds(Duration d) {
   return d.count() <= 0 ? 0 : std::chrono::duration_cast<std::chrono::seconds>(d).count();
 }
 
+// Visible: admins, the customer, and the machine's provider acting as one (an API key
+// without the provider scope does not).
 bool Visible(const accounts::Principal& p, const Rental& r) {
-  return p.IsAdmin() || r.customer_id == p.user.id || r.provider_id == p.user.id;
+  return p.IsAdmin() || r.customer_id == p.user.id || p.IsProvider(r.provider_id);
 }
 
 }  // namespace
@@ -270,7 +272,8 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
                         protocol::kMinCpus, protocol::kMaxCpus);
   }
   GPUNEX_ASSIGN_OR_RETURN(fleet::Workload wl,
-                          workloads_.CreateInTx(tx, now, customer_id, "rental", w, &*m, &busy));
+                          workloads_.CreateInTx(tx, now, customer_id,
+                                                std::string(fleet::kRentalPurpose), w, &*m, &busy));
   r.workload_id = wl.id;
   GPUNEX_RETURN_IF_ERROR(s.Insert(r));
   return r;
@@ -499,7 +502,7 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
 }
 
 Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w) {
-  if (w.purpose != "rental") return Status::Ok();
+  if (w.purpose != fleet::kRentalPurpose) return Status::Ok();
   RentalsStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> found, s.FindByWorkload(w.id));
   if (!found || found->state == kEnded) return Status::Ok();

@@ -129,7 +129,7 @@ std::shared_ptr<const StaticSite> EmbeddedSite() {
 }
 
 void RegisterRoutes(http::Router& router, std::shared_ptr<const StaticSite> site,
-                    http::Handler others) {
+                    std::string_view access, http::Handler others) {
   http::Handler serve = [site = std::move(site), others = std::move(others)](http::Request& req) {
     http::Response without_site = others(req);
     const bool api = req.path == "/api" || req.path.starts_with("/api/");
@@ -150,7 +150,7 @@ void RegisterRoutes(http::Router& router, std::shared_ptr<const StaticSite> site
     patterns.push_back(pattern + "/");
   }
   for (std::string_view method : kMethods) {
-    for (const std::string& p : patterns) router.Add(std::string(method), p, serve);
+    for (const std::string& p : patterns) router.Add(std::string(method), p, access, serve);
   }
 }
 

@@ -91,12 +91,13 @@ std::shared_ptr<const StaticSite> EmbeddedSite();
 // path with another method (HEAD /healthz, GET /api/v1/auth/login), else 404. That
 // answer stands for paths under /api/ and for 405s, so the dashboard never changes the
 // answers of the API and the system endpoints. Otherwise GET and HEAD are served by
-// `site`, and other methods get 405.
+// `site`, and other methods get 405. The routes declare `access` (Router::Add): the
+// router's guard must let anyone in, as the pages are public.
 // REQUIRES: no other route of the same shape ("/{x}", "/{x}/{y}", ...) for these methods.
 inline constexpr int kMaxDepth = 8;
 inline constexpr std::string_view kMethods[] = {"GET",   "HEAD",   "POST",   "PUT",
                                                 "PATCH", "DELETE", "OPTIONS"};
 void RegisterRoutes(http::Router& router, std::shared_ptr<const StaticSite> site,
-                    http::Handler others);
+                    std::string_view access, http::Handler others);
 
 }  // namespace gpunex::platform::web

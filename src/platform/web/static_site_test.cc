@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -163,7 +164,7 @@ class StaticRoutes : public ::testing::Test {
     AddApi(router_);
     auto api_only = std::make_shared<http::Router>();
     AddApi(*api_only);
-    RegisterRoutes(router_, std::make_shared<StaticSite>(kFiles),
+    RegisterRoutes(router_, std::make_shared<StaticSite>(kFiles), "public",
                    [api_only](http::Request& req) { return api_only->Dispatch(req); });
   }
 
@@ -188,6 +189,17 @@ TEST_F(StaticRoutes, PagesAndFiles) {
   http::Response post = Call("POST", "/provider");
   EXPECT_EQ(post.status, 405);
   EXPECT_EQ(post.GetHeader("Allow"), "GET, HEAD");
+}
+
+TEST_F(StaticRoutes, CatchAllsDeclareTheAccessGiven) {
+  size_t catch_alls = 0;
+  for (const http::Router::RouteInfo& r : router_.Routes()) {
+    if (r.pattern == "/" || r.pattern.starts_with("/{p")) {
+      EXPECT_EQ(r.access, "public") << r.method << " " << r.pattern;
+      ++catch_alls;
+    }
+  }
+  EXPECT_EQ(catch_alls, std::size(kMethods) * (1 + 2 * kMaxDepth));
 }
 
 TEST_F(StaticRoutes, OtherRoutesKeepWinning) {
