@@ -56,30 +56,43 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   return req;
 }
 
-json::object WorkloadJson(const fleet::Workload& w) {
+// The end as `p` may read it: the machine's provider and admins read the agent's own words
+// and the cause; anyone else (the customer of a rental, who made its workload) the
+// sentence a customer reads (fleet/endings.h), as the words may name what is on the
+// provider's host and network.
+json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w) {
   json::array gpu_ids;
   for (const auto& id : w.gpu_ids) gpu_ids.emplace_back(id);
-  return {{"id", w.id},
-          {"machine_id", w.machine_id},
-          {"provider_id", w.provider_id},
-          {"created_by", w.created_by},
-          {"purpose", w.purpose},
-          {"state", w.state},
-          {"spec", protocol::ToJson(w.spec)},
-          {"gpu_ids", std::move(gpu_ids)},
-          {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
-          {"end_reason", OptJson(w.end_reason)},
-          {"end_party", OptJson(w.end_party)},
-          {"container_id", OptJson(w.container_id)},
-          {"created_at", FormatRfc3339(w.created_at)},
-          {"started_at", TimeJson(w.started_at)},
-          {"ended_at", TimeJson(w.ended_at)},
-          {"updated_at", FormatRfc3339(w.updated_at)}};
+  const bool machine_side = p.IsAdmin() || p.user.id == w.provider_id;
+  json::value end_reason = nullptr;
+  if (w.end_reason) {
+    end_reason =
+        machine_side ? json::value(*w.end_reason) : json::value(fleet::CustomerSentence(w));
+  }
+  json::object o{{"id", w.id},
+                 {"machine_id", w.machine_id},
+                 {"provider_id", w.provider_id},
+                 {"created_by", w.created_by},
+                 {"purpose", w.purpose},
+                 {"state", w.state},
+                 {"spec", protocol::ToJson(w.spec)},
+                 {"gpu_ids", std::move(gpu_ids)},
+                 {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
+                 {"end_reason", std::move(end_reason)},
+                 {"end_party", OptJson(w.end_party)},
+                 {"container_id", OptJson(w.container_id)},
+                 {"created_at", FormatRfc3339(w.created_at)},
+                 {"started_at", TimeJson(w.started_at)},
+                 {"ended_at", TimeJson(w.ended_at)},
+                 {"updated_at", FormatRfc3339(w.updated_at)}};
+  if (machine_side) o["end_cause"] = OptJson(w.end_cause);
+  return o;
 }
 
-http::Response WorkloadReply(int status, const StatusOr<fleet::Workload>& w) {
+http::Response WorkloadReply(int status, const accounts::Principal& p,
+                             const StatusOr<fleet::Workload>& w) {
   if (!w.ok()) return http::ErrorResponse(w.status());
-  return http::Response::Json(status, WorkloadJson(*w));
+  return http::Response::Json(status, WorkloadJson(p, *w));
 }
 
 }  // namespace
@@ -128,7 +141,7 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
     if (!body.ok()) return http::ErrorResponse(body.status());
     auto create = DecodeCreate(*body);
     if (!create.ok()) return http::ErrorResponse(create.status());
-    return WorkloadReply(201, ctx.workloads.Create(*p, *create));
+    return WorkloadReply(201, *p, ctx.workloads.Create(*p, *create));
   });
   r.Add("GET", "/api/v1/workloads", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -137,19 +150,20 @@ void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {
     if (!page.ok()) return http::ErrorResponse(page.status());
     auto list = ctx.workloads.List(*p, req.Query("machine_id"), *page);
     if (!list.ok()) return http::ErrorResponse(list.status());
-    return http::Response::Json(200, PageJson(*list, WorkloadJson));
+    return http::Response::Json(
+        200, PageJson(*list, [&](const fleet::Workload& w) { return WorkloadJson(*p, w); }));
   });
   r.Add("GET", "/api/v1/workloads/{id}", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return WorkloadReply(200, ctx.workloads.Get(*p, req.Param("id")));
+    return WorkloadReply(200, *p, ctx.workloads.Get(*p, req.Param("id")));
   });
   r.Add("POST", "/api/v1/workloads/{id}/stop", [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto w = ctx.workloads.Stop(*p, req.Param("id"));
     if (!w.ok()) return http::ErrorResponse(w.status());
-    json::object out = WorkloadJson(*w);
+    json::object out = WorkloadJson(*p, *w);
     out["stop_requested"] = true;
     return http::Response::Json(202, out);
   });
