@@ -80,6 +80,7 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
       e.exit_code = s.exit_code;
       e.reason = s.reason;
       e.container_id = s.container_id;
+      e.cause = s.cause;
       Queue(e);
     };
     cb.on_log = [this](const std::string& workload_id, const LogFrame& frame) {

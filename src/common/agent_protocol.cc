@@ -150,7 +150,16 @@ std::string LogData(const json::object& o, const JsonReader& r) {
   return std::string(d);
 }
 
+const std::vector<std::string_view> kWorkloadCauses = {
+    kCauseExited,        kCauseOomKilled,     kCauseTimeout,      kCauseStopped,
+    kCauseAgentShutdown, kCauseContainerGone, kCauseEngineError,  kCausePolicyRefused,
+    kCauseBadCommand,    kCauseImageNotFound, kCauseImageRefused, kCauseRegistryUnreachable};
+
 }  // namespace
+
+bool IsWorkloadCause(std::string_view s) {
+  return std::find(kWorkloadCauses.begin(), kWorkloadCauses.end(), s) != kWorkloadCauses.end();
+}
 
 namespace {
 
@@ -199,7 +208,8 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
     return AgentMessage(std::move(res));
   }
   if (*type == "workload_event") {
-    r.RejectUnknown({"type", "workload_id", "state", "exit_code", "reason", "container_id"});
+    r.RejectUnknown(
+        {"type", "workload_id", "state", "exit_code", "reason", "container_id", "cause"});
     WorkloadEvent e;
     e.workload_id = Str(r, "workload_id", true, 64);
     e.state = Str(r, "state", true, 16);
@@ -210,6 +220,10 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
     e.exit_code = r.Int("exit_code", false, -1, 255);
     e.reason = Str(r, "reason", false, 2000);
     e.container_id = Str(r, "container_id", false, 128);
+    e.cause = Str(r, "cause", false, 32);
+    if (!e.cause.empty() && !IsWorkloadCause(e.cause)) {
+      r.Fail("cause", "must be a cause of docs/agent-protocol.md (exited, oom_killed, ...)");
+    }
     GPUNEX_RETURN_IF_ERROR(Finish(errors));
     return AgentMessage(std::move(e));
   }
@@ -336,6 +350,7 @@ struct AgentWriter {
                    {"reason", e.reason},
                    {"container_id", e.container_id}};
     o["exit_code"] = e.exit_code ? json::value(*e.exit_code) : json::value(nullptr);
+    if (!e.cause.empty()) o["cause"] = e.cause;
     return o;
   }
   json::object operator()(const Logs& l) const {

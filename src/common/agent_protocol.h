@@ -94,12 +94,34 @@ struct Result {
   json::object data;
 };
 
+// What ended a workload, as the agent tells it from what the engine said (a
+// workload_event's `cause`). The platform puts each cause down to the party that caused
+// it (docs/billing.md, "Who ended it"); `reason` carries the engine's own words, for the
+// provider.
+inline constexpr char kCauseExited[] = "exited";                 // the process ended by itself
+inline constexpr char kCauseOomKilled[] = "oom_killed";          // State.OOMKilled: past its limit
+inline constexpr char kCauseTimeout[] = "timeout";               // its own timeout_s passed
+inline constexpr char kCauseStopped[] = "stopped";               // stopped as the platform asked
+inline constexpr char kCauseAgentShutdown[] = "agent_shutdown";  // the agent stopped it
+inline constexpr char kCauseContainerGone[] = "container_gone";  // removed from outside
+inline constexpr char kCauseEngineError[] = "engine_error";      // the engine or the host failed
+inline constexpr char kCausePolicyRefused[] = "policy_refused";  // the agent's policy check
+inline constexpr char kCauseBadCommand[] = "bad_command";        // not in the image, not executable
+inline constexpr char kCauseImageNotFound[] = "image_not_found";  // the registry has no such
+inline constexpr char kCauseImageRefused[] = "image_refused";     // unauthorized, rate-limited
+inline constexpr char kCauseRegistryUnreachable[] = "registry_unreachable";
+// Whether `s` is one of the causes above.
+bool IsWorkloadCause(std::string_view s);
+
 struct WorkloadEvent {
   std::string workload_id;
   std::string state;  // starting | running | exited | failed | stopped
   std::optional<int64_t> exit_code;
-  std::string reason;  // for failed/stopped: "timeout", "image pull failed: ...", ...
+  std::string reason;  // for failed/stopped: "timeout", "image: ...", ... (the engine's words)
   std::string container_id;
+  // For exited/failed/stopped: a kCause* above. Empty from agents that came before it (the
+  // platform then reads `reason` as they wrote it).
+  std::string cause;
 };
 
 struct Logs {

@@ -31,7 +31,8 @@ TEST(AgentProtocol, RoundTripsEveryMessage) {
       Heartbeat{7, {GpuSample{"GPU-12345678-aaaa", 10, 100, 40, 75.5, 1400, {"sw_thermal"}}}},
       Ack{"cmd_1"},
       Result{"cmd_1", false, "no such image", {{"k", 1}}},
-      WorkloadEvent{"wl_1", "exited", 3, "", "abc"},
+      WorkloadEvent{"wl_1", "exited", 3, "", "abc", ""},
+      WorkloadEvent{"wl_1", "failed", 137, "out of memory", "abc", kCauseOomKilled},
       Logs{"wl_1", "stderr", 2, "line\n"},
       Ping{42}};
   for (const auto& m : agent) {
@@ -67,6 +68,8 @@ TEST(AgentProtocol, RefusesMalformedMessagesNamingTheField) {
           "memory_used_mb": 1, "temperature_c": 1, "sm_clock_mhz": 1}]})",
        "gpus[0].utilization_pct"},
       {R"({"type": "workload_event", "workload_id": "w", "state": "exploded"})", "state"},
+      {R"({"type": "workload_event", "workload_id": "w", "state": "failed", "cause": "x"})",
+       "cause"},
       {R"({"type": "logs", "workload_id": "w", "stream": "stdin", "seq": 1, "data": ""})",
        "stream"},
       {R"({"type": "ping", "id": -3})", "id"},
@@ -86,6 +89,25 @@ TEST(AgentProtocol, RefusesMalformedMessagesNamingTheField) {
   EXPECT_FALSE(ParsePlatformMessage(
                    R"({"type": "command", "command_id": "c", "kind": "rm -rf", "payload": {}})")
                    .ok());
+}
+
+TEST(AgentProtocol, AWorkloadEventWithoutACauseIsAnOlderAgentsAndParses) {
+  auto m = ParseAgentMessage(
+      R"({"type": "workload_event", "workload_id": "w", "state": "failed", "exit_code": null,
+          "reason": "out of memory", "container_id": "c"})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto& e = std::get<WorkloadEvent>(*m);
+  EXPECT_EQ(e.cause, "");
+  EXPECT_EQ(e.reason, "out of memory");
+  // And without one, none is written.
+  EXPECT_THAT(Serialize(e), ::testing::Not(::testing::HasSubstr("cause")));
+  for (const char* c :
+       {kCauseExited, kCauseOomKilled, kCauseTimeout, kCauseStopped, kCauseAgentShutdown,
+        kCauseContainerGone, kCauseEngineError, kCausePolicyRefused, kCauseBadCommand,
+        kCauseImageNotFound, kCauseImageRefused, kCauseRegistryUnreachable}) {
+    EXPECT_TRUE(IsWorkloadCause(c)) << c;
+  }
+  EXPECT_FALSE(IsWorkloadCause("hardware_failure"));
 }
 
 // ---------------------------------------------------------------------------------------

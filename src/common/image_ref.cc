@@ -137,6 +137,7 @@ std::optional<ImageRef> ParseImageRef(std::string_view ref, std::string* error) 
   };
   if (parts.size() > 1 && looks_like_host(parts[0])) {
     if (!IsDomain(parts[0])) return Fail(error, "has a malformed registry host");
+    out.domain = std::string(parts[0]);
     first_path = 1;
   }
   for (size_t i = first_path; i < parts.size(); ++i) {

@@ -21,6 +21,9 @@ inline constexpr size_t kMaxImageRefLength = 255;
 struct ImageRef {
   // Repository with its registry host, as written: "team/model", "host:5000/team/model".
   std::string name;
+  // The registry host of `name` with its port, as written ("host:5000"); empty when none
+  // is written (Docker Hub).
+  std::string domain;
   // "latest" when neither a tag nor a digest is written.
   std::string tag;
   // "sha256:<hex>", or empty. When set, `tag` is empty unless it was written too.

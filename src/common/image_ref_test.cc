@@ -13,16 +13,19 @@ TEST(ImageRef, ParsesNameTagAndDigest) {
   EXPECT_EQ(r->name, "pytorch/pytorch");
   EXPECT_EQ(r->tag, "2.3.0-cuda12.1");
   EXPECT_EQ(r->digest, "");
+  EXPECT_EQ(r->domain, "");  // Docker Hub
 
   r = ParseImageRef("registry.example.com:5000/team/model");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->name, "registry.example.com:5000/team/model");
+  EXPECT_EQ(r->domain, "registry.example.com:5000");
   EXPECT_EQ(r->tag, "latest");
   EXPECT_EQ(r->ToString(), "registry.example.com:5000/team/model:latest");
 
   r = ParseImageRef("localhost/a__b.c-d---e:v1@" + kDigest);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->name, "localhost/a__b.c-d---e");
+  EXPECT_EQ(r->domain, "localhost");
   EXPECT_EQ(r->tag, "v1");
   EXPECT_EQ(r->digest, kDigest);
 
@@ -32,7 +35,8 @@ TEST(ImageRef, ParsesNameTagAndDigest) {
   EXPECT_EQ(r->ToString(), "busybox@" + kDigest);
 
   EXPECT_TRUE(ParseImageRef("127.0.0.1:1/nope:1"));
-  EXPECT_TRUE(ParseImageRef("MyRegistry/team/model:v1"));  // upper case: a host
+  EXPECT_EQ(ParseImageRef("MyRegistry/team/model:v1")->domain, "MyRegistry");  // upper case
+  EXPECT_EQ(ParseImageRef("team/model:v1")->domain, "");  // no '.', ':': a Hub path
 }
 
 TEST(ImageRef, RejectsMalformedReferences) {

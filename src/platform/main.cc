@@ -304,6 +304,7 @@ int Serve(Config config, bool list_routes) {
   fleet_options.offline_after_s = config.offline_after_s;
   fleet_options.hello_timeout_s = config.hello_timeout_s;
   fleet_options.max_machines_per_provider = config.max_machines_per_provider;
+  fleet_options.images.allow_private_registries = config.allow_private_registries;
   fleet_options.list_after_benchmark = config.benchmarks_enabled;
   fleet_options.clock = &clock;
   fleet::Fleet fleet(**db, fleet_options);

@@ -711,6 +711,10 @@ class AgentChannelMixin:
         self.assertError(self.create_workload(prov, mid, [g0, g0]), 422, fields=["gpu_ids"])
         self.assertError(self.create_workload(prov, mid, [g0], image="Not An Image!"), 422,
                          fields=["image"])
+        # The machine's own host and network are no registry (issue 24).
+        for image in ("127.0.0.1:5000/gpunex-test/busybox:1", "169.254.169.254/latest:1"):
+            self.assertError(self.create_workload(prov, mid, [g0], image=image), 422,
+                             fields=["image"], msg=image)
         self.assertError(self.create_workload(prov, mid, [g0], memory_mb=1 << 30), 422,
                          fields=["memory_mb"])
         # Another provider can neither use this machine nor its GPUs.

@@ -114,6 +114,19 @@ ROWS = [
     r("image 256 characters", rental(image="a" * 256), ["image"]),
     r("image a number", rental(image=5), ["image"]),
     r("image missing", rental(image=DROP), ["image"]),
+    # --- image on the provider's own host or network (issue 24): the operator has not
+    # allowed private registries here (test_rentals allows them for its local registry)
+    r("image on loopback", rental(image="127.0.0.1:5000/gpunex-test/busybox:1"), ["image"]),
+    r("image on localhost", rental(image="localhost:5000/gpunex-test/busybox:1"), ["image"]),
+    r("image on loopback in decimal", rental(image="2130706433:5000/x:1"), ["image"]),
+    r("image on loopback in short form", rental(image="127.1:5000/x:1"), ["image"]),
+    r("image on link-local (cloud metadata)", rental(image="169.254.169.254/latest:1"),
+      ["image"]),
+    r("image on 0.0.0.0", rental(image="0.0.0.0:5000/x:1"), ["image"]),
+    r("image on a private range", rental(image="10.0.0.5:5000/x:1"), ["image"]),
+    r("image on 192.168", rental(image="192.168.1.20/x:1"), ["image"]),
+    r("image on an internal name", rental(image="registry:5000/x:1"), ["image"]),
+    r("image on a .internal name", rental(image="metadata.google.internal/x:1"), ["image"]),
     # --- container options the policy never allows
     r("privileged", rental(privileged=True), ["privileged"]),
     r("volumes", rental(volumes={"/var/run/docker.sock": {}}), ["volumes"]),
@@ -217,6 +230,8 @@ JOB_ROWS = [
     j("country ITA", job(country="ITA"), ["country"]),
     j("no balance", job(), ["balance"], who="poor"),
     j("image empty", job(image=""), ["image"]),
+    j("image on loopback", job(image="127.0.0.1:5000/gpunex-test/busybox:1"), ["image"]),
+    j("image on link-local", job(image="169.254.169.254/latest:1"), ["image"]),
     j("privileged", job(privileged=True), ["privileged"]),
     j("env NVIDIA_VISIBLE_DEVICES", job(env={"NVIDIA_VISIBLE_DEVICES": "all"}),
       ["env.NVIDIA_VISIBLE_DEVICES"]),

@@ -8,7 +8,12 @@ by an admin, rentals found through GET /api/v1/offers.
   charged − fee; the balance, the statement and the ledger check agree; the provider sees
   the rental on its machine (with a customer pseudonym), the customer never the machine;
 - a container that never starts (an image that cannot be pulled, a command that does not
-  exist) is never billed: charged 0, billed_seconds 0, end_party customer;
+  exist) is never billed: charged 0, billed_seconds 0, end_party customer; the customer
+  reads one sentence for every failed pull, the provider the engine's words;
+- who ended it (issue 24, docs/billing.md "Who ended it"): a container killed at its own
+  memory limit is the customer's (out_of_memory: charged, not refunded, the provider's
+  reliability not lowered); one removed on the host with `docker rm -f` the provider's
+  (container_removed: refunded in full, a provider-side ending in its reliability);
 - max_cost_micro ends a rental at exactly that cost (reachable at a whole second);
 - a customer whose balance covers exactly the rentals' time ends at a balance of exactly 0,
   never below;
@@ -52,7 +57,10 @@ FLEET_TOML = f"""
 heartbeat_interval_s = {HEARTBEAT_S}
 offline_after_s = {OFFLINE_AFTER_S}
 """
-RENTALS_TOML = FLEET_TOML + f"""
+# The tests pull from registries on loopback (127.0.0.1:<port>), which the operator must
+# allow (docs/security.md); test_bad_inputs_rentals checks the refusal without it.
+PRIVATE_REGISTRIES_TOML = "allow_private_registries = true\n"
+RENTALS_TOML = FLEET_TOML + PRIVATE_REGISTRIES_TOML + f"""
 [rentals]
 meter_interval_s = {METER_S}
 agent_lost_grace_s = {AGENT_LOST_GRACE_S}
@@ -61,6 +69,10 @@ sweep_ms = 200
 
 ACTIVE = ("pending", "starting", "running", "ending")
 USDC = 1_000_000  # micro-USDC
+
+# What a customer reads about any pull that failed on its side (src/platform/fleet/endings.cc).
+PULL_FAILED = ("The image could not be pulled: check that the reference is right, that the "
+               "image exists and that it is public.")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -199,6 +211,42 @@ def offer_of(admin, machine_id, model=L4, min_free=1, timeout=15):
         return None
     return wait_until(check, timeout, f"an offer of {model} on {machine_id} with "
                       f"{min_free} free", interval=0.1)
+
+
+C_PRIOR = 0.95  # the completion of a machine without job endings (docs/reliability-score.md)
+
+
+def reliability(provider, machine_id):
+    r = provider.c.get(f"{API}/machines/{machine_id}/reliability")
+    assert r.status == 200, r
+    return r.body
+
+
+def first_reliability(provider, machine_id):
+    """The machine's reliability once the score's upkeep has counted it (within a second of
+    its registration): the completion is the prior of a machine without endings."""
+    return wait_until(lambda: (lambda r: r if r["components"]["completion"] == C_PRIOR
+                               else None)(reliability(provider, machine_id)),
+                      15, f"the reliability of {machine_id} computed")
+
+
+def host_ram_mb():
+    with open("/proc/meminfo", encoding="ascii") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("MemTotal:"))
+
+
+def gpus_for_memory_share(share_mb=256):
+    """How many EMULATED GPUs give a one-GPU rental a memory limit (its share of the host's
+    memory, as the platform sizes it) of about `share_mb`: at most 64, a hello's bound."""
+    return max(1, min(64, -(-host_ram_mb() // share_mb)))
+
+
+def oom_command(gpus):
+    """Runs a few seconds (so that it is billed), then has busybox tail hold all of a stream
+    of zeros (it keeps every byte of a line that never ends) until the kernel kills it at
+    the container's memory limit, a one-GPU rental's share of the machine's `gpus`."""
+    mb = 3 * (host_ram_mb() // gpus) + 64
+    return ["/bin/sh", "-c", f"echo filling; sleep 3; dd if=/dev/zero bs=1M count={mb} | tail"]
 
 
 def free_gpus(client, offer_id):
@@ -444,18 +492,25 @@ class RentalsMixin:
     def test_a_container_that_never_starts_is_never_billed(self):
         prov, mid, offer = self.provider_machine(gpus=2)
         cust = self.customer(10 * USDC)
+        # A registry that answers: it has no such image (manifest unknown).
+        registry = dockerenv.LocalRegistry().start()
+        self.addCleanup(registry.stop)
         # Nothing listens on port 9 of loopback: the pull fails at once (the engine trusts
         # loopback registries without TLS). A command that is not in the image: depending
         # on the engine, the start fails, or the container starts and exits at once with
         # 127 (the shell's "not found") within its first second.
         cases = {
             "image that cannot be pulled": (dict(image="127.0.0.1:9/gpunex-test/missing:1"),
-                                            {("start_failed", None)}),
+                                            {("start_failed", None)},
+                                            ("registry_unreachable", "connection refused")),
+            "image the registry does not have": (
+                dict(image=f"{registry.address}/gpunex-test/missing:1"),
+                {("start_failed", None)}, ("image_not_found", "manifest unknown")),
             "command that does not exist": (dict(command=["/no/such/program"]),
-                                            {("start_failed", None), ("exited", 127)}),
+                                            {("start_failed", None), ("exited", 127)}, None),
         }
         ended = []
-        for label, (kw, endings) in cases.items():
+        for label, (kw, endings, engine) in cases.items():
             with self.subTest(case=label):
                 rid = self.rent(cust, offer["id"], **kw)["id"]
                 r = wait_ended(cust, rid, 60)
@@ -466,6 +521,22 @@ class RentalsMixin:
                 if r["end_reason"] == "start_failed":
                     self.assertIsNone(r["running_at"], r)
                 self.assertTrue(r["detail"], r)
+                if engine:
+                    cause, words = engine
+                    # The customer reads one sentence for both pulls: nothing of what
+                    # answered, or did not, on the provider's side.
+                    self.assertEqual(r["detail"], PULL_FAILED, r)
+                    mine = [w for w in cust.c.get(f"{API}/workloads").body["items"]
+                            if w["spec"]["image"] == kw["image"]]
+                    self.assertEqual(len(mine), 1, mine)
+                    self.assertEqual(mine[0]["end_reason"], PULL_FAILED, mine)
+                    self.assertNotIn("end_cause", mine[0])
+                    # The provider reads the engine's words and the cause.
+                    wid = get_rental(prov, rid)["workload_id"]
+                    w = prov.c.get(f"{API}/workloads/{wid}").body
+                    self.assertEqual(w["end_cause"], cause, w)
+                    self.assertIn(words, w["end_reason"], w)
+                    self.assertIn(kw["image"].split("/")[0], w["end_reason"], w)
                 ended.append(r)
         self.assertEqual(balance(cust)["balance_micro"], 10 * USDC)
         items = self.assertStatementMatches(cust, 10 * USDC, ended)
@@ -473,6 +544,80 @@ class RentalsMixin:
         self.assertLedgerOk()
         wait_until(lambda: not self.managed_containers(), 15, "no container left")
         wait_until(lambda: free_gpus(cust.c, offer["id"]) == 2, 5, "both GPUs free again")
+
+    # -- who ended it (issue 24): the party follows what the engine says
+
+    def test_a_container_past_its_own_memory_limit_is_the_customers_doing(self):
+        """The kernel kills the container at its own memory limit (the rental's share of
+        the host's memory): out_of_memory, the customer's. Charged for what it ran, not
+        refunded, and the provider's reliability is not lowered."""
+        gpus = gpus_for_memory_share()
+        prov, mid, offer = self.provider_machine(gpus=gpus, price=360_000)
+        cust = self.customer(1 * USDC)
+        before = first_reliability(prov, mid)
+        self.assertEqual(before["events"], [], before)
+        rid = self.rent(cust, offer["id"], command=oom_command(gpus))["id"]
+        wait_running(cust, rid)
+        ended = wait_ended(cust, rid, 120)
+        self.assertEqual((ended["end_reason"], ended["end_party"]),
+                         ("out_of_memory", "customer"), ended)
+        self.assertEqual(ended["exit_code"], 137, ended)
+        self.assertGreaterEqual(ended["billed_seconds"], 2, ended)
+        self.assertGreater(ended["charged_micro"], 0, ended)
+        self.assertEqual(ended["refunded_micro"], 0, ended)
+        self.assertMoney(ended)
+        w = prov.c.get(f"{API}/workloads/{get_rental(prov, rid)['workload_id']}").body
+        self.assertEqual((w["end_cause"], w["end_party"], w["end_reason"]),
+                         ("oom_killed", "customer", "out of memory"), w)
+        self.assertEqual(ended["detail"],
+                         f"The workload used more memory than its limit of "
+                         f"{w['spec']['memory_mb']} MiB and was stopped by the kernel.", ended)
+        self.assertEqual(balance(cust)["balance_micro"], USDC - ended["charged_micro"])
+        self.assertStatementMatches(cust, USDC, [ended])
+        self.assertLedgerOk()
+        # A completed job of the customer's: the completion rises from its prior, no
+        # provider-side ending appears, the score does not fall.
+        after = wait_until(
+            lambda: (lambda r: r if r["components"]["completion"] >
+                     before["components"]["completion"] else None)(reliability(prov, mid)),
+            15, "the ending counted in the reliability score")
+        self.assertEqual([e for e in after["events"] if e["kind"] == "job_ended"], [], after)
+        self.assertGreaterEqual(after["score"], before["score"], after)
+        wait_until(lambda: not self.managed_containers(), 15, "the container removed")
+
+    def test_a_container_removed_on_the_host_is_the_providers_and_refunded(self):
+        """Someone on the provider's host removes the running container (`docker rm -f`):
+        container_removed, the provider's. Refunded in full within early_fault_refund_s,
+        and a provider-side ending in its reliability."""
+        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
+        cust = self.customer(1 * USDC)
+        before = first_reliability(prov, mid)
+        rid = self.rent(cust, offer["id"])["id"]
+        wait_running(cust, rid)
+        time.sleep(3)
+        cs = self.managed_containers()
+        self.assertEqual(len(cs), 1, cs)
+        self.dock.cli("rm", "-f", cs[0]["Id"])
+        ended = wait_ended(cust, rid, 30)
+        self.assertEqual((ended["end_reason"], ended["end_party"]),
+                         ("container_removed", "provider"), ended)
+        self.assertGreaterEqual(ended["billed_seconds"], 2, ended)
+        self.assertGreater(ended["charged_micro"], 0, ended)
+        self.assertMoney(ended)
+        self.assertEqual(ended["refunded_micro"], ended["charged_micro"], ended)
+        self.assertEqual(ended["detail"], "The container was removed on the provider's machine.")
+        self.assertEqual(balance(cust)["balance_micro"], USDC, "the customer paid nothing")
+        self.assertStatementMatches(cust, USDC, [ended])
+        self.assertLedgerOk()
+        w = prov.c.get(f"{API}/workloads/{get_rental(prov, rid)['workload_id']}").body
+        self.assertEqual((w["end_cause"], w["end_party"]), ("container_gone", "provider"), w)
+        rel = wait_until(
+            lambda: (lambda r: r if any(e["kind"] == "job_ended" for e in r["events"])
+                     else None)(reliability(prov, mid)),
+            15, "a provider-side ending in the reliability score")
+        self.assertLess(rel["components"]["completion"], before["components"]["completion"], rel)
+        self.assertLess(rel["score"], before["score"], rel)
+        wait_until(lambda: free_gpus(cust.c, offer["id"]) == 1, 15, "the GPU offered again")
 
     # -- limits: max_cost, the balance
 

@@ -666,14 +666,16 @@ export interface Rental {
   id: string;
   offer_id: string;
   machine_id?: string | null; // only for the machine's provider and admins
+  workload_id?: string; // ditto: its end_reason has the agent's own words on the end
   gpu_model: string; // a catalog id
   gpu_name?: string; // not sent: the catalog names it
   gpus: number;
   price_micro: number; // per GPU-hour
   fee_bps: number;
   state: RentalState;
-  // customer: stopped, exited, start_failed, max_duration, max_cost; provider: agent_lost,
-  // gpu_lost, hardware_failure, machine_shutdown; platform: balance_exhausted, operator.
+  // customer: stopped, exited, out_of_memory, start_failed, max_duration, max_cost;
+  // provider: agent_lost, gpu_lost, hardware_failure, machine_shutdown, container_removed,
+  // start_failed; platform: balance_exhausted, operator (docs/billing.md, "Who ended it").
   end_reason: string | null;
   end_party: EndParty | null;
   exit_code: number | null;

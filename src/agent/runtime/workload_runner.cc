@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "agent/runtime/endings.h"
+#include "common/agent_protocol.h"
 #include "common/log.h"
 #include "common/thread_annotations.h"
 
@@ -33,6 +35,8 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr char kManagedFilter[] = "io.gpunex.managed=true";
+// The stop reason of the workloads that the runner's destruction stops.
+constexpr char kAgentShutdown[] = "agent shutdown";
 
 // Logged once per process: scratch volumes have no size limit on this engine.
 std::atomic<bool> g_warned_unlimited_scratch{false};
@@ -60,7 +64,7 @@ class Runner final : public WorkloadRunner {
         MutexLock entry_lock(&e->mu);
         if (!e->done) {
           e->stop_requested = true;
-          if (e->stop_reason.empty()) e->stop_reason = "agent shutdown";
+          if (e->stop_reason.empty()) e->stop_reason = kAgentShutdown;
         }
         if (e->thread.joinable()) threads.push_back(std::move(e->thread));
       }
@@ -239,13 +243,6 @@ class Runner final : public WorkloadRunner {
     std::thread thread GUARDED_BY(mu);
   };
 
-  // What the workload thread found when the container ended.
-  struct Ending {
-    bool timed_out = false;
-    bool stopped = false;
-    std::optional<int64_t> exit_code;
-  };
-
   // The entry of `workload_id`, or null.
   std::shared_ptr<Entry> Find(const std::string& workload_id) EXCLUDES(mu_) {
     MutexLock lock(&mu_);
@@ -285,6 +282,12 @@ class Runner final : public WorkloadRunner {
     return e.stop_requested;
   }
 
+  // Whether the stop was the agent's shutting down rather than a request.
+  static bool StoppedByShutdown(Entry& e) EXCLUDES(e.mu) {
+    MutexLock lock(&e.mu);
+    return e.stop_reason == kAgentShutdown;
+  }
+
   bool ShuttingDown() EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     return shutting_down_;
@@ -304,8 +307,8 @@ class Runner final : public WorkloadRunner {
   }
 
   // Cleans up, then reports the terminal state and wakes Wait().
-  void Finish(Entry& e, WorkloadState state, std::optional<int64_t> exit_code, std::string reason)
-      EXCLUDES(mu_, e.mu) {
+  void Finish(Entry& e, WorkloadState state, std::optional<int64_t> exit_code, std::string reason,
+              std::string cause) EXCLUDES(mu_, e.mu) {
     Cleanup(e);
     WorkloadStatus copy;
     {
@@ -313,9 +316,11 @@ class Runner final : public WorkloadRunner {
       e.status.state = state;
       e.status.exit_code = exit_code;
       e.status.reason = std::move(reason);
+      e.status.cause = std::move(cause);
       copy = e.status;
     }
-    json::object fields{{"workload", copy.workload_id}, {"state", WorkloadStateName(state)}};
+    json::object fields{
+        {"workload", copy.workload_id}, {"state", WorkloadStateName(state)}, {"cause", copy.cause}};
     if (copy.exit_code) fields["exit_code"] = *copy.exit_code;
     if (!copy.reason.empty()) fields["reason"] = copy.reason;
     LogInfo("runtime.workload_state", std::move(fields));
@@ -329,10 +334,25 @@ class Runner final : public WorkloadRunner {
     }
   }
 
-  void Fail(Entry& e, const std::string& step, const Status& st) EXCLUDES(mu_, e.mu) {
+  // Before the container ran: the step that failed and the engine's words.
+  void Fail(Entry& e, const std::string& step, const Status& st, std::string cause)
+      EXCLUDES(mu_, e.mu) {
     std::string reason = step + ": " + st.message();
     for (const auto& [field, message] : st.fields()) reason += "; " + field + " " + message;
-    Finish(e, WorkloadState::kFailed, std::nullopt, std::move(reason));
+    Finish(e, WorkloadState::kFailed, std::nullopt, std::move(reason), std::move(cause));
+  }
+
+  void FinishStopped(Entry& e) EXCLUDES(mu_, e.mu) {
+    Finish(e, WorkloadState::kStopped, std::nullopt, "",
+           StoppedByShutdown(e) ? protocol::kCauseAgentShutdown : protocol::kCauseStopped);
+  }
+
+  // The end of a container that ran, from what the engine says of it now (endings.h).
+  void FinishRun(Entry& e, const std::string& id, EngineEnd end) EXCLUDES(mu_, e.mu) {
+    if (end.stopped) end.agent_shutdown = StoppedByShutdown(e);
+    if (!end.timed_out && !end.stopped) ReadInspect(docker_.InspectContainer(id), &end);
+    EndVerdict v = RunEnd(end);
+    Finish(e, v.state, end.exit_code, std::move(v.reason), std::move(v.cause));
   }
 
   // The body of a workload's thread.
@@ -345,31 +365,42 @@ class Runner final : public WorkloadRunner {
     if (Status st = CheckContainerConfig(config); !st.ok()) {
       LogError("runtime.policy_violation",
                {{"workload", spec.workload_id}, {"error", st.ToString()}});
-      return Fail(e, "policy", st);
+      return Fail(e, "policy", st, protocol::kCausePolicyRefused);
     }
     auto exists = docker_.ImageExists(spec.image);
     if (!exists.ok()) {
-      // An engine that cannot be reached is the machine's fault, not the image's (the
-      // platform tells the two apart by the step: RNT-3).
-      return Fail(e, exists.status().code() == StatusCode::kUnavailable ? "engine" : "image",
-                  exists.status());
+      // Only a reference the engine refuses is the image's; the rest is the engine's.
+      const bool bad_ref = exists.status().code() == StatusCode::kInvalidArgument;
+      return Fail(e, bad_ref ? "image" : "engine", exists.status(),
+                  bad_ref ? protocol::kCauseImageNotFound : protocol::kCauseEngineError);
     }
     if (!*exists) {
       LogInfo("runtime.image_pull", {{"workload", spec.workload_id}, {"image", spec.image}});
       Status st = docker_.PullImage(spec.image, e.auth, nullptr);
-      if (!st.ok()) return Fail(e, "image", st);
+      if (!st.ok()) {
+        std::string cause = PullFailureCause(st);
+        // Not reaching the registry is the registry's unless the engine is what failed.
+        if (cause == protocol::kCauseRegistryUnreachable && !docker_.Ping().ok()) {
+          cause = protocol::kCauseEngineError;
+        }
+        LogWarn("runtime.image_pull_failed",
+                {{"workload", spec.workload_id}, {"cause", cause}, {"error", st.ToString()}});
+        return Fail(e, "image", st, std::move(cause));
+      }
     }
-    if (StopRequested(e)) return Finish(e, WorkloadState::kStopped, std::nullopt, "");
+    if (StopRequested(e)) return FinishStopped(e);
 
     if (!options_.policy.network_none) {
       auto net = docker_.CreateNetwork(WorkloadNetworkName(spec.workload_id),
                                        WorkloadLabels(spec.workload_id), /*internal=*/false);
       // A network of that name left by an earlier attempt is the workload's own: use it.
       if (!net.ok() && net.status().code() != StatusCode::kFailedPrecondition) {
-        return Fail(e, "network", net.status());
+        return Fail(e, "network", net.status(), protocol::kCauseEngineError);
       }
     }
-    if (Status st = CreateScratch(spec); !st.ok()) return Fail(e, "scratch volume", st);
+    if (Status st = CreateScratch(spec); !st.ok()) {
+      return Fail(e, "scratch volume", st, protocol::kCauseEngineError);
+    }
 
     auto id = docker_.CreateContainer(WorkloadContainerName(spec.workload_id), config);
     if (!id.ok()) {
@@ -379,15 +410,17 @@ class Runner final : public WorkloadRunner {
         MutexLock lock(&e.mu);
         e.container_to_remove = WorkloadContainerName(spec.workload_id);
       }
-      return Fail(e, "create", id.status());
+      return Fail(e, "create", id.status(), protocol::kCauseEngineError);
     }
     {
       MutexLock lock(&e.mu);
       e.status.container_id = *id;
       e.container_to_remove = *id;
     }
-    if (StopRequested(e)) return Finish(e, WorkloadState::kStopped, std::nullopt, "");
-    if (Status st = docker_.StartContainer(*id); !st.ok()) return Fail(e, "start", st);
+    if (StopRequested(e)) return FinishStopped(e);
+    if (Status st = docker_.StartContainer(*id); !st.ok()) {
+      return Fail(e, "start", st, StartFailureCause(st));
+    }
     {
       MutexLock lock(&e.mu);
       if (spec.timeout_s > 0) {
@@ -396,25 +429,7 @@ class Runner final : public WorkloadRunner {
     }
     Report(e, WorkloadState::kRunning);
 
-    Ending end = Supervise(e, *id);
-    if (end.timed_out) return Finish(e, WorkloadState::kFailed, end.exit_code, "timeout");
-    if (end.stopped) return Finish(e, WorkloadState::kStopped, end.exit_code, "");
-    auto info = docker_.InspectContainer(*id);
-    if (info.ok()) {
-      auto state = info->find("State");
-      if (state != info->end() && state->value().is_object()) {
-        auto oom = state->value().get_object().find("OOMKilled");
-        if (oom != state->value().get_object().end() && oom->value().is_bool() &&
-            oom->value().get_bool()) {
-          return Finish(e, WorkloadState::kFailed, end.exit_code, "out of memory");
-        }
-      }
-    }
-    if (!end.exit_code) {
-      return Finish(e, WorkloadState::kFailed, std::nullopt,
-                    "the container disappeared before its exit code was read");
-    }
-    Finish(e, WorkloadState::kExited, end.exit_code, "");
+    FinishRun(e, *id, Supervise(e, *id));
   }
 
   // Follows a container started by an earlier agent process.
@@ -447,7 +462,7 @@ class Runner final : public WorkloadRunner {
   // the original request is not known here and is not enforced.
   void RunAdopted(Entry& e, const std::string& id) EXCLUDES(mu_, e.mu) {
     const UnixMicros since = NowMicros();
-    Ending end;
+    EngineEnd end;
     bool stop_sent = false;
     for (;;) {
       auto code = docker_.WaitContainer(id, 1);
@@ -455,7 +470,10 @@ class Runner final : public WorkloadRunner {
         end.exit_code = *code;
         break;
       }
-      if (code.status().code() == StatusCode::kNotFound) break;
+      if (code.status().code() == StatusCode::kNotFound) {
+        end.gone = true;
+        break;
+      }
       const bool stop = StopRequested(e);
       if (stop_sent && ShuttingDown()) break;
       if (stop && !stop_sent) {
@@ -470,18 +488,13 @@ class Runner final : public WorkloadRunner {
     if (auto frames = docker_.Logs(id, since, -1); frames.ok() && callbacks_.on_log) {
       for (const auto& f : *frames) callbacks_.on_log(e.spec.workload_id, f);
     }
-    if (end.stopped) return Finish(e, WorkloadState::kStopped, end.exit_code, "");
-    if (!end.exit_code) {
-      return Finish(e, WorkloadState::kFailed, std::nullopt,
-                    "the container disappeared before its exit code was read");
-    }
-    Finish(e, WorkloadState::kExited, end.exit_code, "");
+    FinishRun(e, id, end);
   }
 
   // Follows the running container's output until it ends, stopping it when asked to or
   // when its timeout passes.
-  Ending Supervise(Entry& e, const std::string& id) EXCLUDES(mu_, e.mu) {
-    Ending end;
+  EngineEnd Supervise(Entry& e, const std::string& id) EXCLUDES(mu_, e.mu) {
+    EngineEnd end;
     bool stop_sent = false;
     // Called about once a second; stops the container once when it should end.
     auto check = [&]() -> bool {
@@ -531,7 +544,10 @@ class Runner final : public WorkloadRunner {
         end.exit_code = *code;
         break;
       }
-      if (code.status().code() == StatusCode::kNotFound) break;
+      if (code.status().code() == StatusCode::kNotFound) {
+        end.gone = true;
+        break;
+      }
       check();
       if (stop_sent && ShuttingDown()) {
         LogWarn("runtime.wait_abandoned",
@@ -566,6 +582,17 @@ class Runner final : public WorkloadRunner {
     return docker_.CreateVolume(name, WorkloadLabels(spec.workload_id), {});
   }
 
+  // Waits (a few seconds at most) until a container that the engine is removing is gone;
+  // kFailedPrecondition when it is still there.
+  Status AwaitRemoval(const std::string& container) {
+    for (int i = 0; i < 40; ++i) {
+      auto info = docker_.InspectContainer(container);
+      if (!info.ok() && info.status().code() == StatusCode::kNotFound) return Status::Ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return FailedPrecondition("container " + container + " is still being removed");
+  }
+
   // Removes the workload's container, volume and network; failures are logged and left to
   // Reconcile().
   void Cleanup(Entry& e) EXCLUDES(e.mu) {
@@ -582,7 +609,11 @@ class Runner final : public WorkloadRunner {
       }
     };
     if (!container.empty()) {
-      log(docker_.RemoveContainer(container, /*force=*/true, /*remove_volumes=*/true), "container");
+      Status st = docker_.RemoveContainer(container, /*force=*/true, /*remove_volumes=*/true);
+      // Someone else is removing it (`docker rm -f` on the host): the scratch volume is
+      // free once that removal is done.
+      if (st.code() == StatusCode::kFailedPrecondition) st = AwaitRemoval(container);
+      log(st, "container");
     }
     log(docker_.RemoveVolume(ScratchVolumeName(w)), "volume");
     if (!options_.policy.network_none) {

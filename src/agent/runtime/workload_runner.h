@@ -12,10 +12,12 @@
 // States, reported through WorkloadCallbacks::on_state in this order:
 //   kStarting -> kRunning -> one of kExited (the process ended by itself, with its exit
 //   code), kStopped (Stop() or Reconcile() ended it), kFailed (it could not start, hit its
-//   timeout ("timeout"), was killed for memory ("out of memory"), or the engine failed).
+//   timeout ("timeout"), was killed for memory ("out of memory"), was removed from
+//   outside the agent, or the engine failed).
 // A workload stopped before it ran goes kStarting -> kStopped. The terminal state is
 // reported after the cleanup, so when it arrives the container, volume and network are
-// gone (or their removal failed and was logged; Reconcile() retries).
+// gone (or their removal failed and was logged; Reconcile() retries). It carries the
+// cause of the end, named from what the engine said (endings.h).
 //
 // Scratch size: the volume is created with the local driver's "size" option, which the
 // engine honours only when its data root supports project quotas (xfs with pquota, e.g.);
@@ -61,6 +63,8 @@ struct WorkloadStatus {
   std::optional<int64_t> exit_code;
   // kFailed: why ("timeout", "out of memory", "image: ...", "create: ..."); else empty.
   std::string reason;
+  // Once ended: what ended it, a protocol::kCause* (endings.h); empty before.
+  std::string cause;
   std::string container_id;  // once created
 };
 

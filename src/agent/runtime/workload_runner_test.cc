@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "agent/runtime/test_dockerd.h"
+#include "common/agent_protocol.h"
 #include "common/thread_annotations.h"
 
 namespace gpunex::agent {
@@ -29,6 +30,7 @@ class Recorder {
     return {[this](const WorkloadStatus& s) {
               MutexLock lock(&mu_);
               states_[s.workload_id].push_back(s.state);
+              causes_[s.workload_id] = s.cause;
             },
             [this](const std::string& id, const LogFrame& f) {
               MutexLock lock(&mu_);
@@ -38,6 +40,11 @@ class Recorder {
   std::vector<WorkloadState> States(const std::string& id) {
     MutexLock lock(&mu_);
     return states_[id];
+  }
+  // The cause the last reported state carried.
+  std::string Cause(const std::string& id) {
+    MutexLock lock(&mu_);
+    return causes_[id];
   }
   std::string Stdout(const std::string& id) {
     MutexLock lock(&mu_);
@@ -51,6 +58,7 @@ class Recorder {
  private:
   Mutex mu_;
   std::map<std::string, std::vector<WorkloadState>> states_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> causes_ GUARDED_BY(mu_);
   std::map<std::string, std::string> stdout_ GUARDED_BY(mu_), stderr_ GUARDED_BY(mu_);
 };
 
@@ -134,6 +142,8 @@ TEST_F(WorkloadRunnerTest, RunsToItsExitCodeWithLogs) {
   EXPECT_EQ(end->state, WorkloadState::kExited) << end->reason;
   EXPECT_EQ(end->exit_code, 3);
   EXPECT_EQ(end->reason, "");
+  EXPECT_EQ(end->cause, protocol::kCauseExited);
+  EXPECT_EQ(recorder_.Cause("exit3"), protocol::kCauseExited);
   EXPECT_FALSE(end->container_id.empty());
   EXPECT_THAT(
       recorder_.States("exit3"),
@@ -231,6 +241,7 @@ TEST_F(WorkloadRunnerTest, TimeoutFailsAndRemovesTheContainer) {
   ASSERT_TRUE(end.ok());
   EXPECT_EQ(end->state, WorkloadState::kFailed);
   EXPECT_EQ(end->reason, "timeout");
+  EXPECT_EQ(end->cause, protocol::kCauseTimeout);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_EQ(recorder_.Stdout("slow"), "begun\n");
   EXPECT_THAT(
@@ -249,6 +260,7 @@ TEST_F(WorkloadRunnerTest, StopStopsAndRemoves) {
   auto end = runner.Wait("stopme", kWaitMs);
   ASSERT_TRUE(end.ok());
   EXPECT_EQ(end->state, WorkloadState::kStopped);
+  EXPECT_EQ(end->cause, protocol::kCauseStopped);
   EXPECT_TRUE(end->exit_code.has_value());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_EQ(client_->InspectContainer(id).status().code(), StatusCode::kNotFound);
@@ -283,6 +295,8 @@ TEST_F(WorkloadRunnerTest, AMissingImageFailsClearly) {
   EXPECT_EQ(end->state, WorkloadState::kFailed);
   EXPECT_THAT(end->reason, HasSubstr("image: "));
   EXPECT_THAT(end->reason, HasSubstr("127.0.0.1:1"));
+  // Nothing listens there: the registry was not reached, and the engine answers.
+  EXPECT_EQ(end->cause, protocol::kCauseRegistryUnreachable);
   EXPECT_THAT(recorder_.States("noimage"),
               ElementsAre(WorkloadState::kStarting, WorkloadState::kFailed));
 }
@@ -297,6 +311,7 @@ TEST_F(WorkloadRunnerTest, ASpecOutsideThePolicyCreatesNothing) {
   EXPECT_EQ(end->state, WorkloadState::kFailed);
   EXPECT_THAT(end->reason, HasSubstr("policy: "));
   EXPECT_THAT(end->reason, HasSubstr("HostConfig.PidsLimit"));
+  EXPECT_EQ(end->cause, protocol::kCausePolicyRefused);
   EXPECT_TRUE(end->container_id.empty());
   // TearDown checks that no container, volume or network was left.
 }
@@ -386,6 +401,43 @@ TEST_F(WorkloadRunnerTest, DestroyingTheRunnerStopsItsWorkloads) {
   runner_.reset();
   EXPECT_EQ(client_->InspectContainer(id).status().code(), StatusCode::kNotFound);
   EXPECT_THAT(recorder_.States("orphaned").back(), WorkloadState::kStopped);
+  EXPECT_EQ(recorder_.Cause("orphaned"), protocol::kCauseAgentShutdown);
+}
+
+// The kernel kills the workload at its own memory limit (128 MiB, no swap): the engine's
+// State.OOMKilled makes it oom_killed, the customer's own doing.
+TEST_F(WorkloadRunnerTest, AWorkloadPastItsMemoryLimitIsOomKilled) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(
+      runner.Start(Spec("greedy", "echo filling; x=0123456789; while :; do x=$x$x; done")).ok());
+  auto end = runner.Wait("greedy", kWaitMs);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(end->state, WorkloadState::kFailed) << end->reason;
+  EXPECT_EQ(end->reason, "out of memory");
+  EXPECT_EQ(end->cause, protocol::kCauseOomKilled);
+  EXPECT_EQ(end->exit_code, 137);
+  EXPECT_EQ(recorder_.Stdout("greedy"), "filling\n");
+  EXPECT_THAT(
+      recorder_.States("greedy"),
+      ElementsAre(WorkloadState::kStarting, WorkloadState::kRunning, WorkloadState::kFailed));
+  EXPECT_EQ(client_->InspectContainer(end->container_id).status().code(), StatusCode::kNotFound);
+}
+
+// Someone on the host removes the running container (`docker rm -f`): container_gone, the
+// machine's side, not the exit code the kill left.
+TEST_F(WorkloadRunnerTest, AContainerRemovedFromOutsideIsContainerGone) {
+  WorkloadRunner& runner = Runner();
+  ASSERT_TRUE(runner.Start(Spec("removed", "echo up; sleep 60")).ok());
+  std::string id = AwaitRunning("removed");
+  ASSERT_FALSE(id.empty());
+  std::string out;
+  ASSERT_EQ(engine_->Cli("rm -f " + id, &out), 0) << out;
+  auto end = runner.Wait("removed", kWaitMs);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(end->state, WorkloadState::kFailed) << end->reason;
+  EXPECT_EQ(end->cause, protocol::kCauseContainerGone);
+  EXPECT_EQ(end->reason, "the container was removed outside the agent");
+  EXPECT_EQ(recorder_.Cause("removed"), protocol::kCauseContainerGone);
 }
 
 }  // namespace

@@ -50,11 +50,13 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"country", r.country},
       {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},
       {"updated_at", FormatRfc3339(r.updated_at)}};
-  // The machine and the customer's pseudonym are for the rental's provider and admins.
+  // The machine, its workload (whose end_reason has the agent's own words on how the
+  // rental ended) and the customer's pseudonym are for the rental's provider and admins.
   if (p.IsAdmin() || p.IsProvider(r.provider_id)) {
     json::array gpu_ids;
     for (const auto& g : r.gpu_ids) gpu_ids.emplace_back(g);
     o["machine_id"] = r.machine_id;
+    o["workload_id"] = r.workload_id;
     o["gpu_ids"] = std::move(gpu_ids);
     o["customer"] = rentals::CustomerPseudonym(r.customer_id);
   }

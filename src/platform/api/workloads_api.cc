@@ -57,29 +57,38 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
 }
 
 // A workload as `p` may see it, by the rules of rentals (RentalJson): the machine, its
-// GPUs, the provider and the container are for the machine's provider and admins; a
-// customer's rental shows its customer to them as a pseudonym only, and its customer
-// sees neither the provider nor the machine.
+// GPUs, the provider, the container and the agent's own words on the end (with its cause)
+// are for the machine's provider and admins; a customer's rental shows its customer to
+// them as a pseudonym only, and its customer sees neither the provider nor the machine,
+// and reads the end as the sentence a customer reads (fleet/endings.h), as the agent's
+// words may name what is on the provider's host and network.
 json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w) {
   const bool rental = w.purpose == fleet::kRentalPurpose;
+  const bool machine_side = p.IsAdmin() || p.IsProvider(w.provider_id);
   json::object spec = protocol::ToJson(w.spec);
+  json::value end_reason = nullptr;
+  if (w.end_reason) {
+    end_reason =
+        machine_side ? json::value(*w.end_reason) : json::value(fleet::CustomerSentence(w));
+  }
   json::object o{{"id", w.id},
                  {"purpose", w.purpose},
                  {"state", w.state},
                  {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
-                 {"end_reason", OptJson(w.end_reason)},
+                 {"end_reason", std::move(end_reason)},
                  {"end_party", OptJson(w.end_party)},
                  {"created_at", FormatRfc3339(w.created_at)},
                  {"started_at", TimeJson(w.started_at)},
                  {"ended_at", TimeJson(w.ended_at)},
                  {"updated_at", FormatRfc3339(w.updated_at)}};
-  if (p.IsAdmin() || p.IsProvider(w.provider_id)) {
+  if (machine_side) {
     json::array gpu_ids;
     for (const auto& id : w.gpu_ids) gpu_ids.emplace_back(id);
     o["machine_id"] = w.machine_id;
     o["provider_id"] = w.provider_id;
     o["gpu_ids"] = std::move(gpu_ids);
     o["container_id"] = OptJson(w.container_id);
+    o["end_cause"] = OptJson(w.end_cause);
     if (rental) {
       o["customer"] = rentals::CustomerPseudonym(w.created_by);
     } else {

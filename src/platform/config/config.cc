@@ -151,6 +151,7 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(
         s.Int("max_machines_per_provider", &c->max_machines_per_provider, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.Str("agent_image", &c->agent_image));
+    GPUNEX_RETURN_IF_ERROR(s.Bool("allow_private_registries", &c->allow_private_registries));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
   if (auto* t = r.Sub("reliability")) {

@@ -67,6 +67,9 @@ struct Config {
   int hello_timeout_s = 10;  // a new agent connection must say hello within this
   // The agent image the installer pulls.
   std::string agent_image = "gpunex/agent:0.1.0";
+  // Whether workload images may name a registry on a loopback or private address or an
+  // internal host name (fleet::ImagePolicy; docs/security.md).
+  bool allow_private_registries = false;
 
   // Benchmarks (BEN-1..6; deploy/gpunexd.example.toml documents each key).
   bool benchmarks_enabled = true;

@@ -31,6 +31,17 @@ TEST(Config, DefaultsWithoutFile) {
   EXPECT_EQ(c->listen, "127.0.0.1:8080");
   EXPECT_EQ(c->public_url, "http://127.0.0.1:8080");
   EXPECT_FALSE(c->allow_emulated_gpus);
+  EXPECT_FALSE(c->allow_private_registries);
+}
+
+TEST(Config, PrivateRegistriesAreTheOperatorsToAllow) {
+  auto c = LoadConfig(WriteFile("[fleet]\nallow_private_registries = true\n"), Env({}));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->allow_private_registries);
+  auto bad = LoadConfig(WriteFile("[fleet]\nallow_private_registries = \"yes\"\n"), Env({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.status().fields().count("fleet.allow_private_registries"))
+      << bad.status().ToString();
 }
 
 TEST(Config, FileThenEnvironment) {
@@ -74,6 +85,7 @@ TEST(Config, TheExampleFileLoadsAsDocumented) {
   EXPECT_DOUBLE_EQ(c->benchmark_thresholds.at("memory"), 0.70);
   EXPECT_EQ(c->benchmark_thresholds.size(), 14u);
   EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 100);
+  EXPECT_FALSE(c->allow_private_registries);
 }
 
 TEST(Config, TheJobQueueBoundIsParsedAndChecked) {

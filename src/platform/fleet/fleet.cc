@@ -49,13 +49,13 @@ StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
 }
 
 StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& workload_id,
-                              const std::string& reason, std::string_view party) {
+                              const std::string& reason, const Ending& ending) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(workload_id));
   if (!w || !IsActiveWorkloadState(w->state)) return false;
-  GPUNEX_ASSIGN_OR_RETURN(bool ended,
-                          s.EndWorkload(workload_id, party == "provider" ? "failed" : "stopped",
-                                        std::nullopt, reason, party, std::nullopt, now));
+  GPUNEX_ASSIGN_OR_RETURN(
+      bool ended, s.EndWorkload(workload_id, ending.party == "provider" ? "failed" : "stopped",
+                                std::nullopt, reason, ending, std::nullopt, now));
   if (!ended) return false;
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
   return true;
@@ -104,7 +104,7 @@ Status Fleet::FailLostWorkloads() {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(wid));
       if (!w || (w->state != "starting" && w->state != "running")) return Status::Ok();
       GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, "failed", std::nullopt, "container lost",
-                                           "provider", std::nullopt, now)
+                                           {kCauseContainerLost, "provider"}, std::nullopt, now)
                                  .status());
       GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
       return RunWorkloadHooks(tx, now, wid);
@@ -181,14 +181,10 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
       GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(e.workload_id, e.state, container, now));
       return RunWorkloadHooks(tx, now, e.workload_id);
     }
-    // RNT-3: who ended it. A workload that exits by itself or is stopped on request is the
-    // customer's doing; a failure is the provider's unless it is the customer's image or
-    // time limit.
-    std::string party = "customer";
-    if (e.state == "failed" && !e.reason.starts_with("timeout") && !e.reason.starts_with("image"))
-      party = "provider";
+    // RNT-3: who ended it, from what the engine said (endings.h), never from who reports it.
+    const Ending ending = EndingOfEvent(e, w->spec.image);
     GPUNEX_RETURN_IF_ERROR(s.EndWorkload(e.workload_id, e.state, e.exit_code,
-                                         e.reason.empty() ? e.state : e.reason, party, container,
+                                         e.reason.empty() ? e.state : e.reason, ending, container,
                                          now)
                                .status());
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));

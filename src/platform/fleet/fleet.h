@@ -33,7 +33,9 @@
 #include "common/thread_annotations.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
+#include "platform/fleet/endings.h"
 #include "platform/fleet/machine.h"
+#include "platform/fleet/registries.h"
 #include "platform/fleet/workload.h"
 #include "platform/store/db.h"
 
@@ -60,6 +62,8 @@ struct FleetOptions {
   int hello_timeout_s = 10;  // a connection must say hello within this
   // A provider's agents register at most this many machines; a hello beyond is refused.
   int64_t max_machines_per_provider = 100;
+  // What workload images may name (registries.h): [fleet] allow_private_registries.
+  ImagePolicy images;
   int sweep_interval_ms = 1000;
   const Clock* clock = &SystemClock();
 };
@@ -143,7 +147,7 @@ StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
 // The container, if it still runs, is removed when the agent reconnects (it is no longer
 // expected there). false when the workload had ended already. Runs no workload hooks.
 StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& workload_id,
-                              const std::string& reason, std::string_view party);
+                              const std::string& reason, const Ending& ending);
 
 // Decides the listing of every GPU of the machine from the facts stored now, and stores
 // the decisions that changed (stamping the machine's offers when any did). Every change of

@@ -16,6 +16,7 @@
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
+#include "platform/fleet/endings.h"
 #include "platform/fleet/machine.h"
 #include "platform/fleet/workload.h"
 #include "platform/store/db.h"
@@ -145,10 +146,11 @@ class FleetStore {
   StatusOr<std::set<std::string>> GpusInActiveWorkloads(const std::string& machine_id);
   Status SetWorkloadProgress(const std::string& id, std::string_view state,
                              const std::optional<std::string>& container_id, Timestamp at);
-  // Ends a workload that is still active; false when it had already ended.
+  // Ends a workload that is still active, with its cause and party (endings.h) and
+  // `reason`, the words for the provider; false when it had already ended.
   StatusOr<bool> EndWorkload(const std::string& id, std::string_view state,
                              std::optional<int64_t> exit_code, const std::string& reason,
-                             std::string_view party, const std::optional<std::string>& container_id,
+                             const Ending& ending, const std::optional<std::string>& container_id,
                              Timestamp at);
 
   // --- workload logs

@@ -187,6 +187,13 @@ std::vector<store::Migration> FleetMigrations() {
            "CREATE INDEX machines_offers_changed ON machines (offers_changed_at)",
        },
        {}},
+      // Every workload ending records its cause (endings.h), from which its party follows
+      // and the sentence its customer reads; end_reason keeps the agent's own words.
+      {17,
+       "fleet",
+       "the cause of each workload ending",
+       {"ALTER TABLE workloads ADD COLUMN end_cause TEXT"},
+       {}},
   };
 }
 

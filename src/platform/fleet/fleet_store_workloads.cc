@@ -44,7 +44,8 @@ std::string IdsText(const std::vector<std::string>& ids) {
 
 constexpr const char* kWorkloadColumns =
     "id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, exit_code, "
-    "end_reason, end_party, container_id, created_at, started_at, ended_at, updated_at";
+    "end_reason, end_party, container_id, created_at, started_at, ended_at, updated_at, "
+    "end_cause";
 
 Workload WorkloadFrom(const store::Row& r) {
   Workload w;
@@ -64,6 +65,7 @@ Workload WorkloadFrom(const store::Row& r) {
   w.started_at = r.OptTime(13);
   w.ended_at = r.OptTime(14);
   w.updated_at = r.Time(15);
+  w.end_cause = r.OptStr(16);
   return w;
 }
 
@@ -159,17 +161,17 @@ Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view s
 
 StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view state,
                                        std::optional<int64_t> exit_code, const std::string& reason,
-                                       std::string_view party,
+                                       const Ending& ending,
                                        const std::optional<std::string>& container_id,
                                        Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
-      tx_.Exec(
-          "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
-          "ended_at = ?, updated_at = ?, container_id = COALESCE(?, container_id) "
-          "WHERE id = ? AND state IN ('pending', 'starting', 'running')",
-          {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr), reason,
-           std::string(party), ToUnixMicros(at), ToUnixMicros(at), OptValue(container_id), id}));
+      tx_.Exec("UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
+               "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
+               "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
+               {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr),
+                reason, ending.party, ending.cause, ToUnixMicros(at), ToUnixMicros(at),
+                OptValue(container_id), id}));
   return n > 0;
 }
 

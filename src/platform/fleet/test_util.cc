@@ -187,8 +187,8 @@ void FakeAgent::Result(const std::string& command_id, bool ok, std::string error
 
 void FakeAgent::Event(const std::string& workload_id, const std::string& state,
                       std::optional<int64_t> exit_code, const std::string& reason,
-                      const std::string& container_id) {
-  Send(protocol::WorkloadEvent{workload_id, state, exit_code, reason, container_id});
+                      const std::string& container_id, const std::string& cause) {
+  Send(protocol::WorkloadEvent{workload_id, state, exit_code, reason, container_id, cause});
 }
 
 void FakeAgent::Log(const std::string& workload_id, const std::string& stream, int64_t s,

@@ -75,7 +75,7 @@ class FakeAgent {
               json::object data = {});
   void Event(const std::string& workload_id, const std::string& state,
              std::optional<int64_t> exit_code = std::nullopt, const std::string& reason = "",
-             const std::string& container_id = "");
+             const std::string& container_id = "", const std::string& cause = "");
   void Log(const std::string& workload_id, const std::string& stream, int64_t seq,
            const std::string& data);
 

@@ -32,8 +32,12 @@ struct Workload {
   std::vector<std::string> gpu_ids;  // machine_gpus ids
   std::string state;
   std::optional<int64_t> exit_code;
+  // The agent's (or the platform's) own words on the end: for the provider and admins.
   std::optional<std::string> end_reason;
   std::optional<std::string> end_party;  // customer | provider | platform (RNT-3)
+  // What ended it (endings.h), which decides end_party; unset for workloads that ended
+  // before causes were recorded.
+  std::optional<std::string> end_cause;
   std::optional<std::string> container_id;
   Timestamp created_at;
   std::optional<Timestamp> started_at;

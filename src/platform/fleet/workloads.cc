@@ -32,31 +32,34 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
 
 }  // namespace
 
-FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req) {
+FieldErrors ValidateContainer(std::string_view image, const std::vector<std::string>& command,
+                              const std::vector<std::pair<std::string, std::string>>& env,
+                              const ImagePolicy& images) {
   FieldErrors errors;
-  if (req.machine_id.empty()) errors.emplace("machine_id", "is required");
   std::string why;
-  if (!ParseImageRef(req.image, &why)) {
+  if (auto ref = ParseImageRef(image, &why); !ref) {
     errors.emplace("image", "must be an image reference such as \"registry/name:tag\"");
+  } else if (RegistryHost host = ClassifyRegistryHost(ref->domain);
+             host == RegistryHost::kForbidden) {
+    errors.emplace("image",
+                   "must not name a registry on a link-local, unspecified, multicast or reserved "
+                   "address");
+  } else if (host == RegistryHost::kPrivate && !images.allow_private_registries) {
+    errors.emplace("image",
+                   "must name a public registry, not one on a loopback or private address or an "
+                   "internal host name (such as localhost, 127.0.0.1, 10.x.x.x or registry:5000)");
   }
-  if (req.gpu_ids.size() > protocol::kMaxWorkloadGpus) {
-    errors.emplace("gpu_ids",
-                   "must have at most " + std::to_string(protocol::kMaxWorkloadGpus) + " GPUs");
-  }
-  if (std::set<std::string>(req.gpu_ids.begin(), req.gpu_ids.end()).size() != req.gpu_ids.size()) {
-    errors.emplace("gpu_ids", "must not repeat a GPU");
-  }
-  if (req.command.size() > protocol::kMaxCommandArgs) {
+  if (command.size() > protocol::kMaxCommandArgs) {
     errors.emplace("command", "must be a list of at most 64 strings of at most 4096 characters");
   }
-  for (const auto& arg : req.command) {
+  for (const auto& arg : command) {
     if (arg.size() > protocol::kMaxCommandArgLength || !IsCleanText(arg, true)) {
       errors.emplace("command", "must be a list of at most 64 strings of at most 4096 characters");
     }
   }
-  if (req.env.size() > protocol::kMaxEnvEntries)
+  if (env.size() > protocol::kMaxEnvEntries)
     errors.emplace("env", "must have at most 128 variables");
-  for (const auto& [name, value] : req.env) {
+  for (const auto& [name, value] : env) {
     const std::string field = "env." + name;
     if (!protocol::IsEnvName(name)) {
       errors.emplace(field, "is not a valid variable name");
@@ -65,6 +68,19 @@ FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req) {
     } else if (value.size() > protocol::kMaxEnvValueLength || !IsCleanText(value, true)) {
       errors.emplace(field, "must be a string of at most 32768 characters");
     }
+  }
+  return errors;
+}
+
+FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req, const ImagePolicy& images) {
+  FieldErrors errors = ValidateContainer(req.image, req.command, req.env, images);
+  if (req.machine_id.empty()) errors.emplace("machine_id", "is required");
+  if (req.gpu_ids.size() > protocol::kMaxWorkloadGpus) {
+    errors.emplace("gpu_ids",
+                   "must have at most " + std::to_string(protocol::kMaxWorkloadGpus) + " GPUs");
+  }
+  if (std::set<std::string>(req.gpu_ids.begin(), req.gpu_ids.end()).size() != req.gpu_ids.size()) {
+    errors.emplace("gpu_ids", "must not repeat a GPU");
   }
   CheckRange(errors, "memory_mb", req.memory_mb, protocol::kMinMemoryMb, protocol::kMaxMemoryMb);
   if (req.cpus && !(*req.cpus >= protocol::kMinCpus && *req.cpus <= protocol::kMaxCpus)) {
@@ -86,18 +102,19 @@ Workloads::Workloads(store::Database& db, Fleet& fleet, const Clock* clock)
                   });
 }
 
-// A start the agent refused (its own policy check, a bad image...): the workload fails,
-// on the customer's side.
+// A start the agent refused (no engine there, a GPU it does not offer or holds busy, a
+// command it could not parse): the workload fails, on the machine's side. (Failures after
+// the agent took the start, a bad image among them, come as workload events.)
 Status Workloads::OnStartResult(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                 const protocol::Command& command, const protocol::Result& result) {
   if (result.ok) return Status::Ok();
   auto it = command.payload.find("workload_id");
   if (it == command.payload.end() || !it->value().is_string()) return Status::Ok();
   const std::string wid(it->value().get_string());
-  GPUNEX_ASSIGN_OR_RETURN(bool ended,
-                          FleetStore(tx).EndWorkload(wid, "failed", std::nullopt,
-                                                     "start refused by the agent: " + result.error,
-                                                     "customer", std::nullopt, now));
+  GPUNEX_ASSIGN_OR_RETURN(
+      bool ended, FleetStore(tx).EndWorkload(wid, "failed", std::nullopt,
+                                             "start refused by the agent: " + result.error,
+                                             {kCauseStartRefused, "provider"}, std::nullopt, now));
   if (!ended) return Status::Ok();
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
   return fleet_.RunWorkloadHooks(tx, now, wid);
@@ -112,7 +129,7 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
       GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m,
                               FleetStore(tx).FindMachine(req.machine_id));
       if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) {
-        FieldErrors errors = ValidateWorkloadRequest(req);
+        FieldErrors errors = ValidateWorkloadRequest(req, fleet_.options().images);
         errors["machine_id"] = "is not a machine you may run workloads on";
         return ValidationFailed(std::move(errors));
       }
@@ -128,7 +145,7 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
                                          const std::string& created_by, std::string purpose,
                                          const CreateWorkloadRequest& req, const Machine* loaded,
                                          const std::set<std::string>* loaded_busy) {
-  FieldErrors errors = ValidateWorkloadRequest(req);
+  FieldErrors errors = ValidateWorkloadRequest(req, fleet_.options().images);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(req.gpu_ids.size()));
   Workload w;

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "common/status.h"
 #include "platform/accounts/accounts.h"
 #include "platform/fleet/fleet.h"
+#include "platform/fleet/registries.h"
 #include "platform/fleet/workload.h"
 #include "platform/store/db.h"
 
@@ -42,8 +44,19 @@ struct CreateWorkloadRequest {
   std::optional<int64_t> timeout_s;
 };
 
+// The container's own values, as every path that starts one checks them (workloads,
+// rentals, jobs): the one place a container is validated. The image must be a reference
+// (common/image_ref.h) whose registry `images` allows (registries.h: never the provider's
+// link-local or unspecified addresses; loopback, private addresses and internal names
+// only when the operator allows private registries); the command at most 64 clean
+// strings; the environment valid names (not NVIDIA_*) with bounded values. Field errors
+// name "image", "command", "env" and "env.NAME".
+FieldErrors ValidateContainer(std::string_view image, const std::vector<std::string>& command,
+                              const std::vector<std::pair<std::string, std::string>>& env,
+                              const ImagePolicy& images);
+
 // The request's own values, before anything is looked up; field errors name its fields.
-FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req);
+FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req, const ImagePolicy& images);
 
 // Log chunks in order, and where to follow on from: the position after the last chunk
 // shown (or the one asked from when nothing is new). Logs grow while a workload runs, so

@@ -414,23 +414,40 @@ TEST_P(WorkloadsTest, WhoEndedTheWorkload) {
   FakeAgent& a = NewAgent(pia_, 1);
   ASSERT_TRUE(a.Join());
   const std::string g = GpuIds(a.machine_id)[0];
+  // The party follows the cause the agent reports (endings.h), whatever the state.
   struct Case {
-    std::string state, reason, party, end_reason;
+    std::string state, reason, cause, party, end_reason, end_cause;
   };
   for (const Case& c : std::vector<Case>{
-           {"exited", "", "customer", "exited"},
-           {"stopped", "", "customer", "stopped"},
-           {"failed", "timeout after 60 s", "customer", "timeout after 60 s"},
-           {"failed", "image pull failed: not found", "customer", "image pull failed: not found"},
-           {"failed", "the container was OOM killed", "provider", "the container was OOM killed"},
-           {"failed", "", "provider", "failed"},
+           {"exited", "", "exited", "customer", "exited", "exited"},
+           {"stopped", "", "stopped", "customer", "stopped", "stopped"},
+           {"failed", "out of memory", "oom_killed", "customer", "out of memory", "oom_killed"},
+           {"failed", "timeout", "timeout", "customer", "timeout", "timeout"},
+           {"failed", "the container was removed outside the agent", "container_gone", "provider",
+            "the container was removed outside the agent", "container_gone"},
+           {"stopped", "", "agent_shutdown", "provider", "stopped", "agent_shutdown"},
+           {"failed", "image: pulling x: manifest unknown", "image_not_found", "customer",
+            "image: pulling x: manifest unknown", "image_not_found"},
+           {"failed", "start: docker: exec: \"/x\": no such file", "bad_command", "customer",
+            "start: docker: exec: \"/x\": no such file", "bad_command"},
+           {"failed", "scratch volume: docker: no space left", "engine_error", "provider",
+            "scratch volume: docker: no space left", "engine_error"},
+           // Agents from before causes: read from their reason.
+           {"failed", "timeout after 60 s", "", "customer", "timeout after 60 s", "timeout"},
+           {"failed", "image pull failed: not found", "", "customer",
+            "image pull failed: not found", "image_not_found"},
+           {"failed", "out of memory", "", "customer", "out of memory", "oom_killed"},
+           {"failed", "something else the engine said", "", "provider",
+            "something else the engine said", "engine_error"},
+           {"failed", "", "", "provider", "failed", "engine_error"},
        }) {
     const std::string wid = Start(a, g, "running");
-    a.Event(wid, c.state, std::nullopt, c.reason);
+    a.Event(wid, c.state, std::nullopt, c.reason, "", c.cause);
     Workload w = Get(wid);
     EXPECT_EQ(w.state, c.state) << c.reason;
-    EXPECT_EQ(w.end_party, c.party) << c.state << " " << c.reason;
+    EXPECT_EQ(w.end_party, c.party) << c.state << " " << c.reason << " " << c.cause;
     EXPECT_EQ(w.end_reason, c.end_reason);
+    EXPECT_EQ(w.end_cause, c.end_cause);
   }
 }
 
@@ -450,11 +467,16 @@ TEST_P(WorkloadsTest, AStartTheAgentRefusesFailsTheWorkload) {
   ASSERT_TRUE(cmd);
   a.Ack(cmd->command_id);
   clock_.Advance(Seconds(1));
-  a.Result(cmd->command_id, false, "image pull failed: not found");
+  a.Result(cmd->command_id, false, "no Docker engine is reachable on this machine");
   Workload got = Get(w.id);
   EXPECT_EQ(got.state, "failed");
-  EXPECT_EQ(got.end_reason, "start refused by the agent: image pull failed: not found");
-  EXPECT_EQ(got.end_party, "customer");
+  EXPECT_EQ(got.end_reason,
+            "start refused by the agent: no Docker engine is reachable on this "
+            "machine");
+  // The agent took no start: its machine's doing (a pull or a start that fails afterwards
+  // comes as an event, with its cause).
+  EXPECT_EQ(got.end_party, "provider");
+  EXPECT_EQ(got.end_cause, kCauseStartRefused);
   EXPECT_EQ(got.ended_at, clock_.Now());
   EXPECT_EQ(ListingOf(g[0]), "listed") << "the GPU is free again";
   MustCreate(pia_, Req(a.machine_id, {g[0]}));
@@ -731,6 +753,7 @@ TEST_P(WorkloadsTest, AStartedWorkloadMissingFromTheHelloIsLostAfterAGracePeriod
     EXPECT_EQ(w.state, "failed") << wid;
     EXPECT_EQ(w.end_reason, "container lost");
     EXPECT_EQ(w.end_party, "provider");
+    EXPECT_EQ(w.end_cause, kCauseContainerLost);
     EXPECT_EQ(w.ended_at, clock_.Now());
   }
   EXPECT_EQ(StateOf(alive), "running");

@@ -213,6 +213,59 @@ TEST_P(ReliabilityTest, JobsEndedByTheProviderCountAgainstAndThePlatformsAreLeft
   EXPECT_THAT(events[0].description, HasSubstr("wl_2"));
 }
 
+// Issue 24: an ending counts by the party its cause is put down to (fleet/endings.h), as
+// the fleet records it from the agent's report: a container the kernel killed at its own
+// memory limit is the customer's (it counts as ok, no provider-side event), one removed on
+// the host the provider's (it counts against).
+TEST_P(ReliabilityTest, AnOutOfMemoryEndingIsTheCustomersAndARemovedContainerTheProviders) {
+  FakeAgent& a = NewAgent(pia_);
+  ASSERT_TRUE(a.Join());
+  Online(a, 2 * kOneHour);
+  Refresh();
+  const double before = View(a.machine_id).score;
+  auto running = [&](const std::string& id) {
+    ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
+                      return tx
+                          .Exec(
+                              "INSERT INTO workloads (id, machine_id, provider_id, created_by, "
+                              "purpose, spec, gpu_ids, state, created_at, started_at, "
+                              "updated_at) VALUES (?, ?, ?, ?, 'rental', '{}', '[]', "
+                              "'running', ?, ?, ?)",
+                              {id, a.machine_id, pia_, customer_, ToUnixMicros(clock_.Now()),
+                               ToUnixMicros(clock_.Now()), ToUnixMicros(clock_.Now())})
+                          .status();
+                    })
+                    .ok());
+  };
+  running("wl_oom");
+  Online(a, kOneMinute);
+  const Timestamp t1 = clock_.Now();
+  a.Event("wl_oom", "failed", 137, "out of memory", "", protocol::kCauseOomKilled);
+  EXPECT_EQ(Text("SELECT end_party FROM workloads WHERE id = 'wl_oom'"), "customer");
+  Online(a, kOneMinute);
+  Refresh();
+  const double w1 = Weight(t1, clock_.Now());
+  EXPECT_NEAR(View(a.machine_id).components.completion, (w1 + 4.75) / (w1 + 5), 1e-4);
+  EXPECT_TRUE(View(a.machine_id).events.items.empty()) << "no provider-side ending";
+  EXPECT_GE(View(a.machine_id).score, before) << "the customer's ending lowers nothing";
+
+  running("wl_gone");
+  Online(a, kOneMinute);
+  const Timestamp t2 = clock_.Now();
+  a.Event("wl_gone", "failed", 137, "the container was removed outside the agent", "",
+          protocol::kCauseContainerGone);
+  EXPECT_EQ(Text("SELECT end_party FROM workloads WHERE id = 'wl_gone'"), "provider");
+  Online(a, kOneMinute);
+  Refresh();
+  const double v1 = Weight(t1, clock_.Now()), v2 = Weight(t2, clock_.Now());
+  EXPECT_NEAR(View(a.machine_id).components.completion, (v1 + 4.75) / (v1 + v2 + 5), 1e-4);
+  const auto events = View(a.machine_id).events.items;
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, "job_ended");
+  EXPECT_THAT(events[0].description, HasSubstr("wl_gone"));
+  EXPECT_LT(View(a.machine_id).score, before);
+}
+
 TEST_P(ReliabilityTest, ADegradedRebenchmarkAndThrottlingLowerTheBenchmarkPart) {
   FakeAgent& a = NewAgent(pia_);
   ASSERT_TRUE(a.Join());

@@ -154,13 +154,9 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   as_rental.container = req.container;
   as_rental.max_duration_s = req.max_duration_s;
   as_rental.max_cost = req.max_cost;
-  for (auto& [field, message] : ValidateRental(as_rental)) errors.emplace(field, message);
-  fleet::CreateWorkloadRequest w;
-  w.machine_id = "job";
-  w.image = req.container.image;
-  w.command = req.container.command;
-  w.env = req.container.env;
-  for (auto& [field, message] : fleet::ValidateWorkloadRequest(w)) errors.emplace(field, message);
+  for (auto& [field, message] : ValidateRental(as_rental, rentals_.image_policy())) {
+    errors.emplace(field, message);
+  }
   if (!errors.empty()) return ValidationFailed(std::move(errors));
 
   Job j;

@@ -27,9 +27,11 @@ inline constexpr std::string_view kEnded = "ended";
 inline constexpr std::string_view kCustomer = "customer";
 inline constexpr std::string_view kProvider = "provider";
 inline constexpr std::string_view kPlatform = "platform";
-// customer: stopped, exited, start_failed, max_duration, max_cost
-// provider: agent_lost, gpu_lost, hardware_failure, machine_shutdown
+// customer: stopped, exited, out_of_memory, start_failed, max_duration, max_cost
+// provider: agent_lost, gpu_lost, hardware_failure, machine_shutdown, container_removed,
+//           start_failed
 // platform: balance_exhausted, operator
+// A workload's end is put down to a party by its cause (fleet/endings.h).
 
 struct Rental {
   std::string id;  // "rnt_..."

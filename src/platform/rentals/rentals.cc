@@ -4,7 +4,6 @@
 #include <set>
 
 #include "common/ids.h"
-#include "common/image_ref.h"
 #include "common/log.h"
 #include "platform/billing/ledger.h"
 #include "platform/billing/metering.h"
@@ -33,17 +32,14 @@ bool Visible(const accounts::Principal& p, const Rental& r) {
 
 }  // namespace
 
-FieldErrors ValidateRental(const CreateRentalRequest& req) {
-  FieldErrors errors;
+FieldErrors ValidateRental(const CreateRentalRequest& req, const fleet::ImagePolicy& images) {
+  FieldErrors errors = fleet::ValidateContainer(req.container.image, req.container.command,
+                                                req.container.env, images);
   if (req.offer_id.empty() || req.offer_id.size() > 64) {
     errors.emplace("offer_id", "must be the id of an offer on the marketplace");
   }
   if (req.gpus < 1 || req.gpus > kMaxGpus) {
     errors.emplace("gpus", "must be from 1 to " + std::to_string(kMaxGpus));
-  }
-  std::string why;
-  if (!ParseImageRef(req.container.image, &why)) {
-    errors.emplace("image", "must be an image reference such as \"registry/name:tag\"");
   }
   if (req.max_duration_s &&
       (*req.max_duration_s < kMinDurationS || *req.max_duration_s > kMaxDurationS)) {
@@ -101,18 +97,23 @@ Transfer Usage(const Rental& r, std::string_view kind, std::string to, Usdc amou
 
 std::string Micros(Usdc u) { return u.ToString() + " USDC"; }
 
-// The rental's end, as the fleet reported its workload's.
+// The rental's end (reason, party) from its workload's: the party is the one the fleet put
+// the workload's end down to (fleet/endings.h), the reason the rental's name for its cause
+// (docs/billing.md, "Who ended it").
 std::pair<std::string, std::string> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
   const std::string party = w.end_party.value_or("customer");
-  const std::string reason = w.end_reason.value_or("");
-  if (r.state != kRunning) {
-    return {party == "provider" ? "hardware_failure" : "start_failed", party};
+  const std::string cause = w.end_cause.value_or("");
+  if (r.state != kRunning) return {"start_failed", party};  // never billed, whoever's it was
+  if (cause == protocol::kCauseOomKilled) return {"out_of_memory", party};
+  if (cause == protocol::kCauseContainerGone) return {"container_removed", party};
+  if (cause == protocol::kCauseAgentShutdown || cause == fleet::kCauseContainerLost) {
+    return {"machine_shutdown", party};
   }
-  if (party != "provider") return {"exited", "customer"};
+  if (party != "provider") return {"exited", party};
+  // Ended on the machine's side some other way: the engine failed.
+  const std::string reason = w.end_reason.value_or("");
   if (reason.find("GPU") != std::string::npos || reason.find("gpu") != std::string::npos)
     return {"gpu_lost", "provider"};
-  if (reason == "container lost" || reason.find("shutdown") != std::string::npos)
-    return {"machine_shutdown", "provider"};
   return {"hardware_failure", "provider"};
 }
 
@@ -138,7 +139,7 @@ int64_t Rentals::CommissionBps(std::string_view tier) const {
 }
 
 StatusOr<Rental> Rentals::Create(const accounts::Principal& p, const CreateRentalRequest& req) {
-  FieldErrors errors = ValidateRental(req);
+  FieldErrors errors = ValidateRental(req, fleet_.options().images);
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   std::shared_ptr<const market::Snapshot> snap = market_.snapshot();
   const market::Offer* offer = snap ? snap->Find(req.offer_id) : nullptr;
@@ -469,8 +470,9 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
     r.state = std::string(kEnded);
     r.ended_at = now;
   } else if (why == "agent_lost") {
-    GPUNEX_RETURN_IF_ERROR(
-        fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost", "provider").status());
+    GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
+                                                 {fleet::kCauseAgentLost, "provider"})
+                               .status());
     r.state = std::string(kEnded);
     r.ended_at = now;
   } else {
@@ -484,10 +486,11 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
     notify::Notice n;
     n.kind = "rental.ended";
     n.title = "Your rental " + r.id + " ended";
-    n.text = "Your rental of " + std::to_string(r.gpus) +
-             " GPU(s) ended: " + (text.empty() ? why : text) + ". It was billed " +
-             Micros(r.charged) + " for " + std::to_string(r.billed_seconds) + " seconds" +
-             (r.refunded.is_positive() ? ", refunded in full." : ".");
+    std::string said = text.empty() ? why : text;
+    if (said.ends_with('.')) said.pop_back();  // the sentences of fleet/endings.h end with one
+    n.text = "Your rental of " + std::to_string(r.gpus) + " GPU(s) ended: " + said +
+             ". It was billed " + Micros(r.charged) + " for " + std::to_string(r.billed_seconds) +
+             " seconds" + (r.refunded.is_positive() ? ", refunded in full." : ".");
     n.link = "/#/rentals/" + r.id;
     n.email = why == "balance_exhausted" || who == "provider";
     GPUNEX_RETURN_IF_ERROR(
@@ -529,7 +532,9 @@ Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Work
     return s.Update(r);
   }
   auto [reason, party] = EndOfWorkload(r, w);
-  return End(tx, now, r, reason, party, now, true, w.end_reason.value_or(""));
+  // The customer reads a sentence; the agent's own words stay on the workload, for the
+  // provider (they may name what is on its host and network).
+  return End(tx, now, r, reason, party, now, true, fleet::CustomerSentence(w));
 }
 
 StatusOr<int64_t> Rentals::MeterDue() {
@@ -670,8 +675,9 @@ StatusOr<int64_t> Rentals::EndLost() {
       for (Rental& r : active) {
         if (r.state == kEnding) {
           // Its end was decided and billed; the agent that was to confirm it is gone.
-          GPUNEX_RETURN_IF_ERROR(
-              fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost", "provider").status());
+          GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
+                                                       {fleet::kCauseAgentLost, "provider"})
+                                     .status());
           r.state = std::string(kEnded);
           r.ended_at = r.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.Update(r));

@@ -79,9 +79,9 @@ struct CreateRentalRequest {
   std::string idempotency_key;  // "" without one
 };
 
-// The request's own values, before anything is looked up (the container's command and env
-// are the workload path's to check).
-FieldErrors ValidateRental(const CreateRentalRequest& req);
+// The request's own values, before anything is looked up; the container as the fleet
+// checks every container (fleet::ValidateContainer), with the operator's `images` policy.
+FieldErrors ValidateRental(const CreateRentalRequest& req, const fleet::ImagePolicy& images);
 
 // The placement rule, one for every placement: a rental asked for by offer (POST /rentals)
 // and a job the scheduler places (Plan, and the commit's re-check in CreateInTx). OK when
@@ -153,6 +153,8 @@ class Rentals {
   StatusOr<BalanceView> Balance(const accounts::Principal& p);
   // The commission of a provider's tier, in basis points.
   int64_t CommissionBps(std::string_view tier) const;
+  // What workload images may name (the fleet's, from [fleet]).
+  const fleet::ImagePolicy& image_policy() const { return fleet_.options().images; }
 
   // One round of the background work; tests call them directly.
   // Meters the running rentals due now; returns how many were metered.

@@ -220,9 +220,161 @@ TEST_P(RentalsTest, AStartThatFailsOnTheMachinesSideIsTheProvidersAndNotBilled) 
   Rental end = Load(r->id);
   EXPECT_EQ(end.state, "ended");
   EXPECT_EQ(end.end_party.value_or(""), "provider");
-  EXPECT_EQ(end.end_reason.value_or(""), "hardware_failure");
+  EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
+  EXPECT_EQ(end.detail, "The container engine on the provider's machine failed.");
   EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Balance(customer_), 10'000'000);
+}
+
+// Issue 24, docs/billing.md "Who ended it": every ending of a rental that ran is put down
+// to the party that caused it, from the cause the agent reports; the provider's side in
+// the first early_fault_refund_s is refunded in full, the customer's is charged; the
+// customer reads a sentence, never the agent's words.
+TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
+  Credit(customer_, 10'000'000);
+  struct Row {
+    std::string state, cause;
+    std::optional<int64_t> exit_code;
+    std::string end_reason, party, sentence;  // sentence: a prefix
+  };
+  const std::string words = "docker: dial tcp 10.9.8.7:2375: connect: connection refused";
+  for (const Row& row : std::vector<Row>{
+           {"exited", protocol::kCauseExited, 3, "exited", "customer",
+            "The workload ended by itself with exit code 3."},
+           {"failed", protocol::kCauseOomKilled, 137, "out_of_memory", "customer",
+            "The workload used more memory than its limit of "},
+           {"stopped", protocol::kCauseStopped, 143, "exited", "customer",
+            "The workload was stopped on request."},
+           {"failed", protocol::kCauseContainerGone, 137, "container_removed", "provider",
+            "The container was removed on the provider's machine."},
+           {"stopped", protocol::kCauseAgentShutdown, 143, "machine_shutdown", "provider",
+            "The provider's machine shut its agent down."},
+           {"failed", protocol::kCauseEngineError, std::nullopt, "hardware_failure", "provider",
+            "The container engine on the provider's machine failed."},
+       }) {
+    SCOPED_TRACE(row.cause);
+    Reload();
+    const int64_t balance = Balance(customer_);
+    auto r = rentals_->Create(As(customer_), Request());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    Run(*r);
+    clock_.Advance(Seconds(100));
+    Meter();
+    agent_->Event(r->workload_id, row.state, row.exit_code, words, "", row.cause);
+    Rental end = Load(r->id);
+    EXPECT_EQ(end.state, "ended");
+    EXPECT_EQ(end.end_reason.value_or(""), row.end_reason);
+    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(end.exit_code, row.exit_code);
+    EXPECT_EQ(end.billed_seconds, 100);
+    EXPECT_TRUE(end.charged.is_positive());
+    ExpectFormulas(end);
+    EXPECT_TRUE(end.detail.starts_with(row.sentence)) << end.detail;
+    EXPECT_EQ(end.detail.find("10.9.8.7"), std::string::npos) << end.detail;
+    if (row.party == "provider") {
+      EXPECT_EQ(end.refunded, end.charged) << "the early-fault refund";
+      EXPECT_EQ(Balance(customer_), balance);
+      // The customer is told, in the same sentence.
+      EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'rental.ended' AND "
+                       "body LIKE ?",
+                       {"%ended: " + end.detail.substr(0, end.detail.size() - 1) +
+                        ". It was billed%refunded in full."}),
+                1);
+    } else {
+      EXPECT_EQ(end.refunded.micros(), 0);
+      EXPECT_EQ(Balance(customer_), balance - end.charged.micros());
+    }
+    // The provider keeps the agent's words on the workload.
+    auto w = workloads_->Get(As(pia_), r->workload_id);
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w->end_reason.value_or(""), words);
+    EXPECT_EQ(w->end_cause.value_or(""), row.cause);
+    if (row.cause == protocol::kCauseOomKilled) {
+      EXPECT_EQ(end.detail, "The workload used more memory than its limit of " +
+                                std::to_string(w->spec.memory_mb) +
+                                " MiB and was stopped by the kernel.");
+    }
+  }
+  ExpectLedgerOk();
+}
+
+TEST_P(RentalsTest, AProviderSideEndingAfterTheEarlyFaultWindowIsChargedNotRefunded) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok());
+  Run(*r);
+  clock_.Advance(Seconds(700));  // past early_fault_refund_s (600)
+  Meter();
+  agent_->Event(r->workload_id, "failed", 137, "the container was removed outside the agent", "",
+                protocol::kCauseContainerGone);
+  Rental end = Load(r->id);
+  EXPECT_EQ(end.end_reason.value_or(""), "container_removed");
+  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(end.billed_seconds, 700);
+  EXPECT_EQ(end.refunded.micros(), 0);
+  EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
+  ExpectLedgerOk();
+}
+
+// A start that fails is never billed, whoever's it was; the party follows the cause.
+TEST_P(RentalsTest, EveryStartFailureIsPutDownToWhoCausedItAndNeverBilled) {
+  Credit(customer_, 10'000'000);
+  constexpr char kPullFailed[] =
+      "The image could not be pulled: check that the reference is right, that the image exists "
+      "and that it is public.";
+  struct Row {
+    std::string image, cause, party, sentence;
+  };
+  const std::string own = "registry.example/train:1", hub = "pytorch/pytorch:2.3.0";
+  for (const Row& row : std::vector<Row>{
+           {own, protocol::kCauseImageNotFound, "customer", kPullFailed},
+           {own, protocol::kCauseImageRefused, "customer", kPullFailed},
+           {own, protocol::kCauseRegistryUnreachable, "customer", kPullFailed},
+           {hub, protocol::kCauseRegistryUnreachable, "provider",
+            "The provider's machine could not download the image."},
+           {hub, protocol::kCauseBadCommand, "customer",
+            "The container's command could not be started: check that it exists in the image "
+            "and is executable."},
+           {hub, protocol::kCauseEngineError, "provider",
+            "The container engine on the provider's machine failed."},
+           {hub, protocol::kCausePolicyRefused, "provider",
+            "The provider's machine refused the container."},
+           {hub, fleet::kCauseStartRefused, "provider",
+            "The provider's machine did not accept the workload."},
+       }) {
+    SCOPED_TRACE(row.image + " " + row.cause);
+    Reload();
+    CreateRentalRequest req = Request();
+    req.container.image = row.image;
+    auto r = rentals_->Create(As(customer_), req);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (row.cause == fleet::kCauseStartRefused) {
+      std::string command_id;
+      for (const auto& c : agent_->Commands()) {
+        auto spec = protocol::ParseStartWorkload(c.payload);
+        if (c.kind == protocol::kStartWorkload && spec.ok() &&
+            spec->workload_id == r->workload_id) {
+          command_id = c.command_id;
+        }
+      }
+      ASSERT_FALSE(command_id.empty());
+      agent_->Result(command_id, false, "no Docker engine is reachable on this machine");
+    } else {
+      agent_->Event(r->workload_id, "starting");
+      agent_->Event(r->workload_id, "failed", std::nullopt,
+                    "image: pulling x: docker: dial tcp 192.168.7.7:5000: i/o timeout", "",
+                    row.cause);
+    }
+    Rental end = Load(r->id);
+    EXPECT_EQ(end.state, "ended");
+    EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
+    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(end.detail, row.sentence);
+    EXPECT_EQ(end.billed_seconds, 0);
+    EXPECT_EQ(end.charged.micros(), 0);
+    EXPECT_EQ(Number("SELECT COUNT(*) FROM ledger_transfers WHERE rental_id = ?", {r->id}), 0);
+    EXPECT_EQ(Balance(customer_), 10'000'000);
+  }
 }
 
 TEST_P(RentalsTest, ABalanceOfOneHourStopsTheRentalAtExactlyZero) {
@@ -377,6 +529,11 @@ TEST_P(RentalsTest, BadRequestsNameTheirFieldAndStoreNothing) {
   q = Request(), q.gpus = 3, expect(q, "gpus");  // more than the offer has free
   q = Request(), q.container.image = "", expect(q, "image");
   q = Request(), q.container.image = "UPPER CASE!", expect(q, "image");
+  // The provider's own host and network (issue 24): refused before any pull.
+  q = Request(), q.container.image = "127.0.0.1:5000/train:1", expect(q, "image");
+  q = Request(), q.container.image = "localhost:5000/train:1", expect(q, "image");
+  q = Request(), q.container.image = "169.254.169.254/latest:1", expect(q, "image");
+  q = Request(), q.container.image = "10.0.0.5/train:1", expect(q, "image");
   q = Request(), q.container.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}},
   expect(q, "env.NVIDIA_VISIBLE_DEVICES");
   q = Request(), q.container.env = {{"1BAD", "x"}}, expect(q, "env.1BAD");
@@ -600,6 +757,7 @@ TEST_P(RentalsTest, BadJobsNameTheirFieldAndStoreNothing) {
   j = Job(1, kPrice), j.deadline_s = 59, expect(j, "deadline_s");
   j = Job(1, kPrice), j.deadline_s = kMaxDeadlineS + 1, expect(j, "deadline_s");
   j = Job(1, kPrice), j.container.image = "", expect(j, "image");
+  j = Job(1, kPrice), j.container.image = "127.0.0.1:5000/train:1", expect(j, "image");
   j = Job(1, kPrice), j.container.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}},
   expect(j, "env.NVIDIA_VISIBLE_DEVICES");
   j = Job(1, kPrice), j.max_cost = Usdc::Micros(0), expect(j, "max_cost_micro");

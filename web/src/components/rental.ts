@@ -50,6 +50,8 @@ export function endReasonText(r: api.Rental, viewer: Viewer): string | null {
       return r.exit_code === null
         ? "The workload ended by itself"
         : `The workload ended by itself (exit code ${r.exit_code})`;
+    case "out_of_memory":
+      return "The workload used more memory than its limit";
     case "start_failed":
       return "The workload could not start";
     case "max_duration":
@@ -64,6 +66,8 @@ export function endReasonText(r: api.Rental, viewer: Viewer): string | null {
       return you ? "Hardware failure on the provider's machine" : "Hardware failure on the machine";
     case "machine_shutdown":
       return you ? "The provider shut the machine down" : "The machine was shut down";
+    case "container_removed":
+      return you ? "The container was removed on the provider's machine" : "The container was removed on the machine";
     case "balance_exhausted":
       return "The customer's balance ran out";
     case "operator":

@@ -1,0 +1,124 @@
+#include "platform/fleet/endings.h"
+
+#include <array>
+
+#include "common/image_ref.h"
+#include "platform/fleet/registries.h"
+
+namespace gpunex::platform::fleet {
+namespace {
+
+struct Rule {
+  std::string_view cause;
+  std::string_view party;
+};
+
+// docs/billing.md, "Who ended it". registry_unreachable is the customer's here and the
+// provider's for a dependable registry (PartyOf).
+constexpr std::array<Rule, 15> kRules = {{
+    {protocol::kCauseExited, "customer"},
+    {protocol::kCauseOomKilled, "customer"},
+    {protocol::kCauseTimeout, "customer"},
+    {protocol::kCauseStopped, "customer"},
+    {protocol::kCauseBadCommand, "customer"},
+    {protocol::kCauseImageNotFound, "customer"},
+    {protocol::kCauseImageRefused, "customer"},
+    {protocol::kCauseRegistryUnreachable, "customer"},
+    {protocol::kCauseContainerGone, "provider"},
+    {protocol::kCauseAgentShutdown, "provider"},
+    {protocol::kCauseEngineError, "provider"},
+    {protocol::kCausePolicyRefused, "provider"},
+    {kCauseAgentLost, "provider"},
+    {kCauseContainerLost, "provider"},
+    {kCauseStartRefused, "provider"},
+}};
+
+// The cause of an event from an agent older than causes, from its state and reason as
+// that agent wrote them (workload_runner.cc before issue 24).
+std::string LegacyCause(const protocol::WorkloadEvent& e) {
+  if (e.state == "exited") return protocol::kCauseExited;
+  if (e.state == "stopped") return protocol::kCauseStopped;
+  const std::string& r = e.reason;
+  if (r.starts_with("timeout")) return protocol::kCauseTimeout;
+  if (r == "out of memory") return protocol::kCauseOomKilled;
+  if (r.starts_with("image")) return protocol::kCauseImageNotFound;
+  if (r.starts_with("the container disappeared")) return protocol::kCauseContainerGone;
+  if (r.starts_with("policy")) return protocol::kCausePolicyRefused;
+  return protocol::kCauseEngineError;
+}
+
+// One sentence for every failed pull the customer's side answers for: which of them it
+// was (no such image, access refused, nothing answering) would tell what listens at a
+// name that resolves into the provider's network.
+constexpr char kPullFailed[] =
+    "The image could not be pulled: check that the reference is right, that the image "
+    "exists and that it is public.";
+
+}  // namespace
+
+std::string PartyOf(std::string_view cause, std::string_view image) {
+  if (cause == protocol::kCauseRegistryUnreachable) {
+    auto ref = ParseImageRef(image);
+    return ref && IsDependableRegistry(ref->domain) ? "provider" : "customer";
+  }
+  for (const Rule& r : kRules) {
+    if (r.cause == cause) return std::string(r.party);
+  }
+  return "provider";
+}
+
+Ending EndingOfEvent(const protocol::WorkloadEvent& e, std::string_view image) {
+  Ending out;
+  out.cause = e.cause.empty() ? LegacyCause(e) : e.cause;
+  out.party = PartyOf(out.cause, image);
+  return out;
+}
+
+std::string CustomerSentence(const Workload& w) {
+  const std::string cause = w.end_cause.value_or("");
+  const bool provider = w.end_party.value_or("") == "provider";
+  if (cause == protocol::kCauseExited) {
+    return w.exit_code
+               ? "The workload ended by itself with exit code " + std::to_string(*w.exit_code) + "."
+               : "The workload ended by itself.";
+  }
+  if (cause == protocol::kCauseOomKilled) {
+    return "The workload used more memory than its limit of " + std::to_string(w.spec.memory_mb) +
+           " MiB and was stopped by the kernel.";
+  }
+  if (cause == protocol::kCauseTimeout) {
+    return "The workload reached its time limit of " + std::to_string(w.spec.timeout_s) +
+           " seconds.";
+  }
+  if (cause == protocol::kCauseStopped) return "The workload was stopped on request.";
+  if (cause == protocol::kCauseBadCommand) {
+    return "The container's command could not be started: check that it exists in the image "
+           "and is executable.";
+  }
+  if (cause == protocol::kCauseImageNotFound || cause == protocol::kCauseImageRefused) {
+    return kPullFailed;
+  }
+  if (cause == protocol::kCauseRegistryUnreachable) {
+    return provider ? "The provider's machine could not download the image." : kPullFailed;
+  }
+  if (cause == protocol::kCauseContainerGone) {
+    return "The container was removed on the provider's machine.";
+  }
+  if (cause == protocol::kCauseAgentShutdown) {
+    return "The provider's machine shut its agent down.";
+  }
+  if (cause == protocol::kCauseEngineError) {
+    return "The container engine on the provider's machine failed.";
+  }
+  if (cause == protocol::kCausePolicyRefused) {
+    return "The provider's machine refused the container.";
+  }
+  if (cause == kCauseAgentLost) return "The provider's machine lost its connection.";
+  if (cause == kCauseContainerLost) {
+    return "The container was gone when the provider's machine reconnected.";
+  }
+  if (cause == kCauseStartRefused) return "The provider's machine did not accept the workload.";
+  return provider ? "The workload ended on the provider's side." : "The workload ended.";
+}
+
+}  // namespace gpunex::platform::fleet
