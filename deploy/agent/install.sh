@@ -7,7 +7,9 @@
 # agent's state volume (never in the container's environment), gets the agent image
 # (registry pull, or an image file for offline installs), starts the gpunex-agent
 # container with a restart policy, the Docker socket and the state volume and nothing
-# else from the host, and verifies that it is up.
+# else from the host, and verifies that it is up. It changes no firewall: the agent checks
+# that workloads reach neither each other nor the host's services before the machine is
+# listed, and says what to fix (docs/trust.md).
 #
 # Settings (environment):
 #   GPUNEX_TOKEN             the agent token (asked for when unset and a terminal is there)
@@ -109,6 +111,7 @@ docker_cmd run -d --name "$NAME" --restart unless-stopped \
 for _ in $(seq 30); do
   if docker_cmd ps --filter "name=^/$NAME\$" --filter status=running --format '{{.Names}}' | grep -qx "$NAME"; then
     say "gpunex-agent is up. The machine appears Online in your Provider Dashboard within seconds."
+    say "It is listed once the agent has checked that workloads reach neither each other nor this host's services (Docker's iptables on, and: iptables -I INPUT -i gpxwl+ -j REJECT)."
     say "logs: docker logs -f $NAME   checks: docker exec $NAME gpunex-agent self-test"
     exit 0
   fi

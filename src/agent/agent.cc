@@ -8,6 +8,7 @@
 
 #include "agent/benchmark.h"
 #include "agent/host/host_facts.h"
+#include "agent/isolation/isolation_check.h"
 #include "agent/link/websocket_client.h"
 #include "agent/runtime/policy.h"
 #include "common/log.h"
@@ -68,6 +69,10 @@ std::string ConnectUrl(const std::string& platform_url) {
 
 Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerClient* docker)
     : options_(std::move(options)), state_(state), gpus_(gpus), docker_(docker) {
+  {
+    MutexLock lock(&mu_);
+    isolation_.state = docker_ ? protocol::kIsolationChecking : protocol::kIsolationNoEngine;
+  }
   if (docker_) {
     WorkloadRunnerOptions ro;
     ro.policy.emulated_gpus = gpus_.Emulated();
@@ -151,6 +156,7 @@ void Agent::Stop() {
 }
 
 Status Agent::Run() {
+  if (docker_) isolation_thread_ = std::thread([this] { IsolationLoop(); });
   int attempt = 0;
   while (!stopping_) {
     Status st = Session();
@@ -168,7 +174,76 @@ Status Agent::Run() {
       cv_.WaitFor(&mu_, until - now);
     }
   }
+  if (isolation_thread_.joinable()) isolation_thread_.join();
   return Status::Ok();
+}
+
+protocol::NetworkIsolation Agent::Isolation() {
+  MutexLock lock(&mu_);
+  return isolation_;
+}
+
+void Agent::IsolationLoop() {
+  isolation::IsolationCheckOptions o;
+  o.work_dir = state_.dir();
+  o.owner = isolation::CheckOwner(state_.machine_key());
+  while (!stopping_) {
+    protocol::NetworkIsolation report = isolation::CheckNetworkIsolation(*docker_, o);
+    bool changed;
+    {
+      MutexLock lock(&mu_);
+      changed = !(report == isolation_);
+      isolation_ = report;
+      ++isolation_checks_;
+      isolation_wanted_ = false;
+      cv_.SignalAll();
+    }
+    if (changed) {
+      json::object fields{{"state", report.state}, {"detail", report.detail}};
+      if (std::string fix = isolation::IsolationFix(report); !fix.empty()) fields["fix"] = fix;
+      if (report.state == protocol::kIsolated || report.state == protocol::kIsolationNoEngine) {
+        LogInfo("agent.network_isolation", std::move(fields));
+      } else {
+        LogWarn("agent.network_isolation", std::move(fields));
+      }
+      Queue(report);
+    }
+    const bool settled =
+        report.state == protocol::kIsolated || report.state == protocol::kNotIsolated;
+    const auto until =
+        std::chrono::steady_clock::now() +
+        std::chrono::seconds(settled ? options_.isolation_interval_s : options_.isolation_retry_s);
+    MutexLock lock(&mu_);
+    while (!stopping_ && !isolation_wanted_) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) break;
+      cv_.WaitFor(&mu_, until - now);
+    }
+  }
+}
+
+std::string Agent::IsolationRefusal() {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.isolation_wait_s);
+  MutexLock lock(&mu_);
+  int64_t want = isolation_checks_;
+  if (isolation_.state == protocol::kIsolationUnverified ||
+      isolation_.state == protocol::kIsolationNoEngine) {
+    // It could not tell: the engine may be back, or what failed passed.
+    want = isolation_checks_ + 1;
+    isolation_wanted_ = true;
+    cv_.SignalAll();
+  }
+  while (!stopping_ &&
+         (isolation_.state == protocol::kIsolationChecking || isolation_checks_ < want)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    cv_.WaitFor(&mu_, until - now);
+  }
+  if (isolation_.state == protocol::kIsolated) return "";
+  std::string why = "network isolation " + isolation_.state;
+  if (!isolation_.detail.empty()) why += ": " + isolation_.detail;
+  return why;
 }
 
 protocol::Hello Agent::MakeHello() {
@@ -194,6 +269,7 @@ protocol::Hello Agent::MakeHello() {
     h.host.os = host->os;
     h.host.kernel = host->kernel;
   }
+  h.host.network_isolation = Isolation();
   if (docker_) {
     if (auto v = docker_->Version(); v.ok()) h.host.docker_version = v->version;
     if (auto list = docker_->ListContainers(std::string(kLabelManaged) + "=true"); list.ok()) {
@@ -418,8 +494,16 @@ void Agent::Execute(protocol::Command c) {
     // Defense in depth (ISO-2): the platform validated the request, the agent parses it
     // again, and the runner checks the container it builds.
     auto spec = protocol::ParseStartWorkload(c.payload);
+    std::string refusal;
     if (!spec.ok()) {
       fail(spec.status());
+    } else if (!runner_->Get(spec->workload_id).ok() && !(refusal = IsolationRefusal()).empty()) {
+      // Not started (and never a repeat of one that was): the machine's fault, as an
+      // engine that cannot be reached is (RNT-3), reported as the workload's end.
+      LogWarn("agent.workload_refused", {{"workload_id", spec->workload_id}, {"why", refusal}});
+      Queue(protocol::WorkloadEvent{spec->workload_id, "failed", std::nullopt, "engine: " + refusal,
+                                    ""});
+      data["workload_id"] = spec->workload_id;
     } else if (Status st = runner_->Start(*spec);
                !st.ok() && st.code() != StatusCode::kAlreadyExists) {  // a repeat: it runs
       fail(st);

@@ -4,6 +4,13 @@
 // to repeats come from the state record); workload events and logs forwarded, queued
 // while the channel is down.
 //
+// Network isolation (isolation/isolation_check.h): a thread checks it when Run() starts
+// and every isolation_interval_s after; hello carries the latest report ("checking" until
+// the first check ends) and each change is sent as a network_isolation message. A workload
+// starts only on a machine whose last check said "isolated": otherwise it fails at once
+// with "engine: network isolation ..." (the provider's side), after a fresh check when the
+// last one could not tell.
+//
 // Thread-safety: Run() on one thread; Stop() from any thread.
 #pragma once
 
@@ -37,6 +44,12 @@ struct AgentOptions {
   int welcome_timeout_s = 30;
   // The image holding gpunex-gpubench, run like a workload on the GPU under test.
   std::string gpubench_image = "gpunex/gpubench:0.1.0";
+  // Seconds between network isolation checks; after a check that could not tell
+  // (unverified, no engine), isolation_retry_s.
+  int isolation_interval_s = 3600;
+  int isolation_retry_s = 60;
+  // How long a workload's start waits for a check that is running.
+  int isolation_wait_s = 120;
 };
 
 class Agent {
@@ -52,6 +65,9 @@ class Agent {
   // The wait before reconnect attempt `attempt` (0-based): full jitter over
   // min(max, 1 s · 2^attempt). Exposed for tests.
   static std::chrono::milliseconds Backoff(int attempt, int max_backoff_s);
+
+  // The latest network isolation report.
+  protocol::NetworkIsolation Isolation() EXCLUDES(mu_);
 
  private:
   class Connection;
@@ -70,6 +86,12 @@ class Agent {
                                      int64_t sustain_s) EXCLUDES(mu_);
   // Round trips over the channel: `n` pings, each answered by a pong; milliseconds.
   StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n) EXCLUDES(mu_);
+  // The isolation thread: a check, then a wait, until Stop().
+  void IsolationLoop() EXCLUDES(mu_);
+  // Before a workload starts: "" when the machine's last check said isolated, else why it
+  // may not start. Waits (up to isolation_wait_s) for a check that is running, and asks
+  // for a new one first when the last could not tell.
+  std::string IsolationRefusal() EXCLUDES(mu_);
 
   AgentOptions options_;
   AgentState& state_;
@@ -79,7 +101,8 @@ class Agent {
 
   std::atomic<bool> stopping_{false};
   Mutex mu_;
-  CondVar cv_;  // signalled when a pong arrives, a command's worker ends, or on Stop()
+  CondVar cv_;  // signalled when a pong arrives, a command's worker or a check ends, a
+                // check is asked for, or on Stop()
   std::shared_ptr<Connection> conn_ GUARDED_BY(mu_);
   std::deque<protocol::AgentMessage> queue_ GUARDED_BY(mu_);  // waits for a connection
   bool flushing_ GUARDED_BY(mu_) = false;                     // FlushQueue is sending it
@@ -93,6 +116,10 @@ class Agent {
   std::set<std::string> bench_running_ GUARDED_BY(mu_);              // benchmark containers
   std::map<std::string, std::string> bench_output_ GUARDED_BY(mu_);  // their stdout
   Mutex bench_mu_ ACQUIRED_BEFORE(mu_);                              // one benchmark at a time
+  std::thread isolation_thread_;                                     // Run() starts, joins
+  protocol::NetworkIsolation isolation_ GUARDED_BY(mu_);             // the latest report
+  int64_t isolation_checks_ GUARDED_BY(mu_) = 0;                     // checks ended
+  bool isolation_wanted_ GUARDED_BY(mu_) = false;  // a check is asked for before its time
 };
 
 }  // namespace gpunex::agent

@@ -3,6 +3,8 @@
 //   gpunex-agent self-test [--emulate-gpus SPEC]
 //   gpunex-agent store-token            (reads the token from standard input)
 //   gpunex-agent bench storage|network ...   (agent/bench/bench_command.h)
+//   gpunex-agent netprobe listen|connect ...  (agent/isolation/netprobe.h: what the network
+//                                              isolation check runs in its containers)
 //   gpunex-agent version
 // Environment: GPUNEX_PLATFORM_URL, GPUNEX_TOKEN (or the stored token), GPUNEX_STATE_DIR
 // (default /var/lib/gpunex-agent), GPUNEX_DOCKER_SOCKET (default /var/run/docker.sock),
@@ -16,6 +18,7 @@
 
 #include "agent/agent.h"
 #include "agent/bench/bench_command.h"
+#include "agent/isolation/netprobe.h"
 #include "agent/self_test.h"
 #include "common/log.h"
 
@@ -52,8 +55,13 @@ int main(int argc, char** argv) {
       "measure storage (bench storage --dir D) or the network to the platform (bench network)");
   bench->prefix_command();
   bench->set_help_flag();
+  auto* netprobe = app.add_subcommand(
+      "netprobe", "the network isolation check's listener and prober (run in its containers)");
+  netprobe->prefix_command();
+  netprobe->set_help_flag();
   CLI11_PARSE(app, argc, argv);
   if (*bench) return bench::RunBenchCommand(bench->remaining(), std::cout, std::cerr);
+  if (*netprobe) return isolation::RunNetprobe(netprobe->remaining(), std::cout, std::cerr);
 
   if (*version) {
     std::cout << "gpunex-agent " << kAgentVersion << " (protocol " << protocol::kProtocolVersion

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "agent/host/host_facts.h"
+#include "agent/isolation/isolation_check.h"
 #include "agent/link/websocket_client.h"
 
 namespace gpunex::agent {
@@ -78,6 +79,18 @@ SelfTestReport RunSelfTest(const AgentOptions& options, AgentState& state, GpuSo
     r.Fail("no Docker client", "install Docker and mount /var/run/docker.sock into the agent");
   } else if (auto v = docker->Version(); v.ok()) {
     r.Ok("Docker Engine " + v->version + " (API " + v->api_version + ")");
+    // The check the agent runs before the machine is listed (isolation_check.h).
+    isolation::IsolationCheckOptions o;
+    o.work_dir = state.dir();
+    o.owner = isolation::CheckOwner(state.machine_key());
+    protocol::NetworkIsolation n = isolation::CheckNetworkIsolation(*docker, o);
+    if (n.state == protocol::kIsolated) {
+      r.Ok("workloads are network-isolated: " + n.detail);
+    } else {
+      r.Fail("workloads are not network-isolated (" + n.state + "): " + n.detail +
+                 "; the platform does not list this machine",
+             isolation::IsolationFix(n));
+    }
   } else {
     r.Fail("Docker Engine unreachable: " + v.status().message(),
            "start Docker and mount /var/run/docker.sock into the agent container");

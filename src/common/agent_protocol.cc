@@ -61,6 +61,38 @@ json::object ToJson(const Gpu& g) {
           {"emulated", g.emulated}};
 }
 
+const std::vector<std::string_view> kIsolationStates = {
+    kIsolated, kNotIsolated, kIsolationUnverified, kIsolationChecking, kIsolationNoEngine};
+
+// The members of a network isolation report (hello's host.network_isolation, or the
+// network_isolation message without its "type").
+NetworkIsolation ParseNetworkIsolation(const JsonReader& r) {
+  NetworkIsolation n;
+  n.state = Str(r, "state", true, 16);
+  if (!n.state.empty() && std::find(kIsolationStates.begin(), kIsolationStates.end(), n.state) ==
+                              kIsolationStates.end()) {
+    r.Fail("state", "must be isolated, not_isolated, unverified, checking or no_engine");
+  }
+  if (const json::array* a = r.Array("reached", false, 0, 2)) {
+    for (const auto& v : *a) {
+      if (!v.is_string() ||
+          (v.get_string() != kReachedWorkload && v.get_string() != kReachedHost) ||
+          std::find(n.reached.begin(), n.reached.end(), v.get_string()) != n.reached.end()) {
+        r.Fail("reached", "must list \"workload\" and \"host\" at most once each");
+        break;
+      }
+      n.reached.emplace_back(v.get_string());
+    }
+  }
+  if (n.state == kNotIsolated && n.reached.empty()) {
+    r.Fail("reached", "must say what a workload reached when the state is not_isolated");
+  } else if (!n.state.empty() && n.state != kNotIsolated && !n.reached.empty()) {
+    r.Fail("reached", "must be empty unless the state is not_isolated");
+  }
+  n.detail = Str(r, "detail", false, kMaxIsolationDetail);
+  return n;
+}
+
 StatusOr<Hello> ParseHello(const JsonReader& r, FieldErrors& errors) {
   r.RejectUnknown({"type", "protocol", "agent_version", "machine_id", "machine_key", "emulated",
                    "host", "gpus", "containers"});
@@ -80,7 +112,7 @@ StatusOr<Hello> ParseHello(const JsonReader& r, FieldErrors& errors) {
   if (const json::object* host = r.Object("host", true)) {
     JsonReader hr(*host, "host", &errors);
     hr.RejectUnknown({"hostname", "cpu_model", "os", "kernel", "docker_version", "cpu_cores",
-                      "ram_mb", "disk_total_mb", "disk_free_mb"});
+                      "ram_mb", "disk_total_mb", "disk_free_mb", "network_isolation"});
     h.host.hostname = Str(hr, "hostname", false);
     h.host.cpu_model = Str(hr, "cpu_model", false);
     h.host.os = Str(hr, "os", false);
@@ -90,6 +122,11 @@ StatusOr<Hello> ParseHello(const JsonReader& r, FieldErrors& errors) {
     h.host.ram_mb = Int(hr, "ram_mb", 0, kBig);
     h.host.disk_total_mb = Int(hr, "disk_total_mb", 0, kBig);
     h.host.disk_free_mb = Int(hr, "disk_free_mb", 0, kBig);
+    if (const json::object* ni = hr.Object("network_isolation", false)) {
+      JsonReader nr(*ni, hr.PathOf("network_isolation"), &errors);
+      nr.RejectUnknown({"state", "reached", "detail"});
+      h.host.network_isolation = ParseNetworkIsolation(nr);
+    }
   }
   h.gpus = List<Gpu>(r, "gpus", kMaxGpus, ParseGpu);
   h.containers = List<RunningContainer>(r, "containers", kMaxContainers, [](const JsonReader& c) {
@@ -246,6 +283,12 @@ StatusOr<AgentMessage> ParseAgentMessage(std::string_view text) {
     GPUNEX_RETURN_IF_ERROR(Finish(errors));
     return AgentMessage(p);
   }
+  if (*type == "network_isolation") {
+    r.RejectUnknown({"type", "state", "reached", "detail"});
+    NetworkIsolation n = ParseNetworkIsolation(r);
+    GPUNEX_RETURN_IF_ERROR(Finish(errors));
+    return AgentMessage(std::move(n));
+  }
   r.Fail("type", "is not a known message type");
   return Finish(errors);
 }
@@ -361,6 +404,11 @@ struct AgentWriter {
             {"data", l.data}};
   }
   json::object operator()(const Ping& p) const { return {{"type", "ping"}, {"id", p.id}}; }
+  json::object operator()(const NetworkIsolation& n) const {
+    json::object o = ToJson(n);
+    o["type"] = "network_isolation";
+    return o;
+  }
 };
 
 struct PlatformWriter {
@@ -392,15 +440,23 @@ std::string Serialize(const PlatformMessage& m) {
 }
 
 json::object ToJson(const Host& h) {
-  return {{"hostname", h.hostname},
-          {"cpu_model", h.cpu_model},
-          {"os", h.os},
-          {"kernel", h.kernel},
-          {"docker_version", h.docker_version},
-          {"cpu_cores", h.cpu_cores},
-          {"ram_mb", h.ram_mb},
-          {"disk_total_mb", h.disk_total_mb},
-          {"disk_free_mb", h.disk_free_mb}};
+  json::object o{{"hostname", h.hostname},
+                 {"cpu_model", h.cpu_model},
+                 {"os", h.os},
+                 {"kernel", h.kernel},
+                 {"docker_version", h.docker_version},
+                 {"cpu_cores", h.cpu_cores},
+                 {"ram_mb", h.ram_mb},
+                 {"disk_total_mb", h.disk_total_mb},
+                 {"disk_free_mb", h.disk_free_mb}};
+  if (h.network_isolation) o["network_isolation"] = ToJson(*h.network_isolation);
+  return o;
+}
+
+json::object ToJson(const NetworkIsolation& n) {
+  json::array reached;
+  for (const auto& r : n.reached) reached.emplace_back(r);
+  return {{"state", n.state}, {"reached", std::move(reached)}, {"detail", n.detail}};
 }
 
 std::string SanitizeLogText(std::string_view raw, size_t* replaced) {

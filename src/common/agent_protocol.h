@@ -3,7 +3,8 @@
 // message strictly with these functions: unknown types or fields, wrong types and
 // out-of-range values are refused with the field at fault.
 //
-// Agent → platform: hello, heartbeat, ack, result, workload_event, logs, ping.
+// Agent → platform: hello, heartbeat, ack, result, workload_event, logs, ping,
+// network_isolation.
 // Platform → agent: welcome, command, error, pong.
 //
 // A command's payload and a run_benchmark result's data travel as JSON objects inside
@@ -46,9 +47,37 @@ struct Gpu {
   bool emulated = false;
 };
 
+// What the agent's network isolation check found (docs/trust.md): whether a container on
+// a workload network reaches another workload's container, or a service of the host.
+// The agent reports it in hello (Host::network_isolation) and, each time a later check
+// answers differently, in a network_isolation message.
+inline constexpr char kIsolated[] = "isolated";         // neither was reached
+inline constexpr char kNotIsolated[] = "not_isolated";  // `reached` says what was
+// The engine answers but the check could not finish (`detail` says why).
+inline constexpr char kIsolationUnverified[] = "unverified";
+inline constexpr char kIsolationChecking[] = "checking";  // the first check has not ended
+// No Docker engine answers: no workload can run, so there is nothing to isolate yet (the
+// agent checks before it starts one).
+inline constexpr char kIsolationNoEngine[] = "no_engine";
+// What a workload reached (NetworkIsolation::reached): a container on another workload
+// network, a listener in the host's network namespace.
+inline constexpr char kReachedWorkload[] = "workload";
+inline constexpr char kReachedHost[] = "host";
+inline constexpr size_t kMaxIsolationDetail = 1000;  // bytes
+
+struct NetworkIsolation {
+  std::string state;                 // one of the k* states above
+  std::vector<std::string> reached;  // kNotIsolated: kReachedWorkload and/or kReachedHost
+  std::string detail;  // the check's own words: the addresses reached, or why it could not run
+
+  bool operator==(const NetworkIsolation&) const = default;
+};
+
 struct Host {
   std::string hostname, cpu_model, os, kernel, docker_version;
   int64_t cpu_cores = 0, ram_mb = 0, disk_total_mb = 0, disk_free_mb = 0;
+  // Left out by agents older than the check (the platform then lists nothing of it).
+  std::optional<NetworkIsolation> network_isolation;
 };
 
 struct RunningContainer {
@@ -162,7 +191,8 @@ struct Pong {
   int64_t id = 0;
 };
 
-using AgentMessage = std::variant<Hello, Heartbeat, Ack, Result, WorkloadEvent, Logs, Ping>;
+using AgentMessage =
+    std::variant<Hello, Heartbeat, Ack, Result, WorkloadEvent, Logs, Ping, NetworkIsolation>;
 using PlatformMessage = std::variant<Welcome, Command, Error, Pong>;
 
 // Parse a message received from the agent / the platform. Field errors name the path.
@@ -174,6 +204,8 @@ std::string Serialize(const PlatformMessage& m);
 
 // The host facts as hello carries them; the platform keeps and shows them in this form.
 json::object ToJson(const Host& h);
+// A network isolation report as Host::network_isolation carries it (without "type").
+json::object ToJson(const NetworkIsolation& n);
 
 // ---------------------------------------------------------------------------------------
 // Command payloads (docs/agent-protocol.md). Each ParseX takes the payload object and

@@ -13,7 +13,16 @@ Hello SampleHello() {
   h.agent_version = "0.1.0";
   h.machine_key = std::string(43, 'k');
   h.emulated = true;
-  h.host = {"box", "AMD EPYC", "Debian 12", "6.1", "20.10.24", 16, 65536, 1000000, 500000};
+  h.host = {"box",
+            "AMD EPYC",
+            "Debian 12",
+            "6.1",
+            "20.10.24",
+            16,
+            65536,
+            1000000,
+            500000,
+            NetworkIsolation{kNotIsolated, {kReachedWorkload, kReachedHost}, "reached both"}};
   Gpu g;
   g.uuid = "GPU-12345678-aaaa-bbbb-cccc-1234567890ab";
   g.name = "NVIDIA H100 80GB HBM3 (emulated)";
@@ -34,7 +43,9 @@ TEST(AgentProtocol, RoundTripsEveryMessage) {
       WorkloadEvent{"wl_1", "exited", 3, "", "abc", ""},
       WorkloadEvent{"wl_1", "failed", 137, "out of memory", "abc", kCauseOomKilled},
       Logs{"wl_1", "stderr", 2, "line\n"},
-      Ping{42}};
+      Ping{42},
+      NetworkIsolation{kIsolated, {}, "reached neither"},
+      NetworkIsolation{kNotIsolated, {kReachedHost}, "reached the host at 172.17.0.1:41000"}};
   for (const auto& m : agent) {
     std::string text = Serialize(m);
     auto back = ParseAgentMessage(text);
@@ -74,6 +85,16 @@ TEST(AgentProtocol, RefusesMalformedMessagesNamingTheField) {
        "stream"},
       {R"({"type": "ping", "id": -3})", "id"},
       {R"({"type": "ping", "id": 1, "at": 5})", "at"},
+      {R"({"type": "network_isolation", "state": "fine", "reached": []})", "state"},
+      {R"({"type": "network_isolation", "reached": []})", "state"},
+      {R"({"type": "network_isolation", "state": "not_isolated", "reached": []})", "reached"},
+      {R"({"type": "network_isolation", "state": "isolated", "reached": ["host"]})", "reached"},
+      {R"({"type": "network_isolation", "state": "not_isolated", "reached": ["host", "host"]})",
+       "reached"},
+      {R"({"type": "network_isolation", "state": "not_isolated", "reached": ["internet"]})",
+       "reached"},
+      {R"({"type": "network_isolation", "state": "isolated", "reached": [], "fix": "x"})", "fix"},
+      {R"({"type": "network_isolation", "state": "isolated", "detail": "a\nb"})", "detail"},
   };
   for (const auto& c : cases) {
     auto m = ParseAgentMessage(c.text);
@@ -86,6 +107,21 @@ TEST(AgentProtocol, RefusesMalformedMessagesNamingTheField) {
   ASSERT_FALSE(m.ok());
   EXPECT_TRUE(m.status().fields().count("protocol"));
   EXPECT_FALSE(ParseAgentMessage(std::string(kMaxMessageBytes + 1, ' ')).ok());
+  // The report inside hello, by its path; and an older agent's hello without one.
+  hello = Serialize(SampleHello());
+  hello.replace(hello.find("\"reached\":["), 11, "\"reached\":[\"moon\",");
+  m = ParseAgentMessage(hello);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().fields().count("host.network_isolation.reached")) << m.status().ToString();
+  Hello old = SampleHello();
+  old.host.network_isolation.reset();
+  m = ParseAgentMessage(Serialize(old));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE(std::get<Hello>(*m).host.network_isolation);
+  NetworkIsolation long_detail{kIsolated, {}, std::string(kMaxIsolationDetail + 1, 'x')};
+  m = ParseAgentMessage(Serialize(long_detail));
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().fields().count("detail"));
   EXPECT_FALSE(ParsePlatformMessage(
                    R"({"type": "command", "command_id": "c", "kind": "rm -rf", "payload": {}})")
                    .ok());

@@ -14,8 +14,8 @@
 //                           (working on the dashboard; see Gpunexd.startWebProxy)
 //
 // Rentals run in a private Docker engine (TestDockerd, as tests/e2e/dockerenv.py starts
-// one): it needs root, dockerd, the docker CLI and busybox-static; dockerMissing() names
-// what is not there, for the test to skip with.
+// one): it needs root, dockerd, the docker CLI, busybox-static, iproute2 and iptables;
+// dockerMissing() names what is not there, for the test to skip with.
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import fs from "node:fs";
@@ -691,6 +691,19 @@ export function dockerMissing() {
     return "the docker CLI is not installed (Debian: docker.io)";
   if (!executable(BUSYBOX))
     return `${BUSYBOX} is missing (Debian: busybox-static)`;
+  // Each private dockerd has a network namespace of its own, with its own rules.
+  for (const [tool, pkg] of [
+    ["ip", "iproute2"],
+    ["nsenter", "util-linux"],
+    ["iptables", "iptables"],
+  ])
+    if (
+      !onPath(tool) &&
+      !["/usr/sbin", "/sbin", "/usr/bin"].some((d) =>
+        executable(`${d}/${tool}`),
+      )
+    )
+      return `${tool} is not installed (Debian: ${pkg})`;
   if (!fs.existsSync(dockerdScript())) return `${dockerdScript()} is missing`;
   return null;
 }
@@ -720,10 +733,12 @@ function run(file, args, { env, timeoutMs }) {
 
 // A Docker engine of the test's own, started and stopped with
 // src/agent/runtime/testdata/dockerd.sh (as tests/e2e/dockerenv.py's TestDockerd): its
-// own unix socket, data and exec roots in a folder under /tmp, --iptables=false, no
-// docker0 bridge; stop() removes its containers and networks, its containerd and shims,
-// the mounts under the folder and the folder. Images are imported, never pulled
-// (importBusybox: the host's static busybox). Calls the Engine API over the socket.
+// own unix socket, data and exec roots in a folder under /tmp, no docker0 bridge, a
+// network namespace of its own where workloads are isolated as docs/trust.md asks (so the
+// agent's network isolation check passes and its machine is listed); stop() removes its
+// containers and networks, its containerd and shims, the mounts under the folder, the
+// folder and the namespace. Images are imported, never pulled (importBusybox: the host's
+// static busybox). Calls the Engine API over the socket.
 export class TestDockerd {
   constructor() {
     // Short: the socket path must fit in sun_path (108 bytes).

@@ -2,11 +2,16 @@
 tests that run the real agent (test_agent_docker.py).
 
 - TestDockerd: a dockerd of its own (own unix socket, --data-root / --exec-root / --pidfile
-  in a temp folder, --iptables=false, no docker0 bridge), started and stopped with
-  src/agent/runtime/testdata/dockerd.sh, which also removes what the engine leaves behind
-  (containers, networks, the engine's containerd and shims, mounts under the folder).
-  Talks to the engine with the docker CLI (DOCKER_HOST) and, for inspect / list / events,
-  straight to the Engine API over the socket.
+  in a temp folder, no docker0 bridge) in a network namespace of its own, started and
+  stopped with src/agent/runtime/testdata/dockerd.sh, which also removes what the engine
+  leaves behind (containers, networks, the engine's containerd and shims, mounts under the
+  folder, the namespace). `network` says how it isolates workloads: "isolated" (the
+  default: as docs/trust.md asks of providers, so the agent's network isolation check
+  passes and its machine is listed), "docker" (Docker's iptables rules only) or "open"
+  (--iptables=false: the check fails). Talks to the engine with the docker CLI
+  (DOCKER_HOST) and, for inspect / list / events, straight to the Engine API over the
+  socket. forward(port) makes 127.0.0.1:port of this machine reachable in the engine's
+  namespace (its pulls, its containers with NetworkMode host).
 - LocalRegistry: Debian's docker-registry on 127.0.0.1:<free port>, storage in a temp
   folder (dockerd trusts registries on 127.0.0.0/8 without TLS).
 - build_agent_image(): deploy/agent/build-image.sh (docker import: no base image pulled).
@@ -19,6 +24,7 @@ Environment:
   GPUNEX_E2E_KEEP       keep the engine's folder (logs) of a failed run
 """
 
+import ctypes
 import http.client
 import json
 import os
@@ -26,6 +32,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -60,6 +67,10 @@ def require_docker():
         raise unittest.SkipTest("the docker CLI is not installed (Debian: docker.io)")
     if not os.access(BUSYBOX, os.X_OK):
         raise unittest.SkipTest(f"{BUSYBOX} is missing (Debian: busybox-static)")
+    # Each private dockerd has a network namespace of its own, with its own rules.
+    for tool, package in (("ip", "iproute2"), ("nsenter", "util-linux"), ("iptables", "iptables")):
+        if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/bin"):
+            raise unittest.SkipTest(f"{tool} is not installed (Debian: {package})")
     if not os.path.exists(dockerd_script()):
         raise unittest.SkipTest(f"{dockerd_script()} is missing")
 
@@ -76,13 +87,104 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class TestDockerd:
-    """One private dockerd. start() / stop(); cli(); api(); inspect(); containers()."""
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
 
-    def __init__(self):
+
+def _setns(fd):
+    if _libc.setns(fd, _CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+class PortForward:
+    """127.0.0.1:`port` in the network namespace `netns` (a /run/netns path), relayed to
+    127.0.0.1:`port` of this machine, one connection for each, until close(). The listening
+    socket is made in the namespace (this thread enters it for that, and comes back); the
+    relays' connections are made here."""
+
+    def __init__(self, netns, port):
+        self.port = port
+        self._closed = threading.Event()
+        self._conns = []
+        self._lock = threading.Lock()
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        there = os.open(netns, os.O_RDONLY)
+        try:
+            _setns(there)
+            try:
+                self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                self._sock.bind(("127.0.0.1", port))
+                self._sock.listen(64)
+            finally:
+                _setns(home)
+        finally:
+            os.close(home)
+            os.close(there)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self._closed.is_set():
+            try:
+                inner, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._relay, args=(inner,), daemon=True).start()
+
+    def _relay(self, inner):
+        try:
+            outer = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        except OSError:
+            inner.close()
+            return
+        outer.settimeout(None)
+        with self._lock:
+            self._conns += [inner, outer]
+        back = threading.Thread(target=self._pipe, args=(outer, inner), daemon=True)
+        back.start()
+        self._pipe(inner, outer)
+        back.join()
+        inner.close()
+        outer.close()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def close(self):
+        self._closed.set()
+        self._sock.close()
+        with self._lock:
+            for c in self._conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+class TestDockerd:
+    """One private dockerd. start() / stop(); cli(); api(); inspect(); containers();
+    forward()."""
+
+    def __init__(self, network="isolated"):
         # Short: the socket path must fit in sun_path (108 bytes).
         self.dir = tempfile.mkdtemp(prefix="gpx-dock-", dir="/tmp")
         self.socket = os.path.join(self.dir, "docker.sock")
+        self.network = network
+        self.netns = None  # /run/netns/<name> once started
+        self.forwards = []
         self.started = False
 
     @property
@@ -97,8 +199,9 @@ class TestDockerd:
         return env
 
     def start(self):
+        env = dict(os.environ, GPUNEX_TEST_DOCKERD_NETWORK=self.network)
         out = subprocess.run([dockerd_script(), "start", self.dir], capture_output=True,
-                             text=True, timeout=90)
+                             text=True, timeout=90, env=env)
         if out.returncode != 0:
             self.stop()
             raise RuntimeError(f"cannot start a private dockerd ({out.returncode}):\n"
@@ -106,7 +209,17 @@ class TestDockerd:
         self.started = True
         sock = out.stdout.strip().splitlines()[-1]
         assert sock == self.socket, (sock, self.socket)
+        with open(os.path.join(self.dir, "netns"), encoding="utf-8") as f:
+            self.netns = "/run/netns/" + f.read().strip()
         return self
+
+    def forward(self, port):
+        """127.0.0.1:`port` in the engine's namespace reaches 127.0.0.1:`port` here (a
+        gpunexd for an agent container with NetworkMode host, a registry for pulls).
+        Returns the PortForward; stop() closes it."""
+        fwd = PortForward(self.netns, port)
+        self.forwards.append(fwd)
+        return fwd
 
     def stop(self, keep_log=False):
         if keep_log or os.environ.get("GPUNEX_E2E_KEEP"):
@@ -116,6 +229,9 @@ class TestDockerd:
                 print(f"\n(dockerd log kept in {keep})")
             except OSError:
                 pass
+        for fwd in self.forwards:
+            fwd.close()
+        self.forwards = []
         out = subprocess.run([dockerd_script(), "stop", self.dir], capture_output=True,
                              text=True, timeout=120)
         if out.returncode != 0:
@@ -134,6 +250,8 @@ class TestDockerd:
                     found.append(f"mount {mnt}")
         if os.path.exists(self.dir):
             found.append(f"folder {self.dir}")
+        if self.netns and os.path.exists(self.netns):
+            found.append(f"network namespace {self.netns}")
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue

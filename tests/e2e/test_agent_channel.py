@@ -86,6 +86,7 @@ class FakeAgent:
                 "pcie_gen_max": 5, "pcie_gen_current": 5, "pcie_width_max": 16,
                 "pcie_width_current": 16, "power_limit_w": 700, "emulated": gpu_emulated})
         self.hostname = f"rig-{tag}"
+        self.network_isolation = {"state": "isolated", "reached": [], "detail": "fake: isolated"}
         self.ws = None
         self.all_ws = []  # every connection made, for the cleanup
         self.backlog = []
@@ -112,7 +113,9 @@ class FakeAgent:
              "machine_key": self.machine_key, "emulated": self.emulated,
              "host": {"hostname": self.hostname, "cpu_model": "Fake EPYC 9654", "os": "Ubuntu 22.04",
                       "kernel": "6.5.0", "docker_version": "24.0.7", "cpu_cores": 96,
-                      "ram_mb": 1048576, "disk_total_mb": 4000000, "disk_free_mb": 3500000},
+                      "ram_mb": 1048576, "disk_total_mb": 4000000, "disk_free_mb": 3500000,
+                      # What the real agent says once its check passed (docs/trust.md).
+                      "network_isolation": self.network_isolation},
              "gpus": self.gpus, "containers": list(containers)}
         m.update(over)
         return m

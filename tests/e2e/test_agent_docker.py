@@ -2,12 +2,15 @@
 AGT-4, AGT-6, ISO-1, ISO-2, ISO-3).
 
 A private dockerd (dockerenv.TestDockerd: own socket, data and exec roots in a temp folder,
---iptables=false), the agent image built by deploy/agent/build-image.sh (docker import, no
-base image pulled) and a workload image made of the host's static busybox; nothing is
-pulled from the internet. Each test starts its own gpunexd (SQLite, emulated GPUs allowed,
-heartbeat 1 s, Offline after 4 s), fetches GET /agent/install.sh from it and pipes it to
-bash with GPUNEX_EMULATE_GPUS="l4-24gb:2", GPUNEX_AGENT_NETWORK=host (the agent reaches
-gpunexd on loopback) and GPUNEX_DOCKER_SOCKET=<the private engine's socket>:
+its own network namespace, isolating workloads as docs/trust.md asks), the agent image
+built by deploy/agent/build-image.sh (docker import, no base image pulled) and a workload
+image made of the host's static busybox; nothing is pulled from the internet. Each test
+starts its own gpunexd (SQLite, emulated GPUs allowed, heartbeat 1 s, Offline after 4 s),
+fetches GET /agent/install.sh from it and pipes it to bash with
+GPUNEX_EMULATE_GPUS="l4-24gb:2", GPUNEX_AGENT_NETWORK=host (the agent reaches gpunexd on
+the loopback of the engine's namespace, which TestDockerd.forward relays to gpunexd's) and
+GPUNEX_DOCKER_SOCKET=<the private engine's socket>. The agent's network isolation check
+passes there before workloads are created:
 
 - registry install (a local docker-registry on 127.0.0.1): Online within 10 s; a workload
   runs in a container with every isolation setting (docker inspect), its logs and exit
@@ -15,7 +18,7 @@ gpunexd on loopback) and GPUNEX_DOCKER_SOCKET=<the private engine's socket>:
   stopped through the API; policy-widening requests are refused with 422 by name and
   nothing reaches the agent;
 - offline install (GPUNEX_AGENT_IMAGE_FILE): docker kill → Offline, docker start → Online
-  as the same machine; self-test inside the container passes;
+  as the same machine; self-test inside the container passes, its isolation check too;
 - gpunexd SIGKILLed right after a workload is created, restarted on the same data and
   port: the agent reconnects by itself, the workload runs exactly once, and a managed
   container the platform does not know is removed on the reconnect;
@@ -71,6 +74,7 @@ def setUpModule():
         if reg is not None:
             reg.start()
             ENV["registry"] = reg
+            d.forward(reg.port)  # the engine pushes and pulls in its own namespace
             ref = f"{reg.address}/gpunex/agent:test"
             d.cli("tag", AGENT_TAG, ref)
             d.cli("push", ref, timeout=180)
@@ -139,6 +143,8 @@ class AgentDockerTest(ServerTestCase):
         self.addCleanup(self._cleanup_server)
         self.srv.start()
         self.assertEqual(self.srv.port, self.port)
+        # The agent container (NetworkMode host: the engine's namespace) reaches gpunexd.
+        self.addCleanup(self.dock.forward(self.port).close)
         self.addCleanup(self._cleanup_docker)
         self.admin = self.srv.admin()
 
@@ -199,6 +205,16 @@ class AgentDockerTest(ServerTestCase):
             items = self.machines(user)
             return items[0] if len(items) == 1 and items[0]["status"] == status else None
         return wait_until(check, timeout, f"one machine {status} in GET /machines")
+
+    def wait_isolated(self, user, mid, timeout=60):
+        """The agent's network isolation check passed on this engine (workloads are
+        refused until it has)."""
+        def check():
+            n = self.machine(user, mid)["host"].get("network_isolation") or {}
+            if n.get("state") in ("not_isolated", "unverified"):
+                raise AssertionError(f"the isolation check failed: {n}")
+            return n if n.get("state") == "isolated" else None
+        return wait_until(check, timeout, f"machine {mid}'s network isolation checked")
 
     def wait_status(self, user, mid, status, timeout):
         return wait_until(lambda: (lambda m: m if m["status"] == status else None)(
@@ -313,6 +329,9 @@ class AgentDockerTest(ServerTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(net["Driver"], "bridge")
         self.assertEqual(net["Labels"].get("io.gpunex.workload"), wid)
+        # Its bridge has the prefix the host's firewall rule names (docs/trust.md).
+        bridge = (net.get("Options") or {}).get("com.docker.network.bridge.name", "")
+        self.assertRegex(bridge, r"^gpxwl[0-9a-f]{10}$")
         self.assertEqual(h["RestartPolicy"]["Name"], "no")
         self.assertIs(cfg["Tty"], False)
 
@@ -365,6 +384,7 @@ class RegistryInstallTest(AgentDockerTest):
         self.assertTrue(m["host"].get("docker_version"), m["host"])
         gpu_ids = [g["id"] for g in m["gpus"]]
         uuids = [g["uuid"] for g in m["gpus"]]
+        self.wait_isolated(prov, mid)
 
         # --- ISO-2: requests that would widen the policy are refused by name; nothing is
         # queued for the agent and nothing reaches the engine.
@@ -461,12 +481,18 @@ class OfflineInstallFaultTest(AgentDockerTest):
         self.assertLess(time.monotonic() - installed, 10.5)
         mid = m["id"]
 
-        # AGT-6: self-test inside the container, with the same emulated GPUs.
+        # AGT-6: self-test inside the container, with the same emulated GPUs; its network
+        # isolation check runs beside the agent's own.
         out = self.dock.cli("exec", "gpunex-agent", "gpunex-agent", "self-test",
                             "--emulate-gpus", EMULATE, check=False)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertIn("accepts this agent's token", out.stdout)
+        self.assertIn("[ok]   workloads are network-isolated: a container on a workload network "
+                      "reached neither", out.stdout)
         self.assertIn("self-test passed", out.stdout)
+        self.wait_isolated(prov, mid)
+        self.assertEqual(self.dock.containers("io.gpunex.probe"), [],
+                         "the checks leave no container behind")
 
         # --- the agent container killed: Offline after the missed heartbeats
         self.dock.cli("kill", "gpunex-agent")
@@ -520,6 +546,7 @@ class AgentRestartTest(AgentDockerTest):
         m = self.wait_one_machine(prov, "online", 10)
         mid = m["id"]
         gpu_ids = [g["id"] for g in m["gpus"]]
+        self.wait_isolated(prov, mid)
         r = self.create_workload(prov, mid, [gpu_ids[0]], ["/bin/sleep", "300"],
                                  memory_mb=128, cpus=0.25, pids_limit=32, scratch_mb=16)
         self.assertStatus(r, 201)
@@ -565,6 +592,7 @@ class PlatformRestartTest(AgentDockerTest):
         m = self.wait_one_machine(prov, "online", 10)
         mid = m["id"]
         gpu_ids = [g["id"] for g in m["gpus"]]
+        self.wait_isolated(prov, mid)
 
         # A managed container the platform knows nothing about (left by a crash, or planted).
         self.dock.cli("run", "-d", "--name", "stray", "--network", "none",
@@ -619,6 +647,7 @@ class PlatformRestartTest(AgentDockerTest):
         self.install(token, GPUNEX_AGENT_IMAGE_FILE=ENV["tar"])
         m = self.wait_one_machine(prov, "online", 10)
         mid = m["id"]
+        self.wait_isolated(prov, mid)
         r = self.create_workload(prov, mid, [m["gpus"][0]["id"]],
                                  ["/bin/sh", "-c", "echo early; sleep 2; echo late; exit 4"],
                                  memory_mb=128, cpus=0.25, pids_limit=32, scratch_mb=16)

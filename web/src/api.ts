@@ -267,7 +267,8 @@ export type ListingState =
   | "outside_schedule"
   | "in_maintenance"
   | "unverified_model"
-  | "no_price_set";
+  | "no_price_set"
+  | "network_not_isolated";
 
 export interface MachineGpu {
   id: string;
@@ -304,10 +305,20 @@ export interface Machine {
     cpu_cores?: number;
     ram_mb?: number;
     os?: string;
+    // What the agent's network isolation check found (docs/trust.md); absent from agents
+    // older than the check.
+    network_isolation?: NetworkIsolation;
   } | null;
   last_seen: string;
   status_since: string;
   gpus: MachineGpu[];
+}
+
+// Whether a workload on the machine can reach another workload or the host's services.
+export interface NetworkIsolation {
+  state: "isolated" | "not_isolated" | "unverified" | "checking" | "no_engine";
+  reached: ("workload" | "host")[];
+  detail: string;
 }
 
 export interface Notification {

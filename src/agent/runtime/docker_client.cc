@@ -307,6 +307,44 @@ class EngineClient final : public DockerClient {
     return Status::Ok();
   }
 
+  Status ImportImage(const std::string& tar_path, const std::string& ref) override {
+    std::string error;
+    auto parsed = ParseImageRef(ref, &error);
+    if (!parsed || !parsed->digest.empty()) {
+      return InvalidArgument("image reference \"" + ref + "\" " +
+                             (parsed ? std::string("must not carry a digest") : error));
+    }
+    std::FILE* f = std::fopen(tar_path.c_str(), "rb");
+    if (!f) return NotFound("cannot open " + tar_path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::fclose(f);
+      return InvalidArgument(tar_path + " is not a regular file");
+    }
+    Request req;
+    req.method = "POST";
+    req.path =
+        "/images/create?fromSrc=-&repo=" + Escape(parsed->name) + "&tag=" + Escape(parsed->tag);
+    req.upload = f;
+    req.upload_size = st.st_size;
+    req.headers = {"Content-Type: application/x-tar"};
+    req.timeout_s = 0;
+    ProgressStream stream(nullptr);
+    req.sink = [&stream](std::string_view data) { return stream.Feed(data); };
+    auto resp = Perform(req);
+    std::fclose(f);
+    if (!resp.ok()) return resp.status();
+    if (resp->http < 200 || resp->http >= 300) {
+      Status s = HttpError(resp->http, resp->body);
+      return Status(s.code(), "importing " + ref + ": " + s.message());
+    }
+    GPUNEX_RETURN_IF_ERROR(stream.Finish());
+    if (stream.error()) {
+      return InvalidArgument("importing " + ref + ": docker: " + *stream.error());
+    }
+    return Status::Ok();
+  }
+
   StatusOr<std::string> CreateContainer(const std::string& name,
                                         const json::object& config) override {
     Request req;
@@ -513,12 +551,14 @@ class EngineClient final : public DockerClient {
 
   StatusOr<std::string> CreateNetwork(const std::string& name,
                                       const std::map<std::string, std::string>& labels,
-                                      bool internal) override {
-    json::object l;
+                                      bool internal,
+                                      const std::map<std::string, std::string>& options) override {
+    json::object l, o;
     for (const auto& [k, v] : labels) l[k] = v;
-    json::object body{{"Name", name},          {"Driver", "bridge"},  {"CheckDuplicate", true},
-                      {"Internal", internal},  {"Attachable", false}, {"EnableIPv6", false},
-                      {"Labels", std::move(l)}};
+    for (const auto& [k, v] : options) o[k] = v;
+    json::object body{{"Name", name},           {"Driver", "bridge"},     {"CheckDuplicate", true},
+                      {"Internal", internal},   {"Attachable", false},    {"EnableIPv6", false},
+                      {"Labels", std::move(l)}, {"Options", std::move(o)}};
     Request req;
     req.method = "POST";
     req.path = "/networks/create";

@@ -86,6 +86,11 @@ class DockerClient {
   // hosts without a registry. Fails with kNotFound when the file cannot be opened and with
   // kInvalidArgument when the engine reports an error in its stream.
   virtual Status LoadImage(const std::string& tar_path) = 0;
+  // POST /images/create?fromSrc=- with the tar file at `tar_path` as the image's root file
+  // system (as `docker import` does), tagged `ref` (name:tag). Fails with kNotFound when
+  // the file cannot be opened, kInvalidArgument on a malformed reference and when the
+  // engine reports an error in its stream.
+  virtual Status ImportImage(const std::string& tar_path, const std::string& ref) = 0;
 
   // Creates a container named `name` from `config` (the body of POST /containers/create)
   // and returns its id. kFailedPrecondition when the name is taken; kNotFound when the
@@ -137,10 +142,11 @@ class DockerClient {
   virtual StatusOr<std::vector<std::string>> ListVolumes(const std::string& label_filter) = 0;
 
   // Creates a user-defined bridge network and returns its id; kFailedPrecondition when the
-  // name is taken. An `internal` network has no route out of the host.
-  virtual StatusOr<std::string> CreateNetwork(const std::string& name,
-                                              const std::map<std::string, std::string>& labels,
-                                              bool internal) = 0;
+  // name is taken. An `internal` network has no route out of the host. `options` go to
+  // the bridge driver ({"com.docker.network.bridge.name": "gpxwl..."} names its bridge).
+  virtual StatusOr<std::string> CreateNetwork(
+      const std::string& name, const std::map<std::string, std::string>& labels, bool internal,
+      const std::map<std::string, std::string>& options) = 0;
   // kNotFound when there is no such network.
   virtual Status RemoveNetwork(const std::string& name) = 0;
   // Names of the networks carrying `label_filter` (as for ListContainers).

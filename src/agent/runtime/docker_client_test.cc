@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::kBusyboxImage;
+using testing::RunShell;
 
 class DockerClientTest : public testing::DockerSuite<DockerClientTest> {
  protected:
@@ -232,6 +233,40 @@ TEST_F(DockerClientTest, LoadsAnImageFromASavedTar) {
   EXPECT_THAT(bad.message(), HasSubstr("junk.tar"));
 }
 
+TEST_F(DockerClientTest, ImportsARootFileSystemTar) {
+  // A root file system of one file, made by tar from a folder.
+  const std::string root = engine_->dir() + "/import-root";
+  const std::string tar = engine_->dir() + "/import.tar";
+  std::string out;
+  ASSERT_EQ(RunShell("mkdir -p " + root + "/etc && echo imported >" + root +
+                         "/etc/marker && tar -C " + root + " -cf " + tar + " .",
+                     &out),
+            0)
+      << out;
+  const std::string ref = "gpunex-test/imported:1";
+  ASSERT_FALSE(*client_->ImageExists(ref));
+  Status st = client_->ImportImage(tar, ref);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(*client_->ImageExists(ref));
+  // The file is in the image: a container of busybox cannot see it, so copy it out.
+  ASSERT_EQ(engine_->Cli("create --name import-check " + ref + " /nothing", &out), 0) << out;
+  ASSERT_EQ(engine_->Cli("cp import-check:/etc/marker " + engine_->dir() + "/marker", &out), 0)
+      << out;
+  std::string marker;
+  std::getline(std::ifstream(engine_->dir() + "/marker"), marker);
+  EXPECT_EQ(marker, "imported");
+  (void)client_->RemoveContainer("import-check", true, true);
+
+  EXPECT_EQ(client_->ImportImage(engine_->dir() + "/missing.tar", "gpunex-test/x:1").code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(client_->ImportImage(tar, "Not A Ref").code(), StatusCode::kInvalidArgument);
+  const std::string junk = engine_->dir() + "/junk-import.tar";
+  std::ofstream(junk) << "this is not a tar file";
+  Status bad = client_->ImportImage(junk, "gpunex-test/junk:1");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("gpunex-test/junk:1"));
+}
+
 TEST_F(DockerClientTest, VolumesAndNetworks) {
   std::map<std::string, std::string> labels{{"io.gpunex.test", "vol"}};
   ASSERT_TRUE(client_->CreateVolume("client-vol", labels, {}).ok());
@@ -251,10 +286,18 @@ TEST_F(DockerClientTest, VolumesAndNetworks) {
                   .ok());
   EXPECT_TRUE(client_->RemoveVolume("client-tmpfs").ok());
 
-  auto net = client_->CreateNetwork("client-net", {{"io.gpunex.test", "net"}}, false);
+  auto net = client_->CreateNetwork("client-net", {{"io.gpunex.test", "net"}}, false,
+                                    {{"com.docker.network.bridge.name", "gpxtest0"}});
   ASSERT_TRUE(net.ok()) << net.status().ToString();
   EXPECT_FALSE(net->empty());
-  EXPECT_EQ(client_->CreateNetwork("client-net", {}, false).status().code(),
+  std::string bridge;
+  ASSERT_EQ(engine_->Cli("network inspect -f "
+                         "'{{index .Options \"com.docker.network.bridge.name\"}}' client-net",
+                         &bridge),
+            0)
+      << bridge;
+  EXPECT_EQ(bridge, "gpxtest0\n") << "the driver options reach the engine";
+  EXPECT_EQ(client_->CreateNetwork("client-net", {}, false, {}).status().code(),
             StatusCode::kFailedPrecondition);
   auto nets = client_->ListNetworks("io.gpunex.test=net");
   ASSERT_TRUE(nets.ok()) << nets.status().ToString();

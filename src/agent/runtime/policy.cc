@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ids.h"
 #include "common/image_ref.h"
 
 namespace gpunex::agent {
@@ -50,6 +51,14 @@ std::string WorkloadNetworkName(const std::string& workload_id) {
 }
 std::string ScratchVolumeName(const std::string& workload_id) {
   return "gpunex-scratch-" + workload_id;
+}
+
+std::string WorkloadBridgeName(const std::string& network_name) {
+  return kWorkloadBridgePrefix + Sha256Hex(network_name).substr(0, 10);
+}
+
+std::map<std::string, std::string> WorkloadNetworkOptions(const std::string& network_name) {
+  return {{"com.docker.network.bridge.name", WorkloadBridgeName(network_name)}};
 }
 
 json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolicyOptions& opts) {

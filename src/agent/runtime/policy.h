@@ -23,7 +23,9 @@
 //     namespaces, the engine's default seccomp and AppArmor profiles;
 //   - memory (swap disabled), CPU and PID limits from the spec (the platform sizes them in
 //     proportion to the GPUs rented);
-//   - its own bridge network "gpunex-wl-<id>" (or no network at all), no published ports;
+//   - its own bridge network "gpunex-wl-<id>" (or no network at all), whose Linux bridge is
+//     named WorkloadBridgeName() so that the host's firewall can single workload networks
+//     out; no published ports;
 //   - an init process as PID 1, no restart, json-file logs with a size cap.
 // Not enforced here: the user inside the container is the image's (often root, but without
 // capabilities); user-namespace remapping is a daemon setting. The scratch volume's size
@@ -33,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/agent_protocol.h"
@@ -60,6 +63,17 @@ using WorkloadSpec = protocol::StartWorkload;
 std::string WorkloadContainerName(const std::string& workload_id);
 std::string WorkloadNetworkName(const std::string& workload_id);
 std::string ScratchVolumeName(const std::string& workload_id);
+
+// The Linux bridge of a workload network named `network_name` (and of the isolation
+// check's workload-like networks): kWorkloadBridgePrefix and the first 10 hex digits of the
+// SHA-256 of the name, 15 bytes (the longest interface name). Docker names a network's
+// bridge "br-<id>" by default, like every other network of the host; the fixed prefix lets
+// the host's firewall single workload networks out (`iptables -I INPUT -i gpxwl+ -j REJECT`,
+// docs/trust.md).
+inline constexpr char kWorkloadBridgePrefix[] = "gpxwl";
+std::string WorkloadBridgeName(const std::string& network_name);
+// The bridge driver options every workload network is created with (its bridge's name).
+std::map<std::string, std::string> WorkloadNetworkOptions(const std::string& network_name);
 
 struct ContainerPolicyOptions {
   // The machine's GPUs are emulated: no device request; the UUIDs appear only in the

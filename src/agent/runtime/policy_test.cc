@@ -356,5 +356,18 @@ TEST(ContainerPolicy, NamesAreDerivedFromTheWorkload) {
   EXPECT_EQ(ScratchVolumeName("w1"), "gpunex-scratch-w1");
 }
 
+TEST(ContainerPolicy, WorkloadBridgesShareAPrefixAndFitAnInterfaceName) {
+  const std::string a = WorkloadBridgeName(WorkloadNetworkName("wl_01J9ZQ7M4X2Y8P0KTV3N6R5B1C"));
+  const std::string b = WorkloadBridgeName(WorkloadNetworkName("wl_01J9ZQ7M4X2Y8P0KTV3N6R5B1D"));
+  EXPECT_TRUE(a.starts_with(kWorkloadBridgePrefix)) << a;
+  EXPECT_EQ(a.size(), 15u) << "IFNAMSIZ is 16 with the terminating NUL";
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, WorkloadBridgeName(WorkloadNetworkName("wl_01J9ZQ7M4X2Y8P0KTV3N6R5B1C")))
+      << "the same network gets the same bridge (a retried start reuses it)";
+  EXPECT_EQ(WorkloadNetworkOptions("n"),
+            (std::map<std::string, std::string>{
+                {"com.docker.network.bridge.name", WorkloadBridgeName("n")}}));
+}
+
 }  // namespace
 }  // namespace gpunex::agent

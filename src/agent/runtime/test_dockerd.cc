@@ -34,7 +34,7 @@ int RunShell(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::unique_ptr<TestDockerd> TestDockerd::Start(std::string* error) {
+std::unique_ptr<TestDockerd> TestDockerd::Start(std::string* error, const std::string& network) {
   char tmpl[] = "/tmp/gpunex-dockerd.XXXXXX";
   if (!mkdtemp(tmpl)) {
     *error = "mkdtemp failed";
@@ -42,7 +42,8 @@ std::unique_ptr<TestDockerd> TestDockerd::Start(std::string* error) {
   }
   std::string dir = tmpl;
   std::string out;
-  int rc = RunShell(Script() + " start " + dir, &out);
+  int rc =
+      RunShell("GPUNEX_TEST_DOCKERD_NETWORK='" + network + "' " + Script() + " start " + dir, &out);
   out = Trim(out);
   if (rc != 0) {
     *error = out.empty() ? "dockerd.sh start failed" : out;

@@ -1,6 +1,7 @@
 // Test support: a private Docker engine for one test suite, started and stopped with
-// testdata/dockerd.sh in a fresh directory under /tmp. Tests skip (with the reason) when
-// it cannot start: not root, no dockerd, no kernel support.
+// testdata/dockerd.sh in a fresh directory under /tmp, in a network namespace of its own.
+// Tests skip (with the reason) when it cannot start: not root, no dockerd, no kernel
+// support.
 //
 // Thread-safety: not thread-safe; one per suite, from SetUpTestSuite to TearDownTestSuite.
 #pragma once
@@ -19,8 +20,10 @@ inline constexpr char kBusyboxImage[] = "gpunex-test/busybox:1";
 
 class TestDockerd {
  public:
-  // Starts an engine; nullptr with `*error` set when it cannot.
-  static std::unique_ptr<TestDockerd> Start(std::string* error);
+  // Starts an engine; nullptr with `*error` set when it cannot. `network` is how it
+  // isolates workloads (dockerd.sh: "isolated", "docker" or "open"; "" = its default,
+  // isolated).
+  static std::unique_ptr<TestDockerd> Start(std::string* error, const std::string& network = "");
   // Stops the engine and removes its directory.
   ~TestDockerd();
 

@@ -391,8 +391,9 @@ class Runner final : public WorkloadRunner {
     if (StopRequested(e)) return FinishStopped(e);
 
     if (!options_.policy.network_none) {
-      auto net = docker_.CreateNetwork(WorkloadNetworkName(spec.workload_id),
-                                       WorkloadLabels(spec.workload_id), /*internal=*/false);
+      const std::string name = WorkloadNetworkName(spec.workload_id);
+      auto net = docker_.CreateNetwork(name, WorkloadLabels(spec.workload_id), /*internal=*/false,
+                                       WorkloadNetworkOptions(name));
       // A network of that name left by an earlier attempt is the workload's own: use it.
       if (!net.ok() && net.status().code() != StatusCode::kFailedPrecondition) {
         return Fail(e, "network", net.status(), protocol::kCauseEngineError);

@@ -356,7 +356,7 @@ TEST_F(WorkloadRunnerTest, ReconcileRemovesUnknownAndKeepsKnown) {
   ASSERT_TRUE(client_
                   ->CreateNetwork(WorkloadNetworkName("orphan"),
                                   {{"io.gpunex.managed", "true"}, {"io.gpunex.workload", "orphan"}},
-                                  false)
+                                  false, WorkloadNetworkOptions(WorkloadNetworkName("orphan")))
                   .ok());
   // And one this runner runs, which the platform no longer wants.
   WorkloadRunner& runner = Runner();

@@ -117,6 +117,8 @@ class FakeAgent {
     hello.host.hostname = hostname;
     hello.host.cpu_cores = 32;
     hello.host.ram_mb = 128 * 1024;
+    hello.host.network_isolation =
+        protocol::NetworkIsolation{protocol::kIsolated, {}, "fake: isolated"};
     for (int i = 0; i < gpus; ++i) hello.gpus.push_back(L4(i));
   }
 

@@ -139,6 +139,8 @@ void AgentSession::OnMessage(const std::string& text) {
           st = fleet_.HandleWorkloadEvent(mid, m);
         if constexpr (std::is_same_v<T, protocol::Logs>) st = fleet_.HandleLogs(mid, m);
         if constexpr (std::is_same_v<T, protocol::Ping>) Send(protocol::Pong{m.id});
+        if constexpr (std::is_same_v<T, protocol::NetworkIsolation>)
+          st = fleet_.HandleNetworkIsolation(mid, m);
       },
       *parsed);
   if (!st.ok()) {

@@ -259,6 +259,10 @@ class Fleet {
   Status HandleResult(const std::string& machine_id, const protocol::Result& r);
   Status HandleWorkloadEvent(const std::string& machine_id, const protocol::WorkloadEvent& e);
   Status HandleLogs(const std::string& machine_id, const protocol::Logs& l);
+  // A network isolation report between hellos: kept with the host facts, recorded as a
+  // machine event, and the listing decided again.
+  Status HandleNetworkIsolation(const std::string& machine_id,
+                                const protocol::NetworkIsolation& report);
   Status RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hello) const;
   void SweepLoop() EXCLUDES(stop_mu_);
   void CountRefused(std::string_view reason) EXCLUDES(counts_mu_);

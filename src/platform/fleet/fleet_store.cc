@@ -27,6 +27,16 @@ protocol::Host HostFrom(const std::string& text) {
   h.ram_mb = StoredInt(o, "ram_mb");
   h.disk_total_mb = StoredInt(o, "disk_total_mb");
   h.disk_free_mb = StoredInt(o, "disk_free_mb");
+  if (auto it = o.find("network_isolation"); it != o.end() && it->value().is_object()) {
+    const json::object& n = it->value().get_object();
+    protocol::NetworkIsolation r;
+    r.state = StoredText(n, "state");
+    if (auto reached = n.find("reached"); reached != n.end()) {
+      r.reached = StoredTextList(reached->value());
+    }
+    r.detail = StoredText(n, "detail");
+    h.network_isolation = std::move(r);
+  }
   return h;
 }
 
@@ -200,6 +210,10 @@ Status FleetStore::UpdateMachineOnHello(const std::string& id, bool emulated,
           {int64_t{emulated}, agent_version, HostText(host), inventory_hash, ToUnixMicros(seen),
            id})
       .status();
+}
+
+Status FleetStore::SetMachineHost(const std::string& id, const protocol::Host& host) {
+  return tx_.Exec("UPDATE machines SET host = ? WHERE id = ?", {HostText(host), id}).status();
 }
 
 Status FleetStore::TouchMachine(const std::string& id, Timestamp seen) {

@@ -76,6 +76,8 @@ class FleetStore {
   Status UpdateMachineOnHello(const std::string& id, bool emulated,
                               const std::string& agent_version, const protocol::Host& host,
                               const std::string& inventory_hash, Timestamp seen);
+  // Replaces the host facts (a network_isolation report between hellos).
+  Status SetMachineHost(const std::string& id, const protocol::Host& host);
   Status TouchMachine(const std::string& id, Timestamp seen);
   // False when there is no such machine.
   StatusOr<bool> SetMachineName(const std::string& id, const std::string& name);

@@ -376,6 +376,74 @@ TEST_P(FleetTest, AGpuThatDoesNotLookLikeItsModelIsNotListed) {
   EXPECT_EQ(ListingOf(gpus[2]), "unverified_model");
 }
 
+// Issue 24: the agent's network isolation check decides whether its GPUs are listed.
+TEST_P(FleetTest, AMachineWhoseWorkloadsAreNotIsolatedIsNotListed) {
+  FakeAgent& a = NewAgent(pia_, 2);
+  a.host.network_isolation = protocol::NetworkIsolation{
+      protocol::kNotIsolated,
+      {protocol::kReachedWorkload, protocol::kReachedHost},
+      "a container on a workload network reached another workload network's container at "
+      "172.19.0.2:41000 and a listener on the host at 172.18.0.1:41000"};
+  ASSERT_TRUE(a.Join());
+  const std::vector<std::string> gpus = GpuIds(a.machine_id);
+  for (const auto& g : gpus) {
+    EXPECT_EQ(ListingOf(g), "network_not_isolated");
+    EXPECT_EQ(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {g}),
+              "network not isolated: a workload can reach another workload and the host's "
+              "services; fix: turn Docker's iptables rules on (\"iptables\": true, the "
+              "default); run iptables -I INPUT -i gpxwl+ -j REJECT on the host; then restart "
+              "gpunex-agent (docs/trust.md)");
+  }
+  // What the agent found is kept with the host facts, for the provider to read.
+  auto m = fleet().GetMachine(As(pia_), a.machine_id);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->machine.host.network_isolation, a.host.network_isolation);
+
+  // The provider fixes the host; the agent's next check says so between hellos.
+  protocol::NetworkIsolation fixed{protocol::kIsolated, {}, "reached neither"};
+  a.Send(fixed);
+  EXPECT_FALSE(a.channel().closed());
+  for (const auto& g : gpus) EXPECT_EQ(ListingOf(g), "listed");
+  m = fleet().GetMachine(As(pia_), a.machine_id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->machine.host.network_isolation, fixed);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? AND kind = "
+                   "'network_isolation'",
+                   {a.machine_id}),
+            1);
+  a.Send(fixed);  // the same again changes nothing
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? AND kind = "
+                   "'network_isolation'",
+                   {a.machine_id}),
+            1);
+
+  // A check that could not tell delists again, saying why.
+  a.Send(protocol::NetworkIsolation{protocol::kIsolationUnverified, {}, "the engine timed out"});
+  EXPECT_EQ(ListingOf(gpus[0]), "network_not_isolated");
+  EXPECT_EQ(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {gpus[0]}),
+            "network isolation could not be checked: the engine timed out");
+
+  // An agent older than the check says nothing of it: not listed either.
+  a.host.network_isolation.reset();
+  a.Disconnect();
+  ASSERT_TRUE(a.Join());
+  EXPECT_EQ(ListingOf(gpus[0]), "network_not_isolated");
+  EXPECT_THAT(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {gpus[0]}),
+              HasSubstr("older than the check"));
+  // No engine: nothing can run, the agent checks before a workload; listed.
+  a.Send(protocol::NetworkIsolation{protocol::kIsolationNoEngine, {}, "no socket"});
+  EXPECT_EQ(ListingOf(gpus[0]), "listed");
+}
+
+TEST_P(FleetTest, AMalformedIsolationReportClosesTheConnectionAndChangesNothing) {
+  FakeAgent& a = NewAgent(pia_, 1);
+  ASSERT_TRUE(a.Join());
+  const std::string before = Snapshot(test_db());
+  a.SendText(R"({"type":"network_isolation","state":"not_isolated","reached":[],"detail":""})");
+  EXPECT_EQ(a.channel().closes(), Closed(1008, "invalid_message"));
+  EXPECT_EQ(Snapshot(test_db()), before);
+}
+
 TEST_P(FleetTest, AGpuReportedTwiceIsRefused) {
   FakeAgent& a = NewAgent(pia_, 3);
   a.gpus[2].uuid = a.gpus[0].uuid;

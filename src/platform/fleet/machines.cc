@@ -109,6 +109,9 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
                      " MiB, which is not a " + model->nvml_name + " (" +
                      std::to_string(model->vram_gb) + " GB)";
     }
+    const listing::NetworkFact network = listing::NetworkIsolationFact(m->host.network_isolation);
+    f.network_isolated = network.isolated;
+    f.network_note = network.note;
     f.inside_schedule = avail.inside_schedule;
     f.schedule_opens_at = avail.opens_at;
     f.in_maintenance = avail.in_maintenance;
@@ -185,6 +188,26 @@ Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& mac
   // The scores and figures a run measured show in the machine's offers.
   GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   return RefreshListing(tx, now, machine_id);
+}
+
+Status Fleet::HandleNetworkIsolation(const std::string& machine_id,
+                                     const protocol::NetworkIsolation& report) {
+  const Timestamp now = options_.clock->Now();
+  return db_.Transact([&](store::Tx& tx) -> Status {
+    FleetStore s(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
+    if (!m) return NotFound("no such machine");
+    if (m->host.network_isolation == report) return Status::Ok();
+    m->host.network_isolation = report;
+    GPUNEX_RETURN_IF_ERROR(s.SetMachineHost(machine_id, m->host));
+    json::array reached;
+    for (const auto& r : report.reached) reached.emplace_back(r);
+    GPUNEX_RETURN_IF_ERROR(AddMachineEvent(
+        tx, machine_id, "network_isolation",
+        {{"state", report.state}, {"reached", std::move(reached)}, {"detail", report.detail}},
+        now));
+    return RefreshListing(tx, now, machine_id);
+  });
 }
 
 Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Heartbeat& h) {

@@ -95,6 +95,8 @@ FakeAgent::FakeAgent(Fleet& fleet, std::string provider, std::string token, int 
   host.ram_mb = 65536;
   host.disk_total_mb = 4'000'000;
   host.disk_free_mb = 3'500'000;
+  // As the real agent says once its check has passed (agent/isolation/isolation_check.h).
+  host.network_isolation = protocol::NetworkIsolation{protocol::kIsolated, {}, "fake: isolated"};
   for (int i = 0; i < n_gpus; ++i) {
     protocol::Gpu g;
     g.index = i;

@@ -187,6 +187,12 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   if (host.cpu_cores > 0 && spec.cpus > static_cast<double>(host.cpu_cores)) {
     return FieldError("cpus", "is more than the machine has");
   }
+  // Its agent found workloads there not kept from each other or from the host's services,
+  // or could not tell: nothing is placed there (docs/trust.md).
+  if (const listing::NetworkFact net = listing::NetworkIsolationFact(host.network_isolation);
+      !net.isolated) {
+    return FieldError("machine_id", "cannot run workloads now: " + net.note);
+  }
   // The GPUs must be this machine's, present, designated by the provider, and free.
   std::set<std::string> busy;
   if (loaded_busy) {

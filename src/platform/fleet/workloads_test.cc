@@ -482,6 +482,37 @@ TEST_P(WorkloadsTest, AStartTheAgentRefusesFailsTheWorkload) {
   MustCreate(pia_, Req(a.machine_id, {g[0]}));
 }
 
+// Issue 24: nothing is placed on a machine whose agent found workloads there not isolated
+// (or could not tell), and a start the agent refuses for it is the provider's failure.
+TEST_P(WorkloadsTest, NothingRunsWhereWorkloadsAreNotIsolated) {
+  FakeAgent& a = NewAgent(pia_, 1);
+  a.host.network_isolation =
+      protocol::NetworkIsolation{protocol::kNotIsolated, {protocol::kReachedHost}, "host reached"};
+  ASSERT_TRUE(a.Join());
+  const std::string g = GpuIds(a.machine_id)[0];
+  const std::string before = Snapshot(test_db());
+  auto refused = workloads_->Create(As(pia_), Req(a.machine_id, {g}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(FieldsOf(refused.status()), ElementsAre("machine_id"));
+  EXPECT_EQ(refused.status().fields().at("machine_id"),
+            "cannot run workloads now: network not isolated: a workload can reach the host's "
+            "services; fix: run iptables -I INPUT -i gpxwl+ -j REJECT on the host; then restart "
+            "gpunex-agent (docs/trust.md)");
+  EXPECT_EQ(Snapshot(test_db()), before);
+  EXPECT_THAT(a.Commands(), IsEmpty());
+
+  // Isolated now: it runs; should the agent's own check disagree at the start, the workload
+  // fails as the agent says, on the provider's side.
+  a.Send(protocol::NetworkIsolation{protocol::kIsolated, {}, "reached neither"});
+  const std::string wid = Start(a, g, "pending");
+  a.Event(wid, "failed", std::nullopt,
+          "engine: network isolation not_isolated: a container on a workload network reached a "
+          "listener on the host at 172.18.0.1:41000");
+  Workload w = Get(wid);
+  EXPECT_EQ(w.state, "failed");
+  EXPECT_EQ(w.end_party, "provider");
+}
+
 TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
   FakeAgent& a = NewAgent(pia_, 2);
   ASSERT_TRUE(a.Join());

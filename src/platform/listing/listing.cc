@@ -6,7 +6,7 @@
 namespace gpunex::platform::listing {
 namespace {
 
-constexpr std::array<std::pair<ListingState, std::string_view>, 12> kStates = {{
+constexpr std::array<std::pair<ListingState, std::string_view>, 13> kStates = {{
     {ListingState::kListed, "listed"},
     {ListingState::kRented, "rented"},
     {ListingState::kBenchmarking, "benchmarking"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<ListingState, std::string_view>, 12> kStates = {{
     {ListingState::kInMaintenance, "in_maintenance"},
     {ListingState::kUnverifiedModel, "unverified_model"},
     {ListingState::kNoPriceSet, "no_price_set"},
+    {ListingState::kNetworkNotIsolated, "network_not_isolated"},
 }};
 
 constexpr std::array<std::pair<BenchmarkVerdict, std::string_view>, 3> kVerdicts = {{
@@ -38,6 +39,10 @@ ListingDecision DecideListing(const ListingFacts& f) {
   if (!f.present) return {ListingState::kMissingFromMachine, "the GPU is missing from the machine"};
   if (!f.enabled) return {ListingState::kDisabledByProvider, "not offered by the provider"};
   if (!f.machine_online) return {ListingState::kMachineOffline, "the machine is offline"};
+  if (!f.network_isolated) {
+    return {ListingState::kNetworkNotIsolated,
+            f.network_note.empty() ? "network isolation not verified" : f.network_note};
+  }
   if (!f.model_verified) {
     return {ListingState::kUnverifiedModel,
             f.model_note.empty() ? "unverified model" : "unverified model: " + f.model_note};
@@ -62,6 +67,38 @@ ListingDecision DecideListing(const ListingFacts& f) {
   if (f.benchmarking) return {ListingState::kBenchmarking, "being benchmarked"};
   if (f.rented) return {ListingState::kRented, "rented by a customer"};
   return {ListingState::kListed, ""};
+}
+
+NetworkFact NetworkIsolationFact(const std::optional<protocol::NetworkIsolation>& report) {
+  if (!report) {
+    return {false,
+            "network isolation not checked: this machine's gpunex-agent is older than the "
+            "check; update it (run the installer again)"};
+  }
+  const protocol::NetworkIsolation& r = *report;
+  if (r.state == protocol::kIsolated || r.state == protocol::kIsolationNoEngine) return {};
+  if (r.state == protocol::kIsolationChecking) {
+    return {false, "network isolation being checked by the agent"};
+  }
+  if (r.state == protocol::kNotIsolated) {
+    bool workload = false, host = false;
+    for (const auto& x : r.reached) {
+      workload = workload || x == protocol::kReachedWorkload;
+      host = host || x == protocol::kReachedHost;
+    }
+    std::string note = "network not isolated: a workload can reach ";
+    note += workload && host ? "another workload and the host's services"
+            : workload       ? "another workload"
+                             : "the host's services";
+    note += "; fix:";
+    if (workload) note += " turn Docker's iptables rules on (\"iptables\": true, the default);";
+    if (host) note += " run iptables -I INPUT -i gpxwl+ -j REJECT on the host;";
+    note += " then restart gpunex-agent (docs/trust.md)";
+    return {false, std::move(note)};
+  }
+  // Unverified, or a state this platform does not know.
+  return {false, "network isolation could not be checked: " +
+                     (r.detail.empty() ? std::string("no reason given") : r.detail)};
 }
 
 std::string_view ListingStateCode(ListingState state) {

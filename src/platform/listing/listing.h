@@ -1,18 +1,18 @@
 // Whether a GPU is offered to customers, and why not: the one place that decides it.
 //
 // Each part of the platform reports facts about a GPU: the fleet whether it is present,
-// designated by its provider, on a machine that is online, and in an active workload
-// (rented); the benchmarks whether it passed, is waiting for its first run, failed, or is
-// being measured now; pricing/ whether its provider set a price for its model;
-// availability whether the machine is inside its schedule or in
-// maintenance. DecideListing turns those facts into a state and a human note. It is pure:
-// the fleet stores its answer (machine_gpus.listing_state / listing_note), the dashboard
-// shows the note and switches on the state's code.
+// designated by its provider, on a machine that is online and whose agent found its
+// workloads network-isolated, and in an active workload (rented); the benchmarks whether
+// it passed, is waiting for its first run, failed, or is being measured now; pricing/
+// whether its provider set a price for its model; availability whether the machine is
+// inside its schedule or in maintenance. DecideListing turns those facts into a state and
+// a human note. It is pure: the fleet stores its answer (machine_gpus.listing_state /
+// listing_note), the dashboard shows the note and switches on the state's code.
 //
 // States, in the order they win when several apply (the first that holds is the answer):
-//   missing_from_machine, disabled_by_provider, machine_offline, unverified_model,
-//   failed_benchmark, awaiting_first_benchmark, no_price_set, in_maintenance,
-//   outside_schedule, benchmarking, rented, listed.
+//   missing_from_machine, disabled_by_provider, machine_offline, network_not_isolated,
+//   unverified_model, failed_benchmark, awaiting_first_benchmark, no_price_set,
+//   in_maintenance, outside_schedule, benchmarking, rented, listed.
 // The last three are on the marketplace: a GPU being benchmarked or rented still belongs
 // to its offer (counted in the offer's total), but only a "listed" GPU can be rented now.
 //
@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/agent_protocol.h"
 #include "common/time.h"
 
 namespace gpunex::platform::listing {
@@ -40,6 +41,7 @@ enum class ListingState {
   kInMaintenance,
   kUnverifiedModel,
   kNoPriceSet,
+  kNetworkNotIsolated,
 };
 
 // What the benchmarks say of a GPU.
@@ -53,6 +55,10 @@ struct ListingFacts {
   bool present = true;         // in the machine's last inventory
   bool enabled = true;         // designated by the provider
   bool machine_online = true;  // the machine's agent is connected and heartbeating
+  // Its agent found workloads kept from each other and from the host's services
+  // (NetworkIsolationFact); the note says what it found and the fix when not.
+  bool network_isolated = true;
+  std::string network_note;
   // Its NVML name and VRAM are those of the catalog model it is counted as
   // (gpunex::ReportsModel); the note says what it reported when not.
   bool model_verified = true;
@@ -83,6 +89,16 @@ struct ListingDecision {
 };
 
 ListingDecision DecideListing(const ListingFacts& facts);
+
+// The listing fact of a machine's network isolation report (Host::network_isolation;
+// nullopt from an agent older than the check). Isolated: the check passed, or no Docker
+// engine answers (nothing can run there; the agent checks before it starts a workload).
+// Otherwise the note says why not and what the provider should do.
+struct NetworkFact {
+  bool isolated = true;
+  std::string note;  // "" when isolated
+};
+NetworkFact NetworkIsolationFact(const std::optional<protocol::NetworkIsolation>& report);
 
 // The stable code of a state ("listed", "machine_offline", ...), as stored and sent.
 std::string_view ListingStateCode(ListingState state);

@@ -18,6 +18,8 @@ const std::vector<Rule>& Rules() {
       {ListingState::kMissingFromMachine, [](const ListingFacts& f) { return !f.present; }},
       {ListingState::kDisabledByProvider, [](const ListingFacts& f) { return !f.enabled; }},
       {ListingState::kMachineOffline, [](const ListingFacts& f) { return !f.machine_online; }},
+      {ListingState::kNetworkNotIsolated,
+       [](const ListingFacts& f) { return !f.network_isolated; }},
       {ListingState::kUnverifiedModel, [](const ListingFacts& f) { return !f.model_verified; }},
       {ListingState::kFailedBenchmark,
        [](const ListingFacts& f) { return f.benchmark == BenchmarkVerdict::kFailed; }},
@@ -34,7 +36,7 @@ const std::vector<Rule>& Rules() {
 
 TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
   int combinations = 0;
-  for (int bits = 0; bits < (1 << 9); ++bits) {
+  for (int bits = 0; bits < (1 << 10); ++bits) {
     for (BenchmarkVerdict verdict :
          {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
       ListingFacts f;
@@ -47,6 +49,8 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       f.in_maintenance = bits & 64;
       f.model_verified = bits & 128;
       f.priced = bits & 256;
+      f.network_isolated = bits & 512;
+      f.network_note = "network not isolated: a workload can reach another workload";
       f.benchmark = verdict;
       f.benchmark_note = "benchmark: memory_triad_gbps 150 < 210 required";
       ListingState want = ListingState::kListed;
@@ -63,7 +67,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       ++combinations;
     }
   }
-  EXPECT_EQ(combinations, 1536);
+  EXPECT_EQ(combinations, 3072);
 }
 
 TEST(DecideListing, NotesSayWhy) {
@@ -90,6 +94,56 @@ TEST(DecideListing, NotesSayWhy) {
   EXPECT_EQ(DecideListing(f).note, "no price set");
   f.model_name = "NVIDIA L4";
   EXPECT_EQ(DecideListing(f).note, "no price set for NVIDIA L4");
+}
+
+TEST(NetworkIsolationFact, OnlyACheckThatPassedLists) {
+  using protocol::NetworkIsolation;
+  EXPECT_TRUE(NetworkIsolationFact(NetworkIsolation{protocol::kIsolated, {}, "ok"}).isolated);
+  EXPECT_EQ(NetworkIsolationFact(NetworkIsolation{protocol::kIsolated, {}, "ok"}).note, "");
+  // No engine: no workload can run, and the agent checks before it starts one.
+  EXPECT_TRUE(NetworkIsolationFact(NetworkIsolation{protocol::kIsolationNoEngine, {}, "no socket"})
+                  .isolated);
+
+  NetworkFact f = NetworkIsolationFact(std::nullopt);
+  EXPECT_FALSE(f.isolated);
+  EXPECT_EQ(f.note,
+            "network isolation not checked: this machine's gpunex-agent is older than the "
+            "check; update it (run the installer again)");
+  f = NetworkIsolationFact(NetworkIsolation{protocol::kIsolationChecking, {}, ""});
+  EXPECT_FALSE(f.isolated);
+  EXPECT_EQ(f.note, "network isolation being checked by the agent");
+  f = NetworkIsolationFact(NetworkIsolation{protocol::kIsolationUnverified, {}, "engine error"});
+  EXPECT_FALSE(f.isolated);
+  EXPECT_EQ(f.note, "network isolation could not be checked: engine error");
+  f = NetworkIsolationFact(NetworkIsolation{"martian", {}, ""});
+  EXPECT_FALSE(f.isolated) << "a state this platform does not know is not a pass";
+
+  f = NetworkIsolationFact(
+      NetworkIsolation{protocol::kNotIsolated, {protocol::kReachedWorkload}, "details"});
+  EXPECT_FALSE(f.isolated);
+  EXPECT_EQ(f.note,
+            "network not isolated: a workload can reach another workload; fix: turn Docker's "
+            "iptables rules on (\"iptables\": true, the default); then restart gpunex-agent "
+            "(docs/trust.md)");
+  f = NetworkIsolationFact(
+      NetworkIsolation{protocol::kNotIsolated, {protocol::kReachedHost}, "details"});
+  EXPECT_EQ(f.note,
+            "network not isolated: a workload can reach the host's services; fix: run iptables "
+            "-I INPUT -i gpxwl+ -j REJECT on the host; then restart gpunex-agent (docs/trust.md)");
+  f = NetworkIsolationFact(NetworkIsolation{
+      protocol::kNotIsolated, {protocol::kReachedWorkload, protocol::kReachedHost}, ""});
+  EXPECT_TRUE(f.note.starts_with(
+      "network not isolated: a workload can reach another workload and the host's services; "
+      "fix: turn Docker's iptables rules on"))
+      << f.note;
+
+  // The note is the decision's.
+  ListingFacts facts;
+  facts.network_isolated = f.isolated;
+  facts.network_note = f.note;
+  EXPECT_EQ(DecideListing(facts).state, ListingState::kNetworkNotIsolated);
+  EXPECT_EQ(DecideListing(facts).note, f.note);
+  EXPECT_EQ(ListingStateCode(ListingState::kNetworkNotIsolated), "network_not_isolated");
 }
 
 TEST(DecideListing, RentedAndBenchmarkingStayOnTheMarketplace) {

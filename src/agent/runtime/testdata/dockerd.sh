@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
 # A private Docker engine for tests: everything it owns lives under one directory, it
-# listens only on its own unix socket, and it neither creates the default docker0 bridge
-# nor touches iptables, so several can run beside each other and beside a host dockerd.
-# User-defined bridge networks still work (without NAT: nothing leaves the machine).
+# listens only on its own unix socket, it creates no docker0 bridge, and it runs in a
+# network namespace of its own (named after DIR, kept in DIR/netns), so that its iptables
+# rules, bridges and containers are its own: several can run beside each other and beside
+# a host dockerd, and nothing of the machine running the tests is reachable from its
+# containers. Nothing leaves the namespace (it has no link out but loopback); a test that
+# needs a service of the machine in there forwards its port (tests/e2e/dockerenv.py).
+# Containers with NetworkMode host share the namespace, not the machine's network.
+#
+# GPUNEX_TEST_DOCKERD_NETWORK chooses how the engine isolates workloads
+# (src/agent/isolation/isolation_check.h checks exactly this):
+#   isolated (default)  Docker's iptables rules, and workload bridges (gpxwl*) kept from
+#                       the host's services: iptables -I INPUT -i gpxwl+ -j REJECT, the rule
+#                       docs/trust.md asks providers for;
+#   docker              Docker's iptables rules only: networks are kept from each other,
+#                       the host's services are not;
+#   open                --iptables=false with IP forwarding on: nothing is kept from
+#                       anything (the engine a probe of issue 24 found).
 #
 #   dockerd.sh start DIR                 start dockerd under DIR; prints DIR/docker.sock
-#   dockerd.sh stop DIR                  stop it, unmount what is left, remove DIR
+#   dockerd.sh stop DIR                  stop it, unmount what is left, remove DIR and the
+#                                        network namespace
 #   dockerd.sh import-busybox DIR REF    import an image REF made of the host's static
 #                                        busybox (no registry involved)
 #
-# Needs root, /usr/sbin/dockerd (or $DOCKERD) and the docker CLI. Exits non-zero with the
-# reason on stderr when the engine cannot start.
+# Needs root, /usr/sbin/dockerd (or $DOCKERD), the docker CLI, ip (iproute2), nsenter and
+# iptables. Exits non-zero with the reason on stderr when the engine cannot start.
 set -euo pipefail
+# ip, iptables and sysctl live in sbin, which a test runner's PATH may leave out.
+PATH=$PATH:/usr/sbin:/sbin
 
 die() {
   echo "dockerd.sh: $*" >&2
@@ -27,6 +44,12 @@ cli() {
   docker -H "unix://$DIR/docker.sock" "$@"
 }
 
+# Runs a command in the engine's network namespace (only that: the mounts stay the
+# machine's, so the engine's are visible to stop()).
+in_netns() {
+  nsenter "--net=/run/netns/$(cat "$DIR/netns")" "$@"
+}
+
 start() {
   [[ $(id -u) -eq 0 ]] || die "must run as root to start dockerd"
   local dockerd=${DOCKERD:-}
@@ -36,18 +59,40 @@ start() {
   fi
   [[ -x $dockerd ]] || die "dockerd not found (set DOCKERD)"
   command -v docker >/dev/null || die "the docker CLI is not installed"
+  local tool
+  for tool in ip nsenter iptables; do
+    command -v "$tool" >/dev/null || die "$tool is not installed (Debian: iproute2, util-linux, iptables)"
+  done
+  local network=${GPUNEX_TEST_DOCKERD_NETWORK:-isolated} iptables
+  case $network in
+    isolated | docker) iptables=true ;;
+    open) iptables=false ;;
+    *) die "GPUNEX_TEST_DOCKERD_NETWORK=$network: use isolated, docker or open" ;;
+  esac
   mkdir -p "$DIR/data" "$DIR/exec"
+  # The engine's own network namespace, with loopback up.
+  local ns
+  ns=gpx-$(basename "$DIR")
+  ip netns add "$ns" || die "cannot create the network namespace $ns"
+  echo "$ns" >"$DIR/netns"
+  ip -n "$ns" link set lo up
+  if [[ $network == isolated ]]; then
+    in_netns iptables -I INPUT -i gpxwl+ -j REJECT || die "iptables failed in $ns"
+  elif [[ $network == open ]]; then
+    in_netns sysctl -qw net.ipv4.ip_forward=1
+  fi
   # An empty config file: the host's /etc/docker/daemon.json must not apply.
   echo '{}' >"$DIR/daemon.json"
   local extra=()
   [[ -n ${DOCKERD_STORAGE_DRIVER:-} ]] && extra+=(--storage-driver "$DOCKERD_STORAGE_DRIVER")
-  setsid "$dockerd" \
+  # nsenter and setsid exec dockerd: $! is its pid.
+  in_netns setsid "$dockerd" \
     --config-file "$DIR/daemon.json" \
     --host "unix://$DIR/docker.sock" \
     --data-root "$DIR/data" \
     --exec-root "$DIR/exec" \
     --pidfile "$DIR/docker.pid" \
-    --iptables=false --ip-masq=false --bridge=none \
+    --iptables="$iptables" --ip-masq=false --bridge=none \
     --log-level=warn "${extra[@]}" \
     </dev/null >"$DIR/dockerd.log" 2>&1 &
   local pid=$!
@@ -102,6 +147,10 @@ stop() {
     sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
+  # The network namespace, with whatever bridges and rules the engine left in it.
+  if [[ -f $DIR/netns ]]; then
+    ip netns del "$(cat "$DIR/netns")" 2>/dev/null || true
+  fi
   rm -rf "$DIR"
 }
 

@@ -367,6 +367,20 @@ export function machineHiddenBadge(m: api.Machine): HTMLElement | null {
   return null;
 }
 
+// What the agent found of the machine's network isolation, when it keeps the machine off
+// the marketplace (docs/trust.md): the check's own words; each GPU's listing note says the
+// fix. Nothing while it passes, while it runs, or without a Docker engine.
+export function networkIsolationNotice(m: api.Machine): HTMLElement | null {
+  if (m.status !== "online") return null;
+  const n = m.host?.network_isolation;
+  let text: string;
+  if (!n) text = "Network isolation not checked: this gpunex-agent is older than the check; update it.";
+  else if (n.state === "not_isolated") text = `Workloads here are not network-isolated: ${n.detail}.`;
+  else if (n.state === "unverified") text = `Network isolation could not be checked: ${n.detail}.`;
+  else return null;
+  return h("p", { class: "small warn network-isolation", role: "status" }, text);
+}
+
 // The machines whose rename form is open, with the form: the same element goes back into
 // each redrawn card, so that what is typed and the focus survive the refresh.
 type Renames = Map<string, HTMLFormElement>;
@@ -499,6 +513,7 @@ function machineCard(
         .filter(Boolean)
         .join(" · "),
     ),
+    networkIsolationNotice(m),
     gpus.length === 0
       ? h("p", { class: "muted" }, "No GPUs reported.")
       : h(
