@@ -502,7 +502,7 @@ void Agent::Execute(protocol::Command c) {
       // engine that cannot be reached is (RNT-3), reported as the workload's end.
       LogWarn("agent.workload_refused", {{"workload_id", spec->workload_id}, {"why", refusal}});
       Queue(protocol::WorkloadEvent{spec->workload_id, "failed", std::nullopt, "engine: " + refusal,
-                                    ""});
+                                    "", std::string(protocol::kCauseEngineError)});
       data["workload_id"] = spec->workload_id;
     } else if (Status st = runner_->Start(*spec);
                !st.ok() && st.code() != StatusCode::kAlreadyExists) {  // a repeat: it runs
