@@ -63,7 +63,7 @@ struct FleetOptions {
   // A provider's agents register at most this many machines; a hello beyond is refused.
   int64_t max_machines_per_provider = 100;
   // What workload images may name (registries.h): [fleet] allow_private_registries.
-  ImagePolicy images;
+  ImagePolicy images{};
   int sweep_interval_ms = 1000;
   const Clock* clock = &SystemClock();
 };
