@@ -71,17 +71,18 @@ done
 phase "sanitizer build tests"
 # Every unit test and most end-to-end tests again under ASan+UBSan. The slowest end-to-end
 # tests, whose gpunexd paths the others cover too, run in the release build only: the
-# dashboard in a browser (every browser suite), the agent in Docker (its install, and its
-# network isolation check, which agent_isolation_test runs under the sanitizers), the agent channel,
-# the reliability score's timed outages, the marketplace's fleet of real agents with its 1-second
-# deadlines (test_authz reaches the marketplace routes under the sanitizers), the
+# dashboard in a browser (every browser suite), the agent in Docker (its install; its
+# network isolation check, which agent_isolation_test runs under the sanitizers; its
+# containers' logs, which workloads_test and fleet_test check), the agent channel, the
+# reliability score's timed outages, the marketplace's fleet of real agents with its
+# 1-second deadlines (test_authz reaches the marketplace routes under the sanitizers), the
 # sign-up flood's latency comparison, and the rentals in Docker with their kills of
 # gpunexd under 50 metered rentals (test_authz and test_bad_inputs_rentals reach the
 # rental routes under the sanitizers), and the payouts of such rentals with their kills of
 # gpunexd at every step of a run (test_bad_inputs_payouts, test_topups and test_authz
 # reach the payout and top-up routes under the sanitizers; the bank files' independent
 # checker is Python alone).
-asan_skip='^(browser_.*|e2e_test_agent_docker|e2e_test_network_isolation|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash|e2e_test_payouts|e2e_test_payouts_crash|e2e_test_bankcheck|solana_test_node)$'
+asan_skip='^(browser_.*|e2e_test_agent_docker|e2e_test_network_isolation|e2e_test_agent_logs|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash|e2e_test_payouts|e2e_test_payouts_crash|e2e_test_bankcheck|solana_test_node)$'
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip" | tee "$logs/asan"
 
