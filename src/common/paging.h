@@ -1,4 +1,4 @@
-// List paging (API.md: ?limit=&cursor=, {"items": [...], "next_cursor": "..." | null}).
+// List paging (docs/api.md: ?limit=&cursor=, {"items": [...], "next_cursor": "..." | null}).
 //
 // Every list is keyset-paged: items are ordered by a sort key (one or more columns, the
 // last one unique, e.g. (submitted_at, id)), and a page after another starts after the

@@ -3,7 +3,7 @@
 A fake agent (FakeAgent, on wsclient.py) speaks the agent protocol to a real gpunexd over
 GET /api/v1/agent/connect with emulated GPUs:
 
-- connect → welcome → the machine is Online with its GPUs (the API.md fields), heartbeat
+- connect → welcome → the machine is Online with its GPUs (the docs/api.md fields), heartbeat
   telemetry shows in GET /machines/{id}; providers see only their own machines, admins
   all, customers none; the provider designates GPUs with PATCH .../gpus/{gpu_id};
 - missed heartbeats → Offline (offline_after_s = 3), every transition kept as an interval;

@@ -1,6 +1,6 @@
 """Bad requests to the availability, maintenance and reliability routes (issue 12):
 a table of malformed, mistyped, out-of-range and otherwise invalid requests, each answered
-with the error shape of API.md naming exactly the bad field(s) of the contract, and each
+with the error shape of docs/api.md naming exactly the bad field(s) of the contract, and each
 followed by a read-back showing that nothing changed (the schedules of every machine
 involved, the maintenance windows of both providers' machines), and - after the whole
 table - the tables of schedules and maintenance windows exactly as before. Then the

@@ -1,4 +1,4 @@
-// The REST API client (/api/v1, see shared/API.md). The session is the HttpOnly cookie
+// The REST API client (/api/v1, see docs/api.md). The session is the HttpOnly cookie
 // that log-in sets; requests that change state carry the session's CSRF token in the
 // header the log-in answer names (X-CSRF-Token). Every failure becomes an ApiError with
 // a sentence a person can read.

@@ -189,7 +189,7 @@ void RejectContainerOptions(const json::object& body, std::span<const std::strin
 void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::string>* command,
                      std::vector<std::pair<std::string, std::string>>* env);
 
-// A schedule (API.md's "availability" shape) under `key` of `parent`; nullopt when absent
+// A schedule (docs/api.md's availability) under `key` of `parent`; nullopt when absent
 // or undecodable (the errors are in parent.errors()).
 std::optional<applications::Availability> DecodeSchedule(const JsonReader& parent,
                                                          std::string_view key, bool required);

@@ -1,5 +1,5 @@
-// /api/v1/provider-applications: the JSON form of an application (API.md "Application
-// body"), decoded into applications::ApplicationBody and encoded from
+// /api/v1/provider-applications: the JSON form of an application (docs/api.md, "Provider
+// applications"), decoded into applications::ApplicationBody and encoded from
 // applications::Application, and the routes.
 //
 // Decoding checks what the wire form decides: JSON types, unknown members (refused),
@@ -7,7 +7,7 @@
 // "submit": true everything is required), text lengths and numeric ranges. The domain
 // checks the values (formats, the catalog, the rules between fields). When decoding finds
 // problems, the domain's checks run too on what could be decoded, so that one answer
-// names every bad field, as API.md promises.
+// names every bad field, as docs/api.md promises.
 //
 // An absent value is null on the wire (email, country, model_other, region, numbers) or
 // "" (the free-text fields full_name, company, city, maintenance_notes), as before.

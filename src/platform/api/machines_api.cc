@@ -21,7 +21,7 @@ json::value TelemetryJson(const std::optional<protocol::GpuSample>& t) {
       {"sm_clock_mhz", t->sm_clock_mhz},       {"throttle_reasons", std::move(reasons)}};
 }
 
-// A GPU as API.md fixes it, with its listing: `listed` says whether it is on the
+// A GPU as docs/api.md has it, with its listing: `listed` says whether it is on the
 // marketplace (listed, rented or being benchmarked), `delisted_reason` why not (null when
 // it is), `listing_state` the code the dashboard switches on.
 json::object GpuJson(const fleet::MachineGpu& g, const benchmarks::GpuScore& score) {

@@ -63,7 +63,7 @@ struct Response {
 // server and answered with a 500 whose body does not reveal them.
 using Handler = std::function<Response(Request&)>;
 
-// The one place that maps a Status to an HTTP status and the error body of API.md:
+// The one place that maps a Status to an HTTP status and the error body of docs/api.md:
 //   {"error": {"code": "...", "message": "...", "fields": {...}}}
 // `fields` appears when the status carries field errors.
 Response ErrorResponse(const Status& status);
