@@ -14,7 +14,8 @@
 #        refused with 422 "balance", which checks the report of failures)
 #
 # A throw-away gpunexd (SQLite, loopback, emulated GPUs allowed, benchmarks off so a GPU is
-# listed as soon as it is priced) gets the demo provider (scripts/demo_seed.py) with a price
+# listed as soon as it is priced, the one customer allowed 10 000 queued jobs so that the
+# jobs that find no free GPU are queued and counted, not refused) gets the demo provider (scripts/demo_seed.py) with a price
 # of 0.40 USDC for the NVIDIA L4; bench/agent_load.py --hold connects OFFERS simulated
 # agents with one emulated L4 each over the agent protocol (it gives every agent one GPU)
 # and keeps them connected. A customer signs up and the admin credits it 1 000 000 USDC
@@ -70,6 +71,8 @@ heartbeat_interval_s = $heartbeat
 offline_after_s = $((heartbeat * 3))
 hello_timeout_s = 300
 max_machines_per_provider = 1000000
+[rentals]
+max_queued_jobs_per_customer = 10000
 [benchmarks]
 enabled = false"
 pid=$GPUNEXD_PID

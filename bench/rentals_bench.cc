@@ -98,7 +98,8 @@ Status Seed(platform::store::Database& db, int64_t offers, int64_t gpus, int64_t
             tx.Exec("INSERT INTO machines (id, provider_id, key_hash, name, status, emulated, "
                     "agent_version, host, inventory_hash, created_at, last_seen_at, "
                     "status_since) VALUES (?, ?, ?, ?, 'online', 1, '0.1.0', "
-                    "'{\"cpu_cores\":32,\"ram_mb\":131072}', 'inv', ?, ?, ?)",
+                    "'{\"cpu_cores\":32,\"ram_mb\":131072,\"network_isolation\":{\"state\":"
+                    "\"isolated\",\"reached\":[],\"detail\":\"bench\"}}', 'inv', ?, ?, ?)",
                     {m, p, "key_" + m, "bench-" + std::to_string(i), us, us, us})
                 .status());
         for (int64_t g = 0; g < gpus; ++g) {

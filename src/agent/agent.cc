@@ -71,7 +71,16 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
     : options_(std::move(options)), state_(state), gpus_(gpus), docker_(docker) {
   {
     MutexLock lock(&mu_);
-    isolation_.state = docker_ ? protocol::kIsolationChecking : protocol::kIsolationNoEngine;
+    // No engine answering now is said as the check says it (CheckNetworkIsolation) in the
+    // first hello, so that on a machine without one the first check changes nothing (and
+    // records no machine event).
+    isolation_.state = protocol::kIsolationChecking;
+    if (!docker_) {
+      isolation_.state = protocol::kIsolationNoEngine;
+    } else if (auto unanswered = isolation::EngineUnanswered(*docker_);
+               unanswered && unanswered->state == protocol::kIsolationNoEngine) {
+      isolation_ = *std::move(unanswered);
+    }
   }
   if (docker_) {
     WorkloadRunnerOptions ro;

@@ -444,13 +444,17 @@ std::string IsolationFix(const protocol::NetworkIsolation& report) {
          "the check again";
 }
 
+std::optional<protocol::NetworkIsolation> EngineUnanswered(DockerClient& docker) {
+  Status st = docker.Ping();
+  if (st.ok()) return std::nullopt;
+  return Report(st.code() == StatusCode::kUnavailable ? protocol::kIsolationNoEngine
+                                                      : protocol::kIsolationUnverified,
+                st.message());
+}
+
 protocol::NetworkIsolation CheckNetworkIsolation(DockerClient& docker,
                                                  const IsolationCheckOptions& options) {
-  if (Status st = docker.Ping(); !st.ok()) {
-    return Report(st.code() == StatusCode::kUnavailable ? protocol::kIsolationNoEngine
-                                                        : protocol::kIsolationUnverified,
-                  st.message());
-  }
+  if (auto unanswered = EngineUnanswered(docker)) return *std::move(unanswered);
   if (options.owner.empty()) {
     return Report(protocol::kIsolationUnverified, "the check has no owner (a bug of the agent)");
   }

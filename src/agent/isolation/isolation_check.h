@@ -30,6 +30,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,11 @@ struct IsolationCheckOptions {
 // The owner of the checks of the agent with this machine key (the key is secret, the
 // first 12 hex digits of its SHA-256 are not).
 std::string CheckOwner(const std::string& machine_key);
+
+// What a check on `docker` reports without running (kIsolationNoEngine for an engine that
+// does not answer, kIsolationUnverified for one that answers with an error); nullopt
+// when the engine answers, and only a check can tell.
+std::optional<protocol::NetworkIsolation> EngineUnanswered(DockerClient& docker);
 
 // Runs one check on `docker`. Never fails: an engine that does not answer is
 // kIsolationNoEngine, a check that cannot finish kIsolationUnverified with the reason in

@@ -142,6 +142,11 @@ TEST(IsolationCheckWithoutEngine, SaysThereIsNoEngine) {
   EXPECT_EQ(r.state, protocol::kIsolationNoEngine);
   EXPECT_THAT(r.detail, HasSubstr("/nonexistent/docker.sock"));
   EXPECT_EQ(IsolationFix(r), "");
+  // What the agent's first hello says without running a check: the check's own answer, so
+  // that the check that follows changes nothing.
+  auto unanswered = EngineUnanswered(*docker);
+  ASSERT_TRUE(unanswered.has_value());
+  EXPECT_EQ(*unanswered, r);
 }
 
 }  // namespace
