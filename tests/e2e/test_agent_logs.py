@@ -121,12 +121,21 @@ class AgentLogsMixin:
         return self.srv.backend.query(sql, params)
 
     def machine_online(self, prov):
+        """The machine once online and its agent's network isolation check passed (no
+        workload starts before)."""
         def check():
             r = prov.c.get(f"{API}/machines")
             self.assertStatus(r, 200)
             ms = [m for m in r.body["items"] if m["status"] == "online"]
-            return ms[0] if ms else None
-        return wait_until(check, 30, "the machine online", interval=0.2)
+            if not ms:
+                return None
+            r = prov.c.get(f"{API}/machines/{ms[0]['id']}")
+            self.assertStatus(r, 200)
+            isolation = r.body["host"].get("network_isolation") or {}
+            self.assertNotIn(isolation.get("state"), ("not_isolated", "unverified"), isolation)
+            return r.body if isolation.get("state") == "isolated" else None
+        return wait_until(check, 120, "the machine online and its network isolation checked",
+                          interval=0.2)
 
     def start_workload(self, prov, mid, gpu_id, script):
         r = prov.c.post(f"{API}/workloads", {"machine_id": mid, "gpu_ids": [gpu_id],

@@ -495,6 +495,8 @@ class RentalsMixin:
         # A registry that answers: it has no such image (manifest unknown).
         registry = dockerenv.LocalRegistry().start()
         self.addCleanup(registry.stop)
+        # The engine pulls in its own network namespace: the registry's port reaches it.
+        self.addCleanup(self.dock.forward(registry.port).close)
         # Nothing listens on port 9 of loopback: the pull fails at once (the engine trusts
         # loopback registries without TLS). A command that is not in the image: depending
         # on the engine, the start fails, or the container starts and exits at once with
