@@ -43,6 +43,17 @@ trap 'kill $agent $server $chain 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "$base/readyz" >/dev/null || { echo "gpunexd did not start; see $demo/gpunexd.log" >&2; exit 1; }
 
+# The agent lists its machine only once workloads reach neither each other nor this
+# host's services (docs/trust.md): with Docker's iptables rules on (the default), that
+# takes one rule on the host for the workload bridges (gpxwl*), which the demo adds once.
+isolation_note="the demo agent's workload bridges (gpxwl*) are kept from this host: iptables -I INPUT -i gpxwl+ -j REJECT"
+if [ -S /var/run/docker.sock ] && command -v iptables >/dev/null; then
+  if ! iptables -C INPUT -i gpxwl+ -j REJECT 2>/dev/null; then
+    iptables -I INPUT -i gpxwl+ -j REJECT 2>/dev/null ||
+      isolation_note="run as root: iptables -I INPUT -i gpxwl+ -j REJECT (the demo agent's machine is listed only then; docs/trust.md)"
+  fi
+fi
+
 token=$(/usr/bin/python3 scripts/demo_seed.py "$base" "$admin_email" "$admin_password")
 GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$demo/agent \
   build/release/src/agent/gpunex-agent run --emulate-gpus "l4-24gb:2" 2>>"$demo/agent.log" &
@@ -65,6 +76,7 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
             the provider is paid there weekly ($base/#/provider/payments), the customer can top
             up ($base/#/balance/top-up), admins run payouts ($base/#/admin/payouts)}
   try:      curl -s $base/api/v1/gpu-models
+  network:  $isolation_note
 Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
 GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops everything.
 
