@@ -20,8 +20,9 @@ packages=(
   wrk procps
   # storage and network benchmarks (bench/storage_vs_fio.sh, bench/network_vs_iperf3.sh)
   liburing-dev fio iperf3
-  # agent: Docker Engine for workloads, a local registry and busybox for test images
-  docker.io docker-registry busybox-static iproute2
+  # agent: Docker Engine for workloads, a local registry and busybox for test images; each
+  # test engine runs in a network namespace of its own with its own rules (iproute2, iptables)
+  docker.io docker-registry busybox-static iproute2 iptables
   # web dashboard: browser tests in Debian's Chromium (tests/browser), fonts for screenshots
   chromium fonts-dejavu-core
 )
