@@ -25,9 +25,10 @@ PostgreSQL.
 import re
 import unittest
 
-import dockerenv
 from harness import API, ServerTestCase, provider_with_agent_token, wait_until
-from test_rentals import BUSYBOX_REF, FLEET_TOML, L4, DockerAgent
+# The module's engine (setUpModule, tearDownModule) and its agents, as test_rentals has them.
+from test_rentals import (BUSYBOX_REF, FLEET_TOML, L4, DockerAgent, EngineAgentsMixin,
+                          setUpModule, tearDownModule)  # noqa: F401 (unittest calls them)
 
 ROUNDS = 20
 REPLACEMENT = "\ufffd"
@@ -65,57 +66,11 @@ def expected_plain():
     return "".join(f"tick {i}\n" for i in range(ROUNDS * 2)) + "plain-done\n"
 
 
-# --------------------------------------------------------------------------- module: the engine
-
-ENV = {"dockerd": None}
-
-
-def setUpModule():
-    dockerenv.require_docker()
-    dockerenv.agent_binary()
-    d = dockerenv.TestDockerd().start()
-    ENV["dockerd"] = d
-    try:
-        d.import_busybox(BUSYBOX_REF)
-    except BaseException:
-        tearDownModule()
-        raise
-
-
-def tearDownModule():
-    d = ENV["dockerd"]
-    if d is None:
-        return
-    ENV["dockerd"] = None
-    left = d.stop()
-    if left:
-        raise AssertionError("the private dockerd left things behind: " + "; ".join(left))
-
-
 # --------------------------------------------------------------------------- the tests
 
 
-class AgentLogsMixin:
-    SMTP = False
-    ROOT_TOML = "allow_emulated_gpus = true"
+class AgentLogsMixin(EngineAgentsMixin):
     EXTRA_TOML = FLEET_TOML
-
-    def setUp(self):
-        super().setUp()
-        self.dock = ENV["dockerd"]
-        self.agents = []
-        self.addCleanup(self._cleanup_agents)
-        self.admin = self.srv.admin()
-
-    def _cleanup_agents(self):
-        failed = self._outcome_failed()
-        for a in self.agents:
-            if failed:
-                print(f"\n--- agent {a.state_dir} ---\n" + a.logs()[-4000:])
-            a.cleanup(keep=failed)
-        if failed:
-            print("\n--- dockerd log ---\n" + self.dock.log_tail(2000))
-        self.dock.remove_all()
 
     def q(self, sql, params=()):
         return self.srv.backend.query(sql, params)

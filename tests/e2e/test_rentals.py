@@ -287,10 +287,12 @@ def tearDownModule():
 # --------------------------------------------------------------------------- the tests
 
 
-class RentalsMixin:
+class EngineAgentsMixin:
+    """Agents started by a test (self.agents) whose workloads run in the module's engine
+    (self.dock), removed after it; their logs and the engine's printed when it failed. A
+    module that uses it takes setUpModule and tearDownModule from here too."""
     SMTP = False
     ROOT_TOML = "allow_emulated_gpus = true"
-    EXTRA_TOML = RENTALS_TOML
 
     def setUp(self):
         super().setUp()
@@ -308,6 +310,10 @@ class RentalsMixin:
         if failed:
             print("\n--- dockerd log ---\n" + self.dock.log_tail(2000))
         self.dock.remove_all()
+
+
+class RentalsMixin(EngineAgentsMixin):
+    EXTRA_TOML = RENTALS_TOML
 
     # -- fixture pieces
 
