@@ -277,34 +277,7 @@ class EngineClient final : public DockerClient {
   }
 
   Status LoadImage(const std::string& tar_path) override {
-    std::FILE* f = std::fopen(tar_path.c_str(), "rb");
-    if (!f) return NotFound("cannot open image file " + tar_path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-      std::fclose(f);
-      return InvalidArgument("image file " + tar_path + " is not a regular file");
-    }
-    Request req;
-    req.method = "POST";
-    req.path = "/images/load?quiet=1";
-    req.upload = f;
-    req.upload_size = st.st_size;
-    req.headers = {"Content-Type: application/x-tar"};
-    req.timeout_s = 0;
-    ProgressStream stream(nullptr);
-    req.sink = [&stream](std::string_view data) { return stream.Feed(data); };
-    auto resp = Perform(req);
-    std::fclose(f);
-    if (!resp.ok()) return resp.status();
-    if (resp->http < 200 || resp->http >= 300) {
-      Status s = HttpError(resp->http, resp->body);
-      return Status(s.code(), "loading " + tar_path + ": " + s.message());
-    }
-    GPUNEX_RETURN_IF_ERROR(stream.Finish());
-    if (stream.error()) {
-      return InvalidArgument("loading " + tar_path + ": docker: " + *stream.error());
-    }
-    return Status::Ok();
+    return UploadTar(tar_path, "/images/load?quiet=1", "loading " + tar_path);
   }
 
   Status ImportImage(const std::string& tar_path, const std::string& ref) override {
@@ -314,35 +287,10 @@ class EngineClient final : public DockerClient {
       return InvalidArgument("image reference \"" + ref + "\" " +
                              (parsed ? std::string("must not carry a digest") : error));
     }
-    std::FILE* f = std::fopen(tar_path.c_str(), "rb");
-    if (!f) return NotFound("cannot open " + tar_path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-      std::fclose(f);
-      return InvalidArgument(tar_path + " is not a regular file");
-    }
-    Request req;
-    req.method = "POST";
-    req.path =
-        "/images/create?fromSrc=-&repo=" + Escape(parsed->name) + "&tag=" + Escape(parsed->tag);
-    req.upload = f;
-    req.upload_size = st.st_size;
-    req.headers = {"Content-Type: application/x-tar"};
-    req.timeout_s = 0;
-    ProgressStream stream(nullptr);
-    req.sink = [&stream](std::string_view data) { return stream.Feed(data); };
-    auto resp = Perform(req);
-    std::fclose(f);
-    if (!resp.ok()) return resp.status();
-    if (resp->http < 200 || resp->http >= 300) {
-      Status s = HttpError(resp->http, resp->body);
-      return Status(s.code(), "importing " + ref + ": " + s.message());
-    }
-    GPUNEX_RETURN_IF_ERROR(stream.Finish());
-    if (stream.error()) {
-      return InvalidArgument("importing " + ref + ": docker: " + *stream.error());
-    }
-    return Status::Ok();
+    return UploadTar(
+        tar_path,
+        "/images/create?fromSrc=-&repo=" + Escape(parsed->name) + "&tag=" + Escape(parsed->tag),
+        "importing " + ref);
   }
 
   StatusOr<std::string> CreateContainer(const std::string& name,
@@ -589,6 +537,37 @@ class EngineClient final : public DockerClient {
   }
 
  private:
+  // POSTs the tar file at `tar_path` to `path` (an image load or import), following the
+  // engine's progress to its end; errors start with `what`.
+  Status UploadTar(const std::string& tar_path, std::string path, const std::string& what) {
+    std::FILE* f = std::fopen(tar_path.c_str(), "rb");
+    if (!f) return NotFound("cannot open image file " + tar_path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::fclose(f);
+      return InvalidArgument("image file " + tar_path + " is not a regular file");
+    }
+    Request req;
+    req.method = "POST";
+    req.path = std::move(path);
+    req.upload = f;
+    req.upload_size = st.st_size;
+    req.headers = {"Content-Type: application/x-tar"};
+    req.timeout_s = 0;
+    ProgressStream stream(nullptr);
+    req.sink = [&stream](std::string_view data) { return stream.Feed(data); };
+    auto resp = Perform(req);
+    std::fclose(f);
+    if (!resp.ok()) return resp.status();
+    if (resp->http < 200 || resp->http >= 300) {
+      Status s = HttpError(resp->http, resp->body);
+      return Status(s.code(), what + ": " + s.message());
+    }
+    GPUNEX_RETURN_IF_ERROR(stream.Finish());
+    if (stream.error()) return InvalidArgument(what + ": docker: " + *stream.error());
+    return Status::Ok();
+  }
+
   // GET `path`, expecting 200 and a JSON body.
   StatusOr<json::value> GetJson(std::string path) {
     Request req;
