@@ -8,15 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/ascii.h"
+
 namespace gpunex::agent {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -62,7 +57,7 @@ bool SplitHostPort(std::string_view authority, std::string* host, uint16_t* port
   if (!rest.empty()) {
     if (rest.front() != ':' || !ParsePort(rest.substr(1), port)) return false;
   }
-  *host = Lower(h);
+  *host = AsciiLower(h);
   return true;
 }
 
@@ -197,7 +192,7 @@ StatusOr<WebSocketEndpoint> ParseWebSocketUrl(std::string_view url) {
   if (scheme_end == std::string_view::npos) {
     return InvalidArgument("the platform URL must start with ws://, wss://, http:// or https://");
   }
-  const std::string scheme = Lower(url.substr(0, scheme_end));
+  const std::string scheme = AsciiLower(url.substr(0, scheme_end));
   WebSocketEndpoint endpoint;
   if (scheme == "wss" || scheme == "https") {
     endpoint.tls = true;
@@ -230,7 +225,7 @@ StatusOr<HttpProxy> ParseProxyUrl(std::string_view url) {
   std::string_view rest = url;
   const size_t scheme_end = url.find("://");
   if (scheme_end != std::string_view::npos) {
-    const std::string scheme = Lower(url.substr(0, scheme_end));
+    const std::string scheme = AsciiLower(url.substr(0, scheme_end));
     if (scheme != "http") {
       return InvalidArgument("unsupported proxy scheme \"" + scheme +
                              "\": only http:// proxies (CONNECT) are supported");
@@ -286,12 +281,12 @@ StatusOr<std::optional<HttpProxy>> ChooseProxy(const WebSocketEndpoint& endpoint
 }
 
 bool NoProxyMatches(std::string_view no_proxy, std::string_view host, uint16_t port) {
-  const std::string lower_host = Lower(host);
+  const std::string lower_host = AsciiLower(host);
   size_t start = 0;
   while (start <= no_proxy.size()) {
     size_t end = no_proxy.find_first_of(", \t", start);
     if (end == std::string_view::npos) end = no_proxy.size();
-    const std::string entry = Lower(Trim(no_proxy.substr(start, end - start)));
+    const std::string entry = AsciiLower(Trim(no_proxy.substr(start, end - start)));
     if (!entry.empty() && EntryMatches(entry, lower_host, port)) return true;
     start = end + 1;
   }

@@ -6,16 +6,10 @@
 #include <string_view>
 
 #include "common/agent_protocol.h"
+#include "common/ascii.h"
 
 namespace gpunex::agent {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool HasAny(const std::string& text, std::initializer_list<std::string_view> needles) {
   return std::any_of(needles.begin(), needles.end(),
@@ -60,7 +54,7 @@ EndVerdict RunEnd(const EngineEnd& end) {
 }
 
 std::string PullFailureCause(const Status& pull) {
-  const std::string m = Lower(pull.message());
+  const std::string m = AsciiLower(pull.message());
   // The host's own storage, whatever the registry did.
   if (HasAny(m, {"no space left on device", "read-only file system", "failed to register layer",
                  "input/output error", "too many open files"})) {

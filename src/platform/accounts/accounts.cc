@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 
+#include "common/ascii.h"
 #include "common/ids.h"
 #include "common/json.h"
 #include "common/utf8.h"
@@ -26,13 +27,6 @@ constexpr Duration kLastUsedGranularity = kOneMinute;
 bool IsAtext(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("!#$%&'*+/=?^_`{|}~.-").find(c) != std::string_view::npos;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 constexpr std::array<std::string_view, 4> kScopes = {kScopeRead, kScopeWrite, kScopeProvider,
@@ -118,7 +112,7 @@ std::string CheckEmail(std::string_view email, std::string* normalized) {
     }
     start = end + 1;
   }
-  *normalized = Lower(email);
+  *normalized = AsciiLower(email);
   return "";
 }
 
@@ -239,7 +233,7 @@ StatusOr<User> Accounts::SignUp(const SignUpRequest& req, std::string_view ip) {
 
 StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view ip,
                                       std::string_view user_agent) {
-  const std::string email = Lower(req.email);
+  const std::string email = AsciiLower(req.email);
   const Timestamp now = options_.clock->Now();
   const Timestamp window_start = now - std::chrono::minutes(options_.login_window_minutes);
   const std::string ip_s(ip);

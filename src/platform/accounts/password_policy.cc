@@ -6,18 +6,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/ascii.h"
+
 namespace gpunex::platform::accounts {
 namespace internal {
 std::string_view CommonPasswordsText();  // internal/common_passwords.cc.in
 }  // namespace internal
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool IsAsciiAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
@@ -30,7 +26,7 @@ const std::unordered_set<std::string>& CommonPasswords() {
       size_t end = text.find('\n', pos);
       if (end == std::string_view::npos) end = text.size();
       const std::string_view line = text.substr(pos, end - pos);
-      if (!line.empty() && line.front() != '#') set->insert(Lower(line));
+      if (!line.empty() && line.front() != '#') set->insert(AsciiLower(line));
       pos = end + 1;
     }
     return set;
@@ -46,7 +42,7 @@ void AddTokens(std::string_view text, std::vector<std::string>* out) {
     if (piece.size() >= 3) out->push_back(piece);
     piece.clear();
   };
-  for (const char c : Lower(text)) {
+  for (const char c : AsciiLower(text)) {
     if (IsAsciiAlnum(c)) {
       piece += c;
       joined += c;
@@ -73,7 +69,7 @@ size_t CharactersBesides(std::string lower, std::vector<std::string> tokens) {
 }  // namespace
 
 bool IsCommonPassword(std::string_view password) {
-  return CommonPasswords().count(Lower(password)) > 0;
+  return CommonPasswords().count(AsciiLower(password)) > 0;
 }
 
 size_t CommonPasswordCount() { return CommonPasswords().size(); }
@@ -83,7 +79,7 @@ std::string CheckPasswordStrength(std::string_view password, std::string_view em
   if (password.size() < kMinPasswordLength) {
     return "must be at least " + std::to_string(kMinPasswordLength) + " characters";
   }
-  const std::string lower = Lower(password);
+  const std::string lower = AsciiLower(password);
   // The password without the digits and symbols before and after its letters.
   const size_t first = lower.find_first_of("abcdefghijklmnopqrstuvwxyz");
   const size_t last = lower.find_last_of("abcdefghijklmnopqrstuvwxyz");

@@ -5,6 +5,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/ascii.h"
 #include "common/ids.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -22,14 +23,6 @@ constexpr size_t kMaxKindLength = 64;
 constexpr size_t kMaxTitleLength = 200;
 constexpr size_t kMaxNotificationBodyLength = 4000;
 constexpr size_t kMaxLinkLength = 2000;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 bool ValidMessageIdDomain(std::string_view d) {
   if (d.empty() || d.size() > 253) return false;
@@ -112,7 +105,7 @@ Status EnqueueEmail(store::Tx& tx, Timestamp now, const Email& email,
   NotifyStore s(tx);
   if (!email.user_id.empty()) {
     row.user_id = email.user_id;
-    row.address = Lower(to->address);
+    row.address = AsciiLower(to->address);
     GPUNEX_ASSIGN_OR_RETURN(int64_t recent,
                             s.CountEmailsSince(email.user_id, now - std::chrono::hours(1)));
     GPUNEX_ASSIGN_OR_RETURN(std::optional<VerificationRow> v,

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "platform/notify/notify.h"
@@ -14,13 +15,6 @@ namespace {
 
 constexpr std::string_view kKeyName = "email_verification";
 constexpr std::string_view kInvalidLink = "is not a valid verification link";
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string Seconds(Duration d) {
   return std::to_string(std::chrono::ceil<std::chrono::seconds>(d).count());
@@ -71,7 +65,7 @@ EmailVerifier::EmailVerifier(std::string key, VerifierOptions options)
 std::string EmailVerifier::MakeToken(const std::string& user_id, std::string_view address,
                                      Timestamp expires) const {
   const std::string payload =
-      user_id + "\n" + Lower(address) + "\n" +
+      user_id + "\n" + AsciiLower(address) + "\n" +
       std::to_string(
           std::chrono::duration_cast<std::chrono::seconds>(expires.time_since_epoch()).count());
   return Base64UrlEncode(payload) + "." + Base64UrlEncode(HmacSha256(key_, payload));
@@ -79,7 +73,7 @@ std::string EmailVerifier::MakeToken(const std::string& user_id, std::string_vie
 
 Status EmailVerifier::SendLink(store::Tx& tx, Timestamp now, const std::string& user_id,
                                std::string_view raw_address) const {
-  const std::string address = Lower(raw_address);
+  const std::string address = AsciiLower(raw_address);
   NotifyStore s(tx);
   GPUNEX_RETURN_IF_ERROR(
       s.InsertVerification({user_id, address, now, std::nullopt, std::nullopt}).status());
@@ -113,7 +107,7 @@ Status EmailVerifier::SendLink(store::Tx& tx, Timestamp now, const std::string& 
 Status EmailVerifier::TellOwnerOfSignUp(store::Tx& tx, Timestamp now, const std::string& user_id,
                                         std::string_view address) const {
   Email e;
-  e.to = Lower(address);
+  e.to = AsciiLower(address);
   e.subject = "gpunex: a sign-up with your email address";
   e.body =
       "Hello,\n\nSomeone, perhaps you, tried to create a gpunex account with this address "
@@ -168,7 +162,7 @@ StatusOr<Verified> EmailVerifier::Verify(store::Database& db, std::string_view t
 
 Status EmailVerifier::Resend(store::Database& db, const std::string& user_id,
                              std::string_view raw_address, int64_t* retry_after_s) const {
-  const std::string address = Lower(raw_address);
+  const std::string address = AsciiLower(raw_address);
   const Timestamp now = options_.clock->Now();
   return db.Transact([&](store::Tx& tx) -> Status {
     NotifyStore s(tx);
@@ -213,7 +207,7 @@ StatusOr<bool> EmailVerifier::IsVerified(store::Database& db, const std::string&
   bool verified = false;
   GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<VerificationRow> row,
-                            NotifyStore(tx).FindVerification(user_id, Lower(address)));
+                            NotifyStore(tx).FindVerification(user_id, AsciiLower(address)));
     verified = row && row->verified_at;
     return Status::Ok();
   }));
@@ -248,7 +242,7 @@ Status EmailVerifier::SendDueLinks(store::Database& db, int64_t limit) const {
 
 Status EmailVerifier::MarkVerified(store::Tx& tx, Timestamp now, const std::string& user_id,
                                    std::string_view raw_address) {
-  const std::string address = Lower(raw_address);
+  const std::string address = AsciiLower(raw_address);
   NotifyStore s(tx);
   GPUNEX_RETURN_IF_ERROR(s.InsertVerification({user_id, address, now, std::nullopt, now}).status());
   GPUNEX_RETURN_IF_ERROR(s.MarkVerified(user_id, address, now).status());
