@@ -328,6 +328,7 @@ class MarketplaceMixin(ApiAssertions):
         # Every machine's offers in the index, at their prices, cora-2 with its lowered score.
         cls._wait_offers(lambda offers: len(offers) == cls._offer_count() and any(
             o["price_micro"] == CORA2_OVERRIDE and o["reliability_score"] < 90 for o in offers))
+        cls._wait_return_scored("cora-2")
 
     @classmethod
     def _offer_count(cls):
@@ -409,6 +410,60 @@ class MarketplaceMixin(ApiAssertions):
     def _wait_offers(cls, pred, timeout=20):
         return wait_until(lambda: (lambda o: o if pred(o) else None)(cls._search_all()),
                           timeout, "the offers", interval=0.2)
+
+    def setUp(self):
+        super().setUp()
+        self._wait_scores_quiet()
+
+    @classmethod
+    def _wait_scores_quiet(cls, quiet_s=2.0, timeout=60):
+        """Waits until no machine's reliability score has been refreshed for `quiet_s`. A
+        refresh follows each change (an earlier test's schedule, GPUs or the outage's end)
+        within a second, later on a loaded machine, and accounts the time since, which
+        moves cora-2's score: a test compares scores read at different times, so none may
+        come in the middle of one."""
+        def computed():
+            return [cls.admin.c.get(f"{API}/machines/{mid}/reliability").body.get("computed_at")
+                    for mid in sorted(cls.name_of)]
+        last, since = computed(), time.monotonic()
+        deadline = since + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            now = computed()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
+        raise AssertionError(f"reliability scores kept being refreshed for {timeout} s")
+
+    @classmethod
+    def _wait_return_scored(cls, name, timeout=30):
+        """Waits for the reliability refresh that follows the machine's return (within a
+        second of it, later on a loaded machine) and for its score in the machine's offers:
+        the tests compare scores read at different times, so that refresh must not come in
+        the middle of one."""
+        mid = cls.machine_of[name]
+        seen = {}
+
+        def check():
+            m = cls.admin.c.get(f"{API}/machines/{mid}").body
+            r = cls.admin.c.get(f"{API}/machines/{mid}/reliability")
+            assert r.status == 200, r
+            scores = {o["reliability_score"] for o in cls._search_all(cls.admin.c)
+                      if o["machine_id"] == mid}
+            seen.update(status=m["status"], since=m["status_since"],
+                        computed_at=r.body["computed_at"], score=r.body["score"], offers=scores)
+            if m["status"] != "online":
+                return None
+            if parse_time(r.body["computed_at"]) <= parse_time(m["status_since"]):
+                return None
+            # (the reliability page shows the score to two decimals)
+            return {round(x, 2) for x in scores} == {r.body["score"]} or None
+        try:
+            wait_until(check, timeout, f"the score of {name} refreshed after its return",
+                       interval=0.2)
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {seen}") from None
 
     @classmethod
     def _outage(cls, name):
