@@ -656,14 +656,16 @@ class PlatformRestartTest(AgentDockerTest):
         self.wait_workload(prov, wid, "running", 20)
         self.srv.kill()
         # It ends, and the agent cleans up, while the platform is down.
-        wait_until(lambda: not self.wl_containers(wid), 15, "the container gone")
+        wait_until(lambda: not self.wl_containers(wid), 30, "the container gone")
         self.srv.start()
-        self.wait_one_machine(prov, "online", 15)
+        # The agent's reconnect backoff grew while the platform was down (1, 2, 4, 8, 16 s
+        # with jitter): on a loaded machine its next try can be 16 s away.
+        self.wait_one_machine(prov, "online", 45)
         # The agent's report of the end is not lost: exited 4, the customer's doing; not
         # "container lost" on the provider's side.
         w = wait_until(lambda: (lambda w: w if w["state"] not in ("pending", "starting",
                                                                   "running") else None)(
-            self.workload(prov, wid)), 15, "the workload ended")
+            self.workload(prov, wid)), 45, "the workload ended")
         self.assertEqual((w["state"], w["exit_code"], w["end_party"]), ("exited", 4, "customer"),
                          w)
         logs = wait_until(lambda: (lambda l: l if "late" in l["stdout"] else None)(

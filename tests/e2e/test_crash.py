@@ -120,8 +120,10 @@ class CrashMixin:
             while not (sink.data_started > len(sink.snapshot())):
                 self.assertLess(time.monotonic(), t_end, "no message in flight to kill during")
                 time.sleep(0.005)
-        srv.kill()
+        # Counted before the kill: the sink answers a message 0.5 s after its data began,
+        # and on a loaded machine the kill can return later than that.
         in_flight_at_kill = sink.data_started - len(sink.snapshot())
+        srv.kill()
         stop.set()
         for w in writers:
             w.join(timeout=30)
