@@ -1243,6 +1243,91 @@ describe("dashboard", () => {
   );
 
   test(
+    "overview: a machine whose workloads are not network-isolated is online but not listed",
+    { timeout: 180000, skip: dockerMissing() ?? false },
+    async (t) => {
+      // An engine without Docker's iptables rules and with nothing between workloads and
+      // the host (what an outside probe found on a provider's host): the agent's check
+      // finds both reached, and the machine stays off the marketplace until it is fixed.
+      const docker = new TestDockerd({ network: "open" });
+      let agent = null;
+      t.after(async () => {
+        await agent?.stop();
+        await docker.stop();
+      });
+      const [prov] = await Promise.all([
+        server.approvedProvider("Nils Noiso", PASSWORD, {
+          region: "eu-north",
+          prices: { "l4-24gb": 450000 },
+        }),
+        docker.start(),
+      ]);
+      const api = (method, path, body) =>
+        server.apiOk(method, path, body, prov.token);
+      agent = new Agent(server, prov.agentToken, "l4-24gb:1", {
+        name: "noiso-agent",
+        dockerSocket: docker.socket,
+      });
+      const machine = await until(
+        async () => {
+          const m = (await api("GET", "/machines")).items[0];
+          return m?.host?.network_isolation?.state === "not_isolated" && m;
+        },
+        120000,
+        "the agent's isolation check to find the engine not isolated",
+      ).catch((e) => {
+        throw new Error(
+          `${e.message}\n--- agent log ---\n${agent.logs()}\n--- gpunexd log ---\n${server.logs()}`,
+        );
+      });
+      const mid = machine.id;
+      const gid = machine.gpus[0].id;
+      assert.equal(machine.status, "online");
+      assert.equal(machine.gpus[0].listing_state, "network_not_isolated");
+      const detail = machine.host.network_isolation.detail;
+      assert.match(detail, /reach/);
+      // Not on the marketplace.
+      const offers = await server.apiOk("GET", "/offers?region=eu-north");
+      assert.deepEqual(
+        offers.items.filter((o) => o.machine_id === mid),
+        [],
+      );
+
+      const { context, page: p, problems } = await newPage();
+      try {
+        await p.goto(`${server.base}/#/login`);
+        await p.getByLabel("Email").fill(prov.email);
+        await p.getByLabel("Password").fill(PASSWORD);
+        await p.getByRole("button", { name: "Log in" }).click();
+        await heading(p, "Your roles");
+        await p.goto(`${server.base}/#/provider/overview`);
+        await heading(p, "Provider Dashboard");
+        const card = p.locator(`article.machine[data-machine-id="${mid}"]`);
+        await card.locator(".machine-status", { hasText: "Online" }).waitFor();
+        // The agent's own words on the card, and the fix on the GPU's listing note.
+        const notice = card.locator(".network-isolation");
+        await notice.waitFor();
+        assert.equal(
+          await notice.textContent(),
+          `Workloads here are not network-isolated: ${detail}.`,
+        );
+        assert.equal(await notice.getAttribute("role"), "status");
+        const listing = card.locator(
+          `table.gpus tr[data-gpu-id="${gid}"] .listing`,
+        );
+        const note = await listing.textContent();
+        assert.match(note, /^Not listed: network not isolated: /);
+        assert.match(note, /iptables -I INPUT -i gpxwl\+ -j REJECT/);
+        assert.match(note, /docs\/trust\.md/);
+        await shoot(p, "57-overview-not-isolated");
+        assert.deepEqual(problems, []);
+      } finally {
+        await context.close();
+      }
+    },
+  );
+
+  test(
     "pricing tab and marketplace: price, recommendation, rank, override, history; search, sort, explain",
     { timeout: 240000 },
     async (t) => {

@@ -739,11 +739,16 @@ function run(file, args, { env, timeoutMs }) {
 // containers and networks, its containerd and shims, the mounts under the folder, the
 // folder and the namespace. Images are imported, never pulled (importBusybox: the host's
 // static busybox). Calls the Engine API over the socket.
+//
+// network: how the engine isolates workloads (dockerd.sh's GPUNEX_TEST_DOCKERD_NETWORK):
+// "isolated" (the default), "docker" (Docker's own rules only) or "open" (none, what an
+// outside probe found on a provider's host; the agent's check then keeps it unlisted).
 export class TestDockerd {
-  constructor() {
+  constructor({ network = "isolated" } = {}) {
     // Short: the socket path must fit in sun_path (108 bytes).
     this.dir = fs.mkdtempSync("/tmp/gpx-dock-");
     this.socket = path.join(this.dir, "docker.sock");
+    this.network = network;
     this.started = false;
   }
 
@@ -758,7 +763,7 @@ export class TestDockerd {
   // script's output (and stops what it started) when the engine does not come up.
   async start() {
     const r = await run(dockerdScript(), ["start", this.dir], {
-      env: this.env(),
+      env: this.env({ GPUNEX_TEST_DOCKERD_NETWORK: this.network }),
       timeoutMs: 90000,
     });
     if (r.status !== 0) {
