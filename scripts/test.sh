@@ -61,38 +61,81 @@ logs=$pgdir/logs
 mkdir -p "$logs"
 phase() { echo "== $1 (at ${SECONDS} s)"; }
 
-phase "release build tests"
-ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 | tee "$logs/release"
+# Two kinds of tests, run in two ways. The unit tests and the benchmarks' smoke runs keep
+# the cores busy: `ctest -j <cores>`, one configuration after the other. The end-to-end and
+# browser tests mostly wait (on heartbeats, meter ticks, containers, a browser): they run in
+# more slots than cores (E2E_SLOTS), the release build's and the sanitizer build's side by
+# side; a test that checks latencies or runs many containers takes several slots
+# (tests/CMakeLists.txt). The sign-up flood's latency comparison runs alone on the machine,
+# after the unit tests.
+slots=${E2E_SLOTS:-$((2 * jobs))}
+asan_slots=${ASAN_E2E_SLOTS:-1}
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+failed=()
+
+phase "release build: unit tests and benchmarks"
+ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 -L '^(unit|bench)$' \
+  2>&1 | tee "$logs/release-unit" || failed+=("release unit tests")
+ctest --test-dir build/release --output-on-failure -R '^e2e_test_signup_flood$' 2>&1 |
+  tee "$logs/release-flood" || failed+=("the sign-up flood")
 phase "thread sanitizer tests"
 for t in "${tsan_tests[@]}"; do
   echo "-- $t"
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1 ||
+    failed+=("$t under ThreadSanitizer")
 done
-phase "sanitizer build tests"
-# Every unit test and most end-to-end tests again under ASan+UBSan. The slowest end-to-end
-# tests, whose gpunexd paths the others cover too, run in the release build only: the
-# dashboard in a browser (every browser suite), the agent in Docker (its install; its
-# network isolation check, which agent_isolation_test runs under the sanitizers; its
-# containers' logs, which workloads_test and fleet_test check), the agent channel, the
-# reliability score's timed outages, the marketplace's fleet of real agents with its
-# 1-second deadlines (test_authz reaches the marketplace routes under the sanitizers), the
-# sign-up flood's latency comparison, and the rentals in Docker with their kills of
-# gpunexd under 50 metered rentals (test_authz and test_bad_inputs_rentals reach the
-# rental routes under the sanitizers), and the payouts of such rentals with their kills of
-# gpunexd at every step of a run (test_bad_inputs_payouts, test_topups and test_authz
-# reach the payout and top-up routes under the sanitizers; the bank files' independent
-# checker is Python alone).
-asan_skip='^(browser_.*|e2e_test_agent_docker|e2e_test_network_isolation|e2e_test_agent_logs|e2e_test_agent_channel|e2e_test_reliability|e2e_test_marketplace|e2e_test_signup_flood|e2e_test_rentals|e2e_test_rentals_crash|e2e_test_payouts|e2e_test_payouts_crash|e2e_test_bankcheck|solana_test_node)$'
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -E "$asan_skip" | tee "$logs/asan"
+phase "sanitizer build: unit tests"
+ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -L '^unit$' 2>&1 |
+  tee "$logs/asan-unit" || failed+=("sanitizer unit tests")
+
+# Under ASan+UBSan the end-to-end tests that reach the most of gpunexd's request handling
+# run again: every bad input (the parsers and validators of every domain), every route
+# with every kind of caller (test_authz), HTTP framing, the full provider path, crashes,
+# idempotency, the rental and job rules, top-ups; of a module split by backend
+# (tests/CMakeLists.txt) its SQLite share only (the PostgreSQL store runs under the
+# sanitizers in store_test's conformance suite, and every end-to-end test on PostgreSQL in
+# the release build). The others run in the release build only: their domains' unit tests
+# run under the sanitizers, and test_authz and the bad-input tests reach their routes
+# there (the dashboard in a browser, the agent in Docker and its network isolation check,
+# which agent_isolation_test runs under the sanitizers, the agent channel, benchmarks,
+# drafts, reviews, the reliability score's timed outages, the marketplace's fleet of real
+# agents, the sign-up flood's latency comparison, the rentals in Docker with their kills of
+# gpunexd, and the payouts with theirs; the bank files' independent checker is Python).
+asan_e2e_tests='^(e2e_test_bad_inputs|e2e_test_bad_inputs_schedules|e2e_test_bad_inputs_rentals_sqlite|e2e_test_bad_inputs_payouts_sqlite|e2e_test_authz_sqlite|e2e_test_http_framing|e2e_test_full_path_sqlite|e2e_test_crash_sqlite|e2e_test_idempotency|e2e_test_rentals_rules|e2e_test_topups_sqlite|e2e_test_login_lockout|e2e_test_credentials)$'
+phase "end-to-end and browser tests: release build (${slots} slots) and sanitizer build (${asan_slots}) side by side"
+# The release build's progress is shown as it goes; the sanitizer build's is in its log,
+# shown at the end where something failed.
+(ctest --test-dir build/release --output-on-failure -j "$slots" --timeout 600 \
+  -LE '^(unit|bench)$' -E '^e2e_test_signup_flood$' 2>&1 | tee "$logs/release-e2e") &
+release_e2e=$!
+ctest --test-dir build/asan --output-on-failure -j "$asan_slots" --timeout 900 -R "$asan_e2e_tests" \
+  >"$logs/asan-e2e" 2>&1 &
+asan_e2e=$!
+wait "$release_e2e" || failed+=("release end-to-end tests")
+phase "release build's end-to-end tests done"
+wait "$asan_e2e" || failed+=("sanitizer end-to-end tests")
+tail -n 12 "$logs/asan-e2e"
+for log in release-unit release-flood asan-unit release-e2e asan-e2e; do
+  if grep -q "tests failed out of" "$logs/$log"; then
+    echo "== $log: what failed"
+    sed -n '/The following tests FAILED/,$p' "$logs/$log"
+    # The output of each failed test, as ctest printed it.
+    awk '/\*\*\*(Failed|Timeout|Exception)/ { show = 1 } /^ *Start +[0-9]+:/ { show = 0 } show' \
+      "$logs/$log"
+  fi
+done
 
 # The ten slowest tests of the run, from ctest's own lines ("Test #12: name ... 1.23 sec").
 phase "done"
 echo "== the ten slowest tests"
-for config in release asan; do
-  sed -nE "s/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 $config \1/p" "$logs/$config"
+for log in release-unit release-flood release-e2e asan-unit asan-e2e; do
+  sed -nE "s/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 ${log%%-*} \1/p" "$logs/$log"
 done | sort -rn | head -10 | awk '{ printf "%9.1f s  %-8s %s\n", $1, $2, $3 }'
 # One closing line for both configurations: ctest's own summaries, added up.
-for config in release asan; do
-  sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+)$/\1 \2/p' "$logs/$config"
+for log in release-unit release-flood release-e2e asan-unit asan-e2e; do
+  sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+)$/\1 \2/p' "$logs/$log"
 done | awk '{ failed += $1; total += $2 } END { printf "tests: %d passed, %d failed\n", total - failed, failed }'
+if ((${#failed[@]})); then
+  printf 'FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi

@@ -645,81 +645,90 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertLedgerOk()
         wait_until(lambda: not self.managed_containers(), 15, "the container removed")
 
-    def test_max_duration_ends_the_rental(self):
-        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
-        cust = self.customer(1 * USDC)
-        rid = self.rent(cust, offer["id"], max_duration_s=60)["id"]
-        wait_running(cust, rid)
-        ended = wait_ended(cust, rid, 90)
-        self.assertEqual((ended["end_reason"], ended["end_party"]), ("max_duration", "customer"),
-                         ended)
-        self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000), ended)
-        self.assertMoney(ended)
-        self.assertLedgerOk()
+    def test_a_minute_of_max_duration_or_of_balance_ends_at_exactly_its_cost(self):
+        """Three customers rent on one machine at once (each case waits a minute of real
+        time, so they wait it together; one agent, as agents on one engine would remove
+        each other's containers), at 100 micro-USDC per GPU-second:
 
-    def test_balance_runs_out_at_exactly_zero(self):
-        """Two rentals of one GPU each at 100 micro-USDC per second, each with
-        max_duration_s = 60, for a customer credited exactly the first minute of both
-        (12 000): a third is refused, as the balance is held for the first two's minutes
-        (issue 24: each rental needs the balance less what the customer's active rentals
-        will still draw in their first hour). The two draw on it together and end at 60 s
-        (by max_duration or by the balance, whichever the tick sees first), the balance
-        exactly 0 and never below on the way."""
-        prov, mid, offer = self.provider_machine(gpus=3, price=360_000)
-        cust = self.customer(12000)
-        # Both made before either runs (billing starts when a container runs); the third
-        # GPU is free, but the balance is not.
-        first = self.rent(cust, offer["id"], max_duration_s=60)["id"]
-        second = self.rent(cust, offer["id"], max_duration_s=60)["id"]
-        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        - max_duration_s = 60 ends a rental at 60 s billed, 6 000 micro-USDC;
+        - the balance runs out at exactly zero: two rentals of one GPU each, each with
+          max_duration_s = 60, for a customer credited exactly the first minute of both
+          (12 000); a third is refused though a GPU is free, as the balance is held for the
+          first two's minutes (issue 24: each rental needs the balance less what the
+          customer's active rentals will still draw in their first hour). The two draw on
+          it together and end at 60 s (by max_duration or by the balance, whichever the
+          tick sees first), the balance exactly 0 and never below on the way;
+        - one hour of balance for one minute: the balance covers exactly max_duration_s
+          (60 s, shorter than an hour); one micro-USDC less is refused, and so is a rental
+          without max_duration_s (an hour is needed); it ends at 60 s at a balance of 0."""
+        prov, mid, offer = self.provider_machine(gpus=5, price=360_000)
+        dora = self.customer(1 * USDC, name="Dora Duration")
+        tess = self.customer(12000, name="Tess Twice")
+        mia = self.customer(6000, name="Mia Minute")
+        short = self.customer(5999, name="Sam Short")
+
+        # max_duration_s
+        by_duration = self.rent(dora, offer["id"], max_duration_s=60)["id"]
+        # Two rentals made before either runs (billing starts when a container runs); a GPU
+        # is free, but the balance is not.
+        twice = [self.rent(tess, offer["id"], max_duration_s=60)["id"] for _ in range(2)]
+        r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
         self.assertError(r, 422, fields=["balance"])
-        wait_running(cust, first)
-        wait_running(cust, second)
+        # One micro-USDC short of a minute is refused; without max_duration_s an hour is
+        # needed.
+        r = short.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
+        r = mia.c.post(f"{API}/rentals", rental_body(offer["id"]))
+        self.assertError(r, 422, fields=["balance"])
+        minute = self.rent(mia, offer["id"], max_duration_s=60)["id"]
+        self.assertGreaterEqual(free_gpus(dora.c, offer["id"]), 1, "a GPU is still free")
+        wait_running(dora, by_duration)
+        for rid in twice:
+            wait_running(tess, rid)
+        wait_running(mia, minute)
+
         lowest = None
         deadline = time.monotonic() + 90
         while True:
-            b = balance(cust)["balance_micro"]
+            b = balance(tess)["balance_micro"]
             lowest = b if lowest is None else min(lowest, b)
             self.assertGreaterEqual(b, 0, "the balance never goes below 0")
-            rs = [get_rental(cust, x) for x in (first, second)]
+            rs = [get_rental(tess, x) for x in twice]
             if all(r["state"] == "ended" for r in rs):
                 break
             self.assertLess(time.monotonic(), deadline, rs)
             time.sleep(0.25)
-        for r in rs:
-            self.assertIn((r["end_reason"], r["end_party"]),
-                          (("max_duration", "customer"), ("balance_exhausted", "platform")), r)
-            self.assertEqual((r["billed_seconds"], r["charged_micro"]), (60, 6000), r)
-            self.assertMoney(r)
-        self.assertEqual(balance(cust)["balance_micro"], 0)
-        self.assertEqual(lowest, 0)
-        self.assertStatementMatches(cust, 12000, rs)
-        self.assertLedgerOk()
-        # A balance of 0 rents nothing.
-        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
-        self.assertError(r, 422, fields=["balance"])
-        wait_until(lambda: not self.managed_containers(), 15, "the containers removed")
 
-    def test_one_hour_of_balance_for_one_minute_ends_at_zero(self):
-        """The balance covers exactly max_duration_s (60 s, shorter than an hour): the
-        rental ends at 60 s by max_duration or by the balance, at a balance of exactly 0."""
-        prov, mid, offer = self.provider_machine(gpus=1, price=360_000)
-        cust = self.customer(6000)
-        # One micro-USDC short of a minute is refused.
-        short = self.customer(5999, name="Sam Short")
-        r = short.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
-        self.assertError(r, 422, fields=["balance"])
-        # Without max_duration_s an hour is needed.
-        r = cust.c.post(f"{API}/rentals", rental_body(offer["id"]))
-        self.assertError(r, 422, fields=["balance"])
-        rid = self.rent(cust, offer["id"], max_duration_s=60)["id"]
-        wait_running(cust, rid)
-        ended = wait_ended(cust, rid, 90)
-        self.assertIn(ended["end_reason"], ("max_duration", "balance_exhausted"), ended)
-        self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000), ended)
-        self.assertMoney(ended)
-        self.assertEqual(balance(cust)["balance_micro"], 0)
+        with self.subTest(case="max_duration_s"):
+            ended = wait_ended(dora, by_duration, 30)
+            self.assertEqual((ended["end_reason"], ended["end_party"]),
+                             ("max_duration", "customer"), ended)
+            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
+                             ended)
+            self.assertMoney(ended)
+            self.assertEqual(balance(dora)["balance_micro"], 1 * USDC - 6000)
+        with self.subTest(case="the balance runs out at exactly zero"):
+            for r in rs:
+                self.assertIn((r["end_reason"], r["end_party"]),
+                              (("max_duration", "customer"), ("balance_exhausted", "platform")),
+                              r)
+                self.assertEqual((r["billed_seconds"], r["charged_micro"]), (60, 6000), r)
+                self.assertMoney(r)
+            self.assertEqual(balance(tess)["balance_micro"], 0)
+            self.assertEqual(lowest, 0)
+            self.assertStatementMatches(tess, 12000, rs)
+            # A balance of 0 rents nothing.
+            r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+            self.assertError(r, 422, fields=["balance"])
+        with self.subTest(case="one hour of balance for one minute"):
+            ended = wait_ended(mia, minute, 30)
+            self.assertIn(ended["end_reason"], ("max_duration", "balance_exhausted"), ended)
+            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
+                             ended)
+            self.assertMoney(ended)
+            self.assertEqual(balance(mia)["balance_micro"], 0)
         self.assertLedgerOk()
+        wait_until(lambda: not self.managed_containers(), 15, "the containers removed")
 
     # -- the provider's fault
 
