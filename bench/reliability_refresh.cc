@@ -109,7 +109,7 @@ class CountingDatabase final : public Database {
  public:
   explicit CountingDatabase(Database& base) : base_(base) {}
 
-  std::string_view Backend() const override { return base_.Backend(); }
+  platform::store::BackendKind Backend() const override { return base_.Backend(); }
   Status Transact(const std::function<Status(Tx&)>& fn) override {
     std::chrono::steady_clock::time_point fn_done;
     Status st = base_.Transact([&](Tx& base_tx) -> Status {
@@ -146,7 +146,7 @@ class CountingDatabase final : public Database {
   class CountingTx final : public Tx {
    public:
     CountingTx(CountingDatabase& db, Tx& base) : db_(db), base_(base) {}
-    std::string_view Backend() const override { return base_.Backend(); }
+    platform::store::BackendKind Backend() const override { return base_.Backend(); }
     StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params) override {
       const auto start = std::chrono::steady_clock::now();
       StatusOr<Rows> rows = base_.Query(sql, params);

@@ -79,11 +79,23 @@ ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 -L '
 ctest --test-dir build/release --output-on-failure -R '^e2e_test_signup_flood$' 2>&1 |
   tee "$logs/release-flood" || failed+=("the sign-up flood")
 phase "thread sanitizer tests"
-for t in "${tsan_tests[@]}"; do
-  echo "-- $t"
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$t" --gtest_brief=1 ||
-    failed+=("$t under ThreadSanitizer")
-done
+# One binary per core at a time; each one's output is shown when it ends.
+tsan_one() {  # test binary path under build/tsan
+  local log
+  log=$logs/tsan-$(basename "$1")
+  if TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/$1" --gtest_brief=1 \
+    >"$log" 2>&1; then
+    echo "-- $1: passed"
+  else
+    echo "-- $1: FAILED"
+    cat "$log"
+    return 1
+  fi
+}
+export -f tsan_one
+export logs
+printf '%s\n' "${tsan_tests[@]}" | xargs -P "$jobs" -I{} bash -c 'tsan_one {}' ||
+  failed+=("ThreadSanitizer tests")
 phase "sanitizer build: unit tests"
 ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -L '^unit$' 2>&1 |
   tee "$logs/asan-unit" || failed+=("sanitizer unit tests")
@@ -116,7 +128,7 @@ phase "release build's end-to-end tests done"
 wait "$asan_e2e" || failed+=("sanitizer end-to-end tests")
 tail -n 12 "$logs/asan-e2e"
 for log in release-unit release-flood asan-unit release-e2e asan-e2e; do
-  if grep -q "tests failed out of" "$logs/$log"; then
+  if grep -Eq " [1-9][0-9]* tests failed out of" "$logs/$log"; then
     echo "== $log: what failed"
     sed -n '/The following tests FAILED/,$p' "$logs/$log"
     # The output of each failed test, as ctest printed it.
@@ -130,7 +142,7 @@ phase "done"
 echo "== the ten slowest tests"
 for log in release-unit release-flood release-e2e asan-unit asan-e2e; do
   sed -nE "s/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 ${log%%-*} \1/p" "$logs/$log"
-done | sort -rn | head -10 | awk '{ printf "%9.1f s  %-8s %s\n", $1, $2, $3 }'
+done | sort -rn | awk 'NR <= 10 { printf "%9.1f s  %-8s %s\n", $1, $2, $3 }'
 # One closing line for both configurations: ctest's own summaries, added up.
 for log in release-unit release-flood release-e2e asan-unit asan-e2e; do
   sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+)$/\1 \2/p' "$logs/$log"

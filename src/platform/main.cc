@@ -266,7 +266,7 @@ int Serve(Config config, bool list_routes) {
 
   auto db = OpenAndMigrate(config);
   if (!db.ok()) return Fail(db.status());
-  LogInfo("store.opened", {{"backend", (*db)->Backend()}});
+  LogInfo("store.opened", {{"backend", store::BackendName((*db)->Backend())}});
 
   std::unique_ptr<Clock> test_clock = TestClockFromEnv();
   const Clock& clock = test_clock ? *test_clock : SystemClock();
@@ -403,7 +403,7 @@ int Serve(Config config, bool list_routes) {
     o.lease = std::chrono::seconds(config.outbox_lease_s);
     o.clock = &clock;
     o.verifier = verifier->get();
-    if ((*db)->Backend() == "sqlite") {
+    if ((*db)->Backend() == store::BackendKind::kSqlite) {
       // One process owns a SQLite data directory: claims left by a crashed run are
       // released at once instead of waiting out their lease.
       if (Status st = notify::ReleaseAbandonedClaims(**db, clock.Now()); !st.ok()) return Fail(st);

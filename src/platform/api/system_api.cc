@@ -17,8 +17,8 @@ void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
     if (!st.ok()) {
       return http::Response::Json(503, json::object{{"status", "database unavailable"}});
     }
-    return http::Response::Json(200,
-                                json::object{{"status", "ready"}, {"database", ctx.db.Backend()}});
+    return http::Response::Json(
+        200, json::object{{"status", "ready"}, {"database", store::BackendName(ctx.db.Backend())}});
   });
   r.Add("GET", "/metrics", kPublic, [&ctx](http::Request&) {
     if (ctx.collect_metrics) ctx.collect_metrics(ctx.metrics);

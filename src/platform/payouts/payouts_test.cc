@@ -228,7 +228,7 @@ class InterleavingDatabase final : public store::Database {
 
   std::function<void()> before_next_write;
 
-  std::string_view Backend() const override { return base_.Backend(); }
+  store::BackendKind Backend() const override { return base_.Backend(); }
   Status Transact(const std::function<Status(store::Tx&)>& fn) override {
     if (auto f = std::exchange(before_next_write, nullptr)) f();
     return base_.Transact(fn);

@@ -29,8 +29,8 @@ int64_t DayOf(Timestamp t) { return ToUnixMicros(t) / kDayUs; }
 int64_t Cutoff(Timestamp now, Duration window) { return HourOf(now - window); }
 
 Status LockRefresh(store::Tx& tx) {
-  if (tx.Backend() != "postgres") return Status::Ok();
-  return tx.Query("SELECT pg_advisory_xact_lock(7403010)").status();
+  if (tx.Backend() != store::BackendKind::kPostgres) return Status::Ok();
+  return tx.Query("SELECT pg_advisory_xact_lock(?)", {kScoresLockKey}).status();
 }
 
 std::optional<double> Ratio(int64_t up, int64_t scheduled) {

@@ -45,6 +45,11 @@
 
 namespace gpunex::platform::reliability {
 
+// On PostgreSQL every change to the scores (a refresh, a machine's accrual) first takes
+// this transaction-scoped advisory lock, so that the instances of a cluster change them one
+// at a time (docs/reliability-score.md, "How it is kept").
+inline constexpr int64_t kScoresLockKey = 7403010;
+
 struct ReliabilityOptions {
   double threshold = kDefaultThreshold;
   double recover_margin = 2;

@@ -10,6 +10,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "platform/fleet/test_util.h"
 
 namespace gpunex::platform::reliability {
@@ -503,6 +508,36 @@ TEST_P(ReliabilityTest, ProvidersReadTheirOwnAndAdminsAny) {
   auto oscars = reliability().ForProvider(As(oscar_), {});
   ASSERT_TRUE(oscars.ok());
   EXPECT_TRUE(oscars->machines.empty());
+}
+
+// On PostgreSQL the instances of a cluster change the scores one at a time: a refresh waits
+// for the advisory lock another instance's refresh holds until that one commits.
+TEST_P(ReliabilityTest, OnPostgresARefreshWaitsForTheLockAnotherInstanceHolds) {
+  if (db().Backend() != store::BackendKind::kPostgres) {
+    GTEST_SKIP() << "a PostgreSQL advisory lock; SQLite has one writer at a time anyway";
+  }
+  FakeAgent& a = NewAgent(pia_);
+  ASSERT_TRUE(a.Join());
+  Online(a, kOneHour);
+  std::atomic<bool> releasing{false};
+  std::promise<void> locked;
+  std::thread other([&] {
+    bool once = false;
+    Status st = db().Transact([&](store::Tx& tx) -> Status {
+      GPUNEX_RETURN_IF_ERROR(
+          tx.Query("SELECT pg_advisory_xact_lock(?)", {kScoresLockKey}).status());
+      if (!once) locked.set_value();
+      once = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      releasing = true;  // before the commit that releases the lock
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  });
+  locked.get_future().wait();
+  Refresh();
+  EXPECT_TRUE(releasing) << "the refresh ran while another instance held the lock";
+  other.join();
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(ReliabilityTest);

@@ -8,6 +8,16 @@
 
 namespace gpunex::platform::store {
 
+std::string_view BackendName(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::kSqlite:
+      return "sqlite";
+    case BackendKind::kPostgres:
+      return "postgresql";
+  }
+  return "unknown";
+}
+
 int64_t Row::Int(size_t i) const {
   const Value& v = cells_.at(i);
   if (auto p = std::get_if<int64_t>(&v)) return *p;

@@ -55,12 +55,18 @@ class Row {
 };
 using Rows = std::vector<Row>;
 
+// The database engines a Database runs on: a closed set, so that a comparison with a
+// misspelt name cannot compile.
+enum class BackendKind { kSqlite, kPostgres };
+// "sqlite" or "postgresql": the name logs, /readyz and the configuration use.
+std::string_view BackendName(BackendKind kind);
+
 // A transaction in progress.
 class Tx {
  public:
   virtual ~Tx() = default;
-  // "sqlite" or "postgresql", for the rare statement that differs.
-  virtual std::string_view Backend() const = 0;
+  // For the rare statement that differs between the engines.
+  virtual BackendKind Backend() const = 0;
   // Runs one statement and returns its rows (none for statements without results).
   // Failure: kAlreadyExists for a unique/primary-key violation, kAborted for a conflict
   // that makes the whole transaction retryable, kInternal otherwise. After a failure the
@@ -101,7 +107,7 @@ class Database {
  public:
   virtual ~Database() = default;
 
-  virtual std::string_view Backend() const = 0;
+  virtual BackendKind Backend() const = 0;
 
   // Runs `fn` in a serializable read-write transaction. Commits when `fn` returns OK,
   // rolls back and returns its status otherwise. When the backend reports a conflict

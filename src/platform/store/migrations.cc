@@ -23,7 +23,7 @@ int LatestVersion(const std::vector<Migration>& migrations) {
 StatusOr<int> CurrentSchemaVersion(Database& db) {
   int version = 0;
   GPUNEX_RETURN_IF_ERROR(db.Read([&](Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(Rows exists, tx.Query(tx.Backend() == "postgresql"
+    GPUNEX_ASSIGN_OR_RETURN(Rows exists, tx.Query(tx.Backend() == BackendKind::kPostgres
                                                       ? "SELECT 1 FROM information_schema.tables "
                                                         "WHERE table_name = 'schema_migrations'"
                                                       : "SELECT 1 FROM sqlite_master "
@@ -49,7 +49,7 @@ Status Migrate(Database& db, const std::vector<Migration>& migrations) {
   }));
   for (const auto& [version, parts] : by_version) {
     GPUNEX_RETURN_IF_ERROR(db.Transact([&, version = version, &parts = parts](Tx& tx) -> Status {
-      if (tx.Backend() == "postgresql") {
+      if (tx.Backend() == BackendKind::kPostgres) {
         // Serialises concurrent migrators; released at commit.
         GPUNEX_RETURN_IF_ERROR(tx.Query("SELECT pg_advisory_xact_lock(7403001)").status());
       }

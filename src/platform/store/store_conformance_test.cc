@@ -59,9 +59,9 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(StoreConformance, ReportsItsBackendAndPings) {
-  EXPECT_EQ(db_->Backend(), GetParam());
+  EXPECT_EQ(BackendName(db_->Backend()), GetParam());
   Status st = db_->Transact([&](Tx& tx) {
-    EXPECT_EQ(tx.Backend(), GetParam());
+    EXPECT_EQ(BackendName(tx.Backend()), GetParam());
     return Status::Ok();
   });
   EXPECT_TRUE(st.ok()) << st.ToString();

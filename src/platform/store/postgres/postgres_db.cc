@@ -203,7 +203,7 @@ class PgTx final : public Tx {
   PgTx(pqxx::transaction_base& work, const pqxx::connection_base& conn)
       : work_(work), conn_(conn) {}
 
-  std::string_view Backend() const override { return "postgresql"; }
+  BackendKind Backend() const override { return BackendKind::kPostgres; }
 
   StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params) override {
     GPUNEX_ASSIGN_OR_RETURN(pqxx::result r, Run(sql, params));
@@ -322,7 +322,7 @@ class PostgresDatabase final : public Database {
     return Status::Ok();
   }
 
-  std::string_view Backend() const override { return "postgresql"; }
+  BackendKind Backend() const override { return BackendKind::kPostgres; }
 
   Status Transact(const std::function<Status(Tx&)>& fn) override {
     return RunWithRetries<pqxx::transaction<pqxx::serializable, pqxx::read_write>>(fn);

@@ -64,7 +64,7 @@ struct StatementReset {
 class SqliteTx final : public Tx {
  public:
   explicit SqliteTx(Connection& c) : conn_(c), db_(c.db) {}
-  std::string_view Backend() const override { return "sqlite"; }
+  BackendKind Backend() const override { return BackendKind::kSqlite; }
 
   StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params) override {
     Rows rows;
@@ -190,7 +190,7 @@ class SqliteDatabase final : public Database {
     return Status::Ok();
   }
 
-  std::string_view Backend() const override { return "sqlite"; }
+  BackendKind Backend() const override { return BackendKind::kSqlite; }
 
   Status Transact(const std::function<Status(Tx&)>& fn) override {
     return RunTx("BEGIN IMMEDIATE", fn);

@@ -6,7 +6,7 @@ class FaultInjectingDatabase::FaultTx final : public Tx {
  public:
   FaultTx(FaultInjectingDatabase& db, Tx& base) : db_(db), base_(base) {}
 
-  std::string_view Backend() const override { return base_.Backend(); }
+  BackendKind Backend() const override { return base_.Backend(); }
   StatusOr<Rows> Query(std::string_view sql, const std::vector<Value>& params) override {
     GPUNEX_RETURN_IF_ERROR(db_.OnStatement(sql, &seen_));
     return base_.Query(sql, params);

@@ -42,7 +42,7 @@ class FaultInjectingDatabase final : public Database {
   // How many faults were injected.
   int injected() const EXCLUDES(mu_);
 
-  std::string_view Backend() const override { return base_.Backend(); }
+  BackendKind Backend() const override { return base_.Backend(); }
   Status Transact(const std::function<Status(Tx&)>& fn) override;
   Status Read(const std::function<Status(Tx&)>& fn) override;
   Status Ping() override { return base_.Ping(); }
