@@ -140,6 +140,21 @@ async function signUp(page, name, email) {
   await heading(page, "Your roles");
 }
 
+// Logs in with the form, on the suite's server unless `base` names another.
+async function logIn(
+  page,
+  email,
+  { password = PASSWORD, base = server.base } = {},
+) {
+  await page.goto(base + "/#/login");
+  await heading(page, "Log in");
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Log in" }).click();
+  // Reviewers land on the review queue, everyone else on Roles.
+  await heading(page, email === ADMIN.email ? "Review queue" : "Your roles");
+}
+
 // Logs in with the keyboard only: the e-mail field has the focus, Tab, Enter.
 async function logInByKeyboard(page, email, password) {
   await page.goto(server.base + "/#/login");
@@ -944,11 +959,7 @@ describe("dashboard", () => {
           name: "avail-agent",
         });
 
-        await p.goto(`${server.base}/#/login`);
-        await p.getByLabel("Email").fill(prov.email);
-        await p.getByLabel("Password").fill(PASSWORD);
-        await p.getByRole("button", { name: "Log in" }).click();
-        await heading(p, "Your roles");
+        await logIn(p, prov.email);
         await p.goto(`${server.base}/#/provider/overview`);
         await heading(p, "Provider Dashboard");
         const card = p.locator(`article.machine[data-machine-id="${mid}"]`);
@@ -1295,11 +1306,7 @@ describe("dashboard", () => {
 
       const { context, page: p, problems } = await newPage();
       try {
-        await p.goto(`${server.base}/#/login`);
-        await p.getByLabel("Email").fill(prov.email);
-        await p.getByLabel("Password").fill(PASSWORD);
-        await p.getByRole("button", { name: "Log in" }).click();
-        await heading(p, "Your roles");
+        await logIn(p, prov.email);
         await p.goto(`${server.base}/#/provider/overview`);
         await heading(p, "Provider Dashboard");
         const card = p.locator(`article.machine[data-machine-id="${mid}"]`);
@@ -2944,17 +2951,6 @@ describe("earnings, payouts and top-ups", () => {
       assert.ok(earned1.available_micro >= 1_000_000, JSON.stringify(earned1));
       const setupMs = Date.now() - started;
 
-      async function logIn(page, email, password) {
-        await page.goto(srv.base + "/#/login");
-        await heading(page, "Log in");
-        await page.getByLabel("Email").fill(email);
-        await page.getByLabel("Password").fill(password);
-        await page.getByRole("button", { name: "Log in" }).click();
-        await heading(
-          page,
-          email === ADMIN.email ? "Review queue" : "Your roles",
-        );
-      }
       const open = async () => {
         const x = await newPage();
         contexts.push(x.context);
@@ -2968,7 +2964,7 @@ describe("earnings, payouts and top-ups", () => {
       const c = C.page;
 
       // --- the provider's Earnings tab
-      await logIn(p, prov.email, PASSWORD);
+      await logIn(p, prov.email, { base: srv.base });
       await nav(p, "Provider Dashboard").click();
       await heading(p, "Provider Dashboard");
       await p
@@ -3123,7 +3119,10 @@ describe("earnings, payouts and top-ups", () => {
       );
 
       // --- the admin starts a weekly run: paid on Solana, with its signature
-      await logIn(a, ADMIN.email, ADMIN.password);
+      await logIn(a, ADMIN.email, {
+        password: ADMIN.password,
+        base: srv.base,
+      });
       await nav(a, "Payouts").click();
       await heading(a, "Payouts");
       await a
@@ -3279,7 +3278,7 @@ describe("earnings, payouts and top-ups", () => {
       await shoot(a, "98-admin-run-bank-paid");
 
       // --- the customer tops up: the link, the QR code, paid from a wallet, credited
-      await logIn(c, custEmail, PASSWORD);
+      await logIn(c, custEmail, { base: srv.base });
       await nav(c, "Balance").click();
       await heading(c, "Balance");
       await c.getByRole("link", { name: "Top up with USDC" }).click();
@@ -3358,12 +3357,7 @@ describe("earnings, payouts and top-ups", () => {
     const page = x.page;
     // A provider: every method is shown, disabled, with why.
     const prov = await server.approvedProvider("Nico Nopay", PASSWORD);
-    await page.goto(server.base + "/#/login");
-    await heading(page, "Log in");
-    await page.getByLabel("Email").fill(prov.email);
-    await page.getByLabel("Password").fill(PASSWORD);
-    await page.getByRole("button", { name: "Log in" }).click();
-    await heading(page, "Your roles");
+    await logIn(page, prov.email);
     await page.goto(server.base + "/#/provider/payments");
     await page.locator(".method-choices").waitFor();
     for (const kind of ["solana", "sepa", "ach"]) {
