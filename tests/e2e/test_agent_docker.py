@@ -416,16 +416,17 @@ class RegistryInstallTest(AgentDockerTest):
         self.assertEqual(self.dock.events(t0, time.time(), type=["container"],
                                           event=["create"]), [])
 
-        # --- a workload on GPU 1: isolation, logs, exit code, cleanup
+        # --- a workload on GPU 1: isolation, logs, exit code, cleanup (it runs 8 s, so
+        # that a loaded machine still inspects it before it ends and is removed)
         r = self.create_workload(prov, mid, [gpu_ids[1]],
-                                 ["/bin/sh", "-c", "echo hello; echo oops >&2; sleep 2; exit 3"],
+                                 ["/bin/sh", "-c", "echo hello; echo oops >&2; sleep 8; exit 3"],
                                  memory_mb=256, cpus=0.5, pids_limit=64, scratch_mb=32)
         self.assertStatus(r, 201)
         wid = r.body["id"]
         c = self.wait_container(prov, wid)
         self.assert_isolated(c, wid, uuids[1], [uuids[0]], memory_mb=256, cpus=0.5, pids=64)
         self.assertEqual(c["Config"]["Cmd"],
-                         ["/bin/sh", "-c", "echo hello; echo oops >&2; sleep 2; exit 3"])
+                         ["/bin/sh", "-c", "echo hello; echo oops >&2; sleep 8; exit 3"])
         w = self.wait_workload(prov, wid, "exited", 30)
         self.assertEqual(w["exit_code"], 3)
         self.assertEqual(w["end_party"], "customer")
