@@ -28,7 +28,7 @@ import time
 import unittest
 
 import payouts_fixture as pf
-from harness import (API, PASSWORD, PG_SKIP_REASON, PG_URL, ApiAssertions, fill_placeholders,
+from harness import (API, PASSWORD, PG_SKIP_REASON, PG_URL, ApiAssertions,
                      provider_with_agent_token, source_dir)
 from test_agent_channel import L4 as L4_GPU
 from test_agent_channel import FakeAgent
@@ -740,36 +740,10 @@ class PayoutsBadInputsMixin(ApiAssertions):
         return out
 
     def refuse(self, rows):
-        """assertRefusedRows (harness), reading the state once per row: the state after a
-        row that changed nothing is the state before the next one."""
-        names = [r[0] for r in rows]
-        self.assertEqual(len(names), len(set(names)), "row names must be unique")
-        clients, ctx = self.clients(), self.ctx()
-        failures = []
-        state = self.state()
-        for name, method, path, who, body, status, fields, code in rows:
-            path = fill_placeholders(path, ctx)
-            client = clients[who]
-            if isinstance(body, tuple) and body[0] == "raw":
-                resp = client.request(method, path, raw=body[1], content_type=body[2])
-            else:
-                resp = client.request(method, path, fill_placeholders(body, ctx))
-            after = self.state()
-            with self.subTest(row=name):
-                try:
-                    err = self.assertError(resp, status, fields=fields, code=code,
-                                           msg=f"[{name}]")
-                    if fields:
-                        self.assertEqual(sorted(err["fields"]), sorted(fields),
-                                         f"[{name}] exactly these fields: {resp!r}")
-                    self.check_message(name, resp, err)
-                    self.assertEqual(after, state, f"[{name}] changed something")
-                except AssertionError as e:
-                    failures.append(f"{name}: {e}")
-                    raise
-                finally:
-                    state = after
-        self.assertFalse(failures, "\n".join(failures))
+        """assertRefusedRows (harness) with this table's clients, placeholders, state and
+        error messages."""
+        self.assertRefusedRows(rows, self.clients(), self.ctx(), self.state,
+                               check=self.check_message)
 
     @property
     def has_topups(self):
