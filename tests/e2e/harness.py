@@ -745,6 +745,20 @@ class ApiAssertions:
     """Assertions on gpunexd's answers, for unittest.TestCase subclasses (ServerTestCase,
     and test classes that share one gpunexd across their tests)."""
 
+    def _outcome_failed(self):
+        """Whether this test has failed (or erred) so far. The first time it finds a
+        failure it prints the failure's last lines: the cleanups that dump logs ask this
+        first, so the reason comes before the logs (a shortened CI log keeps the start
+        and the end of the output, and long dumps pushed the traceback out of it)."""
+        outcome = getattr(self, "_outcome", None)
+        result = getattr(outcome, "result", None)
+        failed = [text for test, text in list(getattr(result, "failures", []))
+                  + list(getattr(result, "errors", [])) if test is self]
+        if failed and not getattr(self, "_failure_printed", False):
+            self._failure_printed = True
+            print(f"\n--- {self.id()} failed ---\n" + failed[-1][-2500:])
+        return bool(failed)
+
     def assertStatus(self, resp, status, msg=""):
         self.assertEqual(resp.status, status, f"{msg} {resp!r}")
 
@@ -843,18 +857,6 @@ class ServerTestCase(ApiAssertions, unittest.TestCase):
             print(f"\n--- gpunexd logs (data kept in {self.srv.tmp}) ---\n"
                   + self.srv.logs()[-6000:])
         self.srv.cleanup(keep=failed)
-
-    def _outcome_failed(self):
-        outcome = getattr(self, "_outcome", None)
-        if outcome is None:
-            return False
-        result = getattr(outcome, "result", None)
-        if result is None:
-            return False
-        for test, _ in list(getattr(result, "failures", [])) + list(getattr(result, "errors", [])):
-            if test is self:
-                return True
-        return False
 
 
 # --------------------------------------------------------------------------- the agent

@@ -346,7 +346,12 @@ class AgentDockerTest(ServerTestCase):
             return cs
         cs = wait_until(check, timeout, f"a container for {wid}")
         self.assertEqual(len(cs), 1, cs)
-        return self.dock.inspect(cs[0]["Id"])
+        c = self.dock.inspect(cs[0]["Id"])
+        if c is None:
+            self.fail(f"the container of {wid} ({cs[0].get('State')}: {cs[0].get('Status')}) "
+                      f"was gone before it was inspected; the workload: "
+                      f"{self.workload(user, wid)}")
+        return c
 
 
 class RegistryInstallTest(AgentDockerTest):

@@ -345,15 +345,8 @@ class PayoutsFixture(ApiAssertions):
         self.srv.start()
         self.admin = self.srv.admin()
 
-    def _failed(self):
-        outcome = getattr(self, "_outcome", None)
-        result = getattr(outcome, "result", None)
-        if result is None:
-            return False
-        return any(t is self for t, _ in list(result.failures) + list(result.errors))
-
     def _cleanup_front(self):
-        failed = self._failed()
+        failed = self._outcome_failed()
         if failed:
             print("\n--- rpc-front log ---\n" + self.front.log_text()[-3000:])
         self.front.stop()
@@ -361,7 +354,7 @@ class PayoutsFixture(ApiAssertions):
         shutil.rmtree(self.clock_dir, ignore_errors=True)
 
     def _cleanup_server(self):
-        failed = self._failed()
+        failed = self._outcome_failed()
         if failed:
             print(f"\n--- gpunexd logs (data kept in {self.srv.tmp}) ---\n"
                   + self.srv.logs()[-8000:])

@@ -163,15 +163,8 @@ class RentalsCrashMixin(ApiAssertions):
         for t in self.killers:
             t.join(90)
 
-    def _failed(self):
-        outcome = getattr(self, "_outcome", None)
-        result = getattr(outcome, "result", None)
-        if result is None:
-            return False
-        return any(t is self for t, _ in list(result.failures) + list(result.errors))
-
     def _cleanup_server(self):
-        failed = self._failed()
+        failed = self._outcome_failed()
         if failed:
             print(f"\n--- gpunexd logs (data kept in {self.srv.tmp}) ---\n"
                   + self.srv.logs()[-8000:])
@@ -201,7 +194,7 @@ class RentalsCrashMixin(ApiAssertions):
     def _cleanup_engines(self):
         left = []
         for d in self.engines:
-            left += d.stop(keep_log=self._failed())
+            left += d.stop(keep_log=self._outcome_failed())
         self.assertEqual(left, [], "the private engines left things behind")
 
     # -- chaos
