@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background.h"
 #include "common/ids.h"
 #include "common/time.h"
 #include "platform/billing/billing.h"
@@ -164,12 +165,15 @@ int Run() {
   platform::fleet::Workloads workloads(tdb, fleet);
   platform::market::Market market(**db, {});
   t0 = Clock::now();
-  if (Status st = market.Start(); !st.ok()) return fail(st, "offer index");
+  if (Status st = market.ReloadAll(); !st.ok()) return fail(st, "offer index");
   std::printf("offer index: %zu offers loaded in %.1f s\n", market.snapshot()->offers().size(),
               Seconds(Clock::now() - t0));
   platform::rentals::Rentals rentals(tdb, fleet, workloads, market, {});
   platform::rentals::Jobs jobs(tdb, rentals, market, {.clock = &SystemClock()});
-  jobs.Start();
+  Background background;
+  market.ScheduleOn(background);
+  jobs.ScheduleOn(background);
+  background.Start();
 
   // 1. The scheduler.
   std::atomic<int64_t> placed{0}, failed{0};
@@ -202,8 +206,7 @@ int Run() {
   }
   for (auto& t : threads) t.join();
   const double elapsed = Seconds(Clock::now() - t0);
-  jobs.Stop();
-  market.Stop();
+  background.Stop();
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
   std::sort(all.begin(), all.end());

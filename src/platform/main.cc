@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/background.h"
 #include "common/log.h"
 #include "platform/accounts/accounts.h"
 #include "platform/api/api.h"
@@ -410,7 +411,6 @@ int Serve(Config config, bool list_routes) {
     }
     outbox =
         std::make_unique<notify::OutboxSender>(**db, notify::CurlSmtpClient(config.smtp_url), o);
-    outbox->Start();
   } else {
     LogWarn("smtp.unconfigured",
             {{"message", "no SMTP URL: emails wait in the outbox until one is configured"}});
@@ -472,16 +472,21 @@ int Serve(Config config, bool list_routes) {
   }
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
-  fleet.Start();
-  if (config.benchmarks_enabled) benchmarks.Start();
-  idempotency.Start();
-  availability.Start();
-  reliability.Start();
-  if (Status st = market.Start(); !st.ok()) return Fail(st);
-  rentals.Start();
-  jobs.Start();
-  payouts.Start();
-  topups.Start();
+  // Background work: started here in this order, stopped in the reverse order.
+  if (Status st = market.ReloadAll(); !st.ok()) return Fail(st);
+  Background background;
+  if (outbox) outbox->ScheduleOn(background);
+  fleet.ScheduleOn(background);
+  if (config.benchmarks_enabled) benchmarks.ScheduleOn(background);
+  idempotency.ScheduleOn(background);
+  availability.ScheduleOn(background);
+  reliability.ScheduleOn(background);
+  market.ScheduleOn(background);
+  rentals.ScheduleOn(background);
+  jobs.ScheduleOn(background);
+  payouts.ScheduleOn(background);
+  topups.ScheduleOn(background);
+  background.Start();
 
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
@@ -499,17 +504,7 @@ int Serve(Config config, bool list_routes) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   server->Run();
-  topups.Stop();
-  payouts.Stop();
-  jobs.Stop();
-  rentals.Stop();
-  market.Stop();
-  reliability.Stop();
-  availability.Stop();
-  idempotency.Stop();
-  benchmarks.Stop();
-  fleet.Stop();
-  if (outbox) outbox->Stop();
+  background.Stop();
   // Run() returned because of a signal, so the signal thread has finished or is about to.
   signal_thread.join();
   LogInfo("gpunexd.stopped");

@@ -98,8 +98,6 @@ Availability::Availability(store::Database& db, fleet::Fleet& fleet, Availabilit
   });
 }
 
-Availability::~Availability() { Stop(); }
-
 void Availability::OnMaintenanceDeclared(MaintenanceHook hook) {
   declared_hooks_.push_back(std::move(hook));
 }
@@ -364,32 +362,10 @@ Status Availability::NotifySoon(Timestamp now) {
   });
 }
 
-void Availability::Start() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = false;
-  }
-  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
-}
-
-void Availability::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Availability::Loop() {
-  while (true) {
-    if (Status st = TickOnce(); !st.ok()) {
-      LogWarn("availability.tick_failed", {{"error", st.ToString()}});
-    }
-    MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.tick_ms));
-    if (stopping_) return;
-  }
+void Availability::ScheduleOn(Background& background) {
+  background.Add({.name = "availability.tick",
+                  .every = std::chrono::milliseconds(options_.tick_ms),
+                  .pass = [this] { return TickOnce(); }});
 }
 
 }  // namespace gpunex::platform::availability

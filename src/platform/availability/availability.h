@@ -29,9 +29,9 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/background.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -89,14 +89,13 @@ struct AvailabilityOptions {
 class Availability {
  public:
   // Registers a hello hook on `fleet` (the schedule of a new machine).
-  // REQUIRES: before fleet.Start().
+  // REQUIRES: before the fleet is scheduled.
   Availability(store::Database& db, fleet::Fleet& fleet, AvailabilityOptions options);
-  ~Availability();
   Availability(const Availability&) = delete;
   Availability& operator=(const Availability&) = delete;
 
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules TickOnce() every tick_ms.
+  void ScheduleOn(Background& background);
   // Decides the facts of the machines whose next check has come, and tells providers of
   // windows starting within the hour.
   Status TickOnce();
@@ -119,13 +118,13 @@ class Availability {
                                      const std::string& window_id);
 
   // Hooks are kept for the life of this object: whatever they reach must outlive it.
-  // Runs in the transaction that declares a window. REQUIRES: before Start().
+  // Runs in the transaction that declares a window. REQUIRES: before ScheduleOn().
   using MaintenanceHook =
       std::function<Status(store::Tx& tx, Timestamp now, const MaintenanceWindow& window)>;
   void OnMaintenanceDeclared(MaintenanceHook hook);
   // Runs in the transaction that changes a machine's schedule, before the change is written
   // (the reliability score accounts the time until now under the old schedule).
-  // REQUIRES: before Start().
+  // REQUIRES: before ScheduleOn().
   using ScheduleHook =
       std::function<Status(store::Tx& tx, Timestamp now, const std::string& machine_id)>;
   void OnScheduleChanging(ScheduleHook hook);
@@ -136,16 +135,11 @@ class Availability {
                        const Schedule& schedule, const std::string& source,
                        const std::optional<std::string>& by);
   Status NotifySoon(Timestamp now);
-  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   const AvailabilityOptions options_;
-  std::vector<MaintenanceHook> declared_hooks_;  // set before Start(), then read-only
+  std::vector<MaintenanceHook> declared_hooks_;  // set before ScheduleOn(), then read-only
   std::vector<ScheduleHook> schedule_hooks_;     // likewise
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 // --- functions over the caller's transaction, for other folders

@@ -19,8 +19,6 @@ Benchmarks::Benchmarks(store::Database& db, fleet::Fleet& fleet, BenchmarksOptio
   });
 }
 
-Benchmarks::~Benchmarks() { Stop(); }
-
 const Thresholds& Benchmarks::ThresholdsFor(const std::string& catalog_id) const {
   auto it = options_.by_model.find(catalog_id);
   return it == options_.by_model.end() ? options_.thresholds : it->second;

@@ -31,8 +31,8 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 
+#include "common/background.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -90,15 +90,13 @@ struct BenchmarksOptions {
 class Benchmarks {
  public:
   // Registers the run_benchmark result hook and the hello hook on `fleet`.
-  // REQUIRES: before fleet.Start().
+  // REQUIRES: before the fleet is scheduled.
   Benchmarks(store::Database& db, fleet::Fleet& fleet, BenchmarksOptions options);
-  ~Benchmarks();
   Benchmarks(const Benchmarks&) = delete;
   Benchmarks& operator=(const Benchmarks&) = delete;
 
-  // The scheduler thread: TickOnce() every tick_ms.
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules the scheduler: TickOnce() every tick_ms.
+  void ScheduleOn(Background& background);
   // Ends overdue runs in error and starts the runs that are due.
   Status TickOnce();
 
@@ -130,15 +128,10 @@ class Benchmarks {
   Status FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run, const std::string& error);
   // Fills each GPU's index, name, reference figures and thresholds for reading.
   Status Describe(store::Tx& tx, BenchmarkRun& run) const;
-  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   fleet::Fleet& fleet_;
   const BenchmarksOptions options_;
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpunex::platform::benchmarks

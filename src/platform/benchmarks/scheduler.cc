@@ -20,30 +20,10 @@ int Rank(const std::string& reason) {
 
 }  // namespace
 
-void Benchmarks::Start() {
-  MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void Benchmarks::Loop() {
-  while (true) {
-    Status st = TickOnce();
-    if (!st.ok()) LogWarn("benchmarks.tick_failed", {{"error", st.ToString()}});
-    MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.tick_ms));
-    if (stopping_) return;
-  }
-}
-
-void Benchmarks::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
+void Benchmarks::ScheduleOn(Background& background) {
+  background.Add({.name = "benchmarks.tick",
+                  .every = std::chrono::milliseconds(options_.tick_ms),
+                  .pass = [this] { return TickOnce(); }});
 }
 
 Status Benchmarks::OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts& hello) {

@@ -22,8 +22,6 @@ constexpr int64_t kMaxLogChunksPerWorkload = 4096;
 
 Fleet::Fleet(store::Database& db, FleetOptions options) : db_(db), options_(options) {}
 
-Fleet::~Fleet() { Stop(); }
-
 void Fleet::OnHello(HelloHook hook) { hello_hooks_.push_back(std::move(hook)); }
 
 void Fleet::OnWorkloadChange(WorkloadHook hook) { workload_hooks_.push_back(std::move(hook)); }
@@ -230,31 +228,10 @@ Fleet::MessageCounts Fleet::message_counts() const {
   return out;
 }
 
-void Fleet::Start() {
-  MutexLock lock(&stop_mu_);
-  if (sweeper_.joinable()) return;
-  stopping_ = false;
-  sweeper_ = std::thread([this] { SweepLoop(); });
-}
-
-void Fleet::SweepLoop() {
-  while (true) {
-    Status st = SweepOnce();
-    if (!st.ok()) LogWarn("fleet.sweep_failed", {{"error", st.ToString()}});
-    MutexLock lock(&stop_mu_);
-    if (!stopping_)
-      stop_cv_.WaitFor(&stop_mu_, std::chrono::milliseconds(options_.sweep_interval_ms));
-    if (stopping_) return;
-  }
-}
-
-void Fleet::Stop() {
-  {
-    MutexLock lock(&stop_mu_);
-    stopping_ = true;
-  }
-  stop_cv_.SignalAll();
-  if (sweeper_.joinable()) sweeper_.join();
+void Fleet::ScheduleOn(Background& background) {
+  background.Add({.name = "fleet.sweep",
+                  .every = std::chrono::milliseconds(options_.sweep_interval_ms),
+                  .pass = [this] { return SweepOnce(); }});
 }
 
 Status Fleet::SweepOnce() {

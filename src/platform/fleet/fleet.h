@@ -23,10 +23,10 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/background.h"
 #include "common/json.h"
 #include "common/paging.h"
 #include "common/status.h"
@@ -157,7 +157,6 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
 class Fleet {
  public:
   Fleet(store::Database& db, FleetOptions options);
-  ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
@@ -170,10 +169,9 @@ class Fleet {
   // Whether the machine has a live session on this instance.
   bool Connected(const std::string& machine_id) const EXCLUDES(mu_);
 
-  // Starts/stops the sweeper thread (Offline after missed heartbeats; hello timeouts;
-  // lost workloads; delivery of commands queued by other instances).
-  void Start() EXCLUDES(stop_mu_);
-  void Stop() EXCLUDES(stop_mu_);
+  // Schedules the sweeper (Offline after missed heartbeats; hello timeouts; lost
+  // workloads; delivery of commands queued by other instances) every sweep_interval_ms.
+  void ScheduleOn(Background& background);
   Status SweepOnce() EXCLUDES(mu_);
   // Decides every GPU's listing again from its stored facts: at start, so that listings
   // follow the rules of the release that runs.
@@ -197,7 +195,7 @@ class Fleet {
   // that records the result, so that what the hook writes and the command's end commit
   // together (exactly once). The hook should record bad result data as a failure of its
   // own and fail only when the store does.
-  // REQUIRES: called before Start() and before agents connect.
+  // REQUIRES: called before ScheduleOn() and before agents connect.
   using ResultHook =
       std::function<Status(store::Tx& tx, Timestamp now, const std::string& machine_id,
                            const protocol::Command& command, const protocol::Result& result)>;
@@ -264,12 +262,11 @@ class Fleet {
   Status HandleNetworkIsolation(const std::string& machine_id,
                                 const protocol::NetworkIsolation& report);
   Status RunHelloHooks(store::Tx& tx, Timestamp now, const HelloFacts& hello) const;
-  void SweepLoop() EXCLUDES(stop_mu_);
   void CountRefused(std::string_view reason) EXCLUDES(counts_mu_);
 
   store::Database& db_;
   const FleetOptions options_;
-  std::map<std::string, ResultHook> result_hooks_;  // set before Start(), then read-only
+  std::map<std::string, ResultHook> result_hooks_;  // set before ScheduleOn(), then read-only
   std::vector<HelloHook> hello_hooks_;              // likewise
   std::vector<WorkloadHook> workload_hooks_;        // likewise
   mutable Mutex mu_;
@@ -280,10 +277,6 @@ class Fleet {
   // exit, say) arrive just after the welcome and settle most of them first.
   std::map<std::string, Timestamp> suspected_lost_ GUARDED_BY(mu_);
   Mutex delivery_mu_ ACQUIRED_AFTER(mu_);  // serialises command delivery so order holds
-  std::thread sweeper_;
-  Mutex stop_mu_;
-  CondVar stop_cv_;
-  bool stopping_ GUARDED_BY(stop_mu_) = false;
   mutable Mutex counts_mu_;
   MessageCounts counts_ GUARDED_BY(counts_mu_);
 };

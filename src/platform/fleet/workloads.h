@@ -68,7 +68,7 @@ struct LogPage {
 
 class Workloads {
  public:
-  // Registers the start_workload result hook on `fleet`. REQUIRES: before fleet.Start().
+  // Registers the start_workload result hook on `fleet`. REQUIRES: before the fleet is scheduled.
   Workloads(store::Database& db, Fleet& fleet, const Clock* clock = &SystemClock());
 
   // Field errors name the request's fields ("gpu_ids[1]", "memory_mb", "env.NAME").

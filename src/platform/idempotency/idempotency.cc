@@ -77,30 +77,11 @@ Status Idempotency::Abandon(const std::string& user_id, const std::string& key,
       [&](store::Tx& tx) { return IdempotencyStore(tx).Delete(user_id, key, claim.lease_until); });
 }
 
-Idempotency::~Idempotency() { Stop(); }
-
-void Idempotency::Start() {
-  MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] {
-    while (true) {
-      auto n = Sweep();
-      if (!n.ok()) LogWarn("idempotency.sweep_failed", {{"error", n.status().ToString()}});
-      MutexLock lock(&mu_);
-      if (!stopping_) cv_.WaitFor(&mu_, options_.sweep_interval);
-      if (stopping_) return;
-    }
-  });
-}
-
-void Idempotency::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
+void Idempotency::ScheduleOn(Background& background) {
+  background.Add(
+      {.name = "idempotency.sweep",
+       .every = std::chrono::duration_cast<std::chrono::milliseconds>(options_.sweep_interval),
+       .pass = [this] { return Sweep().status(); }});
 }
 
 StatusOr<int64_t> Idempotency::Sweep() {

@@ -19,8 +19,8 @@
 #pragma once
 
 #include <string>
-#include <thread>
 
+#include "common/background.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "common/time.h"
@@ -33,7 +33,7 @@ struct IdempotencyOptions {
   Duration lease = std::chrono::seconds(60);  // how long a first attempt holds its key
   Duration wait = std::chrono::seconds(5);    // how long a concurrent repeat waits
   Duration poll = std::chrono::milliseconds(20);
-  Duration sweep_interval = std::chrono::minutes(10);  // of the thread Start() runs
+  Duration sweep_interval = std::chrono::minutes(10);  // of the scheduled sweep
   const Clock* clock = &SystemClock();
 };
 
@@ -58,13 +58,11 @@ class Idempotency {
  public:
   explicit Idempotency(store::Database& db, IdempotencyOptions options = {})
       : db_(db), options_(options) {}
-  ~Idempotency();
   Idempotency(const Idempotency&) = delete;
   Idempotency& operator=(const Idempotency&) = delete;
 
-  // A thread that calls Sweep() every sweep_interval.
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules Sweep() every sweep_interval.
+  void ScheduleOn(Background& background);
 
   StatusOr<Claim> Begin(const std::string& user_id, const std::string& key,
                         const std::string& request_hash);
@@ -79,10 +77,6 @@ class Idempotency {
  private:
   store::Database& db_;
   const IdempotencyOptions options_;
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpunex::platform::idempotency

@@ -141,46 +141,27 @@ Market::Market(store::Database& db, MarketOptions options) : db_(db), options_(o
   snapshot_ = std::make_shared<const Snapshot>();
 }
 
-Market::~Market() { Stop(); }
-
-Status Market::Start() {
-  GPUNEX_RETURN_IF_ERROR(ReloadAll());
-  MutexLock lock(&stop_mu_);
-  stopping_ = false;
-  if (!started_) {
-    started_ = true;
-    thread_ = std::thread([this] { Loop(); });
-  }
-  return Status::Ok();
+void Market::ScheduleOn(Background& background) {
+  background.Add({.name = "market.poll",
+                  .every = std::chrono::milliseconds(options_.poll_ms),
+                  .pass = [this] { return PollAndSupply(); }});
 }
 
-void Market::Stop() {
+Status Market::PollAndSupply() {
+  Status polled = PollOnce();
+  Timestamp next_supply;
   {
-    MutexLock lock(&stop_mu_);
-    stopping_ = true;
+    MutexLock lock(&poll_mu_);
+    next_supply = next_supply_;
   }
-  stop_cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-  MutexLock lock(&stop_mu_);
-  started_ = false;
-}
-
-void Market::Loop() {
-  Timestamp next_supply = options_.clock->Now();
-  while (true) {
-    if (Status st = PollOnce(); !st.ok()) {
-      LogWarn("market.poll_failed", {{"error", st.ToString()}});
+  if (options_.clock->Now() >= next_supply) {
+    if (Status st = SupplyTick(); !st.ok()) {
+      LogWarn("market.supply_failed", {{"error", st.ToString()}});
     }
-    if (options_.clock->Now() >= next_supply) {
-      if (Status st = SupplyTick(); !st.ok()) {
-        LogWarn("market.supply_failed", {{"error", st.ToString()}});
-      }
-      next_supply = options_.clock->Now() + std::chrono::seconds(options_.supply_tick_s);
-    }
-    MutexLock lock(&stop_mu_);
-    if (!stopping_) stop_cv_.WaitFor(&stop_mu_, std::chrono::milliseconds(options_.poll_ms));
-    if (stopping_) return;
+    MutexLock lock(&poll_mu_);
+    next_supply_ = options_.clock->Now() + std::chrono::seconds(options_.supply_tick_s);
   }
+  return polled;
 }
 
 std::shared_ptr<const Snapshot> Market::snapshot() const {

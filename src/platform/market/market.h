@@ -26,9 +26,9 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/background.h"
 #include "common/money.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -98,13 +98,12 @@ std::string PlaceSummary(int64_t position, int64_t of, std::string_view gpu_name
 class Market {
  public:
   Market(store::Database& db, MarketOptions options);
-  ~Market();
   Market(const Market&) = delete;
   Market& operator=(const Market&) = delete;
 
-  // Loads every machine (the first snapshot) and starts the poller.
-  Status Start() EXCLUDES(mu_, stop_mu_);
-  void Stop() EXCLUDES(stop_mu_);
+  // Schedules the poller: PollOnce() every poll_ms, and SupplyTick() every supply_tick_s
+  // of the clock. REQUIRES: ReloadAll() first (the first snapshot).
+  void ScheduleOn(Background& background);
   // One round of the poller: reloads the machines whose stamps changed; a full reload
   // when due. Tests call it directly.
   Status PollOnce() EXCLUDES(mu_);
@@ -126,11 +125,11 @@ class Market {
   // Whether `id` is a GPU model of the catalog (cached; a miss asks the store).
   bool KnownModel(const std::string& id) EXCLUDES(mu_);
 
-  // REQUIRES: before Start().
+  // REQUIRES: before ScheduleOn().
   void SetRentalSamples(RentalSamplesFn fn) { rental_samples_ = std::move(fn); }
 
  private:
-  void Loop() EXCLUDES(stop_mu_);
+  Status PollAndSupply() EXCLUDES(mu_);
   void Publish(std::vector<std::shared_ptr<const MachineOffers>> changed) EXCLUDES(mu_);
 
   store::Database& db_;
@@ -140,12 +139,8 @@ class Market {
   std::shared_ptr<const Snapshot> snapshot_ GUARDED_BY(mu_);
   Timestamp last_full_ GUARDED_BY(mu_);
   std::set<std::string> models_ GUARDED_BY(mu_);
-  Mutex poll_mu_ ACQUIRED_BEFORE(mu_);  // one poll or reload at a time
-  std::thread thread_;
-  Mutex stop_mu_;
-  CondVar stop_cv_;
-  bool stopping_ GUARDED_BY(stop_mu_) = false;
-  bool started_ GUARDED_BY(stop_mu_) = false;
+  Mutex poll_mu_ ACQUIRED_BEFORE(mu_);            // one poll or reload at a time
+  Timestamp next_supply_ GUARDED_BY(poll_mu_){};  // of the scheduled poller
 };
 
 }  // namespace gpunex::platform::market

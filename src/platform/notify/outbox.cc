@@ -43,73 +43,36 @@ OutboxSender::OutboxSender(store::Database& db, std::unique_ptr<SmtpClient> smtp
                            OutboxOptions options)
     : db_(db), smtp_(std::move(smtp)), options_(std::move(options)) {}
 
-OutboxSender::~OutboxSender() { Stop(); }
-
-void OutboxSender::Start() {
-  MutexLock lifecycle(&lifecycle_mu_);
-  if (thread_.joinable()) return;
-  {
-    MutexLock lock(&mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this] { Run(); });
+void OutboxSender::ScheduleOn(Background& background) {
+  task_ = background.Add(
+      {.name = "notify.outbox",
+       .every = std::chrono::duration_cast<std::chrono::milliseconds>(options_.poll_interval),
+       .pass = [this] { return SendDue(); }});
 }
 
-void OutboxSender::Stop() {
-  MutexLock lifecycle(&lifecycle_mu_);
-  if (!thread_.joinable()) return;
-  {
-    MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.SignalAll();
-  thread_.join();
-}
-
-void OutboxSender::Wake() {
-  {
-    MutexLock lock(&mu_);
-    wake_ = true;
-  }
-  cv_.SignalAll();
-}
-
-bool OutboxSender::StopRequested() {
-  MutexLock lock(&mu_);
-  return stop_;
-}
+void OutboxSender::Wake() const { task_.Wake(); }
 
 OutboxCounters OutboxSender::counters() const {
   return {.sent = sent_.load(), .failed = failed_.load(), .retries = retries_.load()};
 }
 
-void OutboxSender::Run() {
-  auto last_error_log = std::chrono::steady_clock::time_point::min();
-  while (true) {
-    if (options_.verifier != nullptr) {
-      // Links for addresses that emails wait on, before the due emails (the links are).
-      if (Status st = options_.verifier->SendDueLinks(db_); !st.ok()) {
-        LogError("notify.outbox.links_failed", {{"error", st.ToString()}});
-      }
+Status OutboxSender::SendDue() {
+  if (options_.verifier != nullptr) {
+    // Links for addresses that emails wait on, before the due emails (the links are).
+    if (Status st = options_.verifier->SendDueLinks(db_); !st.ok()) {
+      LogError("notify.outbox.links_failed", {{"error", st.ToString()}});
     }
-    StatusOr<int> r = DeliverDue();
-    if (!r.ok()) {
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_error_log >= kErrorLogInterval) {
-        last_error_log = now;
-        LogError("notify.outbox.claim_failed", {{"error", r.status().ToString()}});
-      }
-    }
-    // Until woken, stopped, or a poll interval has passed (waits may wake spuriously).
-    const auto deadline = std::chrono::steady_clock::now() + options_.poll_interval;
-    MutexLock lock(&mu_);
-    while (!wake_ && !stop_) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= left.zero() || !cv_.WaitFor(&mu_, left)) break;
-    }
-    if (stop_) return;
-    wake_ = false;
   }
+  StatusOr<int> r = DeliverDue();
+  if (!r.ok()) {
+    const auto now = std::chrono::steady_clock::now();
+    MutexLock lock(&error_log_mu_);
+    if (now - last_error_log_ >= kErrorLogInterval) {
+      last_error_log_ = now;
+      LogError("notify.outbox.claim_failed", {{"error", r.status().ToString()}});
+    }
+  }
+  return Status::Ok();
 }
 
 Status ReleaseAbandonedClaims(store::Database& db, Timestamp now) {
@@ -120,7 +83,7 @@ StatusOr<int> OutboxSender::DeliverDue() {
   Status from_ok = internal::ParseMailbox(options_.from, "from").status();
   if (!from_ok.ok()) return InvalidArgument("outbox sender: " + from_ok.message());
   int attempted = 0;
-  while (!StopRequested()) {
+  while (!task_.stopping()) {
     Claimed m;
     bool found = false;
     GPUNEX_RETURN_IF_ERROR(ClaimOne(&m, &found));

@@ -20,11 +20,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "common/background.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "common/time.h"
@@ -73,37 +74,33 @@ class OutboxSender {
   // `db` must outlive the sender. REQUIRES: options.clock is not null; options.from is a
   // valid mailbox (DeliverDue refuses to claim anything otherwise).
   OutboxSender(store::Database& db, std::unique_ptr<SmtpClient> smtp, OutboxOptions options);
-  // Stops the thread if running.
-  ~OutboxSender();
-
   OutboxSender(const OutboxSender&) = delete;
   OutboxSender& operator=(const OutboxSender&) = delete;
 
-  // Starts the background thread. No effect when already running.
-  void Start() EXCLUDES(lifecycle_mu_, mu_);
-  // Asks the thread to finish and waits for it: a send in progress completes and its
-  // outcome is recorded; no new message is claimed. No effect when not running.
-  void Stop() EXCLUDES(lifecycle_mu_, mu_);
-  // Makes the thread look for due messages now. Register it with Tx::AfterCommit in the
+  // Schedules the sending: SendDue() every poll_interval, and at once when woken. When
+  // the background work stops, a send in progress completes and its outcome is recorded;
+  // no new message is claimed.
+  void ScheduleOn(Background& background);
+  // Makes the sending look for due messages now. Register it with Tx::AfterCommit in the
   // transaction that enqueued a message (notify.h EnqueueEmail).
-  void Wake() EXCLUDES(mu_);
+  void Wake() const;
+  // One pass: the verification links that emails wait on, then DeliverDue(). Failures
+  // are logged (a failing claim at most once a minute).
+  Status SendDue() EXCLUDES(error_log_mu_);
 
   // Delivers the messages due now on the calling thread, one claim at a time, until
-  // none is due or Stop() is called. Returns how many were attempted. Fails with
+  // none is due or the background work is stopping. Returns how many were attempted. Fails with
   // kInvalidArgument for an invalid `from`, and with the database's status when a claim
   // fails (kOutcomeUnknown included: a claim that did commit is not acted on, and its
-  // message is claimed again once the lease runs out). The background thread calls
-  // this; tests and one-shot tools may too.
-  StatusOr<int> DeliverDue() EXCLUDES(mu_);
+  // message is claimed again once the lease runs out). SendDue calls this; tests and
+  // one-shot tools may too.
+  StatusOr<int> DeliverDue();
 
   OutboxCounters counters() const;
 
  private:
   struct Claimed;
 
-  void Run() EXCLUDES(mu_);
-  // Whether Stop() has asked the thread to finish.
-  bool StopRequested() EXCLUDES(mu_);
   // Claims one due message into `out` and sets `found`; `found` is false when none is
   // due.
   Status ClaimOne(Claimed* out, bool* found);
@@ -116,15 +113,10 @@ class OutboxSender {
   const std::unique_ptr<SmtpClient> smtp_;
   const OutboxOptions options_;
 
-  // Serialises Start and Stop; taken before mu_. Held while Stop joins the thread, which
-  // never takes it.
-  Mutex lifecycle_mu_;
-  std::thread thread_ GUARDED_BY(lifecycle_mu_);  // joinable while running
-
-  Mutex mu_;
-  CondVar cv_;  // signalled when wake_ or stop_ is set
-  bool wake_ GUARDED_BY(mu_) = false;
-  bool stop_ GUARDED_BY(mu_) = false;
+  TaskHandle task_;  // set by ScheduleOn, before the background work starts
+  Mutex error_log_mu_;
+  std::chrono::steady_clock::time_point last_error_log_ GUARDED_BY(error_log_mu_) =
+      std::chrono::steady_clock::time_point::min();
 
   std::atomic<uint64_t> sent_{0};
   std::atomic<uint64_t> failed_{0};

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "common/background.h"
 #include "common/testing/fake_clock.h"
 #include "common/thread_annotations.h"
 #include "platform/notify/notify.h"
@@ -123,10 +124,23 @@ class OutboxTest : public ::testing::TestWithParam<std::string> {
   test::SmtpSink sink_;
 };
 
+// A sender scheduled on background work of its own, started until Stop().
+class Sending {
+ public:
+  explicit Sending(OutboxSender& sender) {
+    sender.ScheduleOn(background_);
+    background_.Start();
+  }
+  void Stop() { background_.Stop(); }
+
+ private:
+  Background background_;
+};
+
 TEST_P(OutboxTest, DeliversOnceAndForgetsTheBody) {
   ASSERT_TRUE(sink_.Start(dir_.path()).ok());
   OutboxSender sender(*db_, Client(sink_.url()), Options());
-  sender.Start();
+  Sending sending(sender);
   const std::string id = Enqueue();
   sender.Wake();
 
@@ -141,7 +155,7 @@ TEST_P(OutboxTest, DeliversOnceAndForgetsTheBody) {
 
   // Several more polls: still exactly one message.
   std::this_thread::sleep_for(milliseconds(300));
-  sender.Stop();
+  sending.Stop();
   std::vector<test::SinkMessage> got = sink_.Messages();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].message_id, "<" + id + "@gpunex.example>");
@@ -166,7 +180,7 @@ TEST_P(OutboxTest, RetriesWithBackoffUntilTheServerComesUp) {
   const OutboxOptions o = Options();
   OutboxSender sender(*db_, Client("smtp://127.0.0.1:" + std::to_string(port)), o);
   const std::string id = Enqueue();
-  sender.Start();
+  Sending sending(sender);
 
   // At least two failed attempts, each rescheduled into the future. (attempts counts
   // claims, so wait until the second claim has been answered too.)
@@ -190,7 +204,7 @@ TEST_P(OutboxTest, RetriesWithBackoffUntilTheServerComesUp) {
     AdvanceWhilePending(id, o.backoff_max, sender);
     return StatusOf(id) == "sent";
   }));
-  sender.Stop();
+  sending.Stop();
   ASSERT_EQ(sink_.Messages().size(), 1u);
   EXPECT_EQ(sink_.Messages()[0].message_id, "<" + id + "@gpunex.example>");
   EXPECT_EQ(sender.counters().sent, 1u);
@@ -297,10 +311,10 @@ TEST_P(OutboxTest, NeverResendsASentMessage) {
   auto n = sender.DeliverDue();
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 0);
-  sender.Start();
+  Sending sending(sender);
   sender.Wake();
   std::this_thread::sleep_for(milliseconds(300));
-  sender.Stop();
+  sending.Stop();
   EXPECT_TRUE(sink_.Messages().empty());
   EXPECT_EQ(StatusOf(id), "sent");
   EXPECT_EQ(sender.counters().sent, 0u);
@@ -327,12 +341,12 @@ TEST_P(OutboxTest, GivesUpAfterMaxAttempts) {
   o.backoff_max = milliseconds(20);
   const std::string id = Enqueue("tempfail@example.com");
   OutboxSender sender(*db_, Client(sink_.url()), o);
-  sender.Start();
+  Sending sending(sender);
   ASSERT_TRUE(test::WaitFor([&] {
     AdvanceWhilePending(id, o.backoff_max, sender);
     return StatusOf(id) == "failed";
   }));
-  sender.Stop();
+  sending.Stop();
   store::Row row = Outbox(id);
   EXPECT_EQ(row.Int(1), 3);
   EXPECT_NE(row.Str(4).find("451"), std::string::npos) << row.Str(4);
@@ -361,14 +375,14 @@ TEST_P(OutboxTest, TwoSendersDeliverEachMessageExactlyOnce) {
 
   OutboxSender a(*db_, Client(sink_.url()), Options());
   OutboxSender b(*db2, Client(sink_.url()), Options());
-  a.Start();
-  b.Start();
+  Sending sending_a(a);
+  Sending sending_b(b);
   ASSERT_TRUE(test::WaitFor([&] {
     auto rows = test::QueryDb(*db_, "SELECT COUNT(*) FROM email_outbox WHERE status = 'sent'");
     return rows.ok() && rows->at(0).Int(0) == kMessages;
   }));
-  a.Stop();
-  b.Stop();
+  sending_a.Stop();
+  sending_b.Stop();
 
   std::map<std::string, int> seen;
   for (const test::SinkMessage& m : sink_.Messages()) ++seen[m.message_id];
@@ -387,13 +401,15 @@ TEST_P(OutboxTest, TwoSendersDeliverEachMessageExactlyOnce) {
 TEST_P(OutboxTest, StopIsIdempotentAndRestartable) {
   ASSERT_TRUE(sink_.Start(dir_.path()).ok());
   OutboxSender sender(*db_, Client(sink_.url()), Options());
-  sender.Stop();  // not running: no effect
-  sender.Start();
-  sender.Start();  // already running: no effect
-  sender.Stop();
-  sender.Stop();
+  Background background;
+  sender.ScheduleOn(background);
+  background.Stop();  // not running: no effect
+  background.Start();
+  background.Start();  // already running: no effect
+  background.Stop();
+  background.Stop();
   const std::string id = Enqueue();
-  sender.Start();
+  background.Start();
   sender.Wake();
   ASSERT_TRUE(test::WaitFor([&] { return StatusOf(id) == "sent"; }));
   // The destructor stops it.

@@ -55,8 +55,6 @@ Payouts::Payouts(store::Database& db, accounts::Accounts& accounts, solana::Rpc*
   }
 }
 
-Payouts::~Payouts() { Stop(); }
-
 Status Payouts::Fault(std::string_view point) const {
   if (!options_.fault) return Status::Ok();
   return options_.fault(point);
@@ -597,28 +595,10 @@ StatusOr<WalletStatus> Payouts::Wallet(const accounts::Principal& p) {
 
 // --- the loop
 
-void Payouts::Start() {
-  MutexLock lock(&mu_);
-  if (loop_.joinable()) return;
-  stop_ = false;
-  loop_ = std::thread([this] {
-    while (true) {
-      if (auto n = Tick(); !n.ok())
-        LogWarn("payouts.tick_failed", {{"error", n.status().ToString()}});
-      MutexLock l(&mu_);
-      if (!stop_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.loop_ms));
-      if (stop_) return;
-    }
-  });
-}
-
-void Payouts::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.SignalAll();
-  if (loop_.joinable()) loop_.join();
+void Payouts::ScheduleOn(Background& background) {
+  ticks_ = background.Add({.name = "payouts.tick",
+                           .every = std::chrono::milliseconds(options_.loop_ms),
+                           .pass = [this] { return Tick().status(); }});
 }
 
 }  // namespace gpunex::platform::payouts

@@ -44,9 +44,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/background.h"
 #include "common/business_days.h"
 #include "common/money.h"
 #include "common/paging.h"
@@ -234,7 +234,6 @@ class Payouts {
   // this.
   Payouts(store::Database& db, accounts::Accounts& accounts, solana::Rpc* rpc,
           const solana::Keypair* key, PayoutsOptions options);
-  ~Payouts();
   Payouts(const Payouts&) = delete;
   Payouts& operator=(const Payouts&) = delete;
 
@@ -272,9 +271,8 @@ class Payouts {
   // Carries one run forward (the run lock must be held by the caller: Tick takes it).
   StatusOr<int64_t> Advance(const std::string& run_id);
 
-  // Runs Tick every loop_ms on a thread of its own.
-  void Start();
-  void Stop();
+  // Schedules Tick() every loop_ms.
+  void ScheduleOn(Background& background);
 
  private:
   struct Plan;
@@ -308,11 +306,7 @@ class Payouts {
   // connection of its own); taken again when lost.
   Mutex tick_mu_;
   std::unique_ptr<store::Lock> run_lock_ GUARDED_BY(tick_mu_);
-
-  Mutex mu_;
-  bool stop_ GUARDED_BY(mu_) = false;
-  CondVar cv_;
-  std::thread loop_;
+  TaskHandle ticks_;  // set by ScheduleOn, before the background work starts
 };
 
 }  // namespace gpunex::platform::payouts

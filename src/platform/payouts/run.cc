@@ -186,7 +186,7 @@ StatusOr<Run> Payouts::StartRun(const accounts::Principal& p, const RunRequest& 
     }
     return s.LoadCounts(&out);
   }));
-  cv_.SignalAll();  // the loop plans it at once
+  ticks_.Wake();  // the loop plans it at once
   return out;
 }
 
@@ -921,7 +921,7 @@ StatusOr<Payout> Payouts::Retry(const accounts::Principal& p, const std::string&
     out = *po;
     return Status::Ok();
   }));
-  cv_.SignalAll();
+  ticks_.Wake();
   return out;
 }
 

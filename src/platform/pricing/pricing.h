@@ -89,7 +89,7 @@ struct PricingOptions {
 class Pricing {
  public:
   // Registers a hello hook on `fleet` (the priced models of every machine that says
-  // hello). REQUIRES: before fleet.Start().
+  // hello). REQUIRES: before the fleet is scheduled.
   Pricing(store::Database& db, fleet::Fleet& fleet, PricingOptions options = {});
 
   // The caller's prices, by model (providers only).

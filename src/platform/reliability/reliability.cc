@@ -103,8 +103,6 @@ Reliability::Reliability(store::Database& db, availability::Availability& availa
   });
 }
 
-Reliability::~Reliability() { Stop(); }
-
 std::vector<Interval> Reliability::Scheduled(const std::string& machine_id, Timestamp updated_at,
                                              const availability::Schedule& s, Timestamp from,
                                              Timestamp to) {
@@ -558,46 +556,27 @@ StatusOr<std::string> Reliability::ChangeMark(store::Tx& tx) {
   return mark;
 }
 
-void Reliability::Start() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = false;
-  }
-  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+void Reliability::ScheduleOn(Background& background) {
+  background.Add({.name = "reliability.refresh",
+                  .every = std::chrono::milliseconds(options_.poll_ms),
+                  .pass = [this] { return RefreshIfDue(); }});
 }
 
-void Reliability::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
+Status Reliability::RefreshIfDue() {
+  MutexLock lock(&due_mu_);
+  std::string mark;
+  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(mark, ChangeMark(tx));
+    return Status::Ok();
+  }));
+  const Timestamp now = options_.clock->Now();
+  if (mark == last_mark_ && now - last_full_ < std::chrono::milliseconds(options_.refresh_ms)) {
+    return Status::Ok();
   }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Reliability::Loop() {
-  std::string last_mark;
-  Timestamp last_full{};
-  while (true) {
-    std::string mark;
-    Status st = db_.Read([&](store::Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(mark, ChangeMark(tx));
-      return Status::Ok();
-    });
-    const Timestamp now = options_.clock->Now();
-    if (st.ok() &&
-        (mark != last_mark || now - last_full >= std::chrono::milliseconds(options_.refresh_ms))) {
-      st = RefreshOnce();
-      if (st.ok()) {
-        last_mark = mark;
-        last_full = now;
-      }
-    }
-    if (!st.ok()) LogWarn("reliability.refresh_failed", {{"error", st.ToString()}});
-    MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.poll_ms));
-    if (stopping_) return;
-  }
+  GPUNEX_RETURN_IF_ERROR(RefreshOnce());
+  last_mark_ = mark;
+  last_full_ = now;
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------- reading

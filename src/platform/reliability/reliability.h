@@ -29,9 +29,9 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/background.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -120,15 +120,17 @@ StatusOr<std::optional<OfferScore>> OfferScoreOf(store::Tx& tx, const std::strin
 
 class Reliability {
  public:
-  // Registers a schedule hook on `availability`. REQUIRES: before availability.Start().
+  // Registers a schedule hook on `availability`. REQUIRES: before availability is scheduled.
   Reliability(store::Database& db, availability::Availability& availability,
               ReliabilityOptions options);
-  ~Reliability();
   Reliability(const Reliability&) = delete;
   Reliability& operator=(const Reliability&) = delete;
 
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules RefreshIfDue() every poll_ms.
+  void ScheduleOn(Background& background);
+  // Refreshes every score when something they depend on changed, or refresh_ms after the
+  // last refresh.
+  Status RefreshIfDue() EXCLUDES(due_mu_);
   // Accounts everything up to now and recomputes every score.
   Status RefreshOnce() EXCLUDES(cache_mu_);
 
@@ -166,16 +168,14 @@ class Reliability {
                                                  const MachineState& m, Timestamp created_at)
       EXCLUDES(cache_mu_);
   StatusOr<std::string> ChangeMark(store::Tx& tx);
-  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   const ReliabilityOptions options_;
   Mutex cache_mu_;
   std::map<std::string, CachedSchedule> schedules_ GUARDED_BY(cache_mu_);
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
+  Mutex due_mu_;  // one RefreshIfDue at a time
+  std::string last_mark_ GUARDED_BY(due_mu_);
+  Timestamp last_full_ GUARDED_BY(due_mu_){};
 };
 
 // The advice shown beside a score: what would raise it.

@@ -116,8 +116,6 @@ std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>
 Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOptions options)
     : db_(db), rentals_(rentals), market_(market), options_(options), clock_(options_.clock) {}
 
-Jobs::~Jobs() { Stop(); }
-
 StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest& req) {
   const JobConstraints& c = req.constraints;
   FieldErrors errors;
@@ -178,10 +176,10 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   {
     MutexLock lock(&mu_);
     inbox_.push_back(submission);
-    // Without the scheduler thread (tests, a stopping server) the caller runs the round.
-    run_here = !running_;
-    if (!run_here) cv_.Signal();
+    // Without the scheduled rounds (tests, a stopping server) the caller runs the round.
+    run_here = !rounds_.running();
   }
+  if (!run_here) rounds_.Wake();
   while (run_here && answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     GPUNEX_RETURN_IF_ERROR(ScheduleOnce().status());
   }
@@ -531,35 +529,22 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
   return placed;
 }
 
-void Jobs::Start() {
+void Jobs::ScheduleOn(Background& background) {
+  rounds_ = background.Add({.name = "jobs.schedule",
+                            .every = std::chrono::seconds(1),
+                            .pass = [this] { return Round(); },
+                            .after_stop = [this] { Drain(); }});
+}
+
+Status Jobs::Round() {
+  Status st = ScheduleOnce().status();
   MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  running_ = true;
-  thread_ = std::thread([this] { Loop(); });
+  if (!inbox_.empty()) rounds_.Wake();  // more than a batch came: the next round at once
+  return st;
 }
 
-void Jobs::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Jobs::Loop() {
-  while (true) {
-    if (auto n = ScheduleOnce(); !n.ok())
-      LogWarn("jobs.schedule_failed", {{"error", n.status().ToString()}});
-    MutexLock lock(&mu_);
-    if (!stopping_ && inbox_.empty()) cv_.WaitFor(&mu_, std::chrono::milliseconds(1000));
-    if (stopping_) {
-      running_ = false;
-      break;
-    }
-  }
-  // Submitters still waiting get their answer from the rounds run here.
+// Submitters still waiting get their answer from the rounds run here.
+void Jobs::Drain() {
   while (true) {
     {
       MutexLock lock(&mu_);

@@ -29,10 +29,10 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/background.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -87,7 +87,6 @@ std::vector<Placement> Plan(const market::Snapshot& snap, const std::vector<Job>
 class Jobs {
  public:
   Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOptions options);
-  ~Jobs();
   Jobs(const Jobs&) = delete;
   Jobs& operator=(const Jobs&) = delete;
 
@@ -113,8 +112,9 @@ class Jobs {
 
   static constexpr size_t kBatch = 512;
 
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules the rounds: one each second, and one at once when a job is submitted. While
+  // they are not scheduled (tests, a stopping server) a submitter runs the round itself.
+  void ScheduleOn(Background& background);
 
  private:
   struct Submission {
@@ -130,7 +130,8 @@ class Jobs {
   StatusOr<std::vector<Job>> Waiting(store::Tx& tx, const market::Snapshot& snap,
                                      const std::function<int64_t(const market::Offer&)>& taken,
                                      GroupKey* next) const;
-  void Loop() EXCLUDES(mu_);
+  Status Round() EXCLUDES(schedule_mu_, mu_);
+  void Drain() EXCLUDES(schedule_mu_, mu_);
 
   store::Database& db_;
   Rentals& rentals_;
@@ -149,11 +150,8 @@ class Jobs {
   std::map<std::string, Taken> overlay_ GUARDED_BY(schedule_mu_);
   Timestamp last_sweep_ GUARDED_BY(schedule_mu_);
   GroupKey turn_ GUARDED_BY(schedule_mu_);  // the first group of the next sweep's turn
-  std::thread thread_;
+  TaskHandle rounds_;                       // set by ScheduleOn, before the background work starts
   Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  bool running_ GUARDED_BY(mu_) = false;  // the thread takes submissions
   std::vector<std::shared_ptr<Submission>> inbox_ GUARDED_BY(mu_);
 };
 

@@ -131,8 +131,6 @@ Rentals::Rentals(store::Database& db, fleet::Fleet& fleet, fleet::Workloads& wor
   });
 }
 
-Rentals::~Rentals() { Stop(); }
-
 int64_t Rentals::CommissionBps(std::string_view tier) const {
   return tier == "enterprise" ? options_.commission_enterprise_bps
                               : options_.commission_community_bps;
@@ -723,41 +721,28 @@ StatusOr<std::vector<market::RentalSample>> Rentals::Samples(store::Tx& tx,
   return out;
 }
 
-void Rentals::Start() {
-  MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
+void Rentals::ScheduleOn(Background& background) {
+  background.Add({.name = "rentals.meter",
+                  .every = std::chrono::milliseconds(options_.sweep_ms),
+                  .pass = [this] { return MeterAndRelease(); }});
 }
 
-void Rentals::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
+Status Rentals::MeterAndRelease() {
+  if (auto n = MeterDue(); !n.ok()) {
+    LogWarn("rentals.meter_failed", {{"error", n.status().ToString()}});
   }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Rentals::Loop() {
-  Timestamp last_release;
-  while (true) {
-    if (auto n = MeterDue(); !n.ok())
-      LogWarn("rentals.meter_failed", {{"error", n.status().ToString()}});
-    if (auto n = EndLost(); !n.ok())
-      LogWarn("rentals.lost_failed", {{"error", n.status().ToString()}});
-    const Timestamp now = options_.clock->Now();
-    if (now - last_release >= Seconds(options_.release_interval_s)) {
-      if (auto n = ReleaseEarnings(); !n.ok()) {
-        LogWarn("rentals.release_failed", {{"error", n.status().ToString()}});
-      } else {
-        last_release = now;
-      }
-    }
-    MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.sweep_ms));
-    if (stopping_) return;
+  if (auto n = EndLost(); !n.ok()) {
+    LogWarn("rentals.lost_failed", {{"error", n.status().ToString()}});
   }
+  MutexLock lock(&release_mu_);
+  const Timestamp now = options_.clock->Now();
+  if (now - last_release_ < Seconds(options_.release_interval_s)) return Status::Ok();
+  if (auto n = ReleaseEarnings(); !n.ok()) {
+    LogWarn("rentals.release_failed", {{"error", n.status().ToString()}});
+  } else {
+    last_release_ = now;
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpunex::platform::rentals

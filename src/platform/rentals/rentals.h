@@ -30,10 +30,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/background.h"
 #include "common/money.h"
 #include "common/paging.h"
 #include "common/status.h"
@@ -117,10 +117,9 @@ struct BalanceView {
 
 class Rentals {
  public:
-  // Registers the workload hook on `fleet`. REQUIRES: before fleet.Start().
+  // Registers the workload hook on `fleet`. REQUIRES: before the fleet is scheduled.
   Rentals(store::Database& db, fleet::Fleet& fleet, fleet::Workloads& workloads,
           market::Market& market, RentalsOptions options);
-  ~Rentals();
   Rentals(const Rentals&) = delete;
   Rentals& operator=(const Rentals&) = delete;
 
@@ -169,8 +168,10 @@ class Rentals {
                                                              const std::string& region,
                                                              Timestamp from, Timestamp to);
 
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules the meter every sweep_ms: MeterDue(), EndLost(), and ReleaseEarnings()
+  // every release_interval_s of the clock.
+  void ScheduleOn(Background& background);
+  Status MeterAndRelease() EXCLUDES(release_mu_);
 
   const RentalsOptions& options() const { return options_; }
 
@@ -194,17 +195,14 @@ class Rentals {
   Status MeterCustomers(const std::vector<std::string>& customers, Timestamp now, int64_t* metered);
   Status WarnIfLow(store::Tx& tx, Timestamp now, const std::string& customer_id, Usdc balance,
                    Usdc cost_per_hour);
-  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   fleet::Fleet& fleet_;
   fleet::Workloads& workloads_;
   market::Market& market_;
   const RentalsOptions options_;
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
+  Mutex release_mu_;
+  Timestamp last_release_ GUARDED_BY(release_mu_){};
 };
 
 // The pseudonym a provider sees for a customer.

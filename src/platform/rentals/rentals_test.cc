@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "common/background.h"
 #include "platform/applications/applications_store.h"
 #include "platform/billing/billing.h"
 #include "platform/billing/metering.h"
@@ -710,7 +711,9 @@ TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadli
 
 TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
   Jobs jobs(faults(), *rentals_, *market_, {.clock = &clock_});
-  jobs.Start();
+  Background background;
+  jobs.ScheduleOn(background);
+  background.Start();
   Credit(customer_, 100'000'000);
   std::vector<std::thread> threads;
   std::vector<StatusOr<rentals::Job>> answers(8, Internal("not run"));
@@ -722,7 +725,7 @@ TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
     });
   }
   for (auto& t : threads) t.join();
-  jobs.Stop();
+  background.Stop();
   std::set<std::string> ids, rentals;
   for (const auto& a : answers) {
     ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -954,14 +957,16 @@ TEST_P(RentalsTest, ACustomersQueueIsBoundedButAJobThatFitsIsStillPlaced) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->state, "queued");
   // Another customer's queue is its own, and concurrent submissions count one another.
-  jobs.Start();
+  Background background;
+  jobs.ScheduleOn(background);
+  background.Start();
   std::vector<StatusOr<rentals::Job>> answers(6, Internal("not run"));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < answers.size(); ++i) {
     threads.emplace_back([&, i] { answers[i] = jobs.Submit(As(oscar_), Job(1, 1)); });
   }
   for (auto& t : threads) t.join();
-  jobs.Stop();
+  background.Stop();
   int accepted = 0;
   for (const auto& a : answers) {
     if (a.ok()) {

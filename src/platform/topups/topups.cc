@@ -58,8 +58,6 @@ Topups::Topups(store::Database& db, solana::Rpc* rpc, TopupsOptions options)
       options_(Normalized(std::move(options))),
       token_account_(solana::AssociatedTokenAddress(options_.recipient, options_.mint)) {}
 
-Topups::~Topups() { Stop(); }
-
 Topup Topups::View(Topup t, Timestamp now) const {
   if (t.status == kPending && now >= t.expires_at) t.status = std::string(kExpired);
   if (auto ref = ReferenceKey(t); ref.ok()) {
@@ -313,30 +311,11 @@ StatusOr<Topups::Claim> Topups::Credit(const Topup& t, const std::string& signat
   return claim;
 }
 
-void Topups::Start() {
+void Topups::ScheduleOn(Background& background) {
   if (!rpc_) return;
-  MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void Topups::Stop() {
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  cv_.SignalAll();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Topups::Loop() {
-  while (true) {
-    if (auto n = Poll(); !n.ok()) LogWarn("topups.poll_failed", {{"error", n.status().ToString()}});
-    MutexLock lock(&mu_);
-    if (!stopping_) cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.loop_ms));
-    if (stopping_) return;
-  }
+  background.Add({.name = "topups.poll",
+                  .every = std::chrono::milliseconds(options_.loop_ms),
+                  .pass = [this] { return Poll().status(); }});
 }
 
 }  // namespace gpunex::platform::topups

@@ -40,8 +40,8 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 
+#include "common/background.h"
 #include "common/money.h"
 #include "common/paging.h"
 #include "common/status.h"
@@ -88,7 +88,6 @@ class Topups {
   // `rpc` may be null: then top-ups are not offered (Create and Check fail with
   // kFailedPrecondition; reading existing ones works). REQUIRES: `rpc` outlives this.
   Topups(store::Database& db, solana::Rpc* rpc, TopupsOptions options);
-  ~Topups();
   Topups(const Topups&) = delete;
   Topups& operator=(const Topups&) = delete;
 
@@ -121,8 +120,8 @@ class Topups {
   // when the credit could not be written (kOutcomeUnknown: the next check finds out).
   StatusOr<bool> Check(const std::string& topup_id);
 
-  void Start() EXCLUDES(mu_);
-  void Stop() EXCLUDES(mu_);
+  // Schedules Poll() every loop_ms (nothing without an RPC).
+  void ScheduleOn(Background& background);
 
  private:
   enum class Claim { kCredited, kAlreadyCredited, kTaken };
@@ -135,16 +134,12 @@ class Topups {
   // Whether (top-up, signature) was found not to qualify before (a final finding).
   bool KnownRefused(const std::string& key) EXCLUDES(mu_);
   void Refused(const std::string& key) EXCLUDES(mu_);
-  void Loop() EXCLUDES(mu_);
 
   store::Database& db_;
   solana::Rpc* const rpc_;
   const TopupsOptions options_;
   const solana::Pubkey token_account_;
-  std::thread thread_;
   Mutex mu_;
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
   // "<top-up id> <signature>" of transactions that do not pay that top-up, so that they
   // are not fetched again at every round (bounded: cleared when it grows too large).
   std::set<std::string> refused_ GUARDED_BY(mu_);

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/background.h"
 #include "platform/billing/ledger.h"
 #include "platform/solana/keypair.h"
 #include "platform/solana/transaction.h"
@@ -683,10 +684,12 @@ TEST_P(TopupsTest, LoopCreditsInTheBackground) {
   Topups looping(faulty(), &rpc_, o);
   Topup t = Create(5'000'000);
   PayFor(t);
-  looping.Start();
+  Background background;
+  looping.ScheduleOn(background);
+  background.Start();
   for (int i = 0; i < 500 && BalanceOf(carl_) == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  looping.Stop();
+  background.Stop();
   EXPECT_EQ(BalanceOf(carl_), 5'000'000);
 }
 
