@@ -79,27 +79,25 @@ TEST(BackgroundTest, StopsInTheReverseOrderAfterTheCurrentPassThenAfterStop) {
     seen.push_back(what);
   };
   TaskHandle first, second;
-  first = background.Add({.name = "first",
-                          .every = hours(1),
-                          .pass = [] { return Status::Ok(); },
-                          .after_stop = [&] {
-                            note("first stopped, running " + std::to_string(first.running()));
-                          }});
-  second = background.Add({.name = "second",
-                           .every = hours(1),
-                           .pass = [] { return Status::Ok(); },
-                           .after_stop = [&] {
-                             note("second stopped, stopping " +
-                                  std::to_string(second.stopping()));
-                           }});
+  first = background.Add(
+      {.name = "first",
+       .every = hours(1),
+       .pass = [] { return Status::Ok(); },
+       .after_stop = [&] { note("first stopped, running " + std::to_string(first.running())); }});
+  second = background.Add(
+      {.name = "second",
+       .every = hours(1),
+       .pass = [] { return Status::Ok(); },
+       .after_stop =
+           [&] { note("second stopped, stopping " + std::to_string(second.stopping())); }});
   EXPECT_FALSE(first.running());
   background.Start();
   EXPECT_TRUE(first.running());
   EXPECT_TRUE(second.running());
   EXPECT_FALSE(first.stopping());
   background.Stop();
-  EXPECT_EQ(seen, (std::vector<std::string>{"second stopped, stopping 1",
-                                            "first stopped, running 0"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"second stopped, stopping 1", "first stopped, running 0"}));
   EXPECT_FALSE(second.running());
 }
 
