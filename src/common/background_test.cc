@@ -26,8 +26,8 @@ bool Eventually(F done) {
 }
 
 TEST(BackgroundTest, EachTaskRunsAPassAtStartAndThenAfterEachPause) {
-  Background background;
   std::atomic<int> fast{0}, slow{0};
+  Background background;  // after what its tasks use: it stops first
   background.Add({.name = "fast", .every = milliseconds(5), .pass = [&] {
                     ++fast;
                     return Status::Ok();
@@ -47,9 +47,9 @@ TEST(BackgroundTest, EachTaskRunsAPassAtStartAndThenAfterEachPause) {
 }
 
 TEST(BackgroundTest, WakeEndsThePauseAndIsRememberedDuringAPass) {
-  Background background;
   std::atomic<int> passes{0};
   std::atomic<bool> hold{false};
+  Background background;  // after what its tasks use: it stops first
   TaskHandle task = background.Add({.name = "woken", .every = hours(1), .pass = [&] {
                                       ++passes;
                                       while (hold) std::this_thread::sleep_for(milliseconds(1));
@@ -71,7 +71,6 @@ TEST(BackgroundTest, WakeEndsThePauseAndIsRememberedDuringAPass) {
 }
 
 TEST(BackgroundTest, StopsInTheReverseOrderAfterTheCurrentPassThenAfterStop) {
-  Background background;
   std::mutex mu;
   std::vector<std::string> seen;
   auto note = [&](const std::string& what) {
@@ -79,6 +78,7 @@ TEST(BackgroundTest, StopsInTheReverseOrderAfterTheCurrentPassThenAfterStop) {
     seen.push_back(what);
   };
   TaskHandle first, second;
+  Background background;  // after what its tasks use: it stops first
   first = background.Add(
       {.name = "first",
        .every = hours(1),
@@ -102,8 +102,8 @@ TEST(BackgroundTest, StopsInTheReverseOrderAfterTheCurrentPassThenAfterStop) {
 }
 
 TEST(BackgroundTest, AFailingPassIsLoggedAndTheTaskGoesOn) {
-  Background background;
   std::atomic<int> passes{0};
+  Background background;  // after what its tasks use: it stops first
   background.Add({.name = "flaky", .every = milliseconds(1), .pass = [&] {
                     return ++passes % 2 ? Unavailable("down") : Status::Ok();
                   }});
@@ -113,8 +113,8 @@ TEST(BackgroundTest, AFailingPassIsLoggedAndTheTaskGoesOn) {
 }
 
 TEST(BackgroundTest, StartsAgainAfterStop) {
-  Background background;
   std::atomic<int> passes{0};
+  Background background;  // after what its tasks use: it stops first
   background.Add({.name = "again", .every = hours(1), .pass = [&] {
                     ++passes;
                     return Status::Ok();
@@ -128,8 +128,8 @@ TEST(BackgroundTest, StartsAgainAfterStop) {
 }
 
 TEST(BackgroundTest, RunOnceRunsAPassOnTheCallingThreadWhileNotStarted) {
-  Background background;
   std::thread::id ran_on;
+  Background background;  // after what its tasks use: it stops first
   background.Add({.name = "stepped", .every = hours(1), .pass = [&] {
                     ran_on = std::this_thread::get_id();
                     return InvalidArgument("its own status");
@@ -141,6 +141,7 @@ TEST(BackgroundTest, RunOnceRunsAPassOnTheCallingThreadWhileNotStarted) {
   EXPECT_EQ(background.RunOnce("unknown").code(), StatusCode::kNotFound);
   background.Start();
   EXPECT_EQ(background.RunOnce("stepped").code(), StatusCode::kFailedPrecondition);
+  background.Stop();
 }
 
 TEST(BackgroundTest, AnEmptyHandleDoesNothing) {

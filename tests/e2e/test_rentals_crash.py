@@ -53,12 +53,15 @@ CHAOS_CREDIT = 1 * USDC
 # (tier, price per GPU-hour, commission) of the two providers.
 PROVIDERS = (("community", 437_777, 2000), ("enterprise", 512_341, 1500))
 
-# Long enough that the kills never end a rental as agent_lost: the agents reconnect
-# within seconds of each restart.
+# Long enough that the kills never end a rental as agent_lost, nor take a machine
+# offline: the agents reconnect within seconds of each restart, but after several kills
+# in a row their backoff (doubling from 1 s) can pass 10 s, and an offline machine's offer
+# leaves the marketplace (a create then answered 422 or 409, which its Idempotency-Key
+# keeps: the test's retries would never get a rental).
 CRASH_TOML = """
 [fleet]
 heartbeat_interval_s = 1
-offline_after_s = 10
+offline_after_s = 60
 
 [rentals]
 meter_interval_s = 1
