@@ -291,6 +291,8 @@ void PutIfSet(json::object& o, std::string_view key, const std::optional<T>& v) 
 
 }  // namespace
 
+namespace {
+
 json::object EncodeStoredAvailability(const Availability& a) {
   json::object o{{"kind", a.always ? "always" : "schedule"}};
   if (a.always) return o;
@@ -308,8 +310,19 @@ json::object EncodeStoredAvailability(const Availability& a) {
   return o;
 }
 
-Availability DecodeStoredAvailability(const json::object& o, std::string* error) {
-  return DecodeStoredAvailability(StoredReader(o, "", error));
+}  // namespace
+
+std::string StoredAvailabilityText(const Availability& a) {
+  return ToJsonText(EncodeStoredAvailability(a));
+}
+
+StatusOr<Availability> ParseStoredAvailability(std::string_view text) {
+  GPUNEX_ASSIGN_OR_RETURN(json::value doc, ParseJson(text));
+  if (!doc.is_object()) return Internal("not a JSON object");
+  std::string error;
+  Availability a = DecodeStoredAvailability(StoredReader(doc.get_object(), "", &error));
+  if (!error.empty()) return Internal(error);
+  return a;
 }
 
 namespace {

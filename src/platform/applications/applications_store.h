@@ -129,11 +129,11 @@ class ApplicationsStore {
   store::Tx& tx_;
 };
 
-// A schedule in this store's document format, and back (machines' schedules, kept by
-// availability/, are stored in the same form). Decoding sets *error (when empty) to what
+// A schedule as this store's document (JSON text), and back (machines' schedules, kept by
+// availability/, are stored in the same form). Reading fails with kInternal, saying what
 // it could not read.
-json::object EncodeStoredAvailability(const Availability& a);
-Availability DecodeStoredAvailability(const json::object& o, std::string* error);
+std::string StoredAvailabilityText(const Availability& a);
+StatusOr<Availability> ParseStoredAvailability(std::string_view text);
 
 // The folder's migrations (store/migrations.h): its part of version 2 (the tables),
 // version 6 (stored bodies that carried "" or null for absent values rewritten without)

@@ -5,7 +5,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "platform/applications/applications.h"
-#include "platform/fleet/history.h"
+#include "platform/fleet/history_store.h"
 
 namespace gpunex::platform::availability {
 namespace {

@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "platform/applications/applications_store.h"
+#include "platform/store/coordination.h"
 #include "platform/store/paging.h"
 
 namespace gpunex::platform::availability {
@@ -15,19 +16,16 @@ constexpr const char* kMaintenanceColumns =
     "id, machine_id, start_at, end_at, category, reason, declared_at, declared_by, "
     "cancelled_at, soon_notified";
 
-std::string ScheduleText(const Schedule& s) {
-  return ToJsonText(applications::EncodeStoredAvailability(s));
-}
+std::string ScheduleText(const Schedule& s) { return applications::StoredAvailabilityText(s); }
 
 StatusOr<ScheduleRow> ScheduleFrom(const store::Row& r) {
   ScheduleRow row;
   row.machine_id = r.Str(0);
-  GPUNEX_ASSIGN_OR_RETURN(json::value doc, ParseJson(r.Str(1)));
-  if (!doc.is_object())
-    return Internal("machine " + row.machine_id + ": schedule is not an object");
-  std::string error;
-  row.schedule = applications::DecodeStoredAvailability(doc.get_object(), &error);
-  if (!error.empty()) return Internal("machine " + row.machine_id + ": schedule: " + error);
+  auto schedule = applications::ParseStoredAvailability(r.Str(1));
+  if (!schedule.ok()) {
+    return Internal("machine " + row.machine_id + ": schedule: " + schedule.status().message());
+  }
+  row.schedule = std::move(*schedule);
   row.source = r.Str(2);
   row.updated_at = r.Time(3);
   row.updated_by = r.OptStr(4);
@@ -93,6 +91,12 @@ Status AvailabilityStore::SetNextCheck(const std::string& machine_id, Timestamp 
       .Exec("UPDATE machine_schedules SET next_check_at = ? WHERE machine_id = ?",
             {ToUnixMicros(at), machine_id})
       .status();
+}
+
+StatusOr<std::string> AvailabilityStore::ChangeMark() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT MAX(updated_at) FROM machine_schedules"));
+  return store::MarkOf(rows.at(0));
 }
 
 Status AvailabilityStore::InsertMaintenance(const MaintenanceRow& m) {

@@ -57,6 +57,8 @@ class AvailabilityStore {
   // The machines whose facts are due to be decided at `now`.
   StatusOr<std::vector<std::string>> DueMachines(Timestamp now, int limit);
   Status SetNextCheck(const std::string& machine_id, Timestamp at);
+  // A text that changes whenever a schedule is written (store/coordination.h).
+  StatusOr<std::string> ChangeMark();
 
   Status InsertMaintenance(const MaintenanceRow& row);
   StatusOr<std::optional<MaintenanceRow>> FindMaintenance(const std::string& machine_id,

@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "platform/store/coordination.h"
 #include "platform/store/paging.h"
 
 namespace gpunex::platform::benchmarks {
@@ -181,6 +182,12 @@ StatusOr<int64_t> BenchmarksStore::CountRunsOn(const std::string& machine_id) {
       store::Rows rows,
       tx_.Query("SELECT COUNT(*) FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
   return rows.at(0).Int(0);
+}
+
+StatusOr<std::string> BenchmarksStore::ChangeMark() {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT MAX(last_benchmark_at) FROM gpu_benchmark_status"));
+  return store::MarkOf(rows.at(0));
 }
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::OverdueRuns(

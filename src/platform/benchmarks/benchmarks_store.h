@@ -50,6 +50,8 @@ class BenchmarksStore {
   StatusOr<std::optional<BenchmarkRun>> FindRun(const std::string& run_id, bool with_gpus);
   StatusOr<std::optional<std::string>> RunningRunOn(const std::string& machine_id);
   StatusOr<int64_t> CountRunsOn(const std::string& machine_id);
+  // A text that changes whenever a GPU's benchmark finishes (store/coordination.h).
+  StatusOr<std::string> ChangeMark();
   // The newest finished run of the machine that measured its network (nullopt: none),
   // without its GPUs.
   StatusOr<std::optional<BenchmarkRun>> LatestMachineRun(const std::string& machine_id);

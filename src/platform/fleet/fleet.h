@@ -23,11 +23,12 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/agent_protocol.h"
 #include "common/background.h"
-#include "common/json.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -100,9 +101,13 @@ enum class MachineAccess { kRead, kChange };
 // `p` may not read it; kPermissionDenied when `p` may read but not change it.
 StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal& p,
                                         const std::string& machine_id, MachineAccess access);
-// Records an event in the machine's history (machine_events), with `detail` as JSON.
+// A value in a machine event's detail: a text, a number, or a list of texts.
+using EventValue = std::variant<std::string, int64_t, std::vector<std::string>>;
+// Records an event in the machine's history (machine_events), its detail stored as a JSON
+// object of the names and values given.
 Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
-                       json::object detail, Timestamp now);
+                       const std::vector<std::pair<std::string, EventValue>>& detail,
+                       Timestamp now);
 // The ids of the machines that are online now.
 StatusOr<std::vector<std::string>> OnlineMachines(store::Tx& tx);
 // The GPU ids (machine_gpus.id) held by the machine's active workloads: rented or

@@ -13,8 +13,23 @@
 namespace gpunex::platform::fleet {
 
 Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
-                       json::object detail, Timestamp now) {
-  return FleetStore(tx).InsertEvent(machine_id, now, kind, ToJsonText(detail));
+                       const std::vector<std::pair<std::string, EventValue>>& detail,
+                       Timestamp now) {
+  json::object o;
+  for (const auto& [name, value] : detail) {
+    if (const auto* text = std::get_if<std::string>(&value)) {
+      o[name] = *text;
+    } else if (const auto* n = std::get_if<int64_t>(&value)) {
+      o[name] = *n;
+    } else {
+      json::array list;
+      for (const std::string& item : std::get<std::vector<std::string>>(value)) {
+        list.emplace_back(item);
+      }
+      o[name] = std::move(list);
+    }
+  }
+  return FleetStore(tx).InsertEvent(machine_id, now, kind, ToJsonText(o));
 }
 
 // Moves a machine to `state` (kOnline/kOffline) when it is not there yet: closes the
@@ -200,8 +215,7 @@ Status Fleet::HandleNetworkIsolation(const std::string& machine_id,
     if (m->host.network_isolation == report) return Status::Ok();
     m->host.network_isolation = report;
     GPUNEX_RETURN_IF_ERROR(s.SetMachineHost(machine_id, m->host));
-    json::array reached;
-    for (const auto& r : report.reached) reached.emplace_back(r);
+    std::vector<std::string> reached(report.reached.begin(), report.reached.end());
     GPUNEX_RETURN_IF_ERROR(AddMachineEvent(
         tx, machine_id, "network_isolation",
         {{"state", report.state}, {"reached", std::move(reached)}, {"detail", report.detail}},

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "platform/catalog/catalog.h"
 #include "platform/fleet/fleet.h"
-#include "platform/fleet/history.h"
+#include "platform/fleet/history_store.h"
 #include "platform/market/market_store.h"
 
 namespace gpunex::platform::market {

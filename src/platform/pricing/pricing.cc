@@ -5,7 +5,7 @@
 
 #include "common/ids.h"
 #include "platform/catalog/catalog.h"
-#include "platform/fleet/history.h"
+#include "platform/fleet/history_store.h"
 #include "platform/pricing/pricing_store.h"
 
 namespace gpunex::platform::pricing {

@@ -8,7 +8,8 @@
 #include "platform/availability/availability_store.h"
 #include "platform/benchmarks/benchmarks.h"
 #include "platform/fleet/fleet.h"
-#include "platform/fleet/history.h"
+#include "platform/fleet/history_store.h"
+#include "platform/store/coordination.h"
 
 namespace gpunex::platform::reliability {
 namespace {
@@ -27,11 +28,6 @@ int64_t HourOf(Timestamp t) {
 Timestamp HourStart(int64_t hour) { return FromUnixMicros(hour * kHourUs); }
 int64_t DayOf(Timestamp t) { return ToUnixMicros(t) / kDayUs; }
 int64_t Cutoff(Timestamp now, Duration window) { return HourOf(now - window); }
-
-Status LockRefresh(store::Tx& tx) {
-  if (tx.Backend() != store::BackendKind::kPostgres) return Status::Ok();
-  return tx.Query("SELECT pg_advisory_xact_lock(?)", {kScoresLockKey}).status();
-}
 
 std::optional<double> Ratio(int64_t up, int64_t scheduled) {
   if (scheduled <= 0) return std::nullopt;
@@ -257,7 +253,7 @@ Status Reliability::Rescore(store::Tx& tx, Timestamp now, MachineState& m,
 
 Status Reliability::Refresh(store::Tx& tx, Timestamp now, const std::string& must,
                             int64_t* behind_out) {
-  GPUNEX_RETURN_IF_ERROR(LockRefresh(tx));
+  GPUNEX_RETURN_IF_ERROR(store::LockUntilCommit(tx, kScoresLockKey));
   ReliabilityStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Progress> loaded, s.LoadProgress());
   // The first refresh reads the window's workload endings and telemetry, and every score.
@@ -498,7 +494,7 @@ Status Reliability::RefreshOnce() {
 }
 
 Status Reliability::AccrueMachine(store::Tx& tx, Timestamp now, const std::string& machine_id) {
-  GPUNEX_RETURN_IF_ERROR(LockRefresh(tx));
+  GPUNEX_RETURN_IF_ERROR(store::LockUntilCommit(tx, kScoresLockKey));
   ReliabilityStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineState> m, s.FindMachine(machine_id));
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Progress> progress, s.LoadProgress());
@@ -544,16 +540,11 @@ Status Reliability::AccrueMachine(store::Tx& tx, Timestamp now, const std::strin
 }
 
 StatusOr<std::string> Reliability::ChangeMark(store::Tx& tx) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query("SELECT (SELECT MAX(started_at) FROM machine_intervals), (SELECT MAX(ended_at) "
-               "FROM workloads), (SELECT MAX(last_benchmark_at) FROM gpu_benchmark_status), "
-               "(SELECT MAX(updated_at) FROM machine_schedules), (SELECT COUNT(*) FROM machines)"));
-  std::string mark;
-  for (size_t i = 0; i < rows[0].size(); ++i) {
-    mark += (rows[0].IsNull(i) ? std::string("-") : rows[0].Str(i)) + "/";
-  }
-  return mark;
+  // What the scores are computed from, each folder's own mark of its tables.
+  GPUNEX_ASSIGN_OR_RETURN(std::string fleet, fleet::HistoryMark(tx));
+  GPUNEX_ASSIGN_OR_RETURN(std::string benchmarks, benchmarks::BenchmarksStore(tx).ChangeMark());
+  GPUNEX_ASSIGN_OR_RETURN(std::string schedules, availability::AvailabilityStore(tx).ChangeMark());
+  return fleet + benchmarks + schedules;
 }
 
 void Reliability::ScheduleOn(Background& background) {

@@ -1,4 +1,6 @@
-#include "platform/fleet/history.h"
+#include "platform/fleet/history_store.h"
+
+#include "platform/store/coordination.h"
 
 namespace gpunex::platform::fleet {
 
@@ -75,6 +77,14 @@ StatusOr<std::vector<LoadedSamples>> LoadedSamplesBetween(store::Tx& tx, int64_t
   out.reserve(rows.size());
   for (const store::Row& r : rows) out.push_back({r.Str(0), r.Int(1), r.Int(2), r.Int(3)});
   return out;
+}
+
+StatusOr<std::string> HistoryMark(store::Tx& tx) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx.Query("SELECT (SELECT MAX(started_at) FROM machine_intervals), (SELECT MAX(ended_at) "
+               "FROM workloads), (SELECT COUNT(*) FROM machines)"));
+  return store::MarkOf(rows[0]);
 }
 
 }  // namespace gpunex::platform::fleet

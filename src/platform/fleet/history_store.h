@@ -1,7 +1,8 @@
 // What the fleet recorded over time, read by time range for the reliability score
-// (reliability/): machines with their present GPUs, online intervals, workload endings and
-// telemetry samples under load. Free functions over the caller's transaction, reading the
-// fleet's own tables (fleet_store.h describes them).
+// (reliability/) and the other folders that judge machines: machines with their present
+// GPUs, online intervals, workload endings and telemetry samples under load. Free
+// functions over the caller's transaction, reading the fleet's own tables (fleet_store.h
+// describes them): the read side of the fleet's store.
 //
 // Thread-safety: a Tx belongs to the thread running its callback.
 #pragma once
@@ -62,5 +63,9 @@ struct LoadedSamples {
 StatusOr<std::vector<LoadedSamples>> LoadedSamplesBetween(store::Tx& tx, int64_t from_minute,
                                                           int64_t to_minute,
                                                           const std::string& gpu_id = "");
+
+// A text that changes whenever a machine comes or goes, comes online, or a workload
+// ends: what a reader of this history compares to know whether it has anything new.
+StatusOr<std::string> HistoryMark(store::Tx& tx);
 
 }  // namespace gpunex::platform::fleet
