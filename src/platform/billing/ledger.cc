@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/invariant.h"
 #include "platform/billing/billing_store.h"
 
 namespace gpunex::platform::billing {
@@ -87,6 +88,9 @@ StatusOr<int64_t> Post(store::Tx& tx, const std::vector<Transfer>& transfers) {
     delta[t->debit_account] -= t->amount.micros();
     delta[t->credit_account] += t->amount.micros();
   }
+  int64_t net = 0;
+  for (const auto& [account, d] : delta) net += d;
+  GPUNEX_INVARIANT(net == 0, "a batch of transfers moves as much into accounts as out of them");
   // Increases first, so that a batch that moves money through an account in order
   // (A → B, then B → C) does not fail on the intermediate step.
   for (int pass = 0; pass < 2; ++pass) {

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "common/invariant.h"
+
 namespace gpunex::platform::billing {
 namespace {
 __extension__ typedef __int128 Int128;
@@ -13,6 +15,8 @@ StatusOr<Metered> Meter(Usdc rate, int64_t gpus, int64_t billed_seconds, int64_t
   GPUNEX_ASSIGN_OR_RETURN(m.owed, Usdc::ForUsage(rate, gpus, std::chrono::seconds(billed_seconds)));
   GPUNEX_ASSIGN_OR_RETURN(m.fee, m.owed.Share(fee_bps));
   GPUNEX_ASSIGN_OR_RETURN(m.provider, m.owed.Minus(m.fee));
+  GPUNEX_INVARIANT(!m.fee.is_negative() && !m.provider.is_negative(),
+                   "the fee and the provider's part are parts of what is owed");
   return m;
 }
 

@@ -40,6 +40,17 @@ inline constexpr std::string_view kWaitingFunds = "waiting_funds";
 inline constexpr std::string_view kSubmitted = "submitted";
 inline constexpr std::string_view kConfirmed = "confirmed";
 inline constexpr std::string_view kFailed = "failed";
+// Whether a payout may go from state `from` to state `to` (docs/payouts.md, the state
+// machine): planned → waiting_funds | submitted; waiting_funds → submitted | planned;
+// submitted → confirmed | failed | planned (signed again); failed → planned (a retry).
+// Nothing leaves confirmed.
+constexpr bool PayoutMayGo(std::string_view from, std::string_view to) {
+  if (from == kPlanned) return to == kWaitingFunds || to == kSubmitted;
+  if (from == kWaitingFunds) return to == kSubmitted || to == kPlanned;
+  if (from == kSubmitted) return to == kConfirmed || to == kFailed || to == kPlanned;
+  if (from == kFailed) return to == kPlanned;
+  return false;
+}
 
 // Attempt states (Solana): signed (recorded before it is sent), sent, landed (confirmed
 // at the configured commitment), failed (landed with an error: it can never land again),

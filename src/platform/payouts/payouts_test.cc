@@ -910,5 +910,22 @@ TEST_P(PayoutsTest, OneInstanceCarriesRunsForwardAtATime) {
 
 GPUNEX_INSTANTIATE_BACKENDS(PayoutsTest);
 
+TEST(PayoutStatesTest, APayoutMovesOnlyAsTheStateMachineSays) {
+  static_assert(PayoutMayGo(kPlanned, kSubmitted));
+  static_assert(PayoutMayGo(kPlanned, kWaitingFunds));
+  static_assert(PayoutMayGo(kWaitingFunds, kSubmitted));
+  static_assert(PayoutMayGo(kSubmitted, kConfirmed));
+  static_assert(PayoutMayGo(kSubmitted, kFailed));
+  static_assert(PayoutMayGo(kSubmitted, kPlanned));  // expired unlanded: signed again
+  static_assert(PayoutMayGo(kFailed, kPlanned));     // an admin's retry
+  static_assert(!PayoutMayGo(kPlanned, kConfirmed));
+  static_assert(!PayoutMayGo(kPlanned, kFailed));
+  static_assert(!PayoutMayGo(kConfirmed, kPlanned));
+  static_assert(!PayoutMayGo(kConfirmed, kFailed));
+  static_assert(!PayoutMayGo(kFailed, kConfirmed));
+  static_assert(!PayoutMayGo(kSubmitted, kSubmitted));
+  EXPECT_FALSE(PayoutMayGo(std::string("sent"), std::string("planned")));
+}
+
 }  // namespace
 }  // namespace gpunex::platform::payouts

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/bank/nacha.h"
 #include "platform/bank/pain001.h"
@@ -23,6 +24,15 @@
 
 namespace gpunex::platform::payouts {
 namespace {
+
+// Every change of a payout's state after it is planned goes through here (payout.h's
+// PayoutMayGo).
+Status Move(Payout& po, std::string_view to) {
+  GPUNEX_INVARIANT(PayoutMayGo(po.state, to),
+                   "payout " + po.id + " may not go from " + po.state + " to " + std::string(to));
+  po.state = std::string(to);
+  return Status::Ok();
+}
 
 __extension__ typedef __int128 Int128;
 
@@ -113,7 +123,7 @@ Status Payouts::Confirm(store::Tx& tx, Timestamp now, Payout& po, const std::str
                   "payout " + po.id + " fee", now});
   }
   GPUNEX_RETURN_IF_ERROR(billing::Post(tx, ts).status());
-  po.state = std::string(kConfirmed);
+  GPUNEX_RETURN_IF_ERROR(Move(po, kConfirmed));
   po.confirmed_at = now;
   po.failure.reset();
   if (po.method.kind == kSolana) {
@@ -134,7 +144,7 @@ Status Payouts::Fail(store::Tx& tx, Timestamp now, Payout& po, const std::string
                           billing::ProviderAvailableAccount(po.provider_id), po.amount,
                           std::nullopt, "payout " + po.id + " failed", now}})
           .status());
-  po.state = std::string(kFailed);
+  GPUNEX_RETURN_IF_ERROR(Move(po, kFailed));
   po.failed_at = now;
   po.failure = why.substr(0, 500);
   GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(po));
@@ -438,7 +448,7 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
             GPUNEX_RETURN_IF_ERROR(
                 Fail(tx, now, *po, "the Solana transaction failed: " + *st->err));
           } else {
-            po->state = std::string(kPlanned);
+            GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));
             GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
           }
           ++n;
@@ -446,7 +456,7 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
           att.state = std::string(kAttemptExpired);
           att.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.UpdateAttempt(po->id, att));
-          po->state = std::string(kPlanned);  // signed again with a new blockhash
+          GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));  // signed again with a new blockhash
           GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
           ++n;
         } else if (!st &&
@@ -579,13 +589,13 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
         }
         if (l != now_latest.end() && l->second.n + 1 != r.attempt.n) r.attempt.n = l->second.n + 1;
         GPUNEX_RETURN_IF_ERROR(s.InsertAttempt(cur->id, r.attempt));
-        cur->state = std::string(kSubmitted);
+        GPUNEX_RETURN_IF_ERROR(Move(*cur, kSubmitted));
         if (!cur->submitted_at) cur->submitted_at = now;
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*cur));
       }
       for (Payout* po : short_of_funds) {
         if (po->state == kWaitingFunds) continue;
-        po->state = std::string(kWaitingFunds);
+        GPUNEX_RETURN_IF_ERROR(Move(*po, kWaitingFunds));
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
         ++newly_short;
       }
@@ -815,7 +825,7 @@ StatusOr<Run> Payouts::MarkFileSent(const accounts::Principal& p, const std::str
       GPUNEX_ASSIGN_OR_RETURN(auto lines, s.FilePayouts(run_id, name));
       for (Payout& po : lines) {
         if (po.state != kPlanned) continue;
-        po.state = std::string(kSubmitted);
+        GPUNEX_RETURN_IF_ERROR(Move(po, kSubmitted));
         po.submitted_at = now;
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(po));
       }
@@ -906,7 +916,7 @@ StatusOr<Payout> Payouts::Retry(const accounts::Principal& p, const std::string&
       return FailedPrecondition("the provider's available balance no longer covers the payout");
     GPUNEX_RETURN_IF_ERROR(reserved);
     GPUNEX_RETURN_IF_ERROR(s.SetRound(po->id, round + 1));
-    po->state = std::string(kPlanned);
+    GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));
     po->failure.reset();
     po->failed_at.reset();
     po->file_name.reset();

@@ -22,6 +22,18 @@ inline constexpr std::string_view kStarting = "starting";
 inline constexpr std::string_view kRunning = "running";
 inline constexpr std::string_view kEnding = "ending";
 inline constexpr std::string_view kEnded = "ended";
+// Whether a rental may go from state `from` to state `to`: only forward along the states
+// above, skipping some (a rental ends from any state before ended; one whose agent
+// reports it running comes from pending or starting). Nothing comes back.
+constexpr bool RentalMayGo(std::string_view from, std::string_view to) {
+  constexpr std::string_view kOrder[] = {kPending, kStarting, kRunning, kEnding, kEnded};
+  int f = -1, t = -1;
+  for (int i = 0; i < 5; ++i) {
+    if (kOrder[i] == from) f = i;
+    if (kOrder[i] == to) t = i;
+  }
+  return f >= 0 && t > f;
+}
 
 // Who ended a rental (RNT-3) and why.
 inline constexpr std::string_view kCustomer = "customer";

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/billing/ledger.h"
 #include "platform/billing/metering.h"
@@ -13,6 +14,15 @@
 
 namespace gpunex::platform::rentals {
 namespace {
+
+// Every change of a rental's state after its creation goes through here (rental.h's
+// RentalMayGo).
+Status Move(Rental& r, std::string_view to) {
+  GPUNEX_INVARIANT(RentalMayGo(r.state, to),
+                   "rental " + r.id + " may not go from " + r.state + " to " + std::string(to));
+  r.state = std::string(to);
+  return Status::Ok();
+}
 
 using billing::Transfer;
 
@@ -394,6 +404,10 @@ StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r,
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_fee, m.fee.Minus(r.fee));
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_provider, m.provider.Minus(r.provider_part));
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_owed, m.owed.Minus(r.charged));
+  GPUNEX_INVARIANT(!d_fee.is_negative() && !d_provider.is_negative() && !d_owed.is_negative(),
+                   "rental " + r.id + ": its metered totals never go back");
+  GPUNEX_INVARIANT(d_fee.micros() + d_provider.micros() == d_owed.micros(),
+                   "rental " + r.id + ": the fee and the provider's part make up what is owed");
   if (d_provider.is_positive()) {
     transfers.push_back(Usage(r, billing::kUsageProvider,
                               billing::ProviderPendingAccount(r.provider_id), d_provider,
@@ -465,17 +479,17 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
     r.refunded = r.charged;
   }
   if (workload_ended) {
-    r.state = std::string(kEnded);
+    GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
   } else if (why == "agent_lost") {
     GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
                                                  {fleet::kCauseAgentLost, "provider"})
                                .status());
-    r.state = std::string(kEnded);
+    GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
   } else {
     GPUNEX_RETURN_IF_ERROR(workloads_.StopInTx(tx, now, r.workload_id));
-    r.state = std::string(kEnding);
+    GPUNEX_RETURN_IF_ERROR(Move(r, kEnding));
   }
   r.updated_at = now;
   GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(r));
@@ -510,10 +524,10 @@ Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Work
   Rental& r = *found;
   if (fleet::IsActiveWorkloadState(w.state)) {
     if (w.state == "starting" && r.state == kPending) {
-      r.state = std::string(kStarting);
+      GPUNEX_RETURN_IF_ERROR(Move(r, kStarting));
     } else if (w.state == "running" && (r.state == kPending || r.state == kStarting)) {
       // LED-2 / RNT-5: billing starts now, when the agent reports the container running.
-      r.state = std::string(kRunning);
+      GPUNEX_RETURN_IF_ERROR(Move(r, kRunning));
       r.running_at = now;
       r.next_meter_at = now + Seconds(1);
     } else {
@@ -524,7 +538,7 @@ Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Work
   }
   r.exit_code = w.exit_code;
   if (r.state == kEnding) {
-    r.state = std::string(kEnded);
+    GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
     r.updated_at = now;
     return s.Update(r);
@@ -676,7 +690,7 @@ StatusOr<int64_t> Rentals::EndLost() {
           GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
                                                        {fleet::kCauseAgentLost, "provider"})
                                      .status());
-          r.state = std::string(kEnded);
+          GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
           r.ended_at = r.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.Update(r));
         } else {

@@ -1025,5 +1025,24 @@ TEST_P(RentalsTest, AJobIsNotHeldBackByAnOlderOneWhoseCommitIsRefused) {
 
 GPUNEX_INSTANTIATE_BACKENDS(RentalsTest);
 
+TEST(RentalStatesTest, ARentalOnlyMovesForward) {
+  static_assert(RentalMayGo(kPending, kStarting));
+  static_assert(RentalMayGo(kPending, kRunning));  // the agent reported it running at once
+  static_assert(RentalMayGo(kPending, kEnded));    // its start failed
+  static_assert(RentalMayGo(kStarting, kRunning));
+  static_assert(RentalMayGo(kStarting, kEnding));  // stopped while its image was pulled
+  static_assert(RentalMayGo(kRunning, kEnding));
+  static_assert(RentalMayGo(kRunning, kEnded));
+  static_assert(RentalMayGo(kEnding, kEnded));
+  static_assert(!RentalMayGo(kRunning, kStarting));
+  static_assert(!RentalMayGo(kRunning, kRunning));
+  static_assert(!RentalMayGo(kEnding, kRunning));
+  static_assert(!RentalMayGo(kEnded, kEnding));
+  static_assert(!RentalMayGo(kEnded, kEnded));
+  static_assert(!RentalMayGo("paused", kEnded));
+  static_assert(!RentalMayGo(kRunning, "paused"));
+  EXPECT_TRUE(RentalMayGo(std::string("running"), std::string("ended")));
+}
+
 }  // namespace
 }  // namespace gpunex::platform::rentals
