@@ -7,11 +7,14 @@
 #include <stdlib.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/background.h"
@@ -219,8 +222,302 @@ void PrintRoutes(const http::Router& router) {
   std::cout << ToJsonText(json::object{{"routes", std::move(items)}}) << "\n";
 }
 
+// Every service of gpunexd, built from the configuration in the order they depend on
+// one another (and destroyed in the reverse order), with what the API and the background
+// work need of them.
+class Platform {
+ public:
+  // Builds every service over `db`, migrated, with `clock`. `config` and `db` outlive it.
+  static StatusOr<std::unique_ptr<Platform>> Create(const Config& config, store::Database& db,
+                                                    const Clock& clock);
+
+  // What the API's handlers reach; `ready` answers /readyz.
+  api::ApiContext Context(std::function<bool()> ready);
+  // Every service's background work, in the order it starts (it stops in the reverse).
+  void ScheduleOn(Background& background);
+  http::Metrics& metrics() { return metrics_; }
+
+ private:
+  Platform(const Config& config, store::Database& db, const Clock& clock)
+      : config_(config), db_(db), clock_(clock) {}
+  Status Build();
+  Status BuildMoney();
+  Status BuildOutbox();
+  void CollectMetrics(http::Metrics& m) const;
+
+  const Config& config_;
+  store::Database& db_;
+  const Clock& clock_;
+  http::Metrics metrics_;
+  std::unique_ptr<notify::OutboxSender> outbox_;  // with an SMTP URL only
+  const std::function<void()> wake_outbox_ = [this] {
+    if (outbox_) outbox_->Wake();
+  };
+  const notify::NoticeSettings notices_{MailDomain(config_.public_url), config_.public_url,
+                                        wake_outbox_};
+  std::unique_ptr<notify::EmailVerifier> verifier_;
+  std::unique_ptr<accounts::Accounts> accounts_;
+  std::unique_ptr<providers::Providers> providers_;
+  std::optional<BusinessCalendar> calendar_;
+  std::unique_ptr<applications::Applications> applications_;
+  std::unique_ptr<fleet::Fleet> fleet_;
+  std::unique_ptr<fleet::Workloads> workloads_;
+  std::unique_ptr<benchmarks::Benchmarks> benchmarks_;
+  std::unique_ptr<idempotency::Idempotency> idempotency_;
+  std::unique_ptr<availability::Availability> availability_;
+  std::unique_ptr<reliability::Reliability> reliability_;
+  std::unique_ptr<pricing::Pricing> pricing_;
+  std::unique_ptr<market::Market> market_;
+  std::unique_ptr<billing::Billing> billing_;
+  std::unique_ptr<rentals::Rentals> rentals_;
+  std::unique_ptr<rentals::Jobs> jobs_;
+  std::optional<solana::Keypair> solana_key_;  // the platform's, with an RPC URL only
+  std::unique_ptr<solana::Rpc> solana_rpc_;
+  std::unique_ptr<payouts::Payouts> payouts_;
+  std::unique_ptr<topups::Topups> topups_;
+};
+
+StatusOr<std::unique_ptr<Platform>> Platform::Create(const Config& config, store::Database& db,
+                                                     const Clock& clock) {
+  std::unique_ptr<Platform> p(new Platform(config, db, clock));
+  GPUNEX_RETURN_IF_ERROR(p->Build());
+  GPUNEX_RETURN_IF_ERROR(p->BuildMoney());
+  // Listings follow the rules of the release that runs; the offer index starts from them.
+  GPUNEX_RETURN_IF_ERROR(p->fleet_->RefreshAllListings());
+  GPUNEX_RETURN_IF_ERROR(p->market_->ReloadAll());
+  GPUNEX_RETURN_IF_ERROR(p->BuildOutbox());
+  return p;
+}
+
+Status Platform::Build() {
+  const Config& c = config_;
+  notify::VerifierOptions verifier_options;
+  verifier_options.public_url = c.public_url;
+  verifier_options.mail_domain = MailDomain(c.public_url);
+  verifier_options.link_lifetime = std::chrono::hours(c.email_link_hours);
+  verifier_options.clock = &clock_;
+  verifier_options.wake_outbox = wake_outbox_;
+  GPUNEX_ASSIGN_OR_RETURN(verifier_, notify::EmailVerifier::Open(db_, verifier_options));
+  accounts::AccountsOptions account_options = AccountOptions(c);
+  account_options.verifier = verifier_.get();
+  accounts_ = std::make_unique<accounts::Accounts>(db_, account_options);
+  providers_ = std::make_unique<providers::Providers>(db_, providers::ProvidersOptions{&clock_});
+  GPUNEX_ASSIGN_OR_RETURN(calendar_, BusinessCalendar::Create(c.holidays));
+  applications::ApplicationsOptions app_options;
+  app_options.public_url = c.public_url;
+  app_options.mail_domain = MailDomain(c.public_url);
+  app_options.target_business_days = c.review_target_business_days;
+  app_options.calendar = *calendar_;
+  app_options.wake_outbox = wake_outbox_;
+  app_options.clock = &clock_;
+  applications_ = std::make_unique<applications::Applications>(db_, app_options);
+
+  fleet::FleetOptions fleet_options;
+  fleet_options.allow_emulated_gpus = c.allow_emulated_gpus;
+  fleet_options.heartbeat_interval_s = c.heartbeat_interval_s;
+  fleet_options.offline_after_s = c.offline_after_s;
+  fleet_options.hello_timeout_s = c.hello_timeout_s;
+  fleet_options.max_machines_per_provider = c.max_machines_per_provider;
+  fleet_options.images.allow_private_registries = c.allow_private_registries;
+  fleet_options.list_after_benchmark = c.benchmarks_enabled;
+  fleet_options.clock = &clock_;
+  fleet_ = std::make_unique<fleet::Fleet>(db_, fleet_options);
+  workloads_ = std::make_unique<fleet::Workloads>(db_, *fleet_, &clock_);
+  GPUNEX_ASSIGN_OR_RETURN(benchmarks::BenchmarksOptions bench_options, BenchmarkOptions(c));
+  bench_options.wake_outbox = wake_outbox_;
+  bench_options.clock = &clock_;
+  benchmarks_ = std::make_unique<benchmarks::Benchmarks>(db_, *fleet_, bench_options);
+  idempotency_ = std::make_unique<idempotency::Idempotency>(
+      db_, idempotency::IdempotencyOptions{.clock = &clock_});
+  availability_ = std::make_unique<availability::Availability>(
+      db_, *fleet_, availability::AvailabilityOptions{.notices = notices_, .clock = &clock_});
+  reliability_ = std::make_unique<reliability::Reliability>(
+      db_, *availability_,
+      reliability::ReliabilityOptions{.threshold = static_cast<double>(c.reliability_threshold),
+                                      .refresh_ms = c.reliability_refresh_ms,
+                                      .notices = notices_,
+                                      .clock = &clock_});
+  pricing_ =
+      std::make_unique<pricing::Pricing>(db_, *fleet_, pricing::PricingOptions{.clock = &clock_});
+  market_ = std::make_unique<market::Market>(
+      db_, market::MarketOptions{.poll_ms = c.market_poll_ms, .clock = &clock_});
+  market_->SetRentalSamples(rentals::Rentals::Samples);
+  billing_ = std::make_unique<billing::Billing>(db_, &clock_);
+  rentals_ = std::make_unique<rentals::Rentals>(
+      db_, *fleet_, *workloads_, *market_,
+      rentals::RentalsOptions{.meter_interval_s = c.rentals_meter_interval_s,
+                              .agent_lost_grace_s = c.rentals_agent_lost_grace_s,
+                              .earnings_hold_s = c.rentals_earnings_hold_s,
+                              .commission_community_bps = c.rentals_commission_community_bps,
+                              .commission_enterprise_bps = c.rentals_commission_enterprise_bps,
+                              .early_fault_refund_s = c.rentals_early_fault_refund_s,
+                              .low_balance_s = c.rentals_low_balance_s,
+                              .release_interval_s = c.rentals_release_interval_s,
+                              .sweep_ms = c.rentals_sweep_ms,
+                              .notices = notices_,
+                              .clock = &clock_});
+  jobs_ = std::make_unique<rentals::Jobs>(
+      db_, *rentals_, *market_,
+      rentals::JobsOptions{.max_queued_per_customer = c.rentals_max_queued_jobs_per_customer,
+                           .clock = &clock_});
+  return Status::Ok();
+}
+
+// Payouts (PAY-1..5) and top-ups (PAY-6), with the platform's Solana key and RPC
+// endpoint when configured (PAY-4).
+Status Platform::BuildMoney() {
+  const Config& c = config_;
+  if (!c.solana_rpc_url.empty()) {
+    if (Status st = solana::ValidateRpcUrl(c.solana_rpc_url); !st.ok()) {
+      return InvalidArgument("solana.rpc_url: " + st.message());
+    }
+    GPUNEX_ASSIGN_OR_RETURN(solana_key_, solana::LoadKeypairFile(c.solana_keypair));
+    solana_rpc_ =
+        solana::HttpRpc(c.solana_rpc_url, std::chrono::milliseconds(c.solana_rpc_timeout_ms));
+  }
+  GPUNEX_ASSIGN_OR_RETURN(payouts::PayoutsOptions payout_options,
+                          PayoutOptions(c, *calendar_, notices_, &clock_));
+  payouts_ = std::make_unique<payouts::Payouts>(
+      db_, *accounts_, solana_rpc_.get(), solana_key_ ? &*solana_key_ : nullptr, payout_options);
+  if (solana_key_) {
+    const solana::Pubkey token_account =
+        solana::AssociatedTokenAddress(solana_key_->public_key, payout_options.solana_chain.mint);
+    LogInfo("solana.wallet", {{"public_key", solana::ToBase58(solana_key_->public_key)},
+                              {"usdc_token_account", solana::ToBase58(token_account)}});
+    // Payers' wallets refuse to pay a token account that does not exist (docs/payouts.md).
+    auto account = solana_rpc_->GetAccountInfo(token_account, c.solana_commitment);
+    if (account.ok() && !*account) {
+      LogWarn("solana.no_token_account",
+              {{"message",
+                "the platform's USDC token account does not exist yet: fund it "
+                "before offering top-ups and payouts"},
+               {"usdc_token_account", solana::ToBase58(token_account)}});
+    }
+  }
+  // Customers' top-ups in USDC, paid to the platform's wallet.
+  topups_ = std::make_unique<topups::Topups>(
+      db_, solana_rpc_.get(),
+      topups::TopupsOptions{.mint = payout_options.solana_chain.mint,
+                            .recipient = solana_key_ ? solana_key_->public_key : solana::Pubkey{},
+                            .commitment = c.solana_commitment,
+                            .ttl_s = c.topups_ttl_s,
+                            .watch_s = c.topups_watch_s,
+                            .expired_check_s = c.topups_expired_check_s,
+                            .loop_ms = c.topups_loop_ms,
+                            .min = Usdc::Micros(c.topups_min_micro),
+                            .max = Usdc::Micros(c.topups_max_micro),
+                            .max_pending_per_customer = c.topups_max_pending_per_customer,
+                            .label = c.topups_label,
+                            .clock = &clock_,
+                            .notices = notices_});
+  return Status::Ok();
+}
+
+Status Platform::BuildOutbox() {
+  const Config& c = config_;
+  if (c.smtp_url.empty()) {
+    LogWarn("smtp.unconfigured",
+            {{"message", "no SMTP URL: emails wait in the outbox until one is configured"}});
+    return Status::Ok();
+  }
+  GPUNEX_RETURN_IF_ERROR(notify::ValidateSmtpUrl(c.smtp_url));
+  notify::OutboxOptions o;
+  o.from = c.smtp_from;
+  o.poll_interval = std::chrono::milliseconds(c.outbox_poll_ms);
+  o.backoff_base = std::chrono::seconds(c.outbox_backoff_base_s);
+  o.max_attempts = c.outbox_max_attempts;
+  o.lease = std::chrono::seconds(c.outbox_lease_s);
+  o.clock = &clock_;
+  o.verifier = verifier_.get();
+  if (db_.Backend() == store::BackendKind::kSqlite) {
+    // One process owns a SQLite data directory: claims left by a crashed run are
+    // released at once instead of waiting out their lease.
+    GPUNEX_RETURN_IF_ERROR(notify::ReleaseAbandonedClaims(db_, clock_.Now()));
+  }
+  outbox_ = std::make_unique<notify::OutboxSender>(db_, notify::CurlSmtpClient(c.smtp_url), o);
+  return Status::Ok();
+}
+
+api::ApiContext Platform::Context(std::function<bool()> ready) {
+  return api::ApiContext{
+      .config = config_,
+      .db = db_,
+      .clock = clock_,
+      .accounts = *accounts_,
+      .providers = *providers_,
+      .applications = *applications_,
+      .metrics = metrics_,
+      .fleet = *fleet_,
+      .workloads = *workloads_,
+      .benchmarks = *benchmarks_,
+      .idempotency = *idempotency_,
+      .availability = *availability_,
+      .reliability = *reliability_,
+      .pricing = *pricing_,
+      .market = *market_,
+      .billing = *billing_,
+      .rentals = *rentals_,
+      .jobs = *jobs_,
+      .payouts = *payouts_,
+      .topups = *topups_,
+      .verifier = *verifier_,
+      .install_script = api::RenderInstallScript(config_.public_url, config_.agent_image),
+      .ready = std::move(ready),
+      .collect_metrics = [this](http::Metrics& m) { CollectMetrics(m); }};
+}
+
+void Platform::ScheduleOn(Background& background) {
+  if (outbox_) outbox_->ScheduleOn(background);
+  fleet_->ScheduleOn(background);
+  if (config_.benchmarks_enabled) benchmarks_->ScheduleOn(background);
+  idempotency_->ScheduleOn(background);
+  availability_->ScheduleOn(background);
+  reliability_->ScheduleOn(background);
+  market_->ScheduleOn(background);
+  rentals_->ScheduleOn(background);
+  jobs_->ScheduleOn(background);
+  payouts_->ScheduleOn(background);
+  topups_->ScheduleOn(background);
+}
+
+void Platform::CollectMetrics(http::Metrics& m) const {
+  m.SetGauge("gpunex_unreadable_application_rows",
+             "Stored provider applications skipped by lists because they could not be read.",
+             static_cast<double>(applications_->unreadable_rows()));
+  const fleet::Fleet::MessageCounts agent = fleet_->message_counts();
+  for (const auto& [reason, n] : agent.refused) {
+    m.SetGauge("gpunex_agent_messages_refused",
+               "Agent messages refused alone since start (the session stayed up).",
+               static_cast<double>(n), {{"reason", reason}});
+  }
+  m.SetGauge("gpunex_agent_log_bytes_replaced",
+             "Bytes of workload log data the platform replaced (NUL, control characters) "
+             "since start.",
+             static_cast<double>(agent.log_bytes_replaced));
+  if (!outbox_) return;
+  notify::OutboxCounters c = outbox_->counters();
+  m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
+             static_cast<double>(c.sent));
+  m.SetGauge("gpunex_emails_failed", "Emails given up on since start.",
+             static_cast<double>(c.failed));
+  m.SetGauge("gpunex_email_retries", "Email deliveries scheduled for retry since start.",
+             static_cast<double>(c.retries));
+}
+
+http::ServerOptions ServerOptionsOf(const Config& c) {
+  http::ServerOptions so;
+  so.listen = c.listen;
+  so.max_body_bytes = c.max_body_bytes;
+  so.io_threads = c.io_threads;
+  so.worker_threads = c.worker_threads;
+  so.max_connections_per_address = c.max_connections_per_address;
+  so.tls_cert_file = c.tls_cert_file;
+  so.tls_key_file = c.tls_key_file;
+  return so;
+}
+
 // Builds the platform and serves it; with `list_routes`, prints the routes it would serve
-// (PrintRoutes) instead, having bound no port and started nothing.
+// instead (nothing listens then).
 int Serve(Config config, bool list_routes) {
   // Signals are taken by a dedicated thread; block them everywhere else first.
   sigset_t signals;
@@ -230,23 +527,17 @@ int Serve(Config config, bool list_routes) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  // Bind first, so that a derived public URL carries the real port (listen port 0).
-  http::ServerOptions so;
-  so.listen = config.listen;
-  so.max_body_bytes = config.max_body_bytes;
-  so.io_threads = config.io_threads;
-  so.worker_threads = config.worker_threads;
-  so.max_connections_per_address = config.max_connections_per_address;
-  so.tls_cert_file = config.tls_cert_file;
-  so.tls_key_file = config.tls_key_file;
+  // Bind first, so that a derived public URL carries the real port (listen port 0). The
+  // agent's channel and its throughput benchmark are routed before the API exists.
+  http::ServerOptions so = ServerOptionsOf(config);
   std::function<http::Response(http::Request&)> dispatch;
   http::WebSocketAcceptor websocket_acceptor;
+  http::StreamAuthorizer bench_authorizer;
   so.websocket_routes[std::string(api::kAgentConnectPath)] =
       [&websocket_acceptor](const http::Request& req,
                             std::shared_ptr<http::WebSocketConnection> c) {
         return websocket_acceptor(req, std::move(c));
       };
-  http::StreamAuthorizer bench_authorizer;  // the agent's throughput benchmark
   auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
   so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {http::StreamRoute::Kind::kDownload,
                                                                  bench};
@@ -258,213 +549,22 @@ int Serve(Config config, bool list_routes) {
         http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
     if (!created.ok()) return Fail(created.status());
     server = std::move(*created);
-  }
-  if (server && config.public_url_from_listen) {
-    std::string host = config.listen.substr(0, config.listen.rfind(':'));
-    config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host +
-                        ":" + std::to_string(server->port());
+    if (config.public_url_from_listen) {
+      std::string host = config.listen.substr(0, config.listen.rfind(':'));
+      config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host +
+                          ":" + std::to_string(server->port());
+    }
   }
 
   auto db = OpenAndMigrate(config);
   if (!db.ok()) return Fail(db.status());
   LogInfo("store.opened", {{"backend", store::BackendName((*db)->Backend())}});
-
   std::unique_ptr<Clock> test_clock = TestClockFromEnv();
-  const Clock& clock = test_clock ? *test_clock : SystemClock();
-  std::unique_ptr<notify::OutboxSender> outbox;
-  const std::function<void()> wake_outbox = [&outbox] {
-    if (outbox) outbox->Wake();
-  };
-  notify::VerifierOptions verifier_options;
-  verifier_options.public_url = config.public_url;
-  verifier_options.mail_domain = MailDomain(config.public_url);
-  verifier_options.link_lifetime = std::chrono::hours(config.email_link_hours);
-  verifier_options.clock = &clock;
-  verifier_options.wake_outbox = wake_outbox;
-  auto verifier = notify::EmailVerifier::Open(**db, verifier_options);
-  if (!verifier.ok()) return Fail(verifier.status());
-  accounts::AccountsOptions account_options = AccountOptions(config);
-  account_options.verifier = verifier->get();
-  accounts::Accounts accounts(**db, account_options);
-  providers::Providers providers(**db, {&clock});
-  auto calendar = BusinessCalendar::Create(config.holidays);
-  if (!calendar.ok()) return Fail(calendar.status());
-  applications::ApplicationsOptions app_options;
-  app_options.public_url = config.public_url;
-  app_options.mail_domain = MailDomain(config.public_url);
-  app_options.target_business_days = config.review_target_business_days;
-  app_options.calendar = *calendar;
-  app_options.wake_outbox = wake_outbox;
-  app_options.clock = &clock;
-  applications::Applications applications(**db, app_options);
-
-  http::Metrics metrics;
-  fleet::FleetOptions fleet_options;
-  fleet_options.allow_emulated_gpus = config.allow_emulated_gpus;
-  fleet_options.heartbeat_interval_s = config.heartbeat_interval_s;
-  fleet_options.offline_after_s = config.offline_after_s;
-  fleet_options.hello_timeout_s = config.hello_timeout_s;
-  fleet_options.max_machines_per_provider = config.max_machines_per_provider;
-  fleet_options.images.allow_private_registries = config.allow_private_registries;
-  fleet_options.list_after_benchmark = config.benchmarks_enabled;
-  fleet_options.clock = &clock;
-  fleet::Fleet fleet(**db, fleet_options);
-  fleet::Workloads workloads(**db, fleet, &clock);
-  auto bench_options = BenchmarkOptions(config);
-  if (!bench_options.ok()) return Fail(bench_options.status());
-  bench_options->wake_outbox = wake_outbox;
-  bench_options->clock = &clock;
-  benchmarks::Benchmarks benchmarks(**db, fleet, *bench_options);
-  idempotency::Idempotency idempotency(**db, {.clock = &clock});
-  const notify::NoticeSettings notices{MailDomain(config.public_url), config.public_url,
-                                       wake_outbox};
-  availability::Availability availability(**db, fleet, {.notices = notices, .clock = &clock});
-  reliability::Reliability reliability(
-      **db, availability,
-      {.threshold = static_cast<double>(config.reliability_threshold),
-       .refresh_ms = config.reliability_refresh_ms,
-       .notices = notices,
-       .clock = &clock});
-  pricing::Pricing pricing(**db, fleet, {.clock = &clock});
-  market::Market market(**db, {.poll_ms = config.market_poll_ms, .clock = &clock});
-  market.SetRentalSamples(rentals::Rentals::Samples);
-  billing::Billing billing(**db, &clock);
-  rentals::Rentals rentals(**db, fleet, workloads, market,
-                           {.meter_interval_s = config.rentals_meter_interval_s,
-                            .agent_lost_grace_s = config.rentals_agent_lost_grace_s,
-                            .earnings_hold_s = config.rentals_earnings_hold_s,
-                            .commission_community_bps = config.rentals_commission_community_bps,
-                            .commission_enterprise_bps = config.rentals_commission_enterprise_bps,
-                            .early_fault_refund_s = config.rentals_early_fault_refund_s,
-                            .low_balance_s = config.rentals_low_balance_s,
-                            .release_interval_s = config.rentals_release_interval_s,
-                            .sweep_ms = config.rentals_sweep_ms,
-                            .notices = notices,
-                            .clock = &clock});
-  rentals::Jobs jobs(
-      **db, rentals, market,
-      {.max_queued_per_customer = config.rentals_max_queued_jobs_per_customer, .clock = &clock});
-
-  // Solana (PAY-4): the platform's key and the RPC endpoint, when configured.
-  std::optional<solana::Keypair> solana_key;
-  std::unique_ptr<solana::Rpc> solana_rpc;
-  if (!config.solana_rpc_url.empty()) {
-    if (Status st = solana::ValidateRpcUrl(config.solana_rpc_url); !st.ok()) {
-      return Fail(InvalidArgument("solana.rpc_url: " + st.message()));
-    }
-    auto key = solana::LoadKeypairFile(config.solana_keypair);
-    if (!key.ok()) return Fail(key.status());
-    solana_key = *key;
-    solana_rpc = solana::HttpRpc(config.solana_rpc_url,
-                                 std::chrono::milliseconds(config.solana_rpc_timeout_ms));
-  }
-  auto payout_options = PayoutOptions(config, *calendar, notices, &clock);
-  if (!payout_options.ok()) return Fail(payout_options.status());
-  payouts::Payouts payouts(**db, accounts, solana_rpc.get(), solana_key ? &*solana_key : nullptr,
-                           *payout_options);
-  if (solana_key) {
-    const solana::Pubkey token_account =
-        solana::AssociatedTokenAddress(solana_key->public_key, payout_options->solana_chain.mint);
-    LogInfo("solana.wallet", {{"public_key", solana::ToBase58(solana_key->public_key)},
-                              {"usdc_token_account", solana::ToBase58(token_account)}});
-    // Payers' wallets refuse to pay a token account that does not exist (docs/payouts.md).
-    auto account = solana_rpc->GetAccountInfo(token_account, config.solana_commitment);
-    if (account.ok() && !*account) {
-      LogWarn("solana.no_token_account",
-              {{"message",
-                "the platform's USDC token account does not exist yet: fund it "
-                "before offering top-ups and payouts"},
-               {"usdc_token_account", solana::ToBase58(token_account)}});
-    }
-  }
-  // Customers' top-ups in USDC (PAY-6), paid to the platform's wallet.
-  topups::Topups topups(**db, solana_rpc.get(),
-                        {.mint = payout_options->solana_chain.mint,
-                         .recipient = solana_key ? solana_key->public_key : solana::Pubkey{},
-                         .commitment = config.solana_commitment,
-                         .ttl_s = config.topups_ttl_s,
-                         .watch_s = config.topups_watch_s,
-                         .expired_check_s = config.topups_expired_check_s,
-                         .loop_ms = config.topups_loop_ms,
-                         .min = Usdc::Micros(config.topups_min_micro),
-                         .max = Usdc::Micros(config.topups_max_micro),
-                         .max_pending_per_customer = config.topups_max_pending_per_customer,
-                         .label = config.topups_label,
-                         .clock = &clock,
-                         .notices = notices});
-  // Listings follow the rules of the release that runs.
-  if (Status st = fleet.RefreshAllListings(); !st.ok()) return Fail(st);
-  if (!config.smtp_url.empty()) {
-    if (Status st = notify::ValidateSmtpUrl(config.smtp_url); !st.ok()) return Fail(st);
-    notify::OutboxOptions o;
-    o.from = config.smtp_from;
-    o.poll_interval = std::chrono::milliseconds(config.outbox_poll_ms);
-    o.backoff_base = std::chrono::seconds(config.outbox_backoff_base_s);
-    o.max_attempts = config.outbox_max_attempts;
-    o.lease = std::chrono::seconds(config.outbox_lease_s);
-    o.clock = &clock;
-    o.verifier = verifier->get();
-    if ((*db)->Backend() == store::BackendKind::kSqlite) {
-      // One process owns a SQLite data directory: claims left by a crashed run are
-      // released at once instead of waiting out their lease.
-      if (Status st = notify::ReleaseAbandonedClaims(**db, clock.Now()); !st.ok()) return Fail(st);
-    }
-    outbox =
-        std::make_unique<notify::OutboxSender>(**db, notify::CurlSmtpClient(config.smtp_url), o);
-  } else {
-    LogWarn("smtp.unconfigured",
-            {{"message", "no SMTP URL: emails wait in the outbox until one is configured"}});
-  }
-
+  auto platform = Platform::Create(config, **db, test_clock ? *test_clock : SystemClock());
+  if (!platform.ok()) return Fail(platform.status());
   std::atomic<bool> ready{false};
-  api::ApiContext ctx{
-      config,
-      **db,
-      clock,
-      accounts,
-      providers,
-      applications,
-      metrics,
-      fleet,
-      workloads,
-      benchmarks,
-      idempotency,
-      availability,
-      reliability,
-      pricing,
-      market,
-      billing,
-      rentals,
-      jobs,
-      payouts,
-      topups,
-      **verifier,
-      api::RenderInstallScript(config.public_url, config.agent_image),
-      [&ready] { return ready.load(); },
-      [&outbox, &applications, &fleet](http::Metrics& m) {
-        m.SetGauge("gpunex_unreadable_application_rows",
-                   "Stored provider applications skipped by lists because they could not be read.",
-                   static_cast<double>(applications.unreadable_rows()));
-        const fleet::Fleet::MessageCounts agent = fleet.message_counts();
-        for (const auto& [reason, n] : agent.refused) {
-          m.SetGauge("gpunex_agent_messages_refused",
-                     "Agent messages refused alone since start (the session stayed up).",
-                     static_cast<double>(n), {{"reason", reason}});
-        }
-        m.SetGauge("gpunex_agent_log_bytes_replaced",
-                   "Bytes of workload log data the platform replaced (NUL, control "
-                   "characters) since start.",
-                   static_cast<double>(agent.log_bytes_replaced));
-        if (!outbox) return;
-        notify::OutboxCounters c = outbox->counters();
-        m.SetGauge("gpunex_emails_sent", "Emails accepted by the SMTP server since start.",
-                   static_cast<double>(c.sent));
-        m.SetGauge("gpunex_emails_failed", "Emails given up on since start.",
-                   static_cast<double>(c.failed));
-        m.SetGauge("gpunex_email_retries", "Email deliveries scheduled for retry since start.",
-                   static_cast<double>(c.retries));
-      }};
-  http::Router router(&metrics);
+  const api::ApiContext ctx = (*platform)->Context([&ready] { return ready.load(); });
+  http::Router router(&(*platform)->metrics());
   api::RegisterRoutes(router, ctx);
   if (list_routes) {
     PrintRoutes(router);
@@ -472,26 +572,13 @@ int Serve(Config config, bool list_routes) {
   }
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
-  // Background work: started here in this order, stopped in the reverse order.
-  if (Status st = market.ReloadAll(); !st.ok()) return Fail(st);
-  Background background;
-  if (outbox) outbox->ScheduleOn(background);
-  fleet.ScheduleOn(background);
-  if (config.benchmarks_enabled) benchmarks.ScheduleOn(background);
-  idempotency.ScheduleOn(background);
-  availability.ScheduleOn(background);
-  reliability.ScheduleOn(background);
-  market.ScheduleOn(background);
-  rentals.ScheduleOn(background);
-  jobs.ScheduleOn(background);
-  payouts.ScheduleOn(background);
-  topups.ScheduleOn(background);
-  background.Start();
-
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
   };
 
+  Background background;
+  (*platform)->ScheduleOn(background);
+  background.Start();
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
