@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, checks the formatting, builds
-#   - build/release: GCC, RelWithDebInfo, warnings as errors: every test;
-#   - build/asan:    clang, ASan+UBSan, -Wthread-safety, warnings as errors: the tests
-#                    but the slowest end-to-end ones,
+#   - build/release: GCC, RelWithDebInfo, warnings as errors: every end-to-end and
+#                    browser test, the benchmarks' smoke runs, and the unit tests of what
+#                    a release build does differently (NDEBUG: common/invariant.h);
+#   - build/asan:    clang, ASan+UBSan, -Wthread-safety, warnings as errors: every unit
+#                    test and the end-to-end tests but the slowest,
 #                    and clang-tidy over every translation unit (scripts/clang-tidy.sh);
 #   - build/tsan:    clang, ThreadSanitizer: the unit tests of the concurrent parts (HTTP
 #                    server, email outbox, fleet sessions, agent link, store pools, rentals,
@@ -73,9 +75,11 @@ asan_slots=${ASAN_E2E_SLOTS:-1}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=()
 
-phase "release build: unit tests and benchmarks"
-ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 -L '^(unit|bench)$' \
-  2>&1 | tee "$logs/release-unit" || failed+=("release unit tests")
+# Every unit test runs in the sanitizer build; the release build runs those whose code
+# differs there (NDEBUG) and the benchmarks' smoke runs.
+phase "release build: benchmarks' smoke runs and the NDEBUG unit tests"
+ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 \
+  -R '^InvariantTest\.|^bench_' 2>&1 | tee "$logs/release-unit" || failed+=("release unit tests")
 ctest --test-dir build/release --output-on-failure -R '^e2e_test_signup_flood$' 2>&1 |
   tee "$logs/release-flood" || failed+=("the sign-up flood")
 phase "thread sanitizer tests"
