@@ -1,8 +1,7 @@
-// gpunexd's database schema: every domain folder's migrations in order (each folder
-// declares its own in <folder>_store.cc; store/migrations.h applies them).
-//
-// A new folder with tables adds its <Folder>Migrations() to AllMigrations() in schema.cc,
-// with versions after the newest there.
+// gpunexd's database schema: every module's migrations in the order of the module list
+// (modules.h; each folder declares its own in <folder>_store.cc and names them in its
+// module; store/migrations.h applies them). A new folder's migrations take versions after
+// the newest there.
 #pragma once
 
 #include <vector>
@@ -21,5 +20,8 @@ int LatestVersion();
 
 // Applies every migration not yet applied.
 Status MigrateAll(store::Database& db);
+
+// Writes the data every module needs in every database (Module::seed), after MigrateAll.
+Status SeedAll(store::Database& db);
 
 }  // namespace gpunex::platform::schema

@@ -261,39 +261,28 @@ http::Response Dispatch(const ApiContext&, const http::Router& router, http::Req
 
 namespace {
 
-// Every route but the dashboard's: the REST API, /healthz, /agent/install.sh, ...
-void RegisterApiRoutes(http::Router& router, const ApiContext& ctx) {
+// Every route but the dashboard's: /healthz, /agent/install.sh, ... and the modules'.
+void RegisterApiRoutes(http::Router& router, const ApiContext& ctx,
+                       const std::vector<Module>& modules) {
   RegisterSystemRoutes(router, ctx);
-  RegisterAuthRoutes(router, ctx);
-  RegisterApplicationRoutes(router, ctx);
-  RegisterProviderRoutes(router, ctx);
-  RegisterCatalogRoutes(router, ctx);
-  RegisterNotificationRoutes(router, ctx);
-  RegisterMachineRoutes(router, ctx);
-  RegisterWorkloadRoutes(router, ctx);
-  RegisterAgentRoutes(router, ctx);
-  RegisterBenchmarkRoutes(router, ctx);
-  RegisterAvailabilityRoutes(router, ctx);
-  RegisterReliabilityRoutes(router, ctx);
-  RegisterPricingRoutes(router, ctx);
-  RegisterMarketRoutes(router, ctx);
-  RegisterRentalRoutes(router, ctx);
-  RegisterPayoutRoutes(router, ctx);
-  RegisterTopupRoutes(router, ctx);
+  for (const Module& m : modules) {
+    if (m.routes) m.routes(router, ctx);
+  }
 }
 
 }  // namespace
 
-void RegisterRoutes(http::Router& router, const ApiContext& ctx) {
+void RegisterRoutes(http::Router& router, const ApiContext& ctx,
+                    const std::vector<Module>& modules) {
   auto guard = std::make_shared<ApiGuard>(ctx);
   router.SetGuard(guard);
-  RegisterApiRoutes(router, ctx);
+  RegisterApiRoutes(router, ctx, modules);
   // The web dashboard answers every other path (web/static_site.h). It first asks a
   // router holding only the routes above, so that an unknown API path still gets the
   // API's 404 and a known path with another method its 405 with Allow.
   auto api_only = std::make_shared<http::Router>();
   api_only->SetGuard(guard);
-  RegisterApiRoutes(*api_only, ctx);
+  RegisterApiRoutes(*api_only, ctx, modules);
   web::RegisterRoutes(router, web::EmbeddedSite(), kPublic,
                       [api_only](http::Request& req) { return api_only->Dispatch(req); });
 }

@@ -27,6 +27,7 @@
 #include "platform/http/websocket.h"
 #include "platform/idempotency/idempotency.h"
 #include "platform/market/market.h"
+#include "platform/module/module.h"
 #include "platform/notify/verify.h"
 #include "platform/payouts/payouts.h"
 #include "platform/pricing/pricing.h"
@@ -71,6 +72,8 @@ inline constexpr std::string_view kSession = "session";
 // kProvider and kSession both: the provider's agent tokens.
 inline constexpr std::string_view kProviderSession = "provider_session";
 
+// What the handlers reach. The services of the modules registered before this context
+// existed have a member each; any module's are in `services` (module.h).
 struct ApiContext {
   const Config& config;
   store::Database& db;
@@ -93,6 +96,7 @@ struct ApiContext {
   payouts::Payouts& payouts;
   topups::Topups& topups;
   const notify::EmailVerifier& verifier;
+  const Services& services;
   // The agent installer served at /agent/install.sh, with this platform's URL filled in.
   std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
@@ -100,10 +104,11 @@ struct ApiContext {
   std::function<void(http::Metrics&)> collect_metrics;
 };
 
-// Every route: the API, the system endpoints and the web dashboard, which answers GET
-// for every other path (platform/web/static_site.h), behind the API's guard.
-// REQUIRES: `router` has no routes and no guard yet.
-void RegisterRoutes(http::Router& router, const ApiContext& ctx);
+// Every route: the system endpoints, each of `modules`' routes and the web dashboard,
+// which answers GET for every other path (platform/web/static_site.h), behind the API's
+// guard. REQUIRES: `router` has no routes and no guard yet.
+void RegisterRoutes(http::Router& router, const ApiContext& ctx,
+                    const std::vector<Module>& modules);
 
 // Adds the headers every response carries (no-sniff, frame denial, no-store for the API).
 http::Response WithCommonHeaders(const http::Request& req, http::Response resp);

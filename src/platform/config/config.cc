@@ -20,92 +20,97 @@ namespace {
 
 Status Bad(const std::string& key, const std::string& why) { return FieldError(key, why); }
 
-// Reads typed values out of a TOML table, remembering which keys were consumed so
-// that leftovers can be reported as unknown.
-class TableReader {
- public:
-  TableReader(const toml::table& t, std::string prefix) : t_(t), prefix_(std::move(prefix)) {}
+const toml::node* Node(const void* table, std::string_view key) {
+  return table ? static_cast<const toml::table*>(table)->get(key) : nullptr;
+}
 
-  Status Str(const char* key, std::string* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_string()) return Bad(Name(key), "must be a string");
-    *out = n->as_string()->get();
-    return Status::Ok();
-  }
-  template <typename T>
-  Status Int(const char* key, T* out, long long min, long long max) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_integer()) return Bad(Name(key), "must be an integer");
-    long long v = n->as_integer()->get();
-    if (v < min || v > max) {
-      return Bad(Name(key),
-                 "must be between " + std::to_string(min) + " and " + std::to_string(max));
-    }
-    *out = static_cast<T>(v);
-    return Status::Ok();
-  }
-  Status Bool(const char* key, bool* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_boolean()) return Bad(Name(key), "must be true or false");
-    *out = n->as_boolean()->get();
-    return Status::Ok();
-  }
-  Status StrList(const char* key, std::vector<std::string>* out) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    if (!n) return Status::Ok();
-    if (!n->is_array()) return Bad(Name(key), "must be an array of strings");
-    out->clear();
-    for (const auto& e : *n->as_array()) {
-      if (!e.is_string()) return Bad(Name(key), "must be an array of strings");
-      out->push_back(e.as_string()->get());
-    }
-    return Status::Ok();
-  }
-  const toml::table* Sub(const char* key) {
-    seen_.insert(key);
-    const toml::node* n = t_.get(key);
-    return n ? n->as_table() : nullptr;
-  }
-  Status RejectUnknown() const {
-    for (const auto& [k, v] : t_) {
-      if (!seen_.count(std::string(k.str())))
-        return Bad(Name(std::string(k.str())), "is not a known setting");
-    }
-    return Status::Ok();
-  }
+}  // namespace
 
- private:
-  std::string Name(const std::string& key) const {
-    return prefix_.empty() ? key : prefix_ + "." + key;
-  }
-  const toml::table& t_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
+std::string ConfigTable::Name(std::string_view key) const {
+  return prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key);
+}
 
-Status ApplyToml(const toml::table& root, Config* c) {
-  TableReader r(root, "");
+Status ConfigTable::Str(std::string_view key, std::string* out) {
+  seen_.emplace(key);
+  const toml::node* n = Node(table_, key);
+  if (!n) return Status::Ok();
+  if (!n->is_string()) return Bad(Name(key), "must be a string");
+  *out = n->as_string()->get();
+  return Status::Ok();
+}
+
+Status ConfigTable::Int64(std::string_view key, int64_t* out, int64_t min, int64_t max) {
+  seen_.emplace(key);
+  const toml::node* n = Node(table_, key);
+  if (!n) return Status::Ok();
+  if (!n->is_integer()) return Bad(Name(key), "must be an integer");
+  const int64_t v = n->as_integer()->get();
+  if (v < min || v > max) {
+    return Bad(Name(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+Status ConfigTable::Bool(std::string_view key, bool* out) {
+  seen_.emplace(key);
+  const toml::node* n = Node(table_, key);
+  if (!n) return Status::Ok();
+  if (!n->is_boolean()) return Bad(Name(key), "must be true or false");
+  *out = n->as_boolean()->get();
+  return Status::Ok();
+}
+
+Status ConfigTable::StrList(std::string_view key, std::vector<std::string>* out) {
+  seen_.emplace(key);
+  const toml::node* n = Node(table_, key);
+  if (!n) return Status::Ok();
+  if (!n->is_array()) return Bad(Name(key), "must be an array of strings");
+  out->clear();
+  for (const auto& e : *n->as_array()) {
+    if (!e.is_string()) return Bad(Name(key), "must be an array of strings");
+    out->push_back(e.as_string()->get());
+  }
+  return Status::Ok();
+}
+
+const void* ConfigTable::Sub(std::string_view key) {
+  seen_.emplace(key);
+  const toml::node* n = Node(table_, key);
+  return n ? n->as_table() : nullptr;
+}
+
+Status ConfigTable::RejectUnknown() const {
+  if (!table_) return Status::Ok();
+  for (const auto& [k, v] : *static_cast<const toml::table*>(table_)) {
+    if (!seen_.contains(k.str())) return Bad(Name(k.str()), "is not a known setting");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+const toml::table* SubTable(ConfigTable& r, std::string_view key) {
+  return static_cast<const toml::table*>(r.Sub(key));
+}
+
+Status ApplyToml(const toml::table& root, const EnvGetter& env,
+                 const std::vector<ConfigSection>& sections, Config* c) {
+  ConfigTable r(&root, "");
   GPUNEX_RETURN_IF_ERROR(r.Str("listen", &c->listen));
   GPUNEX_RETURN_IF_ERROR(r.Str("data_dir", &c->data_dir));
   GPUNEX_RETURN_IF_ERROR(r.Str("database_url", &c->database_url));
   GPUNEX_RETURN_IF_ERROR(r.Str("public_url", &c->public_url));
   GPUNEX_RETURN_IF_ERROR(r.Bool("allow_emulated_gpus", &c->allow_emulated_gpus));
   GPUNEX_RETURN_IF_ERROR(r.Str("log_level", &c->log_level));
-  if (auto* t = r.Sub("tls")) {
-    TableReader s(*t, "tls");
+  if (auto* t = SubTable(r, "tls")) {
+    ConfigTable s(t, "tls");
     GPUNEX_RETURN_IF_ERROR(s.Str("cert_file", &c->tls_cert_file));
     GPUNEX_RETURN_IF_ERROR(s.Str("key_file", &c->tls_key_file));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("http")) {
-    TableReader s(*t, "http");
+  if (auto* t = SubTable(r, "http")) {
+    ConfigTable s(t, "http");
     GPUNEX_RETURN_IF_ERROR(s.Int("max_body_bytes", &c->max_body_bytes, 1024, 64ll << 20));
     GPUNEX_RETURN_IF_ERROR(s.Int("io_threads", &c->io_threads, 1, 64));
     GPUNEX_RETURN_IF_ERROR(s.Int("worker_threads", &c->worker_threads, 1, 256));
@@ -113,8 +118,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
         s.Int("max_connections_per_address", &c->max_connections_per_address, 0, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("smtp")) {
-    TableReader s(*t, "smtp");
+  if (auto* t = SubTable(r, "smtp")) {
+    ConfigTable s(t, "smtp");
     GPUNEX_RETURN_IF_ERROR(s.Str("url", &c->smtp_url));
     GPUNEX_RETURN_IF_ERROR(s.Str("from", &c->smtp_from));
     GPUNEX_RETURN_IF_ERROR(s.Int("poll_ms", &c->outbox_poll_ms, 10, 60000));
@@ -123,8 +128,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("lease_seconds", &c->outbox_lease_s, 2, 3600));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("auth")) {
-    TableReader s(*t, "auth");
+  if (auto* t = SubTable(r, "auth")) {
+    ConfigTable s(t, "auth");
     GPUNEX_RETURN_IF_ERROR(s.Int("session_ttl_hours", &c->session_ttl_hours, 1, 24 * 90));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("session_idle_minutes", &c->session_idle_minutes, 5, 24 * 90 * 60));
@@ -143,8 +148,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
         s.Int("argon2_memlimit_bytes", &c->argon2_memlimit_bytes, 8192, 4ll << 30));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("fleet")) {
-    TableReader s(*t, "fleet");
+  if (auto* t = SubTable(r, "fleet")) {
+    ConfigTable s(t, "fleet");
     GPUNEX_RETURN_IF_ERROR(s.Int("heartbeat_interval_s", &c->heartbeat_interval_s, 1, 300));
     GPUNEX_RETURN_IF_ERROR(s.Int("offline_after_s", &c->offline_after_s, 2, 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("hello_timeout_s", &c->hello_timeout_s, 1, 300));
@@ -154,22 +159,22 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Bool("allow_private_registries", &c->allow_private_registries));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("reliability")) {
-    TableReader s(*t, "reliability");
+  if (auto* t = SubTable(r, "reliability")) {
+    ConfigTable s(t, "reliability");
     GPUNEX_RETURN_IF_ERROR(s.Int("threshold", &c->reliability_threshold, 1, 100));
     GPUNEX_RETURN_IF_ERROR(s.Int("refresh_ms", &c->reliability_refresh_ms, 1000, 3600 * 1000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("market")) {
-    TableReader s(*t, "market");
+  if (auto* t = SubTable(r, "market")) {
+    ConfigTable s(t, "market");
     GPUNEX_RETURN_IF_ERROR(s.Int("poll_ms", &c->market_poll_ms, 10, 10'000));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("anonymous_searches_per_s", &c->market_anonymous_searches_per_s, 1, 100'000));
     GPUNEX_RETURN_IF_ERROR(s.Int("anonymous_burst", &c->market_anonymous_burst, 1, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("rentals")) {
-    TableReader s(*t, "rentals");
+  if (auto* t = SubTable(r, "rentals")) {
+    ConfigTable s(t, "rentals");
     GPUNEX_RETURN_IF_ERROR(s.Int("meter_interval_s", &c->rentals_meter_interval_s, 1, 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("agent_lost_grace_s", &c->rentals_agent_lost_grace_s, 1, 86'400));
     GPUNEX_RETURN_IF_ERROR(
@@ -192,8 +197,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
       return FieldError("rentals.early_fault_refund_s", "must be less than earnings_hold_s");
     }
   }
-  if (auto* t = r.Sub("benchmarks")) {
-    TableReader s(*t, "benchmarks");
+  if (auto* t = SubTable(r, "benchmarks")) {
+    ConfigTable s(t, "benchmarks");
     GPUNEX_RETURN_IF_ERROR(s.Bool("enabled", &c->benchmarks_enabled));
     GPUNEX_RETURN_IF_ERROR(s.Int("interval_s", &c->benchmark_interval_s, 1, 365ll * 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(
@@ -216,10 +221,10 @@ Status ApplyToml(const toml::table& root, Config* c) {
       }
       return Status::Ok();
     };
-    if (auto* th = s.Sub("thresholds")) {
+    if (auto* th = SubTable(s, "thresholds")) {
       GPUNEX_RETURN_IF_ERROR(numbers(*th, "benchmarks.thresholds", &c->benchmark_thresholds));
     }
-    if (auto* models = s.Sub("models")) {
+    if (auto* models = SubTable(s, "models")) {
       for (const auto& [id, v] : *models) {
         const std::string name = "benchmarks.models." + std::string(id.str());
         if (!v.is_table()) return Bad(name, "must be a table of thresholds");
@@ -229,8 +234,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     }
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("solana")) {
-    TableReader s(*t, "solana");
+  if (auto* t = SubTable(r, "solana")) {
+    ConfigTable s(t, "solana");
     GPUNEX_RETURN_IF_ERROR(s.Str("rpc_url", &c->solana_rpc_url));
     GPUNEX_RETURN_IF_ERROR(s.Str("keypair", &c->solana_keypair));
     GPUNEX_RETURN_IF_ERROR(s.Str("usdc_mint", &c->solana_usdc_mint));
@@ -238,8 +243,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
     GPUNEX_RETURN_IF_ERROR(s.Int("rpc_timeout_ms", &c->solana_rpc_timeout_ms, 100, 120'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
   }
-  if (auto* t = r.Sub("payouts")) {
-    TableReader s(*t, "payouts");
+  if (auto* t = SubTable(r, "payouts")) {
+    ConfigTable s(t, "payouts");
     constexpr long long kMaxMicro = 1'000'000'000'000;  // 1,000,000 USDC
     GPUNEX_RETURN_IF_ERROR(s.Int("threshold_micro", &c->payouts_threshold_micro, 1, kMaxMicro));
     GPUNEX_RETURN_IF_ERROR(
@@ -275,8 +280,8 @@ Status ApplyToml(const toml::table& root, Config* c) {
         return Bad(std::string("payouts.") + name + "_fee_micro", "must be less than the minimum");
     }
   }
-  if (auto* t = r.Sub("topups")) {
-    TableReader s(*t, "topups");
+  if (auto* t = SubTable(r, "topups")) {
+    ConfigTable s(t, "topups");
     constexpr long long kMaxMicro = 1'000'000'000'000;
     GPUNEX_RETURN_IF_ERROR(s.Int("ttl_s", &c->topups_ttl_s, 60, 7ll * 24 * 3600));
     GPUNEX_RETURN_IF_ERROR(s.Int("watch_s", &c->topups_watch_s, 60, 90ll * 24 * 3600));
@@ -292,11 +297,17 @@ Status ApplyToml(const toml::table& root, Config* c) {
       return Bad("topups.min_micro", "must not exceed max_micro");
     if (c->topups_watch_s < c->topups_ttl_s) return Bad("topups.watch_s", "must be at least ttl_s");
   }
-  if (auto* t = r.Sub("review")) {
-    TableReader s(*t, "review");
+  if (auto* t = SubTable(r, "review")) {
+    ConfigTable s(t, "review");
     GPUNEX_RETURN_IF_ERROR(s.Int("target_business_days", &c->review_target_business_days, 1, 60));
     GPUNEX_RETURN_IF_ERROR(s.StrList("holidays", &c->holidays));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+  }
+  for (const ConfigSection& section : sections) {
+    ConfigTable s(SubTable(r, section.name), section.name);
+    GPUNEX_ASSIGN_OR_RETURN(std::any options, section.parse(s, env));
+    GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());
+    c->sections[section.name] = std::move(options);
   }
   return r.RejectUnknown();
 }
@@ -314,16 +325,18 @@ Status ParseBool(const std::string& name, const std::string& v, bool* out) {
 
 }  // namespace
 
-StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env) {
+StatusOr<Config> LoadConfig(const std::string& path, const EnvGetter& env,
+                            const std::vector<ConfigSection>& sections) {
   Config c;
+  toml::table file;
   if (!path.empty()) {
     try {
-      toml::table t = toml::parse_file(path);
-      GPUNEX_RETURN_IF_ERROR(ApplyToml(t, &c));
+      file = toml::parse_file(path);
     } catch (const toml::parse_error& e) {
       return InvalidArgument("cannot read config " + path + ": " + std::string(e.description()));
     }
   }
+  GPUNEX_RETURN_IF_ERROR(ApplyToml(file, env, sections, &c));
   auto set = [&](const char* var, std::string* field) {
     if (auto v = env(var)) *field = *v;
   };

@@ -34,6 +34,51 @@ TEST(Config, DefaultsWithoutFile) {
   EXPECT_FALSE(c->allow_private_registries);
 }
 
+// A module's own table: read by the module (defaults without one), checked for unknown
+// keys, errors named "table.key".
+struct WidgetOptions {
+  int64_t per_account = 5;
+  std::string greeting = "hi";
+};
+
+ConfigSection WidgetSection() {
+  return ConfigSection{.name = "widgets",
+                       .parse = [](ConfigTable& t, const EnvGetter& env) -> StatusOr<std::any> {
+                         WidgetOptions o;
+                         GPUNEX_RETURN_IF_ERROR(t.Int("per_account", &o.per_account, 1, 50));
+                         GPUNEX_RETURN_IF_ERROR(t.Str("greeting", &o.greeting));
+                         if (auto v = env("GPUNEX_WIDGETS_GREETING")) o.greeting = *v;
+                         return std::any(o);
+                       },
+                       .example = "[widgets]\n# per_account = 5\n"};
+}
+
+TEST(Config, ModulesReadTheirOwnTables) {
+  auto defaults = LoadConfig("", Env({}), {WidgetSection()});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->Section<WidgetOptions>("widgets").per_account, 5);
+
+  auto set = LoadConfig(WriteFile("[widgets]\nper_account = 7\n"),
+                        Env({{"GPUNEX_WIDGETS_GREETING", "hello"}}), {WidgetSection()});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->Section<WidgetOptions>("widgets").per_account, 7);
+  EXPECT_EQ(set->Section<WidgetOptions>("widgets").greeting, "hello");
+
+  auto out_of_range =
+      LoadConfig(WriteFile("[widgets]\nper_account = 70\n"), Env({}), {WidgetSection()});
+  ASSERT_FALSE(out_of_range.ok());
+  EXPECT_EQ(out_of_range.status().fields().begin()->first, "widgets.per_account");
+
+  auto unknown = LoadConfig(WriteFile("[widgets]\nper_acount = 7\n"), Env({}), {WidgetSection()});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().fields().begin()->first, "widgets.per_acount");
+
+  // Without the module, its table is unknown.
+  auto no_module = LoadConfig(WriteFile("[widgets]\nper_account = 7\n"), Env({}));
+  ASSERT_FALSE(no_module.ok());
+  EXPECT_EQ(no_module.status().fields().begin()->first, "widgets");
+}
+
 TEST(Config, PrivateRegistriesAreTheOperatorsToAllow) {
   auto c = LoadConfig(WriteFile("[fleet]\nallow_private_registries = true\n"), Env({}));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
