@@ -18,6 +18,8 @@ moved past the earnings hold, a monthly run).
 """
 
 import datetime
+import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -27,34 +29,13 @@ import unittest
 import uuid
 
 import payouts_fixture as pf
+from authz_expect import ALL_USERS, PRINCIPALS, everyone, only, users
 import wsclient
 from test_agent_channel import L4 as L4_GPU
 from test_agent_channel import FakeAgent
 from harness import (API, PASSWORD, PG_SKIP_REASON, PG_URL, ServerTestCase, SmtpSink,
                      approved_provider, community_application, gpunexd_binary, unique_email,
                      wait_until)
-
-PRINCIPALS = ("anon", "customer", "provA", "provB", "admin")
-ALL_USERS = ("customer", "provA", "provB", "admin")
-
-
-def everyone(status):
-    return {p: status for p in PRINCIPALS}
-
-
-def users(status, anon=401):
-    d = {p: status for p in ALL_USERS}
-    d["anon"] = anon
-    return d
-
-
-def only(allowed, status, others, anon=401, **overrides):
-    """`allowed` principals get `status`, other users `others`, anon `anon`."""
-    d = {p: (status if p in allowed else others) for p in ALL_USERS}
-    d["anon"] = anon
-    d.update(overrides)
-    return d
-
 
 def _signup_body(ctx, who):
     return {"email": unique_email(f"signup-{who}"), "password": PASSWORD, "name": f"New {who}"}
@@ -624,6 +605,29 @@ ACCESS = {
         ("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate"),
     ],
 }
+
+
+def _module_rows():
+    """The rows of the routes each module folder keeps beside them
+    (src/platform/<folder>/authz_rows.py: MATRIX, ACCESS, and optionally
+    fixture(srv, who) -> the ids its rows' paths name)."""
+    base = os.path.join(os.environ.get("GPUNEX_SOURCE_DIR", "../.."), "src", "platform")
+    modules = []
+    for path in sorted(glob.glob(os.path.join(base, "*", "authz_rows.py"))):
+        name = "authz_rows_" + os.path.basename(os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    return modules
+
+
+MODULE_ROWS = _module_rows()
+for _rows in MODULE_ROWS:
+    MATRIX.extend(_rows.MATRIX)
+    for _access, _routes in _rows.ACCESS.items():
+        ACCESS.setdefault(_access, []).extend(_routes)
+
 ROUTE_ACCESS = {route: access for access, routes in ACCESS.items() for route in routes}
 
 def key_expect(row, key):
@@ -891,6 +895,10 @@ class AuthzMixin:
                                 dict(_job_body({}, "fixture"), gpu_model="h100-sxm-80gb"))
             self.assertStatus(r, 201)
             job_c = r.body["id"]
+        modules = {}
+        for rows in MODULE_ROWS:
+            if hasattr(rows, "fixture"):
+                modules.update(rows.fixture(srv, who))
         return dict(srv=srv, who=who, admin=admin, prov_a=prov_a, prov_b=prov_b,
                     customer=customer, agent_a=agent_a, agent_b=agent_b,
                     key_a_secret=key_a_secret, key_b_secret=key_b_secret,
@@ -909,7 +917,7 @@ class AuthzMixin:
                              run_M="run_00000000000000000000000000",
                              file_M="run_00000000000000000000000000-sepa.xml",
                              tu_C="tu_00000000000000000000000000", month="2026-11",
-                             monthly="2026-11-02"))
+                             monthly="2026-11-02", **modules))
 
     def _matrix_keys(self, f):
         """Makes the API keys of KEYS; name -> secret."""

@@ -90,7 +90,7 @@ struct ModuleEnv {
 
 // One domain folder's parts. Every part is optional.
 struct Module {
-  // The folder's name: "topups". Also the name of its configuration table, if any.
+  // The folder's name: "topups", the owner of its migrations.
   std::string name;
   // Its tables: the migrations of the folder's store, in the order of the list within
   // one version (schema.cc).
