@@ -16,6 +16,7 @@
 #include "platform/reliability/reliability_module.h"
 #include "platform/rentals/rentals_module.h"
 #include "platform/solana/solana_module.h"
+#include "platform/sshkeys/ssh_keys_module.h"
 #include "platform/topups/topups_module.h"
 
 namespace gpunex::platform {
@@ -39,6 +40,7 @@ const std::vector<Module>& Modules() {
       solana::SolanaModule(),
       payouts::PayoutsModule(),
       topups::TopupsModule(),
+      sshkeys::SshKeysModule(),
   };
   return all;
 }
