@@ -33,10 +33,17 @@ TEST(ModulesTest, TheExampleConfigurationDocumentsEveryModulesTable) {
         << section.name << "'s module writes it:\n"
         << section.example;
   }
-  auto config = LoadConfig(
+  auto c = LoadConfig(
       path, [](const std::string&) { return std::optional<std::string>(); },
       ConfigSectionsOf(Modules()));
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // As documented.
+  EXPECT_TRUE(c->benchmarks_enabled);
+  EXPECT_EQ(c->benchmark_interval_s, 7 * 24 * 3600);
+  EXPECT_DOUBLE_EQ(c->benchmark_thresholds.at("memory"), 0.70);
+  EXPECT_EQ(c->benchmark_thresholds.size(), 14u);
+  EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 100);
+  EXPECT_FALSE(c->allow_private_registries);
 }
 
 }  // namespace

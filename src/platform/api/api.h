@@ -190,9 +190,8 @@ void RegisterTopupRoutes(http::Router& r, const ApiContext& ctx);
 void RejectContainerOptions(const json::object& body, std::span<const std::string_view> known,
                             FieldErrors& errors);
 // image (required), command (a list of strings), env (an object of strings), with the
-// errors in r.errors(); the values' own rules are the domain's (fleet::Workloads).
-void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::string>* command,
-                     std::vector<std::pair<std::string, std::string>>* env);
+// errors in r.errors(); the values' own rules are the fleet's (fleet::ValidateContainer).
+void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container);
 
 // A schedule (docs/api.md's availability) under `key` of `parent`; nullopt when absent
 // or undecodable (the errors are in parent.errors()).

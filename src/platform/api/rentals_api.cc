@@ -81,7 +81,7 @@ StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {
                     kMax = std::numeric_limits<int64_t>::max();
   // Any integer decodes; the bounds are the domain's, with its message.
   out.gpus = r.Int("gpus", true, kMin, kMax).value_or(1);
-  DecodeContainer(r, &out.container.image, &out.container.command, &out.container.env);
+  DecodeContainer(r, &out.container);
   out.max_duration_s = r.Int("max_duration_s", false, kMin, kMax);
   if (auto c = r.Int("max_cost_micro", false, kMin, kMax)) out.max_cost = Usdc::Micros(*c);
   out.idempotency_key = req.Header("idempotency-key");
@@ -170,7 +170,7 @@ StatusOr<rentals::SubmitJobRequest> DecodeJob(const http::Request& req) {
   c.min_vram_gb = r.Number("min_vram_gb", false, -kAny, kAny);
   c.region = r.String("region", false, 64).value_or("");
   c.country = r.String("country", false, 8).value_or("");
-  DecodeContainer(r, &out.container.image, &out.container.command, &out.container.env);
+  DecodeContainer(r, &out.container);
   out.deadline_s = r.Int("deadline_s", false, kMin, kMax);
   out.max_duration_s = r.Int("max_duration_s", false, kMin, kMax);
   if (auto m = r.Int("max_cost_micro", false, kMin, kMax)) out.max_cost = Usdc::Micros(*m);

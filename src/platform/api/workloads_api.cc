@@ -43,7 +43,7 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
       req.gpu_ids.emplace_back(g.get_string());
     }
   }
-  DecodeContainer(r, &req.image, &req.command, &req.env);
+  DecodeContainer(r, &req.container);
   constexpr int64_t kIntMin = std::numeric_limits<int64_t>::min(),
                     kIntMax = std::numeric_limits<int64_t>::max();
   constexpr double kAny = std::numeric_limits<double>::max();
@@ -123,26 +123,25 @@ void RejectContainerOptions(const json::object& body, std::span<const std::strin
   }
 }
 
-void DecodeContainer(const JsonReader& r, std::string* image, std::vector<std::string>* command,
-                     std::vector<std::pair<std::string, std::string>>* env) {
-  *image = r.String("image", true, 255).value_or("");
+void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container) {
+  auto& [image, command, env] = *container;
+  image = r.String("image", true, 255).value_or("");
   if (const json::array* a = r.Array("command", false, 0, 1024)) {
     for (const auto& c : *a) {
       if (!c.is_string()) {
-        r.Fail("command", "must be a list of at most 64 strings of at most 4096 characters");
+        r.Fail("command", std::string(fleet::kCommandRule));
         break;
       }
-      command->emplace_back(c.get_string());
+      command.emplace_back(c.get_string());
     }
   }
   if (const json::object* e = r.Object("env", false)) {
     for (const auto& kv : *e) {
       if (!kv.value().is_string()) {
-        r.errors()->emplace("env." + std::string(kv.key()),
-                            "must be a string of at most 32768 characters");
+        r.errors()->emplace("env." + std::string(kv.key()), std::string(fleet::kEnvValueRule));
         continue;
       }
-      env->emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
+      env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
     }
   }
 }

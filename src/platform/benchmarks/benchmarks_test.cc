@@ -257,7 +257,7 @@ class BenchmarksTest : public testing::PlatformTest {
     fleet::CreateWorkloadRequest req;
     req.machine_id = machine_id;
     req.gpu_ids = {gpu_id};
-    req.image = "busybox:1";
+    req.container.image = "busybox:1";
     return workloads_->Create(provider_, req);
   }
 

@@ -122,17 +122,6 @@ TEST(Config, ErrorsNameTheSetting) {
   EXPECT_FALSE(LoadConfig(WriteFile("this is not toml"), Env({})).ok());
 }
 
-TEST(Config, TheExampleFileLoadsAsDocumented) {
-  auto c = LoadConfig(std::string(GPUNEX_SOURCE_DIR) + "/deploy/gpunexd.example.toml", Env({}));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE(c->benchmarks_enabled);
-  EXPECT_EQ(c->benchmark_interval_s, 7 * 24 * 3600);
-  EXPECT_DOUBLE_EQ(c->benchmark_thresholds.at("memory"), 0.70);
-  EXPECT_EQ(c->benchmark_thresholds.size(), 14u);
-  EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 100);
-  EXPECT_FALSE(c->allow_private_registries);
-}
-
 TEST(Config, TheJobQueueBoundIsParsedAndChecked) {
   EXPECT_EQ(LoadConfig("", Env({}))->rentals_max_queued_jobs_per_customer, 100);
   auto c = LoadConfig(WriteFile("[rentals]\nmax_queued_jobs_per_customer = 7\n"), Env({}));

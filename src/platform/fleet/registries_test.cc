@@ -97,26 +97,29 @@ TEST(ValidateContainer, RefusesTheProvidersOwnAddressesNamingTheImage) {
   for (const char* image :
        {"localhost:5000/x:1", "127.0.0.1:5000/gpunex-test/busybox:1", "10.0.0.5/x:1",
         "192.168.1.10:5000/x:1", "registry:5000/x:1", "127.1:5000/x:1"}) {
-    FieldErrors e = ValidateContainer(image, {"true"}, {}, strict);
+    FieldErrors e = ValidateContainer({image, {"true"}, {}}, strict);
     ASSERT_EQ(e.size(), 1u) << image;
     EXPECT_EQ(e.begin()->first, "image") << image;
     EXPECT_NE(e.at("image").find("loopback or private address"), std::string::npos)
         << e.at("image");
     // The operator's allowance lets them through.
-    EXPECT_TRUE(ValidateContainer(image, {"true"}, {}, allowing).empty()) << image;
+    EXPECT_TRUE(ValidateContainer({image, {"true"}, {}}, allowing).empty()) << image;
   }
   for (const char* image : {"169.254.169.254/x:1", "0.0.0.0:5000/x:1", "224.0.0.1/x:1"}) {
     for (const ImagePolicy* p : {&strict, static_cast<const ImagePolicy*>(&allowing)}) {
-      FieldErrors e = ValidateContainer(image, {}, {}, *p);
+      FieldErrors e = ValidateContainer({image, {}, {}}, *p);
       ASSERT_EQ(e.size(), 1u) << image;
       EXPECT_NE(e.at("image").find("link-local"), std::string::npos) << e.at("image");
     }
   }
-  EXPECT_TRUE(ValidateContainer("registry.example.com:5000/team/model:v1", {}, {}, strict).empty());
-  EXPECT_TRUE(ValidateContainer("busybox:1", {}, {}, strict).empty());
+  EXPECT_TRUE(
+      ValidateContainer({"registry.example.com:5000/team/model:v1", {}, {}}, strict).empty());
+  EXPECT_TRUE(ValidateContainer({"busybox:1", {}, {}}, strict).empty());
   // The rest of the container, checked in the same place.
-  FieldErrors e = ValidateContainer("Bad Image", std::vector<std::string>(65, "x"),
-                                    {{"NVIDIA_VISIBLE_DEVICES", "all"}, {"1X", "y"}}, strict);
+  FieldErrors e = ValidateContainer({"Bad Image",
+                                     std::vector<std::string>(65, "x"),
+                                     {{"NVIDIA_VISIBLE_DEVICES", "all"}, {"1X", "y"}}},
+                                    strict);
   EXPECT_EQ(e.size(), 4u);
   EXPECT_TRUE(e.count("image") && e.count("command") && e.count("env.NVIDIA_VISIBLE_DEVICES") &&
               e.count("env.1X"));

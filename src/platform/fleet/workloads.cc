@@ -32,9 +32,8 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
 
 }  // namespace
 
-FieldErrors ValidateContainer(std::string_view image, const std::vector<std::string>& command,
-                              const std::vector<std::pair<std::string, std::string>>& env,
-                              const ImagePolicy& images) {
+FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy& images) {
+  const auto& [image, command, env] = container;
   FieldErrors errors;
   std::string why;
   if (auto ref = ParseImageRef(image, &why); !ref) {
@@ -50,11 +49,11 @@ FieldErrors ValidateContainer(std::string_view image, const std::vector<std::str
                    "internal host name (such as localhost, 127.0.0.1, 10.x.x.x or registry:5000)");
   }
   if (command.size() > protocol::kMaxCommandArgs) {
-    errors.emplace("command", "must be a list of at most 64 strings of at most 4096 characters");
+    errors.emplace("command", std::string(kCommandRule));
   }
   for (const auto& arg : command) {
     if (arg.size() > protocol::kMaxCommandArgLength || !IsCleanText(arg, true)) {
-      errors.emplace("command", "must be a list of at most 64 strings of at most 4096 characters");
+      errors.emplace("command", std::string(kCommandRule));
     }
   }
   if (env.size() > protocol::kMaxEnvEntries)
@@ -66,14 +65,14 @@ FieldErrors ValidateContainer(std::string_view image, const std::vector<std::str
     } else if (protocol::IsReservedEnvName(name)) {
       errors.emplace(field, "is set by the platform (NVIDIA_* variables select the GPUs)");
     } else if (value.size() > protocol::kMaxEnvValueLength || !IsCleanText(value, true)) {
-      errors.emplace(field, "must be a string of at most 32768 characters");
+      errors.emplace(field, std::string(kEnvValueRule));
     }
   }
   return errors;
 }
 
 FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req, const ImagePolicy& images) {
-  FieldErrors errors = ValidateContainer(req.image, req.command, req.env, images);
+  FieldErrors errors = ValidateContainer(req.container, images);
   if (req.machine_id.empty()) errors.emplace("machine_id", "is required");
   if (req.gpu_ids.size() > protocol::kMaxWorkloadGpus) {
     errors.emplace("gpu_ids",
@@ -158,9 +157,9 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   w.created_at = w.updated_at = now;
   protocol::StartWorkload& spec = w.spec;
   spec.workload_id = w.id;
-  spec.image = req.image;
-  spec.command = req.command;
-  spec.env = req.env;
+  spec.image = req.container.image;
+  spec.command = req.container.command;
+  spec.env = req.container.env;
   spec.memory_mb = req.memory_mb.value_or(4096 * n);
   spec.cpus = req.cpus.value_or(2.0 * static_cast<double>(n));
   spec.pids_limit = req.pids_limit.value_or(1024);

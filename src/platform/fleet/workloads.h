@@ -23,6 +23,7 @@
 #include "common/paging.h"
 #include "common/status.h"
 #include "platform/accounts/accounts.h"
+#include "platform/fleet/container.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/registries.h"
 #include "platform/fleet/workload.h"
@@ -34,9 +35,7 @@ namespace gpunex::platform::fleet {
 struct CreateWorkloadRequest {
   std::string machine_id;
   std::vector<std::string> gpu_ids;
-  std::string image;
-  std::vector<std::string> command;
-  std::vector<std::pair<std::string, std::string>> env;
+  ContainerSpec container;
   std::optional<int64_t> memory_mb;
   std::optional<double> cpus;
   std::optional<int64_t> pids_limit;
@@ -51,9 +50,7 @@ struct CreateWorkloadRequest {
 // only when the operator allows private registries); the command at most 64 clean
 // strings; the environment valid names (not NVIDIA_*) with bounded values. Field errors
 // name "image", "command", "env" and "env.NAME".
-FieldErrors ValidateContainer(std::string_view image, const std::vector<std::string>& command,
-                              const std::vector<std::pair<std::string, std::string>>& env,
-                              const ImagePolicy& images);
+FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy& images);
 
 // The request's own values, before anything is looked up; field errors name its fields.
 FieldErrors ValidateWorkloadRequest(const CreateWorkloadRequest& req, const ImagePolicy& images);

@@ -56,8 +56,8 @@ class WorkloadsTest : public testing::FleetTestBase {
     CreateWorkloadRequest r;
     r.machine_id = machine_id;
     r.gpu_ids = std::move(gpu_ids);
-    r.image = "gpunex-test/busybox:1";
-    r.command = {"sh", "-c", "echo hi; exit 3"};
+    r.container.image = "gpunex-test/busybox:1";
+    r.container.command = {"sh", "-c", "echo hi; exit 3"};
     return r;
   }
   // Creates a workload that must be accepted.
@@ -163,28 +163,28 @@ TEST_P(WorkloadsTest, CreateNamesEachBadFieldAndStoresNothing) {
          for (int i = 0; i < 17; ++i) r.gpu_ids.push_back("gpu_" + std::to_string(i));
        },
        pia_},
-      {"image", [](auto& r) { r.image = "Not An Image!"; }, pia_},
-      {"image", [](auto& r) { r.image = ""; }, pia_},
-      {"command", [](auto& r) { r.command = std::vector<std::string>(65, "x"); }, pia_},
-      {"command", [&](auto& r) { r.command = {long_arg}; }, pia_},
+      {"image", [](auto& r) { r.container.image = "Not An Image!"; }, pia_},
+      {"image", [](auto& r) { r.container.image = ""; }, pia_},
+      {"command", [](auto& r) { r.container.command = std::vector<std::string>(65, "x"); }, pia_},
+      {"command", [&](auto& r) { r.container.command = {long_arg}; }, pia_},
       {"env.1BAD",
        [](auto& r) {
-         r.env = {{"1BAD", "x"}};
+         r.container.env = {{"1BAD", "x"}};
        },
        pia_},
       {"env.NVIDIA_VISIBLE_DEVICES",
        [](auto& r) {
-         r.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}};
+         r.container.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}};
        },
        pia_},
       {"env.LONG",
        [&](auto& r) {
-         r.env = {{"LONG", long_value}};
+         r.container.env = {{"LONG", long_value}};
        },
        pia_},
       {"env",
        [](auto& r) {
-         for (int i = 0; i < 129; ++i) r.env.emplace_back("V" + std::to_string(i), "x");
+         for (int i = 0; i < 129; ++i) r.container.env.emplace_back("V" + std::to_string(i), "x");
        },
        pia_},
       {"memory_mb", [](auto& r) { r.memory_mb = protocol::kMinMemoryMb - 1; }, pia_},
@@ -220,7 +220,7 @@ TEST_P(WorkloadsTest, CreateNamesEachBadFieldAndStoresNothing) {
   low.pids_limit = protocol::kMinPids;
   low.scratch_mb = protocol::kMinScratchMb;
   low.timeout_s = protocol::kMaxTimeoutS;
-  low.env = {{"PATH_EXTRA", ""}};
+  low.container.env = {{"PATH_EXTRA", ""}};
   Workload w = MustCreate(pia_, low);
   a.Event(w.id, "exited", 0);
   CreateWorkloadRequest high = Req(mid, {g[0]});
@@ -241,7 +241,7 @@ TEST_P(WorkloadsTest, TheStartCommandCarriesTheTypedSpec) {
   const std::vector<std::string> g = GpuIds(mid);
   clock_.Advance(Seconds(1));
   CreateWorkloadRequest r = Req(mid, {g[2], g[0]});
-  r.env = {{"FOO", "bar"}, {"A", "1"}};
+  r.container.env = {{"FOO", "bar"}, {"A", "1"}};
   Workload w = MustCreate(pia_, r);
   EXPECT_EQ(w.state, "pending");
   EXPECT_EQ(w.machine_id, mid);
@@ -277,7 +277,7 @@ TEST_P(WorkloadsTest, TheStartCommandCarriesTheTypedSpec) {
             1);
 
   CreateWorkloadRequest one = Req(mid, {g[1]});
-  one.command.clear();
+  one.container.command.clear();
   Workload w1 = MustCreate(pia_, one);
   EXPECT_EQ(w1.spec.memory_mb, 4096);
   EXPECT_DOUBLE_EQ(w1.spec.cpus, 2);

@@ -11,15 +11,12 @@
 
 #include "common/money.h"
 #include "common/time.h"
+#include "platform/fleet/container.h"
 
 namespace gpunex::platform::rentals {
 
-// What a rental runs, for a rental and for a job.
-struct ContainerSpec {
-  std::string image;
-  std::vector<std::string> command;
-  std::vector<std::pair<std::string, std::string>> env;
-};
+// What a rental runs, for a rental and for a job: a container as the fleet runs any.
+using fleet::ContainerSpec;
 
 struct JobConstraints {
   std::vector<std::string> gpu_models;  // catalog ids, at least one

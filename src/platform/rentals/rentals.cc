@@ -43,8 +43,7 @@ bool Visible(const accounts::Principal& p, const Rental& r) {
 }  // namespace
 
 FieldErrors ValidateRental(const CreateRentalRequest& req, const fleet::ImagePolicy& images) {
-  FieldErrors errors = fleet::ValidateContainer(req.container.image, req.container.command,
-                                                req.container.env, images);
+  FieldErrors errors = fleet::ValidateContainer(req.container, images);
   if (req.offer_id.empty() || req.offer_id.size() > 64) {
     errors.emplace("offer_id", "must be the id of an offer on the marketplace");
   }
@@ -267,9 +266,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   fleet::CreateWorkloadRequest w;
   w.machine_id = m->id;
   w.gpu_ids = gpu_ids;
-  w.image = req.container.image;
-  w.command = req.container.command;
-  w.env = req.container.env;
+  w.container = req.container;
   const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(m->gpus.size()));
   if (m->host.ram_mb > 0) {
     w.memory_mb = std::clamp<int64_t>(m->host.ram_mb * r.gpus / total, protocol::kMinMemoryMb,

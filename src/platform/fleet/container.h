@@ -1,0 +1,26 @@
+// What a workload runs, as every path that starts a container asks for it: a provider's
+// workload, a customer's rental and job (rentals/). Validated in one place
+// (fleet::ValidateContainer, workloads.h); the API decodes it in one place
+// (api::DecodeContainer).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gpunex::platform::fleet {
+
+// What the field errors on "command" and on "env.NAME" values say, whichever check finds
+// the fault (protocol::kMaxCommandArgs, kMaxCommandArgLength, kMaxEnvValueLength).
+inline constexpr std::string_view kCommandRule =
+    "must be a list of at most 64 strings of at most 4096 characters";
+inline constexpr std::string_view kEnvValueRule = "must be a string of at most 32768 characters";
+
+struct ContainerSpec {
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+}  // namespace gpunex::platform::fleet
