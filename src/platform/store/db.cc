@@ -70,6 +70,13 @@ Cell Row::At(size_t i) const {
   return Cell(i < n.size() ? std::string_view(n[i]) : std::string_view("?"), cells_.at(i));
 }
 
+Cell Row::Only() const {
+  if (cells_.size() != 1) {
+    throw std::logic_error("a row of " + std::to_string(cells_.size()) + " columns, not one");
+  }
+  return At(0);
+}
+
 Cell Row::operator[](std::string_view name) const {
   const ColumnNames& n = names();
   for (size_t i = 0; i < n.size() && i < cells_.size(); ++i) {

@@ -13,13 +13,13 @@
 // and only until the callback returns.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -84,22 +84,13 @@ class Row {
   // The cell of the first column named `name`. REQUIRES: the result has such a column
   // (otherwise throws std::logic_error, which the backend turns into kInternal).
   Cell operator[](std::string_view name) const;
+  // The cell of a row of one column (`SELECT MAX(at) FROM ...`), for code that runs SQL
+  // it is given. REQUIRES: exactly one column (otherwise throws std::logic_error).
+  Cell Only() const;
   // Reading by position is for RowMapper and the backends only: a number in brackets is
   // refused at compile time (instead of converting 0 to a null string).
-  template <typename I>
-  requires std::is_arithmetic_v<I> Cell operator[](I) const = delete;
-
-  // DEPRECATED, being removed (issue 23): positional reads, while the stores move to
-  // RowMapper.
-  bool IsNull(size_t i) const { return At(i).IsNull(); }
-  int64_t Int(size_t i) const { return At(i).Int(); }
-  std::optional<int64_t> OptInt(size_t i) const { return At(i).OptInt(); }
-  double Real(size_t i) const { return At(i).Real(); }
-  std::string Str(size_t i) const { return At(i).Str(); }
-  std::optional<std::string> OptStr(size_t i) const { return At(i).OptStr(); }
-  bool Bool(size_t i) const { return At(i).Bool(); }
-  Timestamp Time(size_t i) const { return At(i).Time(); }
-  std::optional<Timestamp> OptTime(size_t i) const { return At(i).OptTime(); }
+  template <std::integral I>
+  Cell operator[](I) const = delete;
 
  private:
   template <typename T>

@@ -24,6 +24,13 @@ TEST(Row, ReadsCellsByColumnName) {
   EXPECT_EQ(r["n"].Str(), "5");
   EXPECT_THROW((void)r["missing"], std::logic_error);
   EXPECT_THROW((void)r["gone"].Int(), std::logic_error);
+  EXPECT_THROW((void)r.Only(), std::logic_error);
+}
+
+TEST(Row, OnlyReadsTheCellOfAOneColumnRow) {
+  Row r(std::make_shared<const ColumnNames>(ColumnNames{"MAX(at)"}), {int64_t{7}});
+  EXPECT_EQ(r.Only().Int(), 7);
+  EXPECT_EQ(r.Only().column(), "MAX(at)");
 }
 
 TEST(OpenDatabase, RejectsUnknownUrlScheme) {
