@@ -327,7 +327,7 @@ int Run() {
     Status st = (*db)->Read([&](Tx& tx) -> Status {
       GPUNEX_ASSIGN_OR_RETURN(auto rows,
                               tx.Query("SELECT state FROM payout_runs WHERE id = ?", {run->id}));
-      state = rows.empty() ? "" : rows[0].Str(0);
+      state = rows.empty() ? "" : rows[0]["state"].Str();
       return Status::Ok();
     });
     if (!st.ok()) return fail(st, "read run");
@@ -401,20 +401,22 @@ int Run() {
   // What the database says.
   int64_t confirmed = 0, payouts_n = 0, attempts = 0, expired = 0, paid_micro = 0;
   Status st = (*db)->Read([&](Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(auto r, tx.Query("SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = "
-                                             "'confirmed' THEN 1 ELSE 0 END), 0) FROM payouts "
+    GPUNEX_ASSIGN_OR_RETURN(auto r, tx.Query("SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN "
+                                             "state = 'confirmed' THEN 1 ELSE 0 END), 0) AS done "
+                                             "FROM payouts "
                                              "WHERE run_id = ?",
                                              {run->id}));
-    payouts_n = r[0].Int(0);
-    confirmed = r[0].Int(1);
-    GPUNEX_ASSIGN_OR_RETURN(auto a, tx.Query("SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = "
-                                             "'expired' THEN 1 ELSE 0 END), 0) FROM "
-                                             "payout_attempts"));
-    attempts = a[0].Int(0);
-    expired = a[0].Int(1);
-    GPUNEX_ASSIGN_OR_RETURN(auto p, tx.Query("SELECT COALESCE(SUM(balance), 0) FROM "
+    payouts_n = r[0]["n"].Int();
+    confirmed = r[0]["done"].Int();
+    GPUNEX_ASSIGN_OR_RETURN(auto a,
+                            tx.Query("SELECT COUNT(*) AS n, COALESCE(SUM(CASE WHEN "
+                                     "state = 'expired' THEN 1 ELSE 0 END), 0) AS done FROM "
+                                     "payout_attempts"));
+    attempts = a[0]["n"].Int();
+    expired = a[0]["done"].Int();
+    GPUNEX_ASSIGN_OR_RETURN(auto p, tx.Query("SELECT COALESCE(SUM(balance), 0) AS paid FROM "
                                              "ledger_accounts WHERE kind = 'provider_paid'"));
-    paid_micro = p[0].Int(0);
+    paid_micro = p[0]["paid"].Int();
     return Status::Ok();
   });
   if (!st.ok()) return fail(st, "read results");

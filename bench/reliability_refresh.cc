@@ -562,16 +562,17 @@ int Run() {
   double score_sum = 0, min_score = 100;
   Status st = sqlite->Read([&](Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(Rows rows,
-                            tx.Query("SELECT COUNT(*), COALESCE(SUM(below_threshold), 0), "
-                                     "COALESCE(SUM(is_new), 0), COALESCE(SUM(score), 0), "
-                                     "COALESCE(MIN(score), 100) FROM reliability_machines WHERE "
+                            tx.Query("SELECT COUNT(*) AS n, COALESCE(SUM(below_threshold), 0) AS "
+                                     "below, COALESCE(SUM(is_new), 0) AS is_new, "
+                                     "COALESCE(SUM(score), 0) AS score_sum, COALESCE(MIN(score), "
+                                     "100) AS min_score FROM reliability_machines WHERE "
                                      "accrued_until = ?",
                                      {ToUnixMicros(clock.Now())}));
-    accounted = rows[0].Int(0);
-    below = rows[0].Int(1);
-    is_new = rows[0].Int(2);
-    score_sum = rows[0].Real(3);
-    min_score = rows[0].Real(4);
+    accounted = rows[0]["n"].Int();
+    below = rows[0]["below"].Int();
+    is_new = rows[0]["is_new"].Int();
+    score_sum = rows[0]["score_sum"].Real();
+    min_score = rows[0]["min_score"].Real();
     return Status::Ok();
   });
   if (!st.ok()) return fail("check", st);

@@ -241,8 +241,11 @@ int Run() {
     GPUNEX_ASSIGN_OR_RETURN(auto rows, tx.Query("SELECT price_micro, gpus, billed_seconds, "
                                                 "fee_bps, charged_micro, fee_micro FROM rentals"));
     for (const auto& r : rows) {
-      auto m = platform::billing::Meter(Usdc::Micros(r.Int(0)), r.Int(1), r.Int(2), r.Int(3));
-      if (!m.ok() || m->owed.micros() != r.Int(4) || m->fee.micros() != r.Int(5) || r.Int(2) == 0)
+      const int64_t billed = r["billed_seconds"].Int();
+      auto m = platform::billing::Meter(Usdc::Micros(r["price_micro"].Int()), r["gpus"].Int(),
+                                        billed, r["fee_bps"].Int());
+      if (!m.ok() || m->owed.micros() != r["charged_micro"].Int() ||
+          m->fee.micros() != r["fee_micro"].Int() || billed == 0)
         ++bad;
     }
     GPUNEX_ASSIGN_OR_RETURN(auto check, platform::billing::Check(tx));

@@ -1,62 +1,85 @@
 #include "platform/accounts/accounts_store.h"
 
 #include "common/ids.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::accounts {
 namespace {
 
-constexpr const char* kUserColumns = "id, email, name, password_hash, created_at, disabled";
-
-UserRow UserFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4), r.Bool(5)};
+const store::RowMapper<UserRow>& UserRows() {
+  static const auto* const m = new store::RowMapper<UserRow>({
+      {"id", &UserRow::id},
+      {"email", &UserRow::email},
+      {"name", &UserRow::name},
+      {"password_hash", &UserRow::password_hash},
+      {"created_at", &UserRow::created_at},
+      {"disabled", &UserRow::disabled},
+  });
+  return *m;
 }
 
-constexpr const char* kSessionColumns =
-    "id, user_id, token_hash, csrf_token, created_at, expires_at, revoked_at, ip, user_agent, "
-    "last_seen_at";
-
-SessionRow SessionFrom(const store::Row& r) {
-  SessionRow s{r.Str(0),  r.Str(1),     r.Str(2), r.Str(3), r.Time(4),
-               r.Time(5), r.OptTime(6), r.Str(7), r.Str(8), r.Time(9)};
-  s.last_seen_at = std::max(s.last_seen_at, s.created_at);  // 0 in rows older than the column
-  return s;
+const store::RowMapper<SessionRow>& SessionRows() {
+  using S = SessionRow;
+  static const auto* const m = new store::RowMapper<S>({
+      {"id", &S::id},
+      {"user_id", &S::user_id},
+      {"token_hash", &S::token_hash},
+      {"csrf_token", &S::csrf_token},
+      {"created_at", &S::created_at},
+      {"expires_at", &S::expires_at},
+      {"revoked_at", &S::revoked_at},
+      {"ip", &S::ip},
+      {"user_agent", &S::user_agent},
+      {"last_seen_at",
+       [](S& s, const store::Cell& c) {
+         // created_at (converted before) where the row is older than the column (0).
+         s.last_seen_at = std::max(c.Time(), s.created_at);
+       }},
+  });
+  return *m;
 }
 
-constexpr const char* kApiKeyColumns =
-    "id, user_id, name, token_hash, token_prefix, created_at, last_used_at, revoked_at, scopes";
-
-ApiKeyRow ApiKeyFrom(const store::Row& r) {
-  return {r.Str(0),  r.Str(1),     r.Str(2),     r.Str(3), r.Str(4),
-          r.Time(5), r.OptTime(6), r.OptTime(7), r.Str(8)};
+const store::RowMapper<ApiKeyRow>& ApiKeyRows() {
+  static const auto* const m = new store::RowMapper<ApiKeyRow>({
+      {"id", &ApiKeyRow::id},
+      {"user_id", &ApiKeyRow::user_id},
+      {"name", &ApiKeyRow::name},
+      {"token_hash", &ApiKeyRow::token_hash},
+      {"token_prefix", &ApiKeyRow::token_prefix},
+      {"created_at", &ApiKeyRow::created_at},
+      {"last_used_at", &ApiKeyRow::last_used_at},
+      {"revoked_at", &ApiKeyRow::revoked_at},
+      {"scopes", &ApiKeyRow::scopes},
+  });
+  return *m;
 }
 
 store::Value OptTimeValue(const std::optional<Timestamp>& t) {
   return t ? store::Value(ToUnixMicros(*t)) : store::Value(nullptr);
 }
 
+// `sql` selects COUNT(*) AS n.
 StatusOr<int64_t> CountOf(store::Tx& tx, const std::string& sql,
                           const std::vector<store::Value>& params) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, params));
-  return rows.at(0).Int(0);
+  return rows.at(0)["n"].Int();
 }
 
 }  // namespace
 
 StatusOr<std::optional<UserRow>> AccountsStore::FindUserByEmail(const std::string& email) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE email = ?", {email}));
-  if (rows.empty()) return std::optional<UserRow>();
-  return std::optional<UserRow>(UserFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                                                          " FROM users WHERE email = ?",
+                                                      {email}));
+  return UserRows().First(rows);
 }
 
 StatusOr<std::optional<UserRow>> AccountsStore::FindActiveUser(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kUserColumns + " FROM users WHERE id = ? AND disabled = 0",
-                {user_id}));
-  if (rows.empty()) return std::optional<UserRow>();
-  return std::optional<UserRow>(UserFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                                        " FROM users WHERE id = ? AND disabled = 0",
+                                    {user_id}));
+  return UserRows().First(rows);
 }
 
 Status AccountsStore::InsertUser(const UserRow& u) {
@@ -77,7 +100,7 @@ StatusOr<std::vector<std::string>> AccountsStore::RolesOf(const std::string& use
       store::Rows rows,
       tx_.Query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id}));
   std::vector<std::string> roles;
-  for (const auto& r : rows) roles.push_back(r.Str(0));
+  for (const auto& r : rows) roles.push_back(r["role"].Str());
   return roles;
 }
 
@@ -86,7 +109,7 @@ StatusOr<std::vector<std::string>> AccountsStore::UsersWithRole(const std::strin
       store::Rows rows,
       tx_.Query("SELECT user_id FROM user_roles WHERE role = ? ORDER BY user_id", {role}));
   std::vector<std::string> ids;
-  for (const auto& r : rows) ids.push_back(r.Str(0));
+  for (const auto& r : rows) ids.push_back(r["user_id"].Str());
   return ids;
 }
 
@@ -102,7 +125,7 @@ StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::
 
 Status AccountsStore::InsertSession(const SessionRow& s) {
   return tx_
-      .Exec(std::string("INSERT INTO sessions (") + kSessionColumns +
+      .Exec(std::string("INSERT INTO sessions (") + SessionRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {s.id, s.user_id, s.token_hash, s.csrf_token, ToUnixMicros(s.created_at),
              ToUnixMicros(s.expires_at), OptTimeValue(s.revoked_at), s.ip, s.user_agent,
@@ -120,12 +143,11 @@ StatusOr<std::optional<SessionRow>> AccountsStore::FindLiveSession(const std::st
                                                                    Timestamp now,
                                                                    Timestamp idle_since) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kSessionColumns +
+                          tx_.Query(std::string("SELECT ") + SessionRows().Select() +
                                         " FROM sessions WHERE token_hash = ? AND" + kLiveSession,
                                     {token_hash, ToUnixMicros(now), ToUnixMicros(idle_since),
                                      ToUnixMicros(idle_since)}));
-  if (rows.empty()) return std::optional<SessionRow>();
-  return std::optional<SessionRow>(SessionFrom(rows[0]));
+  return SessionRows().First(rows);
 }
 
 StatusOr<std::vector<SessionRow>> AccountsStore::LiveSessionsOf(const std::string& user_id,
@@ -133,12 +155,11 @@ StatusOr<std::vector<SessionRow>> AccountsStore::LiveSessionsOf(const std::strin
                                                                 Timestamp idle_since) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kSessionColumns + " FROM sessions WHERE user_id = ? AND" +
-                    kLiveSession + " ORDER BY created_at DESC, id DESC",
+      tx_.Query(std::string("SELECT ") + SessionRows().Select() +
+                    " FROM sessions WHERE user_id = ? AND" + kLiveSession +
+                    " ORDER BY created_at DESC, id DESC",
                 {user_id, ToUnixMicros(now), ToUnixMicros(idle_since), ToUnixMicros(idle_since)}));
-  std::vector<SessionRow> out;
-  for (const auto& r : rows) out.push_back(SessionFrom(r));
-  return out;
+  return SessionRows().Decode(rows);
 }
 
 StatusOr<bool> AccountsStore::RevokeSessionOf(const std::string& user_id,
@@ -174,7 +195,7 @@ Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at)
 
 Status AccountsStore::InsertApiKey(const ApiKeyRow& k) {
   return tx_
-      .Exec(std::string("INSERT INTO api_keys (") + kApiKeyColumns +
+      .Exec(std::string("INSERT INTO api_keys (") + ApiKeyRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {k.id, k.user_id, k.name, k.token_hash, k.token_prefix, ToUnixMicros(k.created_at),
              OptTimeValue(k.last_used_at), OptTimeValue(k.revoked_at), k.scopes})
@@ -182,27 +203,24 @@ Status AccountsStore::InsertApiKey(const ApiKeyRow& k) {
 }
 
 StatusOr<int64_t> AccountsStore::CountActiveApiKeys(const std::string& user_id) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM api_keys WHERE user_id = ? AND revoked_at IS NULL",
+  return CountOf(tx_, "SELECT COUNT(*) AS n FROM api_keys WHERE user_id = ? AND revoked_at IS NULL",
                  {user_id});
 }
 
 StatusOr<std::optional<ApiKeyRow>> AccountsStore::FindActiveApiKey(const std::string& token_hash) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query(std::string("SELECT ") + kApiKeyColumns +
+      store::Rows rows, tx_.Query(std::string("SELECT ") + ApiKeyRows().Select() +
                                       " FROM api_keys WHERE token_hash = ? AND revoked_at IS NULL",
                                   {token_hash}));
-  if (rows.empty()) return std::optional<ApiKeyRow>();
-  return std::optional<ApiKeyRow>(ApiKeyFrom(rows[0]));
+  return ApiKeyRows().First(rows);
 }
 
 StatusOr<std::vector<ApiKeyRow>> AccountsStore::ListApiKeys(const std::string& user_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kApiKeyColumns +
+                          tx_.Query(std::string("SELECT ") + ApiKeyRows().Select() +
                                         " FROM api_keys WHERE user_id = ? ORDER BY id",
                                     {user_id}));
-  std::vector<ApiKeyRow> keys;
-  for (const auto& r : rows) keys.push_back(ApiKeyFrom(r));
-  return keys;
+  return ApiKeyRows().Decode(rows);
 }
 
 StatusOr<bool> AccountsStore::RevokeApiKey(const std::string& key_id, const std::string& user_id,
@@ -222,29 +240,31 @@ Status AccountsStore::TouchApiKey(const std::string& key_id, Timestamp at) {
 
 StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmail(const std::string& email,
                                                            Timestamp since) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND at > ?",
+  return CountOf(tx_, "SELECT COUNT(*) AS n FROM login_failures WHERE email = ? AND at > ?",
                  {email, ToUnixMicros(since)});
 }
 
 StatusOr<int64_t> AccountsStore::CountLoginFailuresByIp(const std::string& ip, Timestamp since) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE ip = ? AND at > ?",
+  return CountOf(tx_, "SELECT COUNT(*) AS n FROM login_failures WHERE ip = ? AND at > ?",
                  {ip, ToUnixMicros(since)});
 }
 
 StatusOr<int64_t> AccountsStore::CountLoginFailuresByEmailAndIp(const std::string& email,
                                                                 const std::string& ip,
                                                                 Timestamp since) {
-  return CountOf(tx_, "SELECT COUNT(*) FROM login_failures WHERE email = ? AND ip = ? AND at > ?",
+  return CountOf(tx_,
+                 "SELECT COUNT(*) AS n FROM login_failures WHERE email = ? AND ip = ? AND at > ?",
                  {email, ip, ToUnixMicros(since)});
 }
 
 StatusOr<std::optional<Timestamp>> AccountsStore::LastLoginFailure(const std::string& email,
                                                                    Timestamp since) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT MAX(at) FROM login_failures WHERE email = ? AND at > ?",
+                          tx_.Query("SELECT MAX(at) AS at FROM login_failures WHERE email = ? AND "
+                                    "at > ?",
                                     {email, ToUnixMicros(since)}));
-  if (rows.empty() || rows[0].IsNull(0)) return std::optional<Timestamp>();
-  return std::optional<Timestamp>(rows[0].Time(0));
+  if (rows.empty()) return std::optional<Timestamp>();
+  return rows[0]["at"].OptTime();
 }
 
 Status AccountsStore::InsertLoginFailure(const std::string& email, const std::string& ip,

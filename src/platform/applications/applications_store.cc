@@ -6,17 +6,10 @@
 
 #include "common/json.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::applications {
 namespace {
-
-constexpr const char* kColumns =
-    "id, user_id, status, body, suggested_tier, tier, created_at, updated_at, first_submitted_at, "
-    "submitted_at, decided_at, decided_by";
-
-constexpr const char* kEventColumns =
-    "id, application_id, at, actor_user_id, action, from_status, to_status, message, tier, "
-    "changes, overridden_suggestion";
 
 // The search column (version 16): what a reviewer's search looks in, lower case (ASCII).
 std::string SearchText(const std::string& id, const ApplicationBody& body) {
@@ -360,18 +353,55 @@ std::string EncodeBody(const ApplicationBody& body) {
                                  {"infrastructure", std::move(inf)}});
 }
 
-// The row, or why its body cannot be read.
-StatusOr<ApplicationRow> RowFrom(const store::Row& r) {
-  GPUNEX_ASSIGN_OR_RETURN(ApplicationBody body, DecodeBody(r.Str(3)));
-  return ApplicationRow{r.Str(0),     r.Str(1),     r.Str(2),      std::move(body),
-                        r.Str(4),     r.OptStr(5),  r.Time(6),     r.Time(7),
-                        r.OptTime(8), r.OptTime(9), r.OptTime(10), r.OptStr(11)};
+// A row with its body still as text: a body that cannot be read makes the row unreadable,
+// not the query.
+struct StoredApplication {
+  ApplicationRow row;
+  std::string body;
+};
+
+const store::RowMapper<StoredApplication>& ApplicationRows() {
+  using A = StoredApplication;
+  static const auto* const m = new store::RowMapper<A>({
+      {"id", [](A& a, const store::Cell& c) { a.row.id = c.Str(); }},
+      {"user_id", [](A& a, const store::Cell& c) { a.row.user_id = c.Str(); }},
+      {"status", [](A& a, const store::Cell& c) { a.row.status = c.Str(); }},
+      {"body", &A::body},
+      {"suggested_tier", [](A& a, const store::Cell& c) { a.row.suggested_tier = c.Str(); }},
+      {"tier", [](A& a, const store::Cell& c) { a.row.tier = c.OptStr(); }},
+      {"created_at", [](A& a, const store::Cell& c) { a.row.created_at = c.Time(); }},
+      {"updated_at", [](A& a, const store::Cell& c) { a.row.updated_at = c.Time(); }},
+      {"first_submitted_at",
+       [](A& a, const store::Cell& c) { a.row.first_submitted_at = c.OptTime(); }},
+      {"submitted_at", [](A& a, const store::Cell& c) { a.row.submitted_at = c.OptTime(); }},
+      {"decided_at", [](A& a, const store::Cell& c) { a.row.decided_at = c.OptTime(); }},
+      {"decided_by", [](A& a, const store::Cell& c) { a.row.decided_by = c.OptStr(); }},
+  });
+  return *m;
 }
 
-ApplicationEventRow EventFrom(const store::Row& r) {
-  return {r.Str(0),    r.Str(1), r.Time(2),   r.Str(3),    r.Str(4),
-          r.Str(5),    r.Str(6), r.OptStr(7), r.OptStr(8), DecodeChanges(r.OptStr(9)),
-          r.OptStr(10)};
+// The row, or why its body cannot be read.
+StatusOr<ApplicationRow> RowFrom(StoredApplication a) {
+  GPUNEX_ASSIGN_OR_RETURN(a.row.body, DecodeBody(a.body));
+  return std::move(a.row);
+}
+
+const store::RowMapper<ApplicationEventRow>& EventRows() {
+  using E = ApplicationEventRow;
+  static const auto* const m = new store::RowMapper<E>({
+      {"id", &E::id},
+      {"application_id", &E::application_id},
+      {"at", &E::at},
+      {"actor_user_id", &E::actor_user_id},
+      {"action", &E::action},
+      {"from_status", &E::from_status},
+      {"to_status", &E::to_status},
+      {"message", &E::message},
+      {"tier", &E::tier},
+      {"changes", [](E& e, const store::Cell& c) { e.changes = DecodeChanges(c.OptStr()); }},
+      {"overridden_suggestion", &E::overridden_suggestion},
+  });
+  return *m;
 }
 
 // --- version 6
@@ -407,10 +437,10 @@ Status RepairStoredBodies(store::Tx& tx) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx.Query("SELECT id, body FROM provider_applications ORDER BY id"));
   for (const store::Row& r : rows) {
-    json::value doc = ParseJsonOr(r.Str(1), json::value(nullptr));
+    json::value doc = ParseJsonOr(r["body"].Str(), json::value(nullptr));
     if (!doc.is_object() || !DropEmptyMembers(doc)) continue;
     GPUNEX_RETURN_IF_ERROR(tx.Exec("UPDATE provider_applications SET body = ? WHERE id = ?",
-                                   {ToJsonText(doc), r.Str(0)})
+                                   {ToJsonText(doc), r["id"].Str()})
                                .status());
   }
   return Status::Ok();
@@ -424,11 +454,11 @@ Status FillSearchText(store::Tx& tx) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx.Query("SELECT id, body FROM provider_applications ORDER BY id"));
   for (const store::Row& r : rows) {
-    auto body = DecodeBody(r.Str(1));
-    GPUNEX_RETURN_IF_ERROR(
-        tx.Exec("UPDATE provider_applications SET search_text = ? WHERE id = ?",
-                {SearchText(r.Str(0), body.ok() ? *body : ApplicationBody{}), r.Str(0)})
-            .status());
+    const std::string id = r["id"].Str();
+    auto body = DecodeBody(r["body"].Str());
+    GPUNEX_RETURN_IF_ERROR(tx.Exec("UPDATE provider_applications SET search_text = ? WHERE id = ?",
+                                   {SearchText(id, body.ok() ? *body : ApplicationBody{}), id})
+                               .status());
   }
   return Status::Ok();
 }
@@ -438,10 +468,11 @@ Status FillSearchText(store::Tx& tx) {
 StatusOr<std::optional<ApplicationRow>> ApplicationsStore::Find(const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kColumns + " FROM provider_applications WHERE id = ?",
+      tx_.Query("SELECT " + ApplicationRows().Select() + " FROM provider_applications WHERE id = ?",
                 {id}));
-  if (rows.empty()) return std::optional<ApplicationRow>();
-  auto row = RowFrom(rows[0]);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<StoredApplication> stored, ApplicationRows().First(rows));
+  if (!stored) return std::optional<ApplicationRow>();
+  auto row = RowFrom(std::move(*stored));
   if (!row.ok())
     return Internal("stored application " + id + " is unreadable: " + row.status().message());
   return std::optional<ApplicationRow>(std::move(*row));
@@ -455,12 +486,13 @@ StatusOr<std::optional<ApplicationsStore::OpenApplication>> ApplicationsStore::F
                                     "'needs_info', 'approved') ORDER BY created_at, id LIMIT 1",
                                     {user_id}));
   if (rows.empty()) return std::optional<OpenApplication>();
-  return std::optional<OpenApplication>(OpenApplication{rows[0].Str(0), rows[0].Str(1)});
+  return std::optional<OpenApplication>(
+      OpenApplication{rows[0]["id"].Str(), rows[0]["status"].Str()});
 }
 
 Status ApplicationsStore::Insert(const ApplicationRow& a) {
   return tx_
-      .Exec(std::string("INSERT INTO provider_applications (") + kColumns +
+      .Exec("INSERT INTO provider_applications (" + ApplicationRows().Names() +
                 ", search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {a.id, a.user_id, a.status, EncodeBody(a.body), a.suggested_tier, OptValue(a.tier),
              ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
@@ -504,7 +536,7 @@ Status ApplicationsStore::MarkDecided(const std::string& id, const std::string& 
 
 Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
   return tx_
-      .Exec(std::string("INSERT INTO application_events (") + kEventColumns +
+      .Exec(std::string("INSERT INTO application_events (") + EventRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action, e.from_status,
              e.to_status, OptValue(e.message), OptValue(e.tier),
@@ -516,13 +548,11 @@ Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
 StatusOr<std::vector<ApplicationEventRow>> ApplicationsStore::ListEvents(
     const std::string& application_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kEventColumns +
+                          tx_.Query(std::string("SELECT ") + EventRows().Select() +
                                         " FROM application_events WHERE application_id = ? ORDER "
                                         "BY at, id",
                                     {application_id}));
-  std::vector<ApplicationEventRow> out;
-  for (const auto& r : rows) out.push_back(EventFrom(r));
-  return out;
+  return EventRows().Decode(rows);
 }
 
 namespace {
@@ -556,17 +586,17 @@ StatusOr<int64_t> ApplicationsStore::Count(const ApplicationFilter& filter,
   std::vector<store::Value> params;
   const std::string where = Conditions(filter, order, &params);
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM provider_applications" +
+                          tx_.Query("SELECT COUNT(*) AS n FROM provider_applications" +
                                         (where.empty() ? std::string() : " WHERE " + where),
                                     params));
-  return rows.empty() ? 0 : rows[0].Int(0);
+  return rows.empty() ? 0 : rows[0]["n"].Int();
 }
 
 StatusOr<ApplicationRowPage> ApplicationsStore::List(const ApplicationFilter& filter,
                                                      ApplicationOrder order, bool descending,
                                                      const PageRequest& page) {
   store::PageQuery q;
-  q.columns = kColumns;
+  q.columns = ApplicationRows().Select();
   q.from = "FROM provider_applications";
   q.where = Conditions(filter, order, &q.params);
   q.descending = descending;
@@ -575,14 +605,16 @@ StatusOr<ApplicationRowPage> ApplicationsStore::List(const ApplicationFilter& fi
            {"id", store::KeyColumn::Type::kText}};
 
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  GPUNEX_ASSIGN_OR_RETURN(Page<StoredApplication> stored, ApplicationRows().DecodePage(rows));
   ApplicationRowPage out;
-  out.next = std::move(rows.next);
-  for (const store::Row& r : rows.items) {
-    auto row = RowFrom(r);
+  out.next = std::move(stored.next);
+  for (StoredApplication& a : stored.items) {
+    std::string id = a.row.id;
+    auto row = RowFrom(std::move(a));
     if (row.ok()) {
       out.rows.push_back(std::move(*row));
     } else {
-      out.unreadable.push_back({r.Str(0), row.status().message()});
+      out.unreadable.push_back({std::move(id), row.status().message()});
     }
   }
   return out;

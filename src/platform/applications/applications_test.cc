@@ -41,7 +41,7 @@ std::vector<store::Migration> SchemaBefore(int version) {
 std::string StoredBody(TestDatabase& db, const std::string& id) {
   auto rows = db.Query("SELECT body FROM provider_applications WHERE id = ?", {id});
   EXPECT_TRUE(rows.ok() && rows->size() == 1) << id << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
+  return rows.ok() && rows->size() == 1 ? rows->front()["body"].Str() : "";
 }
 
 GpuEntry H100() {

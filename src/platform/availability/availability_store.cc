@@ -4,38 +4,59 @@
 #include "platform/applications/applications_store.h"
 #include "platform/store/coordination.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::availability {
 namespace {
 
 using store::KeyColumn;
 
-constexpr const char* kScheduleColumns =
-    "machine_id, schedule, source, updated_at, updated_by, next_check_at";
-constexpr const char* kMaintenanceColumns =
-    "id, machine_id, start_at, end_at, category, reason, declared_at, declared_by, "
-    "cancelled_at, soon_notified";
-
 std::string ScheduleText(const Schedule& s) { return applications::StoredAvailabilityText(s); }
 
-StatusOr<ScheduleRow> ScheduleFrom(const store::Row& r) {
+// A schedule row with its schedule still as text: one that does not read fails the query,
+// naming the machine.
+struct StoredSchedule {
   ScheduleRow row;
-  row.machine_id = r.Str(0);
-  auto schedule = applications::ParseStoredAvailability(r.Str(1));
-  if (!schedule.ok()) {
-    return Internal("machine " + row.machine_id + ": schedule: " + schedule.status().message());
-  }
-  row.schedule = std::move(*schedule);
-  row.source = r.Str(2);
-  row.updated_at = r.Time(3);
-  row.updated_by = r.OptStr(4);
-  row.next_check_at = r.Time(5);
-  return row;
+  std::string schedule;
+};
+
+const store::RowMapper<StoredSchedule>& ScheduleRows() {
+  using S = StoredSchedule;
+  static const auto* const m = new store::RowMapper<S>({
+      {"machine_id", [](S& s, const store::Cell& c) { s.row.machine_id = c.Str(); }},
+      {"schedule", &S::schedule},
+      {"source", [](S& s, const store::Cell& c) { s.row.source = c.Str(); }},
+      {"updated_at", [](S& s, const store::Cell& c) { s.row.updated_at = c.Time(); }},
+      {"updated_by", [](S& s, const store::Cell& c) { s.row.updated_by = c.OptStr(); }},
+      {"next_check_at", [](S& s, const store::Cell& c) { s.row.next_check_at = c.Time(); }},
+  });
+  return *m;
 }
 
-MaintenanceRow MaintenanceFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1),  r.Time(2), r.Time(3),    r.Str(4),
-          r.Str(5), r.Time(6), r.Str(7),  r.OptTime(8), r.Int(9) != 0};
+StatusOr<ScheduleRow> ScheduleFrom(StoredSchedule s) {
+  auto schedule = applications::ParseStoredAvailability(s.schedule);
+  if (!schedule.ok()) {
+    return Internal("machine " + s.row.machine_id + ": schedule: " + schedule.status().message());
+  }
+  s.row.schedule = std::move(*schedule);
+  return std::move(s.row);
+}
+
+const store::RowMapper<MaintenanceRow>& MaintenanceRows() {
+  using M = MaintenanceRow;
+  static const auto* const m = new store::RowMapper<M>({
+      {"id", &M::id},
+      {"machine_id", &M::machine_id},
+      {"start_at", &M::start},
+      {"end_at", &M::end},
+      {"category", &M::category},
+      {"reason", &M::reason},
+      {"declared_at", &M::declared_at},
+      {"declared_by", &M::declared_by},
+      {"cancelled_at", &M::cancelled_at},
+      {"soon_notified", &M::soon_notified},
+  });
+  return *m;
 }
 
 }  // namespace
@@ -43,20 +64,23 @@ MaintenanceRow MaintenanceFrom(const store::Row& r) {
 StatusOr<std::optional<ScheduleRow>> AvailabilityStore::FindSchedule(
     const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kScheduleColumns +
+                          tx_.Query(std::string("SELECT ") + ScheduleRows().Select() +
                                         " FROM machine_schedules WHERE machine_id = ?",
                                     {machine_id}));
-  if (rows.empty()) return std::optional<ScheduleRow>();
-  GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<StoredSchedule> stored, ScheduleRows().First(rows));
+  if (!stored) return std::optional<ScheduleRow>();
+  GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(std::move(*stored)));
   return std::optional<ScheduleRow>(std::move(row));
 }
 
 StatusOr<std::map<std::string, ScheduleRow>> AvailabilityStore::AllSchedules() {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kScheduleColumns +
-                                                      " FROM machine_schedules"));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + ScheduleRows().Select() + " FROM machine_schedules"));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<StoredSchedule> stored, ScheduleRows().Decode(rows));
   std::map<std::string, ScheduleRow> out;
-  for (const store::Row& r : rows) {
-    GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(r));
+  for (StoredSchedule& s : stored) {
+    GPUNEX_ASSIGN_OR_RETURN(ScheduleRow row, ScheduleFrom(std::move(s)));
     std::string id = row.machine_id;
     out.emplace(std::move(id), std::move(row));
   }
@@ -65,7 +89,7 @@ StatusOr<std::map<std::string, ScheduleRow>> AvailabilityStore::AllSchedules() {
 
 Status AvailabilityStore::UpsertSchedule(const ScheduleRow& row) {
   return tx_
-      .Exec(std::string("INSERT INTO machine_schedules (") + kScheduleColumns +
+      .Exec(std::string("INSERT INTO machine_schedules (") + ScheduleRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (machine_id) DO UPDATE SET "
                 "schedule = excluded.schedule, source = excluded.source, updated_at = "
                 "excluded.updated_at, updated_by = excluded.updated_by, next_check_at = "
@@ -82,7 +106,7 @@ StatusOr<std::vector<std::string>> AvailabilityStore::DueMachines(Timestamp now,
                                     "next_check_at <= ? ORDER BY next_check_at, machine_id LIMIT ?",
                                     {ToUnixMicros(now), int64_t{limit}}));
   std::vector<std::string> out;
-  for (const store::Row& r : rows) out.push_back(r.Str(0));
+  for (const store::Row& r : rows) out.push_back(r["machine_id"].Str());
   return out;
 }
 
@@ -101,7 +125,7 @@ StatusOr<std::string> AvailabilityStore::ChangeMark() {
 
 Status AvailabilityStore::InsertMaintenance(const MaintenanceRow& m) {
   return tx_
-      .Exec(std::string("INSERT INTO maintenance_windows (") + kMaintenanceColumns +
+      .Exec(std::string("INSERT INTO maintenance_windows (") + MaintenanceRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)",
             {m.id, m.machine_id, ToUnixMicros(m.start), ToUnixMicros(m.end), m.category, m.reason,
              ToUnixMicros(m.declared_at), m.declared_by})
@@ -111,31 +135,27 @@ Status AvailabilityStore::InsertMaintenance(const MaintenanceRow& m) {
 StatusOr<std::optional<MaintenanceRow>> AvailabilityStore::FindMaintenance(
     const std::string& machine_id, const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kMaintenanceColumns +
+                          tx_.Query(std::string("SELECT ") + MaintenanceRows().Select() +
                                         " FROM maintenance_windows WHERE id = ? AND machine_id = ?",
                                     {id, machine_id}));
-  if (rows.empty()) return std::optional<MaintenanceRow>();
-  return std::optional<MaintenanceRow>(MaintenanceFrom(rows[0]));
+  return MaintenanceRows().First(rows);
 }
 
 StatusOr<Page<MaintenanceRow>> AvailabilityStore::ListMaintenance(const std::string& machine_id,
                                                                   const PageRequest& page) {
-  store::PageQuery q{kMaintenanceColumns,
+  store::PageQuery q{MaintenanceRows().Select(),
                      "FROM maintenance_windows",
                      "machine_id = ?",
                      {machine_id},
                      {{"start_at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}},
                      true};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<MaintenanceRow> out;
-  for (const auto& r : rows.items) out.items.push_back(MaintenanceFrom(r));
-  out.next = std::move(rows.next);
-  return out;
+  return MaintenanceRows().DecodePage(rows);
 }
 
 StatusOr<std::vector<MaintenanceRow>> AvailabilityStore::MaintenanceOverlapping(
     const std::string& machine_id, Timestamp from, Timestamp to) {
-  std::string sql = std::string("SELECT ") + kMaintenanceColumns +
+  std::string sql = std::string("SELECT ") + MaintenanceRows().Select() +
                     " FROM maintenance_windows WHERE cancelled_at IS NULL AND start_at < ? AND "
                     "end_at > ?";
   std::vector<store::Value> params{ToUnixMicros(to), ToUnixMicros(from)};
@@ -145,17 +165,15 @@ StatusOr<std::vector<MaintenanceRow>> AvailabilityStore::MaintenanceOverlapping(
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(sql + " ORDER BY machine_id, start_at, id", params));
-  std::vector<MaintenanceRow> out;
-  for (const store::Row& r : rows) out.push_back(MaintenanceFrom(r));
-  return out;
+  return MaintenanceRows().Decode(rows);
 }
 
 StatusOr<int64_t> AvailabilityStore::CountUpcoming(const std::string& machine_id, Timestamp now) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM maintenance_windows WHERE machine_id = ? "
-                                    "AND cancelled_at IS NULL AND end_at > ?",
+                          tx_.Query("SELECT COUNT(*) AS n FROM maintenance_windows WHERE "
+                                    "machine_id = ? AND cancelled_at IS NULL AND end_at > ?",
                                     {machine_id, ToUnixMicros(now)}));
-  return rows[0].Int(0);
+  return rows[0]["n"].Int();
 }
 
 Status AvailabilityStore::CancelMaintenance(const std::string& id, Timestamp at) {
@@ -167,14 +185,12 @@ Status AvailabilityStore::CancelMaintenance(const std::string& id, Timestamp at)
 StatusOr<std::vector<MaintenanceRow>> AvailabilityStore::StartingSoon(Timestamp now,
                                                                       Duration lead) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kMaintenanceColumns +
+                          tx_.Query(std::string("SELECT ") + MaintenanceRows().Select() +
                                         " FROM maintenance_windows WHERE cancelled_at IS NULL "
                                         "AND soon_notified = 0 AND start_at > ? AND start_at <= ? "
                                         "ORDER BY start_at, id",
                                     {ToUnixMicros(now), ToUnixMicros(now + lead)}));
-  std::vector<MaintenanceRow> out;
-  for (const store::Row& r : rows) out.push_back(MaintenanceFrom(r));
-  return out;
+  return MaintenanceRows().Decode(rows);
 }
 
 Status AvailabilityStore::MarkSoonNotified(const std::string& id) {

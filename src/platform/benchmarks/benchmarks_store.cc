@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "platform/store/coordination.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::benchmarks {
 namespace {
@@ -76,50 +77,86 @@ std::optional<protocol::GpubenchFigures> FiguresFrom(const std::string& run_id,
   return std::move(*f);
 }
 
-constexpr const char* kRunColumns =
-    "id, machine_id, reason, state, requested_by, command_id, machine_phases, emulated, network, "
-    "storage, failures, error, created_at, finished_at";
-
-BenchmarkRun RunFrom(const store::Row& r) {
-  BenchmarkRun run;
-  run.id = r.Str(0);
-  run.machine_id = r.Str(1);
-  run.reason = r.Str(2);
-  run.state = r.Str(3);
-  run.requested_by = r.OptStr(4);
-  run.command_id = r.Str(5);
-  run.machine_phases = r.Bool(6);
-  run.emulated = r.Bool(7);
-  run.network = NetworkFrom(r.OptStr(8));
-  run.storage = StorageFrom(r.OptStr(9));
-  run.machine_failures = FailuresFrom(r.Str(10));
-  run.error = r.OptStr(11);
-  run.created_at = r.Time(12);
-  run.finished_at = r.OptTime(13);
-  return run;
+const store::RowMapper<BenchmarkRun>& RunRows() {
+  using R = BenchmarkRun;
+  static const auto* const m = new store::RowMapper<R>({
+      {"id", &R::id},
+      {"machine_id", &R::machine_id},
+      {"reason", &R::reason},
+      {"state", &R::state},
+      {"requested_by", &R::requested_by},
+      {"command_id", &R::command_id},
+      {"machine_phases", &R::machine_phases},
+      {"emulated", &R::emulated},
+      {"network", [](R& r, const store::Cell& c) { r.network = NetworkFrom(c.OptStr()); }},
+      {"storage", [](R& r, const store::Cell& c) { r.storage = StorageFrom(c.OptStr()); }},
+      {"failures", [](R& r, const store::Cell& c) { r.machine_failures = FailuresFrom(c.Str()); }},
+      {"error", &R::error},
+      {"created_at", &R::created_at},
+      {"finished_at", &R::finished_at},
+  });
+  return *m;
 }
 
+// A GPU's result with its figures still as text: reading them logs the run's id.
+struct GpuRow {
+  GpuRunResult result;
+  std::optional<std::string> figures;
+};
+
 StatusOr<std::vector<GpuRunResult>> GpusOfRun(store::Tx& tx, const std::string& run_id) {
+  static const auto* const m = new store::RowMapper<GpuRow>({
+      {"gpu_id", [](GpuRow& g, const store::Cell& c) { g.result.gpu_id = c.Str(); }},
+      {"uuid", [](GpuRow& g, const store::Cell& c) { g.result.uuid = c.Str(); }},
+      {"catalog_id", [](GpuRow& g, const store::Cell& c) { g.result.catalog_id = c.Str(); }},
+      {"state", [](GpuRow& g, const store::Cell& c) { g.result.state = c.Str(); }},
+      {"figures", &GpuRow::figures},
+      {"score",
+       [](GpuRow& g, const store::Cell& c) {
+         if (!c.IsNull()) g.result.score = c.Real();
+       }},
+      {"failures",
+       [](GpuRow& g, const store::Cell& c) { g.result.failures = FailuresFrom(c.Str()); }},
+      {"error", [](GpuRow& g, const store::Cell& c) { g.result.error = c.OptStr(); }},
+      {"created_at", [](GpuRow& g, const store::Cell& c) { g.result.created_at = c.Time(); }},
+  });
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT gpu_id, uuid, catalog_id, state, figures, score, failures, error, "
-               "created_at FROM benchmark_gpus WHERE run_id = ? ORDER BY gpu_id",
+      tx.Query("SELECT " + m->Select() + " FROM benchmark_gpus WHERE run_id = ? ORDER BY gpu_id",
                {run_id}));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<GpuRow> gpus, m->Decode(rows));
   std::vector<GpuRunResult> out;
-  for (const auto& r : rows) {
-    GpuRunResult g;
-    g.gpu_id = r.Str(0);
-    g.uuid = r.Str(1);
-    g.catalog_id = r.Str(2);
-    g.state = r.Str(3);
-    g.figures = FiguresFrom(run_id, r.OptStr(4));
-    if (!r.IsNull(5)) g.score = r.Real(5);
-    g.failures = FailuresFrom(r.Str(6));
-    g.error = r.OptStr(7);
-    g.created_at = r.Time(8);
-    out.push_back(std::move(g));
+  out.reserve(gpus.size());
+  for (GpuRow& g : gpus) {
+    g.result.figures = FiguresFrom(run_id, g.figures);
+    out.push_back(std::move(g.result));
   }
   return out;
+}
+
+const store::RowMapper<GpuStatusRow>& StatusRows() {
+  using S = GpuStatusRow;
+  static const auto* const m = new store::RowMapper<S>({
+      {"gpu_id", &S::gpu_id},
+      {"machine_id", &S::machine_id},
+      {"performance_score", &S::performance_score},
+      {"last_benchmark_at", &S::last_benchmark_at},
+      {"due_at", &S::due_at},
+      {"due_reason", [](S& s, const store::Cell& c) { s.due_reason = c.OptStr().value_or(""); }},
+  });
+  return *m;
+}
+
+const store::RowMapper<ScoreSample>& ScoreRows() {
+  using S = ScoreSample;
+  static const auto* const m = new store::RowMapper<S>({
+      {"gpu_id", &S::gpu_id},
+      {"run_id", &S::run_id},
+      {"created_at", &S::at},
+      {"score", &S::score},
+      {"state", [](S& s, const store::Cell& c) { s.passed = c.Str() == "passed"; }},
+  });
+  return *m;
 }
 
 }  // namespace
@@ -145,27 +182,25 @@ Status BenchmarksStore::InsertRun(const BenchmarkRun& run) {
 
 StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::FindRun(const std::string& run_id,
                                                                bool with_gpus) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kRunColumns +
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + RunRows().Select() +
                                                           " FROM benchmark_runs WHERE id = ?",
                                                       {run_id}));
-  if (rows.empty()) return std::optional<BenchmarkRun>();
-  BenchmarkRun run = RunFrom(rows[0]);
-  if (with_gpus) {
-    GPUNEX_ASSIGN_OR_RETURN(run.gpus, GpusOfRun(tx_, run_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run, RunRows().First(rows));
+  if (run && with_gpus) {
+    GPUNEX_ASSIGN_OR_RETURN(run->gpus, GpusOfRun(tx_, run_id));
   }
-  return std::optional<BenchmarkRun>(std::move(run));
+  return run;
 }
 
 StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::LatestMachineRun(
     const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kRunColumns +
+      tx_.Query(std::string("SELECT ") + RunRows().Select() +
                     " FROM benchmark_runs WHERE machine_id = ? AND network IS NOT NULL AND "
                     "state <> 'running' ORDER BY id DESC LIMIT 1",
                 {machine_id}));
-  if (rows.empty()) return std::optional<BenchmarkRun>();
-  return std::optional<BenchmarkRun>(RunFrom(rows[0]));
+  return RunRows().First(rows);
 }
 
 StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::string& machine_id) {
@@ -174,14 +209,14 @@ StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::st
       tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = 'running'",
                 {machine_id}));
   if (rows.empty()) return std::optional<std::string>();
-  return std::optional<std::string>(rows[0].Str(0));
+  return std::optional<std::string>(rows[0]["id"].Str());
 }
 
 StatusOr<int64_t> BenchmarksStore::CountRunsOn(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
-  return rows.at(0).Int(0);
+      tx_.Query("SELECT COUNT(*) AS n FROM benchmark_runs WHERE machine_id = ?", {machine_id}));
+  return rows.at(0)["n"].Int();
 }
 
 StatusOr<std::string> BenchmarksStore::ChangeMark() {
@@ -198,26 +233,23 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::Over
                 "AND created_at < ? ORDER BY id",
                 {ToUnixMicros(cutoff)}));
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& r : rows) out.emplace_back(r.Str(0), r.Str(1));
+  for (const auto& r : rows) out.emplace_back(r["id"].Str(), r["machine_id"].Str());
   return out;
 }
 
 StatusOr<Page<BenchmarkRun>> BenchmarksStore::ListRuns(const std::string& machine_id,
                                                        const PageRequest& page) {
-  store::PageQuery q{kRunColumns,
+  store::PageQuery q{RunRows().Select(),
                      "FROM benchmark_runs",
                      "machine_id = ?",
                      {machine_id},
                      {{"id", store::KeyColumn::Type::kText}},
                      /*descending=*/true};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<BenchmarkRun> out;
-  for (const auto& r : rows.items) {
-    BenchmarkRun run = RunFrom(r);
+  GPUNEX_ASSIGN_OR_RETURN(Page<BenchmarkRun> out, RunRows().DecodePage(rows));
+  for (BenchmarkRun& run : out.items) {
     GPUNEX_ASSIGN_OR_RETURN(run.gpus, GpusOfRun(tx_, run.id));
-    out.items.push_back(std::move(run));
   }
-  out.next = std::move(rows.next);
   return out;
 }
 
@@ -251,18 +283,13 @@ Status BenchmarksStore::FinishRun(const BenchmarkRun& run) {
 
 StatusOr<std::map<std::string, GpuStatusRow>> BenchmarksStore::StatusOf(
     const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT gpu_id, machine_id, performance_score, last_benchmark_at, due_at, "
-                "due_reason FROM gpu_benchmark_status WHERE machine_id = ?",
-                {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT " + StatusRows().Select() +
+                                        " FROM gpu_benchmark_status WHERE machine_id = ?",
+                                    {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<GpuStatusRow> statuses, StatusRows().Decode(rows));
   std::map<std::string, GpuStatusRow> out;
-  for (const auto& r : rows) {
-    GpuStatusRow s{r.Str(0),     r.Str(1),     std::nullopt,
-                   r.OptTime(3), r.OptTime(4), r.OptStr(5).value_or("")};
-    if (!r.IsNull(2)) s.performance_score = r.Real(2);
-    out.emplace(s.gpu_id, std::move(s));
-  }
+  for (GpuStatusRow& s : statuses) out.emplace(s.gpu_id, std::move(s));
   return out;
 }
 
@@ -291,15 +318,15 @@ StatusOr<std::vector<std::string>> BenchmarksStore::MachinesDue(Timestamp now,
                                     "ORDER BY machine_id",
                                     {ToUnixMicros(now), ToUnixMicros(periodic_cutoff)}));
   std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(r.Str(0));
+  for (const auto& r : rows) out.push_back(r["machine_id"].Str());
   return out;
 }
 
 StatusOr<std::vector<ScoreSample>> BenchmarksStore::Scores(const std::string& machine_id,
                                                            Timestamp since) {
   std::string sql =
-      "SELECT bg.gpu_id, bg.run_id, bg.created_at, bg.score, bg.state FROM benchmark_gpus bg "
-      "JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL AND bg.state IN "
+      "SELECT " + ScoreRows().Select("bg") +
+      " FROM benchmark_gpus bg JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL AND bg.state IN "
       "('passed', 'failed')";
   std::vector<store::Value> params;
   if (!machine_id.empty()) {
@@ -313,11 +340,7 @@ StatusOr<std::vector<ScoreSample>> BenchmarksStore::Scores(const std::string& ma
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(sql + " ORDER BY bg.gpu_id, bg.created_at, bg.run_id", params));
-  std::vector<ScoreSample> out;
-  for (const store::Row& r : rows) {
-    out.push_back({r.Str(0), r.Str(1), r.Time(2), r.Real(3), r.Str(4) == "passed"});
-  }
-  return out;
+  return ScoreRows().Decode(rows);
 }
 
 std::vector<store::Migration> BenchmarksMigrations() {

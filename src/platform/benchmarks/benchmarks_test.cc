@@ -298,7 +298,7 @@ class BenchmarksTest : public testing::PlatformTest {
     auto rows =
         Query("SELECT due_at, due_reason FROM gpu_benchmark_status WHERE gpu_id = ?", {gpu_id});
     if (rows.empty()) return {-2, "no status row"};
-    return {rows[0].OptInt(0).value_or(-1), rows[0].OptStr(1).value_or("")};
+    return {rows[0]["due_at"].OptInt().value_or(-1), rows[0]["due_reason"].OptStr().value_or("")};
   }
 
   // The machine's first run passes on every GPU.
@@ -481,9 +481,9 @@ TEST_P(BenchmarksTest, AScoreThatJumpsIsFlaggedToTheAdmins) {
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(1.25, 1.25));  // +40 %: still plausible, but hardware does not grow
   EXPECT_THAT(NotificationKinds(admin_), ::testing::Contains("benchmark.jump"));
-  EXPECT_EQ(Query("SELECT COUNT(*) FROM machine_events WHERE machine_id = ? AND kind = ?",
-                  {mid, "benchmark_jump"})[0]
-                .Int(0),
+  EXPECT_EQ(Query("SELECT COUNT(*) AS n FROM machine_events WHERE machine_id = ? AND kind = ?",
+                  {mid, "benchmark_jump"})[0]["n"]
+                .Int(),
             1);
   EXPECT_THAT(NotificationKinds(provider_), ::testing::Not(::testing::Contains("benchmark.jump")));
 }
@@ -506,7 +506,7 @@ TEST_P(BenchmarksTest, AScoreThatCreepsAwayFromItsHistoryIsFlaggedToo) {
   const auto events = Query("SELECT detail FROM machine_events WHERE machine_id = ? AND kind = ?",
                             {mid, "benchmark_jump"});
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_THAT(events[0].Str(0), ::testing::HasSubstr("median of its recent runs"));
+  EXPECT_THAT(events[0]["detail"].Str(), ::testing::HasSubstr("median of its recent runs"));
 }
 
 TEST_P(BenchmarksTest, AChangedInventoryMakesTheGpusDueAgain) {
@@ -706,14 +706,14 @@ TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.delisted", "benchmark.listed"));
   auto mails = Query("SELECT kind, to_addr, subject, body FROM email_outbox ORDER BY id");
   ASSERT_EQ(mails.size(), 1u);
-  EXPECT_EQ(mails[0].Str(0), "benchmark.delisted");
-  EXPECT_THAT(mails[0].Str(1), HasSubstr("prov@example.com"));
-  EXPECT_EQ(mails[0].Str(2), "gpunex: a GPU was delisted after its benchmark");
-  EXPECT_THAT(mails[0].Str(3), StartsWith("Hello Ana,"));
-  EXPECT_THAT(mails[0].Str(3), HasSubstr("NVIDIA L4 (GPU 1)"));
-  EXPECT_THAT(mails[0].Str(3), HasSubstr("Memory bandwidth is low"));
-  EXPECT_THAT(mails[0].Str(3), HasSubstr("airflow"));
-  EXPECT_THAT(mails[0].Str(3),
+  EXPECT_EQ(mails[0]["kind"].Str(), "benchmark.delisted");
+  EXPECT_THAT(mails[0]["to_addr"].Str(), HasSubstr("prov@example.com"));
+  EXPECT_EQ(mails[0]["subject"].Str(), "gpunex: a GPU was delisted after its benchmark");
+  EXPECT_THAT(mails[0]["body"].Str(), StartsWith("Hello Ana,"));
+  EXPECT_THAT(mails[0]["body"].Str(), HasSubstr("NVIDIA L4 (GPU 1)"));
+  EXPECT_THAT(mails[0]["body"].Str(), HasSubstr("Memory bandwidth is low"));
+  EXPECT_THAT(mails[0]["body"].Str(), HasSubstr("airflow"));
+  EXPECT_THAT(mails[0]["body"].Str(),
               HasSubstr("https://gpunex.example/#/provider/benchmark?machine=" + mid));
   EXPECT_EQ(wakes_.load(), 1) << "the outbox is woken after the commit";
 
@@ -736,8 +736,8 @@ TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
               ElementsAre("benchmark.relisted", "benchmark.delisted", "benchmark.listed"));
   mails = Query("SELECT kind, subject FROM email_outbox ORDER BY id");
   ASSERT_EQ(mails.size(), 2u);
-  EXPECT_EQ(mails[1].Str(0), "benchmark.relisted");
-  EXPECT_EQ(mails[1].Str(1), "gpunex: a GPU is listed again");  // no machine name
+  EXPECT_EQ(mails[1]["kind"].Str(), "benchmark.relisted");
+  EXPECT_EQ(mails[1]["subject"].Str(), "gpunex: a GPU is listed again");  // no machine name
   EXPECT_EQ(wakes_.load(), 2);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::billing {
 namespace {
@@ -10,20 +11,18 @@ namespace {
 // Rows per multi-row statement: far below either backend's limit on parameters.
 constexpr size_t kChunk = 400;
 
-constexpr std::string_view kTransferColumns =
-    "id, kind, debit_account, credit_account, amount, rental_id, reference, at";
-
-Transfer TransferFrom(const store::Row& r) {
-  Transfer t;
-  t.id = r.Str(0);
-  t.kind = r.Str(1);
-  t.debit_account = r.Str(2);
-  t.credit_account = r.Str(3);
-  t.amount = Usdc::Micros(r.Int(4));
-  t.rental_id = r.OptStr(5);
-  t.reference = r.Str(6);
-  t.at = r.Time(7);
-  return t;
+const store::RowMapper<Transfer>& TransferRows() {
+  static const auto* const m = new store::RowMapper<Transfer>({
+      {"id", &Transfer::id},
+      {"kind", &Transfer::kind},
+      {"debit_account", &Transfer::debit_account},
+      {"credit_account", &Transfer::credit_account},
+      {"amount", &Transfer::amount},
+      {"rental_id", &Transfer::rental_id},
+      {"reference", &Transfer::reference},
+      {"at", &Transfer::at},
+  });
+  return *m;
 }
 
 std::string Placeholders(size_t rows, std::string_view row) {
@@ -52,12 +51,11 @@ StatusOr<std::vector<std::string>> BillingStore::InsertTransfers(
                      ToUnixMicros(t.at)});
     }
     GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx_.Query("INSERT INTO ledger_transfers (" + std::string(kTransferColumns) + ") VALUES " +
-                      Placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?)") +
-                      " ON CONFLICT (id) DO NOTHING RETURNING id",
-                  params));
-    for (const auto& r : rows) inserted.push_back(r.Str(0));
+        store::Rows rows, tx_.Query("INSERT INTO ledger_transfers (" + TransferRows().Names() +
+                                        ") VALUES " + Placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?)") +
+                                        " ON CONFLICT (id) DO NOTHING RETURNING id",
+                                    params));
+    for (const auto& r : rows) inserted.push_back(r["id"].Str());
   }
   return inserted;
 }
@@ -68,11 +66,12 @@ StatusOr<std::vector<Transfer>> BillingStore::FindTransfers(const std::vector<st
     const size_t n = std::min(kChunk, ids.size() - start);
     std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
                                      ids.begin() + static_cast<std::ptrdiff_t>(start + n));
-    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + std::string(kTransferColumns) +
+    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + TransferRows().Select() +
                                                             " FROM ledger_transfers WHERE id IN (" +
                                                             Placeholders(n, "?") + ")",
                                                         params));
-    for (const auto& r : rows) out.push_back(TransferFrom(r));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Transfer> found, TransferRows().Decode(rows));
+    for (Transfer& t : found) out.push_back(std::move(t));
   }
   return out;
 }
@@ -113,7 +112,7 @@ StatusOr<std::optional<int64_t>> BillingStore::Balance(std::string_view account)
                                                       "WHERE id = ?",
                                                       {std::string(account)}));
   if (rows.empty()) return std::optional<int64_t>();
-  return std::optional<int64_t>(rows[0].Int(0));
+  return std::optional<int64_t>(rows[0]["balance"].Int());
 }
 
 StatusOr<std::map<std::string, int64_t>> BillingStore::Balances(
@@ -127,7 +126,7 @@ StatusOr<std::map<std::string, int64_t>> BillingStore::Balances(
                             tx_.Query("SELECT id, balance FROM ledger_accounts WHERE id IN (" +
                                           Placeholders(n, "?") + ")",
                                       params));
-    for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+    for (const auto& r : rows) out[r["id"].Str()] = r["balance"].Int();
   }
   return out;
 }
@@ -135,55 +134,55 @@ StatusOr<std::map<std::string, int64_t>> BillingStore::Balances(
 StatusOr<Page<Transfer>> BillingStore::TransfersOf(std::string_view account, Timestamp from,
                                                    Timestamp to, const PageRequest& page) {
   store::PageQuery q;
-  q.columns = std::string(kTransferColumns);
+  q.columns = TransferRows().Select();
   q.from = "FROM ledger_transfers";
   q.where = "(debit_account = ? OR credit_account = ?) AND at >= ? AND at < ?";
   q.params = {std::string(account), std::string(account), ToUnixMicros(from), ToUnixMicros(to)};
   q.key = {{"at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Transfer> out;
-  for (const auto& r : rows.items) out.items.push_back(TransferFrom(r));
-  out.next = rows.next;
-  return out;
+  return TransferRows().DecodePage(rows);
 }
 
 StatusOr<std::map<std::string, int64_t>> BillingStore::StoredBalances() {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT id, balance FROM ledger_accounts"));
   std::map<std::string, int64_t> out;
-  for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+  for (const auto& r : rows) out[r["id"].Str()] = r["balance"].Int();
   return out;
 }
 
 StatusOr<std::map<std::string, int64_t>> BillingStore::ComputedBalances() {
   std::map<std::string, int64_t> out;
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows credits,
-                          tx_.Query("SELECT credit_account, SUM(amount) FROM ledger_transfers "
-                                    "GROUP BY credit_account"));
-  for (const auto& r : credits) out[r.Str(0)] += r.Int(1);
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows debits,
-                          tx_.Query("SELECT debit_account, SUM(amount) FROM ledger_transfers "
-                                    "GROUP BY debit_account"));
-  for (const auto& r : debits) out[r.Str(0)] -= r.Int(1);
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows credits,
+      tx_.Query("SELECT credit_account, SUM(amount) AS amount FROM ledger_transfers "
+                "GROUP BY credit_account"));
+  for (const auto& r : credits) out[r["credit_account"].Str()] += r["amount"].Int();
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows debits,
+      tx_.Query("SELECT debit_account, SUM(amount) AS amount FROM ledger_transfers "
+                "GROUP BY debit_account"));
+  for (const auto& r : debits) out[r["debit_account"].Str()] -= r["amount"].Int();
   return out;
 }
 
 StatusOr<int64_t> BillingStore::CountTransfers() {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT COUNT(*) FROM ledger_transfers"));
-  return rows[0].Int(0);
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT COUNT(*) AS n FROM ledger_transfers"));
+  return rows[0]["n"].Int();
 }
 
 StatusOr<std::map<std::string, int64_t>> BillingStore::ReleasableUsage(Timestamp from,
                                                                        Timestamp until) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT t.credit_account, SUM(t.amount) FROM ledger_transfers t "
+      tx_.Query("SELECT t.credit_account, SUM(t.amount) AS amount FROM ledger_transfers t "
                 "WHERE t.kind = 'usage_provider' AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
                 "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND "
                 "r.kind = 'refund_provider') GROUP BY t.credit_account",
                 {ToUnixMicros(from), ToUnixMicros(until)}));
   std::map<std::string, int64_t> out;
-  for (const auto& r : rows) out[r.Str(0)] = r.Int(1);
+  for (const auto& r : rows) out[r["credit_account"].Str()] = r["amount"].Int();
   return out;
 }
 
@@ -192,7 +191,7 @@ StatusOr<Timestamp> BillingStore::ReleasedUntil() {
                           tx_.Query("SELECT released_until FROM ledger_release_progress "
                                     "WHERE id = 1"));
   if (rows.empty()) return FromUnixMicros(0);
-  return rows[0].Time(0);
+  return rows[0]["released_until"].Time();
 }
 
 Status BillingStore::SetReleasedUntil(Timestamp until) {

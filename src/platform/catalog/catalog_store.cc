@@ -1,23 +1,36 @@
 #include "platform/catalog/catalog_store.h"
 
+#include "platform/store/rows.h"
+
 namespace gpunex::platform::catalog {
 namespace {
 
-constexpr const char* kColumns =
-    "id, nvml_name, vram_gb, fp32_tflops, fp16_tflops, fp16_tensor_tflops, tf32_tensor_tflops, "
-    "mem_bw_gbps, default_price_micro, source, created_at";
-
-GpuModelRow RowFrom(const store::Row& r) {
-  GpuModel m{r.Str(0),  r.Str(1),  static_cast<int>(r.Int(2)), r.Real(3), r.Real(4), r.Real(5),
-             r.Real(6), r.Real(7), Usdc::Micros(r.Int(8))};
-  return {std::move(m), r.Str(9), r.Time(10)};
+const store::RowMapper<GpuModelRow>& ModelRows() {
+  static const auto* const m = new store::RowMapper<GpuModelRow>({
+      {"id", [](GpuModelRow& r, const store::Cell& c) { r.model.id = c.Str(); }},
+      {"nvml_name", [](GpuModelRow& r, const store::Cell& c) { r.model.nvml_name = c.Str(); }},
+      {"vram_gb",
+       [](GpuModelRow& r, const store::Cell& c) { r.model.vram_gb = static_cast<int>(c.Int()); }},
+      {"fp32_tflops", [](GpuModelRow& r, const store::Cell& c) { r.model.fp32_tflops = c.Real(); }},
+      {"fp16_tflops", [](GpuModelRow& r, const store::Cell& c) { r.model.fp16_tflops = c.Real(); }},
+      {"fp16_tensor_tflops",
+       [](GpuModelRow& r, const store::Cell& c) { r.model.fp16_tensor_tflops = c.Real(); }},
+      {"tf32_tensor_tflops",
+       [](GpuModelRow& r, const store::Cell& c) { r.model.tf32_tensor_tflops = c.Real(); }},
+      {"mem_bw_gbps", [](GpuModelRow& r, const store::Cell& c) { r.model.mem_bw_gbps = c.Real(); }},
+      {"default_price_micro",
+       [](GpuModelRow& r, const store::Cell& c) { r.model.default_price = Usdc::Micros(c.Int()); }},
+      {"source", &GpuModelRow::source},
+      {"created_at", &GpuModelRow::created_at},
+  });
+  return *m;
 }
 
 }  // namespace
 
 Status CatalogStore::Insert(const GpuModelRow& row, bool if_absent) {
   const GpuModel& m = row.model;
-  std::string sql = std::string("INSERT INTO gpu_models (") + kColumns +
+  std::string sql = std::string("INSERT INTO gpu_models (") + ModelRows().Names() +
                     ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   if (if_absent) sql += " ON CONFLICT (id) DO NOTHING";
   return tx_
@@ -28,19 +41,18 @@ Status CatalogStore::Insert(const GpuModelRow& row, bool if_absent) {
 }
 
 StatusOr<std::optional<GpuModelRow>> CatalogStore::Find(std::string_view id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kColumns +
-                                                          " FROM gpu_models WHERE id = ?",
-                                                      {std::string(id)}));
-  if (rows.empty()) return std::optional<GpuModelRow>();
-  return std::optional<GpuModelRow>(RowFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + ModelRows().Select() + " FROM gpu_models WHERE id = ?",
+                {std::string(id)}));
+  return ModelRows().First(rows);
 }
 
 StatusOr<std::vector<GpuModelRow>> CatalogStore::List() {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kColumns +
-                                                      " FROM gpu_models ORDER BY id"));
-  std::vector<GpuModelRow> out;
-  for (const auto& r : rows) out.push_back(RowFrom(r));
-  return out;
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + ModelRows().Select() + " FROM gpu_models ORDER BY id"));
+  return ModelRows().Decode(rows);
 }
 
 std::vector<store::Migration> CatalogMigrations() {

@@ -3,6 +3,7 @@
 #include "common/ids.h"
 #include "common/json.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::fleet {
 namespace {
@@ -84,59 +85,93 @@ protocol::GpuSample TelemetryFrom(const std::string& text) {
   return s;
 }
 
-constexpr const char* kMachineColumns =
-    "id, provider_id, key_hash, name, status, emulated, agent_version, host, inventory_hash, "
-    "created_at, last_seen_at, status_since";
-
-MachineRow MachineFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1),           r.Str(2), r.Str(3),  r.Str(4),   r.Bool(5),
-          r.Str(6), HostFrom(r.Str(7)), r.Str(8), r.Time(9), r.Time(10), r.Time(11)};
+const store::RowMapper<MachineRow>& MachineRows() {
+  static const auto* const m = new store::RowMapper<MachineRow>({
+      {"id", &MachineRow::id},
+      {"provider_id", &MachineRow::provider_id},
+      {"key_hash", &MachineRow::key_hash},
+      {"name", &MachineRow::name},
+      {"status", &MachineRow::status},
+      {"emulated", &MachineRow::emulated},
+      {"agent_version", &MachineRow::agent_version},
+      {"host", [](MachineRow& m, const store::Cell& c) { m.host = HostFrom(c.Str()); }},
+      {"inventory_hash", &MachineRow::inventory_hash},
+      {"created_at", &MachineRow::created_at},
+      {"last_seen_at", &MachineRow::last_seen},
+      {"status_since", &MachineRow::status_since},
+  });
+  return *m;
 }
 
-constexpr const char* kGpuColumns =
-    "id, machine_id, idx, uuid, name, catalog_id, vram_mb, emulated, present, enabled, info, "
-    "telemetry, telemetry_at, benchmark_verdict, benchmark_note, benchmarking, listing_state, "
-    "listing_note, listing_since, created_at, priced";
-
-MachineGpu GpuFrom(const store::Row& r) {
-  MachineGpu g;
-  g.id = r.Str(0);
-  g.machine_id = r.Str(1);
-  g.index = r.Int(2);
-  g.uuid = r.Str(3);
-  g.name = r.Str(4);
-  g.catalog_id = r.Str(5);
-  g.vram_mb = r.Int(6);
-  g.emulated = r.Bool(7);
-  g.present = r.Bool(8);
-  g.enabled = r.Bool(9);
-  g.info = InfoFrom(r.Str(10));
-  if (!r.IsNull(11)) g.telemetry = TelemetryFrom(r.Str(11));
-  g.telemetry_at = r.OptTime(12);
-  g.benchmark_verdict =
-      listing::ParseBenchmarkVerdictCode(r.Str(13)).value_or(listing::BenchmarkVerdict::kPassed);
-  g.benchmark_note = r.OptStr(14).value_or("");
-  g.benchmarking = r.Bool(15);
-  g.listing.state =
-      listing::ParseListingStateCode(r.Str(16)).value_or(listing::ListingState::kMachineOffline);
-  g.listing.note = r.OptStr(17).value_or("");
-  g.listing_since = r.Time(18);
-  g.created_at = r.Time(19);
-  g.priced = r.Bool(20);
-  return g;
+const store::RowMapper<MachineGpu>& GpuRows() {
+  static const auto* const m = new store::RowMapper<MachineGpu>({
+      {"id", &MachineGpu::id},
+      {"machine_id", &MachineGpu::machine_id},
+      {"idx", &MachineGpu::index},
+      {"uuid", &MachineGpu::uuid},
+      {"name", &MachineGpu::name},
+      {"catalog_id", &MachineGpu::catalog_id},
+      {"vram_mb", &MachineGpu::vram_mb},
+      {"emulated", &MachineGpu::emulated},
+      {"present", &MachineGpu::present},
+      {"enabled", &MachineGpu::enabled},
+      {"info", [](MachineGpu& g, const store::Cell& c) { g.info = InfoFrom(c.Str()); }},
+      {"telemetry",
+       [](MachineGpu& g, const store::Cell& c) {
+         if (!c.IsNull()) g.telemetry = TelemetryFrom(c.Str());
+       }},
+      {"telemetry_at", &MachineGpu::telemetry_at},
+      {"benchmark_verdict",
+       [](MachineGpu& g, const store::Cell& c) {
+         g.benchmark_verdict = listing::ParseBenchmarkVerdictCode(c.Str()).value_or(
+             listing::BenchmarkVerdict::kPassed);
+       }},
+      {"benchmark_note",
+       [](MachineGpu& g, const store::Cell& c) { g.benchmark_note = c.OptStr().value_or(""); }},
+      {"benchmarking", &MachineGpu::benchmarking},
+      {"listing_state",
+       [](MachineGpu& g, const store::Cell& c) {
+         g.listing.state = listing::ParseListingStateCode(c.Str()).value_or(
+             listing::ListingState::kMachineOffline);
+       }},
+      {"listing_note",
+       [](MachineGpu& g, const store::Cell& c) { g.listing.note = c.OptStr().value_or(""); }},
+      {"listing_since", &MachineGpu::listing_since},
+      {"created_at", &MachineGpu::created_at},
+      {"priced", &MachineGpu::priced},
+  });
+  return *m;
 }
 
-constexpr const char* kCommandColumns = "id, machine_id, kind, payload, state, created_at, sent_at";
-
-CommandRow CommandFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Str(4), r.Time(5), r.OptTime(6)};
+const store::RowMapper<CommandRow>& CommandRows() {
+  static const auto* const m = new store::RowMapper<CommandRow>({
+      {"id", &CommandRow::id},
+      {"machine_id", &CommandRow::machine_id},
+      {"kind", &CommandRow::kind},
+      {"payload", &CommandRow::payload_json},
+      {"state", &CommandRow::state},
+      {"created_at", &CommandRow::created_at},
+      {"sent_at", &CommandRow::sent_at},
+  });
+  return *m;
 }
 
+const store::RowMapper<MachineInterval>& IntervalRows() {
+  static const auto* const m = new store::RowMapper<MachineInterval>({
+      {"state", &MachineInterval::state},
+      {"started_at", &MachineInterval::started_at},
+      {"ended_at", &MachineInterval::ended_at},
+      {"end_reason", &MachineInterval::end_reason},
+  });
+  return *m;
+}
+
+// `sql` selects one column named id.
 StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql,
                                        const std::vector<store::Value>& params) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql, params));
   std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(r.Str(0));
+  for (const auto& r : rows) out.push_back(r["id"].Str());
   return out;
 }
 
@@ -147,9 +182,9 @@ StatusOr<std::vector<std::string>> Ids(store::Tx& tx, const std::string& sql,
 StatusOr<std::optional<MachineRow>> FleetStore::FindMachine(const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kMachineColumns + " FROM machines WHERE id = ?", {id}));
-  if (rows.empty()) return std::optional<MachineRow>();
-  return std::optional<MachineRow>(MachineFrom(rows[0]));
+      tx_.Query(std::string("SELECT ") + MachineRows().Select() + " FROM machines WHERE id = ?",
+                {id}));
+  return MachineRows().First(rows);
 }
 
 StatusOr<std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>>>
@@ -169,7 +204,10 @@ FleetStore::MachineStates(const std::vector<std::string>& ids) {
                                       "WHERE id IN (" +
                                           in + ")",
                                       params));
-    for (const auto& r : rows) out.emplace_back(r.Str(0), r.Str(1), r.Time(2), r.Time(3));
+    for (const auto& r : rows) {
+      out.emplace_back(r["id"].Str(), r["status"].Str(), r["last_seen_at"].Time(),
+                       r["status_since"].Time());
+    }
   }
   return out;
 }
@@ -177,21 +215,21 @@ FleetStore::MachineStates(const std::vector<std::string>& ids) {
 StatusOr<int64_t> FleetStore::CountMachinesOf(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM machines WHERE provider_id = ?", {provider_id}));
-  return rows[0].Int(0);
+      tx_.Query("SELECT COUNT(*) AS n FROM machines WHERE provider_id = ?", {provider_id}));
+  return rows[0]["n"].Int();
 }
 
 StatusOr<std::optional<MachineRow>> FleetStore::FindMachineByKey(const std::string& key_hash) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kMachineColumns +
-                                                          " FROM machines WHERE key_hash = ?",
-                                                      {key_hash}));
-  if (rows.empty()) return std::optional<MachineRow>();
-  return std::optional<MachineRow>(MachineFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + MachineRows().Select() +
+                                        " FROM machines WHERE key_hash = ?",
+                                    {key_hash}));
+  return MachineRows().First(rows);
 }
 
 Status FleetStore::InsertMachine(const MachineRow& m) {
   return tx_
-      .Exec(std::string("INSERT INTO machines (") + kMachineColumns +
+      .Exec(std::string("INSERT INTO machines (") + MachineRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {m.id, m.provider_id, m.key_hash, m.name, m.status, int64_t{m.emulated},
              m.agent_version, HostText(m.host), m.inventory_hash, ToUnixMicros(m.created_at),
@@ -237,16 +275,14 @@ Status FleetStore::SetMachineStatus(const std::string& id, std::string_view stat
 
 StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_id,
                                                     const PageRequest& page) {
-  store::PageQuery q{kMachineColumns, "FROM machines", "", {}, {{"id", KeyColumn::Type::kText}}};
+  store::PageQuery q{
+      MachineRows().Select(), "FROM machines", "", {}, {{"id", KeyColumn::Type::kText}}};
   if (!provider_id.empty()) {
     q.where = "provider_id = ?";
     q.params = {provider_id};
   }
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<MachineRow> out;
-  for (const auto& r : rows.items) out.items.push_back(MachineFrom(r));
-  out.next = std::move(rows.next);
-  return out;
+  return MachineRows().DecodePage(rows);
 }
 
 StatusOr<std::vector<std::string>> FleetStore::StaleOnlineMachines(Timestamp cutoff) {
@@ -271,22 +307,19 @@ StatusOr<std::vector<std::string>> FleetStore::OnlineMachines() {
 
 StatusOr<std::vector<MachineGpu>> FleetStore::GpusOf(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query(std::string("SELECT ") + kGpuColumns +
+      store::Rows rows, tx_.Query(std::string("SELECT ") + GpuRows().Select() +
                                       " FROM machine_gpus WHERE machine_id = ? ORDER BY idx, uuid",
                                   {machine_id}));
-  std::vector<MachineGpu> out;
-  for (const auto& r : rows) out.push_back(GpuFrom(r));
-  return out;
+  return GpuRows().Decode(rows);
 }
 
 StatusOr<std::optional<MachineGpu>> FleetStore::FindGpu(const std::string& machine_id,
                                                         const std::string& gpu_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kGpuColumns +
+                          tx_.Query(std::string("SELECT ") + GpuRows().Select() +
                                         " FROM machine_gpus WHERE id = ? AND machine_id = ?",
                                     {gpu_id, machine_id}));
-  if (rows.empty()) return std::optional<MachineGpu>();
-  return std::optional<MachineGpu>(GpuFrom(rows[0]));
+  return GpuRows().First(rows);
 }
 
 StatusOr<std::optional<std::string>> FleetStore::GpuIdByUuid(const std::string& machine_id,
@@ -295,7 +328,7 @@ StatusOr<std::optional<std::string>> FleetStore::GpuIdByUuid(const std::string& 
                           tx_.Query("SELECT id FROM machine_gpus WHERE machine_id = ? AND uuid = ?",
                                     {machine_id, uuid}));
   if (rows.empty()) return std::optional<std::string>();
-  return std::optional<std::string>(rows[0].Str(0));
+  return std::optional<std::string>(rows[0]["id"].Str());
 }
 
 Status FleetStore::MarkGpusAbsent(const std::string& machine_id) {
@@ -381,7 +414,7 @@ StatusOr<std::optional<int64_t>> FleetStore::OffersStamp(const std::string& mach
       store::Rows rows,
       tx_.Query("SELECT offers_changed_at FROM machines WHERE id = ?", {machine_id}));
   if (rows.empty()) return std::optional<int64_t>();
-  return std::optional<int64_t>(rows[0].Int(0));
+  return std::optional<int64_t>(rows[0]["offers_changed_at"].Int());
 }
 
 StatusOr<std::vector<std::pair<std::string, int64_t>>> FleetStore::OffersChangedSince(
@@ -392,7 +425,7 @@ StatusOr<std::vector<std::pair<std::string, int64_t>>> FleetStore::OffersChanged
                 {since_us}));
   std::vector<std::pair<std::string, int64_t>> out;
   out.reserve(rows.size());
-  for (const auto& r : rows) out.emplace_back(r.Str(0), r.Int(1));
+  for (const auto& r : rows) out.emplace_back(r["id"].Str(), r["offers_changed_at"].Int());
   return out;
 }
 
@@ -414,7 +447,9 @@ StatusOr<AvailabilityFacts> FleetStore::AvailabilityFactsOf(const std::string& m
                                     "FROM machines WHERE id = ?",
                                     {machine_id}));
   if (rows.empty()) return NotFound("no such machine");
-  return AvailabilityFacts{rows[0].Int(0) != 0, rows[0].OptTime(1), rows[0].Int(2) != 0};
+  const store::Row& r = rows[0];
+  return AvailabilityFacts{r["inside_schedule"].Int() != 0, r["schedule_opens_at"].OptTime(),
+                           r["in_maintenance"].Int() != 0};
 }
 
 Status FleetStore::SetAvailabilityFacts(const std::string& machine_id, const AvailabilityFacts& f) {
@@ -452,12 +487,11 @@ StatusOr<std::vector<MachineInterval>> FleetStore::RecentIntervals(const std::st
                                                                    int limit) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT state, started_at, ended_at, end_reason FROM machine_intervals "
-                "WHERE machine_id = ? ORDER BY started_at DESC, id DESC LIMIT ?",
+      tx_.Query("SELECT " + IntervalRows().Select() +
+                    " FROM machine_intervals WHERE machine_id = ? ORDER BY started_at DESC, id "
+                    "DESC LIMIT ?",
                 {machine_id, int64_t{limit}}));
-  std::vector<MachineInterval> out;
-  for (const auto& r : rows) out.push_back({r.Str(0), r.Time(1), r.OptTime(2), r.OptStr(3)});
-  return out;
+  return IntervalRows().Decode(rows);
 }
 
 Status FleetStore::InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
@@ -507,12 +541,10 @@ Status FleetStore::InsertCommand(const CommandRow& c) {
 StatusOr<std::vector<CommandRow>> FleetStore::UnfinishedCommands(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kCommandColumns +
+      tx_.Query(std::string("SELECT ") + CommandRows().Select() +
                     " FROM agent_commands WHERE machine_id = ? AND state <> 'done' ORDER BY id",
                 {machine_id}));
-  std::vector<CommandRow> out;
-  for (const auto& r : rows) out.push_back(CommandFrom(r));
-  return out;
+  return CommandRows().Decode(rows);
 }
 
 Status FleetStore::MarkCommandSent(const std::string& id, Timestamp at) {
@@ -537,11 +569,10 @@ Status FleetStore::MarkCommandAcked(const std::string& machine_id, const std::st
 StatusOr<std::optional<CommandRow>> FleetStore::FindCommand(const std::string& machine_id,
                                                             const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kCommandColumns +
+                          tx_.Query(std::string("SELECT ") + CommandRows().Select() +
                                         " FROM agent_commands WHERE id = ? AND machine_id = ?",
                                     {id, machine_id}));
-  if (rows.empty()) return std::optional<CommandRow>();
-  return std::optional<CommandRow>(CommandFrom(rows[0]));
+  return CommandRows().First(rows);
 }
 
 Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok,
@@ -554,7 +585,8 @@ Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok,
 }
 
 StatusOr<std::vector<std::string>> FleetStore::MachinesWithPendingCommands() {
-  return Ids(tx_, "SELECT DISTINCT machine_id FROM agent_commands WHERE state = 'pending'", {});
+  return Ids(tx_, "SELECT DISTINCT machine_id AS id FROM agent_commands WHERE state = 'pending'",
+             {});
 }
 
 }  // namespace gpunex::platform::fleet

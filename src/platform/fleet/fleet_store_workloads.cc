@@ -2,6 +2,7 @@
 #include "common/json.h"
 #include "platform/fleet/fleet_store.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::fleet {
 namespace {
@@ -42,31 +43,41 @@ std::string IdsText(const std::vector<std::string>& ids) {
   return ToJsonText(a);
 }
 
-constexpr const char* kWorkloadColumns =
-    "id, machine_id, provider_id, created_by, purpose, spec, gpu_ids, state, exit_code, "
-    "end_reason, end_party, container_id, created_at, started_at, ended_at, updated_at, "
-    "end_cause";
+const store::RowMapper<Workload>& WorkloadRows() {
+  using W = Workload;
+  static const auto* const m = new store::RowMapper<W>({
+      {"id", &W::id},
+      {"machine_id", &W::machine_id},
+      {"provider_id", &W::provider_id},
+      {"created_by", &W::created_by},
+      {"purpose", &W::purpose},
+      {"spec", [](W& w, const store::Cell& c) { w.spec = SpecFrom(c.Str()); }},
+      {"gpu_ids",
+       [](W& w, const store::Cell& c) {
+         w.gpu_ids = StoredTextList(ParseJsonOr(c.Str(), json::array{}));
+       }},
+      {"state", &W::state},
+      {"exit_code", &W::exit_code},
+      {"end_reason", &W::end_reason},
+      {"end_party", &W::end_party},
+      {"container_id", &W::container_id},
+      {"created_at", &W::created_at},
+      {"started_at", &W::started_at},
+      {"ended_at", &W::ended_at},
+      {"updated_at", &W::updated_at},
+      {"end_cause", &W::end_cause},
+  });
+  return *m;
+}
 
-Workload WorkloadFrom(const store::Row& r) {
-  Workload w;
-  w.id = r.Str(0);
-  w.machine_id = r.Str(1);
-  w.provider_id = r.Str(2);
-  w.created_by = r.Str(3);
-  w.purpose = r.Str(4);
-  w.spec = SpecFrom(r.Str(5));
-  w.gpu_ids = StoredTextList(ParseJsonOr(r.Str(6), json::array{}));
-  w.state = r.Str(7);
-  w.exit_code = r.OptInt(8);
-  w.end_reason = r.OptStr(9);
-  w.end_party = r.OptStr(10);
-  w.container_id = r.OptStr(11);
-  w.created_at = r.Time(12);
-  w.started_at = r.OptTime(13);
-  w.ended_at = r.OptTime(14);
-  w.updated_at = r.Time(15);
-  w.end_cause = r.OptStr(16);
-  return w;
+const store::RowMapper<LogChunk>& LogChunkRows() {
+  static const auto* const m = new store::RowMapper<LogChunk>({
+      {"stream", &LogChunk::stream},
+      {"seq", &LogChunk::seq},
+      {"at", &LogChunk::at},
+      {"data", &LogChunk::data},
+  });
+  return *m;
 }
 
 }  // namespace
@@ -87,14 +98,15 @@ Status FleetStore::InsertWorkload(const Workload& w) {
 StatusOr<std::optional<Workload>> FleetStore::FindWorkload(const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kWorkloadColumns + " FROM workloads WHERE id = ?", {id}));
-  if (rows.empty()) return std::optional<Workload>();
-  return std::optional<Workload>(WorkloadFrom(rows[0]));
+      tx_.Query(std::string("SELECT ") + WorkloadRows().Select() + " FROM workloads WHERE id = ?",
+                {id}));
+  return WorkloadRows().First(rows);
 }
 
 StatusOr<Page<Workload>> FleetStore::ListWorkloads(const WorkloadFilter& filter,
                                                    const PageRequest& page) {
-  store::PageQuery q{kWorkloadColumns, "FROM workloads", "", {}, {{"id", KeyColumn::Type::kText}}};
+  store::PageQuery q{
+      WorkloadRows().Select(), "FROM workloads", "", {}, {{"id", KeyColumn::Type::kText}}};
   std::string where;
   if (!filter.all) {
     std::string whose;
@@ -115,10 +127,7 @@ StatusOr<Page<Workload>> FleetStore::ListWorkloads(const WorkloadFilter& filter,
   }
   q.where = where;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Workload> out;
-  for (const auto& r : rows.items) out.items.push_back(WorkloadFrom(r));
-  out.next = std::move(rows.next);
-  return out;
+  return WorkloadRows().DecodePage(rows);
 }
 
 StatusOr<std::set<std::string>> FleetStore::GpusInActiveWorkloads(const std::string& machine_id) {
@@ -128,7 +137,7 @@ StatusOr<std::set<std::string>> FleetStore::GpusInActiveWorkloads(const std::str
                                     {machine_id}));
   std::set<std::string> busy;
   for (const auto& r : rows) {
-    for (auto& id : StoredTextList(ParseJsonOr(r.Str(0), json::array())))
+    for (auto& id : StoredTextList(ParseJsonOr(r["gpu_ids"].Str(), json::array())))
       busy.insert(std::move(id));
   }
   return busy;
@@ -136,14 +145,12 @@ StatusOr<std::set<std::string>> FleetStore::GpusInActiveWorkloads(const std::str
 
 StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kWorkloadColumns +
+                          tx_.Query(std::string("SELECT ") + WorkloadRows().Select() +
                                         " FROM workloads WHERE machine_id = ? "
                                         "AND state IN ('pending', 'starting', 'running') "
                                         "ORDER BY id",
                                     {machine_id}));
-  std::vector<Workload> out;
-  for (const auto& r : rows) out.push_back(WorkloadFrom(r));
-  return out;
+  return WorkloadRows().Decode(rows);
 }
 
 Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view state,
@@ -180,8 +187,8 @@ StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view s
 StatusOr<int64_t> FleetStore::CountLogChunks(const std::string& workload_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM workload_logs WHERE workload_id = ?", {workload_id}));
-  return rows.at(0).Int(0);
+      tx_.Query("SELECT COUNT(*) AS n FROM workload_logs WHERE workload_id = ?", {workload_id}));
+  return rows.at(0)["n"].Int();
 }
 
 Status FleetStore::InsertLogChunk(const std::string& workload_id, const LogChunk& c) {
@@ -195,7 +202,7 @@ Status FleetStore::InsertLogChunk(const std::string& workload_id, const LogChunk
 
 StatusOr<Page<LogChunk>> FleetStore::LogChunks(const std::string& workload_id,
                                                const PageRequest& page) {
-  store::PageQuery q{"stream, seq, at, data",
+  store::PageQuery q{LogChunkRows().Select(),
                      "FROM workload_logs",
                      "workload_id = ?",
                      {workload_id},
@@ -203,10 +210,7 @@ StatusOr<Page<LogChunk>> FleetStore::LogChunks(const std::string& workload_id,
                       {"stream", KeyColumn::Type::kText},
                       {"seq", KeyColumn::Type::kInt}}};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<LogChunk> out;
-  for (const auto& r : rows.items) out.items.push_back({r.Str(0), r.Int(1), r.Time(2), r.Str(3)});
-  out.next = std::move(rows.next);
-  return out;
+  return LogChunkRows().DecodePage(rows);
 }
 
 }  // namespace gpunex::platform::fleet

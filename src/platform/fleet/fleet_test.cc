@@ -572,8 +572,12 @@ TEST_P(FleetTest, HeartbeatsStoreTelemetryAndPerMinuteRows) {
     EXPECT_TRUE(rows.ok() && rows->size() == 1) << rows.status().ToString();
     std::vector<int64_t> out;
     if (!rows.ok() || rows->size() != 1) return out;
-    for (size_t i = 0; i < 5; ++i) out.push_back((*rows)[0].Int(i));
-    out.push_back(static_cast<int64_t>((*rows)[0].Real(5) * 10));
+    const store::Row& r = (*rows)[0];
+    for (const char* column : {"samples", "utilization_sum", "temperature_max", "memory_used_max",
+                               "throttled_samples"}) {
+      out.push_back(r[column].Int());
+    }
+    out.push_back(static_cast<int64_t>(r["power_sum"].Real() * 10));
     return out;
   };
   EXPECT_THAT(row(gpus[0], minute), ElementsAre(1, 37, 55, 1024, 0, 2505));

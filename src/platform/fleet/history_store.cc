@@ -1,8 +1,63 @@
 #include "platform/fleet/history_store.h"
 
 #include "platform/store/coordination.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::fleet {
+namespace {
+
+// One row per present GPU of a machine (or one without a GPU): each row's summary holds
+// that GPU alone, merged by MachineSummaries.
+const store::RowMapper<MachineSummary>& SummaryRows() {
+  using M = MachineSummary;
+  static const auto* const m = new store::RowMapper<M>({
+      {"id", &M::id},
+      {"provider_id", &M::provider_id},
+      {"name", &M::name},
+      {"status", &M::status},
+      {"created_at", &M::created_at},
+      {"gpu_id",
+       [](M& m, const store::Cell& c) {
+         if (std::optional<std::string> gpu = c.OptStr()) m.gpu_ids.push_back(*gpu);
+       },
+       "g.id"},
+  });
+  return *m;
+}
+
+const store::RowMapper<OnlineSpan>& OnlineSpanRows() {
+  static const auto* const m = new store::RowMapper<OnlineSpan>({
+      {"machine_id", &OnlineSpan::machine_id},
+      {"started_at", &OnlineSpan::start},
+      {"ended_at", &OnlineSpan::end},
+  });
+  return *m;
+}
+
+const store::RowMapper<WorkloadEnding>& EndingRows() {
+  static const auto* const m = new store::RowMapper<WorkloadEnding>({
+      {"id", &WorkloadEnding::workload_id},
+      {"machine_id", &WorkloadEnding::machine_id},
+      {"ended_at", &WorkloadEnding::at},
+      {"end_party", &WorkloadEnding::party},
+      {"end_reason",
+       [](WorkloadEnding& e, const store::Cell& c) { e.reason = c.OptStr().value_or(""); }},
+      {"exit_code", &WorkloadEnding::exit_code},
+  });
+  return *m;
+}
+
+const store::RowMapper<LoadedSamples>& LoadedRows() {
+  static const auto* const m = new store::RowMapper<LoadedSamples>({
+      {"gpu_id", &LoadedSamples::gpu_id},
+      {"minute", &LoadedSamples::minute},
+      {"loaded_samples", &LoadedSamples::loaded},
+      {"loaded_throttled_samples", &LoadedSamples::throttled},
+  });
+  return *m;
+}
+
+}  // namespace
 
 StatusOr<std::vector<MachineSummary>> MachineSummaries(store::Tx& tx,
                                                        const std::string& provider_id) {
@@ -11,16 +66,19 @@ StatusOr<std::vector<MachineSummary>> MachineSummaries(store::Tx& tx,
   if (!provider_id.empty()) params.emplace_back(provider_id);
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT m.id, m.provider_id, m.name, m.status, m.created_at, g.id FROM machines m "
-               "LEFT JOIN machine_gpus g ON g.machine_id = m.id AND g.present = 1" +
+      tx.Query("SELECT " + SummaryRows().Select("m") +
+                   " FROM machines m LEFT JOIN machine_gpus g ON g.machine_id = m.id AND "
+                   "g.present = 1" +
                    where + " ORDER BY m.id, g.idx",
                params));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineSummary> each, SummaryRows().Decode(rows));
   std::vector<MachineSummary> out;
-  for (const store::Row& r : rows) {
-    if (out.empty() || out.back().id != r.Str(0)) {
-      out.push_back({r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4), {}});
+  for (MachineSummary& m : each) {
+    if (out.empty() || out.back().id != m.id) {
+      out.push_back(std::move(m));
+    } else {
+      for (std::string& gpu : m.gpu_ids) out.back().gpu_ids.push_back(std::move(gpu));
     }
-    if (std::optional<std::string> gpu = r.OptStr(5)) out.back().gpu_ids.push_back(*gpu);
   }
   return out;
 }
@@ -28,8 +86,8 @@ StatusOr<std::vector<MachineSummary>> MachineSummaries(store::Tx& tx,
 StatusOr<std::vector<OnlineSpan>> OnlineSpansSince(store::Tx& tx, Timestamp from,
                                                    const std::string& machine_id) {
   std::string sql =
-      "SELECT machine_id, started_at, ended_at FROM machine_intervals WHERE state = 'online' "
-      "AND (ended_at IS NULL OR ended_at > ?)";
+      "SELECT " + OnlineSpanRows().Select() +
+      " FROM machine_intervals WHERE state = 'online' AND (ended_at IS NULL OR ended_at > ?)";
   std::vector<store::Value> params{ToUnixMicros(from)};
   if (!machine_id.empty()) {
     sql += " AND machine_id = ?";
@@ -37,46 +95,36 @@ StatusOr<std::vector<OnlineSpan>> OnlineSpansSince(store::Tx& tx, Timestamp from
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx.Query(sql + " ORDER BY machine_id, started_at", params));
-  std::vector<OnlineSpan> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) out.push_back({r.Str(0), r.Time(1), r.OptTime(2)});
-  return out;
+  return OnlineSpanRows().Decode(rows);
 }
 
 StatusOr<std::vector<WorkloadEnding>> WorkloadEndings(store::Tx& tx, Timestamp from, Timestamp to,
                                                       const std::string& machine_id) {
   std::string sql =
-      "SELECT id, machine_id, ended_at, end_party, end_reason, exit_code FROM workloads "
-      "WHERE ended_at >= ? AND ended_at < ? AND end_party IS NOT NULL";
+      "SELECT " + EndingRows().Select() +
+      " FROM workloads WHERE ended_at >= ? AND ended_at < ? AND end_party IS NOT NULL";
   std::vector<store::Value> params{ToUnixMicros(from), ToUnixMicros(to)};
   if (!machine_id.empty()) {
     sql += " AND machine_id = ?";
     params.emplace_back(machine_id);
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql + " ORDER BY ended_at, id", params));
-  std::vector<WorkloadEnding> out;
-  for (const store::Row& r : rows) {
-    out.push_back({r.Str(0), r.Str(1), r.Time(2), r.Str(3), r.OptStr(4).value_or(""), r.OptInt(5)});
-  }
-  return out;
+  return EndingRows().Decode(rows);
 }
 
 StatusOr<std::vector<LoadedSamples>> LoadedSamplesBetween(store::Tx& tx, int64_t from_minute,
                                                           int64_t to_minute,
                                                           const std::string& gpu_id) {
   std::string sql =
-      "SELECT gpu_id, minute, loaded_samples, loaded_throttled_samples FROM "
-      "gpu_telemetry_minutes WHERE minute >= ? AND minute < ? AND loaded_samples > 0";
+      "SELECT " + LoadedRows().Select() +
+      " FROM gpu_telemetry_minutes WHERE minute >= ? AND minute < ? AND loaded_samples > 0";
   std::vector<store::Value> params{from_minute, to_minute};
   if (!gpu_id.empty()) {
     sql += " AND gpu_id = ?";
     params.emplace_back(gpu_id);
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx.Query(sql + " ORDER BY gpu_id, minute", params));
-  std::vector<LoadedSamples> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) out.push_back({r.Str(0), r.Int(1), r.Int(2), r.Int(3)});
-  return out;
+  return LoadedRows().Decode(rows);
 }
 
 StatusOr<std::string> HistoryMark(store::Tx& tx) {

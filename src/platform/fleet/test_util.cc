@@ -221,7 +221,12 @@ std::string Snapshot(store::testing::TestDatabase& db) {
     if (!rows.ok()) continue;
     out += std::string(table) + ":\n";
     for (const auto& r : *rows) {
-      for (size_t i = 0; i < r.size(); ++i) out += (i ? ", " : "  ") + CellText(r[i]);
+      // SELECT * of one table: each column's name is its own.
+      const char* sep = "  ";
+      for (const std::string& name : r.names()) {
+        out += sep + CellText(r[name].value());
+        sep = ", ";
+      }
       out += "\n";
     }
   }

@@ -1,20 +1,40 @@
 #include "platform/idempotency/idempotency_store.h"
 
+#include "platform/store/rows.h"
+
 namespace gpunex::platform::idempotency {
+namespace {
+
+const store::RowMapper<KeyRow>& KeyRows() {
+  using K = KeyRow;
+  static const auto* const m = new store::RowMapper<K>({
+      {"user_id", &K::user_id},
+      {"idempotency_key", &K::key},
+      {"request_hash", &K::request_hash},
+      {"state", &K::state},
+      {"response_status",
+       [](K& k, const store::Cell& c) { k.response_status = c.OptInt().value_or(0); }},
+      {"response_content_type",
+       [](K& k, const store::Cell& c) { k.response_content_type = c.OptStr().value_or(""); }},
+      {"response_body",
+       [](K& k, const store::Cell& c) { k.response_body = c.OptStr().value_or(""); }},
+      {"created_at", &K::created_at},
+      {"lease_until", &K::lease_until},
+      {"expires_at", &K::expires_at},
+  });
+  return *m;
+}
+
+}  // namespace
 
 StatusOr<std::optional<KeyRow>> IdempotencyStore::Find(const std::string& user_id,
                                                        const std::string& key) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT user_id, idempotency_key, request_hash, state, response_status, "
-                "response_content_type, response_body, created_at, lease_until, expires_at "
-                "FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ?",
+      tx_.Query("SELECT " + KeyRows().Select() +
+                    " FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ?",
                 {user_id, key}));
-  if (rows.empty()) return std::optional<KeyRow>();
-  const auto& r = rows[0];
-  return std::optional<KeyRow>(KeyRow{r.Str(0), r.Str(1), r.Str(2), r.Str(3),
-                                      r.OptInt(4).value_or(0), r.OptStr(5).value_or(""),
-                                      r.OptStr(6).value_or(""), r.Time(7), r.Time(8), r.Time(9)});
+  return KeyRows().First(rows);
 }
 
 Status IdempotencyStore::Put(const KeyRow& k) {

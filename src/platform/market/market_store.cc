@@ -6,7 +6,7 @@ StatusOr<std::optional<Timestamp>> MarketStore::AccruedUntil() {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT accrued_until FROM market_progress WHERE id = 1"));
   if (rows.empty()) return std::optional<Timestamp>();
-  return std::optional<Timestamp>(rows[0].Time(0));
+  return std::optional<Timestamp>(rows[0]["accrued_until"].Time());
 }
 
 StatusOr<bool> MarketStore::AdvanceAccrued(std::optional<Timestamp> from, Timestamp to) {
@@ -43,8 +43,8 @@ Status MarketStore::AddSupply(int64_t hour, const std::string& gpu_model, const 
 StatusOr<SupplySums> MarketStore::Supply(const std::string& gpu_model, const std::string& region,
                                          int64_t from_hour) {
   std::string sql =
-      "SELECT CAST(COALESCE(SUM(listed_gpu_us), 0) AS BIGINT), "
-      "CAST(COALESCE(SUM(rented_gpu_us), 0) AS BIGINT) FROM "
+      "SELECT CAST(COALESCE(SUM(listed_gpu_us), 0) AS BIGINT) AS listed_gpu_us, "
+      "CAST(COALESCE(SUM(rented_gpu_us), 0) AS BIGINT) AS rented_gpu_us FROM "
       "market_supply WHERE catalog_id = ? AND hour >= ?";
   std::vector<store::Value> params{gpu_model, from_hour};
   if (!region.empty()) {
@@ -52,7 +52,7 @@ StatusOr<SupplySums> MarketStore::Supply(const std::string& gpu_model, const std
     params.emplace_back(region);
   }
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(sql, params));
-  return SupplySums{rows[0].Int(0), rows[0].Int(1)};
+  return SupplySums{rows[0]["listed_gpu_us"].Int(), rows[0]["rented_gpu_us"].Int()};
 }
 
 std::vector<store::Migration> MarketMigrations() {

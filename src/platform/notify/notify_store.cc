@@ -3,31 +3,56 @@
 #include <utility>
 
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::notify {
 namespace {
 
-constexpr const char* kNotificationColumns = "id, user_id, at, kind, title, body, link, read_at";
-
-NotificationRow NotificationFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Time(2), r.Str(3), r.Str(4), r.Str(5), r.OptStr(6), r.OptTime(7)};
+const store::RowMapper<NotificationRow>& NotificationRows() {
+  static const auto* const m = new store::RowMapper<NotificationRow>({
+      {"id", &NotificationRow::id},
+      {"user_id", &NotificationRow::user_id},
+      {"at", &NotificationRow::at},
+      {"kind", &NotificationRow::kind},
+      {"title", &NotificationRow::title},
+      {"body", &NotificationRow::body},
+      {"link", &NotificationRow::link},
+      {"read_at", &NotificationRow::read_at},
+  });
+  return *m;
 }
 
-constexpr const char* kEmailColumns =
-    "id, created_at, to_addr, subject, body, body_sha256, message_id, kind, status, attempts, "
-    "next_attempt_at, lease_until, last_error, sent_at, user_id, address";
-
-EmailRow EmailFrom(const store::Row& r) {
-  return {r.Str(0),     r.Time(1),     r.Str(2),     r.Str(3),    r.OptStr(4), r.Str(5),
-          r.Str(6),     r.Str(7),      r.Str(8),     r.Int(9),    r.Time(10),  r.OptTime(11),
-          r.OptStr(12), r.OptTime(13), r.OptStr(14), r.OptStr(15)};
+const store::RowMapper<EmailRow>& EmailRows() {
+  static const auto* const m = new store::RowMapper<EmailRow>({
+      {"id", &EmailRow::id},
+      {"created_at", &EmailRow::created_at},
+      {"to_addr", &EmailRow::to_addr},
+      {"subject", &EmailRow::subject},
+      {"body", &EmailRow::body},
+      {"body_sha256", &EmailRow::body_sha256},
+      {"message_id", &EmailRow::message_id},
+      {"kind", &EmailRow::kind},
+      {"status", &EmailRow::status},
+      {"attempts", &EmailRow::attempts},
+      {"next_attempt_at", &EmailRow::next_attempt_at},
+      {"lease_until", &EmailRow::lease_until},
+      {"last_error", &EmailRow::last_error},
+      {"sent_at", &EmailRow::sent_at},
+      {"user_id", &EmailRow::user_id},
+      {"address", &EmailRow::address},
+  });
+  return *m;
 }
 
-constexpr const char* kVerificationColumns =
-    "user_id, address, created_at, last_sent_at, verified_at";
-
-VerificationRow VerificationFrom(const store::Row& r) {
-  return {r.Str(0), r.Str(1), r.Time(2), r.OptTime(3), r.OptTime(4)};
+const store::RowMapper<VerificationRow>& VerificationRows() {
+  static const auto* const m = new store::RowMapper<VerificationRow>({
+      {"user_id", &VerificationRow::user_id},
+      {"address", &VerificationRow::address},
+      {"created_at", &VerificationRow::created_at},
+      {"last_sent_at", &VerificationRow::last_sent_at},
+      {"verified_at", &VerificationRow::verified_at},
+  });
+  return *m;
 }
 
 store::Value OptValue(const std::optional<std::string>& s) {
@@ -47,7 +72,7 @@ constexpr const char* kDueCondition =
 
 Status NotifyStore::InsertNotification(const NotificationRow& n) {
   return tx_
-      .Exec(std::string("INSERT INTO notifications (") + kNotificationColumns +
+      .Exec(std::string("INSERT INTO notifications (") + NotificationRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             {n.id, n.user_id, ToUnixMicros(n.at), n.kind, n.title, n.body, OptValue(n.link),
              OptValue(n.read_at)})
@@ -58,26 +83,22 @@ StatusOr<Page<NotificationRow>> NotifyStore::ListNotifications(const std::string
                                                                bool unread_only,
                                                                const PageRequest& page) {
   store::PageQuery q;
-  q.columns = kNotificationColumns;
+  q.columns = NotificationRows().Select();
   q.from = "FROM notifications";
   q.where = unread_only ? "user_id = ? AND read_at IS NULL" : "user_id = ?";
   q.params = {user_id};
   q.key = {{"id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<NotificationRow> out;
-  out.next = std::move(rows.next);
-  out.items.reserve(rows.items.size());
-  for (const store::Row& r : rows.items) out.items.push_back(NotificationFrom(r));
-  return out;
+  return NotificationRows().DecodePage(rows);
 }
 
 StatusOr<int64_t> NotifyStore::CountUnread(const std::string& user_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM notifications WHERE user_id = ? AND read_at IS NULL",
+      tx_.Query("SELECT COUNT(*) AS n FROM notifications WHERE user_id = ? AND read_at IS NULL",
                 {user_id}));
-  return rows.at(0).Int(0);
+  return rows.at(0)["n"].Int();
 }
 
 StatusOr<bool> NotifyStore::MarkRead(const std::string& user_id, const std::string& id,
@@ -103,7 +124,7 @@ StatusOr<int64_t> NotifyStore::MarkAllRead(const std::string& user_id, Timestamp
 
 Status NotifyStore::InsertEmail(const EmailRow& e) {
   return tx_
-      .Exec(std::string("INSERT INTO email_outbox (") + kEmailColumns +
+      .Exec(std::string("INSERT INTO email_outbox (") + EmailRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {e.id, ToUnixMicros(e.created_at), e.to_addr, e.subject, OptValue(e.body),
              e.body_sha256, e.message_id, e.kind, e.status, e.attempts,
@@ -116,13 +137,10 @@ StatusOr<std::vector<EmailRow>> NotifyStore::DueEmails(Timestamp now, int64_t li
   const int64_t t = ToUnixMicros(now);
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kEmailColumns + " FROM email_outbox WHERE " +
+      tx_.Query(std::string("SELECT ") + EmailRows().Select() + " FROM email_outbox WHERE " +
                     kDueCondition + " ORDER BY next_attempt_at, id LIMIT ?",
                 {t, t, limit}));
-  std::vector<EmailRow> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) out.push_back(EmailFrom(r));
-  return out;
+  return EmailRows().Decode(rows);
 }
 
 StatusOr<bool> NotifyStore::ClaimEmail(const std::string& id, Timestamp now,
@@ -180,10 +198,10 @@ StatusOr<int64_t> NotifyStore::ReleaseClaims(Timestamp now) {
 
 StatusOr<int64_t> NotifyStore::CountEmailsSince(const std::string& user_id, Timestamp since) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM email_outbox WHERE user_id = ? AND "
+                          tx_.Query("SELECT COUNT(*) AS n FROM email_outbox WHERE user_id = ? AND "
                                     "created_at >= ? AND status <> 'suppressed'",
                                     {user_id, ToUnixMicros(since)}));
-  return rows.at(0).Int(0);
+  return rows.at(0)["n"].Int();
 }
 
 StatusOr<int64_t> NotifyStore::ReleaseHeld(const std::string& user_id, const std::string& address,
@@ -211,7 +229,7 @@ StatusOr<bool> NotifyStore::AnyHeldBefore(Timestamp before) {
 StatusOr<bool> NotifyStore::InsertVerification(const VerificationRow& v) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec(std::string("INSERT INTO email_verifications (") + kVerificationColumns +
+      tx_.Exec(std::string("INSERT INTO email_verifications (") + VerificationRows().Names() +
                    ") VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, address) DO NOTHING",
                {v.user_id, v.address, ToUnixMicros(v.created_at), OptValue(v.last_sent_at),
                 OptValue(v.verified_at)}));
@@ -221,44 +239,34 @@ StatusOr<bool> NotifyStore::InsertVerification(const VerificationRow& v) {
 StatusOr<std::optional<VerificationRow>> NotifyStore::FindVerification(const std::string& user_id,
                                                                        const std::string& address) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kVerificationColumns +
+                          tx_.Query(std::string("SELECT ") + VerificationRows().Select() +
                                         " FROM email_verifications WHERE user_id = ? AND "
                                         "address = ?",
                                     {user_id, address}));
-  if (rows.empty()) return std::optional<VerificationRow>();
-  return std::optional(VerificationFrom(rows[0]));
+  return VerificationRows().First(rows);
 }
 
 StatusOr<std::vector<VerificationRow>> NotifyStore::ListVerifications(const std::string& user_id) {
+  static const auto* const with_held = new store::RowMapper<VerificationRow>(
+      VerificationRows().With({{"held_emails", &VerificationRow::held_emails,
+                                "(SELECT COUNT(*) FROM email_outbox e WHERE e.user_id = v.user_id "
+                                "AND e.address = v.address AND e.status = 'held')"}}));
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT v.user_id, v.address, v.created_at, v.last_sent_at, v.verified_at, "
-                "(SELECT COUNT(*) FROM email_outbox e WHERE e.user_id = v.user_id AND "
-                "e.address = v.address AND e.status = 'held'), "
-                "CASE WHEN u.email = v.address THEN 0 ELSE 1 END AS other "
-                "FROM email_verifications v JOIN users u ON u.id = v.user_id "
-                "WHERE v.user_id = ? ORDER BY other, v.address",
-                {user_id}));
-  std::vector<VerificationRow> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) {
-    VerificationRow v = VerificationFrom(r);
-    v.held_emails = r.Int(5);
-    out.push_back(std::move(v));
-  }
-  return out;
+      store::Rows rows, tx_.Query("SELECT " + with_held->Select("v") +
+                                      ", CASE WHEN u.email = v.address THEN 0 ELSE 1 END AS other "
+                                      "FROM email_verifications v JOIN users u ON u.id = v.user_id "
+                                      "WHERE v.user_id = ? ORDER BY other, v.address",
+                                  {user_id}));
+  return with_held->Decode(rows);
 }
 
 StatusOr<std::vector<VerificationRow>> NotifyStore::VerificationsWithoutLink(int64_t limit) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kVerificationColumns +
+                          tx_.Query(std::string("SELECT ") + VerificationRows().Select() +
                                         " FROM email_verifications WHERE verified_at IS NULL "
                                         "AND last_sent_at IS NULL ORDER BY created_at LIMIT ?",
                                     {limit}));
-  std::vector<VerificationRow> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) out.push_back(VerificationFrom(r));
-  return out;
+  return VerificationRows().Decode(rows);
 }
 
 Status NotifyStore::SetLinkSent(const std::string& user_id, const std::string& address,
@@ -282,7 +290,7 @@ StatusOr<std::optional<std::string>> NotifyStore::AccountEmail(const std::string
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT email FROM users WHERE id = ?", {user_id}));
   if (rows.empty()) return std::optional<std::string>();
-  return std::optional(rows[0].Str(0));
+  return std::optional(rows[0]["email"].Str());
 }
 
 StatusOr<std::string> NotifyStore::SigningKey(const std::string& name, const std::string& candidate,
@@ -293,7 +301,7 @@ StatusOr<std::string> NotifyStore::SigningKey(const std::string& name, const std
                              .status());
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT secret FROM signing_keys WHERE name = ?", {name}));
-  return rows.at(0).Str(0);
+  return rows.at(0)["secret"].Str();
 }
 
 std::vector<store::Migration> NotifyMigrations() {

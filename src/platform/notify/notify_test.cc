@@ -59,9 +59,9 @@ class NotifyTest : public ::testing::TestWithParam<std::string> {
   }
 
   int64_t CountOutbox() {
-    auto rows = test::QueryDb(*db_, "SELECT COUNT(*) FROM email_outbox");
+    auto rows = test::QueryDb(*db_, "SELECT COUNT(*) AS n FROM email_outbox");
     EXPECT_TRUE(rows.ok());
-    return rows.ok() ? rows->at(0).Int(0) : -1;
+    return rows.ok() ? rows->at(0)["n"].Int() : -1;
   }
 
   gpunex::testing::FakeClock clock_;
@@ -251,8 +251,8 @@ TEST_P(NotifyTest, ReadTimeIsTheCallersAndTheFirst) {
   auto rows = test::QueryDb(*db_, "SELECT id, read_at FROM notifications ORDER BY id DESC");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 2u);
-  EXPECT_EQ(rows->at(0).Time(1), t1);
-  EXPECT_EQ(rows->at(1).Time(1), t1 + kOneDay);
+  EXPECT_EQ(rows->at(0)["read_at"].Time(), t1);
+  EXPECT_EQ(rows->at(1)["read_at"].Time(), t1 + kOneDay);
 }
 
 TEST_P(NotifyTest, AnotherUserCannotMarkYours) {
@@ -311,18 +311,18 @@ TEST_P(NotifyTest, EnqueueEmailWritesPendingRow) {
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
   const store::Row& r = rows->at(0);
-  EXPECT_EQ(r.Str(0), email.to);
-  EXPECT_EQ(r.Str(1), email.subject);
-  EXPECT_EQ(r.Str(2), email.body);
-  EXPECT_EQ(r.Str(3), Sha256Hex(email.body));
-  EXPECT_EQ(r.Str(4), "<" + id + "@gpunex.example>");
-  EXPECT_EQ(r.Str(5), "agent.token_created");
-  EXPECT_EQ(r.Str(6), "pending");
-  EXPECT_EQ(r.Int(7), 0);
-  EXPECT_EQ(r.Int(8), r.Int(9));
-  EXPECT_EQ(r.Time(9), clock_.Now());  // due at the time the caller gave
-  EXPECT_TRUE(r.IsNull(10));
-  EXPECT_TRUE(r.IsNull(11));
+  EXPECT_EQ(r["to_addr"].Str(), email.to);
+  EXPECT_EQ(r["subject"].Str(), email.subject);
+  EXPECT_EQ(r["body"].Str(), email.body);
+  EXPECT_EQ(r["body_sha256"].Str(), Sha256Hex(email.body));
+  EXPECT_EQ(r["message_id"].Str(), "<" + id + "@gpunex.example>");
+  EXPECT_EQ(r["kind"].Str(), "agent.token_created");
+  EXPECT_EQ(r["status"].Str(), "pending");
+  EXPECT_EQ(r["attempts"].Int(), 0);
+  EXPECT_EQ(r["next_attempt_at"].Int(), r["created_at"].Int());
+  EXPECT_EQ(r["created_at"].Time(), clock_.Now());  // due at the time the caller gave
+  EXPECT_TRUE(r["lease_until"].IsNull());
+  EXPECT_TRUE(r["sent_at"].IsNull());
 }
 
 TEST_P(NotifyTest, EnqueueEmailCommitsWithTheCallersTransaction) {
@@ -400,9 +400,9 @@ TEST_P(NotifyTest, MessageIdsAreUnique) {
     ids.insert(id);
   }
   EXPECT_EQ(ids.size(), 50u);
-  auto rows = test::QueryDb(*db_, "SELECT COUNT(DISTINCT message_id) FROM email_outbox");
+  auto rows = test::QueryDb(*db_, "SELECT COUNT(DISTINCT message_id) AS n FROM email_outbox");
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->at(0).Int(0), 50);
+  EXPECT_EQ(rows->at(0)["n"].Int(), 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, NotifyTest, ::testing::ValuesIn(store::testing::TestBackends()),

@@ -107,7 +107,7 @@ class OutboxTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(rows->size(), 1u);
     return rows->at(0);
   }
-  std::string StatusOf(const std::string& id) { return Outbox(id).Str(0); }
+  std::string StatusOf(const std::string& id) { return Outbox(id)["status"].Str(); }
 
   // For waits on the background thread: while `id` waits for a retry, moves the clock
   // on by `step` (a backoff's most) and wakes the sender, so that the retry is due.
@@ -146,12 +146,12 @@ TEST_P(OutboxTest, DeliversOnceAndForgetsTheBody) {
 
   ASSERT_TRUE(test::WaitFor([&] { return StatusOf(id) == "sent"; }));
   store::Row row = Outbox(id);
-  EXPECT_EQ(row.Int(1), 1);     // attempts
-  EXPECT_TRUE(row.IsNull(2));   // body: the token is gone from the database
-  EXPECT_FALSE(row.IsNull(3));  // sent_at
-  EXPECT_EQ(row.Time(3), clock_.Now());
-  EXPECT_TRUE(row.IsNull(4));  // last_error
-  EXPECT_TRUE(row.IsNull(5));  // lease_until
+  EXPECT_EQ(row["attempts"].Int(), 1);    // attempts
+  EXPECT_TRUE(row["body"].IsNull());      // body: the token is gone from the database
+  EXPECT_FALSE(row["sent_at"].IsNull());  // sent_at
+  EXPECT_EQ(row["sent_at"].Time(), clock_.Now());
+  EXPECT_TRUE(row["last_error"].IsNull());   // last_error
+  EXPECT_TRUE(row["lease_until"].IsNull());  // lease_until
 
   // Several more polls: still exactly one message.
   std::this_thread::sleep_for(milliseconds(300));
@@ -159,7 +159,7 @@ TEST_P(OutboxTest, DeliversOnceAndForgetsTheBody) {
   std::vector<test::SinkMessage> got = sink_.Messages();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].message_id, "<" + id + "@gpunex.example>");
-  EXPECT_EQ(got[0].message_id, row.Str(7));
+  EXPECT_EQ(got[0].message_id, row["message_id"].Str());
   EXPECT_EQ(got[0].subject, "Agent token für Ihre Maschine");
   EXPECT_EQ(got[0].body, "Your agent token: gpx_a_0123456789\n");
   EXPECT_EQ(got[0].mail_from, "noreply@gpunex.example");
@@ -186,16 +186,17 @@ TEST_P(OutboxTest, RetriesWithBackoffUntilTheServerComesUp) {
   // claims, so wait until the second claim has been answered too.)
   ASSERT_TRUE(test::WaitFor([&] {
     store::Row r = Outbox(id);
-    if (r.Int(1) >= 2 && r.Str(0) == "pending") return true;
+    if (r["attempts"].Int() >= 2 && r["status"].Str() == "pending") return true;
     AdvanceWhilePending(id, o.backoff_max, sender);
     return false;
   }));
   store::Row row = Outbox(id);
-  EXPECT_EQ(row.Str(0), "pending");
-  EXPECT_FALSE(row.IsNull(2));  // the body stays until it is delivered
-  EXPECT_FALSE(row.IsNull(4));  // last_error says why
-  EXPECT_NE(row.Str(4).find("unavailable"), std::string::npos) << row.Str(4);
-  EXPECT_GT(row.Time(6), clock_.Now());  // not due before its backoff has passed
+  EXPECT_EQ(row["status"].Str(), "pending");
+  EXPECT_FALSE(row["body"].IsNull());        // the body stays until it is delivered
+  EXPECT_FALSE(row["last_error"].IsNull());  // last_error says why
+  EXPECT_NE(row["last_error"].Str().find("unavailable"), std::string::npos)
+      << row["last_error"].Str();
+  EXPECT_GT(row["next_attempt_at"].Time(), clock_.Now());  // not due before its backoff has passed
   EXPECT_GE(sender.counters().retries, 1u);
   EXPECT_EQ(sender.counters().sent, 0u);
 
@@ -219,7 +220,7 @@ TEST_P(OutboxTest, BackoffDoublesWithJitterAndCap) {
   OutboxSender sender(*db_, Client("smtp://127.0.0.1:" + std::to_string(test::FreePort())), o);
   const std::string id = Enqueue();
   for (int64_t attempt = 1; attempt <= 4; ++attempt) {
-    const Timestamp due = Outbox(id).Time(6);
+    const Timestamp due = Outbox(id)["next_attempt_at"].Time();
     if (attempt > 1) {
       // Not due a moment before its time...
       clock_.Set(due - Duration(1));
@@ -234,11 +235,11 @@ TEST_P(OutboxTest, BackoffDoublesWithJitterAndCap) {
     ASSERT_TRUE(n.ok()) << n.status().ToString();
     EXPECT_EQ(*n, 1);
     store::Row row = Outbox(id);
-    EXPECT_EQ(row.Int(1), attempt);
+    EXPECT_EQ(row["attempts"].Int(), attempt);
     const Duration full = std::min<Duration>(
         std::chrono::seconds(1) * (int64_t{1} << (attempt - 1)), std::chrono::seconds(3));
-    EXPECT_GE(row.Time(6), now + full / 2) << attempt;
-    EXPECT_LE(row.Time(6), now + full) << attempt;
+    EXPECT_GE(row["next_attempt_at"].Time(), now + full / 2) << attempt;
+    EXPECT_LE(row["next_attempt_at"].Time(), now + full) << attempt;
   }
   EXPECT_EQ(sender.counters().retries, 4u);
 }
@@ -265,7 +266,7 @@ TEST_P(OutboxTest, RedeliversAfterACrashMidSend) {
   ASSERT_TRUE(n.ok()) << n.status().ToString();
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(StatusOf(crashed), "sent");
-  EXPECT_EQ(Outbox(crashed).Int(1), 2);
+  EXPECT_EQ(Outbox(crashed)["attempts"].Int(), 2);
   EXPECT_EQ(StatusOf(busy), "sending");  // still someone else's
   ASSERT_EQ(sink_.Messages().size(), 1u);
   EXPECT_EQ(sink_.Messages()[0].rcpt_tos, std::vector<std::string>{"crashed@example.com"});
@@ -326,9 +327,9 @@ TEST_P(OutboxTest, PermanentRefusalMarksFailedAtOnce) {
   OutboxSender sender(*db_, Client(sink_.url()), Options());
   ASSERT_TRUE(sender.DeliverDue().ok());
   store::Row row = Outbox(id);
-  EXPECT_EQ(row.Str(0), "failed");
-  EXPECT_EQ(row.Int(1), 1);
-  EXPECT_NE(row.Str(4).find("550"), std::string::npos) << row.Str(4);
+  EXPECT_EQ(row["status"].Str(), "failed");
+  EXPECT_EQ(row["attempts"].Int(), 1);
+  EXPECT_NE(row["last_error"].Str().find("550"), std::string::npos) << row["last_error"].Str();
   EXPECT_EQ(sender.counters().failed, 1u);
   EXPECT_EQ(sender.counters().retries, 0u);
 }
@@ -348,8 +349,8 @@ TEST_P(OutboxTest, GivesUpAfterMaxAttempts) {
   }));
   sending.Stop();
   store::Row row = Outbox(id);
-  EXPECT_EQ(row.Int(1), 3);
-  EXPECT_NE(row.Str(4).find("451"), std::string::npos) << row.Str(4);
+  EXPECT_EQ(row["attempts"].Int(), 3);
+  EXPECT_NE(row["last_error"].Str().find("451"), std::string::npos) << row["last_error"].Str();
   EXPECT_EQ(sender.counters().retries, 2u);
   EXPECT_EQ(sender.counters().failed, 1u);
   EXPECT_TRUE(sink_.Messages().empty());
@@ -378,8 +379,8 @@ TEST_P(OutboxTest, TwoSendersDeliverEachMessageExactlyOnce) {
   Sending sending_a(a);
   Sending sending_b(b);
   ASSERT_TRUE(test::WaitFor([&] {
-    auto rows = test::QueryDb(*db_, "SELECT COUNT(*) FROM email_outbox WHERE status = 'sent'");
-    return rows.ok() && rows->at(0).Int(0) == kMessages;
+    auto rows = test::QueryDb(*db_, "SELECT COUNT(*) AS n FROM email_outbox WHERE status = 'sent'");
+    return rows.ok() && rows->at(0)["n"].Int() == kMessages;
   }));
   sending_a.Stop();
   sending_b.Stop();
@@ -393,9 +394,9 @@ TEST_P(OutboxTest, TwoSendersDeliverEachMessageExactlyOnce) {
   EXPECT_EQ(a.counters().sent + b.counters().sent, static_cast<uint64_t>(kMessages));
   RecordProperty("sent_by_a", std::to_string(a.counters().sent));
   RecordProperty("sent_by_b", std::to_string(b.counters().sent));
-  auto attempts = test::QueryDb(*db_, "SELECT SUM(attempts) FROM email_outbox");
+  auto attempts = test::QueryDb(*db_, "SELECT SUM(attempts) AS n FROM email_outbox");
   ASSERT_TRUE(attempts.ok());
-  EXPECT_EQ(attempts->at(0).Int(0), kMessages);
+  EXPECT_EQ(attempts->at(0)["n"].Int(), kMessages);
 }
 
 TEST_P(OutboxTest, StopIsIdempotentAndRestartable) {
@@ -423,7 +424,7 @@ TEST_P(OutboxTest, InvalidFromAddressClaimsNothing) {
   auto n = sender.DeliverDue();
   EXPECT_EQ(n.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(StatusOf(id), "pending");
-  EXPECT_EQ(Outbox(id).Int(1), 0);
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 0);
 }
 
 TEST_P(OutboxTest, ReleaseAbandonedClaimsMakesClaimsDueNow) {
@@ -441,12 +442,12 @@ TEST_P(OutboxTest, ReleaseAbandonedClaimsMakesClaimsDueNow) {
   clock_.Advance(kOneMinute);
   ASSERT_TRUE(ReleaseAbandonedClaims(*db_, clock_.Now()).ok());
   store::Row row = Outbox(claimed);
-  EXPECT_EQ(row.Str(0), "pending");
-  EXPECT_EQ(row.Int(1), 1);
-  EXPECT_TRUE(row.IsNull(5));
-  EXPECT_EQ(row.Time(6), clock_.Now());
+  EXPECT_EQ(row["status"].Str(), "pending");
+  EXPECT_EQ(row["attempts"].Int(), 1);
+  EXPECT_TRUE(row["lease_until"].IsNull());
+  EXPECT_EQ(row["next_attempt_at"].Time(), clock_.Now());
   // A pending message keeps its own due time.
-  EXPECT_EQ(Outbox(waiting).Time(6), later);
+  EXPECT_EQ(Outbox(waiting)["next_attempt_at"].Time(), later);
 }
 
 // --- under injected database faults ---
@@ -489,8 +490,8 @@ TEST_P(OutboxFaultTest, ClaimThatCommittedUnbeknownIsSentOnceAfterItsLease) {
   // Not sent on a claim the sender cannot know it holds; not lost either.
   EXPECT_EQ(Deliveries(id), 0);
   EXPECT_EQ(StatusOf(id), "sending");
-  EXPECT_EQ(Outbox(id).Int(1), 1);
-  EXPECT_FALSE(Outbox(id).IsNull(2));  // the body is still there to send
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 1);
+  EXPECT_FALSE(Outbox(id)["body"].IsNull());  // the body is still there to send
 
   // Nobody claims it while the lease lasts...
   clock_.Advance(Options().lease - Duration(1));
@@ -506,7 +507,7 @@ TEST_P(OutboxFaultTest, ClaimThatCommittedUnbeknownIsSentOnceAfterItsLease) {
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(Deliveries(id), 1);
   EXPECT_EQ(StatusOf(id), "sent");
-  EXPECT_EQ(Outbox(id).Int(1), 2);
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 2);
 
   clock_.Advance(kOneDay);
   n = sender->DeliverDue();
@@ -524,7 +525,7 @@ TEST_P(OutboxFaultTest, ClaimThatDidNotCommitIsSentOnceAtTheNextTry) {
   EXPECT_EQ(n.status().code(), StatusCode::kOutcomeUnknown) << n.status().ToString();
   EXPECT_EQ(Deliveries(id), 0);
   EXPECT_EQ(StatusOf(id), "pending");
-  EXPECT_EQ(Outbox(id).Int(1), 0);
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 0);
 
   // Still due: no lease to wait out.
   n = sender->DeliverDue();
@@ -532,7 +533,7 @@ TEST_P(OutboxFaultTest, ClaimThatDidNotCommitIsSentOnceAtTheNextTry) {
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(Deliveries(id), 1);
   EXPECT_EQ(StatusOf(id), "sent");
-  EXPECT_EQ(Outbox(id).Int(1), 1);
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 1);
 
   clock_.Advance(kOneDay);
   ASSERT_TRUE(sender->DeliverDue().ok());
@@ -548,7 +549,7 @@ TEST_P(OutboxFaultTest, ConflictOnTheClaimIsRetriedAndSendsOnce) {
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(Deliveries(id), 1);
   EXPECT_EQ(StatusOf(id), "sent");
-  EXPECT_EQ(Outbox(id).Int(1), 1);  // the rolled-back attempts left no claim behind
+  EXPECT_EQ(Outbox(id)["attempts"].Int(), 1);  // the rolled-back attempts left no claim behind
   EXPECT_EQ(faulty_->injected(), 2);
 }
 
@@ -578,7 +579,7 @@ TEST_P(OutboxFaultTest, FailureToRecordTheDeliveryIsReclaimedAfterTheLease) {
   EXPECT_EQ(Deliveries(id), 1);
   // The server has it, the database does not know: the row stays claimed, body and all.
   EXPECT_EQ(StatusOf(id), "sending");
-  EXPECT_FALSE(Outbox(id).IsNull(2));
+  EXPECT_FALSE(Outbox(id)["body"].IsNull());
 
   // Not again while the lease lasts.
   clock_.Advance(Options().lease - Duration(1));
@@ -600,10 +601,10 @@ TEST_P(OutboxFaultTest, FailureToRecordTheDeliveryIsReclaimedAfterTheLease) {
   EXPECT_EQ(sent[0].date, enqueued);
   EXPECT_EQ(sent[1].date, enqueued);
   store::Row row = Outbox(id);
-  EXPECT_EQ(row.Str(0), "sent");
-  EXPECT_EQ(row.Int(1), 2);
-  EXPECT_TRUE(row.IsNull(2));
-  EXPECT_EQ(row.Time(3), clock_.Now());
+  EXPECT_EQ(row["status"].Str(), "sent");
+  EXPECT_EQ(row["attempts"].Int(), 2);
+  EXPECT_TRUE(row["body"].IsNull());
+  EXPECT_EQ(row["sent_at"].Time(), clock_.Now());
 
   clock_.Advance(kOneDay);
   ASSERT_TRUE(sender->DeliverDue().ok());

@@ -48,7 +48,7 @@ class VerifyTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(rows.ok());
     std::vector<std::string> out;
     if (rows.ok()) {
-      for (const store::Row& r : *rows) out.push_back(r.Str(0) + ":" + r.Str(1));
+      for (const store::Row& r : *rows) out.push_back(r["status"].Str() + ":" + r["kind"].Str());
     }
     return out;
   }
@@ -61,7 +61,7 @@ class VerifyTest : public ::testing::TestWithParam<std::string> {
                               {to});
     EXPECT_TRUE(rows.ok() && !rows->empty());
     if (!rows.ok() || rows->empty()) return "";
-    const std::string body = rows->at(0).Str(0);
+    const std::string body = rows->at(0)["body"].Str();
     const std::string marker = "/#/verify-email?token=";
     const size_t at = body.find(marker);
     EXPECT_NE(at, std::string::npos) << body;
@@ -101,10 +101,10 @@ TEST_P(VerifyTest, EmailsWaitForTheLinkAndGoWhenItIsOpened) {
   EXPECT_EQ(v->released, 2);
   EXPECT_EQ(Mail("contact@example.com"),
             (std::vector<std::string>{"pending:k", "pending:k", "pending:email.verify"}));
-  auto due = test::QueryDb(*db_, "SELECT COUNT(*) FROM email_outbox WHERE next_attempt_at = ?",
+  auto due = test::QueryDb(*db_, "SELECT COUNT(*) AS n FROM email_outbox WHERE next_attempt_at = ?",
                            {ToUnixMicros(clock_.Now())});
   ASSERT_TRUE(due.ok());
-  EXPECT_EQ(due->at(0).Int(0), 2);  // due now, not when they were queued
+  EXPECT_EQ(due->at(0)["n"].Int(), 2);  // due now, not when they were queued
   // Later emails go at once; verified for Alice, not for Bob.
   Enqueue("usr_alice", "contact@example.com");
   Enqueue("usr_bob", "contact@example.com");
@@ -190,10 +190,10 @@ TEST_P(VerifyTest, HeldEmailsExpireAfterAWeek) {
   EXPECT_EQ(Mail("late@example.com"),
             (std::vector<std::string>{"expired:k", "pending:email.verify"}));
   auto body = test::QueryDb(*db_,
-                            "SELECT COUNT(*) FROM email_outbox WHERE status = 'expired' "
+                            "SELECT COUNT(*) AS n FROM email_outbox WHERE status = 'expired' "
                             "AND body IS NULL");
   ASSERT_TRUE(body.ok());
-  EXPECT_EQ(body->at(0).Int(0), 1);
+  EXPECT_EQ(body->at(0)["n"].Int(), 1);
   // A link opened later releases nothing that expired.
   auto v = verifier_->Verify(*db_, LinkToken("late@example.com"));
   ASSERT_TRUE(v.ok()) << v.status().ToString();
@@ -223,10 +223,10 @@ TEST_P(VerifyTest, AnAccountGetsAtMostThirtyEmailsAnHour) {
   for (int i = 0; i < 3; ++i) Enqueue("", "ops@example.com");
   EXPECT_EQ(Mail("ops@example.com"), (std::vector<std::string>{}));  // no address recorded
   auto ops = test::QueryDb(*db_,
-                           "SELECT COUNT(*) FROM email_outbox WHERE to_addr = "
+                           "SELECT COUNT(*) AS n FROM email_outbox WHERE to_addr = "
                            "'ops@example.com' AND status = 'pending'");
   ASSERT_TRUE(ops.ok());
-  EXPECT_EQ(ops->at(0).Int(0), 3);
+  EXPECT_EQ(ops->at(0)["n"].Int(), 3);
 }
 
 TEST_P(VerifyTest, TheKeyIsMadeOnceAndSharedByInstances) {
@@ -237,9 +237,9 @@ TEST_P(VerifyTest, TheKeyIsMadeOnceAndSharedByInstances) {
   const Timestamp expires = clock_.Now() + std::chrono::hours(1);
   EXPECT_EQ((*second)->MakeToken("usr_alice", "a@example.com", expires),
             verifier_->MakeToken("usr_alice", "a@example.com", expires));
-  auto keys = test::QueryDb(*db_, "SELECT COUNT(*) FROM signing_keys");
+  auto keys = test::QueryDb(*db_, "SELECT COUNT(*) AS n FROM signing_keys");
   ASSERT_TRUE(keys.ok());
-  EXPECT_EQ(keys->at(0).Int(0), 1);
+  EXPECT_EQ(keys->at(0)["n"].Int(), 1);
 }
 
 TEST(GreetingName, IsBoundedAndWithoutInvisibleOrControlCharacters) {

@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::payouts {
 namespace {
@@ -16,104 +17,107 @@ store::Value OptStr(const std::optional<std::string>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
 }
 
-constexpr std::string_view kSettingsColumns =
-    "provider_id, schedule, threshold_micro, method, changed_at, hold_until, updated_at";
-
-Settings SettingsFrom(const store::Row& r) {
-  Settings s;
-  s.provider_id = r.Str(0);
-  s.schedule = r.Str(1);
-  s.threshold = Usdc::Micros(r.Int(2));
-  if (!r.IsNull(3)) s.method = MethodFromText(r.Str(3));
-  s.changed_at = r.OptTime(4);
-  s.hold_until = r.OptTime(5);
-  s.updated_at = r.Time(6);
-  return s;
+const store::RowMapper<Settings>& SettingsRows() {
+  static const auto* const m = new store::RowMapper<Settings>({
+      {"provider_id", &Settings::provider_id},
+      {"schedule", &Settings::schedule},
+      {"threshold_micro", &Settings::threshold},
+      {"method",
+       [](Settings& s, const store::Cell& c) {
+         if (!c.IsNull()) s.method = MethodFromText(c.Str());
+       }},
+      {"changed_at", &Settings::changed_at},
+      {"hold_until", &Settings::hold_until},
+      {"updated_at", &Settings::updated_at},
+  });
+  return *m;
 }
 
-constexpr std::string_view kRunColumns =
-    "id, schedule, as_of, cutoff, state, eur_rate_ppm, created_at, finished_at";
-
-Run RunFrom(const store::Row& r) {
-  Run x;
-  x.id = r.Str(0);
-  x.schedule = r.Str(1);
-  x.as_of = r.Str(2);
-  x.cutoff = r.Time(3);
-  x.state = r.Str(4);
-  x.eur_rate_ppm = r.OptInt(5);
-  x.created_at = r.Time(6);
-  x.finished_at = r.OptTime(7);
-  return x;
+const store::RowMapper<Run>& RunRows() {
+  static const auto* const m = new store::RowMapper<Run>({
+      {"id", &Run::id},
+      {"schedule", &Run::schedule},
+      {"as_of", &Run::as_of},
+      {"cutoff", &Run::cutoff},
+      {"state", &Run::state},
+      {"eur_rate_ppm", &Run::eur_rate_ppm},
+      {"created_at", &Run::created_at},
+      {"finished_at", &Run::finished_at},
+  });
+  return *m;
 }
 
-constexpr std::string_view kPayoutColumns =
-    "p.id, p.run_id, p.provider_id, r.schedule, r.as_of, p.state, p.amount_micro, p.fee_micro, "
-    "p.method, p.currency, p.amount_minor, p.fx_rate_ppm, p.signature, p.bank_reference, "
-    "p.failure, p.file_name, p.created_at, p.submitted_at, p.confirmed_at, p.failed_at, "
-    "p.covers_from, p.covers_until";
+// Selected with the alias "p" (PayoutRows().Select("p")), the run's columns from "r".
+const store::RowMapper<Payout>& PayoutRows() {
+  static const auto* const m = new store::RowMapper<Payout>({
+      {"id", &Payout::id},
+      {"run_id", &Payout::run_id},
+      {"provider_id", &Payout::provider_id},
+      {"schedule", &Payout::schedule, "r.schedule"},
+      {"as_of", &Payout::as_of, "r.as_of"},
+      {"state", &Payout::state},
+      {"amount_micro", &Payout::amount},
+      {"fee_micro", &Payout::fee},
+      {"method", [](Payout& p, const store::Cell& c) { p.method = MethodFromText(c.Str()); }},
+      {"currency", &Payout::currency},
+      {"amount_minor", &Payout::amount_minor},
+      {"fx_rate_ppm", &Payout::fx_rate_ppm},
+      {"signature", &Payout::signature},
+      {"bank_reference", &Payout::bank_reference},
+      {"failure", &Payout::failure},
+      {"file_name", &Payout::file_name},
+      {"created_at", &Payout::created_at},
+      {"submitted_at", &Payout::submitted_at},
+      {"confirmed_at", &Payout::confirmed_at},
+      {"failed_at", &Payout::failed_at},
+      {"covers_from", &Payout::covers_from},
+      {"covers_until", &Payout::covers_until},
+  });
+  return *m;
+}
 constexpr std::string_view kPayoutFrom = "FROM payouts p JOIN payout_runs r ON r.id = p.run_id";
 
-Payout PayoutFrom(const store::Row& r) {
-  Payout p;
-  p.id = r.Str(0);
-  p.run_id = r.Str(1);
-  p.provider_id = r.Str(2);
-  p.schedule = r.Str(3);
-  p.as_of = r.Str(4);
-  p.state = r.Str(5);
-  p.amount = Usdc::Micros(r.Int(6));
-  p.fee = Usdc::Micros(r.Int(7));
-  p.method = MethodFromText(r.Str(8));
-  p.currency = r.Str(9);
-  p.amount_minor = r.OptInt(10);
-  p.fx_rate_ppm = r.OptInt(11);
-  p.signature = r.OptStr(12);
-  p.bank_reference = r.OptStr(13);
-  p.failure = r.OptStr(14);
-  p.file_name = r.OptStr(15);
-  p.created_at = r.Time(16);
-  p.submitted_at = r.OptTime(17);
-  p.confirmed_at = r.OptTime(18);
-  p.failed_at = r.OptTime(19);
-  p.covers_from = r.Time(20);
-  p.covers_until = r.Time(21);
-  return p;
+std::string PayoutSelect() { return "SELECT " + PayoutRows().Select("p") + " "; }
+
+const store::RowMapper<Attempt>& AttemptRows() {
+  static const auto* const m = new store::RowMapper<Attempt>({
+      {"n", &Attempt::n},
+      {"state", &Attempt::state},
+      {"signature", &Attempt::signature},
+      {"wire", &Attempt::wire_base64},
+      {"last_valid_block_height", &Attempt::last_valid_block_height},
+      {"error", &Attempt::error},
+      {"created_at", &Attempt::created_at},
+      {"updated_at", &Attempt::updated_at},
+  });
+  return *m;
 }
 
-constexpr std::string_view kAttemptColumns =
-    "n, state, signature, wire, last_valid_block_height, error, created_at, updated_at";
-
-Attempt AttemptFrom(const store::Row& r, size_t o = 0) {
-  Attempt a;
-  a.n = r.Int(o + 0);
-  a.state = r.Str(o + 1);
-  a.signature = r.Str(o + 2);
-  a.wire_base64 = r.Str(o + 3);
-  a.last_valid_block_height = r.Int(o + 4);
-  a.error = r.Str(o + 5);
-  a.created_at = r.Time(o + 6);
-  a.updated_at = r.Time(o + 7);
-  return a;
+const store::RowMapper<BankFile>& FileRows(bool with_content) {
+  static const auto* const without = new store::RowMapper<BankFile>({
+      {"run_id", &BankFile::run_id},
+      {"name", &BankFile::name},
+      {"kind", &BankFile::kind},
+      {"currency", &BankFile::currency},
+      {"lines", &BankFile::lines},
+      {"total_minor", &BankFile::total_minor},
+      {"sha256", &BankFile::sha256},
+      {"state", &BankFile::state},
+      {"created_at", &BankFile::created_at},
+      {"sent_at", &BankFile::sent_at},
+  });
+  static const auto* const with =
+      new store::RowMapper<BankFile>(without->With({{"content", &BankFile::content}}));
+  return with_content ? *with : *without;
 }
 
-constexpr std::string_view kFileColumns =
-    "run_id, name, kind, currency, lines, total_minor, sha256, state, created_at, sent_at";
-
-BankFile FileFrom(const store::Row& r, bool with_content) {
-  BankFile f;
-  f.run_id = r.Str(0);
-  f.name = r.Str(1);
-  f.kind = r.Str(2);
-  f.currency = r.Str(3);
-  f.lines = r.Int(4);
-  f.total_minor = r.Int(5);
-  f.sha256 = r.Str(6);
-  f.state = r.Str(7);
-  f.created_at = r.Time(8);
-  f.sent_at = r.OptTime(9);
-  if (with_content) f.content = r.Str(10);
-  return f;
+const store::RowMapper<Skip>& SkipRows() {
+  static const auto* const m = new store::RowMapper<Skip>({
+      {"provider_id", &Skip::provider_id},
+      {"reason", &Skip::reason},
+      {"available_micro", &Skip::available},
+  });
+  return *m;
 }
 
 std::string Placeholders(size_t n) {
@@ -126,41 +130,58 @@ std::string Placeholders(size_t n) {
 constexpr std::string_view kUsageKinds =
     "t.kind IN ('usage_provider', 'usage_fee', 'refund_provider', 'refund_fee')";
 
+// One row of UsageRows: a rental's sum of one kind of transfer (on one day).
+struct UsageSum {
+  RentalUsage usage;
+  std::string kind;
+  int64_t sum = 0;
+};
+
 StatusOr<std::vector<RentalUsage>> UsageRows(store::Tx& tx, std::string_view time_condition,
                                              const std::vector<store::Value>& params, bool by_day) {
   // Days since the epoch: integer division in both backends. (Not grouped by day: a
   // constant, left out of the GROUP BY, where a bare number would name a column.)
   const std::string day = by_day ? "t.at / 86400000000" : "0";
   const std::string group_day = by_day ? ", " + day : "";
+  static const auto* const mapper = new store::RowMapper<UsageSum>({
+      {"rental_id", [](UsageSum& u, const store::Cell& c) { u.usage.rental_id = c.Str(); }, "r.id"},
+      {"machine_id", [](UsageSum& u, const store::Cell& c) { u.usage.machine_id = c.Str(); },
+       "r.machine_id"},
+      {"gpu_model", [](UsageSum& u, const store::Cell& c) { u.usage.gpu_model = c.Str(); },
+       "r.gpu_model"},
+      {"gpu_ids",
+       [](UsageSum& u, const store::Cell& c) {
+         u.usage.gpu_ids = StoredTextList(ParseJsonOr(c.Str(), json::array()));
+       },
+       "r.gpu_ids"},
+      {"gpus", [](UsageSum& u, const store::Cell& c) { u.usage.gpus = c.Int(); }, "r.gpus"},
+      {"price_micro", [](UsageSum& u, const store::Cell& c) { u.usage.price_micro = c.Int(); },
+       "r.price_micro"},
+      {"day", [](UsageSum& u, const store::Cell& c) { u.usage.day = c.Int(); }},
+      {"kind", &UsageSum::kind, "t.kind"},
+      {"amount", &UsageSum::sum, "SUM(t.amount)"},
+  });
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT r.id, r.machine_id, r.gpu_model, r.gpu_ids, r.gpus, r.price_micro, " + day +
-                   ", t.kind, SUM(t.amount) FROM rentals r JOIN ledger_transfers t ON "
+      tx.Query("SELECT " + mapper->Select("", {{"day", day}}) +
+                   " FROM rentals r JOIN ledger_transfers t ON "
                    "t.rental_id = r.id WHERE r.provider_id = ? AND " +
                    std::string(time_condition) + " AND " + std::string(kUsageKinds) +
                    " GROUP BY r.id, r.machine_id, r.gpu_model, r.gpu_ids, r.gpus, r.price_micro" +
-                   group_day + ", t.kind ORDER BY 7, r.id",
+                   group_day + ", t.kind ORDER BY day, r.id",
                params));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<UsageSum> sums, mapper->Decode(rows));
   std::vector<RentalUsage> out;
-  for (const auto& row : rows) {
-    if (out.empty() || out.back().rental_id != row.Str(0) || out.back().day != row.Int(6)) {
-      RentalUsage u;
-      u.rental_id = row.Str(0);
-      u.machine_id = row.Str(1);
-      u.gpu_model = row.Str(2);
-      u.gpu_ids = StoredTextList(ParseJsonOr(row.Str(3), json::array()));
-      u.gpus = row.Int(4);
-      u.price_micro = row.Int(5);
-      u.day = row.Int(6);
-      out.push_back(std::move(u));
+  for (UsageSum& row : sums) {
+    if (out.empty() || out.back().rental_id != row.usage.rental_id ||
+        out.back().day != row.usage.day) {
+      out.push_back(std::move(row.usage));
     }
     RentalUsage& u = out.back();
-    const std::string kind = row.Str(7);
-    const int64_t sum = row.Int(8);
-    if (kind == "usage_provider") u.provider_micro += sum;
-    if (kind == "usage_fee") u.fee_micro += sum;
-    if (kind == "refund_provider") u.refund_provider_micro += sum;
-    if (kind == "refund_fee") u.refund_fee_micro += sum;
+    if (row.kind == "usage_provider") u.provider_micro += row.sum;
+    if (row.kind == "usage_fee") u.fee_micro += row.sum;
+    if (row.kind == "refund_provider") u.refund_provider_micro += row.sum;
+    if (row.kind == "refund_fee") u.refund_fee_micro += row.sum;
   }
   return out;
 }
@@ -200,17 +221,16 @@ Method MethodFromText(const std::string& text) {
 // --- settings
 
 StatusOr<std::optional<Settings>> PayoutsStore::FindSettings(const std::string& provider_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kSettingsColumns) +
-                                        " FROM payout_settings WHERE provider_id = ?",
-                                    {provider_id}));
-  if (rows.empty()) return std::optional<Settings>();
-  return std::optional<Settings>(SettingsFrom(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT " + SettingsRows().Select() + " FROM payout_settings WHERE provider_id = ?",
+                {provider_id}));
+  return SettingsRows().First(rows);
 }
 
 Status PayoutsStore::PutSettings(const Settings& s) {
   return tx_
-      .Exec("INSERT INTO payout_settings (" + std::string(kSettingsColumns) +
+      .Exec("INSERT INTO payout_settings (" + SettingsRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id) DO UPDATE SET "
                 "schedule = excluded.schedule, threshold_micro = excluded.threshold_micro, "
                 "method = excluded.method, changed_at = excluded.changed_at, "
@@ -226,25 +246,22 @@ Status PayoutsStore::PutSettings(const Settings& s) {
 StatusOr<std::optional<Run>> PayoutsStore::FindRun(const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT " + std::string(kRunColumns) + " FROM payout_runs WHERE id = ?", {id}));
-  if (rows.empty()) return std::optional<Run>();
-  return std::optional<Run>(RunFrom(rows[0]));
+      tx_.Query("SELECT " + RunRows().Select() + " FROM payout_runs WHERE id = ?", {id}));
+  return RunRows().First(rows);
 }
 
 StatusOr<std::optional<Run>> PayoutsStore::FindRunFor(std::string_view schedule,
                                                       std::string_view as_of) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kRunColumns) +
+                          tx_.Query("SELECT " + RunRows().Select() +
                                         " FROM payout_runs WHERE schedule = ? AND as_of = ?",
                                     {std::string(schedule), std::string(as_of)}));
-  if (rows.empty()) return std::optional<Run>();
-  return std::optional<Run>(RunFrom(rows[0]));
+  return RunRows().First(rows);
 }
 
 Status PayoutsStore::InsertRun(const Run& r) {
   return tx_
-      .Exec("INSERT INTO payout_runs (" + std::string(kRunColumns) +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      .Exec("INSERT INTO payout_runs (" + RunRows().Names() + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             {r.id, r.schedule, r.as_of, ToUnixMicros(r.cutoff), r.state, OptInt(r.eur_rate_ppm),
              ToUnixMicros(r.created_at), OptTime(r.finished_at)})
       .status();
@@ -259,12 +276,10 @@ Status PayoutsStore::UpdateRun(const Run& r) {
 
 StatusOr<std::vector<Run>> PayoutsStore::ListRuns(int limit) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kRunColumns) +
+                          tx_.Query("SELECT " + RunRows().Select() +
                                         " FROM payout_runs ORDER BY created_at DESC, id LIMIT ?",
                                     {int64_t{limit}}));
-  std::vector<Run> out;
-  for (const auto& r : rows) out.push_back(RunFrom(r));
-  return out;
+  return RunRows().Decode(rows);
 }
 
 StatusOr<std::vector<std::string>> PayoutsStore::UnfinishedRuns() {
@@ -272,31 +287,32 @@ StatusOr<std::vector<std::string>> PayoutsStore::UnfinishedRuns() {
                           tx_.Query("SELECT id FROM payout_runs WHERE state <> 'done' "
                                     "ORDER BY created_at"));
   std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(r.Str(0));
+  for (const auto& r : rows) out.push_back(r["id"].Str());
   return out;
 }
 
 Status PayoutsStore::LoadCounts(Run* r) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT state, COUNT(*), SUM(amount_micro) FROM payouts WHERE run_id = ? "
-                "GROUP BY state",
-                {r->id}));
+      tx_.Query(
+          "SELECT state, COUNT(*) AS n, SUM(amount_micro) AS amount_micro FROM payouts WHERE run_id = ? "
+          "GROUP BY state",
+          {r->id}));
   r->counts.clear();
   for (std::string_view s : {kPlanned, kWaitingFunds, kSubmitted, kConfirmed, kFailed})
     r->counts[std::string(s)] = 0;
   for (std::string_view s : {"carried_over", "held", "no_method"}) r->counts[std::string(s)] = 0;
   int64_t total = 0;
   for (const auto& row : rows) {
-    r->counts[row.Str(0)] = row.Int(1);
-    total += row.Int(2);
+    r->counts[row["state"].Str()] = row["n"].Int();
+    total += row["amount_micro"].Int();
   }
   r->total = Usdc::Micros(total);
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows skips,
-      tx_.Query("SELECT reason, COUNT(*) FROM payout_skips WHERE run_id = ? GROUP BY reason",
+      tx_.Query("SELECT reason, COUNT(*) AS n FROM payout_skips WHERE run_id = ? GROUP BY reason",
                 {r->id}));
-  for (const auto& row : skips) r->counts[row.Str(0)] = row.Int(1);
+  for (const auto& row : skips) r->counts[row["reason"].Str()] = row["n"].Int();
   return Status::Ok();
 }
 
@@ -309,40 +325,31 @@ StatusOr<std::vector<PayoutsStore::Candidate>> PayoutsStore::Candidates(std::str
   // some (none: weekly, without a method).
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT a.owner_id, a.balance, s.provider_id, s.schedule, s.threshold_micro, "
-                "s.method, s.changed_at, s.hold_until, s.updated_at FROM ledger_accounts a "
-                "LEFT JOIN payout_settings s ON s.provider_id = a.owner_id "
-                "WHERE a.kind = 'provider_available' AND a.owner_id > ? AND "
-                "COALESCE(s.schedule, 'weekly') = ? ORDER BY a.owner_id LIMIT ?",
+      tx_.Query("SELECT a.owner_id, a.balance, " + SettingsRows().Select("s") +
+                    " FROM ledger_accounts a "
+                    "LEFT JOIN payout_settings s ON s.provider_id = a.owner_id "
+                    "WHERE a.kind = 'provider_available' AND a.owner_id > ? AND "
+                    "COALESCE(s.schedule, 'weekly') = ? ORDER BY a.owner_id LIMIT ?",
                 {after, std::string(schedule), int64_t{limit}}));
-  std::vector<Candidate> out;
-  for (const auto& r : rows) {
-    Candidate c;
-    c.provider_id = r.Str(0);
-    c.available_micro = r.Int(1);
-    if (!r.IsNull(2)) {
-      Settings s;
-      s.provider_id = r.Str(2);
-      s.schedule = r.Str(3);
-      s.threshold = Usdc::Micros(r.Int(4));
-      if (!r.IsNull(5)) s.method = MethodFromText(r.Str(5));
-      s.changed_at = r.OptTime(6);
-      s.hold_until = r.OptTime(7);
-      s.updated_at = r.Time(8);
-      c.settings = std::move(s);
-    }
-    out.push_back(std::move(c));
-  }
+  static const auto* const candidates = new store::RowMapper<Candidate>({
+      {"owner_id", &Candidate::provider_id},
+      {"balance", &Candidate::available_micro},
+  });
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Candidate> out, candidates->Decode(rows));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<std::optional<Settings>> settings,
+                          SettingsRows().DecodeOptional(rows, "provider_id"));
+  for (size_t i = 0; i < out.size(); ++i) out[i].settings = std::move(settings[i]);
   return out;
 }
 
 StatusOr<Timestamp> PayoutsStore::LastCoveredUntil(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT MAX(covers_until) FROM payouts WHERE provider_id = ? AND state <> 'failed'",
+      tx_.Query("SELECT MAX(covers_until) AS covers_until FROM payouts WHERE provider_id = ? AND "
+                "state <> 'failed'",
                 {provider_id}));
-  if (rows.empty() || rows[0].IsNull(0)) return FromUnixMicros(0);
-  return rows[0].Time(0);
+  if (rows.empty() || rows[0]["covers_until"].IsNull()) return FromUnixMicros(0);
+  return rows[0]["covers_until"].Time();
 }
 
 Status PayoutsStore::InsertSkip(const std::string& run_id, const Skip& s) {
@@ -410,25 +417,23 @@ StatusOr<int64_t> PayoutsStore::Round(const std::string& payout_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT round FROM payouts WHERE id = ?", {payout_id}));
   if (rows.empty()) return NotFound("no payout " + payout_id);
-  return rows[0].Int(0);
+  return rows[0]["round"].Int();
 }
 
 StatusOr<std::optional<Payout>> PayoutsStore::FindPayout(const std::string& id,
                                                          bool with_attempts) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kPayoutColumns) + " " +
-                                        std::string(kPayoutFrom) + " WHERE p.id = ?",
-                                    {id}));
-  if (rows.empty()) return std::optional<Payout>();
-  Payout p = PayoutFrom(rows[0]);
-  if (with_attempts) {
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(PayoutSelect() + std::string(kPayoutFrom) + " WHERE p.id = ?", {id}));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<Payout> p, PayoutRows().First(rows));
+  if (p && with_attempts) {
     GPUNEX_ASSIGN_OR_RETURN(store::Rows as,
-                            tx_.Query("SELECT " + std::string(kAttemptColumns) +
+                            tx_.Query("SELECT " + AttemptRows().Select() +
                                           " FROM payout_attempts WHERE payout_id = ? ORDER BY n",
                                       {id}));
-    for (const auto& a : as) p.attempts.push_back(AttemptFrom(a));
+    GPUNEX_ASSIGN_OR_RETURN(p->attempts, AttemptRows().Decode(as));
   }
-  return std::optional<Payout>(std::move(p));
+  return p;
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id,
@@ -439,39 +444,34 @@ StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id
   for (auto s : states) params.emplace_back(std::string(s));
   params.emplace_back(int64_t{limit});
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + std::string(kPayoutColumns) + " " + std::string(kPayoutFrom) +
-                    " WHERE p.run_id = ? AND p.method_kind = ? AND p.state IN (" +
-                    Placeholders(states.size()) + ") ORDER BY p.id LIMIT ?",
-                params));
-  std::vector<Payout> out;
-  for (const auto& r : rows) out.push_back(PayoutFrom(r));
-  return out;
+      store::Rows rows, tx_.Query(PayoutSelect() + std::string(kPayoutFrom) +
+                                      " WHERE p.run_id = ? AND p.method_kind = ? AND p.state IN (" +
+                                      Placeholders(states.size()) + ") ORDER BY p.id LIMIT ?",
+                                  params));
+  return PayoutRows().Decode(rows);
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::AllRunPayouts(const std::string& run_id) {
+  static const auto* const named = new store::RowMapper<Payout>(
+      PayoutRows().With({{"provider_name", &Payout::provider_name, "u.name"}}));
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT " + std::string(kPayoutColumns) + ", u.name " + std::string(kPayoutFrom) +
+      tx_.Query("SELECT " + named->Select("p") + " " + std::string(kPayoutFrom) +
                     " JOIN users u ON u.id = p.provider_id WHERE p.run_id = ? ORDER BY p.id",
                 {run_id}));
-  std::vector<Payout> out;
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Payout> out, named->Decode(rows));
   std::map<std::string, size_t> index;
-  for (const auto& r : rows) {
-    index[r.Str(0)] = out.size();
-    out.push_back(PayoutFrom(r));
-    out.back().provider_name = r.Str(22);
-  }
+  for (size_t i = 0; i < out.size(); ++i) index[out[i].id] = i;
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows attempts,
-      tx_.Query("SELECT a.payout_id, a.n, a.state, a.signature, a.wire, "
-                "a.last_valid_block_height, a.error, a.created_at, a.updated_at "
-                "FROM payout_attempts a JOIN payouts p ON p.id = a.payout_id "
-                "WHERE p.run_id = ? ORDER BY a.payout_id, a.n",
+      store::Rows attempt_rows,
+      tx_.Query("SELECT a.payout_id, " + AttemptRows().Select("a") +
+                    " FROM payout_attempts a JOIN payouts p ON p.id = a.payout_id "
+                    "WHERE p.run_id = ? ORDER BY a.payout_id, a.n",
                 {run_id}));
-  for (const auto& r : attempts) {
-    auto it = index.find(r.Str(0));
-    if (it != index.end()) out[it->second].attempts.push_back(AttemptFrom(r, 1));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Attempt> attempts, AttemptRows().Decode(attempt_rows));
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    auto it = index.find(attempt_rows[i]["payout_id"].Str());
+    if (it != index.end()) out[it->second].attempts.push_back(std::move(attempts[i]));
   }
   return out;
 }
@@ -479,37 +479,32 @@ StatusOr<std::vector<Payout>> PayoutsStore::AllRunPayouts(const std::string& run
 StatusOr<Page<Payout>> PayoutsStore::ProviderPayouts(const std::string& provider_id,
                                                      const PageRequest& page) {
   store::PageQuery q;
-  q.columns = std::string(kPayoutColumns);
+  q.columns = PayoutRows().Select("p");
   q.from = std::string(kPayoutFrom);
   q.where = "p.provider_id = ?";
   q.params = {provider_id};
   q.key = {{"p.created_at", store::KeyColumn::Type::kInt}, {"p.id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Payout> out;
-  out.next = rows.next;
-  for (const auto& r : rows.items) out.items.push_back(PayoutFrom(r));
-  return out;
+  return PayoutRows().DecodePage(rows);
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::ProviderPayoutsBetween(const std::string& provider_id,
                                                                    Timestamp from, Timestamp to) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT " + std::string(kPayoutColumns) + " " + std::string(kPayoutFrom) +
+      tx_.Query(PayoutSelect() + std::string(kPayoutFrom) +
                     " WHERE p.provider_id = ? AND p.created_at >= ? AND p.created_at < ? "
                     "ORDER BY p.created_at, p.id",
                 {provider_id, ToUnixMicros(from), ToUnixMicros(to)}));
-  std::vector<Payout> out;
-  for (const auto& r : rows) out.push_back(PayoutFrom(r));
-  return out;
+  return PayoutRows().Decode(rows);
 }
 
 // --- attempts
 
 Status PayoutsStore::InsertAttempt(const std::string& payout_id, const Attempt& a) {
   return tx_
-      .Exec("INSERT INTO payout_attempts (payout_id, " + std::string(kAttemptColumns) +
+      .Exec("INSERT INTO payout_attempts (payout_id, " + AttemptRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {payout_id, a.n, a.state, a.signature, a.wire_base64, a.last_valid_block_height,
              a.error, ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at)})
@@ -527,20 +522,18 @@ Status PayoutsStore::UpdateAttempt(const std::string& payout_id, const Attempt& 
 
 StatusOr<int64_t> PayoutsStore::FailedAttempts(const std::string& payout_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM payout_attempts WHERE payout_id = ? AND "
-                                    "state = 'failed'",
+                          tx_.Query("SELECT COUNT(*) AS n FROM payout_attempts WHERE payout_id = ? "
+                                    "AND state = 'failed'",
                                     {payout_id}));
-  return rows[0].Int(0);
+  return rows[0]["n"].Int();
 }
 
 StatusOr<std::vector<Skip>> PayoutsStore::Skips(const std::string& run_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT provider_id, reason, available_micro FROM payout_skips "
-                                    "WHERE run_id = ? ORDER BY provider_id",
+                          tx_.Query("SELECT " + SkipRows().Select() +
+                                        " FROM payout_skips WHERE run_id = ? ORDER BY provider_id",
                                     {run_id}));
-  std::vector<Skip> out;
-  for (const auto& r : rows) out.push_back({r.Str(0), r.Str(1), Usdc::Micros(r.Int(2))});
-  return out;
+  return SkipRows().Decode(rows);
 }
 
 StatusOr<std::map<std::string, Attempt>> PayoutsStore::LatestAttempts(
@@ -553,12 +546,15 @@ StatusOr<std::map<std::string, Attempt>> PayoutsStore::LatestAttempts(
                                      ids.begin() + static_cast<std::ptrdiff_t>(start + n));
     GPUNEX_ASSIGN_OR_RETURN(
         store::Rows rows,
-        tx_.Query("SELECT a.payout_id, " + std::string(kAttemptColumns) +
+        tx_.Query("SELECT a.payout_id, " + AttemptRows().Select("a") +
                       " FROM payout_attempts a WHERE a.payout_id IN (" + Placeholders(n) +
                       ") AND a.n = (SELECT MAX(b.n) FROM payout_attempts b "
                       "WHERE b.payout_id = a.payout_id)",
                   params));
-    for (const auto& r : rows) out[r.Str(0)] = AttemptFrom(r, 1);
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Attempt> attempts, AttemptRows().Decode(rows));
+    for (size_t i = 0; i < attempts.size(); ++i) {
+      out[rows[i]["payout_id"].Str()] = std::move(attempts[i]);
+    }
   }
   return out;
 }
@@ -567,8 +563,8 @@ StatusOr<std::map<std::string, Attempt>> PayoutsStore::LatestAttempts(
 
 Status PayoutsStore::InsertFile(const BankFile& f) {
   return tx_
-      .Exec("INSERT INTO payout_files (" + std::string(kFileColumns) +
-                ", content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      .Exec("INSERT INTO payout_files (" + FileRows(true).Names() +
+                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {f.run_id, f.name, f.kind, f.currency, f.lines, f.total_minor, f.sha256, f.state,
              ToUnixMicros(f.created_at), OptTime(f.sent_at), f.content})
       .status();
@@ -584,36 +580,28 @@ Status PayoutsStore::UpdateFile(const BankFile& f) {
 StatusOr<std::optional<BankFile>> PayoutsStore::FindFile(const std::string& run_id,
                                                          const std::string& name,
                                                          bool with_content) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + std::string(kFileColumns) + (with_content ? ", content" : "") +
-                    " FROM payout_files WHERE run_id = ? AND name = ?",
-                {run_id, name}));
-  if (rows.empty()) return std::optional<BankFile>();
-  return std::optional<BankFile>(FileFrom(rows[0], with_content));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT " + FileRows(with_content).Select() +
+                                        " FROM payout_files WHERE run_id = ? AND name = ?",
+                                    {run_id, name}));
+  return FileRows(with_content).First(rows);
 }
 
 StatusOr<std::vector<BankFile>> PayoutsStore::Files(const std::string& run_id, bool with_content) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + std::string(kFileColumns) + (with_content ? ", content" : "") +
-                    " FROM payout_files WHERE run_id = ? ORDER BY name",
-                {run_id}));
-  std::vector<BankFile> out;
-  for (const auto& r : rows) out.push_back(FileFrom(r, with_content));
-  return out;
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT " + FileRows(with_content).Select() +
+                                        " FROM payout_files WHERE run_id = ? ORDER BY name",
+                                    {run_id}));
+  return FileRows(with_content).Decode(rows);
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::FilePayouts(const std::string& run_id,
                                                         const std::string& name) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + std::string(kPayoutColumns) + " " + std::string(kPayoutFrom) +
-                    " WHERE p.run_id = ? AND p.file_name = ? ORDER BY p.id",
-                {run_id, name}));
-  std::vector<Payout> out;
-  for (const auto& r : rows) out.push_back(PayoutFrom(r));
-  return out;
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(PayoutSelect() + std::string(kPayoutFrom) +
+                                        " WHERE p.run_id = ? AND p.file_name = ? ORDER BY p.id",
+                                    {run_id, name}));
+  return PayoutRows().Decode(rows);
 }
 
 // --- earnings

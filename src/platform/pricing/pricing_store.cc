@@ -1,49 +1,57 @@
 #include "platform/pricing/pricing_store.h"
 
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::pricing {
 namespace {
 
 using store::KeyColumn;
 
-std::vector<Price> PricesFrom(const store::Rows& rows) {
-  std::vector<Price> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back({r.Str(0), Usdc::Micros(r.Int(1)), r.Time(2)});
-  return out;
+const store::RowMapper<Price>& PriceRows() {
+  static const auto* const m = new store::RowMapper<Price>({
+      {"catalog_id", &Price::gpu_model},
+      {"price_micro", &Price::price},
+      {"updated_at", &Price::updated_at},
+  });
+  return *m;
 }
 
 store::Value OptMicros(const std::optional<Usdc>& u) {
   return u ? store::Value(u->micros()) : store::Value(nullptr);
 }
 
-std::optional<Usdc> OptUsdc(const store::Row& r, int i) {
-  if (r.IsNull(i)) return std::nullopt;
-  return Usdc::Micros(r.Int(i));
+const store::RowMapper<PriceChange>& ChangeRows() {
+  static const auto* const m = new store::RowMapper<PriceChange>({
+      {"id", &PriceChange::id},
+      {"machine_id", &PriceChange::machine_id},
+      {"catalog_id", &PriceChange::gpu_model},
+      {"old_price_micro", &PriceChange::old_price},
+      {"new_price_micro", &PriceChange::new_price},
+      {"changed_by", &PriceChange::changed_by},
+      {"at", &PriceChange::at},
+  });
+  return *m;
 }
-
-constexpr const char* kChangeColumns =
-    "id, machine_id, catalog_id, old_price_micro, new_price_micro, changed_by, at";
 
 }  // namespace
 
 StatusOr<std::vector<Price>> PricingStore::ProviderPrices(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT catalog_id, price_micro, updated_at FROM provider_prices WHERE "
-                "provider_id = ? ORDER BY catalog_id",
+      tx_.Query("SELECT " + PriceRows().Select() +
+                    " FROM provider_prices WHERE provider_id = ? ORDER BY catalog_id",
                 {provider_id}));
-  return PricesFrom(rows);
+  return PriceRows().Decode(rows);
 }
 
 StatusOr<std::vector<Price>> PricingStore::MachinePrices(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT catalog_id, price_micro, updated_at FROM machine_prices WHERE "
-                "machine_id = ? ORDER BY catalog_id",
+      tx_.Query("SELECT " + PriceRows().Select() +
+                    " FROM machine_prices WHERE machine_id = ? ORDER BY catalog_id",
                 {machine_id}));
-  return PricesFrom(rows);
+  return PriceRows().Decode(rows);
 }
 
 Status PricingStore::PutProviderPrice(const std::string& provider_id, const Price& p,
@@ -86,7 +94,7 @@ Status PricingStore::DeleteMachinePrice(const std::string& machine_id,
 
 Status PricingStore::InsertChange(const std::string& provider_id, const PriceChange& c) {
   return tx_
-      .Exec(std::string("INSERT INTO price_changes (provider_id, ") + kChangeColumns +
+      .Exec(std::string("INSERT INTO price_changes (provider_id, ") + ChangeRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             {provider_id, c.id, c.machine_id ? store::Value(*c.machine_id) : store::Value(nullptr),
              c.gpu_model, OptMicros(c.old_price), OptMicros(c.new_price), c.changed_by,
@@ -96,20 +104,14 @@ Status PricingStore::InsertChange(const std::string& provider_id, const PriceCha
 
 StatusOr<Page<PriceChange>> PricingStore::Changes(const std::string& provider_id,
                                                   const PageRequest& page) {
-  store::PageQuery q{kChangeColumns,
+  store::PageQuery q{ChangeRows().Select(),
                      "FROM price_changes",
                      "provider_id = ?",
                      {provider_id},
                      {{"at", KeyColumn::Type::kInt}, {"id", KeyColumn::Type::kText}},
                      true};
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<PriceChange> out;
-  for (const auto& r : rows.items) {
-    out.items.push_back(
-        {r.Str(0), r.OptStr(1), r.Str(2), OptUsdc(r, 3), OptUsdc(r, 4), r.Str(5), r.Time(6)});
-  }
-  out.next = std::move(rows.next);
-  return out;
+  return ChangeRows().DecodePage(rows);
 }
 
 std::vector<store::Migration> PricingMigrations() {

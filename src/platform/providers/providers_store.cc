@@ -1,29 +1,44 @@
 #include "platform/providers/providers_store.h"
 
+#include "platform/store/rows.h"
+
 namespace gpunex::platform::providers {
 namespace {
 
-constexpr const char* kTokenColumns =
-    "id, provider_id, name, token_hash, token_prefix, created_at, last_used_at, revoked_at, "
-    "replaced_by";
+const store::RowMapper<AgentTokenRow>& TokenRows() {
+  static const auto* const m = new store::RowMapper<AgentTokenRow>({
+      {"id", &AgentTokenRow::id},
+      {"provider_id", &AgentTokenRow::provider_id},
+      {"name", &AgentTokenRow::name},
+      {"token_hash", &AgentTokenRow::token_hash},
+      {"token_prefix", &AgentTokenRow::token_prefix},
+      {"created_at", &AgentTokenRow::created_at},
+      {"last_used_at", &AgentTokenRow::last_used_at},
+      {"revoked_at", &AgentTokenRow::revoked_at},
+      {"replaced_by", &AgentTokenRow::replaced_by},
+  });
+  return *m;
+}
 
-AgentTokenRow TokenFrom(const store::Row& r) {
-  return {r.Str(0),  r.Str(1),     r.Str(2),     r.Str(3),   r.Str(4),
-          r.Time(5), r.OptTime(6), r.OptTime(7), r.OptStr(8)};
+const store::RowMapper<ProviderRow>& ProviderRows() {
+  static const auto* const m = new store::RowMapper<ProviderRow>({
+      {"user_id", &ProviderRow::user_id},
+      {"tier", &ProviderRow::tier},
+      {"status", &ProviderRow::status},
+      {"application_id", &ProviderRow::application_id},
+      {"approved_at", &ProviderRow::approved_at},
+      {"approved_by", &ProviderRow::approved_by},
+  });
+  return *m;
 }
 
 }  // namespace
 
 StatusOr<std::optional<ProviderRow>> ProvidersStore::FindProvider(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT user_id, tier, status, application_id, approved_at, approved_by "
-                "FROM providers WHERE user_id = ?",
-                {user_id}));
-  if (rows.empty()) return std::optional<ProviderRow>();
-  const auto& r = rows[0];
-  return std::optional<ProviderRow>(
-      ProviderRow{r.Str(0), r.Str(1), r.Str(2), r.Str(3), r.Time(4), r.Str(5)});
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + ProviderRows().Select() +
+                                                          " FROM providers WHERE user_id = ?",
+                                                      {user_id}));
+  return ProviderRows().First(rows);
 }
 
 Status ProvidersStore::UpsertProvider(const ProviderRow& p) {
@@ -50,29 +65,27 @@ Status ProvidersStore::InsertToken(const AgentTokenRow& t) {
 StatusOr<int64_t> ProvidersStore::CountActiveTokens(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM agent_tokens WHERE provider_id = ? AND revoked_at IS NULL",
+      tx_.Query("SELECT COUNT(*) AS n FROM agent_tokens WHERE provider_id = ? AND revoked_at IS "
+                "NULL",
                 {provider_id}));
-  return rows.at(0).Int(0);
+  return rows.at(0)["n"].Int();
 }
 
 StatusOr<std::optional<AgentTokenRow>> ProvidersStore::FindToken(const std::string& provider_id,
                                                                  const std::string& token_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kTokenColumns +
+                          tx_.Query(std::string("SELECT ") + TokenRows().Select() +
                                         " FROM agent_tokens WHERE id = ? AND provider_id = ?",
                                     {token_id, provider_id}));
-  if (rows.empty()) return std::optional<AgentTokenRow>();
-  return std::optional<AgentTokenRow>(TokenFrom(rows[0]));
+  return TokenRows().First(rows);
 }
 
 StatusOr<std::vector<AgentTokenRow>> ProvidersStore::ListTokens(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kTokenColumns +
+                          tx_.Query(std::string("SELECT ") + TokenRows().Select() +
                                         " FROM agent_tokens WHERE provider_id = ? ORDER BY id",
                                     {provider_id}));
-  std::vector<AgentTokenRow> out;
-  for (const auto& r : rows) out.push_back(TokenFrom(r));
-  return out;
+  return TokenRows().Decode(rows);
 }
 
 StatusOr<bool> ProvidersStore::RevokeToken(const std::string& provider_id,
@@ -96,8 +109,7 @@ StatusOr<std::optional<AgentTokenRow>> ProvidersStore::FindLiveTokenByHash(
                 "JOIN providers p ON p.user_id = t.provider_id WHERE t.token_hash = ? "
                 "AND t.revoked_at IS NULL AND p.status = 'active'",
                 {token_hash}));
-  if (rows.empty()) return std::optional<AgentTokenRow>();
-  return std::optional<AgentTokenRow>(TokenFrom(rows[0]));
+  return TokenRows().First(rows);
 }
 
 Status ProvidersStore::TouchToken(const std::string& token_id, Timestamp at) {

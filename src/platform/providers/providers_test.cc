@@ -125,10 +125,10 @@ TEST_P(ProvidersTest, ATokenIsShownOnceAndStoredOnlyAsItsHash) {
       Query("SELECT id, provider_id, name, token_hash, token_prefix FROM agent_tokens WHERE id = ?",
             {t.token.id});
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].Str(1), p.user.id);
-  EXPECT_EQ(rows[0].Str(3), Sha256Hex(t.secret));
-  for (size_t i = 0; i < rows[0].size(); ++i) {
-    EXPECT_THAT(rows[0].Str(i), ::testing::Not(HasSubstr(t.secret))) << "column " << i;
+  EXPECT_EQ(rows[0]["provider_id"].Str(), p.user.id);
+  EXPECT_EQ(rows[0]["token_hash"].Str(), Sha256Hex(t.secret));
+  for (const std::string& column : rows[0].names()) {
+    EXPECT_THAT(rows[0][column].Str(), ::testing::Not(HasSubstr(t.secret))) << column;
   }
   // Neither is the secret in the audit log.
   EXPECT_EQ(

@@ -1,13 +1,115 @@
 #include "platform/reliability/reliability_store.h"
 
+#include "platform/store/rows.h"
+
 namespace gpunex::platform::reliability {
 namespace {
 
-constexpr const char* kMachineColumns =
-    "machine_id, provider_id, gpus, accrued_until, scheduled_e, up_e, ok_e, ended_e, "
-    "scheduled_total_us, day_scheduled_us, day_up_us, week_scheduled_us, week_up_us, "
-    "month_scheduled_us, month_up_us, uptime, completion, benchmark, score, is_new, "
-    "computed_at, below_threshold, snapshot_day";
+const store::RowMapper<MachineState>& MachineRows() {
+  using M = MachineState;
+  static const auto* const m = new store::RowMapper<M>({
+      {"machine_id", &M::machine_id},
+      {"provider_id", &M::provider_id},
+      {"gpus", &M::gpus},
+      {"accrued_until", &M::accrued_until},
+      {"scheduled_e", &M::scheduled_e},
+      {"up_e", &M::up_e},
+      {"ok_e", &M::ok_e},
+      {"ended_e", &M::ended_e},
+      {"scheduled_total_us", &M::scheduled_total_us},
+      {"day_scheduled_us", [](M& m, const store::Cell& c) { m.day.scheduled_us = c.Int(); }},
+      {"day_up_us", [](M& m, const store::Cell& c) { m.day.up_us = c.Int(); }},
+      {"week_scheduled_us", [](M& m, const store::Cell& c) { m.week.scheduled_us = c.Int(); }},
+      {"week_up_us", [](M& m, const store::Cell& c) { m.week.up_us = c.Int(); }},
+      {"month_scheduled_us", [](M& m, const store::Cell& c) { m.month.scheduled_us = c.Int(); }},
+      {"month_up_us", [](M& m, const store::Cell& c) { m.month.up_us = c.Int(); }},
+      {"uptime", &M::uptime},
+      {"completion", &M::completion},
+      {"benchmark", &M::benchmark},
+      {"score", &M::score},
+      {"is_new", &M::is_new},
+      {"computed_at", &M::computed_at},
+      {"below_threshold", &M::below_threshold},
+      {"snapshot_day", &M::snapshot_day},
+  });
+  return *m;
+}
+
+const store::RowMapper<Progress>& ProgressRows() {
+  using P = Progress;
+  static const auto* const m = new store::RowMapper<P>({
+      {"jobs_until", &P::jobs_until},
+      {"telemetry_minute", &P::telemetry_minute},
+      {"benchmarks_until", &P::benchmarks_until},
+      {"expired_day_hour", &P::expired_day_hour},
+      {"expired_week_hour", &P::expired_week_hour},
+      {"expired_month_hour", &P::expired_month_hour},
+  });
+  return *m;
+}
+
+const store::RowMapper<GpuState>& GpuRows() {
+  using G = GpuState;
+  static const auto* const m = new store::RowMapper<G>({
+      {"gpu_id", &G::gpu_id},
+      {"machine_id", &G::machine_id},
+      {"baseline", &G::baseline},
+      {"latest", &G::latest},
+      {"latest_at", &G::latest_at},
+      {"loaded_e", &G::loaded_e},
+      {"throttled_e", &G::throttled_e},
+  });
+  return *m;
+}
+
+const store::RowMapper<HourRow>& HourRows() {
+  using H = HourRow;
+  static const auto* const m = new store::RowMapper<H>({
+      {"machine_id", &H::machine_id},
+      {"hour", &H::hour},
+      {"scheduled_us", &H::scheduled_us},
+      {"up_us", &H::up_us},
+      {"scheduled_e", &H::scheduled_e},
+      {"up_e", &H::up_e},
+      {"ok_e", &H::ok_e},
+      {"ended_e", &H::ended_e},
+  });
+  return *m;
+}
+
+const store::RowMapper<GpuHourRow>& GpuHourRows() {
+  using H = GpuHourRow;
+  static const auto* const m = new store::RowMapper<H>({
+      {"gpu_id", &H::gpu_id},
+      {"machine_id", &H::machine_id},
+      {"hour", &H::hour},
+      {"loaded_e", &H::loaded_e},
+      {"throttled_e", &H::throttled_e},
+  });
+  return *m;
+}
+
+const store::RowMapper<JobRow>& JobRows() {
+  static const auto* const m = new store::RowMapper<JobRow>({
+      {"workload_id", &JobRow::workload_id},
+      {"machine_id", &JobRow::machine_id},
+      {"at", &JobRow::at},
+      {"party", &JobRow::party},
+      {"reason", &JobRow::reason},
+  });
+  return *m;
+}
+
+const store::RowMapper<DayRow>& DayRows() {
+  static const auto* const m = new store::RowMapper<DayRow>({
+      {"machine_id", &DayRow::machine_id},
+      {"day", &DayRow::day},
+      {"score", &DayRow::score},
+      {"is_new", &DayRow::is_new},
+      {"gpus", &DayRow::gpus},
+  });
+  return *m;
+}
 
 std::vector<store::Value> MachineValues(const MachineState& m) {
   return {m.machine_id,
@@ -35,36 +137,6 @@ std::vector<store::Value> MachineValues(const MachineState& m) {
           m.snapshot_day};
 }
 
-MachineState MachineFrom(const store::Row& r) {
-  MachineState m;
-  m.machine_id = r.Str(0);
-  m.provider_id = r.Str(1);
-  m.gpus = r.Int(2);
-  m.accrued_until = r.Time(3);
-  m.scheduled_e = r.Real(4);
-  m.up_e = r.Real(5);
-  m.ok_e = r.Real(6);
-  m.ended_e = r.Real(7);
-  m.scheduled_total_us = r.Int(8);
-  m.day = {r.Int(9), r.Int(10)};
-  m.week = {r.Int(11), r.Int(12)};
-  m.month = {r.Int(13), r.Int(14)};
-  m.uptime = r.Real(15);
-  m.completion = r.Real(16);
-  m.benchmark = r.Real(17);
-  m.score = r.Real(18);
-  m.is_new = r.Int(19) != 0;
-  m.computed_at = r.Time(20);
-  m.below_threshold = r.Int(21) != 0;
-  m.snapshot_day = r.Int(22);
-  return m;
-}
-
-std::optional<double> OptReal(const store::Row& r, size_t i) {
-  if (r.IsNull(i)) return std::nullopt;
-  return r.Real(i);
-}
-
 store::Value OptValue(const std::optional<double>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
 }
@@ -72,14 +144,9 @@ store::Value OptValue(const std::optional<double>& v) {
 }  // namespace
 
 StatusOr<std::optional<Progress>> ReliabilityStore::LoadProgress() {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT jobs_until, telemetry_minute, benchmarks_until, expired_day_hour, "
-                "expired_week_hour, expired_month_hour FROM reliability_progress WHERE id = 1"));
-  if (rows.empty()) return std::optional<Progress>();
-  const store::Row& r = rows[0];
-  return std::optional<Progress>(
-      Progress{r.Time(0), r.Int(1), r.Time(2), r.Int(3), r.Int(4), r.Int(5)});
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + ProgressRows().Select() +
+                                                      " FROM reliability_progress WHERE id = 1"));
+  return ProgressRows().First(rows);
 }
 
 Status ReliabilityStore::SaveProgress(const Progress& p) {
@@ -98,40 +165,34 @@ Status ReliabilityStore::SaveProgress(const Progress& p) {
 
 StatusOr<std::optional<MachineState>> ReliabilityStore::FindMachine(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kMachineColumns +
+                          tx_.Query(std::string("SELECT ") + MachineRows().Select() +
                                         " FROM reliability_machines WHERE machine_id = ?",
                                     {machine_id}));
-  if (rows.empty()) return std::optional<MachineState>();
-  return std::optional<MachineState>(MachineFrom(rows[0]));
+  return MachineRows().First(rows);
 }
 
 StatusOr<std::vector<MachineState>> ReliabilityStore::MachinesAfter(const std::string& after,
                                                                     int limit) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kMachineColumns +
+      tx_.Query(std::string("SELECT ") + MachineRows().Select() +
                     " FROM reliability_machines WHERE machine_id > ? ORDER BY machine_id LIMIT ?",
                 {after, int64_t{limit}}));
-  std::vector<MachineState> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) out.push_back(MachineFrom(r));
-  return out;
+  return MachineRows().Decode(rows);
 }
 
 StatusOr<std::vector<MachineState>> ReliabilityStore::MachinesOf(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query(std::string("SELECT ") + kMachineColumns +
+      tx_.Query(std::string("SELECT ") + MachineRows().Select() +
                     " FROM reliability_machines WHERE provider_id = ? ORDER BY machine_id",
                 {provider_id}));
-  std::vector<MachineState> out;
-  for (const store::Row& r : rows) out.push_back(MachineFrom(r));
-  return out;
+  return MachineRows().Decode(rows);
 }
 
 Status ReliabilityStore::InsertMachine(const MachineState& m) {
   return tx_
-      .Exec(std::string("INSERT INTO reliability_machines (") + kMachineColumns +
+      .Exec(std::string("INSERT INTO reliability_machines (") + MachineRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             MachineValues(m))
       .status();
@@ -169,30 +230,16 @@ Status ReliabilityStore::AddToMachine(const std::string& machine_id, const HourR
 
 StatusOr<std::vector<GpuState>> ReliabilityStore::GpusOf(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT gpu_id, machine_id, baseline, latest, latest_at, loaded_e, throttled_e "
-                "FROM reliability_gpus WHERE machine_id = ? ORDER BY gpu_id",
-                {machine_id}));
-  std::vector<GpuState> out;
-  for (const store::Row& r : rows) {
-    out.push_back(
-        {r.Str(0), r.Str(1), OptReal(r, 2), OptReal(r, 3), r.OptTime(4), r.Real(5), r.Real(6)});
-  }
-  return out;
+      store::Rows rows, tx_.Query("SELECT " + GpuRows().Select() +
+                                      " FROM reliability_gpus WHERE machine_id = ? ORDER BY gpu_id",
+                                  {machine_id}));
+  return GpuRows().Decode(rows);
 }
 
 StatusOr<std::vector<GpuState>> ReliabilityStore::AllGpus() {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT gpu_id, machine_id, baseline, latest, latest_at, loaded_e, throttled_e "
-                "FROM reliability_gpus"));
-  std::vector<GpuState> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) {
-    out.push_back(
-        {r.Str(0), r.Str(1), OptReal(r, 2), OptReal(r, 3), r.OptTime(4), r.Real(5), r.Real(6)});
-  }
-  return out;
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT " + GpuRows().Select() + " FROM reliability_gpus"));
+  return GpuRows().Decode(rows);
 }
 
 Status ReliabilityStore::UpsertGpu(const GpuState& g) {
@@ -237,39 +284,31 @@ Status ReliabilityStore::AddGpuHour(const GpuHourRow& d) {
 StatusOr<std::vector<HourRow>> ReliabilityStore::HoursBetween(int64_t from_hour, int64_t to_hour) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT machine_id, hour, scheduled_us, up_us, scheduled_e, up_e, ok_e, ended_e "
-                "FROM reliability_hours WHERE hour >= ? AND hour < ? ORDER BY machine_id, hour",
+      tx_.Query("SELECT " + HourRows().Select() +
+                    " FROM reliability_hours WHERE hour >= ? AND hour < ? ORDER BY machine_id, "
+                    "hour",
                 {from_hour, to_hour}));
-  std::vector<HourRow> out;
-  out.reserve(rows.size());
-  for (const store::Row& r : rows) {
-    out.push_back(
-        {r.Str(0), r.Int(1), r.Int(2), r.Int(3), r.Real(4), r.Real(5), r.Real(6), r.Real(7)});
-  }
-  return out;
+  return HourRows().Decode(rows);
 }
 
 StatusOr<std::vector<GpuHourRow>> ReliabilityStore::GpuHoursBetween(int64_t from_hour,
                                                                     int64_t to_hour) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT gpu_id, machine_id, hour, loaded_e, throttled_e FROM "
-                "reliability_gpu_hours WHERE hour >= ? AND hour < ? ORDER BY gpu_id, hour",
+      tx_.Query("SELECT " + GpuHourRows().Select() +
+                    " FROM reliability_gpu_hours WHERE hour >= ? AND hour < ? ORDER BY gpu_id, "
+                    "hour",
                 {from_hour, to_hour}));
-  std::vector<GpuHourRow> out;
-  for (const store::Row& r : rows) {
-    out.push_back({r.Str(0), r.Str(1), r.Int(2), r.Real(3), r.Real(4)});
-  }
-  return out;
+  return GpuHourRows().Decode(rows);
 }
 
 StatusOr<std::optional<int64_t>> ReliabilityStore::LastThrottledHour(const std::string& gpu_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT MAX(hour) FROM reliability_gpu_hours WHERE gpu_id = ? "
-                                    "AND throttled_e > 0",
+                          tx_.Query("SELECT MAX(hour) AS hour FROM reliability_gpu_hours WHERE "
+                                    "gpu_id = ? AND throttled_e > 0",
                                     {gpu_id}));
-  if (rows.empty() || rows[0].IsNull(0)) return std::optional<int64_t>();
-  return std::optional<int64_t>(rows[0].Int(0));
+  if (rows.empty()) return std::optional<int64_t>();
+  return rows[0]["hour"].OptInt();
 }
 
 Status ReliabilityStore::DeleteHoursBefore(int64_t hour) {
@@ -289,13 +328,11 @@ StatusOr<std::vector<JobRow>> ReliabilityStore::JobsOf(const std::string& machin
                                                        Timestamp since) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT workload_id, machine_id, at, party, reason FROM reliability_jobs WHERE "
-                "machine_id = ? AND at >= ? ORDER BY at, workload_id",
+      tx_.Query("SELECT " + JobRows().Select() +
+                    " FROM reliability_jobs WHERE machine_id = ? AND at >= ? ORDER BY at, "
+                    "workload_id",
                 {machine_id, ToUnixMicros(since)}));
-  std::vector<JobRow> out;
-  for (const store::Row& r : rows)
-    out.push_back({r.Str(0), r.Str(1), r.Time(2), r.Str(3), r.Str(4)});
-  return out;
+  return JobRows().Decode(rows);
 }
 
 Status ReliabilityStore::UpsertDay(const DayRow& d) {
@@ -311,14 +348,11 @@ Status ReliabilityStore::UpsertDay(const DayRow& d) {
 StatusOr<std::vector<DayRow>> ReliabilityStore::DaysOf(const std::string& machine_id,
                                                        int64_t from_day) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query("SELECT machine_id, day, score, is_new, gpus FROM "
-                                  "reliability_days WHERE machine_id = ? AND day >= ? ORDER BY day",
-                                  {machine_id, from_day}));
-  std::vector<DayRow> out;
-  for (const store::Row& r : rows) {
-    out.push_back({r.Str(0), r.Int(1), r.Real(2), r.Int(3) != 0, r.Int(4)});
-  }
-  return out;
+      store::Rows rows,
+      tx_.Query("SELECT " + DayRows().Select() +
+                    " FROM reliability_days WHERE machine_id = ? AND day >= ? ORDER BY day",
+                {machine_id, from_day}));
+  return DayRows().Decode(rows);
 }
 
 std::vector<store::Migration> ReliabilityMigrations() {

@@ -2,16 +2,10 @@
 
 #include "common/json.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::rentals {
 namespace {
-
-constexpr std::string_view kColumns =
-    "id, customer_id, offer_id, machine_id, provider_id, gpu_model, gpu_ids, gpus, workload_id, "
-    "price_micro, fee_bps, state, end_reason, end_party, exit_code, detail, created_at, "
-    "running_at, billing_end_at, ended_at, billed_seconds, charged_micro, fee_micro, "
-    "provider_micro, refunded_micro, max_cost_micro, max_duration_s, next_meter_at, image, "
-    "command, region, country, idempotency_key, job_id, updated_at, gpu_name";
 
 store::Value Opt(const std::optional<std::string>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
@@ -32,65 +26,65 @@ std::string TextList(const std::vector<std::string>& v) {
   return ToJsonText(a);
 }
 
-Rental RentalFrom(const store::Row& r) {
-  Rental x;
-  x.id = r.Str(0);
-  x.customer_id = r.Str(1);
-  x.offer_id = r.Str(2);
-  x.machine_id = r.Str(3);
-  x.provider_id = r.Str(4);
-  x.gpu_model = r.Str(5);
-  x.gpu_ids = StoredTextList(ParseJsonOr(r.Str(6), json::array()));
-  x.gpus = r.Int(7);
-  x.workload_id = r.Str(8);
-  x.price = Usdc::Micros(r.Int(9));
-  x.fee_bps = r.Int(10);
-  x.state = r.Str(11);
-  x.end_reason = r.OptStr(12);
-  x.end_party = r.OptStr(13);
-  x.exit_code = r.OptInt(14);
-  x.detail = r.Str(15);
-  x.created_at = r.Time(16);
-  x.running_at = r.OptTime(17);
-  x.billing_end_at = r.OptTime(18);
-  x.ended_at = r.OptTime(19);
-  x.billed_seconds = r.Int(20);
-  x.charged = Usdc::Micros(r.Int(21));
-  x.fee = Usdc::Micros(r.Int(22));
-  x.provider_part = Usdc::Micros(r.Int(23));
-  x.refunded = Usdc::Micros(r.Int(24));
-  if (auto c = r.OptInt(25)) x.max_cost = Usdc::Micros(*c);
-  x.max_duration_s = r.OptInt(26);
-  x.next_meter_at = r.Time(27);
-  x.image = r.Str(28);
-  x.command = StoredTextList(ParseJsonOr(r.Str(29), json::array()));
-  x.region = r.Str(30);
-  x.country = r.Str(31);
-  x.idempotency_key = r.Str(32);
-  x.job_id = r.Str(33);
-  x.updated_at = r.Time(34);
-  x.gpu_name = r.Str(35);
-  return x;
+std::vector<std::string> TextListFrom(const store::Cell& c) {
+  return StoredTextList(ParseJsonOr(c.Str(), json::array()));
 }
 
-// kColumns without the lists and the image, which metering does not need.
-constexpr std::string_view kMeterColumns =
-    "id, customer_id, offer_id, machine_id, provider_id, gpu_model, '[]', gpus, workload_id, "
-    "price_micro, fee_bps, state, end_reason, end_party, exit_code, detail, created_at, "
-    "running_at, billing_end_at, ended_at, billed_seconds, charged_micro, fee_micro, "
-    "provider_micro, refunded_micro, max_cost_micro, max_duration_s, next_meter_at, '', "
-    "'[]', region, country, idempotency_key, job_id, updated_at, gpu_name";
+const store::RowMapper<Rental>& RentalRows() {
+  static const auto* const m = new store::RowMapper<Rental>({
+      {"id", &Rental::id},
+      {"customer_id", &Rental::customer_id},
+      {"offer_id", &Rental::offer_id},
+      {"machine_id", &Rental::machine_id},
+      {"provider_id", &Rental::provider_id},
+      {"gpu_model", &Rental::gpu_model},
+      {"gpu_ids", [](Rental& x, const store::Cell& c) { x.gpu_ids = TextListFrom(c); }},
+      {"gpus", &Rental::gpus},
+      {"workload_id", &Rental::workload_id},
+      {"price_micro", &Rental::price},
+      {"fee_bps", &Rental::fee_bps},
+      {"state", &Rental::state},
+      {"end_reason", &Rental::end_reason},
+      {"end_party", &Rental::end_party},
+      {"exit_code", &Rental::exit_code},
+      {"detail", &Rental::detail},
+      {"created_at", &Rental::created_at},
+      {"running_at", &Rental::running_at},
+      {"billing_end_at", &Rental::billing_end_at},
+      {"ended_at", &Rental::ended_at},
+      {"billed_seconds", &Rental::billed_seconds},
+      {"charged_micro", &Rental::charged},
+      {"fee_micro", &Rental::fee},
+      {"provider_micro", &Rental::provider_part},
+      {"refunded_micro", &Rental::refunded},
+      {"max_cost_micro", &Rental::max_cost},
+      {"max_duration_s", &Rental::max_duration_s},
+      {"next_meter_at", &Rental::next_meter_at},
+      {"image", &Rental::image},
+      {"command", [](Rental& x, const store::Cell& c) { x.command = TextListFrom(c); }},
+      {"region", &Rental::region},
+      {"country", &Rental::country},
+      {"idempotency_key", &Rental::idempotency_key},
+      {"job_id", &Rental::job_id},
+      {"updated_at", &Rental::updated_at},
+      {"gpu_name", &Rental::gpu_name},
+  });
+  return *m;
+}
+
+// The rentals' columns without the lists and the image, which metering does not need.
+const std::string& MeterColumns() {
+  static const auto* const s = new std::string(
+      RentalRows().Select("", {{"gpu_ids", "'[]'"}, {"image", "''"}, {"command", "'[]'"}}));
+  return *s;
+}
 
 StatusOr<std::vector<Rental>> Rentals(store::Tx& tx, const std::string& where,
                                       const std::vector<store::Value>& params,
-                                      std::string_view columns = kColumns) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query("SELECT " + std::string(columns) + " FROM rentals WHERE " + where, params));
-  std::vector<Rental> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(RentalFrom(r));
-  return out;
+                                      const std::string& columns = RentalRows().Select()) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx.Query("SELECT " + columns + " FROM rentals WHERE " + where, params));
+  return RentalRows().Decode(rows);
 }
 
 StatusOr<std::optional<Rental>> One(store::Tx& tx, const std::string& where,
@@ -107,10 +101,6 @@ std::string InList(size_t n) {
 }
 
 // --- jobs
-
-constexpr std::string_view kJobColumns =
-    "id, customer_id, constraints, container, max_duration_s, max_cost_micro, state, rental_id, "
-    "offer_id, detail, idempotency_key, created_at, deadline_at, placed_at, ended_at, updated_at";
 
 std::string ConstraintsJson(const Job& j) {
   const JobConstraints& c = j.constraints;
@@ -155,40 +145,60 @@ JobConstraints ConstraintsFrom(const std::string& text) {
   return out;
 }
 
-Job JobFrom(const store::Row& r) {
-  Job j;
-  j.id = r.Str(0);
-  j.customer_id = r.Str(1);
-  j.constraints = ConstraintsFrom(r.Str(2));
-  const json::value kv = ParseJsonOr(r.Str(3), json::object());
+ContainerSpec ContainerFrom(const std::string& text) {
+  ContainerSpec out;
+  const json::value kv = ParseJsonOr(text, json::object());
   const json::object& k = StoredObject(kv);
-  j.container.image = StoredText(k, "image");
-  if (auto it = k.find("command"); it != k.end()) j.container.command = StoredTextList(it->value());
+  out.image = StoredText(k, "image");
+  if (auto it = k.find("command"); it != k.end()) out.command = StoredTextList(it->value());
   if (auto it = k.find("env"); it != k.end() && it->value().is_object()) {
     for (const auto& e : it->value().as_object()) {
-      if (e.value().is_string()) j.container.env.emplace_back(e.key(), e.value().as_string());
+      if (e.value().is_string()) out.env.emplace_back(e.key(), e.value().as_string());
     }
   }
-  j.max_duration_s = r.OptInt(4);
-  if (auto m = r.OptInt(5)) j.max_cost = Usdc::Micros(*m);
-  j.state = r.Str(6);
-  j.rental_id = r.Str(7);
-  j.offer_id = r.Str(8);
-  j.detail = r.Str(9);
-  j.idempotency_key = r.Str(10);
-  j.created_at = r.Time(11);
-  j.deadline_at = r.Time(12);
-  j.placed_at = r.OptTime(13);
-  j.ended_at = r.OptTime(14);
-  j.updated_at = r.Time(15);
-  return j;
+  return out;
+}
+
+const store::RowMapper<Job>& JobRows() {
+  static const auto* const m = new store::RowMapper<Job>({
+      {"id", &Job::id},
+      {"customer_id", &Job::customer_id},
+      {"constraints",
+       [](Job& j, const store::Cell& c) { j.constraints = ConstraintsFrom(c.Str()); }},
+      {"container", [](Job& j, const store::Cell& c) { j.container = ContainerFrom(c.Str()); }},
+      {"max_duration_s", &Job::max_duration_s},
+      {"max_cost_micro", &Job::max_cost},
+      {"state", &Job::state},
+      {"rental_id", &Job::rental_id},
+      {"offer_id", &Job::offer_id},
+      {"detail", &Job::detail},
+      {"idempotency_key", &Job::idempotency_key},
+      {"created_at", &Job::created_at},
+      {"deadline_at", &Job::deadline_at},
+      {"placed_at", &Job::placed_at},
+      {"ended_at", &Job::ended_at},
+      {"updated_at", &Job::updated_at},
+  });
+  return *m;
+}
+
+const store::RowMapper<RentalsStore::OpenTerms>& OpenTermsRows() {
+  using T = RentalsStore::OpenTerms;
+  static const auto* const m = new store::RowMapper<T>({
+      {"price_micro", &T::price},
+      {"gpus", &T::gpus},
+      {"max_duration_s", &T::max_duration_s},
+      {"max_cost_micro", &T::max_cost},
+      {"charged_micro", &T::charged},
+  });
+  return *m;
 }
 
 }  // namespace
 
 Status RentalsStore::Insert(const Rental& r) {
   return tx_
-      .Exec("INSERT INTO rentals (" + std::string(kColumns) +
+      .Exec("INSERT INTO rentals (" + RentalRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                 "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {r.id,
@@ -292,7 +302,7 @@ StatusOr<Page<Rental>> RentalsStore::List(const std::string& customer_id,
                                           const std::string& provider_id, const std::string& state,
                                           const PageRequest& page) {
   store::PageQuery q;
-  q.columns = std::string(kColumns);
+  q.columns = RentalRows().Select();
   q.from = "FROM rentals";
   std::vector<std::string> conds;
   if (!customer_id.empty()) {
@@ -309,10 +319,7 @@ StatusOr<Page<Rental>> RentalsStore::List(const std::string& customer_id,
   q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Rental> out;
-  for (const auto& r : rows.items) out.items.push_back(RentalFrom(r));
-  out.next = rows.next;
-  return out;
+  return RentalRows().DecodePage(rows);
 }
 
 StatusOr<std::vector<std::string>> RentalsStore::CustomersDue(Timestamp now, int64_t limit) {
@@ -322,7 +329,7 @@ StatusOr<std::vector<std::string>> RentalsStore::CustomersDue(Timestamp now, int
                 "next_meter_at <= ? LIMIT ?",
                 {ToUnixMicros(now), limit}));
   std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(r.Str(0));
+  for (const auto& r : rows) out.push_back(r["customer_id"].Str());
   return out;
 }
 
@@ -338,7 +345,7 @@ StatusOr<std::vector<Rental>> RentalsStore::RunningOf(
         std::vector<Rental> rs,
         Rentals(tx_,
                 "state = 'running' AND customer_id IN (" + InList(n) + ") ORDER BY customer_id, id",
-                params, kMeterColumns));
+                params, MeterColumns()));
     for (auto& r : rs) out.push_back(std::move(r));
   }
   return out;
@@ -348,21 +355,11 @@ StatusOr<std::vector<RentalsStore::OpenTerms>> RentalsStore::OpenOf(
     const std::string& customer_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT price_micro, gpus, max_duration_s, max_cost_micro, charged_micro FROM "
-                "rentals WHERE customer_id = ? AND state IN ('pending', 'starting', 'running')",
+      tx_.Query("SELECT " + OpenTermsRows().Select() +
+                    " FROM rentals WHERE customer_id = ? AND state IN ('pending', 'starting', "
+                    "'running')",
                 {customer_id}));
-  std::vector<OpenTerms> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) {
-    OpenTerms t;
-    t.price = Usdc::Micros(r.Int(0));
-    t.gpus = r.Int(1);
-    t.max_duration_s = r.OptInt(2);
-    if (auto c = r.OptInt(3)) t.max_cost = Usdc::Micros(*c);
-    t.charged = Usdc::Micros(r.Int(4));
-    out.push_back(t);
-  }
-  return out;
+  return OpenTermsRows().Decode(rows);
 }
 
 StatusOr<std::vector<std::string>> RentalsStore::ActiveMachines() {
@@ -370,7 +367,7 @@ StatusOr<std::vector<std::string>> RentalsStore::ActiveMachines() {
       store::Rows rows,
       tx_.Query("SELECT DISTINCT machine_id FROM rentals WHERE state <> 'ended'"));
   std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(r.Str(0));
+  for (const auto& r : rows) out.push_back(r["machine_id"].Str());
   return out;
 }
 
@@ -397,7 +394,7 @@ StatusOr<std::optional<Timestamp>> RentalsStore::AlertedAt(const std::string& cu
                                                       "WHERE customer_id = ?",
                                                       {customer_id}));
   if (rows.empty()) return std::optional<Timestamp>();
-  return std::optional<Timestamp>(rows[0].Time(0));
+  return std::optional<Timestamp>(rows[0]["alerted_at"].Time());
 }
 
 Status RentalsStore::SetAlerted(const std::string& customer_id, std::optional<Timestamp> at) {
@@ -414,7 +411,7 @@ Status RentalsStore::SetAlerted(const std::string& customer_id, std::optional<Ti
 
 Status RentalsStore::InsertJob(const Job& j) {
   return tx_
-      .Exec("INSERT INTO jobs (" + std::string(kJobColumns) +
+      .Exec("INSERT INTO jobs (" + JobRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {j.id, j.customer_id, ConstraintsJson(j), ContainerJson(j), Opt(j.max_duration_s),
              Opt(j.max_cost), j.state, j.rental_id, j.offer_id, j.detail, j.idempotency_key,
@@ -436,25 +433,23 @@ Status RentalsStore::UpdateJob(const Job& j) {
 StatusOr<std::optional<Job>> RentalsStore::FindJob(const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT " + std::string(kJobColumns) + " FROM jobs WHERE id = ?", {id}));
-  if (rows.empty()) return std::optional<Job>();
-  return std::optional<Job>(JobFrom(rows[0]));
+      tx_.Query("SELECT " + JobRows().Select() + " FROM jobs WHERE id = ?", {id}));
+  return JobRows().First(rows);
 }
 
 StatusOr<std::optional<Job>> RentalsStore::FindJobByKey(const std::string& customer_id,
                                                         const std::string& key) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT " + std::string(kJobColumns) +
+                          tx_.Query("SELECT " + JobRows().Select() +
                                         " FROM jobs WHERE customer_id = ? AND idempotency_key = ?",
                                     {customer_id, key}));
-  if (rows.empty()) return std::optional<Job>();
-  return std::optional<Job>(JobFrom(rows[0]));
+  return JobRows().First(rows);
 }
 
 StatusOr<Page<Job>> RentalsStore::ListJobs(const std::string& customer_id,
                                            const PageRequest& page) {
   store::PageQuery q;
-  q.columns = std::string(kJobColumns);
+  q.columns = JobRows().Select();
   q.from = "FROM jobs";
   if (!customer_id.empty()) {
     q.where = "customer_id = ?";
@@ -463,21 +458,19 @@ StatusOr<Page<Job>> RentalsStore::ListJobs(const std::string& customer_id,
   q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Job> out;
-  for (const auto& r : rows.items) out.items.push_back(JobFrom(r));
-  out.next = rows.next;
-  return out;
+  return JobRows().DecodePage(rows);
 }
 
 StatusOr<std::vector<RentalsStore::QueuedGroup>> RentalsStore::QueuedGroups() {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT customer_id, constraints, COUNT(*) FROM jobs WHERE state = 'queued' "
+      tx_.Query("SELECT customer_id, constraints, COUNT(*) AS n FROM jobs WHERE state = 'queued' "
                 "GROUP BY customer_id, constraints"));
   std::vector<QueuedGroup> out;
   out.reserve(rows.size());
   for (const auto& r : rows) {
-    out.push_back({r.Str(0), r.Str(1), ConstraintsFrom(r.Str(1)), r.Int(2)});
+    const std::string key = r["constraints"].Str();
+    out.push_back({r["customer_id"].Str(), key, ConstraintsFrom(key), r["n"].Int()});
   }
   return out;
 }
@@ -486,21 +479,19 @@ StatusOr<std::vector<Job>> RentalsStore::QueuedJobsOf(const std::string& custome
                                                       const std::string& key, int64_t limit) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT " + std::string(kJobColumns) +
+      tx_.Query("SELECT " + JobRows().Select() +
                     " FROM jobs WHERE customer_id = ? AND state = 'queued' AND constraints = ? "
                     "ORDER BY created_at, id LIMIT ?",
                 {customer_id, key, limit}));
-  std::vector<Job> out;
-  for (const auto& r : rows) out.push_back(JobFrom(r));
-  return out;
+  return JobRows().Decode(rows);
 }
 
 StatusOr<int64_t> RentalsStore::CountQueuedJobs(const std::string& customer_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM jobs WHERE customer_id = ? AND state = 'queued'",
+      tx_.Query("SELECT COUNT(*) AS n FROM jobs WHERE customer_id = ? AND state = 'queued'",
                 {customer_id}));
-  return rows.empty() ? 0 : rows[0].Int(0);
+  return rows.empty() ? 0 : rows[0]["n"].Int();
 }
 
 StatusOr<int64_t> RentalsStore::EndJobsPastDeadline(Timestamp now) {

@@ -9,7 +9,12 @@ Status LockUntilCommit(Tx& tx, int64_t key) {
 
 std::string MarkOf(const Row& row) {
   std::string mark;
-  for (size_t i = 0; i < row.size(); ++i) mark += (row.IsNull(i) ? "-" : row.Str(i)) + "/";
+  // By position: the summaries of one query may share a name (PostgreSQL names each
+  // MAX(...) "max").
+  for (size_t i = 0; i < row.size(); ++i) {
+    const Cell cell = row.At(i);
+    mark += (cell.IsNull() ? "-" : cell.Str()) + "/";
+  }
   return mark;
 }
 

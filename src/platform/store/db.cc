@@ -18,30 +18,71 @@ std::string_view BackendName(BackendKind kind) {
   return "unknown";
 }
 
-int64_t Row::Int(size_t i) const {
-  const Value& v = cells_.at(i);
-  if (auto p = std::get_if<int64_t>(&v)) return *p;
-  if (auto d = std::get_if<double>(&v)) return static_cast<int64_t>(std::llround(*d));
-  if (auto s = std::get_if<std::string>(&v)) return std::stoll(*s);
-  throw std::logic_error("column " + std::to_string(i) + " is null, not an integer");
+namespace {
+
+std::string Prefix(std::string_view column) { return "column " + std::string(column); }
+
+}  // namespace
+
+int64_t Cell::Int() const {
+  if (auto p = std::get_if<int64_t>(value_)) return *p;
+  if (auto d = std::get_if<double>(value_)) return static_cast<int64_t>(std::llround(*d));
+  if (auto s = std::get_if<std::string>(value_)) return std::stoll(*s);
+  throw std::logic_error(Prefix(column_) + " is null, not an integer");
 }
 
-std::optional<int64_t> Row::OptInt(size_t i) const {
-  if (IsNull(i)) return std::nullopt;
-  return Int(i);
+std::optional<int64_t> Cell::OptInt() const {
+  if (IsNull()) return std::nullopt;
+  return Int();
 }
 
-double Row::Real(size_t i) const {
-  const Value& v = cells_.at(i);
-  if (auto d = std::get_if<double>(&v)) return *d;
-  if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
-  if (auto s = std::get_if<std::string>(&v)) return std::stod(*s);
-  throw std::logic_error("column " + std::to_string(i) + " is null, not a number");
+double Cell::Real() const {
+  if (auto d = std::get_if<double>(value_)) return *d;
+  if (auto p = std::get_if<int64_t>(value_)) return static_cast<double>(*p);
+  if (auto s = std::get_if<std::string>(value_)) return std::stod(*s);
+  throw std::logic_error(Prefix(column_) + " is null, not a number");
 }
 
-std::optional<Timestamp> Row::OptTime(size_t i) const {
-  if (IsNull(i)) return std::nullopt;
-  return Time(i);
+std::string Cell::Str() const {
+  if (auto s = std::get_if<std::string>(value_)) return *s;
+  if (auto p = std::get_if<int64_t>(value_)) return std::to_string(*p);
+  if (auto d = std::get_if<double>(value_)) return std::to_string(*d);
+  throw std::logic_error(Prefix(column_) + " is null, not text");
+}
+
+std::optional<std::string> Cell::OptStr() const {
+  if (IsNull()) return std::nullopt;
+  return Str();
+}
+
+std::optional<Timestamp> Cell::OptTime() const {
+  if (IsNull()) return std::nullopt;
+  return Time();
+}
+
+const ColumnNames& Row::names() const {
+  static const auto* const kNone = new ColumnNames();
+  return names_ ? *names_ : *kNone;
+}
+
+Cell Row::At(size_t i) const {
+  const ColumnNames& n = names();
+  return Cell(i < n.size() ? std::string_view(n[i]) : std::string_view("?"), cells_.at(i));
+}
+
+Cell Row::Only() const {
+  if (cells_.size() != 1) {
+    throw std::logic_error("a row of " + std::to_string(cells_.size()) + " columns, not one");
+  }
+  return At(0);
+}
+
+Cell Row::operator[](std::string_view name) const {
+  const ColumnNames& n = names();
+  for (size_t i = 0; i < n.size() && i < cells_.size(); ++i) {
+    if (n[i] == name) return Cell(n[i], cells_[i]);
+  }
+  throw std::logic_error("the result has no column " + std::string(name));
 }
 
 void RunAfterCommit(std::vector<std::function<void()>> callbacks) {
@@ -54,19 +95,6 @@ void RunAfterCommit(std::vector<std::function<void()>> callbacks) {
       LogError("store.after_commit_threw", {{"error", "unknown exception"}});
     }
   }
-}
-
-std::string Row::Str(size_t i) const {
-  const Value& v = cells_.at(i);
-  if (auto s = std::get_if<std::string>(&v)) return *s;
-  if (auto p = std::get_if<int64_t>(&v)) return std::to_string(*p);
-  if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
-  throw std::logic_error("column " + std::to_string(i) + " is null, not text");
-}
-
-std::optional<std::string> Row::OptStr(size_t i) const {
-  if (IsNull(i)) return std::nullopt;
-  return Str(i);
 }
 
 std::string NumberPlaceholders(std::string_view sql) {

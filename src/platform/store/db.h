@@ -13,6 +13,7 @@
 // and only until the callback returns.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,27 +31,75 @@ namespace gpunex::platform::store {
 // A statement parameter or result cell. Booleans travel as int64 0/1.
 using Value = std::variant<std::nullptr_t, int64_t, double, std::string>;
 
-// One result row. Accessors take the 0-based column index.
-class Row {
+// The names of a result's columns, in order, as the backend reports them (the alias of
+// `expr AS name`; the bare column of `t.column`). One list is shared by all rows of a
+// result.
+using ColumnNames = std::vector<std::string>;
+
+// One cell of a row, with its column's name for messages. A view: the Row it came from
+// must outlive it.
+//
+// The conversions are those both backends need: PostgreSQL may hand an integer over as
+// a double or as text. A conversion the cell does not allow (NULL where a value is
+// required, text that is no number) is a bug in the query: it throws std::logic_error (or
+// std::invalid_argument), which the backend's Transact/Read turns into kInternal, and
+// which RowMapper returns as kInternal.
+class Cell {
  public:
-  explicit Row(std::vector<Value> cells) : cells_(std::move(cells)) {}
-  size_t size() const { return cells_.size(); }
-  const Value& operator[](size_t i) const { return cells_.at(i); }
-  bool IsNull(size_t i) const { return std::holds_alternative<std::nullptr_t>(cells_.at(i)); }
-  // REQUIRES: the cell is an integer (a double with an integral value is accepted).
-  int64_t Int(size_t i) const;
-  std::optional<int64_t> OptInt(size_t i) const;
+  Cell(std::string_view column, const Value& value) : column_(column), value_(&value) {}
+  std::string_view column() const { return column_; }
+  const Value& value() const { return *value_; }
+  bool IsNull() const { return std::holds_alternative<std::nullptr_t>(*value_); }
+  // REQUIRES: the cell is an integer (a double is rounded, text is parsed).
+  int64_t Int() const;
+  std::optional<int64_t> OptInt() const;
   // REQUIRES: the cell is a number.
-  double Real(size_t i) const;
-  // REQUIRES: the cell is text (an integer is formatted).
-  std::string Str(size_t i) const;
-  std::optional<std::string> OptStr(size_t i) const;
-  bool Bool(size_t i) const { return Int(i) != 0; }
+  double Real() const;
+  // REQUIRES: the cell is not NULL (a number is formatted).
+  std::string Str() const;
+  std::optional<std::string> OptStr() const;
+  bool Bool() const { return Int() != 0; }
   // A time stored as Unix microseconds (time.h).
-  Timestamp Time(size_t i) const { return FromUnixMicros(Int(i)); }
-  std::optional<Timestamp> OptTime(size_t i) const;
+  Timestamp Time() const { return FromUnixMicros(Int()); }
+  std::optional<Timestamp> OptTime() const;
 
  private:
+  std::string_view column_;
+  const Value* value_;
+};
+
+template <typename T>
+class RowMapper;
+
+// One result row. Domain code reads a row by column name, never by position: a
+// RowMapper (rows.h) binds the names of a record's columns to positions once per query;
+// a small query reads its few cells by name (`SELECT COUNT(*) AS n ...`, then
+// `row["n"].Int()`).
+class Row {
+ public:
+  Row(std::shared_ptr<const ColumnNames> names, std::vector<Value> cells)
+      : names_(std::move(names)), cells_(std::move(cells)) {}
+  size_t size() const { return cells_.size(); }
+  const ColumnNames& names() const;
+  // The cell of the first column named `name`. REQUIRES: the result has such a column
+  // (otherwise throws std::logic_error, which the backend turns into kInternal).
+  Cell operator[](std::string_view name) const;
+  // The cell of a row of one column (`SELECT MAX(at) FROM ...`), for code that runs SQL
+  // it is given. REQUIRES: exactly one column (otherwise throws std::logic_error).
+  Cell Only() const;
+  // Reading by position is for RowMapper and the backends only: a number in brackets is
+  // refused at compile time (instead of converting 0 to a null string).
+  template <std::integral I>
+  Cell operator[](I) const = delete;
+
+ private:
+  template <typename T>
+  friend class RowMapper;
+  friend std::string MarkOf(const Row& row);
+
+  Cell At(size_t i) const;
+
+  std::shared_ptr<const ColumnNames> names_;  // never null when made by a backend
   std::vector<Value> cells_;
 };
 using Rows = std::vector<Row>;

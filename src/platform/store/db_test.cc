@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <stdexcept>
+
 namespace gpunex::platform::store {
 namespace {
 
@@ -10,14 +13,24 @@ TEST(NumberPlaceholders, RenumbersOutsideLiterals) {
             "SELECT $1 , '?', \"a?\" FROM t WHERE x = $2 AND y='it''s?'");
 }
 
-TEST(Row, ConvertsCells) {
-  Row r({int64_t{5}, 2.5, std::string("x"), nullptr});
-  EXPECT_EQ(r.Int(0), 5);
-  EXPECT_DOUBLE_EQ(r.Real(1), 2.5);
-  EXPECT_EQ(r.Str(2), "x");
-  EXPECT_TRUE(r.IsNull(3));
-  EXPECT_FALSE(r.OptInt(3).has_value());
-  EXPECT_EQ(r.Str(0), "5");
+TEST(Row, ReadsCellsByColumnName) {
+  Row r(std::make_shared<const ColumnNames>(ColumnNames{"n", "ratio", "name", "gone"}),
+        {int64_t{5}, 2.5, std::string("x"), nullptr});
+  EXPECT_EQ(r["n"].Int(), 5);
+  EXPECT_DOUBLE_EQ(r["ratio"].Real(), 2.5);
+  EXPECT_EQ(r["name"].Str(), "x");
+  EXPECT_TRUE(r["gone"].IsNull());
+  EXPECT_FALSE(r["gone"].OptInt().has_value());
+  EXPECT_EQ(r["n"].Str(), "5");
+  EXPECT_THROW((void)r["missing"], std::logic_error);
+  EXPECT_THROW((void)r["gone"].Int(), std::logic_error);
+  EXPECT_THROW((void)r.Only(), std::logic_error);
+}
+
+TEST(Row, OnlyReadsTheCellOfAOneColumnRow) {
+  Row r(std::make_shared<const ColumnNames>(ColumnNames{"MAX(at)"}), {int64_t{7}});
+  EXPECT_EQ(r.Only().Int(), 7);
+  EXPECT_EQ(r.Only().column(), "MAX(at)");
 }
 
 TEST(OpenDatabase, RejectsUnknownUrlScheme) {

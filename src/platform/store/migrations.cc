@@ -7,9 +7,9 @@ namespace gpunex::platform::store {
 namespace {
 
 StatusOr<int> VersionIn(Tx& tx) {
-  GPUNEX_ASSIGN_OR_RETURN(Rows rows,
-                          tx.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
-  return static_cast<int>(rows.at(0).Int(0));
+  GPUNEX_ASSIGN_OR_RETURN(
+      Rows rows, tx.Query("SELECT COALESCE(MAX(version), 0) AS version FROM schema_migrations"));
+  return static_cast<int>(rows.at(0)["version"].Int());
 }
 
 }  // namespace

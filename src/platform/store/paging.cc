@@ -7,16 +7,21 @@ Status WrongCursor() {
   return FieldError("cursor", "is not a cursor from a previous page of this list");
 }
 
+// The name the key's i-th column is selected under, apart from the caller's columns (which
+// may hold the same column under its own name).
+std::string KeyName(size_t i) { return "page_key_" + std::to_string(i); }
+
 }  // namespace
 
 StatusOr<Page<Row>> QueryPage(Tx& tx, const PageQuery& query, const PageRequest& page) {
   if (query.key.empty() || page.limit < 1) return Internal("a page query needs a key and a limit");
-  std::string keys, marks;
-  for (const KeyColumn& k : query.key) {
-    keys += (keys.empty() ? "" : ", ") + k.expr;
+  std::string keys, marks, selected;
+  for (size_t i = 0; i < query.key.size(); ++i) {
+    keys += (keys.empty() ? "" : ", ") + query.key[i].expr;
     marks += marks.empty() ? "?" : ", ?";
+    selected += ", " + query.key[i].expr + " AS " + KeyName(i);
   }
-  std::string sql = "SELECT " + query.columns + ", " + keys + " " + query.from;
+  std::string sql = "SELECT " + query.columns + selected + " " + query.from;
   std::vector<Value> params = query.params;
   std::string where = query.where;
   if (page.after) {
@@ -49,13 +54,13 @@ StatusOr<Page<Row>> QueryPage(Tx& tx, const PageQuery& query, const PageRequest&
   if (more) {
     rows.erase(rows.begin() + page.limit, rows.end());
     const Row& last = rows.back();
-    const size_t first_key = last.size() - query.key.size();
     std::vector<Cursor::Part> parts;
     for (size_t i = 0; i < query.key.size(); ++i) {
+      const Cell key = last[KeyName(i)];
       if (query.key[i].type == KeyColumn::Type::kInt) {
-        parts.emplace_back(last.Int(first_key + i));
+        parts.emplace_back(key.Int());
       } else {
-        parts.emplace_back(last.Str(first_key + i));
+        parts.emplace_back(key.Str());
       }
     }
     out.next = Cursor(std::move(parts));

@@ -36,8 +36,9 @@ struct PageQuery {
 };
 
 // The rows of one page. Each row holds the selected columns first, then the key columns
-// (which the caller may ignore). Fails with a field error on "cursor" when the request's
-// cursor does not have the shape of `query.key`; with the transaction's status otherwise.
+// under the names page_key_0, page_key_1, ... (which the caller ignores). Fails with a field error
+// on "cursor" when the request's cursor does not have the shape of `query.key`; with the
+// transaction's status otherwise.
 StatusOr<Page<Row>> QueryPage(Tx& tx, const PageQuery& query, const PageRequest& page);
 
 }  // namespace gpunex::platform::store

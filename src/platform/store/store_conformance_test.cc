@@ -20,6 +20,7 @@
 #include "platform/store/db.h"
 #include "platform/store/migrations.h"
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 #include "platform/store/testing/fault_injection.h"
 #include "platform/store/testing/test_database.h"
 
@@ -49,9 +50,9 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
   }
 
   int64_t Count(const std::string& table) {
-    auto rows = ReadRows("SELECT COUNT(*) FROM " + table);
+    auto rows = ReadRows("SELECT COUNT(*) AS n FROM " + table);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-    return rows.ok() ? rows->at(0).Int(0) : -1;
+    return rows.ok() ? rows->at(0)["n"].Int() : -1;
   }
 
   std::unique_ptr<testing::TestDatabase> test_db_;
@@ -139,7 +140,7 @@ TEST_P(StoreConformance, MigrateUpgradesInPlaceAndRefusesANewerSchema) {
   ASSERT_TRUE(Migrate(*db_, TestMigrations()).ok());
   auto rows = ReadRows("SELECT note FROM alpha WHERE id = 'a'");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  EXPECT_EQ(rows->at(0).Str(0), "migrated");
+  EXPECT_EQ(rows->at(0)["note"].Str(), "migrated");
   Status st = Migrate(*db_, first);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
 }
@@ -262,7 +263,7 @@ TEST_P(StoreConformance, QueryPageWalksAKeysetInBothDirections) {
       });
       ASSERT_TRUE(st.ok()) << st.ToString();
       ++pages;
-      for (const Row& r : page.items) seen.push_back(r.Str(0));
+      for (const Row& r : page.items) seen.push_back(r["id"].Str());
       if (!page.next) break;
       // The cursor survives its text form.
       req.after = *Cursor::Decode(page.next->Encode());
@@ -329,26 +330,26 @@ TEST_P(StoreConformance, RoundTripsEveryValueType) {
     SCOPED_TRACE("row " + std::to_string(k));
     const Row& r = (*rows)[k];
     ASSERT_EQ(r.size(), 4u);
-    EXPECT_EQ(r.Int(0), static_cast<int64_t>(k));
+    EXPECT_EQ(r["id"].Int(), static_cast<int64_t>(k));
     // Exact cell types: BIGINT reads as int64, DOUBLE PRECISION as double, TEXT as text.
-    EXPECT_EQ(r[1], cases[k].i);
-    EXPECT_EQ(r[2], cases[k].d);
-    EXPECT_EQ(r[3], cases[k].s);
+    EXPECT_EQ(r["i"].value(), cases[k].i);
+    EXPECT_EQ(r["d"].value(), cases[k].d);
+    EXPECT_EQ(r["s"].value(), cases[k].s);
   }
-  EXPECT_TRUE((*rows)[7].IsNull(1));
-  EXPECT_FALSE((*rows)[7].OptStr(3).has_value());
-  EXPECT_EQ((*rows)[3].Int(1), kBig);
-  EXPECT_EQ((*rows)[4].Int(1), -kBig);
+  EXPECT_TRUE((*rows)[7]["i"].IsNull());
+  EXPECT_FALSE((*rows)[7]["s"].OptStr().has_value());
+  EXPECT_EQ((*rows)[3]["i"].Int(), kBig);
+  EXPECT_EQ((*rows)[4]["i"].Int(), -kBig);
 
   // Parameters in WHERE clauses compare with the stored values exactly.
   rows = ReadRows("SELECT id FROM vals WHERE i = ? AND d = ? AND s = ?",
                   {cases[2].i, cases[2].d, cases[2].s});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].Int(0), 2);
-  rows = ReadRows("SELECT COUNT(*) FROM vals WHERE i IS NULL AND d IS NULL AND s IS NULL");
+  EXPECT_EQ((*rows)[0]["id"].Int(), 2);
+  rows = ReadRows("SELECT COUNT(*) AS n FROM vals WHERE i IS NULL AND d IS NULL AND s IS NULL");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  EXPECT_EQ((*rows)[0].Int(0), 1);
+  EXPECT_EQ((*rows)[0]["n"].Int(), 1);
 }
 
 TEST_P(StoreConformance, ReturningGivesTheWrittenRows) {
@@ -365,10 +366,10 @@ TEST_P(StoreConformance, ReturningGivesTheWrittenRows) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_EQ(inserted.size(), 2u);
   std::map<std::string, int64_t> got;
-  for (const Row& r : inserted) got[r.Str(0)] = r.Int(1);
+  for (const Row& r : inserted) got[r["id"].Str()] = r["n"].Int();
   EXPECT_EQ(got, (std::map<std::string, int64_t>{{"a", 7}, {"b", 7}}));
   ASSERT_EQ(updated.size(), 1u);
-  EXPECT_EQ(updated[0].Int(0), 12);
+  EXPECT_EQ(updated[0]["n"].Int(), 12);
 }
 
 TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
@@ -391,7 +392,7 @@ TEST_P(StoreConformance, OnConflictDoNothingSkipsTheRow) {
   auto rows = ReadRows("SELECT note FROM items WHERE id = ?", {std::string("k")});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].Str(0), "first");
+  EXPECT_EQ((*rows)[0]["note"].Str(), "first");
 }
 
 TEST_P(StoreConformance, UniqueViolationIsAlreadyExistsAndRollsBack) {
@@ -443,7 +444,7 @@ TEST_P(StoreConformance, CommittedWriteIsVisibleToLaterRead) {
   auto rows = ReadRows("SELECT n FROM items WHERE id = ?", {std::string("a")});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].Int(0), 42);
+  EXPECT_EQ((*rows)[0]["n"].Int(), 42);
 
   // And Exec counts the rows a statement changed.
   int64_t changed = -1;
@@ -460,14 +461,14 @@ TEST_P(StoreConformance, ReadSeesOneSnapshot) {
   Prepare({"CREATE TABLE items (id TEXT PRIMARY KEY)", "INSERT INTO items (id) VALUES ('a')"});
   int64_t first = -1, second = -1;
   Status st = db_->Read([&](Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(Rows r1, tx.Query("SELECT COUNT(*) FROM items"));
-    first = r1.at(0).Int(0);
+    GPUNEX_ASSIGN_OR_RETURN(Rows r1, tx.Query("SELECT COUNT(*) AS n FROM items"));
+    first = r1.at(0)["n"].Int();
     // Another transaction (on another pooled connection) commits meanwhile.
     Status w = db_->Transact(
         [](Tx& other) { return other.Exec("INSERT INTO items (id) VALUES ('b')").status(); });
     if (!w.ok()) return w;
-    GPUNEX_ASSIGN_OR_RETURN(Rows r2, tx.Query("SELECT COUNT(*) FROM items"));
-    second = r2.at(0).Int(0);
+    GPUNEX_ASSIGN_OR_RETURN(Rows r2, tx.Query("SELECT COUNT(*) AS n FROM items"));
+    second = r2.at(0)["n"].Int();
     return Status::Ok();
   });
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -497,7 +498,8 @@ TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
           attempts++;
           tries++;
           GPUNEX_ASSIGN_OR_RETURN(Rows r, tx.Query("SELECT n FROM counters WHERE id = 'c'"));
-          return tx.Exec("UPDATE counters SET n = ? WHERE id = 'c'", {r.at(0).Int(0) + 1}).status();
+          return tx.Exec("UPDATE counters SET n = ? WHERE id = 'c'", {r.at(0)["n"].Int() + 1})
+              .status();
         });
         int most = most_attempts.load();
         while (tries > most && !most_attempts.compare_exchange_weak(most, tries)) {
@@ -514,7 +516,7 @@ TEST_P(StoreConformance, ConcurrentIncrementsAreSerialised) {
   EXPECT_EQ(failures.load(), 0) << first_failure.ToString();
   auto rows = ReadRows("SELECT n FROM counters WHERE id = 'c'");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  EXPECT_EQ((*rows)[0].Int(0), kThreads * kPerThread);
+  EXPECT_EQ((*rows)[0]["n"].Int(), kThreads * kPerThread);
   RecordProperty("attempts", attempts.load());
   RecordProperty("most_attempts", most_attempts.load());
 }
@@ -529,7 +531,114 @@ TEST_P(StoreConformance, PlaceholderInsideStringLiteralIsText) {
   auto rows = ReadRows("SELECT body FROM notes WHERE id = ? AND body <> '?'", {int64_t{7}});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].Str(0), "is it '?' or \"?\"");
+  EXPECT_EQ((*rows)[0]["body"].Str(), "is it '?' or \"?\"");
+}
+
+// A record of every field type a RowMapper converts by itself, read from both backends.
+struct Typed {
+  std::string id;
+  int64_t big = 0;
+  int small = 0;
+  bool flag = false;
+  double ratio = 0;
+  Timestamp at;
+  Usdc amount;
+  std::optional<std::string> note;
+  std::optional<int64_t> count;
+  std::optional<Timestamp> ended_at;
+  std::optional<Usdc> cap;
+  std::string owner_name;
+  std::string upper;
+};
+
+const RowMapper<Typed>& TypedRows() {
+  static const auto* const m = new RowMapper<Typed>({
+      {"id", &Typed::id},
+      {"big", &Typed::big},
+      {"small", &Typed::small},
+      {"flag", &Typed::flag},
+      {"ratio", &Typed::ratio},
+      {"at", &Typed::at},
+      {"amount", &Typed::amount},
+      {"note", &Typed::note},
+      {"count", &Typed::count},
+      {"ended_at", &Typed::ended_at},
+      {"cap", &Typed::cap},
+      {"owner_name", &Typed::owner_name, "o.name"},
+      {"upper", [](Typed& t, const Cell& c) { t.upper = "<" + c.Str() + ">"; }, "UPPER(t.id)"},
+  });
+  return *m;
+}
+
+TEST_P(StoreConformance, RowMapperBindsColumnsByNameOnBothBackends) {
+  Prepare({"CREATE TABLE owners (id TEXT PRIMARY KEY, name TEXT NOT NULL)",
+           "CREATE TABLE typed (id TEXT PRIMARY KEY, owner TEXT NOT NULL, big BIGINT NOT NULL, "
+           "small BIGINT NOT NULL, flag BIGINT NOT NULL, ratio DOUBLE PRECISION NOT NULL, "
+           "at BIGINT NOT NULL, amount BIGINT NOT NULL, note TEXT, count BIGINT, ended_at BIGINT, "
+           "cap BIGINT)",
+           "INSERT INTO owners (id, name) VALUES ('o1', 'Ada')",
+           "INSERT INTO typed VALUES ('a', 'o1', 9007199254740993, 7, 1, 0.25, 1700000000000001, "
+           "1500000, 'hi', 3, 1700000000000002, 2000000)",
+           "INSERT INTO typed VALUES ('b', 'o1', -1, 0, 0, 2, 0, 0, NULL, NULL, NULL, NULL)"});
+  const std::string select = TypedRows().Select("t");
+  EXPECT_EQ(select,
+            "t.id, t.big, t.small, t.flag, t.ratio, t.at, t.amount, t.note, t.count, t.ended_at, "
+            "t.cap, o.name AS owner_name, UPPER(t.id) AS upper");
+  auto rows =
+      ReadRows("SELECT " + select + " FROM typed t JOIN owners o ON o.id = t.owner ORDER BY t.id");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  auto got = TypedRows().Decode(*rows);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 2u);
+  const Typed& a = (*got)[0];
+  EXPECT_EQ(a.id, "a");
+  EXPECT_EQ(a.big, 9007199254740993);
+  EXPECT_EQ(a.small, 7);
+  EXPECT_TRUE(a.flag);
+  EXPECT_DOUBLE_EQ(a.ratio, 0.25);
+  EXPECT_EQ(a.at, FromUnixMicros(1700000000000001));
+  EXPECT_EQ(a.amount, Usdc::Micros(1500000));
+  EXPECT_EQ(a.note, "hi");
+  EXPECT_EQ(a.count, 3);
+  EXPECT_EQ(a.ended_at, FromUnixMicros(1700000000000002));
+  EXPECT_EQ(a.cap, Usdc::Micros(2000000));
+  EXPECT_EQ(a.owner_name, "Ada");
+  EXPECT_EQ(a.upper, "<A>");
+  const Typed& b = (*got)[1];
+  EXPECT_EQ(b.big, -1);
+  EXPECT_FALSE(b.flag);
+  EXPECT_DOUBLE_EQ(b.ratio, 2);
+  EXPECT_FALSE(b.note.has_value());
+  EXPECT_FALSE(b.count.has_value());
+  EXPECT_FALSE(b.ended_at.has_value());
+  EXPECT_FALSE(b.cap.has_value());
+
+  // A page of rows decodes the same way: the key columns QueryPage adds do not collide
+  // with the record's own `id`.
+  PageQuery q{select,
+              "FROM typed t JOIN owners o ON o.id = t.owner",
+              "",
+              {},
+              {{"t.id", KeyColumn::Type::kText}},
+              false};
+  Page<Typed> page;
+  Status st = db_->Read([&](Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(Page<Row> rows, QueryPage(tx, q, PageRequest{1, std::nullopt}));
+    GPUNEX_ASSIGN_OR_RETURN(page, TypedRows().DecodePage(rows));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].id, "a");
+  EXPECT_TRUE(page.next.has_value());
+
+  // A declared column the query did not select is a bug in the query, named.
+  rows = ReadRows("SELECT t.id, t.big FROM typed t");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  got = TypedRows().Decode(*rows);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInternal);
+  EXPECT_NE(got.status().message().find("small"), std::string::npos) << got.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::Values("sqlite", "postgresql"),

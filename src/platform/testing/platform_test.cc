@@ -24,13 +24,13 @@ accounts::AccountsOptions PlatformTest::FastAccountsOptions() {
 int64_t PlatformTest::Number(const std::string& sql, const std::vector<store::Value>& params) {
   auto rows = test_db_->Query(sql, params);
   EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Int(0) : -1;
+  return rows.ok() && rows->size() == 1 ? rows->front().Only().Int() : -1;
 }
 
 std::string PlatformTest::Text(const std::string& sql, const std::vector<store::Value>& params) {
   auto rows = test_db_->Query(sql, params);
   EXPECT_TRUE(rows.ok() && rows->size() == 1) << sql << ": " << rows.status().ToString();
-  return rows.ok() && rows->size() == 1 ? rows->front().Str(0) : "";
+  return rows.ok() && rows->size() == 1 ? rows->front().Only().Str() : "";
 }
 
 std::vector<std::string> PlatformTest::Texts(const std::string& sql,
@@ -39,7 +39,7 @@ std::vector<std::string> PlatformTest::Texts(const std::string& sql,
   EXPECT_TRUE(rows.ok()) << sql << ": " << rows.status().ToString();
   std::vector<std::string> out;
   if (rows.ok()) {
-    for (const auto& r : *rows) out.push_back(r.IsNull(0) ? "NULL" : r.Str(0));
+    for (const auto& r : *rows) out.push_back(r.Only().IsNull() ? "NULL" : r.Only().Str());
   }
   return out;
 }

@@ -40,11 +40,11 @@ class PlatformTest : public ::testing::TestWithParam<std::string> {
   // Accounts options with the clock and the cheapest Argon2id libsodium allows.
   accounts::AccountsOptions FastAccountsOptions();
 
-  // The one integer / text cell a query answers (COUNT(*), a state); a test failure and
-  // -1 / "" unless it answers exactly one row.
+  // The one integer / text cell a query answers (COUNT(*), a state): its one column of its
+  // one row (Row::Only); a test failure and -1 / "" unless it answers exactly one row.
   int64_t Number(const std::string& sql, const std::vector<store::Value>& params = {});
   std::string Text(const std::string& sql, const std::vector<store::Value>& params = {});
-  // The first column of every row, "NULL" for a null.
+  // The one column of every row, "NULL" for a null.
   std::vector<std::string> Texts(const std::string& sql,
                                  const std::vector<store::Value>& params = {});
 

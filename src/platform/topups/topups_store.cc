@@ -1,40 +1,35 @@
 #include "platform/topups/topups_store.h"
 
 #include "platform/store/paging.h"
+#include "platform/store/rows.h"
 
 namespace gpunex::platform::topups {
 namespace {
 
-constexpr std::string_view kColumns =
-    "id, customer_id, amount_micro, reference, status, signature, credited_micro, detail, "
-    "created_at, expires_at, credited_at, last_checked_at";
-
-Topup TopupFrom(const store::Row& r) {
-  Topup t;
-  t.id = r.Str(0);
-  t.customer_id = r.Str(1);
-  t.amount = Usdc::Micros(r.Int(2));
-  t.reference = r.Str(3);
-  t.status = r.Str(4);
-  t.signature = r.OptStr(5);
-  if (auto c = r.OptInt(6)) t.credited = Usdc::Micros(*c);
-  t.detail = r.Str(7);
-  t.created_at = r.Time(8);
-  t.expires_at = r.Time(9);
-  t.credited_at = r.OptTime(10);
-  t.last_checked_at = r.OptTime(11);
-  return t;
+const store::RowMapper<Topup>& TopupRows() {
+  static const auto* const m = new store::RowMapper<Topup>({
+      {"id", &Topup::id},
+      {"customer_id", &Topup::customer_id},
+      {"amount_micro", &Topup::amount},
+      {"reference", &Topup::reference},
+      {"status", &Topup::status},
+      {"signature", &Topup::signature},
+      {"credited_micro", &Topup::credited},
+      {"detail", &Topup::detail},
+      {"created_at", &Topup::created_at},
+      {"expires_at", &Topup::expires_at},
+      {"credited_at", &Topup::credited_at},
+      {"last_checked_at", &Topup::last_checked_at},
+  });
+  return *m;
 }
 
 StatusOr<std::vector<Topup>> Topups(store::Tx& tx, const std::string& rest,
                                     const std::vector<store::Value>& params) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx.Query("SELECT " + std::string(kColumns) + " FROM topups " + rest, params));
-  std::vector<Topup> out;
-  out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(TopupFrom(r));
-  return out;
+      tx.Query("SELECT " + TopupRows().Select() + " FROM topups " + rest, params));
+  return TopupRows().Decode(rows);
 }
 
 StatusOr<std::optional<Topup>> One(store::Tx& tx, const std::string& rest,
@@ -58,7 +53,7 @@ store::Value Opt(const std::optional<Timestamp>& v) {
 
 Status TopupsStore::Insert(const Topup& t) {
   return tx_
-      .Exec("INSERT INTO topups (" + std::string(kColumns) +
+      .Exec("INSERT INTO topups (" + TopupRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {t.id, t.customer_id, t.amount.micros(), t.reference, t.status, Opt(t.signature),
              Opt(t.credited), t.detail, ToUnixMicros(t.created_at), ToUnixMicros(t.expires_at),
@@ -76,26 +71,23 @@ StatusOr<std::optional<Topup>> TopupsStore::FindBySignature(const std::string& s
 
 StatusOr<Page<Topup>> TopupsStore::List(const std::string& customer_id, const PageRequest& page) {
   store::PageQuery q;
-  q.columns = std::string(kColumns);
+  q.columns = TopupRows().Select();
   q.from = "FROM topups";
   q.where = "customer_id = ?";
   q.params = {customer_id};
   q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
   q.descending = true;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
-  Page<Topup> out;
-  for (const auto& r : rows.items) out.items.push_back(TopupFrom(r));
-  out.next = rows.next;
-  return out;
+  return TopupRows().DecodePage(rows);
 }
 
 StatusOr<int64_t> TopupsStore::CountPending(const std::string& customer_id, Timestamp now) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) FROM topups WHERE customer_id = ? AND status = 'pending' AND "
-                "expires_at > ?",
+      tx_.Query("SELECT COUNT(*) AS n FROM topups WHERE customer_id = ? AND status = 'pending' "
+                "AND expires_at > ?",
                 {customer_id, ToUnixMicros(now)}));
-  return rows.at(0).Int(0);
+  return rows.at(0)["n"].Int();
 }
 
 StatusOr<int64_t> TopupsStore::Expire(Timestamp now) {

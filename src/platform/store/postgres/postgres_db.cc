@@ -212,7 +212,14 @@ class PgTx final : public Tx {
     const auto ncols = r.columns();
     std::vector<pqxx::oid> types(ncols);
     try {
-      for (pqxx::row_size_type c = 0; c < ncols; ++c) types[c] = r.column_type(c);
+      auto list = std::make_shared<ColumnNames>();
+      list->reserve(ncols);
+      for (pqxx::row_size_type c = 0; c < ncols; ++c) {
+        types[c] = r.column_type(c);
+        const char* name = r.column_name(c);
+        list->emplace_back(name ? name : "");
+      }
+      const std::shared_ptr<const ColumnNames> names = std::move(list);
       for (const auto& row : r) {
         std::vector<Value> cells;
         cells.reserve(ncols);
@@ -220,7 +227,7 @@ class PgTx final : public Tx {
           GPUNEX_ASSIGN_OR_RETURN(Value v, CellValue(row[c], types[c]));
           cells.push_back(std::move(v));
         }
-        rows.emplace_back(std::move(cells));
+        rows.emplace_back(names, std::move(cells));
       }
     } catch (const std::exception& e) {
       return Internal(std::string("postgresql: reading the result: ") + e.what());

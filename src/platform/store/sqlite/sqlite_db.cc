@@ -114,12 +114,22 @@ class SqliteTx final : public Tx {
       }
       if (rc != SQLITE_OK) return SqliteError(db_, rc, "bind");
     }
+    std::shared_ptr<const ColumnNames> names;  // one list for all rows of the result
     for (;;) {
       rc = sqlite3_step(stmt);
       if (rc == SQLITE_DONE) return Status::Ok();
       if (rc != SQLITE_ROW) return SqliteError(db_, sqlite3_extended_errcode(db_), "step");
       if (!rows) continue;
       int n = sqlite3_column_count(stmt);
+      if (!names) {
+        auto list = std::make_shared<ColumnNames>();
+        list->reserve(n);
+        for (int c = 0; c < n; ++c) {
+          const char* name = sqlite3_column_name(stmt, c);
+          list->emplace_back(name ? name : "");
+        }
+        names = std::move(list);
+      }
       std::vector<Value> cells;
       cells.reserve(n);
       for (int c = 0; c < n; ++c) {
@@ -139,7 +149,7 @@ class SqliteTx final : public Tx {
           }
         }
       }
-      rows->emplace_back(std::move(cells));
+      rows->emplace_back(names, std::move(cells));
     }
   }
 
