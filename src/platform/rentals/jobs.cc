@@ -532,11 +532,11 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
 void Jobs::ScheduleOn(Background& background) {
   rounds_ = background.Add({.name = "jobs.schedule",
                             .every = std::chrono::seconds(1),
-                            .pass = [this] { return Round(); },
+                            .pass = [this] { return ScheduledPass(); },
                             .after_stop = [this] { Drain(); }});
 }
 
-Status Jobs::Round() {
+Status Jobs::ScheduledPass() {
   Status st = ScheduleOnce().status();
   MutexLock lock(&mu_);
   if (!inbox_.empty()) rounds_.Wake();  // more than a batch came: the next round at once

@@ -130,7 +130,9 @@ class Jobs {
   StatusOr<std::vector<Job>> Waiting(store::Tx& tx, const market::Snapshot& snap,
                                      const std::function<int64_t(const market::Offer&)>& taken,
                                      GroupKey* next) const;
-  Status Round() EXCLUDES(schedule_mu_, mu_);
+  // The background pass (jobs.schedule): a round, and the next one at once when more
+  // submissions wait than one round takes.
+  Status ScheduledPass() EXCLUDES(schedule_mu_, mu_);
   void Drain() EXCLUDES(schedule_mu_, mu_);
 
   store::Database& db_;

@@ -1,52 +1,53 @@
 #include "platform/sshkeys/ssh_keys_store.h"
 
+#include "platform/store/rows.h"
+
 namespace gpunex::platform::sshkeys {
 
 namespace {
 
-constexpr const char* kColumns =
-    "id, user_id, name, key_type, public_key, fingerprint, bits, created_at";
-
-SshKey Decode(const store::Row& r) {
-  return SshKey{.id = r.Str(0),
-                .user_id = r.Str(1),
-                .name = r.Str(2),
-                .type = r.Str(3),
-                .public_key = r.Str(4),
-                .fingerprint = r.Str(5),
-                .bits = r.Int(6),
-                .created_at = r.Time(7)};
+const store::RowMapper<SshKey>& KeyRows() {
+  static const auto* const m = new store::RowMapper<SshKey>({
+      {"id", &SshKey::id},
+      {"user_id", &SshKey::user_id},
+      {"name", &SshKey::name},
+      {"key_type", &SshKey::type},
+      {"public_key", &SshKey::public_key},
+      {"fingerprint", &SshKey::fingerprint},
+      {"bits", &SshKey::bits},
+      {"created_at", &SshKey::created_at},
+  });
+  return *m;
 }
 
 }  // namespace
 
 StatusOr<std::vector<SshKey>> SshKeysStore::OfUser(const std::string& user_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query(std::string("SELECT ") + kColumns +
+                          tx_.Query("SELECT " + KeyRows().Select() +
                                         " FROM ssh_keys WHERE user_id = ? ORDER BY created_at, id",
                                     {user_id}));
-  std::vector<SshKey> out;
-  for (const store::Row& r : rows) out.push_back(Decode(r));
-  return out;
+  return KeyRows().Decode(rows);
 }
 
 StatusOr<int64_t> SshKeysStore::CountOfUser(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT COUNT(*) FROM ssh_keys WHERE user_id = ?", {user_id}));
-  return rows[0].Int(0);
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT COUNT(*) AS n FROM ssh_keys WHERE user_id = ?", {user_id}));
+  return rows[0]["n"].Int();
 }
 
 StatusOr<std::optional<SshKey>> SshKeysStore::ByFingerprint(const std::string& fingerprint) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + kColumns +
-                                                          " FROM ssh_keys WHERE fingerprint = ?",
-                                                      {fingerprint}));
-  if (rows.empty()) return std::optional<SshKey>();
-  return std::optional<SshKey>(Decode(rows[0]));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT " + KeyRows().Select() + " FROM ssh_keys WHERE fingerprint = ?",
+                {fingerprint}));
+  return KeyRows().First(rows);
 }
 
 Status SshKeysStore::Insert(const SshKey& k) {
   return tx_
-      .Exec(std::string("INSERT INTO ssh_keys (") + kColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      .Exec("INSERT INTO ssh_keys (" + KeyRows().Names() + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             {k.id, k.user_id, k.name, k.type, k.public_key, k.fingerprint, k.bits,
              ToUnixMicros(k.created_at)})
       .status();
