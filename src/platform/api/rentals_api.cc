@@ -28,7 +28,7 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"price_micro", r.price.micros()},
       {"cost_per_hour_micro", hour.ok() ? hour->micros() : 0},
       {"fee_bps", r.fee_bps},
-      {"state", r.state},
+      {"state", Name(r.state)},
       {"end_reason", OptJson(r.end_reason)},
       {"end_party", OptJson(r.end_party)},
       {"exit_code", r.exit_code ? json::value(*r.exit_code) : json::value(nullptr)},

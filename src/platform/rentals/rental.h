@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/money.h"
 #include "common/time.h"
 
@@ -17,22 +18,27 @@ namespace gpunex::platform::rentals {
 // States: pending (the start command is on its way) → starting (pulling, creating) →
 // running (billed) → ending (the end is decided and billed; the container is being
 // removed) → ended.
-inline constexpr std::string_view kPending = "pending";
-inline constexpr std::string_view kStarting = "starting";
-inline constexpr std::string_view kRunning = "running";
-inline constexpr std::string_view kEnding = "ending";
-inline constexpr std::string_view kEnded = "ended";
+// In that order.
+enum class RentalState { kPending, kStarting, kRunning, kEnding, kEnded };
+inline constexpr EnumNames<RentalState, 5> kRentalStateNames{{{
+    {RentalState::kPending, "pending"},
+    {RentalState::kStarting, "starting"},
+    {RentalState::kRunning, "running"},
+    {RentalState::kEnding, "ending"},
+    {RentalState::kEnded, "ended"},
+}}};
+inline constexpr RentalState kPending = RentalState::kPending;
+inline constexpr RentalState kStarting = RentalState::kStarting;
+inline constexpr RentalState kRunning = RentalState::kRunning;
+inline constexpr RentalState kEnding = RentalState::kEnding;
+inline constexpr RentalState kEnded = RentalState::kEnded;
+inline std::string_view Name(RentalState s) { return kRentalStateNames.Name(s); }
+
 // Whether a rental may go from state `from` to state `to`: only forward along the states
 // above, skipping some (a rental ends from any state before ended; one whose agent
 // reports it running comes from pending or starting). Nothing comes back.
-constexpr bool RentalMayGo(std::string_view from, std::string_view to) {
-  constexpr std::string_view kOrder[] = {kPending, kStarting, kRunning, kEnding, kEnded};
-  int f = -1, t = -1;
-  for (int i = 0; i < 5; ++i) {
-    if (kOrder[i] == from) f = i;
-    if (kOrder[i] == to) t = i;
-  }
-  return f >= 0 && t > f;
+constexpr bool RentalMayGo(RentalState from, RentalState to) {
+  return static_cast<int>(to) > static_cast<int>(from);
 }
 
 // Who ended a rental (RNT-3) and why.
@@ -58,7 +64,7 @@ struct Rental {
   std::string workload_id;
   Usdc price;           // per GPU-hour, locked at start
   int64_t fee_bps = 0;  // the commission, locked at start
-  std::string state;
+  RentalState state = kPending;
   std::optional<std::string> end_reason;
   std::optional<std::string> end_party;
   std::optional<int64_t> exit_code;

@@ -17,10 +17,11 @@ namespace {
 
 // Every change of a rental's state after its creation goes through here (rental.h's
 // RentalMayGo).
-Status Move(Rental& r, std::string_view to) {
-  GPUNEX_INVARIANT(RentalMayGo(r.state, to),
-                   "rental " + r.id + " may not go from " + r.state + " to " + std::string(to));
-  r.state = std::string(to);
+Status Move(Rental& r, RentalState to) {
+  GPUNEX_INVARIANT(RentalMayGo(r.state, to), "rental " + r.id + " may not go from " +
+                                                 std::string(Name(r.state)) + " to " +
+                                                 std::string(Name(to)));
+  r.state = to;
   return Status::Ok();
 }
 
@@ -232,7 +233,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   r.gpus = req.gpus;
   r.price = price->second;
   r.fee_bps = CommissionBps(prov ? prov->tier : "community");
-  r.state = std::string(kPending);
+  r.state = kPending;
   r.created_at = r.updated_at = now;
   r.next_meter_at = now;
   r.max_cost = req.max_cost;
@@ -328,7 +329,7 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
     if (!own && !p.IsAdmin()) return PermissionDenied("only the customer stops a rental");
     if (r->state == kEnded || r->state == kEnding) {
       return FailedPrecondition("the rental has already ended (" +
-                                r->end_reason.value_or(r->state) + ")");
+                                r->end_reason.value_or(std::string(Name(r->state))) + ")");
     }
     // Billed to the stop, unless the machine is quiet: then to its last heartbeat.
     Timestamp until = now;

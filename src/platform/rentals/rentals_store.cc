@@ -43,7 +43,8 @@ const store::RowMapper<Rental>& RentalRows() {
       {"workload_id", &Rental::workload_id},
       {"price_micro", &Rental::price},
       {"fee_bps", &Rental::fee_bps},
-      {"state", &Rental::state},
+      {"state",
+       [](Rental& r, const store::Cell& c) { r.state = kRentalStateNames.ParseStored(c.Str()); }},
       {"end_reason", &Rental::end_reason},
       {"end_party", &Rental::end_party},
       {"exit_code", &Rental::exit_code},
@@ -212,7 +213,7 @@ Status RentalsStore::Insert(const Rental& r) {
              r.workload_id,
              r.price.micros(),
              r.fee_bps,
-             r.state,
+             std::string(Name(r.state)),
              Opt(r.end_reason),
              Opt(r.end_party),
              Opt(r.exit_code),
@@ -243,14 +244,15 @@ Status RentalsStore::Insert(const Rental& r) {
 Status RentalsStore::Update(const Rental& r) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
-      tx_.Exec("UPDATE rentals SET state = ?, end_reason = ?, end_party = ?, exit_code = ?, "
-               "detail = ?, running_at = ?, billing_end_at = ?, ended_at = ?, billed_seconds = ?, "
-               "charged_micro = ?, fee_micro = ?, provider_micro = ?, refunded_micro = ?, "
-               "next_meter_at = ?, updated_at = ? WHERE id = ?",
-               {r.state, Opt(r.end_reason), Opt(r.end_party), Opt(r.exit_code), r.detail,
-                Opt(r.running_at), Opt(r.billing_end_at), Opt(r.ended_at), r.billed_seconds,
-                r.charged.micros(), r.fee.micros(), r.provider_part.micros(), r.refunded.micros(),
-                ToUnixMicros(r.next_meter_at), ToUnixMicros(r.updated_at), r.id}));
+      tx_.Exec(
+          "UPDATE rentals SET state = ?, end_reason = ?, end_party = ?, exit_code = ?, "
+          "detail = ?, running_at = ?, billing_end_at = ?, ended_at = ?, billed_seconds = ?, "
+          "charged_micro = ?, fee_micro = ?, provider_micro = ?, refunded_micro = ?, "
+          "next_meter_at = ?, updated_at = ? WHERE id = ?",
+          {std::string(Name(r.state)), Opt(r.end_reason), Opt(r.end_party), Opt(r.exit_code),
+           r.detail, Opt(r.running_at), Opt(r.billing_end_at), Opt(r.ended_at), r.billed_seconds,
+           r.charged.micros(), r.fee.micros(), r.provider_part.micros(), r.refunded.micros(),
+           ToUnixMicros(r.next_meter_at), ToUnixMicros(r.updated_at), r.id}));
   if (n != 1) return Internal("rental " + r.id + " is not stored");
   return Status::Ok();
 }

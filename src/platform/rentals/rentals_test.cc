@@ -114,9 +114,9 @@ class RentalsTest : public fleet::testing::FleetTestBase {
   // The agent reports the rental's container starting, then running.
   void Run(const Rental& r) {
     agent_->Event(r.workload_id, "starting");
-    EXPECT_EQ(Load(r.id).state, "starting");
+    EXPECT_EQ(Name(Load(r.id).state), "starting");
     agent_->Event(r.workload_id, "running", std::nullopt, "", "ctr-" + r.id);
-    EXPECT_EQ(Load(r.id).state, "running");
+    EXPECT_EQ(Name(Load(r.id).state), "running");
   }
   int64_t Balance(const std::string& user) {
     auto b = rentals_->Balance(As(user));
@@ -158,7 +158,7 @@ TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
   Credit(customer_, 10'000'000);
   auto r = rentals_->Create(As(customer_), Request());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->state, "pending");
+  EXPECT_EQ(Name(r->state), "pending");
   EXPECT_EQ(r->price.micros(), kPrice);
   EXPECT_EQ(r->fee_bps, 2000);  // community
   // The start command went to the agent through the workload path.
@@ -176,12 +176,12 @@ TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
   clock_.Advance(Seconds(10));
   auto stopped = rentals_->Stop(As(customer_), r->id);
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
-  EXPECT_EQ(stopped->state, "ending");
+  EXPECT_EQ(Name(stopped->state), "ending");
   EXPECT_EQ(stopped->billed_seconds, 135);
   clock_.Advance(Seconds(20));  // the agent takes its time: not billed
   agent_->Event(r->workload_id, "stopped", 137);
   Rental end = Load(r->id);
-  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "stopped");
   EXPECT_EQ(end.end_party.value_or(""), "customer");
   EXPECT_EQ(end.billed_seconds, 135);
@@ -202,7 +202,7 @@ TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   clock_.Advance(Seconds(300));
   agent_->Event(r->workload_id, "failed", std::nullopt, "image pull failed: not found");
   Rental end = Load(r->id);
-  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
   EXPECT_EQ(end.end_party.value_or(""), "customer");
   EXPECT_EQ(end.billed_seconds, 0);
@@ -219,7 +219,7 @@ TEST_P(RentalsTest, AStartThatFailsOnTheMachinesSideIsTheProvidersAndNotBilled) 
   agent_->Event(r->workload_id, "failed", std::nullopt,
                 "engine: the Docker socket /var/run/docker.sock does not exist");
   Rental end = Load(r->id);
-  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_party.value_or(""), "provider");
   EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
   EXPECT_EQ(end.detail, "The container engine on the provider's machine failed.");
@@ -263,7 +263,7 @@ TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
     Meter();
     agent_->Event(r->workload_id, row.state, row.exit_code, words, "", row.cause);
     Rental end = Load(r->id);
-    EXPECT_EQ(end.state, "ended");
+    EXPECT_EQ(Name(end.state), "ended");
     EXPECT_EQ(end.end_reason.value_or(""), row.end_reason);
     EXPECT_EQ(end.end_party.value_or(""), row.party);
     EXPECT_EQ(end.exit_code, row.exit_code);
@@ -367,7 +367,7 @@ TEST_P(RentalsTest, EveryStartFailureIsPutDownToWhoCausedItAndNeverBilled) {
                     row.cause);
     }
     Rental end = Load(r->id);
-    EXPECT_EQ(end.state, "ended");
+    EXPECT_EQ(Name(end.state), "ended");
     EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
     EXPECT_EQ(end.end_party.value_or(""), row.party);
     EXPECT_EQ(end.detail, row.sentence);
@@ -389,7 +389,7 @@ TEST_P(RentalsTest, ABalanceOfOneHourStopsTheRentalAtExactlyZero) {
     ASSERT_GE(Balance(customer_), 0);
   }
   Rental end = Load(r->id);
-  EXPECT_EQ(end.state, "ending");
+  EXPECT_EQ(Name(end.state), "ending");
   EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
   EXPECT_EQ(end.end_party.value_or(""), "platform");
   EXPECT_EQ(end.billed_seconds, 3600);
@@ -474,7 +474,7 @@ TEST_P(RentalsTest, AMachineGoneDarkEndsItsRentalsAsAgentLostBilledToItsLastHear
   clock_.Advance(Seconds(120));
   ASSERT_EQ(*rentals_->EndLost(), 1);
   Rental end = Load(r->id);
-  EXPECT_EQ(end.state, "ended");
+  EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "agent_lost");
   EXPECT_EQ(end.end_party.value_or(""), "provider");
   EXPECT_EQ(end.billing_end_at, last);
@@ -1039,9 +1039,16 @@ TEST(RentalStatesTest, ARentalOnlyMovesForward) {
   static_assert(!RentalMayGo(kEnding, kRunning));
   static_assert(!RentalMayGo(kEnded, kEnding));
   static_assert(!RentalMayGo(kEnded, kEnded));
-  static_assert(!RentalMayGo("paused", kEnded));
-  static_assert(!RentalMayGo(kRunning, "paused"));
-  EXPECT_TRUE(RentalMayGo(std::string("running"), std::string("ended")));
+}
+
+// The one table of the states' names: each state has one, and reads back as itself.
+TEST(RentalStatesTest, EachStateHasOneNameForTheWireAndTheDatabase) {
+  for (RentalState s : {kPending, kStarting, kRunning, kEnding, kEnded}) {
+    EXPECT_EQ(kRentalStateNames.Parse(Name(s)), s) << Name(s);
+  }
+  EXPECT_EQ(Name(kRunning), "running");
+  EXPECT_EQ(kRentalStateNames.Parse("paused"), std::nullopt);
+  EXPECT_THROW(kRentalStateNames.ParseStored("Running"), std::invalid_argument);
 }
 
 }  // namespace

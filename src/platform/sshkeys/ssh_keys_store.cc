@@ -38,10 +38,9 @@ StatusOr<int64_t> SshKeysStore::CountOfUser(const std::string& user_id) {
 }
 
 StatusOr<std::optional<SshKey>> SshKeysStore::ByFingerprint(const std::string& fingerprint) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + KeyRows().Select() + " FROM ssh_keys WHERE fingerprint = ?",
-                {fingerprint}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT " + KeyRows().Select() +
+                                                          " FROM ssh_keys WHERE fingerprint = ?",
+                                                      {fingerprint}));
   return KeyRows().First(rows);
 }
 
