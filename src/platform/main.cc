@@ -269,7 +269,6 @@ int Serve(Config config, bool list_routes) {
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
   };
-
   Background background;
   (*platform)->ScheduleOn(background);
   background.Start();
