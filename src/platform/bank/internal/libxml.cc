@@ -14,6 +14,16 @@ void InitLibxml() {
   std::call_once(once, [] { xmlInitParser(); });
 }
 
+namespace {
+
+// libxml2 initialises itself on the first call of many of its functions, without a lock:
+// two threads making their first calls at once both set up its globals (seen: a mutex
+// made twice, one leaked, under the sanitizers). Initialised when the program loads,
+// before any thread of ours runs, that first call cannot race.
+const bool kInitialisedAtLoad = (InitLibxml(), true);
+
+}  // namespace
+
 XmlErrors::XmlErrors()
     : previous_structured_(xmlStructuredError),
       previous_structured_context_(xmlStructuredErrorContext),

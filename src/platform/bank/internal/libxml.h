@@ -15,7 +15,7 @@
 
 namespace gpunex::platform::bank::internal {
 
-// Calls xmlInitParser the first time.
+// Calls xmlInitParser the first time (done once already when the program loads).
 void InitLibxml();
 
 #if LIBXML_VERSION >= 21200
