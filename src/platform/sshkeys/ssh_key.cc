@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/json.h"
+
 namespace gpunex::platform::sshkeys {
 
 namespace {
@@ -192,10 +194,8 @@ StatusOr<PublicKey> ParsePublicKey(std::string_view line, std::string_view field
   auto blob = DecodeBase64(key.base64);
   if (!blob) return FieldError(f, "is not a well-formed " + key.type + " key (bad base64)");
   GPUNEX_ASSIGN_OR_RETURN(key.bits, CheckBlob(key.type, *blob, field));
-  for (char c : key.comment) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return FieldError(f, "has control characters in its comment");
-    }
+  if (!IsCleanText(key.comment, false)) {
+    return FieldError(f, "has control characters in its comment");
   }
   key.fingerprint = Fingerprint(*blob);
   return key;

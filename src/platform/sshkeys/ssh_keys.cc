@@ -1,6 +1,7 @@
 #include "platform/sshkeys/ssh_keys.h"
 
 #include "common/ids.h"
+#include "common/json.h"
 #include "platform/sshkeys/ssh_key.h"
 
 namespace gpunex::platform::sshkeys {
@@ -15,11 +16,9 @@ std::string Trim(std::string s) {
 
 // A name as lists show it: printable, at most kMaxNameChars characters.
 Status CheckName(const std::string& name) {
+  if (!IsCleanText(name, false)) return FieldError("name", "must not contain control characters");
   size_t chars = 0;
   for (char c : name) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return FieldError("name", "must not contain control characters");
-    }
     if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++chars;
   }
   if (chars > kMaxNameChars) {
