@@ -2890,7 +2890,18 @@ describe("earnings, payouts and top-ups", () => {
         throw new Error(`${e.message}\n${agent.logs()}\n${srv.logs()}`);
       });
       // A rental of about `seconds`, run and stopped through the API; resolves once ended.
+      // The marketplace learns that the previous rental's GPU is free through its offer
+      // index, a moment after the rental ends: wait for it rather than race it.
       const rent = async (seconds) => {
+        await until(
+          async () =>
+            (await srv.apiOk("GET", `/offers/${offer.id}`)).gpus_available ===
+            1,
+          60000,
+          "the offer's GPU free",
+        ).catch((e) => {
+          throw new Error(`${e.message}\n${agent.logs()}\n${srv.logs()}`);
+        });
         const r = await srv.apiOk(
           "POST",
           "/rentals",
