@@ -159,36 +159,34 @@ StatusOr<std::unique_ptr<Platform>> Platform::Create(const Config& config, store
 
 api::ApiContext Platform::Context(std::function<bool()> ready) {
   const Services& s = services_;
-  return api::ApiContext{
-      .config = config_,
-      .db = db_,
-      .clock = clock_,
-      .accounts = s.Get<accounts::Accounts>(),
-      .providers = s.Get<providers::Providers>(),
-      .applications = s.Get<applications::Applications>(),
-      .metrics = metrics_,
-      .fleet = s.Get<fleet::Fleet>(),
-      .workloads = s.Get<fleet::Workloads>(),
-      .benchmarks = s.Get<benchmarks::Benchmarks>(),
-      .idempotency = s.Get<idempotency::Idempotency>(),
-      .availability = s.Get<availability::Availability>(),
-      .reliability = s.Get<reliability::Reliability>(),
-      .pricing = s.Get<pricing::Pricing>(),
-      .market = s.Get<market::Market>(),
-      .billing = s.Get<billing::Billing>(),
-      .rentals = s.Get<rentals::Rentals>(),
-      .jobs = s.Get<rentals::Jobs>(),
-      .payouts = s.Get<payouts::Payouts>(),
-      .topups = s.Get<topups::Topups>(),
-      .verifier = s.Get<notify::EmailVerifier>(),
-      .services = s,
-      .install_script = api::RenderInstallScript(config_.public_url, config_.agent_image),
-      .ready = std::move(ready),
-      .collect_metrics = [this](http::Metrics& m) {
-        for (const Module& module : modules_) {
-          if (module.metrics) module.metrics(services_, m);
-        }
-      }};
+  return api::ApiContext{.config = config_,
+                         .db = db_,
+                         .clock = clock_,
+                         .accounts = s.Get<accounts::Accounts>(),
+                         .providers = s.Get<providers::Providers>(),
+                         .applications = s.Get<applications::Applications>(),
+                         .metrics = metrics_,
+                         .fleet = s.Get<fleet::Fleet>(),
+                         .workloads = s.Get<fleet::Workloads>(),
+                         .benchmarks = s.Get<benchmarks::Benchmarks>(),
+                         .idempotency = s.Get<idempotency::Idempotency>(),
+                         .availability = s.Get<availability::Availability>(),
+                         .reliability = s.Get<reliability::Reliability>(),
+                         .pricing = s.Get<pricing::Pricing>(),
+                         .market = s.Get<market::Market>(),
+                         .billing = s.Get<billing::Billing>(),
+                         .rentals = s.Get<rentals::Rentals>(),
+                         .jobs = s.Get<rentals::Jobs>(),
+                         .payouts = s.Get<payouts::Payouts>(),
+                         .topups = s.Get<topups::Topups>(),
+                         .verifier = s.Get<notify::EmailVerifier>(),
+                         .services = s,
+                         .ready = std::move(ready),
+                         .collect_metrics = [this](http::Metrics& m) {
+                           for (const Module& module : modules_) {
+                             if (module.metrics) module.metrics(services_, m);
+                           }
+                         }};
 }
 
 void Platform::ScheduleOn(Background& background) {

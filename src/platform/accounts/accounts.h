@@ -96,6 +96,9 @@ struct AccountsOptions {
   int password_hash_max_wait_ms = 5000;
   unsigned long long argon2_opslimit = 2;
   size_t argon2_memlimit_bytes = 64ull << 20;
+  // Sign-ups one client address may make per hour (a token bucket with this burst; the
+  // API refuses beyond with 429).
+  int signups_per_address_per_hour = 20;
   const Clock* clock = &SystemClock();
   // Sends the link that verifies a new account's address, and tells the owner of a taken
   // one; null: neither (tools, tests).
@@ -176,6 +179,8 @@ std::string CheckEmail(std::string_view email, std::string* normalized);
 class Accounts {
  public:
   Accounts(store::Database& db, AccountsOptions options);
+
+  const AccountsOptions& options() const { return options_; }
 
   // A new user (role customer), whose address gets a verification link. The name loses
   // its invisible characters (common/utf8.h StripInvisible) and outer spaces; the password

@@ -142,12 +142,15 @@ http::WebSocketAcceptor AgentChannelAcceptor(const ApiContext& ctx) {
 }
 
 void RegisterAgentRoutes(http::Router& r, const ApiContext& ctx) {
-  r.Add("GET", "/agent/install.sh", kPublic, [&ctx](http::Request&) {
-    http::Response resp =
-        http::Response::Text(200, ctx.install_script, "text/x-shellscript; charset=utf-8");
-    resp.SetHeader("Cache-Control", "no-cache");
-    return resp;
-  });
+  // With this platform's URL (fixed once it listens, before routes exist) filled in.
+  r.Add("GET", "/agent/install.sh", kPublic,
+        [script = RenderInstallScript(ctx.config.public_url, ctx.fleet.options().agent_image)](
+            http::Request&) {
+          http::Response resp =
+              http::Response::Text(200, script, "text/x-shellscript; charset=utf-8");
+          resp.SetHeader("Cache-Control", "no-cache");
+          return resp;
+        });
 }
 
 }  // namespace gpunex::platform::api

@@ -97,8 +97,6 @@ struct ApiContext {
   topups::Topups& topups;
   const notify::EmailVerifier& verifier;
   const Services& services;
-  // The agent installer served at /agent/install.sh, with this platform's URL filled in.
-  std::string install_script;
   std::function<bool()> ready;  // false while starting or draining
   // Called before /metrics renders, to refresh figures other modules keep (outbox).
   std::function<void(http::Metrics&)> collect_metrics;

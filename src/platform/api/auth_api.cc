@@ -128,8 +128,8 @@ std::string CookieAttrs(const ApiContext& ctx) {
 void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
   // Sign-ups per client address: a token bucket of signups_per_address_per_hour.
   auto signups = std::make_shared<http::RateLimiter>(
-      ctx.config.signups_per_address_per_hour / 3600.0, ctx.config.signups_per_address_per_hour,
-      100'000, &ctx.clock);
+      ctx.accounts.options().signups_per_address_per_hour / 3600.0,
+      ctx.accounts.options().signups_per_address_per_hour, 100'000, &ctx.clock);
   r.Add("POST", "/api/v1/auth/signup", kPublic, [&ctx, signups](http::Request& req) {
     int64_t retry = 0;
     if (!signups->Allow(req.remote_addr, &retry)) {
@@ -159,7 +159,8 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
         return WithBusyRetry(std::move(resp), login.status());
       }
       if (login.status().code() == StatusCode::kResourceExhausted) {
-        resp.SetHeader("Retry-After", std::to_string(ctx.config.login_window_minutes * 60));
+        resp.SetHeader("Retry-After",
+                       std::to_string(ctx.accounts.options().login_window_minutes * 60));
       }
       return resp;
     }
@@ -169,7 +170,7 @@ void RegisterAuthRoutes(http::Router& r, const ApiContext& ctx) {
                                                {"csrf_header", kCsrfHeader},
                                                {"expires_at", FormatRfc3339(login->expires_at)},
                                                {"user", UserJson(login->user)}});
-    const int64_t max_age = ctx.config.session_ttl_hours * 3600LL;
+    const int64_t max_age = ctx.accounts.options().session_ttl_hours * 3600LL;
     resp.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + login->token +
                                                 CookieAttrs(ctx) +
                                                 "; HttpOnly; Max-Age=" + std::to_string(max_age));

@@ -343,9 +343,9 @@ StatusOr<std::pair<std::string, std::string>> ParseModelRegion(const http::Reque
 }  // namespace
 
 void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
-  auto limiter =
-      std::make_shared<http::RateLimiter>(ctx.config.market_anonymous_searches_per_s,
-                                          ctx.config.market_anonymous_burst, 100'000, &ctx.clock);
+  auto limiter = std::make_shared<http::RateLimiter>(ctx.market.options().anonymous_searches_per_s,
+                                                     ctx.market.options().anonymous_burst, 100'000,
+                                                     &ctx.clock);
   r.Add("GET", "/api/v1/offers", kPublicOrUser, [&ctx, limiter](http::Request& req) {
     auto p = OptionalUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());

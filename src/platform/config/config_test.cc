@@ -31,7 +31,6 @@ TEST(Config, DefaultsWithoutFile) {
   EXPECT_EQ(c->listen, "127.0.0.1:8080");
   EXPECT_EQ(c->public_url, "http://127.0.0.1:8080");
   EXPECT_FALSE(c->allow_emulated_gpus);
-  EXPECT_FALSE(c->allow_private_registries);
 }
 
 // A module's own table: read by the module (defaults without one), checked for unknown
@@ -79,22 +78,35 @@ TEST(Config, ModulesReadTheirOwnTables) {
   EXPECT_EQ(no_module.status().fields().begin()->first, "widgets");
 }
 
-TEST(Config, PrivateRegistriesAreTheOperatorsToAllow) {
-  auto c = LoadConfig(WriteFile("[fleet]\nallow_private_registries = true\n"), Env({}));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE(c->allow_private_registries);
-  auto bad = LoadConfig(WriteFile("[fleet]\nallow_private_registries = \"yes\"\n"), Env({}));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(bad.status().fields().count("fleet.allow_private_registries"))
-      << bad.status().ToString();
+// Sub-tables of a module's table, and tables of numbers.
+TEST(Config, NestedTablesAreReadByKey) {
+  std::map<std::string, double> read;
+  auto section = [&read] {
+    return ConfigSection{.name = "gauges",
+                         .parse = [&read](ConfigTable& t, const EnvGetter&) -> StatusOr<std::any> {
+                           GPUNEX_ASSIGN_OR_RETURN(ConfigTable limits, t.Table("limits"));
+                           EXPECT_EQ(limits.path(), "gauges.limits");
+                           for (const std::string& k : limits.Keys()) {
+                             GPUNEX_RETURN_IF_ERROR(limits.Number(k, &read[k]));
+                           }
+                           return std::any(0);
+                         }};
+  };
+  auto ok = LoadConfig(WriteFile("[gauges.limits]\nlow = 1\nhigh = 2.5\n"), Env({}), {section()});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(read, (std::map<std::string, double>{{"low", 1.0}, {"high", 2.5}}));
+  auto word = LoadConfig(WriteFile("[gauges.limits]\nlow = \"one\"\n"), Env({}), {section()});
+  ASSERT_FALSE(word.ok());
+  EXPECT_EQ(word.status().fields().begin()->first, "gauges.limits.low");
+  auto flat = LoadConfig(WriteFile("[gauges]\nlimits = 3\n"), Env({}), {section()});
+  ASSERT_FALSE(flat.ok());
+  EXPECT_EQ(flat.status().fields().begin()->first, "gauges.limits");
 }
 
 TEST(Config, FileThenEnvironment) {
   std::string path = WriteFile(R"(
 listen = "0.0.0.0:9000"
 public_url = "https://gpu.example.com/"
-[smtp]
-url = "smtp://127.0.0.1:2525"
 [review]
 holidays = ["2026-12-25"]
 )");
@@ -104,7 +116,6 @@ holidays = ["2026-12-25"]
   EXPECT_EQ(c->listen, "127.0.0.1:7000");
   EXPECT_EQ(c->public_url, "https://gpu.example.com");
   EXPECT_TRUE(c->CookieSecure());
-  EXPECT_EQ(c->smtp_url, "smtp://127.0.0.1:2525");
   EXPECT_TRUE(c->allow_emulated_gpus);
   EXPECT_EQ(c->holidays.size(), 1u);
 }
@@ -120,44 +131,6 @@ TEST(Config, ErrorsNameTheSetting) {
   ASSERT_FALSE(env.ok());
   EXPECT_TRUE(env.status().fields().count("GPUNEX_ALLOW_EMULATED_GPUS"));
   EXPECT_FALSE(LoadConfig(WriteFile("this is not toml"), Env({})).ok());
-}
-
-TEST(Config, TheJobQueueBoundIsParsedAndChecked) {
-  EXPECT_EQ(LoadConfig("", Env({}))->rentals_max_queued_jobs_per_customer, 100);
-  auto c = LoadConfig(WriteFile("[rentals]\nmax_queued_jobs_per_customer = 7\n"), Env({}));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->rentals_max_queued_jobs_per_customer, 7);
-  for (const char* bad : {"0", "-1", "10001", "\"100\"", "1.5"}) {
-    auto r = LoadConfig(
-        WriteFile(std::string("[rentals]\nmax_queued_jobs_per_customer = ") + bad + "\n"), Env({}));
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_TRUE(r.status().fields().count("rentals.max_queued_jobs_per_customer"))
-        << bad << ": " << r.status().ToString();
-  }
-}
-
-TEST(Config, BenchmarkSettings) {
-  auto c = LoadConfig(WriteFile(R"(
-[benchmarks]
-enabled = false
-interval_s = 60
-[benchmarks.thresholds]
-memory = 0.8
-[benchmarks.models."l4-24gb"]
-fp32 = 0.5
-)"),
-                      Env({}));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_FALSE(c->benchmarks_enabled);
-  EXPECT_EQ(c->benchmark_interval_s, 60);
-  EXPECT_DOUBLE_EQ(c->benchmark_model_thresholds.at("l4-24gb").at("fp32"), 0.5);
-  auto bad = LoadConfig(WriteFile("[benchmarks.thresholds]\nmemory = \"high\"\n"), Env({}));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(bad.status().fields().count("benchmarks.thresholds.memory"))
-      << bad.status().ToString();
-  auto unknown = LoadConfig(WriteFile("[benchmarks]\nintervall_s = 5\n"), Env({}));
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_TRUE(unknown.status().fields().count("benchmarks.intervall_s"));
 }
 
 }  // namespace

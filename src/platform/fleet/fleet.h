@@ -66,6 +66,8 @@ struct FleetOptions {
   // What workload images may name (registries.h): [fleet] allow_private_registries.
   ImagePolicy images{};
   int sweep_interval_ms = 1000;
+  // The agent's container image that /agent/install.sh pulls.
+  std::string agent_image = "gpunex/agent:0.1.0";
   const Clock* clock = &SystemClock();
 };
 
@@ -243,6 +245,9 @@ class Fleet {
 
   store::Database& db() { return db_; }
   const FleetOptions& options() const { return options_; }
+  // Whether a new GPU waits for its first benchmark before it is listed: the benchmarks
+  // module says so when it is built, before any agent connects.
+  void set_list_after_benchmark(bool wait) { options_.list_after_benchmark = wait; }
 
  private:
   friend class AgentSession;
@@ -270,7 +275,7 @@ class Fleet {
   void CountRefused(std::string_view reason) EXCLUDES(counts_mu_);
 
   store::Database& db_;
-  const FleetOptions options_;
+  FleetOptions options_;  // set_list_after_benchmark only while the platform is built
   std::map<std::string, ResultHook> result_hooks_;  // set before ScheduleOn(), then read-only
   std::vector<HelloHook> hello_hooks_;              // likewise
   std::vector<WorkloadHook> workload_hooks_;        // likewise

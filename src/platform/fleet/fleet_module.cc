@@ -10,16 +10,39 @@ namespace gpunex::platform::fleet {
 
 namespace {
 
+ConfigSection Section() {
+  return ConfigSection{
+      .name = "fleet",
+      .parse = [](ConfigTable& t, const EnvGetter&) -> StatusOr<std::any> {
+        FleetOptions o;
+        GPUNEX_RETURN_IF_ERROR(t.Int("heartbeat_interval_s", &o.heartbeat_interval_s, 1, 300));
+        GPUNEX_RETURN_IF_ERROR(t.Int("offline_after_s", &o.offline_after_s, 2, 3600));
+        GPUNEX_RETURN_IF_ERROR(t.Int("hello_timeout_s", &o.hello_timeout_s, 1, 300));
+        GPUNEX_RETURN_IF_ERROR(
+            t.Int("max_machines_per_provider", &o.max_machines_per_provider, 1, 1'000'000));
+        GPUNEX_RETURN_IF_ERROR(t.Str("agent_image", &o.agent_image));
+        GPUNEX_RETURN_IF_ERROR(
+            t.Bool("allow_private_registries", &o.images.allow_private_registries));
+        if (o.offline_after_s <= o.heartbeat_interval_s) {
+          return FieldError("fleet.offline_after_s", "must be longer than heartbeat_interval_s");
+        }
+        return std::any(o);
+      },
+      .example = R"([fleet]
+heartbeat_interval_s = 10        # agents send telemetry this often
+offline_after_s = 30             # no heartbeat for this long: the machine is Offline
+hello_timeout_s = 10             # a new agent connection must say hello within this
+max_machines_per_provider = 100  # a hello registering one more machine is refused
+agent_image = "gpunex/agent:0.1.0"   # what /agent/install.sh pulls
+allow_private_registries = false # workload images may name a registry on a loopback or private
+                                 # address or an internal name (localhost:5000/..., 10.0.0.5/...);
+                                 # link-local addresses (169.254.x.x) are refused always
+)"};
+}
+
 Status Build(ModuleEnv& env) {
-  const Config& c = env.config;
-  FleetOptions o;
-  o.allow_emulated_gpus = c.allow_emulated_gpus;
-  o.heartbeat_interval_s = c.heartbeat_interval_s;
-  o.offline_after_s = c.offline_after_s;
-  o.hello_timeout_s = c.hello_timeout_s;
-  o.max_machines_per_provider = c.max_machines_per_provider;
-  o.images.allow_private_registries = c.allow_private_registries;
-  o.list_after_benchmark = c.benchmarks_enabled;
+  FleetOptions o = env.config.Section<FleetOptions>("fleet");
+  o.allow_emulated_gpus = env.config.allow_emulated_gpus;
   o.clock = &env.clock;
   Fleet& fleet = env.services.Own(std::make_unique<Fleet>(env.db, o));
   env.services.Own(std::make_unique<Workloads>(env.db, fleet, &env.clock));
@@ -51,6 +74,7 @@ Module FleetModule() {
   return Module{
       .name = "fleet",
       .migrations = FleetMigrations,
+      .config = Section(),
       .build = Build,
       // Listings follow the rules of the release that runs.
       .start = [](Services& s) { return s.Get<Fleet>().RefreshAllListings(); },

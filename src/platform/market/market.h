@@ -43,6 +43,10 @@ namespace gpunex::platform::market {
 
 struct MarketOptions {
   int poll_ms = 200;
+  // Offer searches without logging in, per second and client address, and their burst
+  // (GET /api/v1/offers).
+  int anonymous_searches_per_s = 10;
+  int anonymous_burst = 40;
   int64_t lookback_s = 30;      // stamps older than this are not polled again
   int64_t full_reload_s = 300;  // a full reload at least this often
   int64_t supply_tick_s = 60;
@@ -112,6 +116,7 @@ class Market {
   Status SupplyTick() EXCLUDES(mu_);
 
   std::shared_ptr<const Snapshot> snapshot() const EXCLUDES(mu_);
+  const MarketOptions& options() const { return options_; }
 
   // Whether `p` may see the offer's machine id: its provider acting as one (not through an
   // API key without the provider scope), admins.

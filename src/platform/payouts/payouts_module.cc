@@ -40,43 +40,92 @@ std::function<Status(std::string_view)> CrashPointsFromEnv() {
   };
 }
 
-StatusOr<PayoutsOptions> OptionsFrom(const Config& c) {
+// [payouts] and GPUNEX_PAYOUT_FILES_DIR, as the options of Payouts.
+StatusOr<std::any> Parse(ConfigTable& t, const EnvGetter& env) {
+  constexpr int64_t kMaxMicro = 1'000'000'000'000;  // 1,000,000 USDC
   PayoutsOptions o;
-  o.default_threshold = Usdc::Micros(c.payouts_threshold_micro);
+  auto amount = [&](const char* key, Usdc* out, int64_t min) -> Status {
+    int64_t micros = out->micros();
+    GPUNEX_RETURN_IF_ERROR(t.Int(key, &micros, min, kMaxMicro));
+    *out = Usdc::Micros(micros);
+    return Status::Ok();
+  };
+  GPUNEX_RETURN_IF_ERROR(amount("threshold_micro", &o.default_threshold, 1));
   o.min_threshold = std::min(o.min_threshold, o.default_threshold);
-  o.hold_after_change_s = c.payouts_hold_after_change_s;
-  o.automatic_runs = c.payouts_automatic_runs;
-  o.loop_ms = c.payouts_loop_ms;
-  o.batch = c.payouts_batch;
-  o.parallel_sends = c.payouts_parallel_sends;
-  o.files_dir = c.payout_files_dir;
-  if (!c.payouts_eur_rate.empty()) {
-    auto rate = Usdc::Parse(c.payouts_eur_rate);
+  GPUNEX_RETURN_IF_ERROR(t.Int("hold_after_change_s", &o.hold_after_change_s, 0, 30ll * 24 * 3600));
+  GPUNEX_RETURN_IF_ERROR(t.Bool("automatic_runs", &o.automatic_runs));
+  GPUNEX_RETURN_IF_ERROR(t.Int("loop_ms", &o.loop_ms, 10, 3'600'000));
+  GPUNEX_RETURN_IF_ERROR(t.Int("batch", &o.batch, 1, 1000));
+  GPUNEX_RETURN_IF_ERROR(t.Int("parallel_sends", &o.parallel_sends, 1, 64));
+  std::string eur_rate;
+  GPUNEX_RETURN_IF_ERROR(t.Str("eur_rate", &eur_rate));
+  if (!eur_rate.empty()) {
+    auto rate = Usdc::Parse(eur_rate);
     if (!rate || !rate->is_positive()) {
       return FieldError("payouts.eur_rate", "must be a decimal EUR per USDC such as \"0.92\"");
     }
     o.default_eur_rate_ppm = rate->micros();
   }
-  o.solana.minimum = Usdc::Micros(c.payouts_solana_min_micro);
-  o.solana.fee = Usdc::Micros(c.payouts_solana_fee_micro);
-  o.sepa.minimum = Usdc::Micros(c.payouts_sepa_min_micro);
-  o.sepa.fee = Usdc::Micros(c.payouts_sepa_fee_micro);
-  o.ach.minimum = Usdc::Micros(c.payouts_ach_min_micro);
-  o.ach.fee = Usdc::Micros(c.payouts_ach_fee_micro);
-  o.solana_chain.commitment = c.solana_commitment;
-  o.sepa_originator = {c.payouts_sepa_name, c.payouts_sepa_iban, c.payouts_sepa_bic};
-  o.ach_originator = {
-      c.payouts_ach_destination_routing, c.payouts_ach_destination_name, c.payouts_ach_origin,
-      c.payouts_ach_origin_name,         c.payouts_ach_company_name,     c.payouts_ach_company_id,
-      c.payouts_ach_odfi_routing};
-  o.fault = CrashPointsFromEnv();
-  return o;
+  GPUNEX_RETURN_IF_ERROR(t.Str("files_dir", &o.files_dir));
+  if (auto v = env("GPUNEX_PAYOUT_FILES_DIR")) o.files_dir = *v;
+  for (MethodTerms* m : {&o.solana, &o.sepa, &o.ach}) {
+    GPUNEX_RETURN_IF_ERROR(amount((m->kind + "_min_micro").c_str(), &m->minimum, 1));
+    GPUNEX_RETURN_IF_ERROR(amount((m->kind + "_fee_micro").c_str(), &m->fee, 0));
+    if (m->fee >= m->minimum) {
+      return FieldError("payouts." + m->kind + "_fee_micro", "must be less than the minimum");
+    }
+  }
+  SepaOriginator& sepa = o.sepa_originator;
+  AchOriginator& ach = o.ach_originator;
+  for (auto [key, field] :
+       {std::pair{"sepa_name", &sepa.name}, std::pair{"sepa_iban", &sepa.iban},
+        std::pair{"sepa_bic", &sepa.bic},
+        std::pair{"ach_destination_routing", &ach.destination_routing},
+        std::pair{"ach_destination_name", &ach.destination_name},
+        std::pair{"ach_origin", &ach.origin}, std::pair{"ach_origin_name", &ach.origin_name},
+        std::pair{"ach_company_name", &ach.company_name},
+        std::pair{"ach_company_id", &ach.company_id},
+        std::pair{"ach_odfi_routing", &ach.odfi_routing}}) {
+    GPUNEX_RETURN_IF_ERROR(t.Str(key, field));
+  }
+  return std::any(o);
 }
 
+constexpr std::string_view kExample =
+    R"([payouts]                        # PAY-1..5; docs/payouts.md
+threshold_micro = 50000000       # weekly: pay from 50 USDC available (providers may raise it)
+hold_after_change_s = 172800     # no payout to new details for 48 h after a change
+automatic_runs = true            # weekly runs on Mondays, monthly on first business days
+loop_ms = 1000                   # how often runs are carried forward
+batch = 100                      # Solana payouts signed per blockhash
+parallel_sends = 8               # transactions sent at once
+eur_rate = ""                    # EUR per USDC for scheduled SEPA runs; "" : set per run
+files_dir = ""                   # bank files (GPUNEX_PAYOUT_FILES_DIR); "" : <data_dir>/payout-files
+solana_min_micro = 1000000       # each method's minimum payout and fee, shown to providers
+solana_fee_micro = 0
+sepa_min_micro = 10000000
+sepa_fee_micro = 0
+ach_min_micro = 10000000
+ach_fee_micro = 0
+sepa_name = ""                   # the platform's account the SEPA payouts leave from;
+sepa_iban = ""                   # empty: SEPA payouts are not offered
+sepa_bic = ""
+ach_destination_routing = ""     # the bank the NACHA files go to (9 digits);
+ach_destination_name = ""        # empty: ACH payouts are not offered
+ach_origin = ""                  # immediate origin as the bank assigned it (10 characters)
+ach_origin_name = ""
+ach_company_name = ""
+ach_company_id = ""
+ach_odfi_routing = ""            # the originating bank's routing number
+)";
+
 Status Build(ModuleEnv& env) {
-  GPUNEX_ASSIGN_OR_RETURN(PayoutsOptions o, OptionsFrom(env.config));
+  PayoutsOptions o = env.config.Section<PayoutsOptions>("payouts");
+  if (o.files_dir.empty()) o.files_dir = env.config.data_dir + "/payout-files";
+  o.fault = CrashPointsFromEnv();
   const solana::PlatformWallet& wallet = env.services.Get<solana::PlatformWallet>();
   o.solana_chain.mint = wallet.usdc_mint;
+  o.solana_chain.commitment = wallet.commitment;
   o.calendar = env.services.Get<BusinessCalendar>();
   o.notices = env.services.Get<notify::NoticeSettings>();
   o.clock = &env.clock;
@@ -92,6 +141,7 @@ Module PayoutsModule() {
   return Module{
       .name = "payouts",
       .migrations = PayoutsMigrations,
+      .config = ConfigSection{.name = "payouts", .parse = Parse, .example = std::string(kExample)},
       .build = Build,
       .routes = api::RegisterPayoutRoutes,
       .schedule = ScheduleService<Payouts>,

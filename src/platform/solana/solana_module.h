@@ -18,6 +18,8 @@ struct PlatformWallet {
   Pubkey usdc_mint{};
   std::optional<Keypair> key;  // with an RPC URL only
   std::unique_ptr<Rpc> rpc;    // null without an RPC URL: USDC payouts and top-ups are off
+  // What payouts and top-ups wait for: "processed", "confirmed" or "finalized".
+  std::string commitment = "confirmed";
 };
 
 Module SolanaModule();
