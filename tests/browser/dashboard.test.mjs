@@ -72,6 +72,7 @@ import {
   sleep,
   SMALL_PHONE,
   SolanaFront,
+  SOURCE_DIR,
   TestDockerd,
   uniqueEmail,
   unlabelled,
@@ -2025,6 +2026,133 @@ describe("dashboard", () => {
       } finally {
         await one.context.close();
         await two.context.close();
+      }
+    },
+  );
+
+  test(
+    "account: SSH keys added by pasting a .pub line, refused beside the field, removed",
+    { timeout: 120000 },
+    async () => {
+      // Keys and fingerprints made by ssh-keygen (the sshkeys unit test's data).
+      const made = fs
+        .readFileSync(
+          path.join(SOURCE_DIR, "src/platform/sshkeys/testdata/keys.txt"),
+          "utf8",
+        )
+        .trim()
+        .split("\n")
+        .map((line) => {
+          // "<public key line>|<bits> <fingerprint>"
+          const [key, figures] = line.split("|");
+          const [bits, fingerprint] = figures.split(" ");
+          return { key, bits: Number(bits), fingerprint };
+        });
+      const ed25519 = made.find((k) => k.key.startsWith("ssh-ed25519"));
+      const rsa = made.find(
+        (k) => k.key.startsWith("ssh-rsa") && k.bits >= 2048,
+      );
+      const { context, page: p, problems } = await newPage();
+      try {
+        await signUp(p, "Kim Keys", uniqueEmail("kim"));
+        await p.locator(".account .who").click();
+        await heading(p, "Account security");
+        const keys = p.getByRole("region", { name: "SSH keys" });
+        await keys.getByText("No SSH keys yet.").waitFor();
+        await expectLabelled(p, "the SSH keys section");
+        const keyField = keys.getByLabel("Public key");
+        const add = keys.getByRole("button", { name: "Add SSH key" });
+        const keyError = keys.locator(
+          '[data-field="public_key"] + .field-error',
+        );
+
+        // A private key pasted by mistake: refused beside the field, nothing kept.
+        await keyField.fill(
+          "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----",
+        );
+        await add.click();
+        await keyError.waitFor();
+        assert.match(await keyError.textContent(), /^is a private key/);
+        assert.equal(await keyField.getAttribute("aria-invalid"), "true");
+        await shoot(p, "76-account-ssh-key-refused", SMALL_PHONE);
+
+        // The ed25519 key named by its comment; the RSA key by the form.
+        await keyField.fill(ed25519.key);
+        await add.click();
+        await keys
+          .getByRole("status")
+          .filter({ hasText: /SSH key “user@ed25519” added/ })
+          .waitFor();
+        assert.equal(await keyError.count(), 0);
+        assert.equal(await keyField.inputValue(), "");
+        await keyField.fill(rsa.key);
+        await keys.getByLabel("Name (optional)").fill("build server");
+        await add.click();
+        const rows = keys.locator("table.ssh-keys tbody tr");
+        await until(
+          async () => (await rows.count()) === 2,
+          10000,
+          "two keys listed",
+        );
+        const cells = async (row) =>
+          Object.fromEntries(
+            await Promise.all(
+              ["Name", "Type", "Fingerprint"].map(async (l) => [
+                l,
+                (
+                  await row.locator(`td[data-label="${l}"]`).textContent()
+                ).trim(),
+              ]),
+            ),
+          );
+        assert.deepEqual(await cells(rows.nth(0)), {
+          Name: "user@ed25519",
+          Type: "ED25519",
+          Fingerprint: ed25519.fingerprint,
+        });
+        assert.deepEqual(await cells(rows.nth(1)), {
+          Name: "build server",
+          Type: `RSA ${rsa.bits}`,
+          Fingerprint: rsa.fingerprint,
+        });
+        // The same key again: refused, the list unchanged.
+        await keyField.fill(ed25519.key);
+        await add.click();
+        await keys
+          .getByRole("alert")
+          .or(keys.locator(".field-error"))
+          .first()
+          .waitFor();
+        assert.equal(await rows.count(), 2);
+        await keyField.fill("");
+        await shoot(p, "77-account-ssh-keys");
+
+        // Removed after a confirmation; the API agrees.
+        await rows
+          .nth(0)
+          .getByRole("button", { name: "Remove SSH key user@ed25519" })
+          .click();
+        await keys
+          .getByRole("button", { name: "Remove “user@ed25519”" })
+          .click();
+        await keys
+          .getByRole("status")
+          .filter({ hasText: "SSH key “user@ed25519” removed" })
+          .waitFor();
+        await until(
+          async () => (await rows.count()) === 1,
+          10000,
+          "one key left",
+        );
+        const listed = await p.evaluate(async () =>
+          (await (await fetch("/api/v1/me/ssh-keys")).json()).items.map(
+            (k) => k.name,
+          ),
+        );
+        assert.deepEqual(listed, ["build server"]);
+        assert.deepEqual(problems, []);
+      } finally {
+        await context.close();
       }
     },
   );

@@ -1,12 +1,13 @@
 // The Account security page (#/account, docs/security.md): change the password (which
 // ends every other session), the sessions logged in with this account (end one, or all
-// but this one), and API keys (create with scopes, shown once; revoke).
+// but this one), API keys (create with scopes, shown once; revoke) and SSH keys.
 import * as api from "../api";
 import { hasRole, pageHeader, session, type View } from "../app";
 import { copy } from "../components/copy";
 import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, showFieldErrors, StatusSlot } from "../errors";
 import { ago, plural, when } from "../format";
+import { sshKeysSection } from "./ssh_keys";
 import { emailsSection } from "./verify";
 
 export async function accountPage(v: View): Promise<void> {
@@ -20,6 +21,7 @@ export async function accountPage(v: View): Promise<void> {
     emails.el,
     sessions.el,
     apiKeysSection(v),
+    sshKeysSection(v),
   );
   await Promise.all([sessions.reload(), emails.reload()]);
 }
