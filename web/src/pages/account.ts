@@ -3,6 +3,7 @@
 // but this one), API keys (create with scopes, shown once; revoke) and SSH keys.
 import * as api from "../api";
 import { hasRole, pageHeader, session, type View } from "../app";
+import { confirmIn } from "../components/confirm";
 import { copy } from "../components/copy";
 import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, showFieldErrors, StatusSlot } from "../errors";
@@ -370,28 +371,16 @@ function apiKeysSection(v: View): HTMLElement {
     replace(list, keysTable(page.items, revoke));
   };
 
-  const revoke = (k: api.ApiKey, actions: HTMLElement, start: HTMLButtonElement) => {
-    const yes = button(
-      `Revoke “${k.name}”`,
-      () =>
-        void busy(yes, async () => {
-          try {
-            await api.del(`/api-keys/${encodeURIComponent(k.id)}`);
-            slot.ok(`API key “${k.name}” revoked: requests made with it are refused from now on.`);
-            await load();
-          } catch (e) {
-            slot.error(e, "The key was not revoked");
-          }
-        }),
-      { kind: "danger" },
-    );
-    const cancel = button("Cancel", () => {
-      replace(actions, start);
-      start.focus();
+  const revoke = (k: api.ApiKey, actions: HTMLElement, start: HTMLButtonElement) =>
+    confirmIn(actions, start, "Scripts using it stop working.", `Revoke “${k.name}”`, "danger", async () => {
+      try {
+        await api.del(`/api-keys/${encodeURIComponent(k.id)}`);
+        slot.ok(`API key “${k.name}” revoked: requests made with it are refused from now on.`);
+        await load();
+      } catch (e) {
+        slot.error(e, "The key was not revoked");
+      }
     });
-    replace(actions, h("span", { class: "confirm" }, "Scripts using it stop working. ", yes, cancel));
-    yes.focus();
-  };
 
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();

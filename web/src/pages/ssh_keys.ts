@@ -3,6 +3,7 @@
 // a .pub line; remove one after a confirmation.
 import * as api from "../api";
 import { type View } from "../app";
+import { confirmIn } from "../components/confirm";
 import { busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, StatusSlot } from "../errors";
 import { when } from "../format";
@@ -53,28 +54,16 @@ export function sshKeysSection(v: View): HTMLElement {
     replace(list, keysTable(page.items, remove));
   };
 
-  const remove = (k: SshKey, actions: HTMLElement, start: HTMLButtonElement) => {
-    const yes = button(
-      `Remove “${k.name}”`,
-      () =>
-        void busy(yes, async () => {
-          try {
-            await api.del(`/me/ssh-keys/${encodeURIComponent(k.id)}`);
-            slot.ok(`SSH key “${k.name}” removed: it no longer logs in to your rentals.`);
-            await load();
-          } catch (e) {
-            slot.error(e, "The key was not removed");
-          }
-        }),
-      { kind: "danger" },
-    );
-    const cancel = button("Cancel", () => {
-      replace(actions, start);
-      start.focus();
+  const remove = (k: SshKey, actions: HTMLElement, start: HTMLButtonElement) =>
+    confirmIn(actions, start, "Logins with it stop working.", `Remove “${k.name}”`, "danger", async () => {
+      try {
+        await api.del(`/me/ssh-keys/${encodeURIComponent(k.id)}`);
+        slot.ok(`SSH key “${k.name}” removed: it no longer logs in to your rentals.`);
+        await load();
+      } catch (e) {
+        slot.error(e, "The key was not removed");
+      }
     });
-    replace(actions, h("span", { class: "confirm" }, "Logins with it stop working. ", yes, cancel));
-    yes.focus();
-  };
 
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();

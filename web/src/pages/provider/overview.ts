@@ -4,6 +4,7 @@
 // {enabled}) and says whether it is listed, or why not (a benchmark it failed, ...).
 import * as api from "../../api";
 import type { View } from "../../app";
+import { confirmIn } from "../../components/confirm";
 import { copy } from "../../components/copy";
 import { pageThrough } from "../../components/paging";
 import { endTerms, gpusText, loadModelNames, rentalStateBadge } from "../../components/rental";
@@ -49,25 +50,6 @@ function newTokenPanel(t: api.CreatedToken, onClose: () => void): HTMLElement {
     h("div", { class: "actions" }, button("Done, I have copied it", onClose, { kind: "secondary" })),
   );
   return panel;
-}
-
-// A confirm step in `cell` in place of `trigger`: `what` says what happens, `label` names
-// the button that does it.
-function confirmIn(
-  cell: HTMLElement,
-  trigger: HTMLButtonElement,
-  what: string,
-  label: string,
-  kind: "danger" | "primary",
-  work: () => Promise<void>,
-): void {
-  const confirmBtn = button(label, () => void busy(confirmBtn, work), { kind });
-  const cancel = button("Cancel", () => {
-    replace(cell, trigger);
-    trigger.focus();
-  });
-  replace(cell, h("span", { class: "confirm" }, what, " ", confirmBtn, " ", cancel));
-  confirmBtn.focus();
 }
 
 // The tokens section, folded when the provider has machines (open while there are none:
