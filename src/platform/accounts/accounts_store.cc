@@ -82,6 +82,13 @@ StatusOr<std::optional<UserRow>> AccountsStore::FindActiveUser(const std::string
   return UserRows().First(rows);
 }
 
+StatusOr<std::optional<UserRow>> AccountsStore::FindUser(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                                                          " FROM users WHERE id = ?",
+                                                      {user_id}));
+  return UserRows().First(rows);
+}
+
 Status AccountsStore::InsertUser(const UserRow& u) {
   return tx_
       .Exec(

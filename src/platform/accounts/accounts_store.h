@@ -68,6 +68,8 @@ class AccountsStore {
   StatusOr<std::optional<UserRow>> FindUserByEmail(const std::string& email);
   // Enabled users only.
   StatusOr<std::optional<UserRow>> FindActiveUser(const std::string& user_id);
+  // Disabled users too.
+  StatusOr<std::optional<UserRow>> FindUser(const std::string& user_id);
   Status InsertUser(const UserRow& u);  // kAlreadyExists for a taken email
   Status SetPasswordHash(const std::string& user_id, const std::string& hash);
   StatusOr<std::vector<std::string>> RolesOf(const std::string& user_id);     // sorted

@@ -1,0 +1,20 @@
+// What other folders read of the users: an account's address. Each read is in the
+// caller's transaction and includes disabled users.
+//
+// Thread-safety: functions over the caller's transaction.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "platform/store/db.h"
+
+namespace gpunex::platform::accounts {
+
+// The account's own address, in lower case; none when there is no such user. notify's
+// email verification reads it through VerifierOptions::account_email: notify cannot
+// depend on this folder, which depends on it.
+StatusOr<std::optional<std::string>> AccountEmail(store::Tx& tx, const std::string& user_id);
+
+}  // namespace gpunex::platform::accounts
