@@ -6,7 +6,7 @@
 // SHA-256. Passwords are stored as Argon2id hashes (libsodium).
 //
 // The tables are accounts_store.h's; other folders use the functions that take the caller's
-// transaction (Audit, GrantRole, LoadUser here; directory.h: addresses) for them.
+// transaction (Audit, GrantRole, LoadUser here; directory.h: addresses, names) for them.
 //
 // Thread-safety: Accounts is immutable after construction and safe to share.
 #pragma once

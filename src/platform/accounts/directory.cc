@@ -12,4 +12,9 @@ StatusOr<std::optional<std::string>> AccountEmail(store::Tx& tx, const std::stri
   return std::optional<std::string>(std::move(row->email));
 }
 
+StatusOr<std::map<std::string, std::string>> UserNames(store::Tx& tx,
+                                                       const std::vector<std::string>& ids) {
+  return AccountsStore(tx).NamesOf(ids);
+}
+
 }  // namespace gpunex::platform::accounts
