@@ -5,8 +5,8 @@
 // keys; agent tokens "gpx_a_..." live in providers/) shown once and stored only as their
 // SHA-256. Passwords are stored as Argon2id hashes (libsodium).
 //
-// The tables are accounts_store.h's; other folders use the functions here that take the
-// caller's transaction (Audit, GrantRole, LoadUser) to write and read them.
+// The tables are accounts_store.h's; other folders use the functions that take the caller's
+// transaction (Audit, GrantRole, LoadUser here; directory.h: addresses, names) for them.
 //
 // Thread-safety: Accounts is immutable after construction and safe to share.
 #pragma once

@@ -2,6 +2,7 @@
 
 #include "platform/accounts/accounts.h"
 #include "platform/accounts/accounts_store.h"
+#include "platform/accounts/directory.h"
 #include "platform/api/api.h"
 #include "platform/notify/notify.h"
 #include "platform/notify/verify.h"
@@ -70,6 +71,7 @@ Module AccountsModule() {
             std::chrono::hours(env.config.Section<AuthSettings>("auth").email_link_hours);
         verifier_options.clock = &env.clock;
         verifier_options.wake_outbox = notices.wake_outbox;
+        verifier_options.account_email = AccountEmail;
         GPUNEX_ASSIGN_OR_RETURN(auto verifier,
                                 notify::EmailVerifier::Open(env.db, verifier_options));
         AccountsOptions options = AccountsOptionsFrom(env.config);

@@ -1,5 +1,7 @@
 #include "platform/accounts/accounts_store.h"
 
+#include <algorithm>
+
 #include "common/ids.h"
 #include "platform/store/rows.h"
 
@@ -80,6 +82,30 @@ StatusOr<std::optional<UserRow>> AccountsStore::FindActiveUser(const std::string
                                         " FROM users WHERE id = ? AND disabled = 0",
                                     {user_id}));
   return UserRows().First(rows);
+}
+
+StatusOr<std::optional<UserRow>> AccountsStore::FindUser(const std::string& user_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                                                          " FROM users WHERE id = ?",
+                                                      {user_id}));
+  return UserRows().First(rows);
+}
+
+StatusOr<std::map<std::string, std::string>> AccountsStore::NamesOf(
+    const std::vector<std::string>& ids) {
+  std::map<std::string, std::string> out;
+  constexpr size_t kChunk = 400;
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(start + n));
+    std::string in;
+    for (size_t i = 0; i < n; ++i) in += i ? ", ?" : "?";
+    GPUNEX_ASSIGN_OR_RETURN(
+        store::Rows rows, tx_.Query("SELECT id, name FROM users WHERE id IN (" + in + ")", params));
+    for (const auto& r : rows) out[r["id"].Str()] = r["name"].Str();
+  }
+  return out;
 }
 
 Status AccountsStore::InsertUser(const UserRow& u) {

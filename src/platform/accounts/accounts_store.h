@@ -6,6 +6,7 @@
 // the transaction's status.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,10 @@ class AccountsStore {
   StatusOr<std::optional<UserRow>> FindUserByEmail(const std::string& email);
   // Enabled users only.
   StatusOr<std::optional<UserRow>> FindActiveUser(const std::string& user_id);
+  // Disabled users too.
+  StatusOr<std::optional<UserRow>> FindUser(const std::string& user_id);
+  // The names of the users among `ids` that exist (disabled ones too), by id.
+  StatusOr<std::map<std::string, std::string>> NamesOf(const std::vector<std::string>& ids);
   Status InsertUser(const UserRow& u);  // kAlreadyExists for a taken email
   Status SetPasswordHash(const std::string& user_id, const std::string& hash);
   StatusOr<std::vector<std::string>> RolesOf(const std::string& user_id);     // sorted

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/ids.h"
+#include "platform/accounts/directory.h"
 #include "platform/notify/verify.h"
 #include "platform/testing/platform_test.h"
 
@@ -21,6 +22,7 @@ class AccountsTest : public testing::PlatformTest {
     notify::VerifierOptions vo;
     vo.public_url = "https://gpunex.test";
     vo.clock = &clock_;
+    vo.account_email = AccountEmail;
     auto verifier = notify::EmailVerifier::Open(db(), vo);
     ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
     verifier_ = std::move(*verifier);

@@ -186,6 +186,46 @@ StatusOr<std::map<std::string, int64_t>> BillingStore::ReleasableUsage(Timestamp
   return out;
 }
 
+StatusOr<std::vector<RentalUsageSum>> BillingStore::UsageSums(
+    const std::vector<std::string>& rental_ids, Timestamp from, Timestamp to, bool by_day) {
+  // Days since the epoch: integer division in both backends.
+  const std::string day = by_day ? ", at / 86400000000 AS day" : "";
+  const std::string group_day = by_day ? ", at / 86400000000" : "";
+  std::vector<RentalUsageSum> out;
+  for (size_t start = 0; start < rental_ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, rental_ids.size() - start);
+    std::vector<store::Value> params(rental_ids.begin() + static_cast<std::ptrdiff_t>(start),
+                                     rental_ids.begin() + static_cast<std::ptrdiff_t>(start + n));
+    params.insert(params.end(), {ToUnixMicros(from), ToUnixMicros(to)});
+    GPUNEX_ASSIGN_OR_RETURN(
+        store::Rows rows,
+        tx_.Query("SELECT rental_id, kind" + day +
+                      ", SUM(amount) AS amount FROM ledger_transfers WHERE rental_id IN (" +
+                      Placeholders(n, "?") +
+                      ") AND at >= ? AND at < ? AND kind IN ('usage_provider', 'usage_fee', "
+                      "'refund_provider', 'refund_fee') GROUP BY rental_id, kind" +
+                      group_day,
+                  params));
+    for (const auto& r : rows) {
+      out.push_back({r["rental_id"].Str(), r["kind"].Str(), by_day ? r["day"].Int() : 0,
+                     Usdc::Micros(r["amount"].Int())});
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<ProviderBalance>> BillingStore::OwnerBalances(std::string_view kind,
+                                                                   const std::string& after,
+                                                                   int64_t limit) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT owner_id, balance FROM ledger_accounts WHERE kind = ? "
+                                    "AND owner_id > ? ORDER BY owner_id LIMIT ?",
+                                    {std::string(kind), after, limit}));
+  std::vector<ProviderBalance> out;
+  for (const auto& r : rows) out.push_back({r["owner_id"].Str(), Usdc::Micros(r["balance"].Int())});
+  return out;
+}
+
 StatusOr<Timestamp> BillingStore::ReleasedUntil() {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT released_until FROM ledger_release_progress "
@@ -238,6 +278,16 @@ std::vector<store::Migration> BillingMigrations() {
            R"(CREATE TABLE ledger_release_progress (
                 id BIGINT PRIMARY KEY,
                 released_until BIGINT NOT NULL))",
+       },
+       {}},
+      // The providers' earnings (payouts/) read the usage transfers by rental and time.
+      // Version 13 (payouts) made this index before billing owned its reads; IF NOT
+      // EXISTS keeps it for those databases and makes it for new ones alike.
+      {18,
+       "billing",
+       "billing: the transfers by rental",
+       {
+           "CREATE INDEX IF NOT EXISTS ledger_transfers_rental ON ledger_transfers (rental_id, at)",
        },
        {}},
   };

@@ -41,6 +41,13 @@ class BillingStore {
   StatusOr<int64_t> CountTransfers();
   // Usage credited to pending accounts in (from, until], less refunded rentals: by account.
   StatusOr<std::map<std::string, int64_t>> ReleasableUsage(Timestamp from, Timestamp until);
+  // UsageOfRentals (ledger.h), in chunks of rentals.
+  StatusOr<std::vector<RentalUsageSum>> UsageSums(const std::vector<std::string>& rental_ids,
+                                                  Timestamp from, Timestamp to, bool by_day);
+  // The owner and balance of the accounts of `kind` whose owner sorts after `after`, by
+  // owner, at most `limit`.
+  StatusOr<std::vector<ProviderBalance>> OwnerBalances(std::string_view kind,
+                                                       const std::string& after, int64_t limit);
   StatusOr<Timestamp> ReleasedUntil();
   Status SetReleasedUntil(Timestamp until);
 

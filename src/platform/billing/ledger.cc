@@ -9,6 +9,9 @@
 namespace gpunex::platform::billing {
 namespace {
 
+// The kind of the providers' available accounts (ledger_accounts.kind).
+constexpr std::string_view kProviderAvailableKind = "provider_available";
+
 std::string Account(std::string_view kind, std::string_view owner) {
   std::string out(kind);
   out += ':';
@@ -29,7 +32,7 @@ std::string ProviderPendingAccount(std::string_view provider_id) {
   return Account("provider_pending", provider_id);
 }
 std::string ProviderAvailableAccount(std::string_view provider_id) {
-  return Account("provider_available", provider_id);
+  return Account(kProviderAvailableKind, provider_id);
 }
 std::string ProviderInPaymentAccount(std::string_view provider_id) {
   return Account("provider_in_payment", provider_id);
@@ -187,6 +190,17 @@ StatusOr<int64_t> ReleaseEarnings(store::Tx& tx, Timestamp until, Timestamp now)
   GPUNEX_RETURN_IF_ERROR(Post(tx, ts).status());
   GPUNEX_RETURN_IF_ERROR(s.SetReleasedUntil(until));
   return static_cast<int64_t>(ts.size());
+}
+
+StatusOr<std::vector<RentalUsageSum>> UsageOfRentals(store::Tx& tx,
+                                                     const std::vector<std::string>& rental_ids,
+                                                     Timestamp from, Timestamp to, bool by_day) {
+  return BillingStore(tx).UsageSums(rental_ids, from, to, by_day);
+}
+
+StatusOr<std::vector<ProviderBalance>> AvailableBalances(store::Tx& tx, const std::string& after,
+                                                         int64_t limit) {
+  return BillingStore(tx).OwnerBalances(kProviderAvailableKind, after, limit);
 }
 
 StatusOr<Timestamp> ReleasedUntil(store::Tx& tx) { return BillingStore(tx).ReleasedUntil(); }

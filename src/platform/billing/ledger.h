@@ -95,6 +95,30 @@ struct Entry {
 StatusOr<Page<Entry>> Statement(store::Tx& tx, std::string_view account, Timestamp from,
                                 Timestamp to, const PageRequest& page);
 
+// What the usage kinds (kUsageProvider, kUsageFee, kRefundProvider, kRefundFee) moved
+// for each of `rental_ids` with from <= at < to: one sum per rental, kind and, when
+// `by_day`, UTC day; in no particular order. For the providers' earnings (payouts/),
+// which ask the rentals folder which rentals are a provider's.
+struct RentalUsageSum {
+  std::string rental_id;
+  std::string kind;
+  int64_t day = 0;  // days since the epoch when by day; else 0
+  Usdc amount;
+};
+StatusOr<std::vector<RentalUsageSum>> UsageOfRentals(store::Tx& tx,
+                                                     const std::vector<std::string>& rental_ids,
+                                                     Timestamp from, Timestamp to, bool by_day);
+
+// The balances of the providers' available accounts (ProviderAvailableAccount), by
+// provider id: at most `limit` of the providers after `after` ("" from the first) that
+// have one. For the payout runs, which page through every provider this way.
+struct ProviderBalance {
+  std::string provider_id;
+  Usdc balance;
+};
+StatusOr<std::vector<ProviderBalance>> AvailableBalances(store::Tx& tx, const std::string& after,
+                                                         int64_t limit);
+
 // Recomputes every balance from the transfers (LED-3).
 struct Mismatch {
   std::string account;

@@ -251,12 +251,11 @@ StatusOr<std::vector<VerificationRow>> NotifyStore::ListVerifications(const std:
       VerificationRows().With({{"held_emails", &VerificationRow::held_emails,
                                 "(SELECT COUNT(*) FROM email_outbox e WHERE e.user_id = v.user_id "
                                 "AND e.address = v.address AND e.status = 'held')"}}));
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows, tx_.Query("SELECT " + with_held->Select("v") +
-                                      ", CASE WHEN u.email = v.address THEN 0 ELSE 1 END AS other "
-                                      "FROM email_verifications v JOIN users u ON u.id = v.user_id "
-                                      "WHERE v.user_id = ? ORDER BY other, v.address",
-                                  {user_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT " + with_held->Select("v") +
+                                        " FROM email_verifications v WHERE v.user_id = ? "
+                                        "ORDER BY v.address",
+                                    {user_id}));
   return with_held->Decode(rows);
 }
 
@@ -284,13 +283,6 @@ StatusOr<bool> NotifyStore::MarkVerified(const std::string& user_id, const std::
                                    "user_id = ? AND address = ? AND verified_at IS NULL",
                                    {ToUnixMicros(at), user_id, address}));
   return changed > 0;
-}
-
-StatusOr<std::optional<std::string>> NotifyStore::AccountEmail(const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT email FROM users WHERE id = ?", {user_id}));
-  if (rows.empty()) return std::optional<std::string>();
-  return std::optional(rows[0]["email"].Str());
 }
 
 StatusOr<std::string> NotifyStore::SigningKey(const std::string& name, const std::string& candidate,

@@ -1,7 +1,8 @@
 // The notify folder's tables and the only SQL that touches them: notifications (the
-// dashboard's list of messages to a user) and email_outbox (emails waiting for, or done
-// with, delivery by OutboxSender). Other folders reach these through notify.h and
-// outbox.h, never here.
+// dashboard's list of messages to a user), email_outbox (emails waiting for, or done
+// with, delivery by OutboxSender), email_verifications (the addresses recorded for an
+// account and whether they are verified) and signing_keys (the key of the verification
+// links). Other folders reach these through notify.h, outbox.h and verify.h, never here.
 //
 // A NotifyStore is a view of one transaction: every method runs in it and fails with the
 // transaction's status.
@@ -133,16 +134,13 @@ class NotifyStore {
   StatusOr<bool> InsertVerification(const VerificationRow& v);
   StatusOr<std::optional<VerificationRow>> FindVerification(const std::string& user_id,
                                                             const std::string& address);
-  // The user's rows, the account's own address first, then by address, with held counts.
+  // The user's rows by address, with held counts.
   StatusOr<std::vector<VerificationRow>> ListVerifications(const std::string& user_id);
   // Up to `limit` unverified rows that never had a link, oldest first.
   StatusOr<std::vector<VerificationRow>> VerificationsWithoutLink(int64_t limit);
   Status SetLinkSent(const std::string& user_id, const std::string& address, Timestamp at);
   // Sets verified_at unless set; whether it did.
   StatusOr<bool> MarkVerified(const std::string& user_id, const std::string& address, Timestamp at);
-
-  // The account's own (lower-case) address; none when there is no such user.
-  StatusOr<std::optional<std::string>> AccountEmail(const std::string& user_id);
 
   // --- signing_keys ---
 

@@ -48,6 +48,7 @@ std::optional<Claim> ParsePayload(std::string_view payload) {
 
 StatusOr<std::unique_ptr<EmailVerifier>> EmailVerifier::Open(store::Database& db,
                                                              VerifierOptions options) {
+  if (!options.account_email) return InvalidArgument("the verifier needs account_email");
   // A candidate that the first instance stores; later ones read the stored one.
   const std::string candidate = NewSecret("gpx_v");
   std::string key;
@@ -79,7 +80,7 @@ Status EmailVerifier::SendLink(store::Tx& tx, Timestamp now, const std::string& 
       s.InsertVerification({user_id, address, now, std::nullopt, std::nullopt}).status());
   GPUNEX_ASSIGN_OR_RETURN(std::optional<VerificationRow> row, s.FindVerification(user_id, address));
   if (!row || row->verified_at) return Status::Ok();
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> account, s.AccountEmail(user_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> account, options_.account_email(tx, user_id));
   if (!account) return NotFound("no such account");
 
   const Timestamp expires = now + options_.link_lifetime;
@@ -191,8 +192,13 @@ StatusOr<std::vector<AddressState>> EmailVerifier::List(store::Database& db,
   GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
     NotifyStore s(tx);
     out.clear();
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> account, s.AccountEmail(user_id));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> account,
+                            options_.account_email(tx, user_id));
     GPUNEX_ASSIGN_OR_RETURN(std::vector<VerificationRow> rows, s.ListVerifications(user_id));
+    // The account's own address first, the others by address as read.
+    std::stable_partition(rows.begin(), rows.end(), [&](const VerificationRow& r) {
+      return account && *account == r.address;
+    });
     for (VerificationRow& r : rows) {
       const bool own = account && *account == r.address;
       out.push_back({std::move(r.address), own, r.verified_at, r.last_sent_at, r.held_emails});

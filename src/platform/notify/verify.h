@@ -43,6 +43,11 @@ struct VerifierOptions {
   Duration resend_after = std::chrono::minutes(10);
   const Clock* clock = &SystemClock();
   std::function<void()> wake_outbox;  // after a commit that enqueued mail; may be empty
+  // The account's own address in lower case, none when there is no such account, read in
+  // the caller's transaction. Required: the accounts folder owns the users and depends on
+  // this one, so it passes its reader in (accounts::AccountEmail).
+  std::function<StatusOr<std::optional<std::string>>(store::Tx&, const std::string& user_id)>
+      account_email;
 };
 
 // One of an account's addresses, as its owner sees it.
@@ -64,8 +69,8 @@ struct Verified {
 
 class EmailVerifier {
  public:
-  // Loads the signing key from `db`, making it the first time. Fails with the database's
-  // status.
+  // Loads the signing key from `db`, making it the first time. Fails with
+  // kInvalidArgument without options.account_email, else with the database's status.
   static StatusOr<std::unique_ptr<EmailVerifier>> Open(store::Database& db,
                                                        VerifierOptions options);
 

@@ -6,6 +6,7 @@
 
 #include "common/ids.h"
 #include "common/testing/fake_clock.h"
+#include "platform/accounts/directory.h"
 #include "platform/notify/notify.h"
 #include "platform/notify/test_util.h"
 
@@ -26,6 +27,7 @@ class VerifyTest : public ::testing::TestWithParam<std::string> {
     VerifierOptions o;
     o.public_url = "https://gpunex.test";
     o.clock = &clock_;
+    o.account_email = accounts::AccountEmail;
     auto v = EmailVerifier::Open(*db_, o);
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     verifier_ = std::move(*v);
@@ -75,6 +77,27 @@ class VerifyTest : public ::testing::TestWithParam<std::string> {
   store::Database* db_ = nullptr;
   std::unique_ptr<EmailVerifier> verifier_;
 };
+
+// The account's own address (asked of accounts through VerifierOptions::account_email)
+// comes first, the others follow by address.
+TEST_P(VerifyTest, TheListHasTheAccountsOwnAddressFirst) {
+  Enqueue("usr_alice", "zed@example.com");
+  Enqueue("usr_alice", "usr_alice@example.com");
+  Enqueue("usr_alice", "ann@example.com");
+  auto listed = verifier_->List(*db_, "usr_alice");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ((*listed)[0].address, "usr_alice@example.com");
+  EXPECT_TRUE((*listed)[0].account);
+  EXPECT_EQ((*listed)[1].address, "ann@example.com");
+  EXPECT_FALSE((*listed)[1].account);
+  EXPECT_EQ((*listed)[2].address, "zed@example.com");
+  EXPECT_FALSE((*listed)[2].account);
+  // Without the accounts' reader there is no verifier.
+  VerifierOptions o;
+  o.clock = &clock_;
+  EXPECT_EQ(EmailVerifier::Open(*db_, o).status().code(), StatusCode::kInvalidArgument);
+}
 
 TEST_P(VerifyTest, EmailsWaitForTheLinkAndGoWhenItIsOpened) {
   Enqueue("usr_alice", "Contact@Example.com");
@@ -147,6 +170,7 @@ TEST_P(VerifyTest, BadAndExpiredLinksAreRefusedNamingTheToken) {
   // Signed with another key.
   VerifierOptions o;
   o.clock = &clock_;
+  o.account_email = accounts::AccountEmail;
   auto other_db = test::OpenMigratedDb(GetParam());
   ASSERT_TRUE(other_db.ok());
   auto other = EmailVerifier::Open((*other_db)->db(), o);
@@ -232,6 +256,7 @@ TEST_P(VerifyTest, AnAccountGetsAtMostThirtyEmailsAnHour) {
 TEST_P(VerifyTest, TheKeyIsMadeOnceAndSharedByInstances) {
   VerifierOptions o;
   o.clock = &clock_;
+  o.account_email = accounts::AccountEmail;
   auto second = EmailVerifier::Open(*db_, o);
   ASSERT_TRUE(second.ok());
   const Timestamp expires = clock_.Now() + std::chrono::hours(1);

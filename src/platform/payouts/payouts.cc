@@ -7,10 +7,12 @@
 
 #include "common/ids.h"
 #include "common/log.h"
+#include "platform/accounts/directory.h"
 #include "platform/bank/details.h"
 #include "platform/billing/ledger.h"
 #include "platform/payouts/calendar.h"
 #include "platform/payouts/payouts_store.h"
+#include "platform/payouts/usage.h"
 #include "platform/solana/address.h"
 
 namespace gpunex::platform::payouts {
@@ -369,8 +371,8 @@ StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timesta
     out.totals.available = b[billing::ProviderAvailableAccount(u)];
     out.totals.in_payment = b[billing::ProviderInPaymentAccount(u)];
     out.totals.paid = b[billing::ProviderPaidAccount(u)];
-    GPUNEX_ASSIGN_OR_RETURN(usage, s.Usage(u, from, to, group == "day"));
-    GPUNEX_ASSIGN_OR_RETURN(period_usage, s.Usage(u, period.from, period.to, false));
+    GPUNEX_ASSIGN_OR_RETURN(usage, Usage(tx, u, from, to, group == "day"));
+    GPUNEX_ASSIGN_OR_RETURN(period_usage, Usage(tx, u, period.from, period.to, false));
     return Status::Ok();
   }));
   int64_t period_net = 0;
@@ -441,7 +443,7 @@ StatusOr<MonthlyStatement> Payouts::Statement(const accounts::Principal& p,
   std::vector<RentalUsage> usage;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     PayoutsStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(usage, s.Usage(p.user.id, period.from, period.to, false));
+    GPUNEX_ASSIGN_OR_RETURN(usage, Usage(tx, p.user.id, period.from, period.to, false));
     GPUNEX_ASSIGN_OR_RETURN(out.payouts,
                             s.ProviderPayoutsBetween(p.user.id, period.from, period.to));
     return Status::Ok();
@@ -498,7 +500,7 @@ StatusOr<std::pair<Payout, std::vector<PayoutLine>>> Payouts::ProviderPayout(
     // Another provider's payout is as absent as one that does not exist.
     if (!po || (po->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no payout " + id);
     GPUNEX_ASSIGN_OR_RETURN(usage,
-                            s.UsageCovered(po->provider_id, po->covers_from, po->covers_until));
+                            UsageCovered(tx, po->provider_id, po->covers_from, po->covers_until));
     return Status::Ok();
   }));
   std::vector<PayoutLine> lines;
@@ -537,6 +539,10 @@ StatusOr<RunDetail> Payouts::GetRun(const accounts::Principal& p, const std::str
     GPUNEX_RETURN_IF_ERROR(s.LoadCounts(&out.run));
     GPUNEX_ASSIGN_OR_RETURN(out.run.files, s.Files(id, false));
     GPUNEX_ASSIGN_OR_RETURN(out.payouts, s.AllRunPayouts(id));
+    std::vector<std::string> providers;
+    for (const Payout& po : out.payouts) providers.push_back(po.provider_id);
+    GPUNEX_ASSIGN_OR_RETURN(auto names, accounts::UserNames(tx, providers));
+    for (Payout& po : out.payouts) po.provider_name = names[po.provider_id];
     GPUNEX_ASSIGN_OR_RETURN(out.skips, s.Skips(id));
     return Status::Ok();
   }));

@@ -126,66 +126,6 @@ std::string Placeholders(size_t n) {
   return out;
 }
 
-// The usage kinds of a provider's rentals.
-constexpr std::string_view kUsageKinds =
-    "t.kind IN ('usage_provider', 'usage_fee', 'refund_provider', 'refund_fee')";
-
-// One row of UsageRows: a rental's sum of one kind of transfer (on one day).
-struct UsageSum {
-  RentalUsage usage;
-  std::string kind;
-  int64_t sum = 0;
-};
-
-StatusOr<std::vector<RentalUsage>> UsageRows(store::Tx& tx, std::string_view time_condition,
-                                             const std::vector<store::Value>& params, bool by_day) {
-  // Days since the epoch: integer division in both backends. (Not grouped by day: a
-  // constant, left out of the GROUP BY, where a bare number would name a column.)
-  const std::string day = by_day ? "t.at / 86400000000" : "0";
-  const std::string group_day = by_day ? ", " + day : "";
-  static const auto* const mapper = new store::RowMapper<UsageSum>({
-      {"rental_id", [](UsageSum& u, const store::Cell& c) { u.usage.rental_id = c.Str(); }, "r.id"},
-      {"machine_id", [](UsageSum& u, const store::Cell& c) { u.usage.machine_id = c.Str(); },
-       "r.machine_id"},
-      {"gpu_model", [](UsageSum& u, const store::Cell& c) { u.usage.gpu_model = c.Str(); },
-       "r.gpu_model"},
-      {"gpu_ids",
-       [](UsageSum& u, const store::Cell& c) {
-         u.usage.gpu_ids = StoredTextList(ParseJsonOr(c.Str(), json::array()));
-       },
-       "r.gpu_ids"},
-      {"gpus", [](UsageSum& u, const store::Cell& c) { u.usage.gpus = c.Int(); }, "r.gpus"},
-      {"price_micro", [](UsageSum& u, const store::Cell& c) { u.usage.price_micro = c.Int(); },
-       "r.price_micro"},
-      {"day", [](UsageSum& u, const store::Cell& c) { u.usage.day = c.Int(); }},
-      {"kind", &UsageSum::kind, "t.kind"},
-      {"amount", &UsageSum::sum, "SUM(t.amount)"},
-  });
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx.Query("SELECT " + mapper->Select("", {{"day", day}}) +
-                   " FROM rentals r JOIN ledger_transfers t ON "
-                   "t.rental_id = r.id WHERE r.provider_id = ? AND " +
-                   std::string(time_condition) + " AND " + std::string(kUsageKinds) +
-                   " GROUP BY r.id, r.machine_id, r.gpu_model, r.gpu_ids, r.gpus, r.price_micro" +
-                   group_day + ", t.kind ORDER BY day, r.id",
-               params));
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<UsageSum> sums, mapper->Decode(rows));
-  std::vector<RentalUsage> out;
-  for (UsageSum& row : sums) {
-    if (out.empty() || out.back().rental_id != row.usage.rental_id ||
-        out.back().day != row.usage.day) {
-      out.push_back(std::move(row.usage));
-    }
-    RentalUsage& u = out.back();
-    if (row.kind == "usage_provider") u.provider_micro += row.sum;
-    if (row.kind == "usage_fee") u.fee_micro += row.sum;
-    if (row.kind == "refund_provider") u.refund_provider_micro += row.sum;
-    if (row.kind == "refund_fee") u.refund_fee_micro += row.sum;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string MethodText(const Method& m) {
@@ -239,6 +179,28 @@ Status PayoutsStore::PutSettings(const Settings& s) {
              s.method ? store::Value(MethodText(*s.method)) : store::Value(nullptr),
              OptTime(s.changed_at), OptTime(s.hold_until), ToUnixMicros(s.updated_at)})
       .status();
+}
+
+StatusOr<std::map<std::string, Settings>> PayoutsStore::SettingsOf(
+    const std::vector<std::string>& ids) {
+  std::map<std::string, Settings> out;
+  constexpr size_t kChunk = 400;
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(start + n));
+    GPUNEX_ASSIGN_OR_RETURN(
+        store::Rows rows,
+        tx_.Query("SELECT " + SettingsRows().Select() +
+                      " FROM payout_settings WHERE provider_id IN (" + Placeholders(n) + ")",
+                  params));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Settings> found, SettingsRows().Decode(rows));
+    for (Settings& st : found) {
+      std::string id = st.provider_id;
+      out.emplace(std::move(id), std::move(st));
+    }
+  }
+  return out;
 }
 
 // --- runs
@@ -317,30 +279,6 @@ Status PayoutsStore::LoadCounts(Run* r) {
 }
 
 // --- planning
-
-StatusOr<std::vector<PayoutsStore::Candidate>> PayoutsStore::Candidates(std::string_view schedule,
-                                                                        const std::string& after,
-                                                                        int limit) {
-  // Every provider with an available balance account; their settings when they have
-  // some (none: weekly, without a method).
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT a.owner_id, a.balance, " + SettingsRows().Select("s") +
-                    " FROM ledger_accounts a "
-                    "LEFT JOIN payout_settings s ON s.provider_id = a.owner_id "
-                    "WHERE a.kind = 'provider_available' AND a.owner_id > ? AND "
-                    "COALESCE(s.schedule, 'weekly') = ? ORDER BY a.owner_id LIMIT ?",
-                {after, std::string(schedule), int64_t{limit}}));
-  static const auto* const candidates = new store::RowMapper<Candidate>({
-      {"owner_id", &Candidate::provider_id},
-      {"balance", &Candidate::available_micro},
-  });
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<Candidate> out, candidates->Decode(rows));
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<std::optional<Settings>> settings,
-                          SettingsRows().DecodeOptional(rows, "provider_id"));
-  for (size_t i = 0; i < out.size(); ++i) out[i].settings = std::move(settings[i]);
-  return out;
-}
 
 StatusOr<Timestamp> PayoutsStore::LastCoveredUntil(const std::string& provider_id) {
   GPUNEX_ASSIGN_OR_RETURN(
@@ -452,14 +390,10 @@ StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id
 }
 
 StatusOr<std::vector<Payout>> PayoutsStore::AllRunPayouts(const std::string& run_id) {
-  static const auto* const named = new store::RowMapper<Payout>(
-      PayoutRows().With({{"provider_name", &Payout::provider_name, "u.name"}}));
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT " + named->Select("p") + " " + std::string(kPayoutFrom) +
-                    " JOIN users u ON u.id = p.provider_id WHERE p.run_id = ? ORDER BY p.id",
-                {run_id}));
-  GPUNEX_ASSIGN_OR_RETURN(std::vector<Payout> out, named->Decode(rows));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query(PayoutSelect() + std::string(kPayoutFrom) +
+                                                          " WHERE p.run_id = ? ORDER BY p.id",
+                                                      {run_id}));
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Payout> out, PayoutRows().Decode(rows));
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < out.size(); ++i) index[out[i].id] = i;
   GPUNEX_ASSIGN_OR_RETURN(
@@ -604,27 +538,15 @@ StatusOr<std::vector<Payout>> PayoutsStore::FilePayouts(const std::string& run_i
   return PayoutRows().Decode(rows);
 }
 
-// --- earnings
-
-StatusOr<std::vector<RentalUsage>> PayoutsStore::Usage(const std::string& provider_id,
-                                                       Timestamp from, Timestamp to, bool by_day) {
-  return UsageRows(tx_, "t.at >= ? AND t.at < ?",
-                   {provider_id, ToUnixMicros(from), ToUnixMicros(to)}, by_day);
-}
-
-StatusOr<std::vector<RentalUsage>> PayoutsStore::UsageCovered(const std::string& provider_id,
-                                                              Timestamp from, Timestamp until) {
-  return UsageRows(tx_, "t.at > ? AND t.at <= ?",
-                   {provider_id, ToUnixMicros(from), ToUnixMicros(until)}, false);
-}
-
 std::vector<store::Migration> PayoutsMigrations() {
   return {
       {13,
        "payouts",
        "payouts: settings, runs, payouts with their attempts, bank files",
        {
-           // The earnings read the ledger's transfers by rental.
+           // The earnings read the ledger's transfers by rental. The index is billing's
+           // now (its version 18 makes it where this did not); it stays here because a
+           // shipped migration is never edited (store/migrations.h).
            "CREATE INDEX ledger_transfers_rental ON ledger_transfers (rental_id, at)",
            R"(CREATE TABLE payout_settings (
                 provider_id TEXT PRIMARY KEY REFERENCES users (id),

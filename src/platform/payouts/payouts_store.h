@@ -5,7 +5,8 @@
 //   payout_attempts  every Solana transaction signed for a payout, kept for good;
 //   payout_skips     the providers a run did not pay, and why;
 //   payout_files     the bank files of a run, with their content.
-// It also reads, never writes, the ledger's transfers and the rentals, for the earnings.
+// What payouts needs of the ledger, the rentals and the users it asks of their folders
+// (usage.h, run.cc, payouts.cc).
 //
 // A PayoutsStore is a view of one transaction.
 #pragma once
@@ -23,18 +24,6 @@
 
 namespace gpunex::platform::payouts {
 
-// The usage of one rental within a time range, from its ledger transfers.
-struct RentalUsage {
-  std::string rental_id;
-  std::string machine_id;
-  std::string gpu_model;
-  std::vector<std::string> gpu_ids;
-  int64_t gpus = 0;
-  int64_t price_micro = 0;
-  int64_t day = 0;  // days since the epoch, when grouped by day; else 0
-  int64_t provider_micro = 0, fee_micro = 0, refund_provider_micro = 0, refund_fee_micro = 0;
-};
-
 class PayoutsStore {
  public:
   explicit PayoutsStore(store::Tx& tx) : tx_(tx) {}
@@ -42,6 +31,8 @@ class PayoutsStore {
   // --- settings
   StatusOr<std::optional<Settings>> FindSettings(const std::string& provider_id);
   Status PutSettings(const Settings& s);
+  // The settings of the providers among `ids` that have some, by provider id.
+  StatusOr<std::map<std::string, Settings>> SettingsOf(const std::vector<std::string>& ids);
 
   // --- runs
   StatusOr<std::optional<Run>> FindRun(const std::string& id);
@@ -54,15 +45,6 @@ class PayoutsStore {
   Status LoadCounts(Run* r);
 
   // --- planning
-  // Providers with the schedule (a provider without settings is weekly), with their
-  // available balance; `after` pages by provider id.
-  struct Candidate {
-    std::string provider_id;
-    std::optional<Settings> settings;
-    int64_t available_micro = 0;
-  };
-  StatusOr<std::vector<Candidate>> Candidates(std::string_view schedule, const std::string& after,
-                                              int limit);
   // The covers_until of the provider's latest payout that was not failed; the epoch when
   // none.
   StatusOr<Timestamp> LastCoveredUntil(const std::string& provider_id);
@@ -77,7 +59,7 @@ class PayoutsStore {
   // The run's payouts of a method kind in one of `states`, oldest first, at most `limit`.
   StatusOr<std::vector<Payout>> RunPayouts(const std::string& run_id, std::string_view kind,
                                            const std::vector<std::string_view>& states, int limit);
-  // Every payout of the run with its attempts and its provider's name.
+  // Every payout of the run with its attempts (not its provider's name: accounts has it).
   StatusOr<std::vector<Payout>> AllRunPayouts(const std::string& run_id);
   StatusOr<Page<Payout>> ProviderPayouts(const std::string& provider_id, const PageRequest& page);
   StatusOr<std::vector<Payout>> ProviderPayoutsBetween(const std::string& provider_id,
@@ -99,14 +81,6 @@ class PayoutsStore {
                                              bool with_content);
   StatusOr<std::vector<BankFile>> Files(const std::string& run_id, bool with_content);
   StatusOr<std::vector<Payout>> FilePayouts(const std::string& run_id, const std::string& name);
-
-  // --- earnings (reads of the ledger and the rentals)
-  // The provider's usage in [from, to) per rental (and per day when `by_day`).
-  StatusOr<std::vector<RentalUsage>> Usage(const std::string& provider_id, Timestamp from,
-                                           Timestamp to, bool by_day);
-  // The provider's usage credited in (from, until], per rental (a payout's lines).
-  StatusOr<std::vector<RentalUsage>> UsageCovered(const std::string& provider_id, Timestamp from,
-                                                  Timestamp until);
 
  private:
   store::Tx& tx_;

@@ -213,14 +213,24 @@ struct Payouts::Plan {
       GPUNEX_ASSIGN_OR_RETURN(Timestamp released, billing::ReleasedUntil(tx));
       std::string after;
       std::vector<billing::Transfer> reservations;
+      // Every provider with an available balance (the ledger's), page by page, and its
+      // settings (none: weekly, without a method); those of this run's schedule are
+      // paid or skipped.
       while (true) {
-        GPUNEX_ASSIGN_OR_RETURN(auto page, s.Candidates(run->schedule, after, 1000));
+        GPUNEX_ASSIGN_OR_RETURN(std::vector<billing::ProviderBalance> page,
+                                billing::AvailableBalances(tx, after, 1000));
         if (page.empty()) break;
         after = page.back().provider_id;
+        std::vector<std::string> ids;
+        ids.reserve(page.size());
+        for (const auto& b : page) ids.push_back(b.provider_id);
+        GPUNEX_ASSIGN_OR_RETURN(auto settings, s.SettingsOf(ids));
         for (const auto& c : page) {
-          const Usdc available = Usdc::Micros(c.available_micro);
+          auto found = settings.find(c.provider_id);
+          const Settings* st = found == settings.end() ? nullptr : &found->second;
+          if ((st ? std::string_view(st->schedule) : kWeekly) != run->schedule) continue;
+          const Usdc available = c.balance;
           Skip skip{c.provider_id, "", available};
-          const Settings* st = c.settings ? &*c.settings : nullptr;
           if (!available.is_positive()) continue;  // nothing to pay, nothing to say
           if (!st || !st->method) {
             skip.reason = "no_method";

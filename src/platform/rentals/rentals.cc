@@ -76,6 +76,15 @@ StatusOr<Usdc> FirstHourCost(Usdc price, int64_t gpus, std::optional<int64_t> ma
   return need;
 }
 
+StatusOr<std::vector<std::string>> ProviderRentalIds(store::Tx& tx,
+                                                     const std::string& provider_id) {
+  return RentalsStore(tx).IdsOfProvider(provider_id);
+}
+
+StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::string>& ids) {
+  return RentalsStore(tx).FindMany(ids);
+}
+
 StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& customer_id) {
   GPUNEX_ASSIGN_OR_RETURN(auto open, RentalsStore(tx).OpenOf(customer_id));
   FirstHoursHeld held;

@@ -107,6 +107,12 @@ struct FirstHoursHeld {
 };
 StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& customer_id);
 
+// A provider's rentals, read in the caller's transaction for its earnings (payouts/): the
+// ids of all of them, in every state; and the rentals among `ids` that exist, without
+// their image and command, in no particular order.
+StatusOr<std::vector<std::string>> ProviderRentalIds(store::Tx& tx, const std::string& provider_id);
+StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::string>& ids);
+
 struct BalanceView {
   Usdc balance;
   Usdc running_cost_per_hour;

@@ -324,6 +324,31 @@ StatusOr<Page<Rental>> RentalsStore::List(const std::string& customer_id,
   return RentalRows().DecodePage(rows);
 }
 
+StatusOr<std::vector<std::string>> RentalsStore::IdsOfProvider(const std::string& provider_id) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT id FROM rentals WHERE provider_id = ?", {provider_id}));
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(r["id"].Str());
+  return out;
+}
+
+StatusOr<std::vector<Rental>> RentalsStore::FindMany(const std::vector<std::string>& ids) {
+  static const auto* const columns =
+      new std::string(RentalRows().Select("", {{"image", "''"}, {"command", "'[]'"}}));
+  std::vector<Rental> out;
+  constexpr size_t kChunk = 400;
+  for (size_t start = 0; start < ids.size(); start += kChunk) {
+    const size_t n = std::min(kChunk, ids.size() - start);
+    std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
+                                     ids.begin() + static_cast<std::ptrdiff_t>(start + n));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> rs,
+                            Rentals(tx_, "id IN (" + InList(n) + ")", params, *columns));
+    for (auto& r : rs) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 StatusOr<std::vector<std::string>> RentalsStore::CustomersDue(Timestamp now, int64_t limit) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,

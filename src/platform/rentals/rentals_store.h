@@ -35,6 +35,11 @@ class RentalsStore {
   // `customer_id` / `provider_id` empty: any. `state`: "" any, "active", "ended".
   StatusOr<Page<Rental>> List(const std::string& customer_id, const std::string& provider_id,
                               const std::string& state, const PageRequest& page);
+  // The ids of the provider's rentals, in every state.
+  StatusOr<std::vector<std::string>> IdsOfProvider(const std::string& provider_id);
+  // The rentals among `ids` that exist, without their image and command, in no particular
+  // order.
+  StatusOr<std::vector<Rental>> FindMany(const std::vector<std::string>& ids);
   // The customers with a running rental due for metering at `now`.
   StatusOr<std::vector<std::string>> CustomersDue(Timestamp now, int64_t limit);
   // The running rentals of these customers, without their GPU ids, image and command.
