@@ -33,13 +33,14 @@ PostgreSQL.
 """
 
 import datetime as dt
+import os
 import threading
 import time
 import unittest
 
 import dockerenv
 from harness import (API, Gpunexd, RealAgent, ServerTestCase, provider_with_agent_token,
-                     set_prices, wait_until)
+                     set_prices, source_dir, wait_until)
 
 BUSYBOX_REF = "gpunex-test/busybox:1"
 L4 = "l4-24gb"
@@ -393,6 +394,15 @@ class RentalsMixin(EngineAgentsMixin):
         price = 437_777
         prov, mid, offer = self.provider_machine(gpus=4, price=price)
         cust = self.customer(20 * USDC)
+        # Two SSH keys on the account (made by ssh-keygen: sshkeys' unit test data): the
+        # container gets them in PUBLIC_KEY, one authorized_keys line each.
+        with open(os.path.join(source_dir(), "src/platform/sshkeys/testdata/keys.txt")) as f:
+            lines = [line.split("|")[0] for line in f.read().splitlines()]
+        keys = []
+        for line in (lines[0], lines[4]):
+            r = cust.c.post(f"{API}/me/ssh-keys", {"public_key": line})
+            self.assertStatus(r, 201)
+            keys.append(r.body["public_key"])
         # The customer finds the offer by searching.
         r = cust.c.get(f"{API}/offers", query={"gpu_model": L4, "min_gpus": "2"})
         self.assertStatus(r, 200)
@@ -417,6 +427,8 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertEqual(len(cs), 1, cs)
         self.assertEqual(cs[0]["State"], "running")
         self.assertEqual(len(cs[0]["Labels"]["io.gpunex.gpus"].split(",")), 2, cs[0]["Labels"])
+        env = self.dock.inspect(cs[0]["Id"])["Config"]["Env"]
+        self.assertIn("PUBLIC_KEY=" + "\n".join(keys), env)
         # Two GPUs rented: the offer shows the other two.
         wait_until(lambda: free_gpus(cust.c, offer["id"]) == 2, 5, "2 GPUs left on the offer")
         b = balance(cust)

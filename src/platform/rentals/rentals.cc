@@ -277,6 +277,15 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   w.machine_id = m->id;
   w.gpu_ids = gpu_ids;
   w.container = req.container;
+  for (const ContainerEnvFn& source : env_sources_) {
+    GPUNEX_ASSIGN_OR_RETURN(auto added, source(tx, customer_id));
+    auto& env = w.container.env;
+    for (auto& [name, value] : added) {
+      const bool set =
+          std::any_of(env.begin(), env.end(), [&name](const auto& e) { return e.first == name; });
+      if (!set && env.size() < protocol::kMaxEnvEntries) env.emplace_back(name, std::move(value));
+    }
+  }
   const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(m->gpus.size()));
   if (m->host.ram_mb > 0) {
     w.memory_mb = std::clamp<int64_t>(m->host.ram_mb * r.gpus / total, protocol::kMinMemoryMb,

@@ -26,6 +26,7 @@
 // Thread-safety: Rentals is safe to share.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -181,6 +182,15 @@ class Rentals {
 
   const RentalsOptions& options() const { return options_; }
 
+  // Variables another module puts into the environment of a customer's rental
+  // containers (sshkeys: PUBLIC_KEY), read in the transaction that creates the rental.
+  // A variable the customer set keeps the customer's value; none is added to a container
+  // that already has protocol::kMaxEnvEntries.
+  using ContainerEnvFn = std::function<StatusOr<std::vector<std::pair<std::string, std::string>>>(
+      store::Tx& tx, const std::string& customer_id)>;
+  // REQUIRES: while the platform is built, before the first rental.
+  void AddContainerEnv(ContainerEnvFn source) { env_sources_.push_back(std::move(source)); }
+
  private:
   Status OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w);
   // Meters `r` up to `until` with `balance` left for it (what the customer's balance
@@ -207,6 +217,7 @@ class Rentals {
   fleet::Workloads& workloads_;
   market::Market& market_;
   const RentalsOptions options_;
+  std::vector<ContainerEnvFn> env_sources_;  // set before the first rental, then read only
   Mutex release_mu_;
   Timestamp last_release_ GUARDED_BY(release_mu_){};
 };

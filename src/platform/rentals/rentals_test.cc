@@ -194,6 +194,34 @@ TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
   EXPECT_EQ(rentals_->Stop(As(customer_), r->id).status().code(), StatusCode::kFailedPrecondition);
 }
 
+// What another module adds to a rental container's environment (sshkeys: PUBLIC_KEY)
+// reaches the agent; a variable the customer set keeps the customer's value.
+TEST_P(RentalsTest, ModulesAddToTheContainersEnvironmentButTheCustomersValuesWin) {
+  Credit(customer_, 10'000'000);
+  std::vector<std::string> asked_for;
+  rentals_->AddContainerEnv([&asked_for](store::Tx&, const std::string& customer_id)
+                                -> StatusOr<std::vector<std::pair<std::string, std::string>>> {
+    asked_for.push_back(customer_id);
+    return std::vector<std::pair<std::string, std::string>>{{"PUBLIC_KEY", "ssh-ed25519 AAAAkey"},
+                                                            {"GREETING", "from the platform"}};
+  });
+  CreateRentalRequest q = Request();
+  q.container.env = {{"GREETING", "mine"}};
+  auto r = rentals_->Create(As(customer_), q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(asked_for, std::vector<std::string>{customer_});
+  std::optional<protocol::StartWorkload> start;
+  for (const auto& c : agent_->Commands()) {
+    if (c.kind != "start_workload") continue;
+    auto parsed = protocol::ParseStartWorkload(c.payload);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    start = *parsed;
+  }
+  ASSERT_TRUE(start.has_value());
+  EXPECT_EQ(start->env, (std::vector<std::pair<std::string, std::string>>{
+                            {"GREETING", "mine"}, {"PUBLIC_KEY", "ssh-ed25519 AAAAkey"}}));
+}
+
 TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   Credit(customer_, 10'000'000);
   auto r = rentals_->Create(As(customer_), Request());

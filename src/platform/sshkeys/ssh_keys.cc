@@ -29,6 +29,18 @@ Status CheckName(const std::string& name) {
 
 }  // namespace
 
+StatusOr<std::string> PublicKeyEnv(store::Tx& tx, const std::string& user_id, size_t max_chars) {
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<SshKey> keys, SshKeysStore(tx).OfUser(user_id));
+  std::string out;
+  for (const SshKey& k : keys) {
+    const size_t more = k.public_key.size() + (out.empty() ? 0 : 1);
+    if (out.size() + more > max_chars) break;
+    if (!out.empty()) out += '\n';
+    out += k.public_key;
+  }
+  return out;
+}
+
 StatusOr<std::vector<SshKey>> SshKeys::List(const std::string& user_id) {
   std::vector<SshKey> out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {

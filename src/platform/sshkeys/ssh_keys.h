@@ -18,6 +18,12 @@ namespace gpunex::platform::sshkeys {
 // The longest key name.
 inline constexpr size_t kMaxNameChars = 64;
 
+// The account's keys as a rental's container gets them in PUBLIC_KEY (the variable images
+// made for other GPU clouds read into ~/.ssh/authorized_keys): one "type base64" line
+// each, oldest first, joined by newlines; as many as fit in `max_chars` (an environment
+// value's limit); "" without keys. In the caller's transaction.
+StatusOr<std::string> PublicKeyEnv(store::Tx& tx, const std::string& user_id, size_t max_chars);
+
 struct SshKeysOptions {
   int64_t max_per_account = 50;
   const Clock* clock = &SystemClock();

@@ -1,5 +1,7 @@
 #include "platform/sshkeys/ssh_keys_module.h"
 
+#include "common/agent_protocol.h"
+#include "platform/rentals/rentals.h"
 #include "platform/sshkeys/ssh_keys.h"
 #include "platform/sshkeys/ssh_keys_store.h"
 
@@ -32,6 +34,15 @@ Module SshKeysModule() {
         SshKeysOptions o = env.config.Section<SshKeysOptions>("ssh_keys");
         o.clock = &env.clock;
         env.services.Own(std::make_unique<SshKeys>(env.db, o));
+        // A rental's container gets its customer's keys as PUBLIC_KEY.
+        env.services.Get<rentals::Rentals>().AddContainerEnv(
+            [](store::Tx& tx, const std::string& customer_id)
+                -> StatusOr<std::vector<std::pair<std::string, std::string>>> {
+              GPUNEX_ASSIGN_OR_RETURN(std::string keys,
+                                      PublicKeyEnv(tx, customer_id, protocol::kMaxEnvValueLength));
+              if (keys.empty()) return std::vector<std::pair<std::string, std::string>>{};
+              return std::vector<std::pair<std::string, std::string>>{{"PUBLIC_KEY", keys}};
+            });
         return Status::Ok();
       },
       .routes = RegisterRoutes,

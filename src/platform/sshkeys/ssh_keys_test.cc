@@ -170,6 +170,33 @@ TEST_P(SshKeysTest, AnAccountHoldsAtMostTheLimit) {
   EXPECT_TRUE(keys_->Add(users_[1], "", v[3].line).ok());
 }
 
+// A rental container's PUBLIC_KEY: the account's keys, oldest first, one per line, as
+// many as fit.
+TEST_P(SshKeysTest, PublicKeyEnvHoldsTheAccountsKeysOnePerLineWithinTheLimit) {
+  const std::vector<Vector> v = OpenSshVectors();
+  auto env = [&](const std::string& user, size_t max_chars) {
+    std::string out;
+    EXPECT_TRUE(db().Read([&](store::Tx& tx) -> Status {
+                      GPUNEX_ASSIGN_OR_RETURN(out, PublicKeyEnv(tx, user, max_chars));
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(env(users_[0], 32768), "");
+  auto a = keys_->Add(users_[0], "", v[0].line);
+  clock_.Advance(std::chrono::seconds(1));
+  auto b = keys_->Add(users_[0], "", v[4].line);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(env(users_[0], 32768), a->public_key + "\n" + b->public_key);
+  // Without room for the second, the first alone; without room for any, none.
+  EXPECT_EQ(env(users_[0], a->public_key.size() + b->public_key.size()), a->public_key);
+  EXPECT_EQ(env(users_[0], a->public_key.size() - 1), "");
+  EXPECT_EQ(env(users_[1], 32768), "");  // another account's keys are not its
+  // The line without the comment, as an authorized_keys line.
+  EXPECT_EQ(a->public_key, v[0].line.substr(0, v[0].line.rfind(' ')));
+}
+
 TEST_P(SshKeysTest, BadInputChangesNothingAndNamesEveryField) {
   auto bad = keys_->Add(users_[0], std::string(kMaxNameChars + 1, 'n'), "ssh-rsa AAAA");
   ASSERT_EQ(bad.status().code(), StatusCode::kValidationFailed);
