@@ -36,8 +36,9 @@ constexpr std::array<Rule, 15> kRules = {{
 // The cause of an event from an agent older than causes, from its state and reason as
 // that agent wrote them (workload_runner.cc before issue 24).
 std::string LegacyCause(const protocol::WorkloadEvent& e) {
-  if (e.state == "exited") return protocol::kCauseExited;
-  if (e.state == "stopped") return protocol::kCauseStopped;
+  const std::optional<WorkloadState> state = kWorkloadStateNames.Parse(e.state);
+  if (state == WorkloadState::kExited) return protocol::kCauseExited;
+  if (state == WorkloadState::kStopped) return protocol::kCauseStopped;
   const std::string& r = e.reason;
   if (r.starts_with("timeout")) return protocol::kCauseTimeout;
   if (r == "out of memory") return protocol::kCauseOomKilled;

@@ -65,7 +65,7 @@ const std::vector<Row>& Table() {
 Workload Ended(const Row& row, const std::string& agent_words) {
   Workload w;
   w.id = "wl_1";
-  w.state = "failed";
+  w.state = WorkloadState::kFailed;
   w.spec.image = row.image;
   w.spec.memory_mb = 4096;
   w.spec.timeout_s = 600;

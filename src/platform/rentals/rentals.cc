@@ -521,9 +521,10 @@ Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Work
   if (!found || found->state == kEnded) return Status::Ok();
   Rental& r = *found;
   if (fleet::IsActiveWorkloadState(w.state)) {
-    if (w.state == "starting" && r.state == kPending) {
+    if (w.state == fleet::WorkloadState::kStarting && r.state == kPending) {
       GPUNEX_RETURN_IF_ERROR(Move(r, kStarting));
-    } else if (w.state == "running" && (r.state == kPending || r.state == kStarting)) {
+    } else if (w.state == fleet::WorkloadState::kRunning &&
+               (r.state == kPending || r.state == kStarting)) {
       // LED-2 / RNT-5: billing starts now, when the agent reports the container running.
       GPUNEX_RETURN_IF_ERROR(Move(r, kRunning));
       r.running_at = now;
