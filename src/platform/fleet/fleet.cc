@@ -52,10 +52,10 @@ StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& w
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(workload_id));
   if (!w || !IsActiveWorkloadState(w->state)) return false;
   GPUNEX_ASSIGN_OR_RETURN(
-      bool ended,
-      s.EndWorkload(workload_id,
-                    ending.party == "provider" ? WorkloadState::kFailed : WorkloadState::kStopped,
-                    std::nullopt, reason, ending, std::nullopt, now));
+      bool ended, s.EndWorkload(workload_id,
+                                ending.party == EndParty::kProvider ? WorkloadState::kFailed
+                                                                    : WorkloadState::kStopped,
+                                std::nullopt, reason, ending, std::nullopt, now));
   if (!ended) return false;
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
   return true;
@@ -105,10 +105,10 @@ Status Fleet::FailLostWorkloads() {
       if (!w || (w->state != WorkloadState::kStarting && w->state != WorkloadState::kRunning)) {
         return Status::Ok();
       }
-      GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, WorkloadState::kFailed, std::nullopt,
-                                           "container lost", {kCauseContainerLost, "provider"},
-                                           std::nullopt, now)
-                                 .status());
+      GPUNEX_RETURN_IF_ERROR(
+          s.EndWorkload(wid, WorkloadState::kFailed, std::nullopt, "container lost",
+                        {kCauseContainerLost, EndParty::kProvider}, std::nullopt, now)
+              .status());
       GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
       return RunWorkloadHooks(tx, now, wid);
     });

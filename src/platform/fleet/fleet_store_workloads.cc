@@ -60,7 +60,10 @@ const store::RowMapper<Workload>& WorkloadRows() {
        [](W& w, const store::Cell& c) { w.state = kWorkloadStateNames.ParseStored(c.Str()); }},
       {"exit_code", &W::exit_code},
       {"end_reason", &W::end_reason},
-      {"end_party", &W::end_party},
+      {"end_party",
+       [](W& w, const store::Cell& c) {
+         if (!c.IsNull()) w.end_party = kEndPartyNames.ParseStored(c.Str());
+       }},
       {"container_id", &W::container_id},
       {"created_at", &W::created_at},
       {"started_at", &W::started_at},
@@ -174,12 +177,13 @@ StatusOr<bool> FleetStore::EndWorkload(const std::string& id, WorkloadState stat
                                        Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
-      tx_.Exec("UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
-               "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
-               "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
-               {std::string(Name(state)),
-                exit_code ? store::Value(*exit_code) : store::Value(nullptr), reason, ending.party,
-                ending.cause, ToUnixMicros(at), ToUnixMicros(at), OptValue(container_id), id}));
+      tx_.Exec(
+          "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
+          "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
+          "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
+          {std::string(Name(state)), exit_code ? store::Value(*exit_code) : store::Value(nullptr),
+           reason, std::string(Name(ending.party)), ending.cause, ToUnixMicros(at),
+           ToUnixMicros(at), OptValue(container_id), id}));
   return n > 0;
 }
 

@@ -11,6 +11,7 @@
 #include "common/agent_protocol.h"
 #include "common/enum_names.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 
 namespace gpunex::platform::fleet {
 
@@ -53,7 +54,7 @@ struct Workload {
   std::optional<int64_t> exit_code;
   // The agent's (or the platform's) own words on the end: for the provider and admins.
   std::optional<std::string> end_reason;
-  std::optional<std::string> end_party;  // customer | provider | platform (RNT-3)
+  std::optional<EndParty> end_party;  // RNT-3
   // What ended it (endings.h), which decides end_party; unset for workloads that ended
   // before causes were recorded.
   std::optional<std::string> end_cause;

@@ -111,9 +111,10 @@ Status Workloads::OnStartResult(store::Tx& tx, Timestamp now, const std::string&
   if (it == command.payload.end() || !it->value().is_string()) return Status::Ok();
   const std::string wid(it->value().get_string());
   GPUNEX_ASSIGN_OR_RETURN(
-      bool ended, FleetStore(tx).EndWorkload(wid, WorkloadState::kFailed, std::nullopt,
-                                             "start refused by the agent: " + result.error,
-                                             {kCauseStartRefused, "provider"}, std::nullopt, now));
+      bool ended,
+      FleetStore(tx).EndWorkload(wid, WorkloadState::kFailed, std::nullopt,
+                                 "start refused by the agent: " + result.error,
+                                 {kCauseStartRefused, EndParty::kProvider}, std::nullopt, now));
   if (!ended) return Status::Ok();
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
   return fleet_.RunWorkloadHooks(tx, now, wid);

@@ -382,7 +382,7 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   got = Get(w.id);
   EXPECT_EQ(Name(got.state), "exited");
   EXPECT_EQ(got.exit_code, 3);
-  EXPECT_EQ(got.end_party, "customer");
+  EXPECT_EQ(got.end_party, EndParty::kCustomer);
   EXPECT_EQ(got.end_reason, "exited");
   EXPECT_EQ(got.ended_at, t_end);
 
@@ -445,7 +445,8 @@ TEST_P(WorkloadsTest, WhoEndedTheWorkload) {
     a.Event(wid, c.state, std::nullopt, c.reason, "", c.cause);
     Workload w = Get(wid);
     EXPECT_EQ(Name(w.state), c.state) << c.reason;
-    EXPECT_EQ(w.end_party, c.party) << c.state << " " << c.reason << " " << c.cause;
+    EXPECT_EQ(w.end_party, kEndPartyNames.Parse(c.party))
+        << c.state << " " << c.reason << " " << c.cause;
     EXPECT_EQ(w.end_reason, c.end_reason);
     EXPECT_EQ(w.end_cause, c.end_cause);
   }
@@ -475,7 +476,7 @@ TEST_P(WorkloadsTest, AStartTheAgentRefusesFailsTheWorkload) {
             "machine");
   // The agent took no start: its machine's doing (a pull or a start that fails afterwards
   // comes as an event, with its cause).
-  EXPECT_EQ(got.end_party, "provider");
+  EXPECT_EQ(got.end_party, EndParty::kProvider);
   EXPECT_EQ(got.end_cause, kCauseStartRefused);
   EXPECT_EQ(got.ended_at, clock_.Now());
   EXPECT_EQ(ListingOf(g[0]), "listed") << "the GPU is free again";
@@ -510,7 +511,7 @@ TEST_P(WorkloadsTest, NothingRunsWhereWorkloadsAreNotIsolated) {
           "listener on the host at 172.18.0.1:41000");
   Workload w = Get(wid);
   EXPECT_EQ(Name(w.state), "failed");
-  EXPECT_EQ(w.end_party, "provider");
+  EXPECT_EQ(w.end_party, EndParty::kProvider);
 }
 
 TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
@@ -541,7 +542,7 @@ TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
   a.Result(commands_now.back().command_id, true);
   a.Event(wid, "stopped", 137);
   EXPECT_EQ(StateOf(wid), "stopped");
-  EXPECT_EQ(Get(wid).end_party, "customer");
+  EXPECT_EQ(Get(wid).end_party, EndParty::kCustomer);
 
   auto again = workloads_->Stop(As(pia_), wid);
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
@@ -783,7 +784,7 @@ TEST_P(WorkloadsTest, AStartedWorkloadMissingFromTheHelloIsLostAfterAGracePeriod
     Workload w = Get(wid);
     EXPECT_EQ(Name(w.state), "failed") << wid;
     EXPECT_EQ(w.end_reason, "container lost");
-    EXPECT_EQ(w.end_party, "provider");
+    EXPECT_EQ(w.end_party, EndParty::kProvider);
     EXPECT_EQ(w.end_cause, kCauseContainerLost);
     EXPECT_EQ(w.ended_at, clock_.Now());
   }
@@ -792,7 +793,7 @@ TEST_P(WorkloadsTest, AStartedWorkloadMissingFromTheHelloIsLostAfterAGracePeriod
   Workload meanwhile = Get(ended_meanwhile);
   EXPECT_EQ(Name(meanwhile.state), "exited");
   EXPECT_EQ(meanwhile.exit_code, 0);
-  EXPECT_EQ(meanwhile.end_party, "customer");
+  EXPECT_EQ(meanwhile.end_party, EndParty::kCustomer);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM workloads"), 5) << "no workload from a stray container";
   EXPECT_EQ(ListingOf(g[0]), "listed") << "the lost workload's GPU is free";
   EXPECT_EQ(ListingOf(g[2]), "rented");

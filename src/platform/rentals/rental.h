@@ -12,6 +12,7 @@
 #include "common/enum_names.h"
 #include "common/money.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 
 namespace gpunex::platform::rentals {
 
@@ -41,10 +42,8 @@ constexpr bool RentalMayGo(RentalState from, RentalState to) {
   return static_cast<int>(to) > static_cast<int>(from);
 }
 
-// Who ended a rental (RNT-3) and why.
-inline constexpr std::string_view kCustomer = "customer";
-inline constexpr std::string_view kProvider = "provider";
-inline constexpr std::string_view kPlatform = "platform";
+// Who ended a rental (RNT-3) and why. The parties are its workload's (fleet/end_party.h).
+using fleet::EndParty;
 // customer: stopped, exited, out_of_memory, start_failed, max_duration, max_cost
 // provider: agent_lost, gpu_lost, hardware_failure, machine_shutdown, container_removed,
 //           start_failed
@@ -66,7 +65,7 @@ struct Rental {
   int64_t fee_bps = 0;  // the commission, locked at start
   RentalState state = kPending;
   std::optional<std::string> end_reason;
-  std::optional<std::string> end_party;
+  std::optional<EndParty> end_party;
   std::optional<int64_t> exit_code;
   std::string detail;  // a sentence on the end, "" while it runs
   Timestamp created_at;

@@ -110,8 +110,8 @@ std::string Micros(Usdc u) { return u.ToString() + " USDC"; }
 // The rental's end (reason, party) from its workload's: the party is the one the fleet put
 // the workload's end down to (fleet/endings.h), the reason the rental's name for its cause
 // (docs/billing.md, "Who ended it").
-std::pair<std::string, std::string> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
-  const std::string party = w.end_party.value_or("customer");
+std::pair<std::string, EndParty> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
+  const EndParty party = w.end_party.value_or(EndParty::kCustomer);
   const std::string cause = w.end_cause.value_or("");
   if (r.state != kRunning) return {"start_failed", party};  // never billed, whoever's it was
   if (cause == protocol::kCauseOomKilled) return {"out_of_memory", party};
@@ -119,12 +119,12 @@ std::pair<std::string, std::string> EndOfWorkload(const Rental& r, const fleet::
   if (cause == protocol::kCauseAgentShutdown || cause == fleet::kCauseContainerLost) {
     return {"machine_shutdown", party};
   }
-  if (party != "provider") return {"exited", party};
+  if (party != EndParty::kProvider) return {"exited", party};
   // Ended on the machine's side some other way: the engine failed.
   const std::string reason = w.end_reason.value_or("");
   if (reason.find("GPU") != std::string::npos || reason.find("gpu") != std::string::npos)
-    return {"gpu_lost", "provider"};
-  return {"hardware_failure", "provider"};
+    return {"gpu_lost", EndParty::kProvider};
+  return {"hardware_failure", EndParty::kProvider};
 }
 
 }  // namespace
@@ -337,11 +337,11 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
     if (auto l = live.find(r->machine_id); l != live.end() && !l->second.online)
       until = std::min(now, l->second.last_seen);
     if (own) {
-      GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "stopped", "customer", until, false, "stopped by the customer"));
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, "stopped", EndParty::kCustomer, until, false,
+                                 "stopped by the customer"));
     } else {
-      GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "operator", "platform", until, false, "stopped by an operator"));
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, "operator", EndParty::kPlatform, until, false,
+                                 "stopped by an operator"));
     }
     out = *r;
     return accounts::Audit(tx, now, p.user.id, "rental.stopped", id, p.ip);
@@ -385,18 +385,19 @@ StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r,
   int64_t s = WholeSeconds(until - *r.running_at);
   // A cap ends the rental once the seconds reach it (the next second would pass it),
   // billed to the cap, even when the tick comes later.
-  auto limit = [&](int64_t at_most, const char* reason, const char* party) {
+  auto limit = [&](int64_t at_most, const char* reason, EndParty party) {
     if (s >= at_most) {
       s = at_most;
       cap.reason = reason;
       cap.party = party;
     }
   };
-  if (r.max_duration_s) limit(*r.max_duration_s, "max_duration", "customer");
+  if (r.max_duration_s) limit(*r.max_duration_s, "max_duration", EndParty::kCustomer);
   if (r.max_cost)
-    limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), "max_cost", "customer");
+    limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), "max_cost", EndParty::kCustomer);
   GPUNEX_ASSIGN_OR_RETURN(Usdc can_owe, r.charged.Plus(balance));
-  limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), "balance_exhausted", "platform");
+  limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), "balance_exhausted",
+        EndParty::kPlatform);
   s = std::max(s, r.billed_seconds);  // totals never go back
   GPUNEX_ASSIGN_OR_RETURN(billing::Metered m, billing::Meter(r.price, r.gpus, s, r.fee_bps));
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_fee, m.fee.Minus(r.fee));
@@ -426,9 +427,10 @@ StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r,
 }
 
 Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& reason,
-                    const std::string& party, Timestamp billing_end, bool workload_ended,
+                    EndParty party, Timestamp billing_end, bool workload_ended,
                     const std::string& detail) {
-  std::string why = reason, who = party, text = detail;
+  std::string why = reason, text = detail;
+  EndParty who = party;
   if (r.state == kRunning) {
     GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
                             billing::Balance(tx, billing::CustomerAccount(r.customer_id)));
@@ -456,7 +458,7 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
   }
   r.detail = text;
   // RNT-3 and the documented refund: the provider's side ended it early.
-  if (who == "provider" && r.charged.is_positive() &&
+  if (who == EndParty::kProvider && r.charged.is_positive() &&
       r.billed_seconds < options_.early_fault_refund_s) {
     const std::string customer = billing::CustomerAccount(r.customer_id);
     std::string from = billing::ProviderPendingAccount(r.provider_id);
@@ -481,7 +483,7 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
     r.ended_at = now;
   } else if (why == "agent_lost") {
     GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
-                                                 {fleet::kCauseAgentLost, "provider"})
+                                                 {fleet::kCauseAgentLost, EndParty::kProvider})
                                .status());
     GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
@@ -491,7 +493,7 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
   }
   r.updated_at = now;
   GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(r));
-  if (who != "customer") {
+  if (who != EndParty::kCustomer) {
     GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r.customer_id));
     notify::Notice n;
     n.kind = "rental.ended";
@@ -502,13 +504,13 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
              ". It was billed " + Micros(r.charged) + " for " + std::to_string(r.billed_seconds) +
              " seconds" + (r.refunded.is_positive() ? ", refunded in full." : ".");
     n.link = "/#/rentals/" + r.id;
-    n.email = why == "balance_exhausted" || who == "provider";
+    n.email = why == "balance_exhausted" || who == EndParty::kProvider;
     GPUNEX_RETURN_IF_ERROR(
         notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
   }
   LogInfo("rental.ended", {{"rental_id", r.id},
                            {"reason", why},
-                           {"party", who},
+                           {"party", std::string(Name(who))},
                            {"billed_seconds", r.billed_seconds},
                            {"charged_micro", r.charged.micros()}});
   return Status::Ok();
@@ -686,15 +688,16 @@ StatusOr<int64_t> Rentals::EndLost() {
       for (Rental& r : active) {
         if (r.state == kEnding) {
           // Its end was decided and billed; the agent that was to confirm it is gone.
-          GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
-                                                       {fleet::kCauseAgentLost, "provider"})
-                                     .status());
+          GPUNEX_RETURN_IF_ERROR(
+              fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
+                                    {fleet::kCauseAgentLost, EndParty::kProvider})
+                  .status());
           GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
           r.ended_at = r.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.Update(r));
         } else {
           const Timestamp last = r.running_at ? std::max(*r.running_at, l->second.last_seen) : now;
-          GPUNEX_RETURN_IF_ERROR(End(tx, now, r, "agent_lost", "provider", last, false,
+          GPUNEX_RETURN_IF_ERROR(End(tx, now, r, "agent_lost", EndParty::kProvider, last, false,
                                      "the machine's agent was offline for more than " +
                                          std::to_string(options_.agent_lost_grace_s) + " s"));
         }

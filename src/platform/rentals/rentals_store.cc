@@ -10,6 +10,9 @@ namespace {
 store::Value Opt(const std::optional<std::string>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
 }
+store::Value Opt(const std::optional<EndParty>& v) {
+  return v ? store::Value(std::string(Name(*v))) : store::Value(nullptr);
+}
 store::Value Opt(const std::optional<int64_t>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
 }
@@ -46,7 +49,10 @@ const store::RowMapper<Rental>& RentalRows() {
       {"state",
        [](Rental& r, const store::Cell& c) { r.state = kRentalStateNames.ParseStored(c.Str()); }},
       {"end_reason", &Rental::end_reason},
-      {"end_party", &Rental::end_party},
+      {"end_party",
+       [](Rental& r, const store::Cell& c) {
+         if (!c.IsNull()) r.end_party = fleet::kEndPartyNames.ParseStored(c.Str());
+       }},
       {"exit_code", &Rental::exit_code},
       {"detail", &Rental::detail},
       {"created_at", &Rental::created_at},

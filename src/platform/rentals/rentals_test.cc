@@ -28,6 +28,12 @@ namespace {
 
 using fleet::testing::FakeAgent;
 
+// The name of an end's party, "" for none.
+template <typename E>
+std::string NameOr(const std::optional<E>& v) {
+  return v ? std::string(Name(*v)) : "";
+}
+
 constexpr const char* kH100 = "h100-sxm-80gb";
 constexpr int64_t kPrice = 450'000;  // 0.45 USDC per GPU-hour
 
@@ -183,7 +189,7 @@ TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "stopped");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 135);
   ExpectFormulas(end);
   EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
@@ -204,7 +210,7 @@ TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 0);
   EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM ledger_transfers WHERE rental_id = ?", {r->id}), 0);
@@ -220,7 +226,7 @@ TEST_P(RentalsTest, AStartThatFailsOnTheMachinesSideIsTheProvidersAndNotBilled) 
                 "engine: the Docker socket /var/run/docker.sock does not exist");
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
   EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
   EXPECT_EQ(end.detail, "The container engine on the provider's machine failed.");
   EXPECT_EQ(end.charged.micros(), 0);
@@ -265,7 +271,7 @@ TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
     Rental end = Load(r->id);
     EXPECT_EQ(Name(end.state), "ended");
     EXPECT_EQ(end.end_reason.value_or(""), row.end_reason);
-    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(NameOr(end.end_party), row.party);
     EXPECT_EQ(end.exit_code, row.exit_code);
     EXPECT_EQ(end.billed_seconds, 100);
     EXPECT_TRUE(end.charged.is_positive());
@@ -310,7 +316,7 @@ TEST_P(RentalsTest, AProviderSideEndingAfterTheEarlyFaultWindowIsChargedNotRefun
                 protocol::kCauseContainerGone);
   Rental end = Load(r->id);
   EXPECT_EQ(end.end_reason.value_or(""), "container_removed");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
   EXPECT_EQ(end.billed_seconds, 700);
   EXPECT_EQ(end.refunded.micros(), 0);
   EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
@@ -369,7 +375,7 @@ TEST_P(RentalsTest, EveryStartFailureIsPutDownToWhoCausedItAndNeverBilled) {
     Rental end = Load(r->id);
     EXPECT_EQ(Name(end.state), "ended");
     EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
-    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(NameOr(end.end_party), row.party);
     EXPECT_EQ(end.detail, row.sentence);
     EXPECT_EQ(end.billed_seconds, 0);
     EXPECT_EQ(end.charged.micros(), 0);
@@ -391,7 +397,7 @@ TEST_P(RentalsTest, ABalanceOfOneHourStopsTheRentalAtExactlyZero) {
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ending");
   EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
-  EXPECT_EQ(end.end_party.value_or(""), "platform");
+  EXPECT_EQ(NameOr(end.end_party), "platform");
   EXPECT_EQ(end.billed_seconds, 3600);
   EXPECT_EQ(end.charged.micros(), kPrice);
   EXPECT_EQ(Balance(customer_), 0);
@@ -429,7 +435,7 @@ TEST_P(RentalsTest, MaxCostAndMaxDurationEndARentalAtTheirPoint) {
   Meter();
   Rental end = Load(r->id);
   EXPECT_EQ(end.end_reason.value_or(""), "max_cost");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 800);
   EXPECT_EQ(end.charged.micros(), 100'000);
 
@@ -476,7 +482,7 @@ TEST_P(RentalsTest, AMachineGoneDarkEndsItsRentalsAsAgentLostBilledToItsLastHear
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
   EXPECT_EQ(end.end_reason.value_or(""), "agent_lost");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
   EXPECT_EQ(end.billing_end_at, last);
   EXPECT_EQ(end.billed_seconds, 100);
   ExpectFormulas(end);
@@ -571,7 +577,7 @@ TEST_P(RentalsTest, EachPartySeesOnlyWhatIsTheirs) {
   auto s = rentals_->Stop(As(admin_), r->id);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->end_reason.value_or(""), "operator");
-  EXPECT_EQ(s->end_party.value_or(""), "platform");
+  EXPECT_EQ(NameOr(s->end_party), "platform");
 }
 
 TEST_P(RentalsTest, ALowBalanceWarnsOnceUntilItIsToppedUp) {
