@@ -1,5 +1,7 @@
 #include "platform/rentals/rentals_store.h"
 
+#include <type_traits>
+
 #include "common/json.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
@@ -7,10 +9,8 @@
 namespace gpunex::platform::rentals {
 namespace {
 
-store::Value Opt(const std::optional<std::string>& v) {
-  return v ? store::Value(*v) : store::Value(nullptr);
-}
-store::Value Opt(const std::optional<EndParty>& v) {
+template <typename E>
+requires std::is_enum_v<E> store::Value Opt(const std::optional<E>& v) {
   return v ? store::Value(std::string(Name(*v))) : store::Value(nullptr);
 }
 store::Value Opt(const std::optional<int64_t>& v) {
@@ -48,7 +48,10 @@ const store::RowMapper<Rental>& RentalRows() {
       {"fee_bps", &Rental::fee_bps},
       {"state",
        [](Rental& r, const store::Cell& c) { r.state = kRentalStateNames.ParseStored(c.Str()); }},
-      {"end_reason", &Rental::end_reason},
+      {"end_reason",
+       [](Rental& r, const store::Cell& c) {
+         if (!c.IsNull()) r.end_reason = kEndReasonNames.ParseStored(c.Str());
+       }},
       {"end_party",
        [](Rental& r, const store::Cell& c) {
          if (!c.IsNull()) r.end_party = fleet::kEndPartyNames.ParseStored(c.Str());
