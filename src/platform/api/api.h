@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 #include "common/paging.h"
 #include "common/time.h"
@@ -155,6 +156,11 @@ json::object UserJson(const accounts::User& u);
 json::value TimeJson(const std::optional<Timestamp>& t);
 // The string, or null.
 json::value OptJson(const std::optional<std::string>& s);
+// The name of a value of a closed set (common/enum_names.h), or null.
+template <typename E>
+requires std::is_enum_v<E> json::value OptJson(const std::optional<E>& v) {
+  return v ? json::value(Name(*v)) : json::value(nullptr);
+}
 
 // One CSV field (RFC 4180 quoting); text that a spreadsheet would read as a formula
 // (starting with = + - @) gets a leading apostrophe.

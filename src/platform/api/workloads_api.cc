@@ -73,7 +73,7 @@ json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w
   }
   json::object o{{"id", w.id},
                  {"purpose", w.purpose},
-                 {"state", w.state},
+                 {"state", Name(w.state)},
                  {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
                  {"end_reason", std::move(end_reason)},
                  {"end_party", OptJson(w.end_party)},

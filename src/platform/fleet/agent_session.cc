@@ -279,15 +279,15 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     GPUNEX_ASSIGN_OR_RETURN(std::vector<Workload> active, s.ActiveWorkloads(machine_id));
     for (const auto& w : active) {
       auto r = reported.find(w.id);
-      if (w.state != "pending" && r == reported.end()) {
+      if (w.state != WorkloadState::kPending && r == reported.end()) {
         suspects.push_back(w.id);
         continue;
       }
       keep.push_back(w.id);
-      if (r != reported.end() && r->second == "running" && w.state != "running") {
+      if (r != reported.end() && r->second == "running" && w.state != WorkloadState::kRunning) {
         auto ctr = container_of.find(w.id);
         GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(
-            w.id, "running",
+            w.id, WorkloadState::kRunning,
             ctr == container_of.end() ? std::nullopt : std::optional<std::string>(ctr->second),
             now));
         GPUNEX_RETURN_IF_ERROR(fleet_.RunWorkloadHooks(tx, now, w.id));

@@ -10,34 +10,35 @@ namespace {
 
 struct Rule {
   std::string_view cause;
-  std::string_view party;
+  EndParty party;
 };
 
 // docs/billing.md, "Who ended it". registry_unreachable is the customer's here and the
 // provider's for a dependable registry (PartyOf).
 constexpr std::array<Rule, 15> kRules = {{
-    {protocol::kCauseExited, "customer"},
-    {protocol::kCauseOomKilled, "customer"},
-    {protocol::kCauseTimeout, "customer"},
-    {protocol::kCauseStopped, "customer"},
-    {protocol::kCauseBadCommand, "customer"},
-    {protocol::kCauseImageNotFound, "customer"},
-    {protocol::kCauseImageRefused, "customer"},
-    {protocol::kCauseRegistryUnreachable, "customer"},
-    {protocol::kCauseContainerGone, "provider"},
-    {protocol::kCauseAgentShutdown, "provider"},
-    {protocol::kCauseEngineError, "provider"},
-    {protocol::kCausePolicyRefused, "provider"},
-    {kCauseAgentLost, "provider"},
-    {kCauseContainerLost, "provider"},
-    {kCauseStartRefused, "provider"},
+    {protocol::kCauseExited, EndParty::kCustomer},
+    {protocol::kCauseOomKilled, EndParty::kCustomer},
+    {protocol::kCauseTimeout, EndParty::kCustomer},
+    {protocol::kCauseStopped, EndParty::kCustomer},
+    {protocol::kCauseBadCommand, EndParty::kCustomer},
+    {protocol::kCauseImageNotFound, EndParty::kCustomer},
+    {protocol::kCauseImageRefused, EndParty::kCustomer},
+    {protocol::kCauseRegistryUnreachable, EndParty::kCustomer},
+    {protocol::kCauseContainerGone, EndParty::kProvider},
+    {protocol::kCauseAgentShutdown, EndParty::kProvider},
+    {protocol::kCauseEngineError, EndParty::kProvider},
+    {protocol::kCausePolicyRefused, EndParty::kProvider},
+    {kCauseAgentLost, EndParty::kProvider},
+    {kCauseContainerLost, EndParty::kProvider},
+    {kCauseStartRefused, EndParty::kProvider},
 }};
 
 // The cause of an event from an agent older than causes, from its state and reason as
 // that agent wrote them (workload_runner.cc before issue 24).
 std::string LegacyCause(const protocol::WorkloadEvent& e) {
-  if (e.state == "exited") return protocol::kCauseExited;
-  if (e.state == "stopped") return protocol::kCauseStopped;
+  const std::optional<WorkloadState> state = kWorkloadStateNames.Parse(e.state);
+  if (state == WorkloadState::kExited) return protocol::kCauseExited;
+  if (state == WorkloadState::kStopped) return protocol::kCauseStopped;
   const std::string& r = e.reason;
   if (r.starts_with("timeout")) return protocol::kCauseTimeout;
   if (r == "out of memory") return protocol::kCauseOomKilled;
@@ -56,15 +57,15 @@ constexpr char kPullFailed[] =
 
 }  // namespace
 
-std::string PartyOf(std::string_view cause, std::string_view image) {
+EndParty PartyOf(std::string_view cause, std::string_view image) {
   if (cause == protocol::kCauseRegistryUnreachable) {
     auto ref = ParseImageRef(image);
-    return ref && IsDependableRegistry(ref->domain) ? "provider" : "customer";
+    return ref && IsDependableRegistry(ref->domain) ? EndParty::kProvider : EndParty::kCustomer;
   }
   for (const Rule& r : kRules) {
-    if (r.cause == cause) return std::string(r.party);
+    if (r.cause == cause) return r.party;
   }
-  return "provider";
+  return EndParty::kProvider;
 }
 
 Ending EndingOfEvent(const protocol::WorkloadEvent& e, std::string_view image) {
@@ -76,7 +77,7 @@ Ending EndingOfEvent(const protocol::WorkloadEvent& e, std::string_view image) {
 
 std::string CustomerSentence(const Workload& w) {
   const std::string cause = w.end_cause.value_or("");
-  const bool provider = w.end_party.value_or("") == "provider";
+  const bool provider = w.end_party == EndParty::kProvider;
   if (cause == protocol::kCauseExited) {
     return w.exit_code
                ? "The workload ended by itself with exit code " + std::to_string(*w.exit_code) + "."

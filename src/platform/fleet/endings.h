@@ -32,13 +32,13 @@ inline constexpr char kCauseStartRefused[] = "start_refused";
 // The cause and the party of one ending.
 struct Ending {
   std::string cause;
-  std::string party;  // customer | provider | platform
+  EndParty party = EndParty::kProvider;
 };
 
 // The party of `cause` for a workload whose image is `image` (registry_unreachable
 // depends on the registry: registries.h, IsDependableRegistry). An unknown cause is the
 // provider's.
-std::string PartyOf(std::string_view cause, std::string_view image);
+EndParty PartyOf(std::string_view cause, std::string_view image);
 
 // The ending of an agent's terminal workload_event for a workload of `image`. An event
 // without a cause comes from an agent older than causes: its cause is read from its reason

@@ -65,13 +65,13 @@ const std::vector<Row>& Table() {
 Workload Ended(const Row& row, const std::string& agent_words) {
   Workload w;
   w.id = "wl_1";
-  w.state = "failed";
+  w.state = WorkloadState::kFailed;
   w.spec.image = row.image;
   w.spec.memory_mb = 4096;
   w.spec.timeout_s = 600;
   w.exit_code = 3;
   w.end_cause = row.cause;
-  w.end_party = row.party;
+  w.end_party = kEndPartyNames.Parse(row.party);
   w.end_reason = agent_words;
   return w;
 }
@@ -79,7 +79,7 @@ Workload Ended(const Row& row, const std::string& agent_words) {
 TEST(Endings, EveryRowOfTheTable) {
   for (const Row& row : Table()) {
     SCOPED_TRACE(row.cause + " " + row.image);
-    EXPECT_EQ(PartyOf(row.cause, row.image), row.party);
+    EXPECT_EQ(Name(PartyOf(row.cause, row.image)), row.party);
     protocol::WorkloadEvent e;
     e.workload_id = "wl_1";
     e.state = "failed";
@@ -87,7 +87,7 @@ TEST(Endings, EveryRowOfTheTable) {
     e.reason = "whatever the agent wrote";
     const Ending ending = EndingOfEvent(e, row.image);
     EXPECT_EQ(ending.cause, row.cause);
-    EXPECT_EQ(ending.party, row.party);
+    EXPECT_EQ(Name(ending.party), row.party);
     EXPECT_EQ(CustomerSentence(Ended(row, e.reason)), row.sentence);
   }
 }
@@ -117,9 +117,9 @@ TEST(Endings, AnExitWithoutACodeAndAnEndBeforeCauses) {
   EXPECT_EQ(CustomerSentence(w), "The workload ended by itself.");
   w.end_cause.reset();
   EXPECT_EQ(CustomerSentence(w), "The workload ended.");
-  w.end_party = "provider";
+  w.end_party = EndParty::kProvider;
   EXPECT_EQ(CustomerSentence(w), "The workload ended on the provider's side.");
-  EXPECT_EQ(PartyOf("no_such_cause", kHubImage), "provider");
+  EXPECT_EQ(PartyOf("no_such_cause", kHubImage), EndParty::kProvider);
 }
 
 // Agents older than causes send only their reason; it is read as they wrote it.
@@ -149,8 +149,18 @@ TEST(Endings, AnEventWithoutACauseIsReadFromItsReason) {
     e.reason = c.reason;
     const Ending ending = EndingOfEvent(e, kHubImage);
     EXPECT_EQ(ending.cause, c.cause) << c.state << " " << c.reason;
-    EXPECT_EQ(ending.party, c.party) << c.state << " " << c.reason;
+    EXPECT_EQ(Name(ending.party), c.party) << c.state << " " << c.reason;
   }
+}
+
+// The one table of the parties' names, as the database, the API and the score read them.
+TEST(Endings, EachPartyHasOneName) {
+  for (EndParty p : {EndParty::kCustomer, EndParty::kProvider, EndParty::kPlatform}) {
+    EXPECT_EQ(kEndPartyNames.Parse(Name(p)), p) << Name(p);
+  }
+  EXPECT_EQ(Name(EndParty::kPlatform), "platform");
+  EXPECT_EQ(kEndPartyNames.Parse("admin"), std::nullopt);
+  EXPECT_THROW(kEndPartyNames.ParseStored("Provider"), std::invalid_argument);
 }
 
 }  // namespace

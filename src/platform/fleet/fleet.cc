@@ -52,7 +52,9 @@ StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& w
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(workload_id));
   if (!w || !IsActiveWorkloadState(w->state)) return false;
   GPUNEX_ASSIGN_OR_RETURN(
-      bool ended, s.EndWorkload(workload_id, ending.party == "provider" ? "failed" : "stopped",
+      bool ended, s.EndWorkload(workload_id,
+                                ending.party == EndParty::kProvider ? WorkloadState::kFailed
+                                                                    : WorkloadState::kStopped,
                                 std::nullopt, reason, ending, std::nullopt, now));
   if (!ended) return false;
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
@@ -100,10 +102,13 @@ Status Fleet::FailLostWorkloads() {
     Status st = db_.Transact([&](store::Tx& tx) -> Status {
       FleetStore s(tx);
       GPUNEX_ASSIGN_OR_RETURN(std::optional<Workload> w, s.FindWorkload(wid));
-      if (!w || (w->state != "starting" && w->state != "running")) return Status::Ok();
-      GPUNEX_RETURN_IF_ERROR(s.EndWorkload(wid, "failed", std::nullopt, "container lost",
-                                           {kCauseContainerLost, "provider"}, std::nullopt, now)
-                                 .status());
+      if (!w || (w->state != WorkloadState::kStarting && w->state != WorkloadState::kRunning)) {
+        return Status::Ok();
+      }
+      GPUNEX_RETURN_IF_ERROR(
+          s.EndWorkload(wid, WorkloadState::kFailed, std::nullopt, "container lost",
+                        {kCauseContainerLost, EndParty::kProvider}, std::nullopt, now)
+              .status());
       GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, w->machine_id));
       return RunWorkloadHooks(tx, now, wid);
     });
@@ -166,22 +171,24 @@ Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol:
               {{"machine_id", machine_id}, {"workload_id", e.workload_id}});
       return Status::Ok();
     }
-    if (!IsActiveWorkloadState(w->state)) return Status::Ok();  // ended states are final
-    static const std::vector<std::string> kOrder = {"pending", "starting", "running"};
-    auto rank = [&](const std::string& st) {
-      auto it = std::find(kOrder.begin(), kOrder.end(), st);
-      return it == kOrder.end() ? 3 : static_cast<int>(it - kOrder.begin());
-    };
-    if (rank(e.state) <= rank(w->state)) return Status::Ok();  // stale or repeated
+    // The protocol admits only the states an agent reports (starting and on).
+    const std::optional<WorkloadState> state = kWorkloadStateNames.Parse(e.state);
+    if (!state) {
+      LogWarn("agent.unknown_workload_state",
+              {{"machine_id", machine_id}, {"workload_id", e.workload_id}, {"state", e.state}});
+      return Status::Ok();
+    }
+    // Ended states are final; an event that is stale or repeated changes nothing.
+    if (!WorkloadMayGo(w->state, *state)) return Status::Ok();
     const std::optional<std::string> container =
         e.container_id.empty() ? std::nullopt : std::optional<std::string>(e.container_id);
-    if (e.state == "starting" || e.state == "running") {
-      GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(e.workload_id, e.state, container, now));
+    if (IsActiveWorkloadState(*state)) {
+      GPUNEX_RETURN_IF_ERROR(s.SetWorkloadProgress(e.workload_id, *state, container, now));
       return RunWorkloadHooks(tx, now, e.workload_id);
     }
     // RNT-3: who ended it, from what the engine said (endings.h), never from who reports it.
     const Ending ending = EndingOfEvent(e, w->spec.image);
-    GPUNEX_RETURN_IF_ERROR(s.EndWorkload(e.workload_id, e.state, e.exit_code,
+    GPUNEX_RETURN_IF_ERROR(s.EndWorkload(e.workload_id, *state, e.exit_code,
                                          e.reason.empty() ? e.state : e.reason, ending, container,
                                          now)
                                .status());

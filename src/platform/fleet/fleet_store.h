@@ -146,11 +146,13 @@ class FleetStore {
   StatusOr<std::vector<Workload>> ActiveWorkloads(const std::string& machine_id);
   // The GPU ids held by the machine's active workloads.
   StatusOr<std::set<std::string>> GpusInActiveWorkloads(const std::string& machine_id);
-  Status SetWorkloadProgress(const std::string& id, std::string_view state,
+  // REQUIRES: `state` is starting or running.
+  Status SetWorkloadProgress(const std::string& id, WorkloadState state,
                              const std::optional<std::string>& container_id, Timestamp at);
   // Ends a workload that is still active, with its cause and party (endings.h) and
   // `reason`, the words for the provider; false when it had already ended.
-  StatusOr<bool> EndWorkload(const std::string& id, std::string_view state,
+  // REQUIRES: `state` is an ended one.
+  StatusOr<bool> EndWorkload(const std::string& id, WorkloadState state,
                              std::optional<int64_t> exit_code, const std::string& reason,
                              const Ending& ending, const std::optional<std::string>& container_id,
                              Timestamp at);

@@ -56,10 +56,14 @@ const store::RowMapper<Workload>& WorkloadRows() {
        [](W& w, const store::Cell& c) {
          w.gpu_ids = StoredTextList(ParseJsonOr(c.Str(), json::array{}));
        }},
-      {"state", &W::state},
+      {"state",
+       [](W& w, const store::Cell& c) { w.state = kWorkloadStateNames.ParseStored(c.Str()); }},
       {"exit_code", &W::exit_code},
       {"end_reason", &W::end_reason},
-      {"end_party", &W::end_party},
+      {"end_party",
+       [](W& w, const store::Cell& c) {
+         if (!c.IsNull()) w.end_party = kEndPartyNames.ParseStored(c.Str());
+       }},
       {"container_id", &W::container_id},
       {"created_at", &W::created_at},
       {"started_at", &W::started_at},
@@ -90,7 +94,7 @@ Status FleetStore::InsertWorkload(const Workload& w) {
           "INSERT INTO workloads (id, machine_id, provider_id, created_by, purpose, spec, "
           "gpu_ids, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           {w.id, w.machine_id, w.provider_id, w.created_by, w.purpose,
-           ToJsonText(protocol::ToJson(w.spec)), IdsText(w.gpu_ids), w.state,
+           ToJsonText(protocol::ToJson(w.spec)), IdsText(w.gpu_ids), std::string(Name(w.state)),
            ToUnixMicros(w.created_at), ToUnixMicros(w.updated_at)})
       .status();
 }
@@ -153,7 +157,7 @@ StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& m
   return WorkloadRows().Decode(rows);
 }
 
-Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view state,
+Status FleetStore::SetWorkloadProgress(const std::string& id, WorkloadState state,
                                        const std::optional<std::string>& container_id,
                                        Timestamp at) {
   return tx_
@@ -161,24 +165,25 @@ Status FleetStore::SetWorkloadProgress(const std::string& id, std::string_view s
           "UPDATE workloads SET state = ?, container_id = COALESCE(?, container_id), "
           "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, updated_at = ? "
           "WHERE id = ?",
-          {std::string(state), OptValue(container_id), std::string(state), ToUnixMicros(at),
-           ToUnixMicros(at), id})
+          {std::string(Name(state)), OptValue(container_id), std::string(Name(state)),
+           ToUnixMicros(at), ToUnixMicros(at), id})
       .status();
 }
 
-StatusOr<bool> FleetStore::EndWorkload(const std::string& id, std::string_view state,
+StatusOr<bool> FleetStore::EndWorkload(const std::string& id, WorkloadState state,
                                        std::optional<int64_t> exit_code, const std::string& reason,
                                        const Ending& ending,
                                        const std::optional<std::string>& container_id,
                                        Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
-      tx_.Exec("UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
-               "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
-               "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
-               {std::string(state), exit_code ? store::Value(*exit_code) : store::Value(nullptr),
-                reason, ending.party, ending.cause, ToUnixMicros(at), ToUnixMicros(at),
-                OptValue(container_id), id}));
+      tx_.Exec(
+          "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
+          "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
+          "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
+          {std::string(Name(state)), exit_code ? store::Value(*exit_code) : store::Value(nullptr),
+           reason, std::string(Name(ending.party)), ending.cause, ToUnixMicros(at),
+           ToUnixMicros(at), OptValue(container_id), id}));
   return n > 0;
 }
 

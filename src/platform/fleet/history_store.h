@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::fleet {
@@ -44,7 +45,7 @@ struct WorkloadEnding {
   std::string workload_id;
   std::string machine_id;
   Timestamp at;
-  std::string party;   // customer | provider | platform
+  EndParty party = EndParty::kProvider;
   std::string reason;  // end_reason
   std::optional<int64_t> exit_code;
 };

@@ -9,13 +9,33 @@
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/enum_names.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 
 namespace gpunex::platform::fleet {
 
-// States: pending → starting → running → exited | failed | stopped.
-inline bool IsActiveWorkloadState(std::string_view s) {
-  return s == "pending" || s == "starting" || s == "running";
+// States: pending (the start command is on its way) → starting → running → exited |
+// failed | stopped (ended, for good). In that order.
+enum class WorkloadState { kPending, kStarting, kRunning, kExited, kFailed, kStopped };
+inline constexpr EnumNames<WorkloadState, 6> kWorkloadStateNames{{{
+    {WorkloadState::kPending, "pending"},
+    {WorkloadState::kStarting, "starting"},
+    {WorkloadState::kRunning, "running"},
+    {WorkloadState::kExited, "exited"},
+    {WorkloadState::kFailed, "failed"},
+    {WorkloadState::kStopped, "stopped"},
+}}};
+inline std::string_view Name(WorkloadState s) { return kWorkloadStateNames.Name(s); }
+
+// Whether a workload in state `s` may still change: pending, starting or running.
+constexpr bool IsActiveWorkloadState(WorkloadState s) { return s <= WorkloadState::kRunning; }
+
+// Whether a workload may go from state `from` to state `to`: only while it is active, and
+// only forward (an agent's event that is stale or repeated changes nothing); it may end
+// from any active state, in any of the three ended ones.
+constexpr bool WorkloadMayGo(WorkloadState from, WorkloadState to) {
+  return IsActiveWorkloadState(from) && static_cast<int>(to) > static_cast<int>(from);
 }
 
 // Workload::purpose of the workloads rentals/ runs for their customers (the others are
@@ -30,11 +50,11 @@ struct Workload {
   std::string purpose;  // "custom" | "rental" (rentals/)
   protocol::StartWorkload spec;
   std::vector<std::string> gpu_ids;  // machine_gpus ids
-  std::string state;
+  WorkloadState state = WorkloadState::kPending;
   std::optional<int64_t> exit_code;
   // The agent's (or the platform's) own words on the end: for the provider and admins.
   std::optional<std::string> end_reason;
-  std::optional<std::string> end_party;  // customer | provider | platform (RNT-3)
+  std::optional<EndParty> end_party;  // RNT-3
   // What ended it (endings.h), which decides end_party; unset for workloads that ended
   // before causes were recorded.
   std::optional<std::string> end_cause;

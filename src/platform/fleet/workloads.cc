@@ -111,9 +111,10 @@ Status Workloads::OnStartResult(store::Tx& tx, Timestamp now, const std::string&
   if (it == command.payload.end() || !it->value().is_string()) return Status::Ok();
   const std::string wid(it->value().get_string());
   GPUNEX_ASSIGN_OR_RETURN(
-      bool ended, FleetStore(tx).EndWorkload(wid, "failed", std::nullopt,
-                                             "start refused by the agent: " + result.error,
-                                             {kCauseStartRefused, "provider"}, std::nullopt, now));
+      bool ended,
+      FleetStore(tx).EndWorkload(wid, WorkloadState::kFailed, std::nullopt,
+                                 "start refused by the agent: " + result.error,
+                                 {kCauseStartRefused, EndParty::kProvider}, std::nullopt, now));
   if (!ended) return Status::Ok();
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
   return fleet_.RunWorkloadHooks(tx, now, wid);
@@ -153,7 +154,7 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   w.purpose = std::move(purpose);
   w.machine_id = req.machine_id;
   w.gpu_ids = req.gpu_ids;
-  w.state = "pending";
+  w.state = WorkloadState::kPending;
   w.created_at = w.updated_at = now;
   protocol::StartWorkload& spec = w.spec;
   spec.workload_id = w.id;
@@ -264,7 +265,8 @@ StatusOr<Workload> Workloads::Stop(const accounts::Principal& p, const std::stri
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(out, LoadVisible(tx, p, id));
     if (!IsActiveWorkloadState(out.state)) {
-      return FailedPrecondition("the workload has already ended (" + out.state + ")");
+      return FailedPrecondition("the workload has already ended (" + std::string(Name(out.state)) +
+                                ")");
     }
     // A customer's rental ends through the rental (rentals/), which says who ended it.
     if (out.purpose == kRentalPurpose) {

@@ -71,7 +71,7 @@ class WorkloadsTest : public testing::FleetTestBase {
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     return w.ok() ? *w : Workload{};
   }
-  std::string StateOf(const std::string& id) { return Get(id).state; }
+  std::string StateOf(const std::string& id) { return std::string(Name(Get(id).state)); }
   // The start_workload command of a workload, as the agent received it.
   std::optional<protocol::Command> StartCommand(FakeAgent& a, const std::string& workload_id) {
     for (const auto& c : a.Commands()) {
@@ -243,7 +243,7 @@ TEST_P(WorkloadsTest, TheStartCommandCarriesTheTypedSpec) {
   CreateWorkloadRequest r = Req(mid, {g[2], g[0]});
   r.container.env = {{"FOO", "bar"}, {"A", "1"}};
   Workload w = MustCreate(pia_, r);
-  EXPECT_EQ(w.state, "pending");
+  EXPECT_EQ(Name(w.state), "pending");
   EXPECT_EQ(w.machine_id, mid);
   EXPECT_EQ(w.provider_id, pia_);
   EXPECT_EQ(w.created_by, pia_);
@@ -354,7 +354,7 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   clock_.Advance(Seconds(1));
   a.Event(w.id, "starting", std::nullopt, "", "ctr1");
   Workload got = Get(w.id);
-  EXPECT_EQ(got.state, "starting");
+  EXPECT_EQ(Name(got.state), "starting");
   EXPECT_EQ(got.container_id, "ctr1");
   EXPECT_FALSE(got.started_at);
   EXPECT_EQ(got.updated_at, clock_.Now());
@@ -363,7 +363,7 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   const Timestamp t_run = clock_.Now();
   a.Event(w.id, "running");
   got = Get(w.id);
-  EXPECT_EQ(got.state, "running");
+  EXPECT_EQ(Name(got.state), "running");
   EXPECT_EQ(got.started_at, t_run);
   EXPECT_EQ(got.container_id, "ctr1") << "kept when the event names none";
 
@@ -371,7 +371,7 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   a.Event(w.id, "starting", std::nullopt, "", "ctr-stale");  // stale
   a.Event(w.id, "running", std::nullopt, "", "ctr-again");   // repeated
   got = Get(w.id);
-  EXPECT_EQ(got.state, "running");
+  EXPECT_EQ(Name(got.state), "running");
   EXPECT_EQ(got.started_at, t_run);
   EXPECT_EQ(got.container_id, "ctr1");
   EXPECT_EQ(got.updated_at, t_run);
@@ -380,9 +380,9 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   const Timestamp t_end = clock_.Now();
   a.Event(w.id, "exited", 3, "", "ctr1");
   got = Get(w.id);
-  EXPECT_EQ(got.state, "exited");
+  EXPECT_EQ(Name(got.state), "exited");
   EXPECT_EQ(got.exit_code, 3);
-  EXPECT_EQ(got.end_party, "customer");
+  EXPECT_EQ(got.end_party, EndParty::kCustomer);
   EXPECT_EQ(got.end_reason, "exited");
   EXPECT_EQ(got.ended_at, t_end);
 
@@ -392,7 +392,7 @@ TEST_P(WorkloadsTest, TheAgentsEventsDriveTheState) {
   a.Event(w.id, "failed", std::nullopt, "oom");
   a.Event(w.id, "exited", 0);
   got = Get(w.id);
-  EXPECT_EQ(got.state, "exited");
+  EXPECT_EQ(Name(got.state), "exited");
   EXPECT_EQ(got.exit_code, 3);
   EXPECT_EQ(got.end_reason, "exited");
   EXPECT_EQ(got.ended_at, t_end);
@@ -444,8 +444,9 @@ TEST_P(WorkloadsTest, WhoEndedTheWorkload) {
     const std::string wid = Start(a, g, "running");
     a.Event(wid, c.state, std::nullopt, c.reason, "", c.cause);
     Workload w = Get(wid);
-    EXPECT_EQ(w.state, c.state) << c.reason;
-    EXPECT_EQ(w.end_party, c.party) << c.state << " " << c.reason << " " << c.cause;
+    EXPECT_EQ(Name(w.state), c.state) << c.reason;
+    EXPECT_EQ(w.end_party, kEndPartyNames.Parse(c.party))
+        << c.state << " " << c.reason << " " << c.cause;
     EXPECT_EQ(w.end_reason, c.end_reason);
     EXPECT_EQ(w.end_cause, c.end_cause);
   }
@@ -469,13 +470,13 @@ TEST_P(WorkloadsTest, AStartTheAgentRefusesFailsTheWorkload) {
   clock_.Advance(Seconds(1));
   a.Result(cmd->command_id, false, "no Docker engine is reachable on this machine");
   Workload got = Get(w.id);
-  EXPECT_EQ(got.state, "failed");
+  EXPECT_EQ(Name(got.state), "failed");
   EXPECT_EQ(got.end_reason,
             "start refused by the agent: no Docker engine is reachable on this "
             "machine");
   // The agent took no start: its machine's doing (a pull or a start that fails afterwards
   // comes as an event, with its cause).
-  EXPECT_EQ(got.end_party, "provider");
+  EXPECT_EQ(got.end_party, EndParty::kProvider);
   EXPECT_EQ(got.end_cause, kCauseStartRefused);
   EXPECT_EQ(got.ended_at, clock_.Now());
   EXPECT_EQ(ListingOf(g[0]), "listed") << "the GPU is free again";
@@ -509,8 +510,8 @@ TEST_P(WorkloadsTest, NothingRunsWhereWorkloadsAreNotIsolated) {
           "engine: network isolation not_isolated: a container on a workload network reached a "
           "listener on the host at 172.18.0.1:41000");
   Workload w = Get(wid);
-  EXPECT_EQ(w.state, "failed");
-  EXPECT_EQ(w.end_party, "provider");
+  EXPECT_EQ(Name(w.state), "failed");
+  EXPECT_EQ(w.end_party, EndParty::kProvider);
 }
 
 TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
@@ -528,7 +529,7 @@ TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
   auto stopped = workloads_->Stop(As(pia_), wid);
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
   EXPECT_EQ(stopped->id, wid);
-  EXPECT_EQ(stopped->state, "running") << "the state follows the agent's report";
+  EXPECT_EQ(Name(stopped->state), "running") << "the state follows the agent's report";
   auto commands_now = a.Commands();
   ASSERT_THAT(commands_now, SizeIs(commands + 1));
   EXPECT_EQ(commands_now.back().kind, protocol::kStopWorkload);
@@ -541,7 +542,7 @@ TEST_P(WorkloadsTest, StopAsksTheAgentAndEndedWorkloadsCannotBeStopped) {
   a.Result(commands_now.back().command_id, true);
   a.Event(wid, "stopped", 137);
   EXPECT_EQ(StateOf(wid), "stopped");
-  EXPECT_EQ(Get(wid).end_party, "customer");
+  EXPECT_EQ(Get(wid).end_party, EndParty::kCustomer);
 
   auto again = workloads_->Stop(As(pia_), wid);
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
@@ -781,18 +782,18 @@ TEST_P(WorkloadsTest, AStartedWorkloadMissingFromTheHelloIsLostAfterAGracePeriod
   ASSERT_TRUE(fleet().SweepOnce().ok());
   for (const std::string& wid : {lost, lost_starting}) {
     Workload w = Get(wid);
-    EXPECT_EQ(w.state, "failed") << wid;
+    EXPECT_EQ(Name(w.state), "failed") << wid;
     EXPECT_EQ(w.end_reason, "container lost");
-    EXPECT_EQ(w.end_party, "provider");
+    EXPECT_EQ(w.end_party, EndParty::kProvider);
     EXPECT_EQ(w.end_cause, kCauseContainerLost);
     EXPECT_EQ(w.ended_at, clock_.Now());
   }
   EXPECT_EQ(StateOf(alive), "running");
   EXPECT_EQ(StateOf(pending), "pending");
   Workload meanwhile = Get(ended_meanwhile);
-  EXPECT_EQ(meanwhile.state, "exited");
+  EXPECT_EQ(Name(meanwhile.state), "exited");
   EXPECT_EQ(meanwhile.exit_code, 0);
-  EXPECT_EQ(meanwhile.end_party, "customer");
+  EXPECT_EQ(meanwhile.end_party, EndParty::kCustomer);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM workloads"), 5) << "no workload from a stray container";
   EXPECT_EQ(ListingOf(g[0]), "listed") << "the lost workload's GPU is free";
   EXPECT_EQ(ListingOf(g[2]), "rented");
@@ -857,6 +858,34 @@ TEST_P(WorkloadsTest, AGpuInAnActiveWorkloadIsRented) {
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(WorkloadsTest);
+
+TEST(WorkloadStatesTest, AWorkloadMovesForwardUntilItEnds) {
+  using enum WorkloadState;
+  static_assert(WorkloadMayGo(kPending, kStarting));
+  static_assert(WorkloadMayGo(kPending, kRunning));  // the agent's starting event was lost
+  static_assert(WorkloadMayGo(kPending, kFailed));   // the agent refused the start
+  static_assert(WorkloadMayGo(kStarting, kRunning));
+  static_assert(WorkloadMayGo(kRunning, kExited));
+  static_assert(WorkloadMayGo(kRunning, kFailed));
+  static_assert(WorkloadMayGo(kRunning, kStopped));
+  static_assert(!WorkloadMayGo(kRunning, kRunning));  // a repeated event
+  static_assert(!WorkloadMayGo(kRunning, kStarting));
+  static_assert(!WorkloadMayGo(kExited, kFailed));  // ended is for good
+  static_assert(!WorkloadMayGo(kStopped, kExited));
+  static_assert(!WorkloadMayGo(kFailed, kRunning));
+  static_assert(IsActiveWorkloadState(kRunning) && !IsActiveWorkloadState(kExited));
+}
+
+// The one table of the states' names: each state has one, and reads back as itself.
+TEST(WorkloadStatesTest, EachStateHasOneNameForTheWireAndTheDatabase) {
+  using enum WorkloadState;
+  for (WorkloadState s : {kPending, kStarting, kRunning, kExited, kFailed, kStopped}) {
+    EXPECT_EQ(kWorkloadStateNames.Parse(Name(s)), s) << Name(s);
+  }
+  EXPECT_EQ(Name(kStopped), "stopped");
+  EXPECT_EQ(kWorkloadStateNames.Parse("done"), std::nullopt);
+  EXPECT_THROW(kWorkloadStateNames.ParseStored("Exited"), std::invalid_argument);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::fleet

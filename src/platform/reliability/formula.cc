@@ -117,8 +117,8 @@ std::vector<Piece> ClassifyTime(const TimeFacts& f, Timestamp from, Timestamp to
   return out;
 }
 
-bool JobCounts(const JobEnd& j) { return j.party != "platform"; }
-bool JobOk(const JobEnd& j) { return j.party != "provider" && j.party != "platform"; }
+bool JobCounts(const JobEnd& j) { return j.party != fleet::EndParty::kPlatform; }
+bool JobOk(const JobEnd& j) { return j.party == fleet::EndParty::kCustomer; }
 
 std::optional<double> Baseline(const std::vector<double>& passing_scores) {
   if (passing_scores.empty()) return std::nullopt;

@@ -42,6 +42,7 @@
 
 #include "common/time.h"
 #include "platform/availability/schedule.h"
+#include "platform/fleet/end_party.h"
 
 namespace gpunex::platform::reliability {
 
@@ -104,7 +105,7 @@ std::vector<Piece> ClassifyTime(const TimeFacts& facts, Timestamp from, Timestam
 
 struct JobEnd {
   Timestamp at;
-  std::string party;  // customer | provider | platform
+  fleet::EndParty party = fleet::EndParty::kProvider;
 };
 // Whether an ending counts (not the platform's), and whether it counts as ok.
 bool JobCounts(const JobEnd& j);

@@ -13,6 +13,8 @@
 namespace gpunex::platform::reliability {
 namespace {
 
+using fleet::EndParty;
+
 constexpr double kHalfLifeS = 7 * 24 * 3600.0;
 
 // The score of a machine with U = B = 1 and no job endings: C is the prior, 0.95.
@@ -87,10 +89,10 @@ History ExampleHistory() {
       {"mnt_1", At("2026-11-19T07:00:00Z"), At("2026-11-19T10:00:00Z"), At("2026-11-17T09:00:00Z")},
   };
   h.jobs = {
-      {At("2026-11-10T12:00:00Z"), "customer"},
-      {At("2026-11-12T08:00:00Z"), "platform"},
-      {At("2026-11-20T09:00:00Z"), "customer"},
-      {At("2026-11-24T10:00:00Z"), "provider"},
+      {At("2026-11-10T12:00:00Z"), EndParty::kCustomer},
+      {At("2026-11-12T08:00:00Z"), EndParty::kPlatform},
+      {At("2026-11-20T09:00:00Z"), EndParty::kCustomer},
+      {At("2026-11-24T10:00:00Z"), EndParty::kProvider},
   };
   h.gpus = {
       {"gpu-0", {100.0, 102.0, 98.0, 101.0}, 101.0, 2000.0, 0.0},
@@ -589,9 +591,9 @@ TEST(ReliabilityTime, RecoveryAfterABadWeek) {
 // ------------------------------------------------------------------ jobs (C)
 
 TEST(ReliabilityJobs, ProviderCountsAgainstPlatformIsLeftOutCustomerIsOk) {
-  const JobEnd customer{At("2026-06-01T00:00:00Z"), "customer"};
-  const JobEnd provider{customer.at, "provider"};
-  const JobEnd platform{customer.at, "platform"};
+  const JobEnd customer{At("2026-06-01T00:00:00Z"), EndParty::kCustomer};
+  const JobEnd provider{customer.at, EndParty::kProvider};
+  const JobEnd platform{customer.at, EndParty::kPlatform};
   EXPECT_TRUE(JobCounts(customer) && JobOk(customer));
   EXPECT_TRUE(JobCounts(provider) && !JobOk(provider));
   EXPECT_FALSE(JobCounts(platform));
@@ -609,11 +611,11 @@ TEST(ReliabilityJobs, ProviderCountsAgainstPlatformIsLeftOutCustomerIsOk) {
   EXPECT_DOUBLE_EQ(completion({provider}), 4.75 / 6);
   EXPECT_DOUBLE_EQ(completion({customer, provider, platform}), 5.75 / 7);
   // A provider-fault ending a week ago weighs half.
-  const JobEnd old_provider{h.now - 7 * kOneDay, "provider"};
+  const JobEnd old_provider{h.now - 7 * kOneDay, EndParty::kProvider};
   EXPECT_NEAR(completion({old_provider}), 4.75 / 5.5, 1e-12);
   // Older than the window, or after now: not counted.
-  EXPECT_DOUBLE_EQ(completion({{h.now - kWindow - kOneSecond, "provider"}}), 0.95);
-  EXPECT_DOUBLE_EQ(completion({{h.now + kOneSecond, "provider"}}), 0.95);
+  EXPECT_DOUBLE_EQ(completion({{h.now - kWindow - kOneSecond, EndParty::kProvider}}), 0.95);
+  EXPECT_DOUBLE_EQ(completion({{h.now + kOneSecond, EndParty::kProvider}}), 0.95);
   EXPECT_DOUBLE_EQ(Completion(0, 0), 0.95);
   EXPECT_DOUBLE_EQ(Completion(10, 10), 14.75 / 15);
 }

@@ -637,7 +637,7 @@ StatusOr<std::vector<ReliabilityEvent>> Reliability::Events(store::Tx& tx, Times
   GPUNEX_ASSIGN_OR_RETURN(std::vector<JobRow> jobs, s.JobsOf(m.machine_id, from));
   const double k = 1 / EpochWeight(now, kEpoch);
   for (const JobRow& j : jobs) {
-    if (j.party != "provider") continue;
+    if (j.party != fleet::EndParty::kProvider) continue;
     const double w = Weight(j.at, now);
     Components better = c;
     better.completion = Completion(m.ok_e * k + w, m.ended_e * k);

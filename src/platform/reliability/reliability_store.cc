@@ -94,7 +94,8 @@ const store::RowMapper<JobRow>& JobRows() {
       {"workload_id", &JobRow::workload_id},
       {"machine_id", &JobRow::machine_id},
       {"at", &JobRow::at},
-      {"party", &JobRow::party},
+      {"party", [](JobRow& j,
+                   const store::Cell& c) { j.party = fleet::kEndPartyNames.ParseStored(c.Str()); }},
       {"reason", &JobRow::reason},
   });
   return *m;
@@ -320,7 +321,8 @@ StatusOr<bool> ReliabilityStore::InsertJob(const JobRow& j) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n, tx_.Exec("INSERT INTO reliability_jobs (workload_id, machine_id, at, party, "
                           "reason) VALUES (?, ?, ?, ?, ?) ON CONFLICT (workload_id) DO NOTHING",
-                          {j.workload_id, j.machine_id, ToUnixMicros(j.at), j.party, j.reason}));
+                          {j.workload_id, j.machine_id, ToUnixMicros(j.at),
+                           std::string(Name(j.party)), j.reason}));
   return n > 0;
 }
 

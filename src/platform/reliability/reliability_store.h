@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 #include "platform/store/db.h"
 #include "platform/store/migrations.h"
 
@@ -97,7 +98,7 @@ struct JobRow {
   std::string workload_id;
   std::string machine_id;
   Timestamp at;
-  std::string party;
+  fleet::EndParty party = fleet::EndParty::kProvider;
   std::string reason;
 };
 

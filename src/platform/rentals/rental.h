@@ -12,6 +12,7 @@
 #include "common/enum_names.h"
 #include "common/money.h"
 #include "common/time.h"
+#include "platform/fleet/end_party.h"
 
 namespace gpunex::platform::rentals {
 
@@ -41,15 +42,45 @@ constexpr bool RentalMayGo(RentalState from, RentalState to) {
   return static_cast<int>(to) > static_cast<int>(from);
 }
 
-// Who ended a rental (RNT-3) and why.
-inline constexpr std::string_view kCustomer = "customer";
-inline constexpr std::string_view kProvider = "provider";
-inline constexpr std::string_view kPlatform = "platform";
+// Who ended a rental (RNT-3) and why. The parties are its workload's (fleet/end_party.h);
+// the reasons, by the party each is put down to (a start that failed is either's):
 // customer: stopped, exited, out_of_memory, start_failed, max_duration, max_cost
 // provider: agent_lost, gpu_lost, hardware_failure, machine_shutdown, container_removed,
 //           start_failed
 // platform: balance_exhausted, operator
 // A workload's end is put down to a party by its cause (fleet/endings.h).
+using fleet::EndParty;
+enum class EndReason {
+  kStopped,
+  kExited,
+  kOutOfMemory,
+  kStartFailed,
+  kMaxDuration,
+  kMaxCost,
+  kAgentLost,
+  kGpuLost,
+  kHardwareFailure,
+  kMachineShutdown,
+  kContainerRemoved,
+  kBalanceExhausted,
+  kOperator,
+};
+inline constexpr EnumNames<EndReason, 13> kEndReasonNames{{{
+    {EndReason::kStopped, "stopped"},
+    {EndReason::kExited, "exited"},
+    {EndReason::kOutOfMemory, "out_of_memory"},
+    {EndReason::kStartFailed, "start_failed"},
+    {EndReason::kMaxDuration, "max_duration"},
+    {EndReason::kMaxCost, "max_cost"},
+    {EndReason::kAgentLost, "agent_lost"},
+    {EndReason::kGpuLost, "gpu_lost"},
+    {EndReason::kHardwareFailure, "hardware_failure"},
+    {EndReason::kMachineShutdown, "machine_shutdown"},
+    {EndReason::kContainerRemoved, "container_removed"},
+    {EndReason::kBalanceExhausted, "balance_exhausted"},
+    {EndReason::kOperator, "operator"},
+}}};
+inline std::string_view Name(EndReason r) { return kEndReasonNames.Name(r); }
 
 struct Rental {
   std::string id;  // "rnt_..."
@@ -65,8 +96,8 @@ struct Rental {
   Usdc price;           // per GPU-hour, locked at start
   int64_t fee_bps = 0;  // the commission, locked at start
   RentalState state = kPending;
-  std::optional<std::string> end_reason;
-  std::optional<std::string> end_party;
+  std::optional<EndReason> end_reason;
+  std::optional<EndParty> end_party;
   std::optional<int64_t> exit_code;
   std::string detail;  // a sentence on the end, "" while it runs
   Timestamp created_at;

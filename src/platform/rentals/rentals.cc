@@ -119,21 +119,22 @@ std::string Micros(Usdc u) { return u.ToString() + " USDC"; }
 // The rental's end (reason, party) from its workload's: the party is the one the fleet put
 // the workload's end down to (fleet/endings.h), the reason the rental's name for its cause
 // (docs/billing.md, "Who ended it").
-std::pair<std::string, std::string> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
-  const std::string party = w.end_party.value_or("customer");
+std::pair<EndReason, EndParty> EndOfWorkload(const Rental& r, const fleet::Workload& w) {
+  const EndParty party = w.end_party.value_or(EndParty::kCustomer);
   const std::string cause = w.end_cause.value_or("");
-  if (r.state != kRunning) return {"start_failed", party};  // never billed, whoever's it was
-  if (cause == protocol::kCauseOomKilled) return {"out_of_memory", party};
-  if (cause == protocol::kCauseContainerGone) return {"container_removed", party};
+  if (r.state != kRunning)
+    return {EndReason::kStartFailed, party};  // never billed, whoever's it was
+  if (cause == protocol::kCauseOomKilled) return {EndReason::kOutOfMemory, party};
+  if (cause == protocol::kCauseContainerGone) return {EndReason::kContainerRemoved, party};
   if (cause == protocol::kCauseAgentShutdown || cause == fleet::kCauseContainerLost) {
-    return {"machine_shutdown", party};
+    return {EndReason::kMachineShutdown, party};
   }
-  if (party != "provider") return {"exited", party};
+  if (party != EndParty::kProvider) return {EndReason::kExited, party};
   // Ended on the machine's side some other way: the engine failed.
   const std::string reason = w.end_reason.value_or("");
   if (reason.find("GPU") != std::string::npos || reason.find("gpu") != std::string::npos)
-    return {"gpu_lost", "provider"};
-  return {"hardware_failure", "provider"};
+    return {EndReason::kGpuLost, EndParty::kProvider};
+  return {EndReason::kHardwareFailure, EndParty::kProvider};
 }
 
 }  // namespace
@@ -347,7 +348,8 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
     if (!own && !p.IsAdmin()) return PermissionDenied("only the customer stops a rental");
     if (r->state == kEnded || r->state == kEnding) {
       return FailedPrecondition("the rental has already ended (" +
-                                r->end_reason.value_or(std::string(Name(r->state))) + ")");
+                                std::string(r->end_reason ? Name(*r->end_reason) : Name(r->state)) +
+                                ")");
     }
     // Billed to the stop, unless the machine is quiet: then to its last heartbeat.
     Timestamp until = now;
@@ -355,11 +357,11 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
     if (auto l = live.find(r->machine_id); l != live.end() && !l->second.online)
       until = std::min(now, l->second.last_seen);
     if (own) {
-      GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "stopped", "customer", until, false, "stopped by the customer"));
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, EndReason::kStopped, EndParty::kCustomer, until,
+                                 false, "stopped by the customer"));
     } else {
-      GPUNEX_RETURN_IF_ERROR(
-          End(tx, now, *r, "operator", "platform", until, false, "stopped by an operator"));
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, EndReason::kOperator, EndParty::kPlatform, until,
+                                 false, "stopped by an operator"));
     }
     out = *r;
     return accounts::Audit(tx, now, p.user.id, "rental.stopped", id, p.ip);
@@ -403,18 +405,20 @@ StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r,
   int64_t s = WholeSeconds(until - *r.running_at);
   // A cap ends the rental once the seconds reach it (the next second would pass it),
   // billed to the cap, even when the tick comes later.
-  auto limit = [&](int64_t at_most, const char* reason, const char* party) {
+  auto limit = [&](int64_t at_most, EndReason reason, EndParty party) {
     if (s >= at_most) {
       s = at_most;
       cap.reason = reason;
       cap.party = party;
     }
   };
-  if (r.max_duration_s) limit(*r.max_duration_s, "max_duration", "customer");
+  if (r.max_duration_s) limit(*r.max_duration_s, EndReason::kMaxDuration, EndParty::kCustomer);
   if (r.max_cost)
-    limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), "max_cost", "customer");
+    limit(billing::SecondsPaidFor(r.price, r.gpus, *r.max_cost), EndReason::kMaxCost,
+          EndParty::kCustomer);
   GPUNEX_ASSIGN_OR_RETURN(Usdc can_owe, r.charged.Plus(balance));
-  limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), "balance_exhausted", "platform");
+  limit(billing::SecondsPaidFor(r.price, r.gpus, can_owe), EndReason::kBalanceExhausted,
+        EndParty::kPlatform);
   s = std::max(s, r.billed_seconds);  // totals never go back
   GPUNEX_ASSIGN_OR_RETURN(billing::Metered m, billing::Meter(r.price, r.gpus, s, r.fee_bps));
   GPUNEX_ASSIGN_OR_RETURN(Usdc d_fee, m.fee.Minus(r.fee));
@@ -443,10 +447,11 @@ StatusOr<Rentals::Cap> Rentals::Meter(Timestamp now, Timestamp until, Rental& r,
   return cap;
 }
 
-Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& reason,
-                    const std::string& party, Timestamp billing_end, bool workload_ended,
-                    const std::string& detail) {
-  std::string why = reason, who = party, text = detail;
+Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, EndReason reason, EndParty party,
+                    Timestamp billing_end, bool workload_ended, const std::string& detail) {
+  EndReason why = reason;
+  EndParty who = party;
+  std::string text = detail;
   if (r.state == kRunning) {
     GPUNEX_ASSIGN_OR_RETURN(Usdc balance,
                             billing::Balance(tx, billing::CustomerAccount(r.customer_id)));
@@ -456,8 +461,8 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
     GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
     // A cap that came before the end given is what ended it (the balance ran out before
     // the customer's stop arrived, say).
-    if (!cap.reason.empty() && cap.billing_end < billing_end) {
-      why = cap.reason;
+    if (cap.reason && cap.billing_end < billing_end) {
+      why = *cap.reason;
       who = cap.party;
       text = "";
     }
@@ -468,13 +473,14 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
   r.end_reason = why;
   r.end_party = who;
   if (text.empty()) {
-    if (why == "balance_exhausted") text = "the balance ran out";
-    if (why == "max_cost") text = "the rental reached its max cost of " + Micros(*r.max_cost);
-    if (why == "max_duration") text = "the rental reached its max duration";
+    if (why == EndReason::kBalanceExhausted) text = "the balance ran out";
+    if (why == EndReason::kMaxCost)
+      text = "the rental reached its max cost of " + Micros(*r.max_cost);
+    if (why == EndReason::kMaxDuration) text = "the rental reached its max duration";
   }
   r.detail = text;
   // RNT-3 and the documented refund: the provider's side ended it early.
-  if (who == "provider" && r.charged.is_positive() &&
+  if (who == EndParty::kProvider && r.charged.is_positive() &&
       r.billed_seconds < options_.early_fault_refund_s) {
     const std::string customer = billing::CustomerAccount(r.customer_id);
     std::string from = billing::ProviderPendingAccount(r.provider_id);
@@ -497,9 +503,9 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
   if (workload_ended) {
     GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
-  } else if (why == "agent_lost") {
+  } else if (why == EndReason::kAgentLost) {
     GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
-                                                 {fleet::kCauseAgentLost, "provider"})
+                                                 {fleet::kCauseAgentLost, EndParty::kProvider})
                                .status());
     GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
     r.ended_at = now;
@@ -509,24 +515,24 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, const std::string& 
   }
   r.updated_at = now;
   GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(r));
-  if (who != "customer") {
+  if (who != EndParty::kCustomer) {
     GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r.customer_id));
     notify::Notice n;
     n.kind = "rental.ended";
     n.title = "Your rental " + r.id + " ended";
-    std::string said = text.empty() ? why : text;
+    std::string said = text.empty() ? std::string(Name(why)) : text;
     if (said.ends_with('.')) said.pop_back();  // the sentences of fleet/endings.h end with one
     n.text = "Your rental of " + std::to_string(r.gpus) + " GPU(s) ended: " + said +
              ". It was billed " + Micros(r.charged) + " for " + std::to_string(r.billed_seconds) +
              " seconds" + (r.refunded.is_positive() ? ", refunded in full." : ".");
     n.link = "/#/rentals/" + r.id;
-    n.email = why == "balance_exhausted" || who == "provider";
+    n.email = why == EndReason::kBalanceExhausted || who == EndParty::kProvider;
     GPUNEX_RETURN_IF_ERROR(
         notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
   }
   LogInfo("rental.ended", {{"rental_id", r.id},
-                           {"reason", why},
-                           {"party", who},
+                           {"reason", std::string(Name(why))},
+                           {"party", std::string(Name(who))},
                            {"billed_seconds", r.billed_seconds},
                            {"charged_micro", r.charged.micros()}});
   return Status::Ok();
@@ -539,9 +545,10 @@ Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Work
   if (!found || found->state == kEnded) return Status::Ok();
   Rental& r = *found;
   if (fleet::IsActiveWorkloadState(w.state)) {
-    if (w.state == "starting" && r.state == kPending) {
+    if (w.state == fleet::WorkloadState::kStarting && r.state == kPending) {
       GPUNEX_RETURN_IF_ERROR(Move(r, kStarting));
-    } else if (w.state == "running" && (r.state == kPending || r.state == kStarting)) {
+    } else if (w.state == fleet::WorkloadState::kRunning &&
+               (r.state == kPending || r.state == kStarting)) {
       // LED-2 / RNT-5: billing starts now, when the agent reports the container running.
       GPUNEX_RETURN_IF_ERROR(Move(r, kRunning));
       r.running_at = now;
@@ -622,7 +629,7 @@ Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timest
           until = std::min(now, it->second.last_seen);
         GPUNEX_ASSIGN_OR_RETURN(Cap cap, Meter(now, until, r, t.balance, transfers));
         ++count;
-        if (!cap.reason.empty()) ended.emplace_back(&r, cap);
+        if (cap.reason) ended.emplace_back(&r, cap);
       }
       // When to look again: the interval, or sooner when a cap or the balance's end comes.
       for (size_t k = i; k < j; ++k) {
@@ -644,7 +651,7 @@ Status Rentals::MeterCustomers(const std::vector<std::string>& customers, Timest
     GPUNEX_RETURN_IF_ERROR(billing::Post(tx, transfers).status());
     GPUNEX_RETURN_IF_ERROR(s.UpdateMetered(running));
     for (auto& [r, cap] : ended) {
-      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, cap.reason, cap.party, cap.billing_end, false, ""));
+      GPUNEX_RETURN_IF_ERROR(End(tx, now, *r, *cap.reason, cap.party, cap.billing_end, false, ""));
     }
     for (const auto& [customer, t] : totals) {
       GPUNEX_RETURN_IF_ERROR(WarnIfLow(tx, now, customer, t.balance, t.per_hour));
@@ -703,15 +710,17 @@ StatusOr<int64_t> Rentals::EndLost() {
       for (Rental& r : active) {
         if (r.state == kEnding) {
           // Its end was decided and billed; the agent that was to confirm it is gone.
-          GPUNEX_RETURN_IF_ERROR(fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
-                                                       {fleet::kCauseAgentLost, "provider"})
-                                     .status());
+          GPUNEX_RETURN_IF_ERROR(
+              fleet::EndWorkloadNow(tx, now, r.workload_id, "agent lost",
+                                    {fleet::kCauseAgentLost, EndParty::kProvider})
+                  .status());
           GPUNEX_RETURN_IF_ERROR(Move(r, kEnded));
           r.ended_at = r.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.Update(r));
         } else {
           const Timestamp last = r.running_at ? std::max(*r.running_at, l->second.last_seen) : now;
-          GPUNEX_RETURN_IF_ERROR(End(tx, now, r, "agent_lost", "provider", last, false,
+          GPUNEX_RETURN_IF_ERROR(End(tx, now, r, EndReason::kAgentLost, EndParty::kProvider, last,
+                                     false,
                                      "the machine's agent was offline for more than " +
                                          std::to_string(options_.agent_lost_grace_s) + " s"));
         }

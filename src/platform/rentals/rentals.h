@@ -197,17 +197,16 @@ class Rentals {
   // holds now); updates both. Returns the reason it must end now, if any, with the
   // moment its billing ends.
   struct Cap {
-    std::string reason;  // "" : none
-    std::string party;
+    std::optional<EndReason> reason;  // none: it goes on
+    EndParty party = EndParty::kCustomer;
     Timestamp billing_end;
   };
   StatusOr<Cap> Meter(Timestamp now, Timestamp until, Rental& r, Usdc& balance,
                       std::vector<billing::Transfer>& transfers) const;
   // Decides the end of an active rental: bills it to `billing_end`, asks the agent to
   // remove its container (unless `workload_ended`), refunds an early provider fault.
-  Status End(store::Tx& tx, Timestamp now, Rental& r, const std::string& reason,
-             const std::string& party, Timestamp billing_end, bool workload_ended,
-             const std::string& detail);
+  Status End(store::Tx& tx, Timestamp now, Rental& r, EndReason reason, EndParty party,
+             Timestamp billing_end, bool workload_ended, const std::string& detail);
   Status MeterCustomers(const std::vector<std::string>& customers, Timestamp now, int64_t* metered);
   Status WarnIfLow(store::Tx& tx, Timestamp now, const std::string& customer_id, Usdc balance,
                    Usdc cost_per_hour);

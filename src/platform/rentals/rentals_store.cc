@@ -1,5 +1,7 @@
 #include "platform/rentals/rentals_store.h"
 
+#include <type_traits>
+
 #include "common/json.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
@@ -7,8 +9,9 @@
 namespace gpunex::platform::rentals {
 namespace {
 
-store::Value Opt(const std::optional<std::string>& v) {
-  return v ? store::Value(*v) : store::Value(nullptr);
+template <typename E>
+requires std::is_enum_v<E> store::Value Opt(const std::optional<E>& v) {
+  return v ? store::Value(std::string(Name(*v))) : store::Value(nullptr);
 }
 store::Value Opt(const std::optional<int64_t>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
@@ -45,8 +48,14 @@ const store::RowMapper<Rental>& RentalRows() {
       {"fee_bps", &Rental::fee_bps},
       {"state",
        [](Rental& r, const store::Cell& c) { r.state = kRentalStateNames.ParseStored(c.Str()); }},
-      {"end_reason", &Rental::end_reason},
-      {"end_party", &Rental::end_party},
+      {"end_reason",
+       [](Rental& r, const store::Cell& c) {
+         if (!c.IsNull()) r.end_reason = kEndReasonNames.ParseStored(c.Str());
+       }},
+      {"end_party",
+       [](Rental& r, const store::Cell& c) {
+         if (!c.IsNull()) r.end_party = fleet::kEndPartyNames.ParseStored(c.Str());
+       }},
       {"exit_code", &Rental::exit_code},
       {"detail", &Rental::detail},
       {"created_at", &Rental::created_at},

@@ -28,6 +28,12 @@ namespace {
 
 using fleet::testing::FakeAgent;
 
+// The name of an end's party or reason, "" for none.
+template <typename E>
+std::string NameOr(const std::optional<E>& v) {
+  return v ? std::string(Name(*v)) : "";
+}
+
 constexpr const char* kH100 = "h100-sxm-80gb";
 constexpr int64_t kPrice = 450'000;  // 0.45 USDC per GPU-hour
 
@@ -182,8 +188,8 @@ TEST_P(RentalsTest, RentRunStopIsBilledTheFormulaForTheSecondsItRan) {
   agent_->Event(r->workload_id, "stopped", 137);
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
-  EXPECT_EQ(end.end_reason.value_or(""), "stopped");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_reason), "stopped");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 135);
   ExpectFormulas(end);
   EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
@@ -231,8 +237,8 @@ TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   agent_->Event(r->workload_id, "failed", std::nullopt, "image pull failed: not found");
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
-  EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_reason), "start_failed");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 0);
   EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM ledger_transfers WHERE rental_id = ?", {r->id}), 0);
@@ -248,8 +254,8 @@ TEST_P(RentalsTest, AStartThatFailsOnTheMachinesSideIsTheProvidersAndNotBilled) 
                 "engine: the Docker socket /var/run/docker.sock does not exist");
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
-  EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
+  EXPECT_EQ(NameOr(end.end_reason), "start_failed");
   EXPECT_EQ(end.detail, "The container engine on the provider's machine failed.");
   EXPECT_EQ(end.charged.micros(), 0);
   EXPECT_EQ(Balance(customer_), 10'000'000);
@@ -292,8 +298,8 @@ TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
     agent_->Event(r->workload_id, row.state, row.exit_code, words, "", row.cause);
     Rental end = Load(r->id);
     EXPECT_EQ(Name(end.state), "ended");
-    EXPECT_EQ(end.end_reason.value_or(""), row.end_reason);
-    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(NameOr(end.end_reason), row.end_reason);
+    EXPECT_EQ(NameOr(end.end_party), row.party);
     EXPECT_EQ(end.exit_code, row.exit_code);
     EXPECT_EQ(end.billed_seconds, 100);
     EXPECT_TRUE(end.charged.is_positive());
@@ -337,8 +343,8 @@ TEST_P(RentalsTest, AProviderSideEndingAfterTheEarlyFaultWindowIsChargedNotRefun
   agent_->Event(r->workload_id, "failed", 137, "the container was removed outside the agent", "",
                 protocol::kCauseContainerGone);
   Rental end = Load(r->id);
-  EXPECT_EQ(end.end_reason.value_or(""), "container_removed");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(NameOr(end.end_reason), "container_removed");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
   EXPECT_EQ(end.billed_seconds, 700);
   EXPECT_EQ(end.refunded.micros(), 0);
   EXPECT_EQ(Balance(customer_), 10'000'000 - end.charged.micros());
@@ -396,8 +402,8 @@ TEST_P(RentalsTest, EveryStartFailureIsPutDownToWhoCausedItAndNeverBilled) {
     }
     Rental end = Load(r->id);
     EXPECT_EQ(Name(end.state), "ended");
-    EXPECT_EQ(end.end_reason.value_or(""), "start_failed");
-    EXPECT_EQ(end.end_party.value_or(""), row.party);
+    EXPECT_EQ(NameOr(end.end_reason), "start_failed");
+    EXPECT_EQ(NameOr(end.end_party), row.party);
     EXPECT_EQ(end.detail, row.sentence);
     EXPECT_EQ(end.billed_seconds, 0);
     EXPECT_EQ(end.charged.micros(), 0);
@@ -418,8 +424,8 @@ TEST_P(RentalsTest, ABalanceOfOneHourStopsTheRentalAtExactlyZero) {
   }
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ending");
-  EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
-  EXPECT_EQ(end.end_party.value_or(""), "platform");
+  EXPECT_EQ(NameOr(end.end_reason), "balance_exhausted");
+  EXPECT_EQ(NameOr(end.end_party), "platform");
   EXPECT_EQ(end.billed_seconds, 3600);
   EXPECT_EQ(end.charged.micros(), kPrice);
   EXPECT_EQ(Balance(customer_), 0);
@@ -439,7 +445,7 @@ TEST_P(RentalsTest, ABalanceRunningOutBetweenTicksIsChargedOnlyToTheMomentItReac
   clock_.Advance(Seconds(5000));  // no tick for longer than the balance lasts
   Meter();
   Rental end = Load(r->id);
-  EXPECT_EQ(end.end_reason.value_or(""), "balance_exhausted");
+  EXPECT_EQ(NameOr(end.end_reason), "balance_exhausted");
   EXPECT_EQ(end.billed_seconds, 3600);
   EXPECT_EQ(Balance(customer_), 0);
 }
@@ -456,8 +462,8 @@ TEST_P(RentalsTest, MaxCostAndMaxDurationEndARentalAtTheirPoint) {
   clock_.Advance(Seconds(900));
   Meter();
   Rental end = Load(r->id);
-  EXPECT_EQ(end.end_reason.value_or(""), "max_cost");
-  EXPECT_EQ(end.end_party.value_or(""), "customer");
+  EXPECT_EQ(NameOr(end.end_reason), "max_cost");
+  EXPECT_EQ(NameOr(end.end_party), "customer");
   EXPECT_EQ(end.billed_seconds, 800);
   EXPECT_EQ(end.charged.micros(), 100'000);
 
@@ -476,7 +482,7 @@ TEST_P(RentalsTest, MaxCostAndMaxDurationEndARentalAtTheirPoint) {
   Meter();
   Meter();
   Rental tend = Load(t->id);
-  EXPECT_EQ(tend.end_reason.value_or(""), "max_duration");
+  EXPECT_EQ(NameOr(tend.end_reason), "max_duration");
   EXPECT_EQ(tend.billed_seconds, 60);
   ExpectFormulas(tend);
   ExpectLedgerOk();
@@ -503,8 +509,8 @@ TEST_P(RentalsTest, AMachineGoneDarkEndsItsRentalsAsAgentLostBilledToItsLastHear
   ASSERT_EQ(*rentals_->EndLost(), 1);
   Rental end = Load(r->id);
   EXPECT_EQ(Name(end.state), "ended");
-  EXPECT_EQ(end.end_reason.value_or(""), "agent_lost");
-  EXPECT_EQ(end.end_party.value_or(""), "provider");
+  EXPECT_EQ(NameOr(end.end_reason), "agent_lost");
+  EXPECT_EQ(NameOr(end.end_party), "provider");
   EXPECT_EQ(end.billing_end_at, last);
   EXPECT_EQ(end.billed_seconds, 100);
   ExpectFormulas(end);
@@ -598,8 +604,8 @@ TEST_P(RentalsTest, EachPartySeesOnlyWhatIsTheirs) {
   // An admin ends it as the platform.
   auto s = rentals_->Stop(As(admin_), r->id);
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->end_reason.value_or(""), "operator");
-  EXPECT_EQ(s->end_party.value_or(""), "platform");
+  EXPECT_EQ(NameOr(s->end_reason), "operator");
+  EXPECT_EQ(NameOr(s->end_party), "platform");
 }
 
 TEST_P(RentalsTest, ALowBalanceWarnsOnceUntilItIsToppedUp) {
