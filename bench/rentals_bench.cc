@@ -193,7 +193,7 @@ int Run() {
         const auto start = Clock::now();
         auto j = jobs.Submit(p, req);
         latencies[static_cast<size_t>(s)].push_back(Seconds(Clock::now() - start) * 1000);
-        if (j.ok() && j->state == "placed") {
+        if (j.ok() && j->state == platform::rentals::JobState::kPlaced) {
           ++placed;
         } else {
           if (failed++ < 3) {

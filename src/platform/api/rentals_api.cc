@@ -190,7 +190,7 @@ json::object JobJson(const rentals::Job& j) {
   };
   return {
       {"id", j.id},
-      {"state", j.state},
+      {"state", Name(j.state)},
       {"rental_id", j.rental_id.empty() ? json::value(nullptr) : json::value(j.rental_id)},
       {"offer_id", j.offer_id.empty() ? json::value(nullptr) : json::value(j.offer_id)},
       {"detail", j.detail},

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/money.h"
 #include "common/time.h"
 #include "platform/fleet/container.h"
@@ -26,7 +27,20 @@ struct JobConstraints {
   std::string region, country;  // "" : any
 };
 
-// queued → placed | unplaceable | cancelled.
+// queued → placed | unplaceable | cancelled: a queued job ends one of three ways, and
+// nothing leaves an end.
+enum class JobState { kQueued, kPlaced, kUnplaceable, kCancelled };
+inline constexpr EnumNames<JobState, 4> kJobStateNames{{{
+    {JobState::kQueued, "queued"},
+    {JobState::kPlaced, "placed"},
+    {JobState::kUnplaceable, "unplaceable"},
+    {JobState::kCancelled, "cancelled"},
+}}};
+inline std::string_view Name(JobState s) { return kJobStateNames.Name(s); }
+constexpr bool JobMayGo(JobState from, JobState to) {
+  return from == JobState::kQueued && to != JobState::kQueued;
+}
+
 struct Job {
   std::string id;  // "job_..."
   std::string customer_id;
@@ -34,7 +48,7 @@ struct Job {
   ContainerSpec container;
   std::optional<int64_t> max_duration_s;
   std::optional<Usdc> max_cost;
-  std::string state;
+  JobState state = JobState::kQueued;
   std::string rental_id;  // when placed
   std::string offer_id;   // when placed
   std::string detail;     // why it waits or ended

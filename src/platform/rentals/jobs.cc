@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/billing/ledger.h"
 #include "platform/rentals/rentals_store.h"
@@ -164,7 +165,7 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   j.container = req.container;
   j.max_duration_s = req.max_duration_s;
   j.max_cost = req.max_cost;
-  j.state = "queued";
+  j.state = JobState::kQueued;
   j.detail = "waiting for an offer that meets the constraints";
   j.idempotency_key = req.idempotency_key;
   // Its times are the round's: it is stored by the next round, with the others.
@@ -213,8 +214,10 @@ StatusOr<Job> Jobs::Cancel(const accounts::Principal& p, const std::string& id) 
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Job> j, s.FindJob(id));
     if (!j || (j->customer_id != p.user.id && !p.IsAdmin())) return NotFound("no such job");
     if (j->customer_id != p.user.id) return PermissionDenied("only the customer cancels a job");
-    if (j->state != "queued") return FailedPrecondition("the job is " + j->state + ", not queued");
-    j->state = "cancelled";
+    if (!JobMayGo(j->state, JobState::kCancelled)) {
+      return FailedPrecondition("the job is " + std::string(Name(j->state)) + ", not queued");
+    }
+    j->state = JobState::kCancelled;
     j->detail = "cancelled by the customer";
     j->ended_at = j->updated_at = now;
     GPUNEX_RETURN_IF_ERROR(s.UpdateJob(*j));
@@ -446,7 +449,9 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
           }
           GPUNEX_ASSIGN_OR_RETURN(std::optional<int64_t> stamp,
                                   fleet::OffersStamp(tx, pl.offer->machine_id));
-          j.state = "placed";
+          GPUNEX_INVARIANT(JobMayGo(j.state, JobState::kPlaced),
+                           "job " + j.id + " is placed from " + std::string(Name(j.state)));
+          j.state = JobState::kPlaced;
           j.rental_id = rental->id;
           j.offer_id = pl.offer->id;
           j.detail = "placed on " + pl.offer->id;
@@ -461,7 +466,7 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
         std::vector<Job> again;
         for (const Job& p : pending) {
           const Job& j = live[index.at(p.id)];
-          if (j.state != "placed") again.push_back(j);
+          if (j.state != JobState::kPlaced) again.push_back(j);
         }
         pending = std::move(again);
       }
@@ -485,7 +490,7 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
     for (size_t i = 0; i < live.size(); ++i) {
       if (answer_of[i] == std::string::npos) continue;
       Job& j = live[i];
-      if (j.state == "queued") {
+      if (j.state == JobState::kQueued) {
         auto [it, fresh] = customers.try_emplace(j.customer_id);
         Customer& c = it->second;
         if (fresh) {

@@ -178,7 +178,8 @@ const store::RowMapper<Job>& JobRows() {
       {"container", [](Job& j, const store::Cell& c) { j.container = ContainerFrom(c.Str()); }},
       {"max_duration_s", &Job::max_duration_s},
       {"max_cost_micro", &Job::max_cost},
-      {"state", &Job::state},
+      {"state",
+       [](Job& j, const store::Cell& c) { j.state = kJobStateNames.ParseStored(c.Str()); }},
       {"rental_id", &Job::rental_id},
       {"offer_id", &Job::offer_id},
       {"detail", &Job::detail},
@@ -450,9 +451,9 @@ Status RentalsStore::InsertJob(const Job& j) {
       .Exec("INSERT INTO jobs (" + JobRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {j.id, j.customer_id, ConstraintsJson(j), ContainerJson(j), Opt(j.max_duration_s),
-             Opt(j.max_cost), j.state, j.rental_id, j.offer_id, j.detail, j.idempotency_key,
-             ToUnixMicros(j.created_at), ToUnixMicros(j.deadline_at), Opt(j.placed_at),
-             Opt(j.ended_at), ToUnixMicros(j.updated_at)})
+             Opt(j.max_cost), std::string(Name(j.state)), j.rental_id, j.offer_id, j.detail,
+             j.idempotency_key, ToUnixMicros(j.created_at), ToUnixMicros(j.deadline_at),
+             Opt(j.placed_at), Opt(j.ended_at), ToUnixMicros(j.updated_at)})
       .status();
 }
 
@@ -461,8 +462,8 @@ Status RentalsStore::UpdateJob(const Job& j) {
       .Exec(
           "UPDATE jobs SET state = ?, rental_id = ?, offer_id = ?, detail = ?, placed_at = ?, "
           "ended_at = ?, updated_at = ? WHERE id = ?",
-          {j.state, j.rental_id, j.offer_id, j.detail, Opt(j.placed_at), Opt(j.ended_at),
-           ToUnixMicros(j.updated_at), j.id})
+          {std::string(Name(j.state)), j.rental_id, j.offer_id, j.detail, Opt(j.placed_at),
+           Opt(j.ended_at), ToUnixMicros(j.updated_at), j.id})
       .status();
 }
 

@@ -711,10 +711,10 @@ TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadli
   // Too cheap for the only offer: it waits.
   auto cheap = jobs.Submit(As(customer_), Job(1, kPrice - 1));
   ASSERT_TRUE(cheap.ok()) << cheap.status().ToString();
-  EXPECT_EQ(cheap->state, "queued");
+  EXPECT_EQ(Name(cheap->state), "queued");
   auto fits = jobs.Submit(As(customer_), Job(2, kPrice));
   ASSERT_TRUE(fits.ok()) << fits.status().ToString();
-  EXPECT_EQ(fits->state, "placed");
+  EXPECT_EQ(Name(fits->state), "placed");
   Rental r = Load(fits->rental_id);
   EXPECT_EQ(r.gpus, 2);
   EXPECT_EQ(r.job_id, fits->id);
@@ -722,24 +722,24 @@ TEST_P(RentalsTest, AJobIsPlacedOnAnOfferThatFitsOrWaitsForOneAndEndsAtItsDeadli
   Reload();
   auto none = jobs.Submit(As(customer_), Job(1, kPrice));
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(none->state, "queued");
+  EXPECT_EQ(Name(none->state), "queued");
   // The provider lowers its price: the cheap job is placed once GPUs are free again.
   ASSERT_TRUE(rentals_->Stop(As(customer_), r.id).ok());
   agent_->Event(r.workload_id, "stopped", 0);
   ASSERT_TRUE(pricing_->SetProviderPrices(As(pia_), {{kH100, Usdc::Micros(kPrice - 1)}}).ok());
   Reload();
   ASSERT_EQ(*jobs.ScheduleOnce(), 2);
-  EXPECT_EQ(jobs.Get(As(customer_), cheap->id)->state, "placed");
-  EXPECT_EQ(jobs.Get(As(customer_), none->id)->state, "placed");
+  EXPECT_EQ(Name(jobs.Get(As(customer_), cheap->id)->state), "placed");
+  EXPECT_EQ(Name(jobs.Get(As(customer_), none->id)->state), "placed");
   // No offer at all: unplaceable at the deadline.
   SubmitJobRequest late = Job(1, 1);
   late.deadline_s = 60;
   auto l = jobs.Submit(As(customer_), late);
   ASSERT_TRUE(l.ok());
-  EXPECT_EQ(l->state, "queued");
+  EXPECT_EQ(Name(l->state), "queued");
   clock_.Advance(Seconds(61));
   ASSERT_TRUE(jobs.ScheduleOnce().ok());
-  EXPECT_EQ(jobs.Get(As(customer_), l->id)->state, "unplaceable");
+  EXPECT_EQ(Name(jobs.Get(As(customer_), l->id)->state), "unplaceable");
   EXPECT_EQ(jobs.Get(As(oscar_), l->id).status().code(), StatusCode::kNotFound);
 }
 
@@ -764,7 +764,7 @@ TEST_P(RentalsTest, ConcurrentSubmittersGetOneGpuEachUntilNoneIsLeft) {
   for (const auto& a : answers) {
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     ids.insert(a->id);
-    if (a->state == "placed") rentals.insert(a->rental_id);
+    if (a->state == JobState::kPlaced) rentals.insert(a->rental_id);
   }
   EXPECT_EQ(ids.size(), 6u);      // one job per key
   EXPECT_EQ(rentals.size(), 2u);  // the machine's two GPUs, once each
@@ -886,10 +886,10 @@ TEST_P(RentalsTest, AProvidersJobIsNeverPlacedOnItsOwnGpus) {
   EXPECT_EQ(Plan(*market_->snapshot(), {own}).size(), 1u);
   auto j = jobs.Submit(As(pia_), Job(1, kPrice));
   ASSERT_TRUE(j.ok()) << j.status().ToString();
-  EXPECT_EQ(j->state, "queued");
+  EXPECT_EQ(Name(j->state), "queued");
   clock_.Advance(Seconds(2));
   ASSERT_EQ(*jobs.ScheduleOnce(), 0);
-  EXPECT_EQ(jobs.Get(As(pia_), j->id)->state, "queued");
+  EXPECT_EQ(Name(jobs.Get(As(pia_), j->id)->state), "queued");
   EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals"), 0);
   // The commit checks the rule too, against the machine as stored.
   const std::string pia_offer = OfferId();
@@ -910,7 +910,7 @@ TEST_P(RentalsTest, AProvidersJobIsNeverPlacedOnItsOwnGpus) {
   ASSERT_EQ(*jobs.ScheduleOnce(), 1);
   auto placed = jobs.Get(As(pia_), j->id);
   ASSERT_TRUE(placed.ok());
-  EXPECT_EQ(placed->state, "placed");
+  EXPECT_EQ(Name(placed->state), "placed");
   EXPECT_EQ(placed->offer_id, OfferOn(other.machine_id));
   EXPECT_EQ(Load(placed->rental_id).provider_id, oscar_);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM rentals WHERE provider_id = customer_id"), 0);
@@ -931,7 +931,7 @@ TEST_P(RentalsTest, AJobThatFitsIsPlacedWithinARoundHoweverManyWaitForNothing) {
                       j.customer_id = who[static_cast<size_t>(i) % who.size()];
                       j.constraints = Job(1, 1 + i % 50).constraints;
                       j.container.image = "registry.example/train:1";
-                      j.state = "queued";
+                      j.state = JobState::kQueued;
                       j.detail = "waiting for an offer that meets the constraints";
                       j.created_at = j.updated_at = clock_.Now();
                       j.deadline_at = clock_.Now() + Seconds(kMaxDeadlineS);
@@ -954,14 +954,14 @@ TEST_P(RentalsTest, AJobThatFitsIsPlacedWithinARoundHoweverManyWaitForNothing) {
   Reload();
   auto fits = jobs.Submit(As(oscar_), Job(1, kPrice));
   ASSERT_TRUE(fits.ok()) << fits.status().ToString();
-  EXPECT_EQ(fits->state, "queued");
+  EXPECT_EQ(Name(fits->state), "queued");
   ASSERT_TRUE(rentals_->Stop(As(customer_), busy->id).ok());
   agent_->Event(busy->workload_id, "stopped", 0);
   Reload();
   clock_.Advance(Seconds(61));
   ASSERT_EQ(*jobs.ScheduleOnce(), 1);
-  EXPECT_EQ(jobs.Get(As(oscar_), fits->id)->state, "placed");
-  EXPECT_EQ(jobs.Get(As(customer_), late->id)->state, "unplaceable");
+  EXPECT_EQ(Name(jobs.Get(As(oscar_), fits->id)->state), "placed");
+  EXPECT_EQ(Name(jobs.Get(As(customer_), late->id)->state), "unplaceable");
   EXPECT_EQ(Number("SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 600);
 }
 
@@ -973,7 +973,7 @@ TEST_P(RentalsTest, ACustomersQueueIsBoundedButAJobThatFitsIsStillPlaced) {
   for (int i = 0; i < 3; ++i) {
     auto j = jobs.Submit(As(customer_), Job(1, 1));
     ASSERT_TRUE(j.ok()) << j.status().ToString();
-    EXPECT_EQ(j->state, "queued");
+    EXPECT_EQ(Name(j->state), "queued");
     queued.push_back(j->id);
   }
   auto over = jobs.Submit(As(customer_), Job(1, 1));
@@ -984,12 +984,12 @@ TEST_P(RentalsTest, ACustomersQueueIsBoundedButAJobThatFitsIsStillPlaced) {
   // A job that fits now does not wait: placed, bound or not.
   auto fits = jobs.Submit(As(customer_), Job(1, kPrice));
   ASSERT_TRUE(fits.ok()) << fits.status().ToString();
-  EXPECT_EQ(fits->state, "placed");
+  EXPECT_EQ(Name(fits->state), "placed");
   // A cancelled job makes room.
   ASSERT_TRUE(jobs.Cancel(As(customer_), queued[0]).ok());
   auto again = jobs.Submit(As(customer_), Job(1, 1));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->state, "queued");
+  EXPECT_EQ(Name(again->state), "queued");
   // Another customer's queue is its own, and concurrent submissions count one another.
   Background background;
   jobs.ScheduleOn(background);
@@ -1005,7 +1005,7 @@ TEST_P(RentalsTest, ACustomersQueueIsBoundedButAJobThatFitsIsStillPlaced) {
   for (const auto& a : answers) {
     if (a.ok()) {
       ++accepted;
-      EXPECT_EQ(a->state, "queued");
+      EXPECT_EQ(Name(a->state), "queued");
     } else {
       EXPECT_EQ(a.status().code(), StatusCode::kFailedPrecondition) << a.status().ToString();
     }
@@ -1037,13 +1037,13 @@ TEST_P(RentalsTest, AJobIsNotHeldBackByAnOlderOneWhoseCommitIsRefused) {
   // which holds his whole balance for its first hour.
   auto older = jobs.Submit(As(oscar_), Job(1, kPrice));
   ASSERT_TRUE(older.ok()) << older.status().ToString();
-  EXPECT_EQ(older->state, "queued");
+  EXPECT_EQ(Name(older->state), "queued");
   auto quinns = rentals_->Create(As(oscar_), Request(1, OfferOn(q.machine_id)));
   ASSERT_TRUE(quinns.ok()) << quinns.status().ToString();
   clock_.Advance(Seconds(1));
   auto newer = jobs.Submit(As(customer_), Job(1, kPrice));
   ASSERT_TRUE(newer.ok()) << newer.status().ToString();
-  EXPECT_EQ(newer->state, "queued");
+  EXPECT_EQ(Name(newer->state), "queued");
   // One of Pia's GPUs is free again: Oscar's job is planned first and refused; the next
   // gets the GPU in the same round.
   ASSERT_TRUE(rentals_->Stop(As(customer_), a->id).ok());
@@ -1051,9 +1051,9 @@ TEST_P(RentalsTest, AJobIsNotHeldBackByAnOlderOneWhoseCommitIsRefused) {
   Reload();
   clock_.Advance(Seconds(2));
   ASSERT_EQ(*jobs.ScheduleOnce(), 1);
-  EXPECT_EQ(jobs.Get(As(customer_), newer->id)->state, "placed");
+  EXPECT_EQ(Name(jobs.Get(As(customer_), newer->id)->state), "placed");
   auto waiting = jobs.Get(As(oscar_), older->id);
-  EXPECT_EQ(waiting->state, "queued");
+  EXPECT_EQ(Name(waiting->state), "queued");
   EXPECT_NE(waiting->detail.find("balance"), std::string::npos) << waiting->detail;
 }
 
@@ -1083,6 +1083,22 @@ TEST(RentalStatesTest, EachStateHasOneNameForTheWireAndTheDatabase) {
   EXPECT_EQ(Name(kRunning), "running");
   EXPECT_EQ(kRentalStateNames.Parse("paused"), std::nullopt);
   EXPECT_THROW(kRentalStateNames.ParseStored("Running"), std::invalid_argument);
+}
+
+// End reasons: each enumerator has its own name, which reads back as itself; the names
+// are those the API and the database have always used.
+TEST(EndReasonsTest, EachReasonHasOneNameThatReadsBack) {
+  std::set<std::string_view> names;
+  for (int i = 0; i <= static_cast<int>(EndReason::kOperator); ++i) {
+    const auto r = static_cast<EndReason>(i);
+    EXPECT_NE(Name(r), "unknown") << i;
+    EXPECT_TRUE(names.insert(Name(r)).second) << Name(r);
+    EXPECT_EQ(kEndReasonNames.Parse(Name(r)), r) << Name(r);
+  }
+  EXPECT_EQ(names.size(), kEndReasonNames.entries.size());
+  EXPECT_EQ(Name(EndReason::kBalanceExhausted), "balance_exhausted");
+  EXPECT_EQ(kEndReasonNames.Parse("crashed"), std::nullopt);
+  EXPECT_THROW(kEndReasonNames.ParseStored("Stopped"), std::invalid_argument);
 }
 
 }  // namespace
