@@ -281,10 +281,10 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   for (const ContainerEnvFn& source : env_sources_) {
     GPUNEX_ASSIGN_OR_RETURN(auto added, source(tx, customer_id));
     auto& env = w.container.env;
-    for (auto& [name, value] : added) {
-      const bool set =
-          std::any_of(env.begin(), env.end(), [&name](const auto& e) { return e.first == name; });
-      if (!set && env.size() < protocol::kMaxEnvEntries) env.emplace_back(name, std::move(value));
+    for (auto& variable : added) {
+      const bool set = std::any_of(
+          env.begin(), env.end(), [&variable](const auto& e) { return e.first == variable.first; });
+      if (!set && env.size() < protocol::kMaxEnvEntries) env.push_back(std::move(variable));
     }
   }
   const int64_t total = std::max<int64_t>(1, static_cast<int64_t>(m->gpus.size()));
