@@ -496,8 +496,10 @@ class OfflineInstallFaultTest(AgentDockerTest):
                       "reached neither", out.stdout)
         self.assertIn("self-test passed", out.stdout)
         self.wait_isolated(prov, mid)
-        self.assertEqual(self.dock.containers("io.gpunex.probe"), [],
-                         "the checks leave no container behind")
+        # The checks leave no container behind: the agent's own check may still be removing
+        # its probe when the self-test's ends (CI saw one left a moment), so allow it that.
+        wait_until(lambda: self.dock.containers("io.gpunex.probe") == [], 15,
+                   "no probe container left behind by the checks")
 
         # --- the agent container killed: Offline after the missed heartbeats
         self.dock.cli("kill", "gpunex-agent")
