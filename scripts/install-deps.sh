@@ -14,7 +14,8 @@ packages=(
   # payouts: ISO 20022 files built and validated with libxml2, QR codes of top-ups
   libxml2-dev libqrencode-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev postgresql python3 python3-aiosmtpd sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev postgresql python3 python3-aiosmtpd python3-psycopg2
+  sqlite3
   # payouts' independent checkers: IBANs and ABA routing numbers, the pain.001 schema
   python3-stdnum libxml2-utils
   wrk procps

@@ -2,12 +2,12 @@
 
 Starts real gpunexd processes (binary from $GPUNEXD) on a throw-away data directory,
 talks to them over HTTP with http.client, and collects the emails they send with an
-in-process SMTP sink (aiosmtpd). Standard library + Debian's python3-aiosmtpd only:
-run with /usr/bin/python3.
+in-process SMTP sink (aiosmtpd). Standard library + Debian's python3-aiosmtpd and
+python3-psycopg2 only: run with /usr/bin/python3.
 
 Backends: SQLite always; PostgreSQL when $GPUNEX_TEST_PG_URL names a throw-away server
 (scripts/pg-test-server.sh start DIR prints one). Each PostgreSQL test gets a fresh
-database (CREATE DATABASE through psql) that is dropped afterwards.
+database that is dropped afterwards; the test's own queries share one connection.
 
 Environment:
   GPUNEXD              path to the gpunexd binary (required; CTest sets it)
@@ -45,6 +45,8 @@ import unittest
 import urllib.parse
 import uuid
 
+import psycopg2
+import psycopg2.extensions
 from aiosmtpd.controller import Controller
 
 PUBLIC_URL = "https://gpunex.test"
@@ -343,15 +345,51 @@ API = "/api/v1"
 # --------------------------------------------------------------------------- backends
 
 
-def _psql(url, sql, *, tuples=True):
-    args = ["psql", url, "-v", "ON_ERROR_STOP=1", "-X", "-q"]
-    if tuples:
-        args += ["-A", "-t", "-F", "\x1f", "-R", "\x1e"]
-    args += ["-c", sql]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"psql failed ({out.returncode}): {out.stderr.strip()}\nSQL: {sql}")
-    return out.stdout
+class _PgConnection:
+    """One connection to a PostgreSQL database, kept for the test's queries (a psql process
+    per query cost about 0.1 s of CPU each, most of a PostgreSQL test's own time). Values
+    come back as the server's text, as psql printed them: the tests compare those."""
+
+    def __init__(self, url):
+        self.url = url
+        self.conn = None
+        self.lock = threading.Lock()
+
+    def run(self, sql):
+        """The rows of `sql` as tuples of text (None for NULL); [] for a statement that
+        returns none. Each statement commits on its own (autocommit)."""
+        with self.lock:
+            if self.conn is None or self.conn.closed:
+                self.conn = psycopg2.connect(self.url)
+                self.conn.autocommit = True
+                _as_text(self.conn)
+            try:
+                with self.conn.cursor() as cur:
+                    cur.execute(sql)
+                    return cur.fetchall() if cur.description is not None else []
+            except psycopg2.OperationalError:
+                # The connection went (a dropped database, a restarted server): the next
+                # query opens another.
+                self.conn.close()
+                raise
+            except psycopg2.Error as e:
+                raise RuntimeError(f"PostgreSQL: {str(e).strip()}\nSQL: {sql}") from e
+
+    def close(self):
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+
+
+def _as_text(conn):
+    """Every type of `conn`'s results as the server's text (psql's output), not Python's
+    conversions (Decimal, datetime, bool)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT oid FROM pg_type")
+        oids = tuple(r[0] for r in cur.fetchall())
+    text = psycopg2.extensions.new_type(oids, "GPUNEX_TEXT", lambda value, _cur: value)
+    psycopg2.extensions.register_type(text, conn)
 
 
 def _with_dbname(url, dbname):
@@ -395,8 +433,9 @@ class PostgresBackend:
     def __init__(self, server_url):
         self.server_url = server_url
         self.dbname = "gpunex_e2e_" + uuid.uuid4().hex[:16]
-        _psql(server_url, f'CREATE DATABASE "{self.dbname}"', tuples=False)
+        _PgConnection(server_url).run(f'CREATE DATABASE "{self.dbname}"')
         self.database_url = _with_dbname(server_url, self.dbname)
+        self.conn = _PgConnection(self.database_url)
 
     def query(self, sql, params=()):
         """Rows as tuples of strings (None for NULL is not distinguished: '' ).
@@ -413,14 +452,8 @@ class PostgresBackend:
                     lit = "'" + str(p).replace("'", "''") + "'"
                 out += lit + rest
             sql = out
-        text = _psql(self.database_url, sql)
-        rows = []
-        for rec in text.split("\x1e"):
-            rec = rec.strip("\n")
-            if rec == "":
-                continue
-            rows.append(tuple(_pg_value(v) for v in rec.split("\x1f")))
-        return rows
+        return [tuple(_pg_value("" if v is None else v) for v in row)
+                for row in self.conn.run(sql)]
 
     def tables(self):
         return sorted(r[0] for r in self.query(
@@ -428,9 +461,11 @@ class PostgresBackend:
             "AND table_type = 'BASE TABLE'"))
 
     def drop(self):
+        self.conn.close()
         try:
-            _psql(self.server_url, f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)',
-                  tuples=False)
+            server = _PgConnection(self.server_url)
+            server.run(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+            server.close()
         except Exception:  # best effort: the server is throw-away
             pass
 

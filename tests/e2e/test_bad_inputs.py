@@ -600,7 +600,7 @@ class BadInputsMixin:
     def _snapshot(self):
         b = self.srv.backend
         snap = {}
-        # Every table's row count in one query (each query on PostgreSQL is a psql run).
+        # Every table's row count in one query.
         counted = [t for t in b.tables() if t not in GROWING_TABLES]
         snap.update(b.query(" UNION ALL ".join(f"SELECT '{t}', COUNT(*) FROM {t}"
                                                for t in counted)))

@@ -701,8 +701,8 @@ class PayoutsBadInputsMixin(ApiAssertions):
                 "sepa": self.bert.c, "customer": self.customer.c, "admin": self.admin.c,
                 "anon": self.srv.client()}
 
-    # One query (one psql process on PostgreSQL, the bulk of a row's time there): each row
-    # of the tables a refusal must not change, as (table, its columns joined).
+    # One query: each row of the tables a refusal must not change, as (table, its columns
+    # joined).
     STATE_TABLES = (
         ("payout_settings", "provider_id, schedule, threshold_micro, method, changed_at, "
                             "hold_until, updated_at"),

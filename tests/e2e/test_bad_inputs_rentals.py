@@ -314,7 +314,7 @@ class RentalsBadInputsMixin:
 
     def _state(self, f):
         q = self.srv.backend.query
-        # One query for the counts (each query on PostgreSQL is a psql run).
+        # One query for the counts.
         out = dict(q(" UNION ALL ".join(f"SELECT '{t}', COUNT(*) FROM {t}" for t in COUNTED)))
         out["transfers"] = sorted(json.dumps([str(v) for v in row]) for row in q(
             "SELECT id, kind, amount FROM ledger_transfers"))
