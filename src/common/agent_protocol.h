@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/json.h"
 #include "common/status.h"
 
@@ -251,14 +252,38 @@ bool IsReservedEnvName(std::string_view s);
 // "GPU-" and a UUID (8-4-4-4-12 hex digits); emulated GPUs: "GPU-emu-" and a UUID.
 bool IsGpuUuid(std::string_view s);
 
+// A port of a workload's container that its owner may reach through the platform (issue
+// 25, docs/access.md): HTTP ports through the access listener, TCP ports through a
+// WebSocket; the agent reaches only these, on that workload's own container.
+enum class PortProtocol { kHttp, kTcp };
+inline constexpr EnumNames<PortProtocol, 2> kPortProtocolNames{{{
+    {PortProtocol::kHttp, "http"},
+    {PortProtocol::kTcp, "tcp"},
+}}};
+inline constexpr size_t kMaxPorts = 16;
+struct WorkloadPort {
+  uint16_t port = 0;  // 1 to 65535, each at most once a workload
+  PortProtocol protocol = PortProtocol::kHttp;
+  // Reachable without a token or session: the platform's rule; the agent never sees it.
+  bool is_public = false;
+
+  bool operator==(const WorkloadPort&) const = default;
+};
+// The array `key` of `r` as ports, {"port", "protocol" ("http" when left out), and with
+// `with_public` "public" (false when left out)}: each fault recorded at its element's path
+// ("ports[1].port"). The one reader of ports, for the API and the agent alike.
+std::vector<WorkloadPort> ReadPorts(const JsonReader& r, std::string_view key, bool with_public);
+json::array PortsJson(const std::vector<WorkloadPort>& ports, bool with_public);
+
 // start_workload: the workload to run (SPEC ISO-1, ISO-2).
 //   {"workload_id": "wl_01J...", "image": "pytorch/pytorch:2.3.0",
 //    "command": ["python", "train.py"], "env": {"EPOCHS": "3"},
 //    "gpu_uuids": ["GPU-..."], "memory_mb": 16384, "cpus": 8, "pids_limit": 4096,
-//    "scratch_mb": 102400, "timeout_s": 3600}
-// command, env, gpu_uuids and timeout_s may be left out. Fields that would widen the
-// isolation policy ("privileged", "binds", "cap_add", "network_mode", "user", ...) are
-// refused like any unknown field, with a message saying so.
+//    "scratch_mb": 102400, "timeout_s": 3600, "ports": [{"port": 8888, "protocol": "http"}]}
+// command, env, gpu_uuids, timeout_s and ports may be left out (the platform leaves ports
+// out when there are none, so that agents older than ports take every other workload). Fields that
+// would widen the isolation policy ("privileged", "binds", "cap_add", "network_mode", "user", ...)
+// are refused like any unknown field, with a message saying so.
 struct StartWorkload {
   std::string workload_id;           // IsWorkloadId
   std::string image;                 // a Docker image reference (common/image_ref.h)
@@ -271,6 +296,7 @@ struct StartWorkload {
   int64_t pids_limit = 0;              // [kMinPids, kMaxPids]
   int64_t scratch_mb = 0;              // [kMinScratchMb, kMaxScratchMb]
   int64_t timeout_s = 0;               // [0, kMaxTimeoutS]; 0 = none
+  std::vector<WorkloadPort> ports;     // at most kMaxPorts; is_public not carried
 
   bool operator==(const StartWorkload&) const = default;
 };

@@ -35,16 +35,16 @@ bool IsHexDigit(char c) {
 constexpr std::string_view kForbiddenWorkloadFields[] = {
     "binds", "mounts", "volumes", "volumes_from", "tmpfs", "read_only", "readonly_rootfs",
     "privileged", "cap_add", "cap_drop", "capabilities", "security_opt", "user", "group_add",
-    "devices", "device_requests", "runtime", "network", "network_mode", "networks", "ports",
-    "port_bindings", "publish_all_ports", "extra_hosts", "dns", "hostname", "ipc_mode",
-    "pid_mode", "uts_mode", "userns_mode", "cgroup_parent", "cgroupns_mode", "sysctls",
+    "devices", "device_requests", "runtime", "network", "network_mode", "networks",
+    "exposed_ports", "port_bindings", "publish_all_ports", "extra_hosts", "dns", "hostname",
+    "ipc_mode", "pid_mode", "uts_mode", "userns_mode", "cgroup_parent", "cgroupns_mode", "sysctls",
     "ulimits", "shm_size", "oom_kill_disable", "memory_swap", "init", "restart_policy",
     "log_config", "labels", "entrypoint", "working_dir", "tty", "host_config"};
 // clang-format on
 
 constexpr std::string_view kStartWorkloadFields[] = {
-    "workload_id", "image", "command",    "env",        "gpu_uuids",
-    "memory_mb",   "cpus",  "pids_limit", "scratch_mb", "timeout_s"};
+    "workload_id", "image",      "command",    "env",       "gpu_uuids", "memory_mb",
+    "cpus",        "pids_limit", "scratch_mb", "timeout_s", "ports"};
 
 bool Contains(const auto& list, std::string_view key) {
   return std::find(std::begin(list), std::end(list), key) != std::end(list);
@@ -177,6 +177,7 @@ StatusOr<StartWorkload> ParseStartWorkload(const json::object& payload) {
       }
     }
   }
+  s.ports = ReadPorts(r, "ports", /*with_public=*/false);
   if (auto m = r.Int("memory_mb", true, kMinMemoryMb, kMaxMemoryMb)) s.memory_mb = *m;
   if (auto c = r.Number("cpus", true, 0, kMaxCpus)) {
     if (*c < kMinCpus) {
@@ -198,16 +199,72 @@ json::object ToJson(const StartWorkload& s) {
   for (const auto& g : s.gpu_uuids) gpus.emplace_back(g);
   json::object env;
   for (const auto& [name, value] : s.env) env[name] = value;
-  return {{"workload_id", s.workload_id},
-          {"image", s.image},
-          {"command", std::move(command)},
-          {"env", std::move(env)},
-          {"gpu_uuids", std::move(gpus)},
-          {"memory_mb", s.memory_mb},
-          {"cpus", s.cpus},
-          {"pids_limit", s.pids_limit},
-          {"scratch_mb", s.scratch_mb},
-          {"timeout_s", s.timeout_s}};
+  json::object out{{"workload_id", s.workload_id},
+                   {"image", s.image},
+                   {"command", std::move(command)},
+                   {"env", std::move(env)},
+                   {"gpu_uuids", std::move(gpus)},
+                   {"memory_mb", s.memory_mb},
+                   {"cpus", s.cpus},
+                   {"pids_limit", s.pids_limit},
+                   {"scratch_mb", s.scratch_mb},
+                   {"timeout_s", s.timeout_s}};
+  if (!s.ports.empty()) out["ports"] = PortsJson(s.ports, /*with_public=*/false);
+  return out;
+}
+
+std::vector<WorkloadPort> ReadPorts(const JsonReader& r, std::string_view key, bool with_public) {
+  std::vector<WorkloadPort> out;
+  const json::array* a = r.Array(key, false, 0, kMaxPorts);
+  if (!a) return out;
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const std::string path = IndexPath(key, i);
+    if (!(*a)[i].is_object()) {
+      r.Fail(path, "must be an object such as {\"port\": 8080, \"protocol\": \"http\"}");
+      continue;
+    }
+    JsonReader pr((*a)[i].get_object(), r.PathOf(path), r.errors());
+    if (with_public) {
+      pr.RejectUnknown({"port", "protocol", "public"});
+    } else {
+      pr.RejectUnknown({"port", "protocol"});
+    }
+    WorkloadPort p;
+    bool ok = true;
+    if (auto n = pr.Int("port", true, 1, 65535)) {
+      if (!seen.insert(*n).second) {
+        pr.Fail("port", "is declared twice");
+        ok = false;
+      }
+      p.port = static_cast<uint16_t>(*n);
+    } else {
+      ok = false;
+    }
+    if (auto proto = pr.String("protocol", false, 16)) {
+      if (auto parsed = kPortProtocolNames.Parse(*proto)) {
+        p.protocol = *parsed;
+      } else {
+        pr.Fail("protocol", "must be \"http\" or \"tcp\"");
+        ok = false;
+      }
+    }
+    if (with_public) {
+      if (auto pub = pr.Bool("public", false)) p.is_public = *pub;
+    }
+    if (ok) out.push_back(p);
+  }
+  return out;
+}
+
+json::array PortsJson(const std::vector<WorkloadPort>& ports, bool with_public) {
+  json::array out;
+  for (const auto& p : ports) {
+    json::object o{{"port", p.port}, {"protocol", kPortProtocolNames.Name(p.protocol)}};
+    if (with_public) o["public"] = p.is_public;
+    out.emplace_back(std::move(o));
+  }
+  return out;
 }
 
 StatusOr<StopWorkload> ParseStopWorkload(const json::object& payload) {

@@ -247,12 +247,70 @@ TEST(StartWorkload, RoundTrips) {
   auto s = ParseStartWorkload(ValidStart());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   ExpectRoundTrip(*s, ParseStartWorkload);
-  StartWorkload minimal{"w", "busybox", {}, {}, {}, 64, 0.1, 16, 16, 0};
+  StartWorkload minimal{"w", "busybox", {}, {}, {}, 64, 0.1, 16, 16, 0, {}};
   ExpectRoundTrip(minimal, ParseStartWorkload);
   StartWorkload emulated = *s;
   emulated.gpu_uuids = {"GPU-emu-08f275f0-3ffa-8fa4-e341-ef38567b523a"};
   emulated.env = {{"Z", "last"}, {"A", "first"}};  // the order is kept
   ExpectRoundTrip(emulated, ParseStartWorkload);
+}
+
+TEST(StartWorkload, CarriesDeclaredPortsAndLeavesThemOutWhenNone) {
+  json::object p = ValidStart();
+  p["ports"] =
+      json::array{json::object{{"port", 8888}, {"protocol", "http"}},
+                  json::object{{"port", 22}, {"protocol", "tcp"}}, json::object{{"port", 9000}}};
+  auto s = ParseStartWorkload(p);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->ports, (std::vector<WorkloadPort>{{8888, PortProtocol::kHttp, false},
+                                                 {22, PortProtocol::kTcp, false},
+                                                 {9000, PortProtocol::kHttp, false}}));
+  ExpectRoundTrip(*s, ParseStartWorkload);
+  // None: no "ports" member, so that an agent older than ports takes the command.
+  s->ports.clear();
+  EXPECT_FALSE(ToJson(*s).contains("ports"));
+}
+
+TEST(StartWorkload, BadPortsNameTheirElement) {
+  const auto errors = [](json::array ports) {
+    json::object p = ValidStart();
+    p["ports"] = std::move(ports);
+    return ErrorsOf(ParseStartWorkload, p);
+  };
+  EXPECT_EQ(errors({json::object{{"port", 0}}}),
+            (FieldErrors{{"ports[0].port", "must be at least 1"}}));
+  EXPECT_EQ(errors({json::object{{"port", 65536}}}),
+            (FieldErrors{{"ports[0].port", "must be at most 65535"}}));
+  // Ports are reached inside the container, never published on the host: a Docker-style
+  // binding is refused.
+  EXPECT_EQ(errors({json::value("22:22")}).count("ports[0]"), 1u);
+  EXPECT_EQ(errors({json::object{{"port", 80}}, json::object{{"port", 80}}}),
+            (FieldErrors{{"ports[1].port", "is declared twice"}}));
+  EXPECT_EQ(errors({json::object{{"port", 80}, {"protocol", "udp"}}}),
+            (FieldErrors{{"ports[0].protocol", "must be \"http\" or \"tcp\""}}));
+  EXPECT_EQ(errors({json::object{{"port", 80}, {"public", true}}}),
+            (FieldErrors{{"ports[0].public", "is not a known field"}}));
+  EXPECT_EQ(errors({json::value(80)}),
+            (FieldErrors{{"ports[0]",
+                          "must be an object such as {\"port\": 8080, \"protocol\": \"http\"}"}}));
+  json::array many;
+  for (int i = 1; i <= 17; ++i) many.emplace_back(json::object{{"port", i}});
+  EXPECT_EQ(errors(many), (FieldErrors{{"ports", "must have at most 16 items"}}));
+}
+
+// The API's reading of the same array takes "public" too.
+TEST(ReadPorts, TakesPublicWhereAsked) {
+  FieldErrors errors;
+  json::object body{{"ports", json::array{json::object{{"port", 8080}, {"public", true}},
+                                          json::object{{"port", 8081}, {"protocol", "tcp"}}}}};
+  JsonReader r(body, "", &errors);
+  auto ports = ReadPorts(r, "ports", /*with_public=*/true);
+  EXPECT_TRUE(errors.empty()) << Describe(errors);
+  EXPECT_EQ(ports, (std::vector<WorkloadPort>{{8080, PortProtocol::kHttp, true},
+                                              {8081, PortProtocol::kTcp, false}}));
+  EXPECT_EQ(
+      ToJsonText(PortsJson(ports, true)),
+      R"([{"port":8080,"protocol":"http","public":true},{"port":8081,"protocol":"tcp","public":false}])");
 }
 
 TEST(StartWorkload, AcceptsEmulatedGpuUuidsOnlyInTheirOwnForm) {
@@ -288,7 +346,8 @@ TEST(StartWorkload, RefusesEveryFieldThatWouldWidenThePolicy) {
       {"uts_mode", "host"},
       {"runtime", "runc"},
       {"sysctls", json::object{}},
-      {"ports", json::array{"22:22"}},
+      {"port_bindings", json::object{{"22/tcp", json::array{}}}},
+      {"exposed_ports", json::object{{"22/tcp", json::object{}}}},
       {"publish_all_ports", true},
       {"readonly_rootfs", false},
       {"cgroup_parent", "/"},

@@ -161,6 +161,22 @@ ROWS = [
     r("env value a number", rental(env={"MODE": 1}), ["env.MODE"]),
     r("env value of 32769 characters", rental(env={"MODE": "x" * 32769}), ["env.MODE"]),
     r("env of 129 variables", rental(env={f"V{i}": "x" for i in range(129)}), ["env"]),
+    # --- ports (issue 25)
+    r("ports not an array", rental(ports={"port": 8080}), ["ports"]),
+    r("ports of 17", rental(ports=[{"port": 8000 + i} for i in range(17)]), ["ports"]),
+    r("ports element a string", rental(ports=["8080:8080"]), ["ports[0]"]),
+    r("port 0", rental(ports=[{"port": 0}]), ["ports[0].port"]),
+    r("port 65536", rental(ports=[{"port": 65536}]), ["ports[0].port"]),
+    r("port a string", rental(ports=[{"port": "8080"}]), ["ports[0].port"]),
+    r("port missing", rental(ports=[{"protocol": "http"}]), ["ports[0].port"]),
+    r("port declared twice", rental(ports=[{"port": 22, "protocol": "tcp"}, {"port": 22}]),
+      ["ports[1].port"]),
+    r("port protocol udp", rental(ports=[{"port": 53, "protocol": "udp"}]),
+      ["ports[0].protocol"]),
+    r("port public a string", rental(ports=[{"port": 80, "public": "yes"}]),
+      ["ports[0].public"]),
+    r("port with a host address", rental(ports=[{"port": 80, "host": "10.0.0.1"}]),
+      ["ports[0].host"]),
     # --- max_duration_s
     r("max_duration_s 0", rental(max_duration_s=0), ["max_duration_s"]),
     r("max_duration_s -60", rental(max_duration_s=-60), ["max_duration_s"]),
@@ -238,6 +254,7 @@ JOB_ROWS = [
     j("max_duration_s 59", job(max_duration_s=59), ["max_duration_s"]),
     j("max_cost_micro 0", job(max_cost_micro=0), ["max_cost_micro"]),
     j("unknown field", job(colour="blue"), ["colour"]),
+    j("port declared twice", job(ports=[{"port": 8888}, {"port": 8888}]), ["ports[1].port"]),
     j("anonymous", job(), [], who="anon", status=401, code=None),
 ]
 
@@ -352,9 +369,18 @@ class RentalsBadInputsMixin:
         self.assertStatus(res, 201)
         self.assertEqual((res.body["gpus"], res.body["max_duration_s"],
                           res.body["max_cost_micro"]), (1, 60, 10 ** 12))
+        self.assertEqual(res.body["ports"], [])
+        # Declared ports: the defaults filled in, and shown as stored.
+        ports = [{"port": 8888}, {"port": 22, "protocol": "tcp"},
+                 {"port": 65535, "protocol": "http", "public": True}]
         res = cl["customer"].post(RENTALS, rental(gpus=2, max_duration_s=31_536_000,
-                                                  max_cost_micro=1)(ctx))
+                                                  max_cost_micro=1, ports=ports)(ctx))
         self.assertStatus(res, 201)
+        want = [{"port": 8888, "protocol": "http", "public": False},
+                {"port": 22, "protocol": "tcp", "public": False},
+                {"port": 65535, "protocol": "http", "public": True}]
+        self.assertEqual(res.body["ports"], want)
+        self.assertEqual(cl["customer"].get(f"{RENTALS}/{res.body['id']}").body["ports"], want)
         # The balance short of an hour still rents what it covers.
         res = cl["cents"].post(RENTALS, rental(max_duration_s=DROP, max_cost_micro=1000)(ctx))
         self.assertStatus(res, 201)

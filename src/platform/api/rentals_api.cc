@@ -10,7 +10,7 @@ namespace gpunex::platform::api {
 namespace {
 
 constexpr std::string_view kRentalFields[] = {
-    "offer_id", "gpus", "image", "command", "env", "max_duration_s", "max_cost_micro"};
+    "offer_id", "gpus", "image", "command", "env", "max_duration_s", "max_cost_micro", "ports"};
 
 json::value OptMicros(const std::optional<Usdc>& u) {
   return u ? json::value(u->micros()) : json::value(nullptr);
@@ -46,6 +46,7 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"max_duration_s", r.max_duration_s ? json::value(*r.max_duration_s) : json::value(nullptr)},
       {"image", r.image},
       {"command", std::move(command)},
+      {"ports", protocol::PortsJson(r.ports, /*with_public=*/true)},
       {"region", r.region},
       {"country", r.country},
       {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},
@@ -134,9 +135,10 @@ http::Response StatementCsv(const ApiContext& ctx, const accounts::Principal& p,
 }
 
 constexpr std::string_view kJobFields[] = {
-    "gpu_models",      "gpu_model", "gpus",       "max_price_micro", "min_reliability",
-    "min_performance", "region",    "country",    "min_vram_gb",     "image",
-    "command",         "env",       "deadline_s", "max_duration_s",  "max_cost_micro"};
+    "gpu_models",      "gpu_model",       "gpus",           "max_price_micro",
+    "min_reliability", "min_performance", "region",         "country",
+    "min_vram_gb",     "image",           "command",        "env",
+    "deadline_s",      "max_duration_s",  "max_cost_micro", "ports"};
 
 StatusOr<rentals::SubmitJobRequest> DecodeJob(const http::Request& req) {
   auto body = JsonObjectBody(req);
@@ -204,6 +206,7 @@ json::object JobJson(const rentals::Job& j) {
       {"country", c.country},
       {"image", j.container.image},
       {"command", std::move(command)},
+      {"ports", protocol::PortsJson(j.container.ports, /*with_public=*/true)},
       {"max_duration_s", j.max_duration_s ? json::value(*j.max_duration_s) : json::value(nullptr)},
       {"max_cost_micro", OptMicros(j.max_cost)},
       {"created_at", FormatRfc3339(j.created_at)},

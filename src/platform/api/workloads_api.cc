@@ -26,7 +26,7 @@ const std::map<std::string, std::string, std::less<>> kForbidden = {
 
 constexpr std::string_view kKnown[] = {"machine_id", "gpu_ids",   "image", "command",
                                        "env",        "memory_mb", "cpus",  "pids_limit",
-                                       "scratch_mb", "timeout_s"};
+                                       "scratch_mb", "timeout_s", "ports"};
 
 StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
   FieldErrors errors;
@@ -124,7 +124,7 @@ void RejectContainerOptions(const json::object& body, std::span<const std::strin
 }
 
 void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container) {
-  auto& [image, command, env] = *container;
+  auto& [image, command, env, ports] = *container;
   image = r.String("image", true, 255).value_or("");
   if (const json::array* a = r.Array("command", false, 0, 1024)) {
     for (const auto& c : *a) {
@@ -144,6 +144,7 @@ void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container) {
       env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
     }
   }
+  ports = protocol::ReadPorts(r, "ports", /*with_public=*/true);
 }
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/agent_protocol.h"
+
 namespace gpunex::platform::fleet {
 
 // What the field errors on "command" and on "env.NAME" values say, whichever check finds
@@ -21,6 +23,9 @@ struct ContainerSpec {
   std::string image;
   std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;
+  // The ports its owner may reach through the platform (issue 25): at most
+  // protocol::kMaxPorts, each port once.
+  std::vector<protocol::WorkloadPort> ports = {};
 };
 
 }  // namespace gpunex::platform::fleet

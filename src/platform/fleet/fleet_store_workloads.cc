@@ -34,6 +34,8 @@ protocol::StartWorkload SpecFrom(const std::string& text) {
   s.pids_limit = StoredInt(o, "pids_limit");
   s.scratch_mb = StoredInt(o, "scratch_mb");
   s.timeout_s = StoredInt(o, "timeout_s");
+  FieldErrors ignored;  // written valid
+  s.ports = protocol::ReadPorts(JsonReader(o, "", &ignored), "ports", /*with_public=*/false);
   return s;
 }
 

@@ -33,7 +33,7 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
 }  // namespace
 
 FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy& images) {
-  const auto& [image, command, env] = container;
+  const auto& [image, command, env, ports] = container;
   FieldErrors errors;
   std::string why;
   if (auto ref = ParseImageRef(image, &why); !ref) {
@@ -66,6 +66,15 @@ FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy&
       errors.emplace(field, "is set by the platform (NVIDIA_* variables select the GPUs)");
     } else if (value.size() > protocol::kMaxEnvValueLength || !IsCleanText(value, true)) {
       errors.emplace(field, std::string(kEnvValueRule));
+    }
+  }
+  // What the API's reader (protocol::ReadPorts) already refuses, for every other path.
+  if (ports.size() > protocol::kMaxPorts) errors.emplace("ports", "must have at most 16 items");
+  std::set<uint16_t> seen;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (ports[i].port == 0 || !seen.insert(ports[i].port).second) {
+      errors.emplace("ports[" + std::to_string(i) + "].port",
+                     "must be a port from 1 to 65535 declared once");
     }
   }
   return errors;
@@ -161,6 +170,7 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   spec.image = req.container.image;
   spec.command = req.container.command;
   spec.env = req.container.env;
+  spec.ports = req.container.ports;
   spec.memory_mb = req.memory_mb.value_or(4096 * n);
   spec.cpus = req.cpus.value_or(2.0 * static_cast<double>(n));
   spec.pids_limit = req.pids_limit.value_or(1024);

@@ -111,6 +111,7 @@ struct Rental {
   Timestamp next_meter_at;
   std::string image;
   std::vector<std::string> command;
+  std::vector<protocol::WorkloadPort> ports;  // declared ports (issue 25), public flags too
   std::string region, country;
   std::string idempotency_key;  // "" without one
   std::string job_id;           // "" when rented directly

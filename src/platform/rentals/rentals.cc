@@ -250,6 +250,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   r.max_duration_s = req.max_duration_s;
   r.image = req.container.image;
   r.command = req.container.command;
+  r.ports = req.container.ports;
   r.region = offer.region;
   r.country = offer.country;
   r.idempotency_key = req.idempotency_key;

@@ -33,6 +33,13 @@ std::vector<std::string> TextListFrom(const store::Cell& c) {
   return StoredTextList(ParseJsonOr(c.Str(), json::array()));
 }
 
+// The declared ports as stored (written valid, read leniently).
+std::vector<protocol::WorkloadPort> PortsFrom(const std::string& text) {
+  const json::object o{{"ports", ParseJsonOr(text, json::array())}};
+  FieldErrors ignored;
+  return protocol::ReadPorts(JsonReader(o, "", &ignored), "ports", /*with_public=*/true);
+}
+
 const store::RowMapper<Rental>& RentalRows() {
   static const auto* const m = new store::RowMapper<Rental>({
       {"id", &Rental::id},
@@ -72,6 +79,7 @@ const store::RowMapper<Rental>& RentalRows() {
       {"next_meter_at", &Rental::next_meter_at},
       {"image", &Rental::image},
       {"command", [](Rental& x, const store::Cell& c) { x.command = TextListFrom(c); }},
+      {"ports", [](Rental& x, const store::Cell& c) { x.ports = PortsFrom(c.Str()); }},
       {"region", &Rental::region},
       {"country", &Rental::country},
       {"idempotency_key", &Rental::idempotency_key},
@@ -84,8 +92,8 @@ const store::RowMapper<Rental>& RentalRows() {
 
 // The rentals' columns without the lists and the image, which metering does not need.
 const std::string& MeterColumns() {
-  static const auto* const s = new std::string(
-      RentalRows().Select("", {{"gpu_ids", "'[]'"}, {"image", "''"}, {"command", "'[]'"}}));
+  static const auto* const s = new std::string(RentalRows().Select(
+      "", {{"gpu_ids", "'[]'"}, {"image", "''"}, {"command", "'[]'"}, {"ports", "'[]'"}}));
   return *s;
 }
 
@@ -131,7 +139,8 @@ std::string ContainerJson(const Job& j) {
   return ToJsonText(
       json::object{{"image", j.container.image},
                    {"command", ParseJsonOr(TextList(j.container.command), json::array())},
-                   {"env", std::move(env)}});
+                   {"env", std::move(env)},
+                   {"ports", protocol::PortsJson(j.container.ports, /*with_public=*/true)}});
 }
 
 std::optional<double> OptNumber(const json::object& o, std::string_view key) {
@@ -166,6 +175,8 @@ ContainerSpec ContainerFrom(const std::string& text) {
       if (e.value().is_string()) out.env.emplace_back(e.key(), e.value().as_string());
     }
   }
+  FieldErrors ignored;  // written valid
+  out.ports = protocol::ReadPorts(JsonReader(k, "", &ignored), "ports", /*with_public=*/true);
   return out;
 }
 
@@ -211,7 +222,7 @@ Status RentalsStore::Insert(const Rental& r) {
   return tx_
       .Exec("INSERT INTO rentals (" + RentalRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {r.id,
              r.customer_id,
              r.offer_id,
@@ -242,6 +253,7 @@ Status RentalsStore::Insert(const Rental& r) {
              ToUnixMicros(r.next_meter_at),
              r.image,
              TextList(r.command),
+             ToJsonText(protocol::PortsJson(r.ports, /*with_public=*/true)),
              r.region,
              r.country,
              r.idempotency_key,
@@ -615,6 +627,14 @@ std::vector<store::Migration> RentalsMigrations() {
            "CREATE INDEX jobs_queued ON jobs (state, created_at)",
            "CREATE UNIQUE INDEX jobs_key ON jobs (customer_id, idempotency_key) "
            "WHERE idempotency_key <> ''",
+       },
+       {}},
+      // Issue 25: the ports a rental's owner may reach through the platform.
+      {19,
+       "rentals",
+       "rentals: declared ports",
+       {
+           "ALTER TABLE rentals ADD COLUMN ports TEXT NOT NULL DEFAULT '[]'",
        },
        {}},
   };

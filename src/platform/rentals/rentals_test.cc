@@ -228,6 +228,40 @@ TEST_P(RentalsTest, ModulesAddToTheContainersEnvironmentButTheCustomersValuesWin
                             {"GREETING", "mine"}, {"PUBLIC_KEY", "ssh-ed25519 AAAAkey"}}));
 }
 
+// Declared ports (issue 25) are kept with the rental, public flags too, and reach the
+// agent without them.
+TEST_P(RentalsTest, DeclaredPortsAreKeptAndSentToTheAgentWithoutPublic) {
+  Credit(customer_, 10'000'000);
+  CreateRentalRequest q = Request();
+  q.container.ports = {{8888, protocol::PortProtocol::kHttp, true},
+                       {22, protocol::PortProtocol::kTcp, false}};
+  auto r = rentals_->Create(As(customer_), q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ports, q.container.ports);
+  auto again = rentals_->Get(As(customer_), r->id);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->ports, q.container.ports);
+  std::optional<protocol::StartWorkload> start;
+  for (const auto& c : agent_->Commands()) {
+    if (c.kind != "start_workload") continue;
+    EXPECT_EQ(ToJsonText(c.payload.at("ports")),
+              R"([{"port":8888,"protocol":"http"},{"port":22,"protocol":"tcp"}])");
+    auto parsed = protocol::ParseStartWorkload(c.payload);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    start = *parsed;
+  }
+  ASSERT_TRUE(start.has_value());
+  EXPECT_EQ(start->ports,
+            (std::vector<protocol::WorkloadPort>{{8888, protocol::PortProtocol::kHttp, false},
+                                                 {22, protocol::PortProtocol::kTcp, false}}));
+  // A port twice or port 0, from a path that did not come through the API's reader.
+  q = Request();
+  q.container.ports = {{22, protocol::PortProtocol::kTcp, false}, {22}};
+  auto dup = rentals_->Create(As(customer_), q);
+  ASSERT_EQ(dup.status().code(), StatusCode::kValidationFailed);
+  EXPECT_TRUE(dup.status().fields().count("ports[1].port")) << dup.status().ToString();
+}
+
 TEST_P(RentalsTest, AContainerThatFailsToStartIsNeverBilled) {
   Credit(customer_, 10'000'000);
   auto r = rentals_->Create(As(customer_), Request());
