@@ -224,10 +224,10 @@ Status Seed(platform::store::Database& db, int64_t n, int64_t amount, Timestamp 
                 .status());
         payouts::Settings st;
         st.provider_id = p;
-        st.schedule = std::string(payouts::kWeekly);
+        st.schedule = payouts::Schedule::kWeekly;
         st.threshold = Usdc::Micros(50'000'000);
         payouts::Method m;
-        m.kind = std::string(payouts::kSolana);
+        m.kind = payouts::MethodKind::kSolana;
         m.wallet = solana::ToBase58(WalletOf(i));
         st.method = m;
         st.changed_at = now - 30 * 24 * kOneHour;  // set long ago: no hold
@@ -303,12 +303,12 @@ int Run() {
   admin.user.roles.push_back(std::string(platform::accounts::kRoleAdmin));
 
   const std::string as_of =
-      payouts::DateOf(payouts::LatestRunDate(payouts::kWeekly, now, BusinessCalendar()));
+      payouts::DateOf(payouts::LatestRunDate(payouts::Schedule::kWeekly, now, BusinessCalendar()));
   const std::string front_pid = EnvStr("FRONT_PID", "");
   const double cpu0 = OwnCpu(), front_cpu0 = CpuOf(front_pid);
   const auto start = SteadyClock::now();
   probe.Mark("start");
-  auto run = engine.StartRun(admin, {as_of, std::string(payouts::kWeekly), std::nullopt});
+  auto run = engine.StartRun(admin, {as_of, "weekly", std::nullopt});
   if (!run.ok()) return fail(run.status(), "StartRun");
   struct TickFigure {
     double seconds;
@@ -331,7 +331,8 @@ int Run() {
       return Status::Ok();
     });
     if (!st.ok()) return fail(st, "read run");
-    if (state == payouts::kRunDone || state == payouts::kRunWaiting) break;
+    if (state == Name(payouts::RunState::kDone) || state == Name(payouts::RunState::kWaiting))
+      break;
     if (Seconds(SteadyClock::now() - start) > 900) {
       std::fprintf(stderr, "the run is not done after 900 s (state %s)\n", state.c_str());
       break;

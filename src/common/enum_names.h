@@ -38,6 +38,18 @@ struct EnumNames {
     }
     return std::nullopt;
   }
+  // The names as a field error lists what a value must be, in the table's order:
+  // "\"solana\", \"sepa\" or \"ach\"".
+  std::string Listed() const {
+    std::string out;
+    for (size_t i = 0; i < N; ++i) {
+      if (i > 0) out += i + 1 == N ? " or " : ", ";
+      out += '"';
+      out += entries[i].second;
+      out += '"';
+    }
+    return out;
+  }
   // For values read back from storage, which only this table wrote: anything else is
   // corruption, reported as std::invalid_argument (the store's row decoding turns it
   // into kInternal naming the column).

@@ -13,12 +13,9 @@ namespace {
 using payouts::Payout;
 
 json::object TermsJson(const payouts::MethodTerms& t) {
-  return {{"kind", t.kind},
-          {"label", t.label},
-          {"currency", t.currency},
-          {"minimum_micro", t.minimum.micros()},
-          {"fee_micro", t.fee.micros()},
-          {"note", t.note},
+  return {{"kind", Name(t.kind)},        {"label", t.label},
+          {"currency", t.currency},      {"minimum_micro", t.minimum.micros()},
+          {"fee_micro", t.fee.micros()}, {"note", t.note},
           {"offered", t.offered}};
 }
 
@@ -26,11 +23,11 @@ json::object TermsJson(const payouts::MethodTerms& t) {
 // four digits.
 json::value MethodJson(const std::optional<payouts::Method>& m, const std::string& token_account) {
   if (!m) return nullptr;
-  json::object o{{"kind", m->kind}};
-  if (m->kind == payouts::kSolana) {
+  json::object o{{"kind", Name(m->kind)}};
+  if (m->kind == payouts::MethodKind::kSolana) {
     o["wallet"] = m->wallet;
     if (!token_account.empty()) o["token_account"] = token_account;
-  } else if (m->kind == payouts::kSepa) {
+  } else if (m->kind == payouts::MethodKind::kSepa) {
     o["holder"] = m->holder;
     o["iban"] = m->iban;
     o["iban_print"] = bank::FormatIbanForPrint(m->iban);
@@ -51,7 +48,7 @@ json::object SettingsJson(const payouts::SettingsView& v) {
   json::array methods;
   for (const auto& t : v.methods) methods.push_back(TermsJson(t));
   const payouts::Settings& s = v.settings;
-  return {{"schedule", s.schedule},
+  return {{"schedule", Name(s.schedule)},
           {"threshold_micro", s.threshold.micros()},
           {"method", MethodJson(s.method, v.token_account)},
           {"token_account",
@@ -61,7 +58,7 @@ json::object SettingsJson(const payouts::SettingsView& v) {
           {"methods", std::move(methods)},
           {"next_payout",
            {{"date", v.next.date},
-            {"schedule", v.next.schedule},
+            {"schedule", Name(v.next.schedule)},
             {"estimate_micro", v.next.estimate.micros()},
             {"eligible", v.next.eligible},
             {"reason", v.next.reason}}}};
@@ -79,16 +76,16 @@ json::object PayoutJson(const Payout& p, bool with_provider) {
     attempts.push_back(
         {{"n", a.n},
          {"at", FormatRfc3339(a.created_at)},
-         {"state", a.state},
+         {"state", Name(a.state)},
          {"signature", a.signature.empty() ? json::value(nullptr) : json::value(a.signature)},
          {"error", a.error.empty() ? json::value(nullptr) : json::value(a.error)}});
   }
   json::object o{
       {"id", p.id},
       {"run_id", p.run_id},
-      {"schedule", p.schedule},
+      {"schedule", Name(p.schedule)},
       {"as_of", p.as_of},
-      {"state", p.state},
+      {"state", Name(p.state)},
       {"amount_micro", p.amount.micros()},
       {"fee_micro", p.fee.micros()},
       {"net_micro", payouts::NetOf(p).micros()},
@@ -115,12 +112,12 @@ json::object PayoutJson(const Payout& p, bool with_provider) {
 
 json::object FileJson(const payouts::BankFile& f) {
   return {{"name", f.name},
-          {"kind", f.kind},
+          {"kind", Name(f.kind)},
           {"currency", f.currency},
           {"lines", f.lines},
           {"total_minor", f.total_minor},
           {"sha256", f.sha256},
-          {"state", f.state},
+          {"state", Name(f.state)},
           {"created_at", FormatRfc3339(f.created_at)},
           {"sent_at", TimeJson(f.sent_at)}};
 }
@@ -132,9 +129,9 @@ json::object RunJson(const payouts::Run& r) {
   for (const auto& f : r.files) files.push_back(FileJson(f));
   return {
       {"id", r.id},
-      {"schedule", r.schedule},
+      {"schedule", Name(r.schedule)},
       {"as_of", r.as_of},
-      {"state", r.state},
+      {"state", Name(r.state)},
       {"eur_rate", r.eur_rate_ppm ? json::value(FormatPpm(*r.eur_rate_ppm)) : json::value(nullptr)},
       {"created_at", FormatRfc3339(r.created_at)},
       {"finished_at", TimeJson(r.finished_at)},
@@ -186,24 +183,36 @@ StatusOr<std::pair<payouts::SettingsUpdate, FieldErrors>> DecodeSettings(const h
   u.password = r.String("password", false, accounts::Accounts::kMaxPassword).value_or("");
   if (const json::object* m = r.Object("method", false)) {
     JsonReader mr(*m, "method", &errors);
-    payouts::Method method;
-    method.kind = mr.String("kind", true, 16).value_or("");
-    if (method.kind == payouts::kSolana) {
-      mr.RejectUnknown({"kind", "wallet", "token_account"});
-      method.wallet = mr.String("wallet", true, 64).value_or("");
-    } else if (method.kind == payouts::kSepa) {
-      mr.RejectUnknown({"kind", "holder", "iban", "bic", "country", "iban_print"});
-      method.holder = mr.String("holder", true, 140).value_or("");
-      method.iban = mr.String("iban", true, 64).value_or("");
-      method.bic = mr.HasValue("bic") ? mr.String("bic", false, 16).value_or("") : "";
-    } else if (method.kind == payouts::kAch) {
-      mr.RejectUnknown({"kind", "holder", "routing_number", "account_number", "account_type"});
-      method.holder = mr.String("holder", true, 140).value_or("");
-      method.routing_number = mr.String("routing_number", true, 16).value_or("");
-      method.account_number = mr.String("account_number", true, 32).value_or("");
-      method.account_type = mr.String("account_type", true, 16).value_or("");
+    std::optional<payouts::MethodKind> kind;
+    if (auto text = mr.String("kind", true, 16)) {
+      kind = payouts::kMethodKindNames.Parse(*text);
+      if (!kind) mr.Fail("kind", "must be " + payouts::kMethodKindNames.Listed());
     }
-    u.method = method;  // an unknown kind is the domain's error, with its message
+    // Without a kind the other members mean nothing: neither read nor named.
+    if (kind) {
+      payouts::Method method;
+      method.kind = *kind;
+      switch (*kind) {
+        case payouts::MethodKind::kSolana:
+          mr.RejectUnknown({"kind", "wallet", "token_account"});
+          method.wallet = mr.String("wallet", true, 64).value_or("");
+          break;
+        case payouts::MethodKind::kSepa:
+          mr.RejectUnknown({"kind", "holder", "iban", "bic", "country", "iban_print"});
+          method.holder = mr.String("holder", true, 140).value_or("");
+          method.iban = mr.String("iban", true, 64).value_or("");
+          method.bic = mr.HasValue("bic") ? mr.String("bic", false, 16).value_or("") : "";
+          break;
+        case payouts::MethodKind::kAch:
+          mr.RejectUnknown({"kind", "holder", "routing_number", "account_number", "account_type"});
+          method.holder = mr.String("holder", true, 140).value_or("");
+          method.routing_number = mr.String("routing_number", true, 16).value_or("");
+          method.account_number = mr.String("account_number", true, 32).value_or("");
+          method.account_type = mr.String("account_type", true, 16).value_or("");
+          break;
+      }
+      u.method = method;
+    }
   }
   return std::make_pair(std::move(u), std::move(errors));
 }
@@ -291,7 +300,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
                                                {"paid_micro", e->totals.paid.micros()},
                                                {"period_micro", e->totals.period.micros()}}},
                                              {"period",
-                                              {{"schedule", e->schedule},
+                                              {{"schedule", Name(e->schedule)},
                                                {"from", payouts::DateOf(e->period_from)},
                                                {"to", payouts::DateOf(e->period_to)}}},
                                              {"from", FormatRfc3339(e->from)},
@@ -326,9 +335,9 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
       }
       csv += "\r\npayout_id,date,state,method,amount_usdc,currency,amount_minor,reference\r\n";
       for (const auto& po : s->payouts) {
-        csv += CsvField(po.id) + "," + po.as_of + "," + po.state + "," + po.method.kind + "," +
-               MicrosText(po.amount) + "," + po.currency + "," +
-               (po.amount_minor ? std::to_string(*po.amount_minor) : "") + "," +
+        csv += CsvField(po.id) + "," + po.as_of + "," + std::string(Name(po.state)) + "," +
+               std::string(Name(po.method.kind)) + "," + MicrosText(po.amount) + "," + po.currency +
+               "," + (po.amount_minor ? std::to_string(*po.amount_minor) : "") + "," +
                CsvField(po.signature.value_or(po.bank_reference.value_or(""))) + "\r\n";
       }
       return Csv(std::move(csv), "gpunex-statement-" + s->month + ".csv");
@@ -444,7 +453,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     json::array skips;
     for (const auto& x : d->skips) {
       skips.push_back({{"provider_id", x.provider_id},
-                       {"reason", x.reason},
+                       {"reason", Name(x.reason)},
                        {"available_micro", x.available.micros()}});
     }
     o["skips"] = std::move(skips);
@@ -455,9 +464,10 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto f = ctx.payouts.File(*p, req.Param("id"), req.Param("name"));
     if (!f.ok()) return http::ErrorResponse(f.status());
-    http::Response resp = http::Response::Text(
-        200, f->content,
-        f->kind == "pain.001" ? "application/xml; charset=utf-8" : "text/plain; charset=us-ascii");
+    http::Response resp = http::Response::Text(200, f->content,
+                                               f->kind == payouts::FileKind::kPain001
+                                                   ? "application/xml; charset=utf-8"
+                                                   : "text/plain; charset=us-ascii");
     resp.SetHeader("Content-Disposition", "attachment; filename=\"" + f->name + "\"");
     return resp;
   });

@@ -14,7 +14,7 @@ json::object TopupJson(const topups::Topup& t) {
           {"reference", t.reference},
           {"recipient", t.recipient},
           {"mint", t.mint},
-          {"status", t.status},
+          {"status", Name(t.status)},
           {"signature", OptJson(t.signature)},
           {"credited_micro", t.credited ? json::value(t.credited->micros()) : json::value(nullptr)},
           {"detail", t.detail},

@@ -41,15 +41,14 @@ Timestamp FirstBusinessDayOfMonth(Timestamp t, const BusinessCalendar& calendar)
   return Midnight(date::sys_days(ymd.year() / ymd.month() / date::day(1)));
 }
 
-bool IsRunDate(std::string_view schedule, Timestamp as_of, const BusinessCalendar& calendar) {
-  if (schedule == kWeekly) return IsMonday(as_of);
+bool IsRunDate(Schedule schedule, Timestamp as_of, const BusinessCalendar& calendar) {
+  if (schedule == Schedule::kWeekly) return IsMonday(as_of);
   return FirstBusinessDayOfMonth(as_of, calendar) == Midnight(DayOf(as_of));
 }
 
-Timestamp LatestRunDate(std::string_view schedule, Timestamp now,
-                        const BusinessCalendar& calendar) {
+Timestamp LatestRunDate(Schedule schedule, Timestamp now, const BusinessCalendar& calendar) {
   const date::sys_days today = DayOf(now);
-  if (schedule == kWeekly) {
+  if (schedule == Schedule::kWeekly) {
     // Days since Monday: weekday index with Monday = 0.
     const unsigned since = (date::weekday(today).c_encoding() + 6) % 7;
     return Midnight(today - date::days(since));
@@ -61,9 +60,9 @@ Timestamp LatestRunDate(std::string_view schedule, Timestamp now,
   return FirstBusinessDayOfMonth(Midnight(date::sys_days(prev / date::day(1))), calendar);
 }
 
-Timestamp NextRunDate(std::string_view schedule, Timestamp now, const BusinessCalendar& calendar) {
+Timestamp NextRunDate(Schedule schedule, Timestamp now, const BusinessCalendar& calendar) {
   const date::sys_days today = DayOf(now);
-  if (schedule == kWeekly) {
+  if (schedule == Schedule::kWeekly) {
     const unsigned until = 7 - (date::weekday(today).c_encoding() + 6) % 7;
     return Midnight(today + date::days(until));
   }
@@ -74,9 +73,9 @@ Timestamp NextRunDate(std::string_view schedule, Timestamp now, const BusinessCa
   return FirstBusinessDayOfMonth(Midnight(date::sys_days(next / date::day(1))), calendar);
 }
 
-Period PeriodOf(std::string_view schedule, Timestamp now) {
+Period PeriodOf(Schedule schedule, Timestamp now) {
   const date::sys_days today = DayOf(now);
-  if (schedule == kWeekly) {
+  if (schedule == Schedule::kWeekly) {
     const unsigned since = (date::weekday(today).c_encoding() + 6) % 7;
     const date::sys_days from = today - date::days(since);
     return {Midnight(from), Midnight(from + date::days(7))};

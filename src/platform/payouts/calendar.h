@@ -13,6 +13,7 @@
 
 #include "common/business_days.h"
 #include "common/time.h"
+#include "platform/payouts/payout.h"
 
 namespace gpunex::platform::payouts {
 
@@ -26,18 +27,18 @@ bool IsMonday(Timestamp day);
 Timestamp FirstBusinessDayOfMonth(Timestamp t, const BusinessCalendar& calendar);
 
 // Whether `as_of` (00:00 UTC of a day) is a run date of `schedule`.
-bool IsRunDate(std::string_view schedule, Timestamp as_of, const BusinessCalendar& calendar);
+bool IsRunDate(Schedule schedule, Timestamp as_of, const BusinessCalendar& calendar);
 
 // The latest run date of `schedule` at or before `now` (00:00 UTC).
-Timestamp LatestRunDate(std::string_view schedule, Timestamp now, const BusinessCalendar& calendar);
+Timestamp LatestRunDate(Schedule schedule, Timestamp now, const BusinessCalendar& calendar);
 // The first run date of `schedule` after `now`.
-Timestamp NextRunDate(std::string_view schedule, Timestamp now, const BusinessCalendar& calendar);
+Timestamp NextRunDate(Schedule schedule, Timestamp now, const BusinessCalendar& calendar);
 
 // The earnings period holding `now` for ERN-1: the week from Monday 00:00 UTC, or the
 // calendar month; [from, to).
 struct Period {
   Timestamp from, to;
 };
-Period PeriodOf(std::string_view schedule, Timestamp now);
+Period PeriodOf(Schedule schedule, Timestamp now);
 
 }  // namespace gpunex::platform::payouts

@@ -65,22 +65,22 @@ BusinessCalendar NewYearCalendar() { return *BusinessCalendar::Create({"2027-01-
 TEST(PayoutsDocsCalendar, RunDatesAroundTheNewYearHoliday) {
   const BusinessCalendar cal = NewYearCalendar();
   // Weekly: every Monday, holidays or not.
-  EXPECT_TRUE(IsRunDate(kWeekly, At("2026-12-07T00:00:00Z"), cal));
-  EXPECT_FALSE(IsRunDate(kWeekly, At("2026-12-08T00:00:00Z"), cal));
-  EXPECT_EQ(Day(NextRunDate(kWeekly, At("2026-12-07T00:00:30Z"), cal)), "2026-12-14");
-  EXPECT_EQ(Day(LatestRunDate(kWeekly, At("2026-12-13T23:59:59Z"), cal)), "2026-12-07");
+  EXPECT_TRUE(IsRunDate(Schedule::kWeekly, At("2026-12-07T00:00:00Z"), cal));
+  EXPECT_FALSE(IsRunDate(Schedule::kWeekly, At("2026-12-08T00:00:00Z"), cal));
+  EXPECT_EQ(Day(NextRunDate(Schedule::kWeekly, At("2026-12-07T00:00:30Z"), cal)), "2026-12-14");
+  EXPECT_EQ(Day(LatestRunDate(Schedule::kWeekly, At("2026-12-13T23:59:59Z"), cal)), "2026-12-07");
   // Monthly: the first business day. 2026-12-01 is a Tuesday.
   EXPECT_EQ(Day(FirstBusinessDayOfMonth(At("2026-12-20T00:00:00Z"), cal)), "2026-12-01");
   // 2027-01-01 is a Friday and a holiday, 2 and 3 are the weekend: Monday the 4th.
   EXPECT_EQ(Day(FirstBusinessDayOfMonth(At("2027-01-15T00:00:00Z"), cal)), "2027-01-04");
   EXPECT_EQ(Day(FirstBusinessDayOfMonth(At("2027-01-15T00:00:00Z"), BusinessCalendar())),
             "2027-01-01");  // without the holiday
-  EXPECT_FALSE(IsRunDate(kMonthly, At("2027-01-01T00:00:00Z"), cal));
-  EXPECT_TRUE(IsRunDate(kMonthly, At("2027-01-04T00:00:00Z"), cal));
-  EXPECT_EQ(Day(NextRunDate(kMonthly, At("2026-12-20T10:00:00Z"), cal)), "2027-01-04");
+  EXPECT_FALSE(IsRunDate(Schedule::kMonthly, At("2027-01-01T00:00:00Z"), cal));
+  EXPECT_TRUE(IsRunDate(Schedule::kMonthly, At("2027-01-04T00:00:00Z"), cal));
+  EXPECT_EQ(Day(NextRunDate(Schedule::kMonthly, At("2026-12-20T10:00:00Z"), cal)), "2027-01-04");
   // On the holiday and the weekend after it, December's run is still the latest.
-  EXPECT_EQ(Day(LatestRunDate(kMonthly, At("2027-01-03T12:00:00Z"), cal)), "2026-12-01");
-  EXPECT_EQ(Day(LatestRunDate(kMonthly, At("2027-01-04T00:00:00Z"), cal)), "2027-01-04");
+  EXPECT_EQ(Day(LatestRunDate(Schedule::kMonthly, At("2027-01-03T12:00:00Z"), cal)), "2026-12-01");
+  EXPECT_EQ(Day(LatestRunDate(Schedule::kMonthly, At("2027-01-04T00:00:00Z"), cal)), "2027-01-04");
 }
 
 class PayoutsDocsExample : public testing::PlatformTest {
@@ -136,7 +136,7 @@ class PayoutsDocsExample : public testing::PlatformTest {
     std::array<uint8_t, 32> seed{};
     seed.fill(seed_byte);
     Method m;
-    m.kind = "solana";
+    m.kind = MethodKind::kSolana;
     m.wallet = solana::ToBase58(solana::KeypairFromSeed(seed).public_key);
     return m;
   }
@@ -205,7 +205,7 @@ TEST_P(PayoutsDocsExample, TheWeeklyExample) {
   SettingsUpdate ach;
   ach.threshold_micro = 100'000'000;
   Method bank;
-  bank.kind = "ach";
+  bank.kind = MethodKind::kAch;
   bank.holder = "Oscar Smith";
   bank.routing_number = "011000015";
   bank.account_number = "000123456789";
@@ -250,7 +250,7 @@ TEST_P(PayoutsDocsExample, TheWeeklyExample) {
   ASSERT_TRUE(payouts_->MarkFileSent(As(admin_), week1->run.id, week1->run.files[0].name).ok());
   auto paid = payouts_->SetBankResult(As(admin_), o->id, {"paid", "", ""});
   ASSERT_TRUE(paid.ok()) << paid.status().ToString();
-  EXPECT_EQ(paid->state, "confirmed");
+  EXPECT_EQ(Name(paid->state), "confirmed");
   EXPECT_EQ(Balance(billing::ProviderPaidAccount(oscar)), 120'450'000);
   EXPECT_EQ(Balance(billing::ProviderInPaymentAccount(oscar)), 0);
 
@@ -267,8 +267,8 @@ TEST_P(PayoutsDocsExample, TheWeeklyExample) {
   EXPECT_EQ(Balance(billing::ProviderAvailableAccount(pia)), 0);
   EXPECT_EQ(Balance(billing::ProviderInPaymentAccount(pia)), 55'150'000);
   // This example's chain has an empty platform wallet: the payout waits for funds.
-  EXPECT_EQ(p->state, "waiting_funds");
-  EXPECT_EQ(week2->run.state, "waiting");
+  EXPECT_EQ(Name(p->state), "waiting_funds");
+  EXPECT_EQ(Name(week2->run.state), "waiting");
   // Oscar's 0.006789 is below every threshold: carried over again.
   EXPECT_EQ(SkipOf(*week2, oscar), "carried_over");
   EXPECT_EQ(Number("SELECT COALESCE(SUM(balance), 0) FROM ledger_accounts"), 0);
@@ -286,7 +286,7 @@ TEST_P(PayoutsDocsExample, TheMonthlyExampleAroundAHoliday) {
   auto december = RunFor("2026-12-01", "monthly");
   ASSERT_TRUE(december.ok()) << december.status().ToString();
   EXPECT_EQ(SkipOf(*december, lena), "carried_over");  // 0.80 < 1 USDC
-  EXPECT_EQ(december->run.state, "done");
+  EXPECT_EQ(Name(december->run.state), "done");
 
   Earn(lena, 1'200'000, "2026-12-03T12:00:00Z");
   Earn(lena, 1'250'000, "2026-12-20T16:00:00Z");

@@ -70,9 +70,15 @@ std::vector<MethodTerms> Payouts::Terms() const {
   return out;
 }
 
-const MethodTerms& Payouts::TermsOf(std::string_view kind) const {
-  if (kind == kSepa) return options_.sepa;
-  if (kind == kAch) return options_.ach;
+const MethodTerms& Payouts::TermsOf(MethodKind kind) const {
+  switch (kind) {
+    case MethodKind::kSolana:
+      break;
+    case MethodKind::kSepa:
+      return options_.sepa;
+    case MethodKind::kAch:
+      return options_.ach;
+  }
   return options_.solana;
 }
 
@@ -85,17 +91,16 @@ StatusOr<Method> Payouts::ValidateMethod(const Method& m) const {
     if (st.fields().empty() && !st.ok()) errors.emplace("method", st.message());
   };
   const std::vector<MethodTerms> terms = Terms();
-  auto offered = [&](std::string_view kind) {
+  auto offered = [&](MethodKind kind) {
     for (const auto& t : terms) {
       if (t.kind == kind) return t.offered;
     }
     return false;
   };
-  if (m.kind != kSolana && m.kind != kSepa && m.kind != kAch) {
-    errors.emplace("method.kind", "must be \"solana\", \"sepa\" or \"ach\"");
-  } else if (!offered(m.kind)) {
-    errors.emplace("method.kind", "\"" + m.kind + "\" payouts are not offered by this platform");
-  } else if (m.kind == kSolana) {
+  if (!offered(m.kind)) {
+    errors.emplace("method.kind", "\"" + std::string(Name(m.kind)) +
+                                      "\" payouts are not offered by this platform");
+  } else if (m.kind == MethodKind::kSolana) {
     auto w = solana::ParseWallet(m.wallet, "method.wallet");
     if (!w.ok()) {
       keep(w.status());
@@ -111,7 +116,7 @@ StatusOr<Method> Payouts::ValidateMethod(const Method& m) const {
     } else {
       keep(h.status());
     }
-    if (m.kind == kSepa) {
+    if (m.kind == MethodKind::kSepa) {
       auto iban = bank::NormalizeIban(m.iban, "method.iban");
       if (iban.ok()) {
         out.iban = *iban;
@@ -193,7 +198,7 @@ StatusOr<SettingsView> Payouts::GetSettings(const accounts::Principal& p) {
     return Status::Ok();
   }));
   const Settings& s = v.settings;
-  if (s.method && s.method->kind == kSolana) {
+  if (s.method && s.method->kind == MethodKind::kSolana) {
     if (auto w = solana::ParsePubkey(s.method->wallet, "wallet"); w.ok()) {
       v.token_account =
           solana::ToBase58(solana::AssociatedTokenAddress(*w, options_.solana_chain.mint));
@@ -205,9 +210,10 @@ StatusOr<SettingsView> Payouts::GetSettings(const accounts::Principal& p) {
   v.next.date = DateOf(next);
   v.next.schedule = s.schedule;
   // What a run would pay now: bank methods in whole cents.
-  v.next.estimate = Usdc::Micros(
-      s.method && s.method->kind != kSolana ? available - available % 10'000 : available);
-  const Usdc threshold = s.schedule == kWeekly ? s.threshold : options_.monthly_minimum;
+  v.next.estimate = Usdc::Micros(s.method && s.method->kind != MethodKind::kSolana
+                                     ? available - available % 10'000
+                                     : available);
+  const Usdc threshold = s.schedule == Schedule::kWeekly ? s.threshold : options_.monthly_minimum;
   if (!s.method) {
     v.next.reason = "no payout method";
   } else if (s.hold_until && *s.hold_until > next) {
@@ -225,8 +231,11 @@ StatusOr<SettingsView> Payouts::GetSettings(const accounts::Principal& p) {
 StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const SettingsUpdate& u) {
   GPUNEX_RETURN_IF_ERROR(RequireProvider(p));
   FieldErrors errors;
-  if (u.schedule && *u.schedule != kWeekly && *u.schedule != kMonthly)
-    errors.emplace("schedule", "must be \"weekly\" or \"monthly\"");
+  std::optional<Schedule> schedule;
+  if (u.schedule) {
+    schedule = kScheduleNames.Parse(*u.schedule);
+    if (!schedule) errors.emplace("schedule", "must be " + kScheduleNames.Listed());
+  }
   if (u.threshold_micro && (*u.threshold_micro < options_.min_threshold.micros() ||
                             *u.threshold_micro > options_.max_threshold.micros())) {
     errors.emplace("threshold_micro", "must be between " + UsdcText(options_.min_threshold) +
@@ -274,7 +283,7 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
     }
     if (!errors.empty()) return ValidationFailed(std::move(errors));
     bool undecided = false;  // the transaction found a change of method not checked for
-    GPUNEX_RETURN_IF_ERROR(WriteSettings(p, u, method, password_checked, &undecided));
+    GPUNEX_RETURN_IF_ERROR(WriteSettings(p, u, schedule, method, password_checked, &undecided));
     if (!undecided) break;
     method_changes = true;  // at most once more: the password is checked now
   }
@@ -282,8 +291,8 @@ StatusOr<SettingsView> Payouts::PutSettings(const accounts::Principal& p, const 
 }
 
 Status Payouts::WriteSettings(const accounts::Principal& p, const SettingsUpdate& u,
-                              const std::optional<Method>& method, bool password_checked,
-                              bool* undecided) {
+                              std::optional<Schedule> schedule, const std::optional<Method>& method,
+                              bool password_checked, bool* undecided) {
   const Timestamp now = options_.clock->Now();
   return db_.Transact([&](store::Tx& tx) -> Status {
     *undecided = false;
@@ -296,7 +305,7 @@ Status Payouts::WriteSettings(const accounts::Principal& p, const SettingsUpdate
       next.provider_id = p.user.id;
       next.threshold = options_.default_threshold;
     }
-    if (u.schedule) next.schedule = *u.schedule;
+    if (schedule) next.schedule = *schedule;
     if (u.threshold_micro) next.threshold = Usdc::Micros(*u.threshold_micro);
     const bool changes = method && next.method != method;
     if (changes && !password_checked) {
@@ -319,9 +328,10 @@ Status Payouts::WriteSettings(const accounts::Principal& p, const SettingsUpdate
       n.kind = "payouts.method_changed";
       n.title = first ? "Your payout method was set" : "Your payout method was changed";
       n.text = std::string("Payouts now go to ") +
-               (method->kind == kSolana ? "a USDC wallet on Solana ending in " +
-                                              method->wallet.substr(method->wallet.size() - 4)
-                : method->kind == kSepa
+               (method->kind == MethodKind::kSolana
+                    ? "a USDC wallet on Solana ending in " +
+                          method->wallet.substr(method->wallet.size() - 4)
+                : method->kind == MethodKind::kSepa
                     ? "an IBAN ending in " + method->iban.substr(method->iban.size() - 4)
                     : "a US account ending in " +
                           method->account_number.substr(method->account_number.size() - 4)) +
@@ -358,7 +368,7 @@ StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timesta
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Settings> st, s.FindSettings(p.user.id));
-    out.schedule = st ? st->schedule : std::string(kWeekly);
+    out.schedule = st ? st->schedule : Schedule::kWeekly;
     const Period period = PeriodOf(out.schedule, now);
     out.period_from = period.from;
     out.period_to = period.to;
@@ -437,7 +447,7 @@ StatusOr<MonthlyStatement> Payouts::Statement(const accounts::Principal& p,
   GPUNEX_RETURN_IF_ERROR(RequireProvider(p));
   auto from = ParseDate(month + "-01");
   if (month.size() != 7 || !from) return FieldError("month", "must be a month as YYYY-MM");
-  const Period period = PeriodOf(kMonthly, *from);
+  const Period period = PeriodOf(Schedule::kMonthly, *from);
   MonthlyStatement out;
   out.month = month;
   std::vector<RentalUsage> usage;
@@ -468,7 +478,7 @@ StatusOr<MonthlyStatement> Payouts::Statement(const accounts::Principal& p,
     out.lines.push_back(std::move(l));
   }
   for (const auto& po : out.payouts) {
-    if (po.state == kConfirmed) paid += po.amount.micros();
+    if (po.state == PayoutState::kConfirmed) paid += po.amount.micros();
   }
   out.rentals = static_cast<int64_t>(out.lines.size());
   out.gross = Usdc::Micros(gross);
@@ -585,8 +595,10 @@ StatusOr<WalletStatus> Payouts::Wallet(const accounts::Principal& p) {
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> runs, s.UnfinishedRuns());
     for (const auto& id : runs) {
-      GPUNEX_ASSIGN_OR_RETURN(auto waiting,
-                              s.RunPayouts(id, kSolana, {kWaitingFunds, kPlanned}, 1'000'000));
+      GPUNEX_ASSIGN_OR_RETURN(
+          auto waiting,
+          s.RunPayouts(id, MethodKind::kSolana, {PayoutState::kWaitingFunds, PayoutState::kPlanned},
+                       1'000'000));
       for (const auto& po : waiting) {
         w.needed_micro += NetOf(po).micros();
         w.needed_lamports +=

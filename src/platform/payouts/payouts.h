@@ -94,19 +94,26 @@ struct PayoutsOptions {
   Usdc max_threshold = Usdc::Micros(100'000'000'000);  // 100,000 USDC
   Usdc monthly_minimum = Usdc::Micros(1'000'000);      // monthly (§13a)
   int64_t hold_after_change_s = 48 * 3600;
-  MethodTerms solana{
-      "solana",     "USDC on Solana",
-      "USDC",       Usdc::Micros(1'000'000),
-      Usdc::Zero(), "Sent to your wallet's USDC token account; the platform pays the network fee.",
-      true};
-  MethodTerms sepa{
-      "sepa",       "SEPA bank transfer",
-      "EUR",        Usdc::Micros(10'000'000),
-      Usdc::Zero(), "Converted to EUR at the run's rate; arrives in 1–2 business days.",
-      true};
-  MethodTerms ach{"ach",        "US ACH transfer",
-                  "USD",        Usdc::Micros(10'000'000),
-                  Usdc::Zero(), "Paid in USD 1:1; arrives in 1–3 business days.",
+  MethodTerms solana{MethodKind::kSolana,
+                     "USDC on Solana",
+                     "USDC",
+                     Usdc::Micros(1'000'000),
+                     Usdc::Zero(),
+                     "Sent to your wallet's USDC token account; the platform pays the network fee.",
+                     true};
+  MethodTerms sepa{MethodKind::kSepa,
+                   "SEPA bank transfer",
+                   "EUR",
+                   Usdc::Micros(10'000'000),
+                   Usdc::Zero(),
+                   "Converted to EUR at the run's rate; arrives in 1–2 business days.",
+                   true};
+  MethodTerms ach{MethodKind::kAch,
+                  "US ACH transfer",
+                  "USD",
+                  Usdc::Micros(10'000'000),
+                  Usdc::Zero(),
+                  "Paid in USD 1:1; arrives in 1–3 business days.",
                   true};
   SolanaOptions solana_chain;
   SepaOriginator sepa_originator;
@@ -137,7 +144,7 @@ struct SettingsView {
   std::vector<MethodTerms> methods;
   struct Next {
     std::string date;
-    std::string schedule;
+    Schedule schedule = Schedule::kWeekly;
     Usdc estimate;
     bool eligible = false;
     std::string reason;
@@ -145,6 +152,7 @@ struct SettingsView {
 };
 
 struct SettingsUpdate {
+  // As the client gave it: a name of kScheduleNames, or the field error says what it must be.
   std::optional<std::string> schedule;
   std::optional<int64_t> threshold_micro;
   std::optional<Method> method;  // account_number in full for ACH
@@ -171,7 +179,7 @@ struct EarningsTotals {
 
 struct EarningsReport {
   EarningsTotals totals;
-  std::string schedule;
+  Schedule schedule = Schedule::kWeekly;
   Timestamp period_from, period_to;
   Timestamp from, to;
   std::string group;  // gpu | model | day
@@ -201,8 +209,8 @@ struct PayoutLine {
 // --- admin
 
 struct RunRequest {
-  std::string as_of;  // YYYY-MM-DD
-  std::string schedule;
+  std::string as_of;     // YYYY-MM-DD
+  std::string schedule;  // as the client gave it, as SettingsUpdate's
   std::optional<int64_t> eur_rate_ppm;
   bool validate_only = false;  // as SettingsUpdate's
 };
@@ -291,9 +299,10 @@ class Payouts {
   // PutSettings' write transaction. Sets *undecided, and writes nothing, when `method`
   // changes the stored one and `password_checked` is false.
   Status WriteSettings(const accounts::Principal& p, const SettingsUpdate& u,
-                       const std::optional<Method>& method, bool password_checked, bool* undecided);
+                       std::optional<Schedule> schedule, const std::optional<Method>& method,
+                       bool password_checked, bool* undecided);
   std::vector<MethodTerms> Terms() const;
-  const MethodTerms& TermsOf(std::string_view kind) const;
+  const MethodTerms& TermsOf(MethodKind kind) const;
 
   store::Database& db_;
   accounts::Accounts& accounts_;

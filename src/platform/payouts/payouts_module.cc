@@ -69,10 +69,11 @@ StatusOr<std::any> Parse(ConfigTable& t, const EnvGetter& env) {
   GPUNEX_RETURN_IF_ERROR(t.Str("files_dir", &o.files_dir));
   if (auto v = env("GPUNEX_PAYOUT_FILES_DIR")) o.files_dir = *v;
   for (MethodTerms* m : {&o.solana, &o.sepa, &o.ach}) {
-    GPUNEX_RETURN_IF_ERROR(amount((m->kind + "_min_micro").c_str(), &m->minimum, 1));
-    GPUNEX_RETURN_IF_ERROR(amount((m->kind + "_fee_micro").c_str(), &m->fee, 0));
+    const std::string kind(Name(m->kind));
+    GPUNEX_RETURN_IF_ERROR(amount((kind + "_min_micro").c_str(), &m->minimum, 1));
+    GPUNEX_RETURN_IF_ERROR(amount((kind + "_fee_micro").c_str(), &m->fee, 0));
     if (m->fee >= m->minimum) {
-      return FieldError("payouts." + m->kind + "_fee_micro", "must be less than the minimum");
+      return FieldError("payouts." + kind + "_fee_micro", "must be less than the minimum");
     }
   }
   SepaOriginator& sepa = o.sepa_originator;

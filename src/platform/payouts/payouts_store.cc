@@ -20,7 +20,8 @@ store::Value OptStr(const std::optional<std::string>& v) {
 const store::RowMapper<Settings>& SettingsRows() {
   static const auto* const m = new store::RowMapper<Settings>({
       {"provider_id", &Settings::provider_id},
-      {"schedule", &Settings::schedule},
+      {"schedule",
+       [](Settings& s, const store::Cell& c) { s.schedule = kScheduleNames.ParseStored(c.Str()); }},
       {"threshold_micro", &Settings::threshold},
       {"method",
        [](Settings& s, const store::Cell& c) {
@@ -36,10 +37,12 @@ const store::RowMapper<Settings>& SettingsRows() {
 const store::RowMapper<Run>& RunRows() {
   static const auto* const m = new store::RowMapper<Run>({
       {"id", &Run::id},
-      {"schedule", &Run::schedule},
+      {"schedule",
+       [](Run& r, const store::Cell& c) { r.schedule = kScheduleNames.ParseStored(c.Str()); }},
       {"as_of", &Run::as_of},
       {"cutoff", &Run::cutoff},
-      {"state", &Run::state},
+      {"state",
+       [](Run& r, const store::Cell& c) { r.state = kRunStateNames.ParseStored(c.Str()); }},
       {"eur_rate_ppm", &Run::eur_rate_ppm},
       {"created_at", &Run::created_at},
       {"finished_at", &Run::finished_at},
@@ -53,9 +56,12 @@ const store::RowMapper<Payout>& PayoutRows() {
       {"id", &Payout::id},
       {"run_id", &Payout::run_id},
       {"provider_id", &Payout::provider_id},
-      {"schedule", &Payout::schedule, "r.schedule"},
+      {"schedule",
+       [](Payout& p, const store::Cell& c) { p.schedule = kScheduleNames.ParseStored(c.Str()); },
+       "r.schedule"},
       {"as_of", &Payout::as_of, "r.as_of"},
-      {"state", &Payout::state},
+      {"state",
+       [](Payout& p, const store::Cell& c) { p.state = kPayoutStateNames.ParseStored(c.Str()); }},
       {"amount_micro", &Payout::amount},
       {"fee_micro", &Payout::fee},
       {"method", [](Payout& p, const store::Cell& c) { p.method = MethodFromText(c.Str()); }},
@@ -82,7 +88,8 @@ std::string PayoutSelect() { return "SELECT " + PayoutRows().Select("p") + " "; 
 const store::RowMapper<Attempt>& AttemptRows() {
   static const auto* const m = new store::RowMapper<Attempt>({
       {"n", &Attempt::n},
-      {"state", &Attempt::state},
+      {"state",
+       [](Attempt& a, const store::Cell& c) { a.state = kAttemptStateNames.ParseStored(c.Str()); }},
       {"signature", &Attempt::signature},
       {"wire", &Attempt::wire_base64},
       {"last_valid_block_height", &Attempt::last_valid_block_height},
@@ -97,12 +104,14 @@ const store::RowMapper<BankFile>& FileRows(bool with_content) {
   static const auto* const without = new store::RowMapper<BankFile>({
       {"run_id", &BankFile::run_id},
       {"name", &BankFile::name},
-      {"kind", &BankFile::kind},
+      {"kind",
+       [](BankFile& f, const store::Cell& c) { f.kind = kFileKindNames.ParseStored(c.Str()); }},
       {"currency", &BankFile::currency},
       {"lines", &BankFile::lines},
       {"total_minor", &BankFile::total_minor},
       {"sha256", &BankFile::sha256},
-      {"state", &BankFile::state},
+      {"state",
+       [](BankFile& f, const store::Cell& c) { f.state = kFileStateNames.ParseStored(c.Str()); }},
       {"created_at", &BankFile::created_at},
       {"sent_at", &BankFile::sent_at},
   });
@@ -114,10 +123,17 @@ const store::RowMapper<BankFile>& FileRows(bool with_content) {
 const store::RowMapper<Skip>& SkipRows() {
   static const auto* const m = new store::RowMapper<Skip>({
       {"provider_id", &Skip::provider_id},
-      {"reason", &Skip::reason},
+      {"reason",
+       [](Skip& k, const store::Cell& c) { k.reason = kSkipReasonNames.ParseStored(c.Str()); }},
       {"available_micro", &Skip::available},
   });
   return *m;
+}
+
+// A name as a query parameter.
+template <typename E>
+store::Value Text(E value) {
+  return std::string(Name(value));
 }
 
 std::string Placeholders(size_t n) {
@@ -129,7 +145,7 @@ std::string Placeholders(size_t n) {
 }  // namespace
 
 std::string MethodText(const Method& m) {
-  json::object o{{"kind", m.kind}};
+  json::object o{{"kind", Name(m.kind)}};
   auto put = [&](const char* k, const std::string& v) {
     if (!v.empty()) o[k] = v;
   };
@@ -147,7 +163,9 @@ Method MethodFromText(const std::string& text) {
   const json::value v = ParseJsonOr(text, json::object());
   const json::object& o = StoredObject(v);
   Method m;
-  m.kind = StoredText(o, "kind");
+  // Throws std::invalid_argument for a kind not in the table: the row decoding that
+  // reads the method turns it into kInternal naming the column.
+  m.kind = kMethodKindNames.ParseStored(StoredText(o, "kind"));
   m.wallet = StoredText(o, "wallet");
   m.holder = StoredText(o, "holder");
   m.iban = StoredText(o, "iban");
@@ -175,7 +193,7 @@ Status PayoutsStore::PutSettings(const Settings& s) {
                 "schedule = excluded.schedule, threshold_micro = excluded.threshold_micro, "
                 "method = excluded.method, changed_at = excluded.changed_at, "
                 "hold_until = excluded.hold_until, updated_at = excluded.updated_at",
-            {s.provider_id, s.schedule, s.threshold.micros(),
+            {s.provider_id, Text(s.schedule), s.threshold.micros(),
              s.method ? store::Value(MethodText(*s.method)) : store::Value(nullptr),
              OptTime(s.changed_at), OptTime(s.hold_until), ToUnixMicros(s.updated_at)})
       .status();
@@ -212,27 +230,26 @@ StatusOr<std::optional<Run>> PayoutsStore::FindRun(const std::string& id) {
   return RunRows().First(rows);
 }
 
-StatusOr<std::optional<Run>> PayoutsStore::FindRunFor(std::string_view schedule,
-                                                      std::string_view as_of) {
+StatusOr<std::optional<Run>> PayoutsStore::FindRunFor(Schedule schedule, std::string_view as_of) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT " + RunRows().Select() +
                                         " FROM payout_runs WHERE schedule = ? AND as_of = ?",
-                                    {std::string(schedule), std::string(as_of)}));
+                                    {Text(schedule), std::string(as_of)}));
   return RunRows().First(rows);
 }
 
 Status PayoutsStore::InsertRun(const Run& r) {
   return tx_
       .Exec("INSERT INTO payout_runs (" + RunRows().Names() + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            {r.id, r.schedule, r.as_of, ToUnixMicros(r.cutoff), r.state, OptInt(r.eur_rate_ppm),
-             ToUnixMicros(r.created_at), OptTime(r.finished_at)})
+            {r.id, Text(r.schedule), r.as_of, ToUnixMicros(r.cutoff), Text(r.state),
+             OptInt(r.eur_rate_ppm), ToUnixMicros(r.created_at), OptTime(r.finished_at)})
       .status();
 }
 
 Status PayoutsStore::UpdateRun(const Run& r) {
   return tx_
       .Exec("UPDATE payout_runs SET state = ?, eur_rate_ppm = ?, finished_at = ? WHERE id = ?",
-            {r.state, OptInt(r.eur_rate_ppm), OptTime(r.finished_at), r.id})
+            {Text(r.state), OptInt(r.eur_rate_ppm), OptTime(r.finished_at), r.id})
       .status();
 }
 
@@ -245,9 +262,9 @@ StatusOr<std::vector<Run>> PayoutsStore::ListRuns(int limit) {
 }
 
 StatusOr<std::vector<std::string>> PayoutsStore::UnfinishedRuns() {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT id FROM payout_runs WHERE state <> 'done' "
-                                    "ORDER BY created_at"));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows, tx_.Query("SELECT id FROM payout_runs WHERE state <> ? ORDER BY created_at",
+                                  {Text(RunState::kDone)}));
   std::vector<std::string> out;
   for (const auto& r : rows) out.push_back(r["id"].Str());
   return out;
@@ -261,9 +278,8 @@ Status PayoutsStore::LoadCounts(Run* r) {
           "GROUP BY state",
           {r->id}));
   r->counts.clear();
-  for (std::string_view s : {kPlanned, kWaitingFunds, kSubmitted, kConfirmed, kFailed})
-    r->counts[std::string(s)] = 0;
-  for (std::string_view s : {"carried_over", "held", "no_method"}) r->counts[std::string(s)] = 0;
+  for (const auto& state : kPayoutStateNames.entries) r->counts[std::string(state.second)] = 0;
+  for (const auto& reason : kSkipReasonNames.entries) r->counts[std::string(reason.second)] = 0;
   int64_t total = 0;
   for (const auto& row : rows) {
     r->counts[row["state"].Str()] = row["n"].Int();
@@ -284,8 +300,8 @@ StatusOr<Timestamp> PayoutsStore::LastCoveredUntil(const std::string& provider_i
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
       tx_.Query("SELECT MAX(covers_until) AS covers_until FROM payouts WHERE provider_id = ? AND "
-                "state <> 'failed'",
-                {provider_id}));
+                "state <> ?",
+                {provider_id, Text(PayoutState::kFailed)}));
   if (rows.empty() || rows[0]["covers_until"].IsNull()) return FromUnixMicros(0);
   return rows[0]["covers_until"].Time();
 }
@@ -295,7 +311,7 @@ Status PayoutsStore::InsertSkip(const std::string& run_id, const Skip& s) {
       .Exec(
           "INSERT INTO payout_skips (run_id, provider_id, reason, available_micro) "
           "VALUES (?, ?, ?, ?) ON CONFLICT (run_id, provider_id) DO NOTHING",
-          {run_id, s.provider_id, s.reason, s.available.micros()})
+          {run_id, s.provider_id, Text(s.reason), s.available.micros()})
       .status();
 }
 
@@ -312,11 +328,11 @@ Status PayoutsStore::InsertPayout(const Payout& p, int64_t round) {
           {p.id,
            p.run_id,
            p.provider_id,
-           p.state,
+           Text(p.state),
            p.amount.micros(),
            p.fee.micros(),
            MethodText(p.method),
-           p.method.kind,
+           Text(p.method.kind),
            p.currency,
            OptInt(p.amount_minor),
            OptInt(p.fx_rate_ppm),
@@ -340,7 +356,7 @@ Status PayoutsStore::UpdatePayout(const Payout& p) {
           "UPDATE payouts SET state = ?, method = ?, method_kind = ?, amount_minor = ?, "
           "fx_rate_ppm = ?, signature = ?, bank_reference = ?, failure = ?, file_name = ?, "
           "submitted_at = ?, confirmed_at = ?, failed_at = ? WHERE id = ?",
-          {p.state, MethodText(p.method), p.method.kind, OptInt(p.amount_minor),
+          {Text(p.state), MethodText(p.method), Text(p.method.kind), OptInt(p.amount_minor),
            OptInt(p.fx_rate_ppm), OptStr(p.signature), OptStr(p.bank_reference), OptStr(p.failure),
            OptStr(p.file_name), OptTime(p.submitted_at), OptTime(p.confirmed_at),
            OptTime(p.failed_at), p.id})
@@ -374,12 +390,11 @@ StatusOr<std::optional<Payout>> PayoutsStore::FindPayout(const std::string& id,
   return p;
 }
 
-StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id,
-                                                       std::string_view kind,
-                                                       const std::vector<std::string_view>& states,
+StatusOr<std::vector<Payout>> PayoutsStore::RunPayouts(const std::string& run_id, MethodKind kind,
+                                                       const std::vector<PayoutState>& states,
                                                        int limit) {
-  std::vector<store::Value> params{run_id, std::string(kind)};
-  for (auto s : states) params.emplace_back(std::string(s));
+  std::vector<store::Value> params{run_id, Text(kind)};
+  for (PayoutState s : states) params.push_back(Text(s));
   params.emplace_back(int64_t{limit});
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows, tx_.Query(PayoutSelect() + std::string(kPayoutFrom) +
@@ -440,7 +455,7 @@ Status PayoutsStore::InsertAttempt(const std::string& payout_id, const Attempt& 
   return tx_
       .Exec("INSERT INTO payout_attempts (payout_id, " + AttemptRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {payout_id, a.n, a.state, a.signature, a.wire_base64, a.last_valid_block_height,
+            {payout_id, a.n, Text(a.state), a.signature, a.wire_base64, a.last_valid_block_height,
              a.error, ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at)})
       .status();
 }
@@ -450,15 +465,15 @@ Status PayoutsStore::UpdateAttempt(const std::string& payout_id, const Attempt& 
       .Exec(
           "UPDATE payout_attempts SET state = ?, error = ?, updated_at = ? "
           "WHERE payout_id = ? AND n = ?",
-          {a.state, a.error, ToUnixMicros(a.updated_at), payout_id, a.n})
+          {Text(a.state), a.error, ToUnixMicros(a.updated_at), payout_id, a.n})
       .status();
 }
 
 StatusOr<int64_t> PayoutsStore::FailedAttempts(const std::string& payout_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT COUNT(*) AS n FROM payout_attempts WHERE payout_id = ? "
-                                    "AND state = 'failed'",
-                                    {payout_id}));
+                                    "AND state = ?",
+                                    {payout_id, Text(AttemptState::kFailed)}));
   return rows[0]["n"].Int();
 }
 
@@ -499,15 +514,15 @@ Status PayoutsStore::InsertFile(const BankFile& f) {
   return tx_
       .Exec("INSERT INTO payout_files (" + FileRows(true).Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {f.run_id, f.name, f.kind, f.currency, f.lines, f.total_minor, f.sha256, f.state,
-             ToUnixMicros(f.created_at), OptTime(f.sent_at), f.content})
+            {f.run_id, f.name, Text(f.kind), f.currency, f.lines, f.total_minor, f.sha256,
+             Text(f.state), ToUnixMicros(f.created_at), OptTime(f.sent_at), f.content})
       .status();
 }
 
 Status PayoutsStore::UpdateFile(const BankFile& f) {
   return tx_
       .Exec("UPDATE payout_files SET state = ?, sent_at = ? WHERE run_id = ? AND name = ?",
-            {f.state, OptTime(f.sent_at), f.run_id, f.name})
+            {Text(f.state), OptTime(f.sent_at), f.run_id, f.name})
       .status();
 }
 

@@ -36,7 +36,7 @@ class PayoutsStore {
 
   // --- runs
   StatusOr<std::optional<Run>> FindRun(const std::string& id);
-  StatusOr<std::optional<Run>> FindRunFor(std::string_view schedule, std::string_view as_of);
+  StatusOr<std::optional<Run>> FindRunFor(Schedule schedule, std::string_view as_of);
   Status InsertRun(const Run& r);
   Status UpdateRun(const Run& r);  // state, eur_rate_ppm, finished_at
   StatusOr<std::vector<Run>> ListRuns(int limit);
@@ -57,8 +57,8 @@ class PayoutsStore {
   StatusOr<int64_t> Round(const std::string& payout_id);
   StatusOr<std::optional<Payout>> FindPayout(const std::string& id, bool with_attempts);
   // The run's payouts of a method kind in one of `states`, oldest first, at most `limit`.
-  StatusOr<std::vector<Payout>> RunPayouts(const std::string& run_id, std::string_view kind,
-                                           const std::vector<std::string_view>& states, int limit);
+  StatusOr<std::vector<Payout>> RunPayouts(const std::string& run_id, MethodKind kind,
+                                           const std::vector<PayoutState>& states, int limit);
   // Every payout of the run with its attempts (not its provider's name: accounts has it).
   StatusOr<std::vector<Payout>> AllRunPayouts(const std::string& run_id);
   StatusOr<Page<Payout>> ProviderPayouts(const std::string& provider_id, const PageRequest& page);

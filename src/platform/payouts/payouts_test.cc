@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/ids.h"
+#include "common/testing/enum_names.h"
 #include "platform/bank/nacha.h"
 #include "platform/bank/pain001.h"
 #include "platform/billing/ledger.h"
@@ -349,20 +350,20 @@ class PayoutsTest : public testing::PlatformTest {
   }
   Method Solana(uint8_t seed) {
     Method m;
-    m.kind = "solana";
+    m.kind = MethodKind::kSolana;
     m.wallet = solana::ToBase58(Wallet(seed));
     return m;
   }
   static Method Sepa(std::string iban) {
     Method m;
-    m.kind = "sepa";
+    m.kind = MethodKind::kSepa;
     m.holder = "Pia Rossi";
     m.iban = std::move(iban);
     return m;
   }
   static Method Ach() {
     Method m;
-    m.kind = "ach";
+    m.kind = MethodKind::kAch;
     m.holder = "Oscar Smith";
     m.routing_number = "011000015";
     m.account_number = "000123456789";
@@ -393,8 +394,9 @@ class PayoutsTest : public testing::PlatformTest {
       for (const auto& [k, v] : d->run.counts)
         fprintf(stderr, "count %s=%lld\n", k.c_str(), (long long)v);
       for (const auto& p : d->payouts)
-        fprintf(stderr, "payout %s %s %s %lld\n", p.id.c_str(), p.method.kind.c_str(),
-                p.state.c_str(), (long long)p.amount.micros());
+        fprintf(stderr, "payout %s %s %s %lld\n", p.id.c_str(),
+                std::string(Name(p.method.kind)).c_str(), std::string(Name(p.state)).c_str(),
+                (long long)p.amount.micros());
     }
     return d.ok() ? *d : RunDetail{};
   }
@@ -428,15 +430,15 @@ TEST_P(PayoutsTest, AWeeklyRunPaysEligibleProvidersOnceAndCarriesTheOthersOver) 
 
   auto run = Start();
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  EXPECT_EQ(run->state, "planning");
+  EXPECT_EQ(Name(run->state), "planning");
   ASSERT_TRUE(TickUntilQuiet().ok());
 
   RunDetail d = Detail(run->id);
-  EXPECT_EQ(d.run.state, "done");
+  EXPECT_EQ(Name(d.run.state), "done");
   ASSERT_EQ(d.payouts.size(), 1u);
   const Payout& po = d.payouts[0];
   EXPECT_EQ(po.provider_id, pia);
-  EXPECT_EQ(po.state, "confirmed");
+  EXPECT_EQ(Name(po.state), "confirmed");
   EXPECT_EQ(po.amount.micros(), 62'500'000);
   ASSERT_TRUE(po.signature.has_value());
   EXPECT_EQ(d.run.counts["carried_over"], 1);
@@ -484,7 +486,7 @@ TEST_P(PayoutsTest, EveryCrashPointResumesWithoutPayingTwice) {
     const uint64_t before = chain_->UsdcOf(Wallet(seed));
     crash_at_ = point;
     crash_times_ = 1;
-    auto run = Start(DateOf(LatestRunDate(kWeekly, clock_.Now(), BusinessCalendar())));
+    auto run = Start(DateOf(LatestRunDate(Schedule::kWeekly, clock_.Now(), BusinessCalendar())));
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     // The step comes in the first tick or a later one: run until it crashes.
     bool crashed = false;
@@ -495,7 +497,7 @@ TEST_P(PayoutsTest, EveryCrashPointResumesWithoutPayingTwice) {
     ASSERT_TRUE(TickUntilQuiet().ok());
     RunDetail d = Detail(run->id);
     ASSERT_EQ(d.payouts.size(), 1u);
-    EXPECT_EQ(d.payouts[0].state, "confirmed");
+    EXPECT_EQ(Name(d.payouts[0].state), "confirmed");
     EXPECT_EQ(chain_->UsdcOf(Wallet(seed)) - before, 70'000'000u);
     EXPECT_EQ(chain_->LandedFor(d.payouts[0].id), 1);
     EXPECT_EQ(BalanceOf(billing::ProviderPaidAccount(p)), 70'000'000);
@@ -514,13 +516,13 @@ TEST_P(PayoutsTest, ADroppedTransactionIsResentAsItIsUntilItsBlockhashExpires) {
   ASSERT_TRUE(payouts_->Tick().ok());  // plans, signs, sends (dropped)
   RunDetail d = Detail(run->id);
   ASSERT_EQ(d.payouts.size(), 1u);
-  EXPECT_EQ(d.payouts[0].state, "submitted");
+  EXPECT_EQ(Name(d.payouts[0].state), "submitted");
   ASSERT_TRUE(payouts_->Tick().ok());  // not found, still valid: resent (dropped again)
   ASSERT_TRUE(payouts_->Tick().ok());  // resent: lands
   ASSERT_TRUE(TickUntilQuiet().ok());
   auto po = payouts_->ProviderPayout(Session(pia), d.payouts[0].id);
   ASSERT_TRUE(po.ok()) << po.status().ToString();
-  EXPECT_EQ(po->first.state, "confirmed");
+  EXPECT_EQ(Name(po->first.state), "confirmed");
   EXPECT_EQ(po->first.attempts.size(), 1u);  // one signature all along
   EXPECT_EQ(chain_->LandedFor(po->first.id), 1);
   EXPECT_EQ(chain_->UsdcOf(Wallet(11)), 55'000'000u);
@@ -543,7 +545,7 @@ TEST_P(PayoutsTest, AnExpiredBlockhashIsSignedAgainOnlyOnceTheFirstCanNoLongerLa
   ASSERT_EQ(d.payouts.size(), 1u);
   auto po = payouts_->ProviderPayout(Session(pia), d.payouts[0].id);
   ASSERT_TRUE(po.ok()) << po.status().ToString();
-  EXPECT_EQ(po->first.state, "confirmed");
+  EXPECT_EQ(Name(po->first.state), "confirmed");
   EXPECT_EQ(po->first.attempts.size(), 1u);
 
   // A second provider whose first transaction is dropped and whose blockhash then expires.
@@ -556,16 +558,16 @@ TEST_P(PayoutsTest, AnExpiredBlockhashIsSignedAgainOnlyOnceTheFirstCanNoLongerLa
   ASSERT_TRUE(run2.ok());
   ASSERT_TRUE(payouts_->Tick().ok());
   ASSERT_TRUE(payouts_->Tick().ok());
-  EXPECT_EQ(Detail(run2->id).payouts[0].state, "submitted");
+  EXPECT_EQ(Name(Detail(run2->id).payouts[0].state), "submitted");
   chain_->DropNextSends(0);
   chain_->ExpireBlockhash();  // the first can no longer land: a new one is signed
   ASSERT_TRUE(TickUntilQuiet().ok());
   auto po2 = payouts_->ProviderPayout(Session(oscar), Detail(run2->id).payouts[0].id);
   ASSERT_TRUE(po2.ok());
-  EXPECT_EQ(po2->first.state, "confirmed");
+  EXPECT_EQ(Name(po2->first.state), "confirmed");
   ASSERT_EQ(po2->first.attempts.size(), 2u);
-  EXPECT_EQ(po2->first.attempts[0].state, "expired");
-  EXPECT_EQ(po2->first.attempts[1].state, "landed");
+  EXPECT_EQ(Name(po2->first.attempts[0].state), "expired");
+  EXPECT_EQ(Name(po2->first.attempts[1].state), "landed");
   EXPECT_EQ(chain_->LandedFor(po2->first.id), 1);
   EXPECT_EQ(chain_->UsdcOf(Wallet(12)), 52'000'000u);
 }
@@ -578,11 +580,11 @@ TEST_P(PayoutsTest, AProcessedTransactionIsNotPaidUntilItReachesTheCommitment) {
   auto run = Start();
   ASSERT_TRUE(run.ok());
   ASSERT_TRUE(TickUntilQuiet(5).ok());
-  EXPECT_EQ(Detail(run->id).payouts[0].state, "submitted");
+  EXPECT_EQ(Name(Detail(run->id).payouts[0].state), "submitted");
   EXPECT_EQ(BalanceOf(billing::ProviderInPaymentAccount(pia)), 55'000'000);
   chain_->HoldConfirmations(false);
   ASSERT_TRUE(TickUntilQuiet().ok());
-  EXPECT_EQ(Detail(run->id).payouts[0].state, "confirmed");
+  EXPECT_EQ(Name(Detail(run->id).payouts[0].state), "confirmed");
   EXPECT_EQ(chain_->sends(), 1);  // followed, never signed again
 }
 
@@ -612,7 +614,7 @@ TEST_P(PayoutsTest, AShortWalletMakesPayoutsWaitAndTellsAdminsOnce) {
   EXPECT_EQ(w->needed_micro, 55'000'000);
   chain_->Fund(platform_key_.public_key, 0, 100 * kUsdc);
   ASSERT_TRUE(TickUntilQuiet().ok());
-  EXPECT_EQ(Detail(run->id).run.state, "done");
+  EXPECT_EQ(Name(Detail(run->id).run.state), "done");
   EXPECT_EQ(chain_->UsdcOf(Wallet(11)) + chain_->UsdcOf(Wallet(12)), 110'000'000u);
 }
 
@@ -626,7 +628,7 @@ TEST_P(PayoutsTest, BankPayoutsAreWrittenToValidFilesAndSettledByTheOperator) {
   ASSERT_TRUE(run.ok());
   ASSERT_TRUE(TickUntilQuiet().ok());
   RunDetail d = Detail(run->id);
-  EXPECT_EQ(d.run.state, "waiting");
+  EXPECT_EQ(Name(d.run.state), "waiting");
   ASSERT_EQ(d.run.files.size(), 2u);
   auto sepa = payouts_->File(Session(admin_), run->id, run->id + "-sepa.xml");
   ASSERT_TRUE(sepa.ok()) << sepa.status().ToString();
@@ -645,8 +647,8 @@ TEST_P(PayoutsTest, BankPayoutsAreWrittenToValidFilesAndSettledByTheOperator) {
   ASSERT_TRUE(payouts_->MarkFileSent(Session(admin_), run->id, run->id + "-ach.txt").ok());
   std::string sepa_id, ach_id;
   for (const auto& po : Detail(run->id).payouts) {
-    EXPECT_EQ(po.state, "submitted");
-    (po.method.kind == "sepa" ? sepa_id : ach_id) = po.id;
+    EXPECT_EQ(Name(po.state), "submitted");
+    (po.method.kind == MethodKind::kSepa ? sepa_id : ach_id) = po.id;
   }
   EXPECT_EQ(payouts_->SetBankResult(Session(admin_), sepa_id, {"failed", "", ""}).status().code(),
             StatusCode::kValidationFailed);  // a reason is needed
@@ -655,7 +657,7 @@ TEST_P(PayoutsTest, BankPayoutsAreWrittenToValidFilesAndSettledByTheOperator) {
       payouts_->SetBankResult(Session(admin_), ach_id, {"failed", "", "R03 no account"}).ok());
   EXPECT_EQ(BalanceOf(billing::ProviderPaidAccount(pia)), 100'120'000);
   EXPECT_EQ(BalanceOf(billing::ProviderAvailableAccount(oscar)), 75'000'000);  // back
-  EXPECT_EQ(Detail(run->id).run.state, "done");
+  EXPECT_EQ(Name(Detail(run->id).run.state), "done");
   ExpectLedgerSumsToZero();
 
   // An admin retries the returned ACH payout: a new file of its own.
@@ -754,7 +756,7 @@ TEST_P(PayoutsTest, ReSendingTheOldMethodCannotUndoTheOwnersChange) {
   EXPECT_EQ(now.method, (*owners)->settings.method);
   EXPECT_EQ(now.method->wallet, Solana(12).wallet);
   EXPECT_EQ(now.hold_until, (*owners)->settings.hold_until) << "the hold was not reset";
-  EXPECT_EQ(now.schedule, "weekly") << "a refused request writes nothing";
+  EXPECT_EQ(Name(now.schedule), "weekly") << "a refused request writes nothing";
 
   // The same through an API key: refused as an API key changing the method would be.
   interleaved.before_next_write = owner_changes_to(Solana(13));
@@ -778,7 +780,7 @@ TEST_P(PayoutsTest, ReSendingTheOldMethodCannotUndoTheOwnersChange) {
   auto changed = racer.PutSettings(Session(pia), again);
   ASSERT_TRUE(changed.ok()) << changed.status().ToString();
   EXPECT_EQ(changed->settings.method->wallet, Solana(14).wallet);
-  EXPECT_EQ(changed->settings.schedule, "monthly");
+  EXPECT_EQ(Name(changed->settings.schedule), "monthly");
   EXPECT_EQ(*changed->settings.hold_until, clock_.Now() + 48 * kOneHour);
   // One notice per change that was made: the first method and four changes.
   EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE to_addr LIKE 'pia@%' AND "
@@ -815,7 +817,7 @@ TEST_P(PayoutsTest, WalletsThatPayNobodyAreRefused) {
   for (const auto& [wallet, why] : cases) {
     SettingsUpdate u;
     u.method = Method{};
-    u.method->kind = "solana";
+    u.method->kind = MethodKind::kSolana;
     u.method->wallet = wallet;
     u.password = "provider-password";
     auto r = payouts_->PutSettings(Session(pia), u);
@@ -842,7 +844,7 @@ TEST_P(PayoutsTest, BadSettingsNameTheirFieldAndChangeNothing) {
     const char* field;
   };
   Method pda;
-  pda.kind = "solana";
+  pda.kind = MethodKind::kSolana;
   pda.wallet = solana::ToBase58(solana::AssociatedTokenAddress(Wallet(11), mint_));  // off curve
   Method bad_chars = pda;
   bad_chars.wallet = "0OIl" + std::string(40, '1');
@@ -852,15 +854,12 @@ TEST_P(PayoutsTest, BadSettingsNameTheirFieldAndChangeNothing) {
   bad_routing.routing_number = "021000022";
   Method bad_type = Ach();
   bad_type.account_type = "brokerage";
-  Method kind;
-  kind.kind = "paypal";
   for (const auto& c : std::vector<Case>{{pda, "method.wallet"},
                                          {bad_chars, "method.wallet"},
                                          {bad_iban, "method.iban"},
                                          {us_iban, "method.iban"},
                                          {bad_routing, "method.routing_number"},
-                                         {bad_type, "method.account_type"},
-                                         {kind, "method.kind"}}) {
+                                         {bad_type, "method.account_type"}}) {
     SettingsUpdate u;
     u.method = c.m;
     u.password = "provider-password";
@@ -911,9 +910,11 @@ TEST_P(PayoutsTest, OneInstanceCarriesRunsForwardAtATime) {
 GPUNEX_INSTANTIATE_BACKENDS(PayoutsTest);
 
 TEST(PayoutStatesTest, APayoutMovesOnlyAsTheStateMachineSays) {
+  using enum PayoutState;
   static_assert(PayoutMayGo(kPlanned, kSubmitted));
   static_assert(PayoutMayGo(kPlanned, kWaitingFunds));
   static_assert(PayoutMayGo(kWaitingFunds, kSubmitted));
+  static_assert(PayoutMayGo(kWaitingFunds, kPlanned));
   static_assert(PayoutMayGo(kSubmitted, kConfirmed));
   static_assert(PayoutMayGo(kSubmitted, kFailed));
   static_assert(PayoutMayGo(kSubmitted, kPlanned));  // expired unlanded: signed again
@@ -924,7 +925,43 @@ TEST(PayoutStatesTest, APayoutMovesOnlyAsTheStateMachineSays) {
   static_assert(!PayoutMayGo(kConfirmed, kFailed));
   static_assert(!PayoutMayGo(kFailed, kConfirmed));
   static_assert(!PayoutMayGo(kSubmitted, kSubmitted));
-  EXPECT_FALSE(PayoutMayGo(std::string("sent"), std::string("planned")));
+}
+
+TEST(PayoutStatesTest, ARunIsPlannedOnceAndRunsAgainOnlyForARetry) {
+  using enum RunState;
+  static_assert(RunMayGo(kPlanning, kRunning));
+  static_assert(RunMayGo(kRunning, kWaiting));
+  static_assert(RunMayGo(kWaiting, kRunning));
+  static_assert(RunMayGo(kRunning, kDone));
+  static_assert(RunMayGo(kWaiting, kDone));
+  static_assert(RunMayGo(kDone, kRunning));  // a failed payout retried
+  static_assert(!RunMayGo(kPlanning, kDone));
+  static_assert(!RunMayGo(kRunning, kPlanning));
+  static_assert(!RunMayGo(kDone, kWaiting));
+  static_assert(!RunMayGo(kRunning, kRunning));
+  static_assert(IsSpentAttemptState(AttemptState::kFailed));
+  static_assert(IsSpentAttemptState(AttemptState::kExpired));
+  static_assert(!IsSpentAttemptState(AttemptState::kSent));
+}
+
+// Each enumerator of a table has its own name, which reads back as itself; the names are
+// those the API and the database have always used.
+TEST(PayoutNamesTest, EachValueHasOneNameForTheWireAndTheDatabase) {
+  using gpunex::testing::ExpectEachNameReadsBack;
+  ExpectEachNameReadsBack(kScheduleNames, Schedule::kMonthly);
+  ExpectEachNameReadsBack(kMethodKindNames, MethodKind::kAch);
+  ExpectEachNameReadsBack(kPayoutStateNames, PayoutState::kFailed);
+  ExpectEachNameReadsBack(kAttemptStateNames, AttemptState::kExpired);
+  ExpectEachNameReadsBack(kRunStateNames, RunState::kDone);
+  ExpectEachNameReadsBack(kSkipReasonNames, SkipReason::kNoMethod);
+  ExpectEachNameReadsBack(kFileKindNames, FileKind::kNacha);
+  ExpectEachNameReadsBack(kFileStateNames, FileState::kSent);
+  EXPECT_EQ(Name(PayoutState::kWaitingFunds), "waiting_funds");
+  EXPECT_EQ(Name(SkipReason::kCarriedOver), "carried_over");
+  EXPECT_EQ(Name(FileKind::kPain001), "pain.001");
+  EXPECT_EQ(kMethodKindNames.Listed(), "\"solana\", \"sepa\" or \"ach\"");
+  EXPECT_EQ(kScheduleNames.Parse("Weekly"), std::nullopt);
+  EXPECT_THROW(kPayoutStateNames.ParseStored("sent"), std::invalid_argument);
 }
 
 }  // namespace

@@ -27,10 +27,20 @@ namespace {
 
 // Every change of a payout's state after it is planned goes through here (payout.h's
 // PayoutMayGo).
-Status Move(Payout& po, std::string_view to) {
-  GPUNEX_INVARIANT(PayoutMayGo(po.state, to),
-                   "payout " + po.id + " may not go from " + po.state + " to " + std::string(to));
-  po.state = std::string(to);
+Status Move(Payout& po, PayoutState to) {
+  GPUNEX_INVARIANT(PayoutMayGo(po.state, to), "payout " + po.id + " may not go from " +
+                                                  std::string(Name(po.state)) + " to " +
+                                                  std::string(Name(to)));
+  po.state = to;
+  return Status::Ok();
+}
+
+// Every change of a run's state goes through here (payout.h's RunMayGo).
+Status Move(Run& run, RunState to) {
+  GPUNEX_INVARIANT(RunMayGo(run.state, to), "payout run " + run.id + " may not go from " +
+                                                std::string(Name(run.state)) + " to " +
+                                                std::string(Name(to)));
+  run.state = to;
   return Status::Ok();
 }
 
@@ -88,11 +98,11 @@ Status NoticeToProvider(store::Tx& tx, Timestamp now, const Payout& po,
   GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, po.provider_id));
   notify::Notice n;
   const std::string amount = NetOf(po).ToString() + " USDC";
-  if (po.state == kConfirmed) {
+  if (po.state == PayoutState::kConfirmed) {
     n.kind = "payouts.paid";
     n.title = "Your payout was sent";
-    n.text = "Your " + std::string(po.schedule) + " payout of " + amount +
-             (po.method.kind == kSolana
+    n.text = "Your " + std::string(Name(po.schedule)) + " payout of " + amount +
+             (po.method.kind == MethodKind::kSolana
                   ? " was confirmed on Solana (transaction " + po.signature.value_or("") + ")."
                   : " was paid by your bank transfer (reference " + po.bank_reference.value_or("") +
                         ").");
@@ -123,10 +133,10 @@ Status Payouts::Confirm(store::Tx& tx, Timestamp now, Payout& po, const std::str
                   "payout " + po.id + " fee", now});
   }
   GPUNEX_RETURN_IF_ERROR(billing::Post(tx, ts).status());
-  GPUNEX_RETURN_IF_ERROR(Move(po, kConfirmed));
+  GPUNEX_RETURN_IF_ERROR(Move(po, PayoutState::kConfirmed));
   po.confirmed_at = now;
   po.failure.reset();
-  if (po.method.kind == kSolana) {
+  if (po.method.kind == MethodKind::kSolana) {
     po.signature = reference;
   } else {
     po.bank_reference = reference;
@@ -144,7 +154,7 @@ Status Payouts::Fail(store::Tx& tx, Timestamp now, Payout& po, const std::string
                           billing::ProviderAvailableAccount(po.provider_id), po.amount,
                           std::nullopt, "payout " + po.id + " failed", now}})
           .status());
-  GPUNEX_RETURN_IF_ERROR(Move(po, kFailed));
+  GPUNEX_RETURN_IF_ERROR(Move(po, PayoutState::kFailed));
   po.failed_at = now;
   po.failure = why.substr(0, 500);
   GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(po));
@@ -157,13 +167,12 @@ StatusOr<Run> Payouts::StartRun(const accounts::Principal& p, const RunRequest& 
   if (!p.IsAdmin()) return PermissionDenied("only admins start payout runs");
   FieldErrors errors;
   std::optional<Timestamp> as_of = ParseDate(req.as_of);
-  if (req.schedule != kWeekly && req.schedule != kMonthly) {
-    errors.emplace("schedule", "must be \"weekly\" or \"monthly\"");
-  }
+  const std::optional<Schedule> schedule = kScheduleNames.Parse(req.schedule);
+  if (!schedule) errors.emplace("schedule", "must be " + kScheduleNames.Listed());
   if (!as_of) {
     errors.emplace("as_of", "must be a date as YYYY-MM-DD");
-  } else if (errors.empty() && !IsRunDate(req.schedule, *as_of, options_.calendar)) {
-    errors.emplace("as_of", req.schedule == kWeekly
+  } else if (errors.empty() && !IsRunDate(*schedule, *as_of, options_.calendar)) {
+    errors.emplace("as_of", *schedule == Schedule::kWeekly
                                 ? "must be a Monday: weekly payouts are made on Mondays"
                                 : "must be the first business day of its month");
   } else if (*as_of > options_.clock->Now()) {
@@ -177,7 +186,7 @@ StatusOr<Run> Payouts::StartRun(const accounts::Principal& p, const RunRequest& 
   Run out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     PayoutsStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(std::optional<Run> existing, s.FindRunFor(req.schedule, req.as_of));
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Run> existing, s.FindRunFor(*schedule, req.as_of));
     if (existing) {
       out = *existing;
       if (!out.eur_rate_ppm && req.eur_rate_ppm) {
@@ -186,10 +195,10 @@ StatusOr<Run> Payouts::StartRun(const accounts::Principal& p, const RunRequest& 
       }
     } else {
       out.id = NewId("run");
-      out.schedule = req.schedule;
+      out.schedule = *schedule;
       out.as_of = req.as_of;
       out.cutoff = *as_of;
-      out.state = std::string(kRunPlanning);
+      out.state = RunState::kPlanning;
       out.eur_rate_ppm = req.eur_rate_ppm ? req.eur_rate_ppm : options_.default_eur_rate_ppm;
       out.created_at = now;
       GPUNEX_RETURN_IF_ERROR(s.InsertRun(out));
@@ -209,7 +218,7 @@ struct Payouts::Plan {
     return self.db_.Transact([&](store::Tx& tx) -> Status {
       PayoutsStore s(tx);
       GPUNEX_ASSIGN_OR_RETURN(std::optional<Run> run, s.FindRun(run_id));
-      if (!run || run->state != kRunPlanning) return Status::Ok();
+      if (!run || run->state != RunState::kPlanning) return Status::Ok();
       GPUNEX_ASSIGN_OR_RETURN(Timestamp released, billing::ReleasedUntil(tx));
       std::string after;
       std::vector<billing::Transfer> reservations;
@@ -228,35 +237,35 @@ struct Payouts::Plan {
         for (const auto& c : page) {
           auto found = settings.find(c.provider_id);
           const Settings* st = found == settings.end() ? nullptr : &found->second;
-          if ((st ? std::string_view(st->schedule) : kWeekly) != run->schedule) continue;
+          if ((st ? st->schedule : Schedule::kWeekly) != run->schedule) continue;
           const Usdc available = c.balance;
-          Skip skip{c.provider_id, "", available};
+          Skip skip{c.provider_id, SkipReason::kCarriedOver, available};
           if (!available.is_positive()) continue;  // nothing to pay, nothing to say
           if (!st || !st->method) {
-            skip.reason = "no_method";
+            skip.reason = SkipReason::kNoMethod;
           } else if (st->hold_until && *st->hold_until > now) {
-            skip.reason = "held";
+            skip.reason = SkipReason::kHeld;
           } else {
             const MethodTerms& terms = self.TermsOf(st->method->kind);
             const Usdc threshold =
-                run->schedule == kWeekly ? st->threshold : self.options_.monthly_minimum;
+                run->schedule == Schedule::kWeekly ? st->threshold : self.options_.monthly_minimum;
             Usdc amount = available;
             // A bank pays whole cents; the rest stays available for the next payout.
-            if (st->method->kind != kSolana)
+            if (st->method->kind != MethodKind::kSolana)
               amount = Usdc::Micros(amount.micros() - amount.micros() % kMicrosPerCent);
             if (amount < std::max(threshold, terms.minimum) || amount <= terms.fee) {
-              skip.reason = "carried_over";
+              skip.reason = SkipReason::kCarriedOver;
             } else {
               Payout po;
               po.id = NewId("po");
               po.run_id = run->id;
               po.provider_id = c.provider_id;
-              po.state = std::string(kPlanned);
+              po.state = PayoutState::kPlanned;
               po.amount = amount;
               po.fee = terms.fee;
               po.method = *st->method;
               po.currency = terms.currency;
-              if (po.method.kind == kAch)
+              if (po.method.kind == MethodKind::kAch)
                 po.amount_minor =
                     Usdc::Micros(amount.micros() - terms.fee.micros()).micros() / kMicrosPerCent;
               po.created_at = now;
@@ -274,7 +283,7 @@ struct Payouts::Plan {
         }
       }
       GPUNEX_RETURN_IF_ERROR(billing::Post(tx, reservations).status());
-      run->state = std::string(kRunRunning);
+      GPUNEX_RETURN_IF_ERROR(Move(*run, RunState::kRunning));
       return s.UpdateRun(*run);
     });
   }
@@ -292,7 +301,7 @@ StatusOr<int64_t> Payouts::Tick() {
   store::Lock* lock = run_lock_.get();
   const Timestamp now = options_.clock->Now();
   if (options_.automatic_runs) {
-    for (std::string_view schedule : {kWeekly, kMonthly}) {
+    for (Schedule schedule : {Schedule::kWeekly, Schedule::kMonthly}) {
       const Timestamp due = LatestRunDate(schedule, now, options_.calendar);
       bool exists = false;
       GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
@@ -303,7 +312,7 @@ StatusOr<int64_t> Payouts::Tick() {
       if (exists) continue;
       accounts::Principal system;
       system.user.roles.push_back(std::string(accounts::kRoleAdmin));
-      auto r = StartRun(system, {DateOf(due), std::string(schedule), std::nullopt});
+      auto r = StartRun(system, {DateOf(due), std::string(Name(schedule)), std::nullopt});
       if (!r.ok()) LogWarn("payouts.schedule_failed", {{"error", r.status().ToString()}});
     }
   }
@@ -338,12 +347,12 @@ StatusOr<int64_t> Payouts::Advance(const std::string& run_id) {
     });
   };
   GPUNEX_RETURN_IF_ERROR(load());
-  if (run && run->state == kRunPlanning) {
+  if (run && run->state == RunState::kPlanning) {
     GPUNEX_RETURN_IF_ERROR(Plan::Make(*this, run_id));
     GPUNEX_RETURN_IF_ERROR(load());
   }
   if (!run) return NotFound("no payout run " + run_id);
-  if (run->state == kRunDone || run->state == kRunPlanning) return 0;
+  if (run->state == RunState::kDone || run->state == RunState::kPlanning) return 0;
   GPUNEX_RETURN_IF_ERROR(Fault("payout.after_plan"));
   int64_t changed = 0;
   GPUNEX_ASSIGN_OR_RETURN(int64_t solana, AdvanceSolana(*run));
@@ -356,38 +365,42 @@ StatusOr<int64_t> Payouts::Advance(const std::string& run_id) {
 }
 
 Status Payouts::FinishIfDone(const Run& run) {
-  // The state the run's payouts put it in; "" when it is done already or gone.
-  auto state_of = [&](store::Tx& tx, std::optional<Run>* r) -> StatusOr<std::string> {
+  // The state the run's payouts put it in; nullopt when it is done already or gone.
+  auto state_of = [&](store::Tx& tx, std::optional<Run>* r) -> StatusOr<std::optional<RunState>> {
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(*r, s.FindRun(run.id));
-    if (!*r || (*r)->state == kRunDone) return std::string();
+    if (!*r || (*r)->state == RunState::kDone) return std::optional<RunState>();
     GPUNEX_RETURN_IF_ERROR(s.LoadCounts(&**r));
     auto& counts = (*r)->counts;
-    const int64_t open = counts[std::string(kPlanned)] + counts[std::string(kWaitingFunds)] +
-                         counts[std::string(kSubmitted)];
+    int64_t open = 0;
+    for (PayoutState st :
+         {PayoutState::kPlanned, PayoutState::kWaitingFunds, PayoutState::kSubmitted}) {
+      open += counts[std::string(Name(st))];
+    }
     GPUNEX_ASSIGN_OR_RETURN(auto solana_open,
-                            s.RunPayouts(run.id, kSolana, {kPlanned, kSubmitted}, 1));
-    return open == 0             ? std::string(kRunDone)
-           : solana_open.empty() ? std::string(kRunWaiting)
-                                 : std::string(kRunRunning);
+                            s.RunPayouts(run.id, MethodKind::kSolana,
+                                         {PayoutState::kPlanned, PayoutState::kSubmitted}, 1));
+    return std::optional<RunState>(open == 0             ? RunState::kDone
+                                   : solana_open.empty() ? RunState::kWaiting
+                                                         : RunState::kRunning);
   };
   // Read first: a run that stays as it is (waiting on the operator for days) takes no
   // write transaction every loop.
   bool changes = false;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     std::optional<Run> r;
-    GPUNEX_ASSIGN_OR_RETURN(std::string state, state_of(tx, &r));
-    changes = !state.empty() && state != r->state;
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<RunState> state, state_of(tx, &r));
+    changes = state && *state != r->state;
     return Status::Ok();
   }));
   if (!changes) return Status::Ok();
   const Timestamp now = options_.clock->Now();
   return db_.Transact([&](store::Tx& tx) -> Status {
     std::optional<Run> r;
-    GPUNEX_ASSIGN_OR_RETURN(std::string state, state_of(tx, &r));
-    if (state.empty() || state == r->state) return Status::Ok();
-    r->state = state;
-    if (state == kRunDone) r->finished_at = now;
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<RunState> state, state_of(tx, &r));
+    if (!state || *state == r->state) return Status::Ok();
+    GPUNEX_RETURN_IF_ERROR(Move(*r, *state));
+    if (*state == RunState::kDone) r->finished_at = now;
     return PayoutsStore(tx).UpdateRun(*r);
   });
 }
@@ -406,7 +419,8 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
   std::vector<Payout> submitted;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(submitted,
-                            PayoutsStore(tx).RunPayouts(run.id, kSolana, {kSubmitted}, 1'000'000));
+                            PayoutsStore(tx).RunPayouts(run.id, MethodKind::kSolana,
+                                                        {PayoutState::kSubmitted}, 1'000'000));
     return Status::Ok();
   }));
   int64_t changed = 0;
@@ -438,18 +452,18 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
       for (size_t i = 0; i < ids.size(); ++i) {
         GPUNEX_ASSIGN_OR_RETURN(std::optional<Payout> po, s.FindPayout(ids[i], false));
         auto a = latest.find(ids[i]);
-        if (!po || po->state != kSubmitted || a == latest.end()) continue;
+        if (!po || po->state != PayoutState::kSubmitted || a == latest.end()) continue;
         Attempt att = a->second;
         const auto& st = statuses[i];
         if (st && !st->err && solana::Reached(*st, commitment)) {
-          att.state = std::string(kAttemptLanded);
+          att.state = AttemptState::kLanded;
           att.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.UpdateAttempt(po->id, att));
           GPUNEX_RETURN_IF_ERROR(Confirm(tx, now, *po, att.signature));
           ++n;
         } else if (st && st->err) {
           // It landed and failed: this signature is spent and can never land again.
-          att.state = std::string(kAttemptFailed);
+          att.state = AttemptState::kFailed;
           att.error = *st->err;
           att.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.UpdateAttempt(po->id, att));
@@ -458,15 +472,16 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
             GPUNEX_RETURN_IF_ERROR(
                 Fail(tx, now, *po, "the Solana transaction failed: " + *st->err));
           } else {
-            GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));
+            GPUNEX_RETURN_IF_ERROR(Move(*po, PayoutState::kPlanned));
             GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
           }
           ++n;
         } else if (!st && height > static_cast<uint64_t>(att.last_valid_block_height)) {
-          att.state = std::string(kAttemptExpired);
+          att.state = AttemptState::kExpired;
           att.updated_at = now;
           GPUNEX_RETURN_IF_ERROR(s.UpdateAttempt(po->id, att));
-          GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));  // signed again with a new blockhash
+          // Signed again with a new blockhash.
+          GPUNEX_RETURN_IF_ERROR(Move(*po, PayoutState::kPlanned));
           GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
           ++n;
         } else if (!st &&
@@ -485,7 +500,7 @@ StatusOr<int64_t> Payouts::ConfirmSolana(const Run& run) {
       if (!sent.ok()) {
         LogInfo("payouts.resend_failed", {{"payout", id}, {"error", sent.status().ToString()}});
       }
-      att.state = std::string(kAttemptSent);
+      att.state = AttemptState::kSent;
       att.updated_at = options_.clock->Now();
     }
     if (!resend.empty()) {
@@ -505,9 +520,11 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
   int64_t in_flight_micro = 0, in_flight_count = 0;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     PayoutsStore s(tx);
-    GPUNEX_ASSIGN_OR_RETURN(todo,
-                            s.RunPayouts(run.id, kSolana, {kPlanned, kWaitingFunds}, 1'000'000));
-    GPUNEX_ASSIGN_OR_RETURN(auto flying, s.RunPayouts(run.id, kSolana, {kSubmitted}, 1'000'000));
+    GPUNEX_ASSIGN_OR_RETURN(
+        todo, s.RunPayouts(run.id, MethodKind::kSolana,
+                           {PayoutState::kPlanned, PayoutState::kWaitingFunds}, 1'000'000));
+    GPUNEX_ASSIGN_OR_RETURN(auto flying, s.RunPayouts(run.id, MethodKind::kSolana,
+                                                      {PayoutState::kSubmitted}, 1'000'000));
     for (const auto& po : flying) in_flight_micro += NetOf(po).micros();
     in_flight_count = static_cast<int64_t>(flying.size());
     return Status::Ok();
@@ -567,7 +584,7 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
       Attempt a;
       auto l = latest.find(po.id);
       a.n = l == latest.end() ? 1 : l->second.n + 1;
-      a.state = std::string(kAttemptSigned);
+      a.state = AttemptState::kSigned;
       a.signature = signed_tx.signature;
       a.wire_base64 = signed_tx.Base64();
       a.last_valid_block_height = static_cast<int64_t>(bh.last_valid_block_height);
@@ -587,25 +604,25 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
       GPUNEX_ASSIGN_OR_RETURN(auto now_latest, s.LatestAttempts(fresh));
       for (auto& r : ready) {
         GPUNEX_ASSIGN_OR_RETURN(std::optional<Payout> cur, s.FindPayout(r.po->id, false));
-        if (!cur || (cur->state != kPlanned && cur->state != kWaitingFunds)) {
+        if (!cur ||
+            (cur->state != PayoutState::kPlanned && cur->state != PayoutState::kWaitingFunds)) {
           r.attempt.n = 0;  // taken care of elsewhere meanwhile: not sent
           continue;
         }
         auto l = now_latest.find(r.po->id);
-        if (l != now_latest.end() && l->second.state != kAttemptExpired &&
-            l->second.state != kAttemptFailed) {
+        if (l != now_latest.end() && !IsSpentAttemptState(l->second.state)) {
           r.attempt.n = 0;  // its last transaction may still land
           continue;
         }
         if (l != now_latest.end() && l->second.n + 1 != r.attempt.n) r.attempt.n = l->second.n + 1;
         GPUNEX_RETURN_IF_ERROR(s.InsertAttempt(cur->id, r.attempt));
-        GPUNEX_RETURN_IF_ERROR(Move(*cur, kSubmitted));
+        GPUNEX_RETURN_IF_ERROR(Move(*cur, PayoutState::kSubmitted));
         if (!cur->submitted_at) cur->submitted_at = now;
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*cur));
       }
       for (Payout* po : short_of_funds) {
-        if (po->state == kWaitingFunds) continue;
-        GPUNEX_RETURN_IF_ERROR(Move(*po, kWaitingFunds));
+        if (po->state == PayoutState::kWaitingFunds) continue;
+        GPUNEX_RETURN_IF_ERROR(Move(*po, PayoutState::kWaitingFunds));
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
         ++newly_short;
       }
@@ -617,8 +634,8 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
           notify::Notice n;
           n.kind = "payouts.wallet_short";
           n.title = "The payout wallet is short of funds";
-          n.text = "Payouts of run " + run.id + " (" + run.schedule + ", " + run.as_of +
-                   ") wait for USDC or SOL in the platform's wallet " +
+          n.text = "Payouts of run " + run.id + " (" + std::string(Name(run.schedule)) + ", " +
+                   run.as_of + ") wait for USDC or SOL in the platform's wallet " +
                    solana::ToBase58(key_->public_key) + " (USDC token account " +
                    solana::ToBase58(platform_token_account_) +
                    "). They are sent as soon as it is funded.";
@@ -647,7 +664,7 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
           LogInfo("payouts.send_failed", {{"payout", r.po->id}, {"error", st.status().ToString()}});
           continue;
         }
-        r.attempt.state = std::string(kAttemptSent);
+        r.attempt.state = AttemptState::kSent;
         r.attempt.updated_at = options_.clock->Now();
         std::lock_guard<std::mutex> l(sent_mu);
         sent.emplace_back(r.po->id, r.attempt);
@@ -676,12 +693,12 @@ StatusOr<int64_t> Payouts::SignAndSendSolana(const Run& run) {
 
 StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
   int64_t changed = 0;
-  for (std::string_view kind : {kSepa, kAch}) {
+  for (MethodKind kind : {MethodKind::kSepa, MethodKind::kAch}) {
     std::vector<Payout> todo;
     std::vector<BankFile> files;
     GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
       PayoutsStore s(tx);
-      GPUNEX_ASSIGN_OR_RETURN(todo, s.RunPayouts(run.id, kind, {kPlanned}, 1'000'000));
+      GPUNEX_ASSIGN_OR_RETURN(todo, s.RunPayouts(run.id, kind, {PayoutState::kPlanned}, 1'000'000));
       GPUNEX_ASSIGN_OR_RETURN(files, s.Files(run.id, false));
       return Status::Ok();
     }));
@@ -689,15 +706,17 @@ StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
     if (todo.empty()) continue;
     const Timestamp now = options_.clock->Now();
     // One file per kind and run; a retried payout goes into a file of its own.
+    const FileKind file_kind = kind == MethodKind::kSepa ? FileKind::kPain001 : FileKind::kNacha;
     int same_kind = 0;
-    for (const auto& f : files) same_kind += f.kind == (kind == kSepa ? "pain.001" : "nacha");
+    for (const auto& f : files) same_kind += f.kind == file_kind;
     const std::string suffix = same_kind ? "-" + std::to_string(same_kind + 1) : "";
     BankFile f;
     f.run_id = run.id;
-    f.state = "written";
+    f.kind = file_kind;
+    f.state = FileState::kWritten;
     f.created_at = now;
     f.lines = static_cast<int64_t>(todo.size());
-    if (kind == kSepa) {
+    if (kind == MethodKind::kSepa) {
       if (!run.eur_rate_ppm) {
         LogInfo("payouts.waiting_for_rate", {{"run", run.id}});
         continue;  // the operator sets the run's EUR rate (StartRun again with eur_rate)
@@ -727,7 +746,6 @@ StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
         doc.lines.push_back(std::move(l));
       }
       GPUNEX_ASSIGN_OR_RETURN(f.content, bank::WritePain001(doc));
-      f.kind = "pain.001";
       f.currency = "EUR";
       f.name = run.id + suffix + "-sepa.xml";
     } else {
@@ -748,7 +766,7 @@ StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
       // never repeats one, and the bank's answer names one line.
       file.first_sequence = 1;
       for (const auto& earlier : files) {
-        if (earlier.kind == "nacha") file.first_sequence += earlier.lines;
+        if (earlier.kind == FileKind::kNacha) file.first_sequence += earlier.lines;
       }
       for (size_t i = 0; i < todo.size(); ++i) {
         Payout& po = todo[i];
@@ -771,7 +789,6 @@ StatusOr<int64_t> Payouts::WriteBankFiles(const Run& run) {
       if (static_cast<int64_t>(sum.entries.size()) != f.lines ||
           sum.total_credit_cents != f.total_minor)
         return Internal("the NACHA file of run " + run.id + " does not re-read to its totals");
-      f.kind = "nacha";
       f.currency = "USD";
       f.name = run.id + suffix + "-ach.txt";
     }
@@ -828,14 +845,14 @@ StatusOr<Run> Payouts::MarkFileSent(const accounts::Principal& p, const std::str
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<BankFile> f, s.FindFile(run_id, name, false));
     if (!f) return NotFound("no file " + name + " in payout run " + run_id);
-    if (f->state != "sent") {
-      f->state = "sent";
+    if (f->state != FileState::kSent) {
+      f->state = FileState::kSent;
       f->sent_at = now;
       GPUNEX_RETURN_IF_ERROR(s.UpdateFile(*f));
       GPUNEX_ASSIGN_OR_RETURN(auto lines, s.FilePayouts(run_id, name));
       for (Payout& po : lines) {
-        if (po.state != kPlanned) continue;
-        GPUNEX_RETURN_IF_ERROR(Move(po, kSubmitted));
+        if (po.state != PayoutState::kPlanned) continue;
+        GPUNEX_RETURN_IF_ERROR(Move(po, PayoutState::kSubmitted));
         po.submitted_at = now;
         GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(po));
       }
@@ -868,14 +885,14 @@ StatusOr<Payout> Payouts::SetBankResult(const accounts::Principal& p, const std:
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Payout> po, s.FindPayout(payout_id, false));
     if (!po) return NotFound("no payout " + payout_id);
-    if (po->method.kind == kSolana)
+    if (po->method.kind == MethodKind::kSolana)
       return FailedPrecondition("a Solana payout is confirmed on chain, not by a bank");
-    if (po->state == kConfirmed && result.state == "paid") {
+    if (po->state == PayoutState::kConfirmed && result.state == "paid") {
       out = *po;  // the same answer twice
       return Status::Ok();
     }
-    if (po->state != kSubmitted)
-      return FailedPrecondition("the payout is " + po->state +
+    if (po->state != PayoutState::kSubmitted)
+      return FailedPrecondition("the payout is " + std::string(Name(po->state)) +
                                 ": only a line of a file marked sent has a bank result");
     if (result.state == "paid") {
       GPUNEX_RETURN_IF_ERROR(Confirm(tx, now, *po,
@@ -905,8 +922,9 @@ StatusOr<Payout> Payouts::Retry(const accounts::Principal& p, const std::string&
     PayoutsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Payout> po, s.FindPayout(payout_id, false));
     if (!po) return NotFound("no payout " + payout_id);
-    if (po->state != kFailed)
-      return FailedPrecondition("the payout is " + po->state + ": only a failed payout is retried");
+    if (po->state != PayoutState::kFailed)
+      return FailedPrecondition("the payout is " + std::string(Name(po->state)) +
+                                ": only a failed payout is retried");
     // The details may have changed since: a retry goes to the current ones.
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Settings> st, s.FindSettings(po->provider_id));
     if (!st || !st->method) return FailedPrecondition("the provider has no payout method");
@@ -926,15 +944,15 @@ StatusOr<Payout> Payouts::Retry(const accounts::Principal& p, const std::string&
       return FailedPrecondition("the provider's available balance no longer covers the payout");
     GPUNEX_RETURN_IF_ERROR(reserved);
     GPUNEX_RETURN_IF_ERROR(s.SetRound(po->id, round + 1));
-    GPUNEX_RETURN_IF_ERROR(Move(*po, kPlanned));
+    GPUNEX_RETURN_IF_ERROR(Move(*po, PayoutState::kPlanned));
     po->failure.reset();
     po->failed_at.reset();
     po->file_name.reset();
     po->method = *st->method;
     GPUNEX_RETURN_IF_ERROR(s.UpdatePayout(*po));
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Run> r, s.FindRun(po->run_id));
-    if (r && r->state != kRunRunning) {
-      r->state = std::string(kRunRunning);
+    if (r && r->state != RunState::kRunning) {
+      GPUNEX_RETURN_IF_ERROR(Move(*r, RunState::kRunning));
       r->finished_at.reset();
       GPUNEX_RETURN_IF_ERROR(s.UpdateRun(*r));
     }

@@ -15,14 +15,15 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
+#include "platform/providers/provider_status.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::providers {
 
 struct Provider {
   std::string user_id;
-  std::string tier;    // "community" | "enterprise"
-  std::string status;  // "active"
+  std::string tier;  // "community" | "enterprise"
+  ProviderStatus status = ProviderStatus::kActive;
   std::string application_id;
   Timestamp approved_at;
 };

@@ -24,7 +24,10 @@ const store::RowMapper<ProviderRow>& ProviderRows() {
   static const auto* const m = new store::RowMapper<ProviderRow>({
       {"user_id", &ProviderRow::user_id},
       {"tier", &ProviderRow::tier},
-      {"status", &ProviderRow::status},
+      {"status",
+       [](ProviderRow& p, const store::Cell& c) {
+         p.status = kProviderStatusNames.ParseStored(c.Str());
+       }},
       {"application_id", &ProviderRow::application_id},
       {"approved_at", &ProviderRow::approved_at},
       {"approved_by", &ProviderRow::approved_by},
@@ -48,8 +51,8 @@ Status ProvidersStore::UpsertProvider(const ProviderRow& p) {
           "approved_by) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id) DO UPDATE "
           "SET tier = excluded.tier, application_id = excluded.application_id, "
           "approved_at = excluded.approved_at, approved_by = excluded.approved_by",
-          {p.user_id, p.tier, p.status, p.application_id, ToUnixMicros(p.approved_at),
-           p.approved_by})
+          {p.user_id, p.tier, std::string(Name(p.status)), p.application_id,
+           ToUnixMicros(p.approved_at), p.approved_by})
       .status();
 }
 
@@ -107,8 +110,8 @@ StatusOr<std::optional<AgentTokenRow>> ProvidersStore::FindLiveTokenByHash(
       tx_.Query("SELECT t.id, t.provider_id, t.name, t.token_hash, t.token_prefix, t.created_at, "
                 "t.last_used_at, t.revoked_at, t.replaced_by FROM agent_tokens t "
                 "JOIN providers p ON p.user_id = t.provider_id WHERE t.token_hash = ? "
-                "AND t.revoked_at IS NULL AND p.status = 'active'",
-                {token_hash}));
+                "AND t.revoked_at IS NULL AND p.status = ?",
+                {token_hash, std::string(Name(ProviderStatus::kActive))}));
   return TokenRows().First(rows);
 }
 

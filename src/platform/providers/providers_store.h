@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "common/time.h"
+#include "platform/providers/provider_status.h"
 #include "platform/store/db.h"
 #include "platform/store/migrations.h"
 
@@ -17,8 +18,8 @@ namespace gpunex::platform::providers {
 
 struct ProviderRow {
   std::string user_id;
-  std::string tier;    // "community" | "enterprise"
-  std::string status;  // "active"
+  std::string tier;  // "community" | "enterprise"
+  ProviderStatus status = ProviderStatus::kActive;
   std::string application_id;
   Timestamp approved_at;
   std::string approved_by;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/ids.h"
+#include "common/testing/enum_names.h"
 #include "platform/accounts/accounts.h"
 #include "platform/testing/platform_test.h"
 
@@ -79,7 +80,7 @@ TEST_P(ProvidersTest, UpsertProviderCreatesTheRecordAndGrantsTheRole) {
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->user_id, p.user.id);
   EXPECT_EQ(got->tier, "community");
-  EXPECT_EQ(got->status, "active");
+  EXPECT_EQ(Name(got->status), "active");
   EXPECT_EQ(got->application_id, "app_" + p.user.id);
   EXPECT_EQ(got->approved_at, approved_at);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'",
@@ -319,6 +320,7 @@ TEST_P(ProvidersTest, AuthenticateAgentRefusesWhatIsNotALiveTokenOfAnActiveProvi
                   .Exec("UPDATE providers SET status = 'suspended' WHERE user_id = ?", {p.user.id})
                   .ok());
   EXPECT_EQ(providers_->AuthenticateAgent(t.secret).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(providers_->Get(p)->status, ProviderStatus::kSuspended);
   ASSERT_TRUE(
       test_db().Exec("UPDATE providers SET status = 'active' WHERE user_id = ?", {p.user.id}).ok());
   EXPECT_TRUE(providers_->AuthenticateAgent(t.secret).ok());
@@ -343,6 +345,10 @@ TEST_P(ProvidersTest, TouchAgentTokenRecordsTheLastUse) {
   clock_.Advance(kOneHour);
   ASSERT_TRUE(providers_->TouchAgentToken(t.token.id).ok());
   EXPECT_EQ((*providers_->ListTokens(p))[0].last_used_at, clock_.Now());
+}
+
+TEST(ProviderStatusTest, EachStatusHasOneNameThatReadsBack) {
+  gpunex::testing::ExpectEachNameReadsBack(kProviderStatusNames, ProviderStatus::kSuspended);
 }
 
 TEST(InstallCommand, PipesTheInstallerWithTheToken) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "common/money.h"
 #include "common/time.h"
 
@@ -14,16 +15,33 @@ namespace gpunex::platform::topups {
 // States: pending (waiting for the payment) → credited (a payment was found and added to
 // the balance), or pending → expired (ttl_s passed without one; still watched, and still
 // credited when paid, until watch_s after its creation) → credited.
-inline constexpr std::string_view kPending = "pending";
-inline constexpr std::string_view kCredited = "credited";
-inline constexpr std::string_view kExpired = "expired";
+enum class TopupStatus { kPending, kCredited, kExpired };
+inline constexpr EnumNames<TopupStatus, 3> kTopupStatusNames{{{
+    {TopupStatus::kPending, "pending"},
+    {TopupStatus::kCredited, "credited"},
+    {TopupStatus::kExpired, "expired"},
+}}};
+inline std::string_view Name(TopupStatus s) { return kTopupStatusNames.Name(s); }
+// Whether a top-up may go from `from` to `to`: pending → credited | expired, expired →
+// credited. Nothing leaves credited.
+constexpr bool TopupMayGo(TopupStatus from, TopupStatus to) {
+  switch (from) {
+    case TopupStatus::kPending:
+      return to == TopupStatus::kCredited || to == TopupStatus::kExpired;
+    case TopupStatus::kExpired:
+      return to == TopupStatus::kCredited;
+    case TopupStatus::kCredited:
+      return false;
+  }
+  return false;
+}
 
 struct Topup {
   std::string id;  // "tu_..."
   std::string customer_id;
   Usdc amount;            // asked
   std::string reference;  // base58 of 32 random bytes: finds the payment on chain
-  std::string status;
+  TopupStatus status = TopupStatus::kPending;
   std::optional<std::string> signature;  // of the transaction credited
   std::optional<Usdc> credited;          // what arrived (at least `amount`)
   // A sentence on the latest finding: "waiting for a payment of 12.5 USDC", why a

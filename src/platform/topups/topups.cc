@@ -59,7 +59,8 @@ Topups::Topups(store::Database& db, solana::Rpc* rpc, TopupsOptions options)
       token_account_(solana::AssociatedTokenAddress(options_.recipient, options_.mint)) {}
 
 Topup Topups::View(Topup t, Timestamp now) const {
-  if (t.status == kPending && now >= t.expires_at) t.status = std::string(kExpired);
+  // Shown as it will be stored by the next round (TopupsStore::Expire).
+  if (t.status == TopupStatus::kPending && now >= t.expires_at) t.status = TopupStatus::kExpired;
   if (auto ref = ReferenceKey(t); ref.ok()) {
     t.url = TransferRequestUrl({.recipient = options_.recipient,
                                 .amount = t.amount,
@@ -90,7 +91,7 @@ StatusOr<Topup> Topups::Create(const accounts::Principal& p, Usdc amount) {
   t.customer_id = p.user.id;
   t.amount = amount;
   t.reference = NewReference();
-  t.status = std::string(kPending);
+  t.status = TopupStatus::kPending;
   t.detail = "waiting for a payment of " + Text(amount);
   t.created_at = now;
   t.expires_at = now + Seconds(options_.ttl_s);
@@ -121,7 +122,7 @@ StatusOr<Topup> Topups::Own(const accounts::Principal& p, const std::string& id)
 
 StatusOr<Topup> Topups::Get(const accounts::Principal& p, const std::string& id) {
   GPUNEX_ASSIGN_OR_RETURN(Topup t, Own(p, id));
-  if (t.status == kPending && rpc_) {
+  if (t.status == TopupStatus::kPending && rpc_) {
     if (auto checked = Check(id); checked.ok()) {
       GPUNEX_ASSIGN_OR_RETURN(t, Own(p, id));  // credited, or a new finding in its detail
     } else {
@@ -195,7 +196,8 @@ StatusOr<bool> Topups::Check(const std::string& topup_id) {
   }));
   if (!found) return NotFound("no such top-up");
   const Topup& t = *found;
-  if (t.status == kCredited || t.created_at + Seconds(options_.watch_s) < now) return false;
+  if (t.status == TopupStatus::kCredited || t.created_at + Seconds(options_.watch_s) < now)
+    return false;
   GPUNEX_ASSIGN_OR_RETURN(solana::Pubkey reference, ReferenceKey(t));
 
   // The chain, outside any store transaction.
@@ -242,7 +244,7 @@ StatusOr<bool> Topups::Check(const std::string& topup_id) {
   }
   // Nothing credited: record what was found (and, for an expired one, when it was looked
   // for, which paces its checks).
-  if ((!finding.empty() && finding != t.detail) || t.status == kExpired) {
+  if ((!finding.empty() && finding != t.detail) || t.status == TopupStatus::kExpired) {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
       return TopupsStore(tx).Note(t.id, finding.empty() ? t.detail : finding, now).status();
     }));
@@ -257,7 +259,7 @@ StatusOr<Topups::Claim> Topups::Credit(const Topup& t, const std::string& signat
     TopupsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Topup> row, s.Find(t.id));
     if (!row) return NotFound("no such top-up");
-    if (row->status == kCredited) {
+    if (row->status == TopupStatus::kCredited) {
       claim = Claim::kAlreadyCredited;
       return Status::Ok();
     }

@@ -12,7 +12,8 @@ const store::RowMapper<Topup>& TopupRows() {
       {"customer_id", &Topup::customer_id},
       {"amount_micro", &Topup::amount},
       {"reference", &Topup::reference},
-      {"status", &Topup::status},
+      {"status",
+       [](Topup& t, const store::Cell& c) { t.status = kTopupStatusNames.ParseStored(c.Str()); }},
       {"signature", &Topup::signature},
       {"credited_micro", &Topup::credited},
       {"detail", &Topup::detail},
@@ -39,6 +40,9 @@ StatusOr<std::optional<Topup>> One(store::Tx& tx, const std::string& rest,
   return std::optional<Topup>(std::move(ts[0]));
 }
 
+// A status as a query parameter.
+store::Value Text(TopupStatus s) { return std::string(Name(s)); }
+
 store::Value Opt(const std::optional<std::string>& v) {
   return v ? store::Value(*v) : store::Value(nullptr);
 }
@@ -55,7 +59,7 @@ Status TopupsStore::Insert(const Topup& t) {
   return tx_
       .Exec("INSERT INTO topups (" + TopupRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {t.id, t.customer_id, t.amount.micros(), t.reference, t.status, Opt(t.signature),
+            {t.id, t.customer_id, t.amount.micros(), t.reference, Text(t.status), Opt(t.signature),
              Opt(t.credited), t.detail, ToUnixMicros(t.created_at), ToUnixMicros(t.expires_at),
              Opt(t.credited_at), Opt(t.last_checked_at)})
       .status();
@@ -84,42 +88,44 @@ StatusOr<Page<Topup>> TopupsStore::List(const std::string& customer_id, const Pa
 StatusOr<int64_t> TopupsStore::CountPending(const std::string& customer_id, Timestamp now) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT COUNT(*) AS n FROM topups WHERE customer_id = ? AND status = 'pending' "
+      tx_.Query("SELECT COUNT(*) AS n FROM topups WHERE customer_id = ? AND status = ? "
                 "AND expires_at > ?",
-                {customer_id, ToUnixMicros(now)}));
+                {customer_id, Text(TopupStatus::kPending), ToUnixMicros(now)}));
   return rows.at(0)["n"].Int();
 }
 
 StatusOr<int64_t> TopupsStore::Expire(Timestamp now) {
-  return tx_.Exec(
-      "UPDATE topups SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?",
-      {ToUnixMicros(now)});
+  static_assert(TopupMayGo(TopupStatus::kPending, TopupStatus::kExpired));
+  return tx_.Exec("UPDATE topups SET status = ? WHERE status = ? AND expires_at <= ?",
+                  {Text(TopupStatus::kExpired), Text(TopupStatus::kPending), ToUnixMicros(now)});
 }
 
 StatusOr<std::vector<Topup>> TopupsStore::Due(Timestamp watch_from, Timestamp recheck_before,
                                               int64_t limit) {
-  return Topups(
-      tx_,
-      "WHERE (status = 'pending' AND created_at >= ?) OR (status = 'expired' AND "
-      "created_at >= ? AND (last_checked_at IS NULL OR last_checked_at <= ?)) "
-      "ORDER BY created_at, id LIMIT ?",
-      {ToUnixMicros(watch_from), ToUnixMicros(watch_from), ToUnixMicros(recheck_before), limit});
+  return Topups(tx_,
+                "WHERE (status = ? AND created_at >= ?) OR (status = ? AND "
+                "created_at >= ? AND (last_checked_at IS NULL OR last_checked_at <= ?)) "
+                "ORDER BY created_at, id LIMIT ?",
+                {Text(TopupStatus::kPending), ToUnixMicros(watch_from), Text(TopupStatus::kExpired),
+                 ToUnixMicros(watch_from), ToUnixMicros(recheck_before), limit});
 }
 
 StatusOr<int64_t> TopupsStore::Note(const std::string& id, const std::string& detail,
                                     Timestamp now) {
-  return tx_.Exec(
-      "UPDATE topups SET detail = ?, last_checked_at = ? WHERE id = ? AND status <> 'credited'",
-      {detail, ToUnixMicros(now), id});
+  return tx_.Exec("UPDATE topups SET detail = ?, last_checked_at = ? WHERE id = ? AND status <> ?",
+                  {detail, ToUnixMicros(now), id, Text(TopupStatus::kCredited)});
 }
 
 StatusOr<int64_t> TopupsStore::SetCredited(const std::string& id, const std::string& signature,
                                            Usdc credited, const std::string& detail,
                                            Timestamp now) {
+  static_assert(TopupMayGo(TopupStatus::kPending, TopupStatus::kCredited) &&
+                TopupMayGo(TopupStatus::kExpired, TopupStatus::kCredited));
   return tx_.Exec(
-      "UPDATE topups SET status = 'credited', signature = ?, credited_micro = ?, detail = ?, "
-      "credited_at = ?, last_checked_at = ? WHERE id = ? AND status <> 'credited'",
-      {signature, credited.micros(), detail, ToUnixMicros(now), ToUnixMicros(now), id});
+      "UPDATE topups SET status = ?, signature = ?, credited_micro = ?, detail = ?, "
+      "credited_at = ?, last_checked_at = ? WHERE id = ? AND status <> ?",
+      {Text(TopupStatus::kCredited), signature, credited.micros(), detail, ToUnixMicros(now),
+       ToUnixMicros(now), id, Text(TopupStatus::kCredited)});
 }
 
 std::vector<store::Migration> TopupsMigrations() {
@@ -128,6 +134,8 @@ std::vector<store::Migration> TopupsMigrations() {
        "topups",
        "topups: USDC top-ups paid with Solana Pay transfer requests",
        {
+           // The status literals are kTopupStatusNames' (a shipped migration is never
+           // edited; topups_test checks that each is a name of the table).
            R"(CREATE TABLE topups (
                 id TEXT PRIMARY KEY,
                 customer_id TEXT NOT NULL REFERENCES users (id),

@@ -20,12 +20,14 @@
 #include <thread>
 
 #include "common/background.h"
+#include "common/testing/enum_names.h"
 #include "platform/billing/ledger.h"
 #include "platform/solana/keypair.h"
 #include "platform/solana/transaction.h"
 #include "platform/testing/platform_test.h"
 #include "platform/topups/qr.h"
 #include "platform/topups/solana_pay.h"
+#include "platform/topups/topups_store.h"
 
 namespace gpunex::platform::topups {
 namespace {
@@ -301,7 +303,7 @@ class TopupsTest : public platform::testing::PlatformTest {
   void ExpectRefused(const Topup& t, const std::string& why) {
     EXPECT_EQ(Poll(), 0);
     Topup now = Load(t.id);
-    EXPECT_EQ(now.status, "pending");
+    EXPECT_EQ(Name(now.status), "pending");
     EXPECT_FALSE(now.signature.has_value());
     EXPECT_NE(now.detail.find(why), std::string::npos) << now.detail;
     EXPECT_NE(now.detail.find("not credited"), std::string::npos) << now.detail;
@@ -319,7 +321,7 @@ class TopupsTest : public platform::testing::PlatformTest {
 TEST_P(TopupsTest, TheUrlIsATransferRequestForThePlatformsWallet) {
   Topup t = Create(12'500'000);
   EXPECT_EQ(t.id.rfind("tu_", 0), 0u);
-  EXPECT_EQ(t.status, "pending");
+  EXPECT_EQ(Name(t.status), "pending");
   EXPECT_EQ(t.detail, "waiting for a payment of 12.5 USDC");
   EXPECT_EQ(t.expires_at, clock_.Now() + kOneHour);
   EXPECT_EQ(t.recipient, solana::ToBase58(wallet_));
@@ -350,7 +352,7 @@ TEST_P(TopupsTest, APaymentMadeFromTheUrlIsCreditedOnce) {
   EXPECT_FALSE(*again);
 
   Topup done = Load(t.id);
-  EXPECT_EQ(done.status, "credited");
+  EXPECT_EQ(Name(done.status), "credited");
   EXPECT_EQ(done.signature, sig);
   EXPECT_EQ(done.credited, Usdc::Micros(12'500'000));
   EXPECT_EQ(done.credited_at, clock_.Now());
@@ -400,7 +402,7 @@ TEST_P(TopupsTest, ConcurrentChecksAndTwoInstancesCreditOnce) {
 TEST_P(TopupsTest, ACheckOnReadCreditsAPendingOne) {
   Topup t = Create(5'000'000);
   PayFor(t);
-  EXPECT_EQ(Load(t.id).status, "credited");  // no Poll
+  EXPECT_EQ(Name(Load(t.id).status), "credited");  // no Poll
   EXPECT_EQ(BalanceOf(carl_), 5'000'000);
 }
 
@@ -469,9 +471,9 @@ TEST_P(TopupsTest, OneTransactionCreditsOneTopup) {
   // One transfer that carries both references.
   const std::string sig = PayFor(a, {.more_references = ub.references});
   EXPECT_EQ(Poll(), 1);
-  EXPECT_EQ(Load(a.id).status, "credited");
+  EXPECT_EQ(Name(Load(a.id).status), "credited");
   Topup nb = Load(b.id);
-  EXPECT_EQ(nb.status, "pending");
+  EXPECT_EQ(Name(nb.status), "pending");
   EXPECT_NE(nb.detail.find("credited to another top-up"), std::string::npos) << nb.detail;
   auto check = topups_->Check(b.id);
   ASSERT_TRUE(check.ok());
@@ -513,14 +515,14 @@ TEST_P(TopupsTest, ATransactionNotYetAtTheCommitmentIsCreditedWhenItIs) {
 TEST_P(TopupsTest, AnExpiredTopupIsWatchedUntilWatchS) {
   Topup t = Create(5'000'000);
   clock_.Advance(Seconds(3601));
-  EXPECT_EQ(Load(t.id).status, "expired");  // shown so before the loop marks it
+  EXPECT_EQ(Name(Load(t.id).status), "expired");  // shown so before the loop marks it
   EXPECT_EQ(Poll(), 0);
   EXPECT_EQ(Text("SELECT status FROM topups WHERE id = ?", {t.id}), "expired");
   PayFor(t);
   EXPECT_EQ(Poll(), 0);  // expired ones are looked for every expired_check_s
   clock_.Advance(Seconds(301));
   EXPECT_EQ(Poll(), 1);
-  EXPECT_EQ(Load(t.id).status, "credited");
+  EXPECT_EQ(Name(Load(t.id).status), "credited");
   EXPECT_EQ(BalanceOf(carl_), 5'000'000);
 
   Topup late = Create(7'000'000);
@@ -530,7 +532,7 @@ TEST_P(TopupsTest, AnExpiredTopupIsWatchedUntilWatchS) {
   auto check = topups_->Check(late.id);
   ASSERT_TRUE(check.ok());
   EXPECT_FALSE(*check);
-  EXPECT_EQ(Load(late.id).status, "expired");
+  EXPECT_EQ(Name(Load(late.id).status), "expired");
   EXPECT_EQ(BalanceOf(carl_), 5'000'000);
 }
 
@@ -588,7 +590,7 @@ TEST_P(TopupsTest, WithoutAnRpcTopupsAreNotOffered) {
 }
 
 TEST_P(TopupsTest, ACreditWhoseCommitIsLostIsMadeOnce) {
-  constexpr const char* kCredit = "UPDATE topups SET status = 'credited'";
+  constexpr const char* kCredit = "UPDATE topups SET status = ?, signature = ?";
   Topup t = Create(5'000'000);
   PayFor(t);
   // It committed, but the answer was lost: the next round finds it credited.
@@ -602,7 +604,7 @@ TEST_P(TopupsTest, ACreditWhoseCommitIsLostIsMadeOnce) {
   // It did not commit: the next round credits it.
   faulty().FailCommit(kCredit, /*committed=*/false);
   EXPECT_EQ(topups_->Check(u.id).status().code(), StatusCode::kOutcomeUnknown);
-  EXPECT_EQ(Load(u.id, carl_).status, "credited");  // checked on read
+  EXPECT_EQ(Name(Load(u.id, carl_).status), "credited");  // checked on read
   // A conflict retries the transaction, which credits once.
   Topup v = Create(7'000'000);
   PayFor(v);
@@ -618,7 +620,7 @@ TEST_P(TopupsTest, AnUnreachableNodeChangesNothing) {
   PayFor(t);
   rpc_.FailWith(Unavailable("the node is down"));
   EXPECT_EQ(topups_->Poll().status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(Load(t.id).status, "pending");  // the stored state answers
+  EXPECT_EQ(Name(Load(t.id).status), "pending");  // the stored state answers
   rpc_.FailWith(Status::Ok());
   EXPECT_EQ(Poll(), 1);
 }
@@ -694,6 +696,29 @@ TEST_P(TopupsTest, LoopCreditsInTheBackground) {
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(TopupsTest);
+
+TEST(TopupStatusTest, EachStatusHasOneNameAndMovesOnlyForward) {
+  gpunex::testing::ExpectEachNameReadsBack(kTopupStatusNames, TopupStatus::kExpired);
+  static_assert(TopupMayGo(TopupStatus::kPending, TopupStatus::kCredited));
+  static_assert(TopupMayGo(TopupStatus::kPending, TopupStatus::kExpired));
+  static_assert(TopupMayGo(TopupStatus::kExpired, TopupStatus::kCredited));
+  static_assert(!TopupMayGo(TopupStatus::kCredited, TopupStatus::kPending));
+  static_assert(!TopupMayGo(TopupStatus::kExpired, TopupStatus::kPending));
+  static_assert(!TopupMayGo(TopupStatus::kPending, TopupStatus::kPending));
+  // The migration, never edited, spells the statuses in its checks: they are the table's.
+  std::string sql;
+  for (const auto& m : TopupsMigrations()) {
+    for (const auto& st : m.statements) sql += st;
+  }
+  std::string in = "status IN (";
+  for (const auto& status : kTopupStatusNames.entries) {
+    in += (in.back() == '(' ? "'" : ", '") + std::string(status.second) + "'";
+  }
+  in += ")";
+  EXPECT_NE(sql.find(in), std::string::npos) << in;
+  EXPECT_NE(sql.find("(status = '" + std::string(Name(TopupStatus::kCredited)) + "')"),
+            std::string::npos);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::topups

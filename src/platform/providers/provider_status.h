@@ -1,0 +1,20 @@
+// A provider's status (REV-4): active from approval on; suspended (set by an operator in
+// the database: no route sets it yet), its agents are refused with every token.
+//
+// Thread-safety: constant data.
+#pragma once
+
+#include <string_view>
+
+#include "common/enum_names.h"
+
+namespace gpunex::platform::providers {
+
+enum class ProviderStatus { kActive, kSuspended };
+inline constexpr EnumNames<ProviderStatus, 2> kProviderStatusNames{{{
+    {ProviderStatus::kActive, "active"},
+    {ProviderStatus::kSuspended, "suspended"},
+}}};
+inline std::string_view Name(ProviderStatus s) { return kProviderStatusNames.Name(s); }
+
+}  // namespace gpunex::platform::providers
