@@ -224,7 +224,6 @@ class Session {
     uint64_t credit_pending = 0;  // bytes read whose credit is not returned yet
     TimePoint last_credit{};      // when credit was last returned
     bool fin_received = false;
-    bool finished_told = false;
     // Sending.
     std::deque<std::string> to_send;
     size_t to_send_bytes = 0;
@@ -251,8 +250,6 @@ class Session {
   std::deque<uint32_t> ready_;
   std::set<uint32_t> in_ready_;
   std::deque<std::string> control_;  // encoded control frames, sent before data
-  // Streams whose returned credit waits in `credit_pending` to go out as a window frame.
-  std::set<uint32_t> credit_due_;
   std::vector<Event> events_;
   uint64_t buffered_received_ = 0;
   uint64_t buffered_to_send_ = 0;
