@@ -184,20 +184,33 @@ class FixedPortGpunexd(Gpunexd):
         return env
 
 
-def wait_machine_listed(admin, provider, gpu_count, known=(), timeout=45):
+def wait_machine_listed(admin, provider, gpu_count, known=(), timeout=120):
     """The provider's machine not in `known`, online with `gpu_count` GPUs all listed;
-    returns its id."""
+    returns its id. The agent's network isolation check comes first, which on a loaded
+    machine with several agents checking at once has taken over 45 s; on a timeout the
+    message says what each GPU waited for."""
+    seen = {}
+
     def check():
         r = provider.c.get(f"{API}/machines")
         assert r.status == 200, r
         for m in r.body["items"]:
-            if m["id"] in known or m["status"] != "online" or len(m["gpus"]) != gpu_count:
+            if m["id"] in known:
+                continue
+            seen[m["id"]] = (m["status"], len(m["gpus"]))
+            if m["status"] != "online" or len(m["gpus"]) != gpu_count:
                 continue
             full = admin.c.get(f"{API}/machines/{m['id']}").body
+            seen[m["id"]] = sorted({(g["listing_state"], g.get("listing_note") or "")
+                                    for g in full["gpus"]})
             if all(g["listing_state"] == "listed" for g in full["gpus"]):
                 return m["id"]
         return None
-    return wait_until(check, timeout, f"a machine with {gpu_count} listed GPUs", interval=0.2)
+    try:
+        return wait_until(check, timeout, f"a machine with {gpu_count} listed GPUs",
+                          interval=0.2)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the machines seen: {seen!r}") from None
 
 
 def offer_of(admin, machine_id, model=L4, min_free=1, timeout=15):
