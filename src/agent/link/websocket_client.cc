@@ -170,6 +170,10 @@ class ClientImpl final : public WebSocketClient {
   Status Open() EXCLUDES(mu_, join_mu_);
 
   Status Send(std::string text) override EXCLUDES(mu_);
+  size_t QueuedBytes() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return outbox_bytes_;
+  }
   StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) override
       EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_, join_mu_);
@@ -274,7 +278,7 @@ Status ClientImpl<NextLayer>::Open() {
   ws_->set_option(timeouts);
   ws_->read_message_max(options_.max_message_bytes);
   ws_->auto_fragment(false);
-  ws_->text(true);
+  ws_->text(!options_.binary);
   ws_->control_callback(
       [this](websocket::frame_type, beast::string_view) { last_received_ = Clock::now(); });
   last_received_ = Clock::now();
@@ -429,12 +433,13 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
       co_return;
     }
     last_received_ = Clock::now();
-    if (ws_->got_binary()) {
+    if (ws_->got_binary() != options_.binary) {
       MutexLock lock(&mu_);
-      if (failure_.empty()) failure_ = "the platform sent a binary message";
+      const char* kind = options_.binary ? "text" : "binary";
+      if (failure_.empty()) failure_ = std::string("the platform sent a ") + kind + " message";
       if (close_code_ == 0) {
         close_code_ = 1003;
-        close_reason_ = "binary messages are not accepted";
+        close_reason_ = std::string(kind) + " messages are not accepted";
         close_requested_at_ = Clock::now();
         outbox_.clear();
         outbox_bytes_ = 0;

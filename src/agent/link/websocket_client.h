@@ -45,6 +45,9 @@ struct WebSocketClientOptions {
   std::vector<std::pair<std::string, std::string>> headers;
   // How often the client pings; also the unit of the idle timeout (three intervals).
   std::chrono::seconds ping_interval{20};
+  // Every message, both ways, is a binary one (the data channel); a text message from
+  // the platform then fails the connection as a binary one does otherwise.
+  bool binary = false;
 };
 
 class WebSocketClient {
@@ -75,6 +78,10 @@ class WebSocketClient {
   // or closing, and with kResourceExhausted, dropping the message, when 4 MiB or 1024
   // messages are already waiting (the platform is not reading).
   virtual Status Send(std::string text) = 0;
+
+  // The bytes of the messages queued and not yet written to the socket: a sender that
+  // paces itself keeps this low (the data channel stops at 1 MiB).
+  virtual size_t QueuedBytes() = 0;
 
   // The next received message, waiting up to `timeout` for one; nullopt when none
   // arrived in time. Messages received before the connection closed are still returned;

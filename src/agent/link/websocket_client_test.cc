@@ -674,6 +674,34 @@ TEST_F(WebSocketClientTest, BinaryFromThePlatformIsRefused) {
   EXPECT_EQ(close_code.load(), 1003);
 }
 
+TEST_F(WebSocketClientTest, BinaryModeSendsBinaryAndRefusesText) {
+  std::atomic<int> close_code{-1};
+  std::atomic<bool> got_bytes{false};
+  TestWsServer server([&](ServerConn& conn) {
+    std::string bytes;
+    if (conn.Read(&bytes)) return;
+    got_bytes = bytes == std::string("\x00\xff", 2);
+    conn.Write(bytes, /*binary=*/true);  // echoed as it came
+    conn.Write("text");                  // not taken in binary mode
+    std::string more;
+    while (!conn.Read(&more)) {
+    }
+    close_code = conn.reason().code;
+  });
+  WebSocketClientOptions options = Options();
+  options.binary = true;
+  auto client = MustConnect(server.Url(), options);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->QueuedBytes(), 0u);
+  ASSERT_TRUE(client->Send(std::string("\x00\xff", 2)).ok());
+  EXPECT_EQ(ReceiveText(*client), std::string("\x00\xff", 2));
+  EXPECT_TRUE(got_bytes.load());  // (not UTF-8: a text frame would have failed)
+  auto failed = client->Receive(5000ms);
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+  for (int i = 0; i < 100 && close_code.load() == -1; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(close_code.load(), 1003);
+}
+
 TEST_F(WebSocketClientTest, TlsWithCaFile) {
   TlsFiles files;
   ASSERT_TRUE(files.ok());

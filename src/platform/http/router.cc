@@ -43,6 +43,21 @@ std::string_view MethodLabel(std::string_view method) {
 
 }  // namespace
 
+bool MatchPattern(std::string_view pattern, std::string_view path,
+                  std::map<std::string, std::string>* params) {
+  const std::vector<std::string_view> want = SplitPath(pattern);
+  const std::vector<std::string_view> got = SplitPath(path);
+  if (want.size() != got.size()) return false;
+  std::map<std::string, std::string> found;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool is_param = want[i].size() >= 2 && want[i].front() == '{' && want[i].back() == '}';
+    if (is_param ? got[i].empty() : want[i] != got[i]) return false;
+    if (is_param) found[std::string(want[i].substr(1, want[i].size() - 2))] = got[i];
+  }
+  *params = std::move(found);
+  return true;
+}
+
 void Router::SetGuard(std::shared_ptr<const Guard> guard) {
   if (guard == nullptr || guard_ != nullptr || !routes_.empty()) {
     LogError("http.bad_guard", {{"error", "a guard is set once, before the first route"}});

@@ -31,6 +31,12 @@
 
 namespace gpunex::platform::http {
 
+// Whether `path` matches the route pattern `pattern` as the router matches it (one
+// "{name}" segment for one non-empty segment); fills `params` when it does. For the
+// server's own pattern routes (ServerOptions::websocket_routes).
+bool MatchPattern(std::string_view pattern, std::string_view path,
+                  std::map<std::string, std::string>* params);
+
 class Metrics;
 
 // Stands between a router and its handlers (Router::SetGuard).

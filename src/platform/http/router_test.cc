@@ -298,5 +298,16 @@ TEST(RouterDeathTest, DuplicateRouteAborts) {
   EXPECT_DEATH(router.Add("GET", "/a/x{y}", Named("b")), "braces");
 }
 
+TEST(MatchPattern, MatchesAsTheRouterDoes) {
+  std::map<std::string, std::string> params{{"stale", "x"}};
+  EXPECT_TRUE(MatchPattern("/r/{id}/ports/{port}", "/r/rnt_1/ports/22", &params));
+  EXPECT_EQ(params, (std::map<std::string, std::string>{{"id", "rnt_1"}, {"port", "22"}}));
+  EXPECT_FALSE(MatchPattern("/r/{id}/ports/{port}", "/r//ports/22", &params));
+  EXPECT_FALSE(MatchPattern("/r/{id}/ports/{port}", "/r/rnt_1/ports/22/", &params));
+  EXPECT_FALSE(MatchPattern("/r/{id}/ports/{port}", "/r/rnt_1/port/22", &params));
+  EXPECT_TRUE(MatchPattern("/a/b", "/a/b", &params));
+  EXPECT_TRUE(params.empty());
+}
+
 }  // namespace
 }  // namespace gpunex::platform::http

@@ -11,11 +11,17 @@
 // finally OnClose. The application talks back through the WebSocketConnection it was
 // given.
 //
+// A session may take binary messages too (AcceptsBinary; OnBinary, SendBinary): the
+// agent's data channel and the byte streams to rentals' ports carry bytes, and pace
+// themselves with QueuedBytes/NotifyWhenWritable (sending) and PauseReading (receiving),
+// so that neither side's memory grows with a peer that is slower than the other.
+//
 // The server closes a connection by itself, with the close code in parentheses, when: a
 // message is larger than ServerOptions::ws_max_message_bytes (1009); a binary message
-// arrives (1003); a frame breaks the protocol (1002); the send queue overflows (1008); a
-// handler throws (1011); the server shuts down (1001, "going away"); nothing (not even a
-// pong) has arrived for three ping intervals (no close frame: the socket is closed).
+// arrives on a session that does not accept them (1003); a frame breaks the protocol (1002); the
+// send queue overflows (1008); a handler throws (1011); the server shuts down (1001, "going away");
+// nothing (not even a pong) has arrived for three ping intervals (no close frame: the socket is
+// closed).
 //
 // Beast and Asio stay inside the server's implementation (internal/websocket_connection.cc);
 // this header names no Boost type.
@@ -45,6 +51,18 @@ class WebSocketConnection {
   // server's memory grow. (So a single message over 4 MiB always closes the connection.) Messages
   // sent from the acceptor, before the handshake has completed, go out right after it.
   virtual bool Send(std::string text) = 0;
+  // As Send, as one binary message.
+  virtual bool SendBinary(std::string bytes) = 0;
+
+  // The bytes of the messages queued and not yet written to the socket.
+  virtual size_t QueuedBytes() const = 0;
+  // Asks for one OnWritable call once the queue holds at most kWebSocketWritableBytes
+  // (soon, when it already does). A sender that stops at that mark never fills the queue.
+  virtual void NotifyWhenWritable() = 0;
+  // While paused, no OnMessage or OnBinary is called and the server reads nothing more
+  // from the socket once a small backlog has arrived (TCP pushes back on the peer); the
+  // idle timeout does not run. Resuming delivers what waited. Not a close: pings go on.
+  virtual void PauseReading(bool paused) = 0;
 
   // Starts the closing handshake with `code` (1000 normal, 1008 policy violation, 4000-4999
   // application codes; codes a close frame may not carry, such as 1005 or 1006, become
@@ -57,6 +75,9 @@ class WebSocketConnection {
   virtual std::string RemoteAddr() const = 0;
 };
 
+// The send queue's level at or below which OnWritable is called.
+inline constexpr size_t kWebSocketWritableBytes = 1 << 20;
+
 // The application's end of one WebSocket connection.
 class WebSocketSession {
  public:
@@ -68,6 +89,15 @@ class WebSocketSession {
   // reading only until a small backlog has built up, then stops reading (TCP pushes back
   // on the peer). An exception is logged and closes the connection with 1011.
   virtual void OnMessage(std::string text) = 0;
+
+  // Whether binary messages are taken (OnBinary); when not, one closes the connection
+  // with 1003. Asked once, when the session is accepted.
+  virtual bool AcceptsBinary() const { return false; }
+  // One whole binary message, called as OnMessage is (serially with it, in order).
+  virtual void OnBinary(std::string bytes) { (void)bytes; }
+  // The send queue came down to kWebSocketWritableBytes after NotifyWhenWritable.
+  // Called as OnMessage is (serially with it); not after OnClose.
+  virtual void OnWritable() {}
 
   // The connection is closed, for whatever reason (either side closed it, it failed, it
   // timed out, the server shut down). Called exactly once, after the last OnMessage, on a

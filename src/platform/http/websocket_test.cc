@@ -56,12 +56,24 @@ struct Probe {
   std::atomic<int> in_message{0};
   std::atomic<bool> overlapped{false};
   std::atomic<bool> close_before_message_end{false};
+  std::atomic<int> writables{0};
 
   // Waits until `n` sessions have been closed; false after `timeout`.
   bool WaitForCloses(int n, std::chrono::milliseconds timeout = 10s) EXCLUDES(mu) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     MutexLock lock(&mu);
     while (closes != n) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return false;
+      cv.WaitFor(&mu, left);
+    }
+    return true;
+  }
+  // Waits until `n` messages have been recorded; false after `timeout`.
+  bool WaitForMessages(size_t n, std::chrono::milliseconds timeout = 10s) EXCLUDES(mu) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(&mu);
+    while (messages.size() < n) {
       const auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) return false;
       cv.WaitFor(&mu, left);
@@ -385,6 +397,174 @@ TEST(WebSocket, BinaryMessageCloses1003) {
   EXPECT_TRUE(probe->WaitForCloses(1));
   MutexLock lock(&probe->mu);
   EXPECT_TRUE(probe->messages.empty());
+}
+
+// Takes binary messages and echoes each message as it came (binary as binary), except
+// the text "pause", after which it stops reading until the test resumes it; counts
+// OnWritable calls.
+class BinarySession final : public WebSocketSession {
+ public:
+  BinarySession(std::shared_ptr<WebSocketConnection> conn, std::shared_ptr<Probe> probe)
+      : conn_(std::move(conn)), probe_(std::move(probe)) {}
+
+  bool AcceptsBinary() const override { return true; }
+  void OnMessage(std::string text) override {
+    Record(text);
+    if (text == "pause") {
+      conn_->PauseReading(true);
+    } else {
+      conn_->Send(std::move(text));
+    }
+  }
+  void OnBinary(std::string bytes) override {
+    Record("binary:" + bytes);
+    conn_->SendBinary(std::move(bytes));
+  }
+  void OnWritable() override {
+    probe_->writables.fetch_add(1);
+    probe_->cv.SignalAll();
+  }
+  void OnClose() override {
+    {
+      MutexLock lock(&probe_->mu);
+      ++probe_->closes;
+    }
+    probe_->cv.SignalAll();
+  }
+
+ private:
+  void Record(std::string what) {
+    {
+      MutexLock lock(&probe_->mu);
+      probe_->messages.push_back(std::move(what));
+    }
+    probe_->cv.SignalAll();
+  }
+
+  const std::shared_ptr<WebSocketConnection> conn_;
+  const std::shared_ptr<Probe> probe_;
+};
+
+ServerOptions BinaryOptions(std::shared_ptr<Probe> probe) {
+  ServerOptions options = TestOptions();
+  options.websocket_routes[kPath] = [probe](const Request&,
+                                            std::shared_ptr<WebSocketConnection> conn)
+      -> StatusOr<std::shared_ptr<WebSocketSession>> {
+    {
+      MutexLock lock(&probe->mu);
+      probe->accepted.push_back(conn);
+    }
+    return std::shared_ptr<WebSocketSession>(std::make_shared<BinarySession>(conn, probe));
+  };
+  return options;
+}
+
+std::shared_ptr<WebSocketConnection> OnlyConnection(Probe& probe) {
+  MutexLock lock(&probe.mu);
+  return probe.accepted.size() == 1 ? probe.accepted[0] : nullptr;
+}
+
+TEST(WebSocket, SessionThatTakesBinaryGetsBinaryAndSendsBinary) {
+  auto probe = std::make_shared<Probe>();
+  TestServer ts(BinaryOptions(probe));
+  WsClient client(ts.port());
+  const std::string bytes("\x00\x01\xff\x80", 4);
+  ASSERT_FALSE(client.Write(bytes, /*binary=*/true));
+  std::string reply;
+  ASSERT_FALSE(client.Read(&reply));
+  EXPECT_EQ(reply, bytes);
+  EXPECT_TRUE(client.ws().got_binary());
+  ASSERT_FALSE(client.Write("text"));
+  ASSERT_FALSE(client.Read(&reply));
+  EXPECT_EQ(reply, "text");
+  EXPECT_TRUE(client.ws().got_text());
+  EXPECT_FALSE(client.Close());
+  EXPECT_TRUE(probe->WaitForCloses(1));
+  MutexLock lock(&probe->mu);
+  EXPECT_EQ(probe->messages, (std::vector<std::string>{"binary:" + bytes, "text"}));
+}
+
+TEST(WebSocket, PausedReadingHoldsMessagesUntilResumed) {
+  auto probe = std::make_shared<Probe>();
+  TestServer ts(BinaryOptions(probe));
+  WsClient client(ts.port());
+  ASSERT_FALSE(client.Write("pause"));
+  ASSERT_TRUE(probe->WaitForMessages(1));
+  for (int i = 0; i < 5; ++i) ASSERT_FALSE(client.Write(std::to_string(i)));
+  std::this_thread::sleep_for(300ms);
+  {
+    MutexLock lock(&probe->mu);
+    EXPECT_EQ(probe->messages, std::vector<std::string>{"pause"});  // nothing more yet
+  }
+  auto conn = OnlyConnection(*probe);
+  ASSERT_NE(conn, nullptr);
+  conn->PauseReading(false);
+  ASSERT_TRUE(probe->WaitForMessages(6));
+  for (int i = 0; i < 5; ++i) {
+    std::string reply;
+    ASSERT_FALSE(client.Read(&reply));
+    EXPECT_EQ(reply, std::to_string(i));
+  }
+  EXPECT_FALSE(client.Close());
+  EXPECT_TRUE(probe->WaitForCloses(1));
+}
+
+TEST(WebSocket, NotifyWhenWritableWaitsUntilTheQueueDrains) {
+  auto probe = std::make_shared<Probe>();
+  TestServer ts(BinaryOptions(probe));
+  WsClient client(ts.port());
+  auto conn = OnlyConnection(*probe);
+  ASSERT_NE(conn, nullptr);
+  // The client reads nothing: once the socket buffers are full the queue grows.
+  const std::string chunk(64 * 1024, 'x');
+  int sent = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (conn->QueuedBytes() < (size_t{2} << 20) && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(conn->SendBinary(chunk));
+    ++sent;
+    if (conn->QueuedBytes() < (size_t{1} << 20)) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(conn->QueuedBytes(), size_t{2} << 20);
+  conn->NotifyWhenWritable();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(probe->writables.load(), 0);
+  for (int i = 0; i < sent; ++i) {
+    std::string got;
+    ASSERT_FALSE(client.Read(&got)) << i;
+    ASSERT_EQ(got.size(), chunk.size());
+  }
+  MutexLock lock(&probe->mu);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (probe->writables.load() == 0 && std::chrono::steady_clock::now() < until) {
+    probe->cv.WaitFor(&probe->mu, 100ms);
+  }
+  EXPECT_EQ(probe->writables.load(), 1);
+  EXPECT_LE(conn->QueuedBytes(), kWebSocketWritableBytes);
+}
+
+TEST(WebSocket, PatternRoutesBindTheirParameters) {
+  auto probe = std::make_shared<Probe>();
+  ServerOptions options = TestOptions();
+  options.websocket_routes["/r/{id}/ports/{port}/connect"] =
+      [probe](const Request& req, std::shared_ptr<WebSocketConnection> conn)
+      -> StatusOr<std::shared_ptr<WebSocketSession>> {
+    conn->Send(req.Param("id") + ":" + req.Param("port") + ":" + req.route);
+    return std::shared_ptr<WebSocketSession>(std::make_shared<EchoSession>(conn, probe, true));
+  };
+  TestServer ts(options);
+  WsClient client;
+  ASSERT_FALSE(client.Connect(ts.port()));
+  ASSERT_FALSE(client.Handshake("/r/rnt_1/ports/8080/connect"));
+  std::string got;
+  ASSERT_FALSE(client.Read(&got));
+  EXPECT_EQ(got, "rnt_1:8080:/r/{id}/ports/{port}/connect");
+  EXPECT_FALSE(client.Close());
+  // Another shape is no WebSocket route: the handler answers (404).
+  WsClient other;
+  ASSERT_FALSE(other.Connect(ts.port()));
+  websocket::response_type res;
+  EXPECT_TRUE(other.Handshake("/r/rnt_1/ports/connect", "good", &res));
+  EXPECT_EQ(res.result_int(), 404);
 }
 
 TEST(WebSocket, ManyMessagesArriveInOrderOneAtATime) {

@@ -19,6 +19,7 @@
 #include "platform/http/internal/http_io.h"
 #include "platform/http/internal/stream_transfer.h"
 #include "platform/http/internal/websocket_connection.h"
+#include "platform/http/router.h"
 
 namespace gpunex::platform::http::internal {
 namespace {
@@ -145,8 +146,19 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
     Status target_status;
     std::shared_ptr<Request> req = ToRequest(msg, remote, kTls, &target_status);
     Response resp;
-    const auto ws_route = target_status.ok() ? options.websocket_routes.find(req->path)
-                                             : options.websocket_routes.end();
+    auto ws_route = options.websocket_routes.end();
+    if (target_status.ok()) {
+      ws_route = options.websocket_routes.find(req->path);
+      // Then the pattern routes ("/api/v1/rentals/{id}/ports/{port}/connect").
+      for (auto it = options.websocket_routes.begin();
+           ws_route == options.websocket_routes.end() && it != options.websocket_routes.end();
+           ++it) {
+        if (it->first.find('{') != std::string::npos &&
+            MatchPattern(it->first, req->path, &req->params)) {
+          ws_route = it;
+        }
+      }
+    }
     if (!target_status.ok()) {
       resp = ErrorResponse(target_status);
     } else if (ws_route == options.websocket_routes.end()) {
@@ -163,7 +175,7 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
     } else if (draining) {
       resp = ErrorResponse(Unavailable("the server is shutting down"));
     } else {
-      req->route = req->path;
+      req->route = ws_route->first;
       auto ws_conn =
           std::make_shared<WsConnection>(conn.executor, state.pool.get_executor(), remote);
       auto accepting = RunAcceptor(state, ws_route->second, req, ws_conn);

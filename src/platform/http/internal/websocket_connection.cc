@@ -80,20 +80,54 @@ class WsConnection::DispatchTask {
   std::shared_ptr<WsConnection> conn_;
 };
 
-bool WsConnection::Send(std::string text) {
+bool WsConnection::Send(std::string text) { return Queue(std::move(text), /*binary=*/false); }
+
+bool WsConnection::SendBinary(std::string bytes) {
+  return Queue(std::move(bytes), /*binary=*/true);
+}
+
+bool WsConnection::Queue(std::string data, bool binary) {
   MutexLock lock(&mu_);
   if (send_closed_) return false;
-  if (outbox_.size() >= kWsMaxQueuedMessages || outbox_bytes_ + text.size() > kWsMaxQueuedBytes) {
+  if (outbox_.size() >= kWsMaxQueuedMessages || outbox_bytes_ + data.size() > kWsMaxQueuedBytes) {
     LogWarn("http.websocket_send_queue_full", {{"remote", remote_},
                                                {"queued_messages", outbox_.size()},
                                                {"queued_bytes", outbox_bytes_}});
     RequestCloseLocked(1008, "send queue full", /*drop_queue=*/true);
     return false;
   }
-  outbox_bytes_ += text.size();
-  outbox_.push_back(std::move(text));
+  outbox_bytes_ += data.size();
+  outbox_.push_back({OutKind::kMessage, std::move(data), 0, binary});
   PokeLocked();
   return true;
+}
+
+size_t WsConnection::QueuedBytes() const {
+  MutexLock lock(&mu_);
+  return outbox_bytes_;
+}
+
+void WsConnection::NotifyWhenWritable() {
+  MutexLock lock(&mu_);
+  want_writable_ = true;
+  CheckWritableLocked();
+}
+
+void WsConnection::PauseReading(bool paused) {
+  MutexLock lock(&mu_);
+  if (read_paused_ == paused) return;
+  read_paused_ = paused;
+  if (!paused) {
+    if (!inbox_.empty()) ScheduleDispatchLocked();
+    PokeLocked();  // the reader may be waiting
+  }
+}
+
+void WsConnection::CheckWritableLocked() {
+  if (!want_writable_ || outbox_bytes_ > kWebSocketWritableBytes || finished_) return;
+  want_writable_ = false;
+  writable_due_ = true;
+  ScheduleDispatchLocked();
 }
 
 void WsConnection::Close(int code, std::string reason) {
@@ -107,8 +141,15 @@ void WsConnection::Abort(int code, std::string reason) {
 }
 
 void WsConnection::Start(std::shared_ptr<WebSocketSession> session) {
+  const bool binary = session != nullptr && session->AcceptsBinary();
   MutexLock lock(&mu_);
   session_ = std::move(session);
+  accepts_binary_ = binary;
+}
+
+bool WsConnection::accepts_binary() const {
+  MutexLock lock(&mu_);
+  return accepts_binary_;
 }
 
 void WsConnection::Attach(std::vector<asio::steady_timer*> signals) {
@@ -141,10 +182,10 @@ WsConnection::Outgoing WsConnection::TakeOutgoing() {
   MutexLock lock(&mu_);
   Outgoing out;
   if (!outbox_.empty()) {
-    out.kind = OutKind::kMessage;
-    out.text = std::move(outbox_.front());
+    out = std::move(outbox_.front());
     outbox_.pop_front();
     outbox_bytes_ -= out.text.size();
+    CheckWritableLocked();
   } else if (close_code_ != 0 && !close_taken_) {
     close_taken_ = true;
     out.kind = OutKind::kClose;
@@ -159,17 +200,17 @@ std::optional<std::chrono::steady_clock::time_point> WsConnection::close_request
   return close_requested_at_;
 }
 
-bool WsConnection::InboxFull() const {
+bool WsConnection::ReaderShouldWait() const {
   MutexLock lock(&mu_);
-  return InboxFullLocked();
+  return read_paused_ || InboxFullLocked();
 }
 
-void WsConnection::Deliver(std::string text) {
+void WsConnection::Deliver(Incoming message) {
   MutexLock lock(&mu_);
   if (close_code_ != 0 || finished_) return;
-  inbox_bytes_ += text.size();
-  inbox_.push_back(std::move(text));
-  ScheduleDispatchLocked();
+  inbox_bytes_ += message.data.size();
+  inbox_.push_back(std::move(message));
+  if (!read_paused_) ScheduleDispatchLocked();
 }
 
 void WsConnection::Finish() {
@@ -238,21 +279,32 @@ void WsConnection::DispatchDropped() {
 
 void WsConnection::Dispatch() {
   for (int i = 0; i < kWsDispatchBatch; ++i) {
-    std::string text;
+    Incoming message;
     std::shared_ptr<WebSocketSession> session;
-    bool closing = false;
+    enum class Call { kWritable, kMessage, kClose };
+    Call call = Call::kMessage;
     {
       MutexLock lock(&mu_);
-      if (!inbox_.empty()) {
+      if (finished_ && read_paused_) {
+        // Nobody will resume reading a closed connection: what waited is dropped.
+        inbox_.clear();
+        inbox_bytes_ = 0;
+      }
+      if (writable_due_ && !finished_) {
+        writable_due_ = false;
+        call = Call::kWritable;
+        session = session_;
+      } else if (!inbox_.empty() && !read_paused_) {
         const bool was_full = InboxFullLocked();
-        text = std::move(inbox_.front());
+        message = std::move(inbox_.front());
         inbox_.pop_front();
-        inbox_bytes_ -= text.size();
+        inbox_bytes_ -= message.data.size();
         if (was_full) PokeLocked();  // the reader may be waiting
+        call = Call::kMessage;
         session = session_;
       } else if (finished_ && !on_close_called_) {
         on_close_called_ = true;
-        closing = true;
+        call = Call::kClose;
         // Dropping the reference breaks the cycle session -> connection -> session.
         session = std::move(session_);
       } else {
@@ -260,7 +312,7 @@ void WsConnection::Dispatch() {
         return;
       }
     }
-    if (closing) {
+    if (call == Call::kClose) {
       if (session != nullptr) CallOnClose(*session, remote_);
       session.reset();
       MutexLock lock(&mu_);
@@ -271,7 +323,13 @@ void WsConnection::Dispatch() {
     }
     if (session == nullptr) continue;
     try {
-      session->OnMessage(std::move(text));
+      if (call == Call::kWritable) {
+        session->OnWritable();
+      } else if (message.binary) {
+        session->OnBinary(std::move(message.data));
+      } else {
+        session->OnMessage(std::move(message.data));
+      }
     } catch (const std::exception& e) {
       LogError("http.websocket_handler_exception", {{"remote", remote_}, {"error", e.what()}});
       Abort(1011, "internal error");
@@ -322,7 +380,7 @@ template <typename WsStream>
 asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop) {
   beast::flat_buffer buffer;
   for (;;) {
-    while (!loop.stop && conn.InboxFull()) {
+    while (!loop.stop && conn.ReaderShouldWait()) {
       loop.reader_paused = true;
       loop.wake_reader.expires_at(asio::steady_timer::time_point::max());
       co_await loop.wake_reader.async_wait(kAwait);
@@ -338,10 +396,10 @@ asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop) {
     auto [ec, n] = co_await ws.async_read(buffer, kAwait);
     if (ec) co_return;
     loop.last_received = std::chrono::steady_clock::now();
-    if (ws.got_binary()) {
+    if (ws.got_binary() && !conn.accepts_binary()) {
       conn.Abort(1003, "binary messages are not accepted");
     } else {
-      conn.Deliver(beast::buffers_to_string(buffer.data()));
+      conn.Deliver({beast::buffers_to_string(buffer.data()), ws.got_binary()});
     }
     buffer.clear();
   }
@@ -356,6 +414,7 @@ asio::awaitable<void> WsWriter(WsStream& ws, WsConnection& conn, WsLoop& loop,
     if (loop.stop || loop.reader_done) co_return;
     WsConnection::Outgoing out = conn.TakeOutgoing();
     if (out.kind == WsConnection::OutKind::kMessage) {
+      ws.binary(out.binary);
       auto [ec, n] = co_await ws.async_write(asio::buffer(out.text), kAwait);
       // The socket failed, or Beast is closing it: the reader sees the same and ends.
       if (ec) co_return;

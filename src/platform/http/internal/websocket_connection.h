@@ -47,8 +47,14 @@ class WsConnection final : public WebSocketConnection,
   enum class OutKind { kNothing, kMessage, kClose };
   struct Outgoing {
     OutKind kind = OutKind::kNothing;
-    std::string text;  // kMessage: the message; kClose: the reason
-    int code = 0;      // kClose
+    std::string text;     // kMessage: the message; kClose: the reason
+    int code = 0;         // kClose
+    bool binary = false;  // kMessage: a binary one
+  };
+  // A received message.
+  struct Incoming {
+    std::string data;
+    bool binary = false;
   };
 
   // `strand` is the connection's; `pool` runs OnMessage and OnClose.
@@ -57,6 +63,10 @@ class WsConnection final : public WebSocketConnection,
       : pool_(std::move(pool)), remote_(std::move(remote)), strand_(std::move(strand)) {}
 
   bool Send(std::string text) override EXCLUDES(mu_);
+  bool SendBinary(std::string bytes) override EXCLUDES(mu_);
+  size_t QueuedBytes() const override EXCLUDES(mu_);
+  void NotifyWhenWritable() override EXCLUDES(mu_);
+  void PauseReading(bool paused) override EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_);
   std::string RemoteAddr() const override { return remote_; }
 
@@ -83,11 +93,15 @@ class WsConnection final : public WebSocketConnection,
   // When a close was first requested, if it was.
   std::optional<std::chrono::steady_clock::time_point> close_requested_at() const EXCLUDES(mu_);
 
-  // Whether the reader should wait for OnMessage to catch up before reading more.
-  bool InboxFull() const EXCLUDES(mu_);
+  // Whether the reader should wait (for OnMessage to catch up, or for the application to
+  // resume reading) before reading more.
+  bool ReaderShouldWait() const EXCLUDES(mu_);
 
-  // A received message for OnMessage; dropped once a close has been requested.
-  void Deliver(std::string text) EXCLUDES(mu_);
+  // Whether the session takes binary messages (asked of it in Start()).
+  bool accepts_binary() const EXCLUDES(mu_);
+
+  // A received message for OnMessage or OnBinary; dropped once a close has been requested.
+  void Deliver(Incoming message) EXCLUDES(mu_);
 
   // The connection is closed: no more Sends; OnClose follows the messages still in the
   // inbox. on_close_done() turns true (with a Poke) once it has returned.
@@ -102,13 +116,17 @@ class WsConnection final : public WebSocketConnection,
   // The pool task that runs Dispatch() (websocket_connection.cc).
   class DispatchTask;
 
+  bool Queue(std::string data, bool binary) EXCLUDES(mu_);
   bool InboxFullLocked() const REQUIRES(mu_);
   void RequestCloseLocked(int code, std::string reason, bool drop_queue) REQUIRES(mu_);
   void PokeLocked() REQUIRES(mu_);
   void OnPoke() EXCLUDES(mu_);
   void ScheduleDispatchLocked() REQUIRES(mu_);
   void DispatchDropped() EXCLUDES(mu_);
-  // On the pool: calls OnMessage for queued messages, then OnClose once finished.
+  // Marks OnWritable due when it was asked for and the queue is low enough.
+  void CheckWritableLocked() REQUIRES(mu_);
+  // On the pool: calls OnWritable when due and OnMessage/OnBinary for queued messages,
+  // then OnClose once finished.
   void Dispatch() EXCLUDES(mu_);
 
   // (A thread_pool executor holds no reference that could outlive the pool.)
@@ -117,7 +135,7 @@ class WsConnection final : public WebSocketConnection,
 
   mutable Mutex mu_;
   // Sending.
-  std::deque<std::string> outbox_ GUARDED_BY(mu_);
+  std::deque<Outgoing> outbox_ GUARDED_BY(mu_);
   size_t outbox_bytes_ GUARDED_BY(mu_) = 0;
   bool send_closed_ GUARDED_BY(mu_) = false;  // Send() refuses
   int close_code_ GUARDED_BY(mu_) = 0;        // 0 until a close is requested
@@ -126,10 +144,14 @@ class WsConnection final : public WebSocketConnection,
   std::optional<std::chrono::steady_clock::time_point> close_requested_at_ GUARDED_BY(mu_);
   // Receiving.
   std::shared_ptr<WebSocketSession> session_ GUARDED_BY(mu_);  // null after OnClose
-  std::deque<std::string> inbox_ GUARDED_BY(mu_);
+  std::deque<Incoming> inbox_ GUARDED_BY(mu_);
   size_t inbox_bytes_ GUARDED_BY(mu_) = 0;
-  bool dispatching_ GUARDED_BY(mu_) = false;  // a DispatchTask is queued or running
-  bool finished_ GUARDED_BY(mu_) = false;     // OnClose is due after the inbox
+  bool accepts_binary_ GUARDED_BY(mu_) = false;
+  bool read_paused_ GUARDED_BY(mu_) = false;    // PauseReading(true)
+  bool want_writable_ GUARDED_BY(mu_) = false;  // NotifyWhenWritable() not answered yet
+  bool writable_due_ GUARDED_BY(mu_) = false;   // OnWritable is to be called
+  bool dispatching_ GUARDED_BY(mu_) = false;    // a DispatchTask is queued or running
+  bool finished_ GUARDED_BY(mu_) = false;       // OnClose is due after the inbox
   bool on_close_called_ GUARDED_BY(mu_) = false;
   bool on_close_done_ GUARDED_BY(mu_) = false;
   // Waking the session coroutines. The strand is dropped by Detach(): a copy kept by a
