@@ -101,8 +101,12 @@ fi
 RUN_ARGS=(run)
 [ -n "$EMULATE" ] && RUN_ARGS+=(--emulate-gpus "$EMULATE")
 say "starting $NAME"
+# The host's process namespace and SYS_ADMIN (with SYS_PTRACE to open another process's
+# namespace files) let the agent reach a rental's declared ports inside that container's own
+# network namespace, without joining its network (docs/access.md).
 docker_cmd run -d --name "$NAME" --restart unless-stopped \
   ${NETWORK:+--network "$NETWORK"} ${GPU_ARGS[@]+"${GPU_ARGS[@]}"} \
+  --pid host --cap-add SYS_ADMIN --cap-add SYS_PTRACE \
   -v "$SOCKET:/var/run/docker.sock" -v "$VOLUME:$STATE_DIR" \
   -e GPUNEX_PLATFORM_URL="$PLATFORM_URL" -e GPUNEX_STATE_DIR="$STATE_DIR" \
   --label io.gpunex.agent=true \

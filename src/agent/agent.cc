@@ -59,11 +59,14 @@ protocol::GpuSample ToProtocol(const GpuTelemetry& t) {
   return s;
 }
 
-std::string ConnectUrl(const std::string& platform_url) {
+std::string ConnectUrl(const std::string& platform_url, std::string_view path) {
   std::string u = platform_url;
   while (!u.empty() && u.back() == '/') u.pop_back();
-  return u + "/api/v1/agent/connect";
+  return u + std::string(path);
 }
+
+// How long a stream's connect to a workload's port may take.
+constexpr std::chrono::milliseconds kDialTimeout{5000};
 
 }  // namespace
 
@@ -135,6 +138,9 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
       }
     };
     runner_ = DockerWorkloadRunner(docker_, ro, cb);
+    data_link_ = std::make_unique<DataLink>([this](const StreamTarget& t) {
+      return runner_->DialPort(t.workload_id, t.port, kDialTimeout);
+    });
   }
 }
 
@@ -161,11 +167,13 @@ void Agent::Stop() {
     c = conn_;
   }
   if (c) c->ws().Close(1001, "agent stopping");
+  if (data_link_) data_link_->Stop();
   cv_.SignalAll();
 }
 
 Status Agent::Run() {
   if (docker_) isolation_thread_ = std::thread([this] { IsolationLoop(); });
+  if (data_link_) data_thread_ = std::thread([this] { DataLoop(); });
   int attempt = 0;
   while (!stopping_) {
     Status st = Session();
@@ -184,7 +192,46 @@ Status Agent::Run() {
     }
   }
   if (isolation_thread_.joinable()) isolation_thread_.join();
+  if (data_thread_.joinable()) data_thread_.join();
   return Status::Ok();
+}
+
+void Agent::DataLoop() {
+  int attempt = 0;
+  while (!stopping_) {
+    std::string machine_id;
+    {
+      // The platform opens a machine's data channel only beside its control channel.
+      MutexLock lock(&mu_);
+      while (!stopping_ && (conn_ == nullptr || state_.machine_id().empty())) {
+        cv_.WaitFor(&mu_, std::chrono::milliseconds(500));
+      }
+      machine_id = state_.machine_id();
+    }
+    if (stopping_) break;
+    WebSocketClientOptions wo;
+    wo.ca_file = options_.ca_file;
+    wo.binary = true;
+    wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
+    wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
+    auto ws = WebSocketClient::Connect(
+        ConnectUrl(options_.platform_url, kDataChannelPath) + "?machine_id=" + machine_id, wo);
+    Status st = ws.status();
+    if (ws.ok()) {
+      attempt = 0;
+      LogInfo("agent.data.connected", {{"machine_id", machine_id}});
+      st = data_link_->Serve(**ws);
+      (*ws)->Close(1000, "");
+    }
+    if (stopping_) break;
+    auto wait = Backoff(attempt++, std::min(options_.max_backoff_s, 10));
+    LogWarn("agent.data.disconnected", {{"error", st.ToString()}, {"retry_in_ms", wait.count()}});
+    const auto until = std::chrono::steady_clock::now() + wait;
+    MutexLock lock(&mu_);
+    while (!stopping_ && std::chrono::steady_clock::now() < until) {
+      cv_.WaitFor(&mu_, until - std::chrono::steady_clock::now());
+    }
+  }
 }
 
 protocol::NetworkIsolation Agent::Isolation() {
@@ -306,8 +353,9 @@ Status Agent::Session() {
   wo.max_message_bytes = protocol::kMaxMessageBytes;
   wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
   wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
-  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<WebSocketClient> ws,
-                          WebSocketClient::Connect(ConnectUrl(options_.platform_url), wo));
+  GPUNEX_ASSIGN_OR_RETURN(
+      std::unique_ptr<WebSocketClient> ws,
+      WebSocketClient::Connect(ConnectUrl(options_.platform_url, "/api/v1/agent/connect"), wo));
   auto conn = std::make_shared<Connection>(std::move(ws));
   GPUNEX_RETURN_IF_ERROR(conn->Send(MakeHello()));
 

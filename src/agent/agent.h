@@ -11,6 +11,10 @@
 // with "engine: network isolation ..." (the provider's side), after a fresh check when the
 // last one could not tell.
 //
+// The data channel (link/data_link.h): once the control channel is welcomed, a thread
+// keeps a second WebSocket open for the streams to workloads' declared ports, each
+// reached with WorkloadRunner::DialPort; it reconnects with backoff on its own.
+//
 // Thread-safety: Run() on one thread; Stop() from any thread.
 #pragma once
 
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "agent/gpu/gpu_source.h"
+#include "agent/link/data_link.h"
 #include "agent/runtime/docker_client.h"
 #include "agent/runtime/workload_runner.h"
 #include "agent/state.h"
@@ -88,6 +93,9 @@ class Agent {
   StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n) EXCLUDES(mu_);
   // The isolation thread: a check, then a wait, until Stop().
   void IsolationLoop() EXCLUDES(mu_);
+  // The data channel's thread: connects once the control channel is up, serves it, and
+  // reconnects, until Stop().
+  void DataLoop() EXCLUDES(mu_);
   // Before a workload starts: "" when the machine's last check said isolated, else why it
   // may not start. Waits (up to isolation_wait_s) for a check that is running, and asks
   // for a new one first when the last could not tell.
@@ -117,6 +125,8 @@ class Agent {
   std::map<std::string, std::string> bench_output_ GUARDED_BY(mu_);  // their stdout
   Mutex bench_mu_ ACQUIRED_BEFORE(mu_);                              // one benchmark at a time
   std::thread isolation_thread_;                                     // Run() starts, joins
+  std::unique_ptr<DataLink> data_link_;                              // with a runner only
+  std::thread data_thread_;                                          // Run() starts, joins
   protocol::NetworkIsolation isolation_ GUARDED_BY(mu_);             // the latest report
   int64_t isolation_checks_ GUARDED_BY(mu_) = 0;                     // checks ended
   bool isolation_wanted_ GUARDED_BY(mu_) = false;  // a check is asked for before its time

@@ -19,6 +19,7 @@
 
 #include "common/background.h"
 #include "common/business_days.h"
+#include "common/data_channel.h"
 #include "common/log.h"
 #include "platform/accounts/accounts.h"
 #include "platform/accounts/accounts_module.h"
@@ -30,6 +31,7 @@
 #include "platform/modules.h"
 #include "platform/notify/notify.h"
 #include "platform/notify/outbox.h"
+#include "platform/relay/relay_module.h"
 #include "platform/schema.h"
 #include "platform/store/db.h"
 
@@ -222,13 +224,16 @@ int Serve(Config config, bool list_routes) {
   // agent's channel and its throughput benchmark are routed before the API exists.
   http::ServerOptions so = ServerOptionsOf(config);
   std::function<http::Response(http::Request&)> dispatch;
-  http::WebSocketAcceptor websocket_acceptor;
+  http::WebSocketAcceptor websocket_acceptor, data_acceptor, port_acceptor;
   http::StreamAuthorizer bench_authorizer;
-  so.websocket_routes[std::string(api::kAgentConnectPath)] =
-      [&websocket_acceptor](const http::Request& req,
-                            std::shared_ptr<http::WebSocketConnection> c) {
-        return websocket_acceptor(req, std::move(c));
-      };
+  auto forward = [](http::WebSocketAcceptor& to) {
+    return [&to](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
+      return to(req, std::move(c));
+    };
+  };
+  so.websocket_routes[std::string(api::kAgentConnectPath)] = forward(websocket_acceptor);
+  so.websocket_routes[std::string(kDataChannelPath)] = forward(data_acceptor);
+  so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_acceptor);
   auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
   so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {http::StreamRoute::Kind::kDownload,
                                                                  bench};
@@ -263,6 +268,8 @@ int Serve(Config config, bool list_routes) {
     return 0;
   }
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
+  data_acceptor = relay::DataChannelAcceptor(ctx);
+  port_acceptor = relay::PortConnectAcceptor(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));

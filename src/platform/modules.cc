@@ -13,6 +13,7 @@
 #include "platform/payouts/payouts_module.h"
 #include "platform/pricing/pricing_module.h"
 #include "platform/providers/providers_module.h"
+#include "platform/relay/relay_module.h"
 #include "platform/reliability/reliability_module.h"
 #include "platform/rentals/rentals_module.h"
 #include "platform/solana/solana_module.h"
@@ -41,6 +42,7 @@ const std::vector<Module>& Modules() {
       payouts::PayoutsModule(),
       topups::TopupsModule(),
       sshkeys::SshKeysModule(),
+      relay::RelayModule(),
   };
   return all;
 }

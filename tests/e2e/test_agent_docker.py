@@ -261,7 +261,8 @@ class AgentDockerTest(ServerTestCase):
                    f"{wid}'s network removed")
 
     def assert_agent_container(self, token, image):
-        """What install.sh promises: a restart policy, host networking as asked, the Docker
+        """What install.sh promises: a restart policy, host networking as asked, the host's
+        process namespace and the two capabilities that reach rentals' ports, the Docker
         socket and the state volume and nothing else from the host, no token in the
         environment."""
         c = self.dock.wait_running("gpunex-agent", timeout=10)
@@ -270,6 +271,10 @@ class AgentDockerTest(ServerTestCase):
         self.assertEqual(h["RestartPolicy"]["Name"], "unless-stopped")
         self.assertEqual(h["NetworkMode"], "host")
         self.assertFalse(h["Privileged"])
+        # To reach rentals' ports inside their network namespaces (docs/access.md).
+        self.assertEqual(h["PidMode"], "host")
+        self.assertEqual(sorted(cap.removeprefix("CAP_") for cap in h["CapAdd"] or []),
+                         ["SYS_ADMIN", "SYS_PTRACE"])
         mounts = sorted((m["Type"], m.get("Name") or m["Source"], m["Destination"])
                         for m in c["Mounts"])
         self.assertEqual(mounts, [("bind", self.dock.socket, "/var/run/docker.sock"),

@@ -43,6 +43,36 @@ std::vector<std::string> Split(std::string_view s, char sep) {
 
 }  // namespace
 
+std::string PortsLabel(const std::vector<protocol::WorkloadPort>& ports) {
+  std::vector<std::string> parts;
+  for (const auto& p : ports) {
+    parts.push_back(std::to_string(p.port) + "/" +
+                    std::string(protocol::kPortProtocolNames.Name(p.protocol)));
+  }
+  return Join(parts, ',');
+}
+
+std::optional<std::vector<protocol::WorkloadPort>> ParsePortsLabel(std::string_view label) {
+  std::vector<protocol::WorkloadPort> out;
+  for (const std::string& part : Split(label, ',')) {
+    const size_t slash = part.find('/');
+    if (slash == std::string::npos || slash == 0 || slash > 5) return std::nullopt;
+    int port = 0;
+    for (char ch : part.substr(0, slash)) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+      port = port * 10 + (ch - '0');
+    }
+    auto protocol = protocol::kPortProtocolNames.Parse(part.substr(slash + 1));
+    if (port < 1 || port > 65535 || !protocol) return std::nullopt;
+    for (const auto& seen : out) {
+      if (seen.port == port) return std::nullopt;
+    }
+    out.push_back({static_cast<uint16_t>(port), *protocol, false});
+  }
+  if (out.empty() || out.size() > protocol::kMaxPorts) return std::nullopt;
+  return out;
+}
+
 std::string WorkloadContainerName(const std::string& workload_id) {
   return "gpunex-wl-" + workload_id;
 }
@@ -75,6 +105,7 @@ json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolic
                       {kLabelWorkload, spec.workload_id},
                       {kLabelGpus, Join(spec.gpu_uuids, ',')},
                       {kLabelGpuMode, opts.emulated_gpus ? "emulated" : "nvidia"}};
+  if (!spec.ports.empty()) labels[kLabelPorts] = PortsLabel(spec.ports);
 
   json::object host;
   if (attach_gpus) {
@@ -308,7 +339,11 @@ Status CheckContainerConfig(const json::object& config) {
   } else {
     const json::object& l = labels->get_object();
     const std::string p = "Labels.";
-    c.OnlyKeys(l, p, {kLabelManaged, kLabelWorkload, kLabelGpus, kLabelGpuMode});
+    c.OnlyKeys(l, p, {kLabelManaged, kLabelWorkload, kLabelGpus, kLabelGpuMode, kLabelPorts});
+    if (const json::value* ports = l.if_contains(kLabelPorts);
+        ports && (!ports->is_string() || !ParsePortsLabel(ports->get_string()))) {
+      c.Fail(p + kLabelPorts, "must list ports as \"8080/http,22/tcp\"");
+    }
     c.RequireString(l, p, kLabelManaged, "true");
     const json::value* w = c.Get(l, kLabelWorkload);
     if (!w || !w->is_string() || !IsWorkloadId(w->get_string())) {

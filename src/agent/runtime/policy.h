@@ -36,7 +36,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/agent_protocol.h"
 #include "common/json.h"
@@ -51,6 +54,12 @@ inline constexpr char kLabelWorkload[] = "io.gpunex.workload";  // the workload 
 // are attached: "nvidia" (device request) or "emulated" (not attached).
 inline constexpr char kLabelGpus[] = "io.gpunex.gpus";
 inline constexpr char kLabelGpuMode[] = "io.gpunex.gpu-mode";
+// Container only, when it declared ports: "8080/http,22/tcp", so that an agent that
+// restarts and adopts the container still reaches exactly those (docs/access.md).
+inline constexpr char kLabelPorts[] = "io.gpunex.ports";
+std::string PortsLabel(const std::vector<protocol::WorkloadPort>& ports);
+// The ports of a kLabelPorts value; nullopt when it is not one.
+std::optional<std::vector<protocol::WorkloadPort>> ParsePortsLabel(std::string_view label);
 
 // The mount point of the scratch volume, and of the tmpfs.
 inline constexpr char kScratchPath[] = "/scratch";

@@ -142,6 +142,27 @@ TEST(ContainerPolicy, EmulatedGpusGetNoDeviceRequest) {
   EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
 }
 
+TEST(ContainerPolicy, DeclaredPortsAreLabelledForAnAgentThatAdoptsTheContainer) {
+  WorkloadSpec spec = ValidSpec();
+  spec.ports = {{8080, protocol::PortProtocol::kHttp, false},
+                {22, protocol::PortProtocol::kTcp, false}};
+  json::object c = BuildContainerConfig(spec, ContainerPolicyOptions{});
+  EXPECT_EQ(c.at("Labels").at("io.gpunex.ports"), "8080/http,22/tcp");
+  EXPECT_TRUE(CheckContainerConfig(c).ok()) << CheckContainerConfig(c).ToString();
+  EXPECT_EQ(ParsePortsLabel("8080/http,22/tcp"), spec.ports);
+  for (const char* bad : {"", "8080", "/tcp", "0/tcp", "65536/tcp", "80/udp", "80/tcp,80/http",
+                          "8a/tcp", "123456/tcp", "80/tcp,"}) {
+    EXPECT_FALSE(ParsePortsLabel(bad)) << bad;
+  }
+  c["Labels"].as_object()["io.gpunex.ports"] = "22/ssh";
+  EXPECT_FALSE(CheckContainerConfig(c).ok());
+  // No ports, no label.
+  EXPECT_FALSE(BuildContainerConfig(ValidSpec(), ContainerPolicyOptions{})
+                   .at("Labels")
+                   .as_object()
+                   .contains("io.gpunex.ports"));
+}
+
 TEST(ContainerPolicy, NoGpusNoDeviceRequest) {
   WorkloadSpec spec = ValidSpec();
   spec.gpu_uuids.clear();

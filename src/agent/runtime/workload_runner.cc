@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "agent/runtime/endings.h"
+#include "agent/runtime/netns_dial.h"
 #include "common/agent_protocol.h"
 #include "common/log.h"
 #include "common/thread_annotations.h"
@@ -148,6 +149,34 @@ class Runner final : public WorkloadRunner {
     if (!e) return NotFound("no workload " + workload_id);
     MutexLock lock(&e->mu);
     return e->status;
+  }
+
+  StatusOr<int> DialPort(const std::string& workload_id, uint16_t port,
+                         std::chrono::milliseconds timeout) override EXCLUDES(mu_) {
+    std::shared_ptr<Entry> e = Find(workload_id);
+    if (!e) return NotFound("no workload " + workload_id + " runs here");
+    bool declared = false;
+    for (const auto& p : e->spec.ports) declared = declared || p.port == port;
+    if (!declared) {
+      return PermissionDenied("workload " + workload_id + " declared no port " +
+                              std::to_string(port));
+    }
+    std::string container;
+    {
+      MutexLock lock(&e->mu);
+      if (e->done || e->status.state != WorkloadState::kRunning) {
+        return NotFound("workload " + workload_id + " is not running");
+      }
+      container = e->status.container_id;
+    }
+    GPUNEX_ASSIGN_OR_RETURN(json::object info, docker_.InspectContainer(container));
+    const json::value* state = info.if_contains("State");
+    const json::value* pid =
+        state && state->is_object() ? state->get_object().if_contains("Pid") : nullptr;
+    if (!pid || !pid->is_int64() || pid->get_int64() <= 0) {
+      return NotFound("workload " + workload_id + "'s container has no process");
+    }
+    return DialInNetns(ProcessNetns(pid->get_int64()), port, timeout);
   }
 
   std::vector<WorkloadStatus> InFlight() override EXCLUDES(mu_) {
@@ -445,6 +474,10 @@ class Runner final : public WorkloadRunner {
         if (comma > pos) spec.gpu_uuids.push_back(list.substr(pos, comma - pos));
         pos = comma + 1;
       }
+    }
+    // Its declared ports, which its streams may still reach.
+    if (auto p = c.labels.find(kLabelPorts); p != c.labels.end()) {
+      if (auto ports = ParsePortsLabel(p->second)) spec.ports = std::move(*ports);
     }
     auto e = std::make_shared<Entry>(std::move(spec), std::nullopt);
     MutexLock entry_lock(&e->mu);

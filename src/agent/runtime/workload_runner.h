@@ -118,6 +118,13 @@ class WorkloadRunner {
   // The workloads that have not ended, as they are now (a start in progress has no
   // container yet): for the hello after a reconnect, so that the platform keeps them.
   virtual std::vector<WorkloadStatus> InFlight() = 0;
+  // A connected, non-blocking TCP socket (the caller closes it) to `port` of the running
+  // workload's container, made inside that container's network namespace and connected
+  // to its loopback (netns_dial.h), so that no network joins the agent and the workload.
+  // kPermissionDenied for a port the workload did not declare (StartWorkload::ports);
+  // kNotFound for a workload not running here; kUnavailable when nothing answers there.
+  virtual StatusOr<int> DialPort(const std::string& workload_id, uint16_t port,
+                                 std::chrono::milliseconds timeout) = 0;
   // Makes the engine hold exactly the workloads in `keep` (SPEC ISO-3): workloads this
   // runner runs that are not in `keep` are stopped (as by Stop()), and every container,
   // scratch volume and network labelled io.gpunex.managed=true that belongs to no workload

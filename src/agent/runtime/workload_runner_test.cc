@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -267,6 +268,42 @@ TEST_F(WorkloadRunnerTest, StopStopsAndRemoves) {
   EXPECT_TRUE(runner.Stop("stopme").ok());  // already ended
   EXPECT_EQ(runner.Stop("unknown").code(), StatusCode::kNotFound);
   EXPECT_EQ(runner.Wait("unknown", 1).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(WorkloadRunnerTest, DialPortReachesOnlyADeclaredPortOfARunningWorkload) {
+  WorkloadRunner& runner = Runner();
+  WorkloadSpec spec = Spec("ports", "while true; do echo served | nc -l -p 8080; done");
+  spec.ports = {{8080, protocol::PortProtocol::kTcp, false},
+                {9090, protocol::PortProtocol::kHttp, false}};
+  ASSERT_TRUE(runner.Start(spec).ok());
+  ASSERT_FALSE(AwaitRunning("ports").empty());
+  StatusOr<int> fd = Unavailable("not tried");
+  for (int i = 0; i < 100 && !fd.ok(); ++i) {  // until nc listens
+    fd = runner.DialPort("ports", 8080, std::chrono::milliseconds(2000));
+    if (!fd.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  std::string got;
+  char buf[64];
+  for (int i = 0; i < 200 && got.find('\n') == std::string::npos; ++i) {
+    const ssize_t n = read(*fd, buf, sizeof buf);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+    if (n == 0) break;
+    if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  close(*fd);
+  EXPECT_EQ(got, "served\n");
+  // Declared, nothing listens: unreachable. Not declared: refused. Unknown: not found.
+  EXPECT_EQ(runner.DialPort("ports", 9090, std::chrono::milliseconds(500)).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(runner.DialPort("ports", 22, std::chrono::milliseconds(500)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(runner.DialPort("other", 8080, std::chrono::milliseconds(500)).status().code(),
+            StatusCode::kNotFound);
+  ASSERT_TRUE(runner.Stop("ports").ok());
+  ASSERT_TRUE(runner.Wait("ports", kWaitMs).ok());
+  EXPECT_EQ(runner.DialPort("ports", 8080, std::chrono::milliseconds(500)).status().code(),
+            StatusCode::kNotFound);
 }
 
 TEST_F(WorkloadRunnerTest, WithoutNetworkAndWithTmpfsScratch) {

@@ -48,10 +48,6 @@ std::string RenderInstallScript(std::string_view public_url, std::string_view ag
   return s;
 }
 
-namespace {
-
-// The agent behind "Authorization: Bearer <agent token>"; `what` names the endpoint in
-// the refusal.
 StatusOr<providers::AgentIdentity> AuthenticateAgentRequest(const http::Request& req,
                                                             const ApiContext& ctx,
                                                             std::string_view what) {
@@ -67,6 +63,8 @@ StatusOr<providers::AgentIdentity> AuthenticateAgentRequest(const http::Request&
   }
   return id;
 }
+
+namespace {
 
 // Benchmark transfers in progress per agent token.
 class BenchSlots final : public std::enable_shared_from_this<BenchSlots> {

@@ -223,6 +223,31 @@ http::Response RunIdempotent(const ApiContext& ctx, const accounts::Principal& p
   return resp;
 }
 
+// "scheme://host[:port]" of a URL.
+std::string OriginOf(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);
+  const size_t path = url.find('/', scheme + 3);
+  return std::string(url.substr(0, path));
+}
+
+}  // namespace
+
+StatusOr<accounts::Principal> AuthenticateUpgrade(const http::Request& req, const ApiContext& ctx,
+                                                  std::string_view access) {
+  if (req.Header("authorization").empty() && !req.Cookie(kSessionCookie).empty() &&
+      req.Header("origin") != OriginOf(ctx.config.public_url)) {
+    return PermissionDenied("a WebSocket with the session cookie must come from a page of " +
+                            OriginOf(ctx.config.public_url));
+  }
+  GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p, Authenticate(req, ctx));
+  // What flows over the socket can change things: an API key needs the write scope.
+  GPUNEX_RETURN_IF_ERROR(CheckAccess(p, "POST", access));
+  return p;
+}
+
+namespace {
+
 // The one place where every route's caller is let in or refused (api.h, access).
 class ApiGuard final : public http::Guard {
  public:

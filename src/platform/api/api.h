@@ -127,6 +127,15 @@ http::Response Dispatch(const ApiContext& ctx, const http::Router& router, http:
 // guard found none (a public route has no caller).
 StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiContext& ctx);
 
+// The caller of a WebSocket upgrade request (which no router guard sees), let in as the
+// guard lets in a state-changing request of a route with `access` (an API key needs the
+// write scope): "Authorization: Bearer" (session or API key) or the session cookie. A cookie is
+// taken only from a page of the platform's own origin (the Origin header equals the public URL's),
+// so that another site's page cannot open a socket with a visitor's cookie (cross-site WebSocket
+// hijacking).
+StatusOr<accounts::Principal> AuthenticateUpgrade(const http::Request& req, const ApiContext& ctx,
+                                                  std::string_view access);
+
 // The JSON body; kInvalidArgument naming "body" when it is not JSON or has another
 // Content-Type.
 StatusOr<json::value> JsonBody(const http::Request& req);
@@ -208,6 +217,12 @@ Status MergeFieldErrors(FieldErrors decoded, const FieldErrors& domain);
 
 // The installer script with the platform's URL and the agent image filled in.
 std::string RenderInstallScript(std::string_view public_url, std::string_view agent_image);
+
+// The agent behind "Authorization: Bearer <agent token>" of a request to one of the
+// agent's endpoints; `what` names the endpoint in the refusal, and a refusal is logged.
+StatusOr<providers::AgentIdentity> AuthenticateAgentRequest(const http::Request& req,
+                                                            const ApiContext& ctx,
+                                                            std::string_view what);
 
 // The WebSocket acceptor for /api/v1/agent/connect: verifies the agent token and opens
 // a fleet session for its provider.

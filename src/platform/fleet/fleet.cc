@@ -161,6 +161,12 @@ bool Fleet::Connected(const std::string& machine_id) const {
   return sessions_.count(machine_id) > 0;
 }
 
+bool Fleet::ConnectedWithToken(const std::string& machine_id, const std::string& token_id) const {
+  MutexLock lock(&mu_);
+  auto it = sessions_.find(machine_id);
+  return it != sessions_.end() && it->second->token_id() == token_id;
+}
+
 Status Fleet::HandleWorkloadEvent(const std::string& machine_id, const protocol::WorkloadEvent& e) {
   const Timestamp now = options_.clock->Now();
   return db_.Transact([&](store::Tx& tx) -> Status {

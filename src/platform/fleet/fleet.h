@@ -175,6 +175,10 @@ class Fleet {
   void CloseSessionsForToken(const std::string& token_id) EXCLUDES(mu_);
   // Whether the machine has a live session on this instance.
   bool Connected(const std::string& machine_id) const EXCLUDES(mu_);
+  // Whether the machine has a live session here opened with that agent token (so that
+  // its agent may open the data channel of that machine with the same token).
+  bool ConnectedWithToken(const std::string& machine_id, const std::string& token_id) const
+      EXCLUDES(mu_);
 
   // Schedules the sweeper (Offline after missed heartbeats; hello timeouts; lost
   // workloads; delivery of commands queued by other instances) every sweep_interval_ms.

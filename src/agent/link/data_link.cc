@@ -1,0 +1,367 @@
+#include "agent/link/data_link.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "common/thread_annotations.h"
+
+namespace gpunex::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kReadChunk = 64 * 1024;
+// How long the loop sleeps at most: the mux's pings run on time.
+constexpr int kIdlePollMs = 200;
+// While the WebSocket's queue is too full to take the next frame.
+constexpr int kBusyPollMs = 5;
+
+void Wake(int fd) {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(fd, &one, sizeof one);
+}
+
+void DrainWake(int fd) {
+  uint64_t v = 0;
+  while (read(fd, &v, sizeof v) > 0) {
+  }
+}
+
+// The mux's word for why a dial failed.
+mux::Code CodeOf(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kInvalidArgument:
+      return mux::Code::kRefused;
+    case StatusCode::kNotFound:
+      return mux::Code::kGone;
+    case StatusCode::kUnavailable:
+      return mux::Code::kUnreachable;
+    case StatusCode::kResourceExhausted:
+      return mux::Code::kLimit;
+    default:
+      return mux::Code::kInternal;
+  }
+}
+
+}  // namespace
+
+// One Serve(): the mux session and the streams' sockets.
+class DataLink::Loop {
+ public:
+  Loop(DataLink& link, WebSocketClient& client)
+      : link_(link),
+        client_(client),
+        session_(mux::Session::Role::kResponder, link.options_.mux, Clock::now()) {}
+
+  Status Run() EXCLUDES(mu_) {
+    std::thread reader([this] { Read(); });
+    Status result = Loop::Serve();
+    {
+      MutexLock lock(&mu_);
+      quit_ = true;
+    }
+    reader.join();
+    for (auto& [id, c] : conns_) CloseConn(c);
+    conns_.clear();
+    for (auto& late : abandoned_) {
+      StatusOr<int> fd = late.get();  // waits for the dial to end
+      if (fd.ok()) close(*fd);
+    }
+    link_.open_streams_ = 0;
+    return result;
+  }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    std::future<StatusOr<int>> dialing;  // until the dial ends
+    std::string to_socket;               // from the platform, not yet written
+    std::string to_mux;                  // from the socket, not yet taken by the mux
+    bool mux_finished = false;           // the platform sends no more
+    bool shut_wr = false;                // the socket was told so
+    bool socket_eof = false;             // the socket sends no more (a FIN went out)
+    bool mux_closed = false;             // the stream is done: write what is left, close
+  };
+
+  // The reader thread: the platform's messages into inbox_.
+  void Read() EXCLUDES(mu_) {
+    for (;;) {
+      {
+        MutexLock lock(&mu_);
+        if (quit_) return;
+      }
+      auto m = client_.Receive(std::chrono::milliseconds(kIdlePollMs));
+      MutexLock lock(&mu_);
+      if (!m.ok()) {
+        reader_status_ = m.status();
+        reader_done_ = true;
+        Wake(link_.wake_fd_);
+        return;
+      }
+      if (m->has_value()) {
+        inbox_.push_back(std::move(**m));
+        Wake(link_.wake_fd_);
+      }
+    }
+  }
+
+  Status Serve() EXCLUDES(mu_) {
+    while (!link_.stop_.load()) {
+      std::deque<std::string> in;
+      bool done = false;
+      Status why;
+      {
+        MutexLock lock(&mu_);
+        in.swap(inbox_);
+        done = reader_done_;
+        why = reader_status_;
+      }
+      const auto now = Clock::now();
+      for (const std::string& m : in) {
+        if (Status st = session_.Receive(m, now); !st.ok()) {
+          LogWarn("agent.data.protocol_error", {{"error", st.message()}});
+          (void)Pump();  // the go-away saying why
+          return st;
+        }
+      }
+      if (done) return why;
+      HandleEvents();
+      FinishDials();
+      for (auto it = conns_.begin(); it != conns_.end();) {
+        it = Service(it->first, it->second) ? std::next(it) : Erase(it);
+      }
+      HandleEvents();  // what servicing made (closes)
+      if (Status st = Pump(); !st.ok()) return st;
+      link_.open_streams_ = static_cast<int>(conns_.size());
+      PollOnce();
+    }
+    session_.GoAway(mux::Code::kShutdown, "the agent is stopping");
+    (void)Pump();
+    return Status::Ok();
+  }
+
+  void HandleEvents() {
+    for (mux::Event& e : session_.TakeEvents()) {
+      switch (e.kind) {
+        case mux::Event::Kind::kIncoming:
+          Incoming(e.stream, e.data);
+          break;
+        case mux::Event::Kind::kFinished:
+          if (auto it = conns_.find(e.stream); it != conns_.end()) it->second.mux_finished = true;
+          break;
+        case mux::Event::Kind::kReset:
+          if (auto it = conns_.find(e.stream); it != conns_.end()) Erase(it);
+          break;
+        case mux::Event::Kind::kClosed:
+          // Both ways finished; the socket may still have bytes of the platform to write.
+          if (auto it = conns_.find(e.stream); it != conns_.end()) {
+            if (it->second.to_socket.empty()) {
+              Erase(it);
+            } else {
+              it->second.mux_closed = true;
+            }
+          }
+          break;
+        default:  // readable, writable: the next service pass looks
+          break;
+      }
+    }
+  }
+
+  void Incoming(uint32_t id, const std::string& payload) {
+    auto target = ParseStreamTarget(payload);
+    if (!target.ok()) {
+      (void)session_.Refuse(id, mux::Code::kRefused, target.status().message());
+      return;
+    }
+    Conn& c = conns_[id];
+    c.dialing = std::async(std::launch::async,
+                           [dialer = link_.dialer_, t = *target, wake = link_.wake_fd_] {
+                             StatusOr<int> fd = dialer(t);
+                             Wake(wake);
+                             return fd;
+                           });
+  }
+
+  void FinishDials() {
+    for (auto it = abandoned_.begin(); it != abandoned_.end();) {
+      if (it->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      StatusOr<int> fd = it->get();
+      if (fd.ok()) close(*fd);
+      it = abandoned_.erase(it);
+    }
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      Conn& c = it->second;
+      if (!c.dialing.valid() ||
+          c.dialing.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      StatusOr<int> fd = c.dialing.get();
+      if (fd.ok()) {
+        c.fd = *fd;
+        (void)session_.Accept(it->first);
+        ++it;
+      } else {
+        LogInfo("agent.data.stream_refused",
+                {{"stream", it->first}, {"error", fd.status().message()}});
+        (void)session_.Refuse(it->first, CodeOf(fd.status()), fd.status().message());
+        it = conns_.erase(it);
+      }
+    }
+  }
+
+  // Moves what can move for one connected stream; false when it is over (reset).
+  bool Service(uint32_t id, Conn& c) {
+    if (c.fd < 0) return true;  // still dialing
+    const auto now = Clock::now();
+    for (int round = 0; round < 2; ++round) {
+      while (c.to_socket.size() < link_.options_.socket_buffer) {
+        auto got = session_.Read(id, link_.options_.socket_buffer - c.to_socket.size(), now);
+        if (!got.ok() || got->empty()) break;
+        c.to_socket += *got;
+      }
+      while (!c.to_socket.empty()) {
+        const ssize_t n = send(c.fd, c.to_socket.data(), c.to_socket.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+          c.to_socket.erase(0, static_cast<size_t>(n));
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          break;
+        } else {
+          session_.Reset(id, mux::Code::kUnreachable,
+                         std::string("the port's connection failed: ") + std::strerror(errno));
+          return false;
+        }
+      }
+    }
+    if (c.mux_closed && c.to_socket.empty()) return false;
+    if (c.to_socket.empty() && c.mux_finished && !c.shut_wr) {
+      shutdown(c.fd, SHUT_WR);
+      c.shut_wr = true;
+    }
+    if (!c.to_mux.empty()) {
+      auto n = session_.Write(id, c.to_mux);
+      if (n.ok()) c.to_mux.erase(0, *n);
+    }
+    return true;
+  }
+
+  // Reads the sockets that have something, and waits for the next thing to do.
+  void PollOnce() {
+    std::vector<pollfd> fds;
+    std::vector<uint32_t> ids;
+    fds.push_back({link_.wake_fd_, POLLIN, 0});
+    for (auto& [id, c] : conns_) {
+      if (c.fd < 0) continue;
+      short events = 0;
+      if (!c.to_socket.empty()) events |= POLLOUT;
+      if (!c.socket_eof && c.to_mux.empty()) events |= POLLIN;
+      // A socket with nothing wanted is left out, so that a hang-up does not spin.
+      fds.push_back({events != 0 ? c.fd : -1, events, 0});
+      ids.push_back(id);
+    }
+    const bool busy = session_.WantsToSend() && client_.QueuedBytes() >= link_.options_.max_queued;
+    const int ready = poll(fds.data(), fds.size(), busy ? kBusyPollMs : kIdlePollMs);
+    if (ready <= 0) return;
+    if (fds[0].revents != 0) DrainWake(link_.wake_fd_);
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      if ((fds[i].events & POLLIN) == 0) continue;  // POLLOUT's errors show on the send
+      auto it = conns_.find(ids[i - 1]);
+      if (it == conns_.end()) continue;
+      ReadSocket(it);
+    }
+  }
+
+  void ReadSocket(std::map<uint32_t, Conn>::iterator it) {
+    Conn& c = it->second;
+    std::string buf(kReadChunk, '\0');
+    const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
+    if (n > 0) {
+      buf.resize(static_cast<size_t>(n));
+      auto taken = session_.Write(it->first, buf);
+      const size_t t = taken.ok() ? *taken : buf.size();  // a finished stream drops it
+      if (t < buf.size()) c.to_mux = buf.substr(t);
+    } else if (n == 0) {
+      c.socket_eof = true;
+      (void)session_.Finish(it->first);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      session_.Reset(it->first, mux::Code::kUnreachable,
+                     std::string("the port's connection failed: ") + std::strerror(errno));
+      Erase(it);
+    }
+  }
+
+  // Sends what may go while the WebSocket keeps up.
+  Status Pump() {
+    const auto now = Clock::now();
+    while (client_.QueuedBytes() < link_.options_.max_queued) {
+      std::optional<std::string> m = session_.NextMessage(now);
+      if (!m) break;
+      GPUNEX_RETURN_IF_ERROR(client_.Send(std::move(*m)));
+    }
+    return Status::Ok();
+  }
+
+  std::map<uint32_t, Conn>::iterator Erase(std::map<uint32_t, Conn>::iterator it) {
+    CloseConn(it->second);
+    return conns_.erase(it);
+  }
+
+  // Closes its socket; a dial still running is left to end on its own (its socket, if
+  // any, is closed then).
+  void CloseConn(Conn& c) {
+    if (c.fd >= 0) close(c.fd);
+    c.fd = -1;
+    if (c.dialing.valid()) abandoned_.push_back(std::move(c.dialing));
+  }
+
+  DataLink& link_;
+  WebSocketClient& client_;
+  mux::Session session_;
+  std::map<uint32_t, Conn> conns_;
+  std::vector<std::future<StatusOr<int>>> abandoned_;
+
+  Mutex mu_;
+  std::deque<std::string> inbox_ GUARDED_BY(mu_);
+  Status reader_status_ GUARDED_BY(mu_);
+  bool reader_done_ GUARDED_BY(mu_) = false;
+  bool quit_ GUARDED_BY(mu_) = false;
+};
+
+DataLink::DataLink(StreamDialer dialer, DataLinkOptions options)
+    : dialer_(std::move(dialer)), options_(options) {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+DataLink::~DataLink() {
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status DataLink::Serve(WebSocketClient& client) {
+  if (wake_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  Loop loop(*this, client);
+  return loop.Run();
+}
+
+void DataLink::Stop() {
+  stop_ = true;
+  if (wake_fd_ >= 0) Wake(wake_fd_);
+}
+
+}  // namespace gpunex::agent

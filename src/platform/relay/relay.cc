@@ -1,0 +1,395 @@
+#include "platform/relay/relay.h"
+
+#include <atomic>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+
+namespace gpunex::platform::relay {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// What the relay's thread and the channels share: the channels by machine, and the
+// channels that have sink calls waiting for the thread.
+struct Relay::Shared {
+  Mutex mu;
+  CondVar cv;
+  bool stopping GUARDED_BY(mu) = false;
+  std::map<std::string, std::shared_ptr<DataChannel>> channels GUARDED_BY(mu);
+  std::deque<std::shared_ptr<DataChannel>> due GUARDED_BY(mu);
+  // Over every channel, ever.
+  std::atomic<int64_t> bytes_to_agents{0};
+  std::atomic<int64_t> bytes_from_agents{0};
+
+  void Post(std::shared_ptr<DataChannel> channel) EXCLUDES(mu) {
+    {
+      MutexLock lock(&mu);
+      due.push_back(std::move(channel));
+    }
+    cv.Signal();
+  }
+};
+
+// One agent's data channel: the mux session over its WebSocket.
+class DataChannel final : public std::enable_shared_from_this<DataChannel> {
+ public:
+  DataChannel(std::string machine_id, std::shared_ptr<http::WebSocketConnection> ws,
+              const RelayOptions& options, std::weak_ptr<Relay::Shared> shared)
+      : machine_id_(std::move(machine_id)),
+        ws_(std::move(ws)),
+        shared_(std::move(shared)),
+        max_per_workload_(options.max_streams_per_workload),
+        session_(mux::Session::Role::kInitiator, options.mux, SteadyClock::now()) {}
+
+  const std::string& machine_id() const { return machine_id_; }
+
+  // --- from the WebSocket session (one call at a time) ---
+
+  void Received(std::string_view message) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (closed_) return;
+    Status st = session_.Receive(message, SteadyClock::now());
+    if (!st.ok()) {
+      LogWarn("relay.protocol_error", {{"machine_id", machine_id_}, {"error", st.message()}});
+      PumpLocked();  // the go-away saying why
+      ws_->Close(1002, st.message());
+      EndAllLocked(mux::Code::kProtocol, "the agent broke the data channel's rules");
+    }
+    AfterLocked();
+  }
+
+  void Writable() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    AfterLocked();
+  }
+
+  // The WebSocket is gone: every stream ends.
+  void Closed() EXCLUDES(mu_) {
+    {
+      MutexLock lock(&mu_);
+      EndAllLocked(mux::Code::kShutdown, "the machine's data channel closed");
+      ScheduleLocked();
+    }
+    if (auto shared = shared_.lock()) {
+      MutexLock lock(&shared->mu);
+      auto it = shared->channels.find(machine_id_);
+      if (it != shared->channels.end() && it->second.get() == this) shared->channels.erase(it);
+    }
+  }
+
+  // Replaced by a newer channel of the machine, or the relay stops.
+  void Shutdown(int code, const std::string& reason) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    session_.GoAway(mux::Code::kShutdown, reason);
+    PumpLocked();
+    ws_->Close(code, reason);
+    EndAllLocked(mux::Code::kShutdown, reason);
+    ScheduleLocked();
+  }
+
+  void Tick() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    AfterLocked();
+  }
+
+  // --- from streams' users ---
+
+  StatusOr<uint32_t> Open(const StreamTarget& target, std::weak_ptr<StreamSink> sink)
+      EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (closed_) return Unavailable("the machine's data channel is closing");
+    if (per_workload_[target.workload_id] >= max_per_workload_) {
+      return ResourceExhausted("the rental has " + std::to_string(max_per_workload_) +
+                               " connections open already");
+    }
+    GPUNEX_ASSIGN_OR_RETURN(uint32_t id, session_.Open(EncodeStreamTarget(target)));
+    ++per_workload_[target.workload_id];
+    streams_[id] = Entry{std::move(sink), target.workload_id};
+    AfterLocked();
+    return id;
+  }
+
+  StatusOr<size_t> Write(uint32_t id, std::string_view data) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    GPUNEX_ASSIGN_OR_RETURN(size_t n, session_.Write(id, data));
+    if (auto shared = shared_.lock()) shared->bytes_to_agents += static_cast<int64_t>(n);
+    AfterLocked();
+    return n;
+  }
+
+  Status Finish(uint32_t id) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    Status st = session_.Finish(id);
+    AfterLocked();
+    return st;
+  }
+
+  std::string Read(uint32_t id, size_t max) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    auto got = session_.Read(id, max, SteadyClock::now());
+    if (!got.ok()) return {};
+    if (auto shared = shared_.lock())
+      shared->bytes_from_agents += static_cast<int64_t>(got->size());
+    AfterLocked();
+    return std::move(*got);
+  }
+
+  void Reset(uint32_t id, mux::Code code, std::string_view reason) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    if (streams_.contains(id)) {
+      session_.Reset(id, code, reason);
+      Forget(id);  // its user is the one ending it: nothing more to tell
+    }
+    AfterLocked();
+  }
+
+  size_t open_streams() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return streams_.size();
+  }
+
+  // --- on the relay's thread ---
+
+  // Makes the sink calls that wait, in order.
+  void Deliver() EXCLUDES(mu_) {
+    std::deque<std::pair<std::weak_ptr<StreamSink>, mux::Event>> calls;
+    {
+      MutexLock lock(&mu_);
+      calls.swap(calls_);
+      scheduled_ = false;
+    }
+    for (auto& [weak, event] : calls) {
+      std::shared_ptr<StreamSink> sink = weak.lock();
+      if (!sink) continue;
+      switch (event.kind) {
+        case mux::Event::Kind::kAccepted:
+          sink->OnAccepted();
+          break;
+        case mux::Event::Kind::kReadable:
+          sink->OnReadable();
+          break;
+        case mux::Event::Kind::kWritable:
+          sink->OnRoom();
+          break;
+        case mux::Event::Kind::kFinished:
+          sink->OnFinished();
+          break;
+        case mux::Event::Kind::kRefused:
+          sink->OnEnded(StreamEnd{false, true, event.code, event.data});
+          break;
+        case mux::Event::Kind::kReset:
+          sink->OnEnded(StreamEnd{false, false, event.code, event.data});
+          break;
+        case mux::Event::Kind::kClosed:
+          sink->OnEnded(StreamEnd{true, false, mux::Code::kCancelled, ""});
+          break;
+        case mux::Event::Kind::kIncoming:
+          break;  // refused where it arrived
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<StreamSink> sink;
+    std::string workload_id;
+  };
+
+  // After every change: sends what may go, and queues the sink calls the session's
+  // events make.
+  void AfterLocked() REQUIRES(mu_) {
+    PumpLocked();
+    for (mux::Event& e : session_.TakeEvents()) {
+      if (e.kind == mux::Event::Kind::kIncoming) {
+        // The platform opens the streams; the agent opens none.
+        (void)session_.Refuse(e.stream, mux::Code::kRefused, "the platform takes no streams");
+        continue;
+      }
+      auto it = streams_.find(e.stream);
+      if (it == streams_.end()) continue;
+      std::weak_ptr<StreamSink> sink = it->second.sink;
+      const bool last = e.kind == mux::Event::Kind::kRefused ||
+                        e.kind == mux::Event::Kind::kReset || e.kind == mux::Event::Kind::kClosed;
+      if (last) Forget(e.stream);
+      calls_.emplace_back(std::move(sink), std::move(e));
+    }
+    PumpLocked();  // refusals, credit
+    ScheduleLocked();
+  }
+
+  void PumpLocked() REQUIRES(mu_) {
+    if (closed_) return;
+    const auto now = SteadyClock::now();
+    while (ws_->QueuedBytes() < http::kWebSocketWritableBytes) {
+      std::optional<std::string> m = session_.NextMessage(now);
+      if (!m) return;
+      if (!ws_->SendBinary(std::move(*m))) return;  // closing: Closed() follows
+    }
+    if (session_.WantsToSend()) ws_->NotifyWhenWritable();
+  }
+
+  void ScheduleLocked() REQUIRES(mu_) {
+    if (calls_.empty() || scheduled_) return;
+    if (auto shared = shared_.lock()) {
+      scheduled_ = true;
+      shared->Post(shared_from_this());
+    }
+  }
+
+  void Forget(uint32_t id) REQUIRES(mu_) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    auto w = per_workload_.find(it->second.workload_id);
+    if (w != per_workload_.end() && --w->second <= 0) per_workload_.erase(w);
+    streams_.erase(it);
+  }
+
+  void EndAllLocked(mux::Code code, const std::string& reason) REQUIRES(mu_) {
+    closed_ = true;
+    for (auto& [id, entry] : streams_) {
+      session_.Reset(id, code, reason);
+      mux::Event e{mux::Event::Kind::kReset, id, code, reason};
+      calls_.emplace_back(entry.sink, std::move(e));
+    }
+    streams_.clear();
+    per_workload_.clear();
+  }
+
+  const std::string machine_id_;
+  const std::shared_ptr<http::WebSocketConnection> ws_;
+  const std::weak_ptr<Relay::Shared> shared_;
+  const int max_per_workload_;
+
+  Mutex mu_;
+  mux::Session session_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
+  std::map<uint32_t, Entry> streams_ GUARDED_BY(mu_);
+  std::map<std::string, int> per_workload_ GUARDED_BY(mu_);
+  std::deque<std::pair<std::weak_ptr<StreamSink>, mux::Event>> calls_ GUARDED_BY(mu_);
+  bool scheduled_ GUARDED_BY(mu_) = false;  // posted to the relay's thread
+};
+
+namespace {
+
+// The server's WebSocket session of a data channel.
+class ChannelSession final : public http::WebSocketSession {
+ public:
+  ChannelSession(std::shared_ptr<DataChannel> channel,
+                 std::shared_ptr<http::WebSocketConnection> ws)
+      : channel_(std::move(channel)), ws_(std::move(ws)) {}
+
+  bool AcceptsBinary() const override { return true; }
+  void OnBinary(std::string bytes) override { channel_->Received(bytes); }
+  void OnMessage(std::string) override {
+    ws_->Close(1003, "the data channel carries binary messages only");
+  }
+  void OnWritable() override { channel_->Writable(); }
+  void OnClose() override { channel_->Closed(); }
+
+ private:
+  const std::shared_ptr<DataChannel> channel_;
+  const std::shared_ptr<http::WebSocketConnection> ws_;
+};
+
+}  // namespace
+
+Stream::~Stream() { channel_->Reset(id_, mux::Code::kCancelled, "closed by the platform"); }
+
+StatusOr<size_t> Stream::Write(std::string_view data) { return channel_->Write(id_, data); }
+Status Stream::Finish() { return channel_->Finish(id_); }
+std::string Stream::Read(size_t max) { return channel_->Read(id_, max); }
+void Stream::Reset(mux::Code code, std::string_view reason) { channel_->Reset(id_, code, reason); }
+
+Relay::Relay(RelayOptions options)
+    : options_(options), shared_(std::make_shared<Shared>()) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Relay::~Relay() {
+  std::map<std::string, std::shared_ptr<DataChannel>> channels;
+  {
+    MutexLock lock(&shared_->mu);
+    shared_->stopping = true;
+    channels.swap(shared_->channels);
+  }
+  shared_->cv.SignalAll();
+  thread_.join();
+  for (auto& [machine, channel] : channels) channel->Shutdown(1001, "the platform is stopping");
+}
+
+void Relay::Run() {
+  auto next_tick = SteadyClock::now() + options_.tick;
+  for (;;) {
+    std::shared_ptr<DataChannel> due;
+    std::vector<std::shared_ptr<DataChannel>> tick;
+    {
+      MutexLock lock(&shared_->mu);
+      while (!shared_->stopping && shared_->due.empty() && SteadyClock::now() < next_tick) {
+        shared_->cv.WaitFor(&shared_->mu, next_tick - SteadyClock::now());
+      }
+      if (shared_->stopping) return;
+      if (!shared_->due.empty()) {
+        due = std::move(shared_->due.front());
+        shared_->due.pop_front();
+      } else {
+        for (auto& [machine, channel] : shared_->channels) tick.push_back(channel);
+        next_tick = SteadyClock::now() + options_.tick;
+      }
+    }
+    if (due) due->Deliver();
+    for (auto& channel : tick) channel->Tick();
+  }
+}
+
+std::shared_ptr<http::WebSocketSession> Relay::Attach(
+    const std::string& machine_id, std::shared_ptr<http::WebSocketConnection> ws) {
+  auto channel = std::make_shared<DataChannel>(machine_id, ws, options_, shared_);
+  std::shared_ptr<DataChannel> old;
+  {
+    MutexLock lock(&shared_->mu);
+    auto& slot = shared_->channels[machine_id];
+    old = std::move(slot);
+    slot = channel;
+  }
+  if (old) old->Shutdown(4000, "replaced by a newer data channel of the machine");
+  LogInfo("relay.channel_open", {{"machine_id", machine_id}, {"remote", ws->RemoteAddr()}});
+  channel->Tick();  // the first ping
+  return std::make_shared<ChannelSession>(std::move(channel), std::move(ws));
+}
+
+StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
+                                              const StreamTarget& target,
+                                              std::weak_ptr<StreamSink> sink) {
+  std::shared_ptr<DataChannel> channel;
+  {
+    MutexLock lock(&shared_->mu);
+    auto it = shared_->channels.find(machine_id);
+    if (it != shared_->channels.end()) channel = it->second;
+  }
+  if (!channel) return Unavailable("the machine's agent has no data channel open");
+  GPUNEX_ASSIGN_OR_RETURN(uint32_t id, channel->Open(target, std::move(sink)));
+  return std::make_unique<Stream>(std::move(channel), id);
+}
+
+bool Relay::Connected(const std::string& machine_id) const {
+  MutexLock lock(&shared_->mu);
+  return shared_->channels.contains(machine_id);
+}
+
+RelayFigures Relay::Figures() const {
+  std::vector<std::shared_ptr<DataChannel>> channels;
+  {
+    MutexLock lock(&shared_->mu);
+    for (auto& [machine, channel] : shared_->channels) channels.push_back(channel);
+  }
+  RelayFigures f;
+  f.channels = static_cast<int64_t>(channels.size());
+  for (auto& c : channels) f.streams += static_cast<int64_t>(c->open_streams());
+  f.bytes_to_agents = shared_->bytes_to_agents.load();
+  f.bytes_from_agents = shared_->bytes_from_agents.load();
+  return f;
+}
+
+}  // namespace gpunex::platform::relay

@@ -1,0 +1,146 @@
+// The platform's end of the agents' data channels (issue 25; docs/access.md and
+// docs/agent-protocol.md, "The data channel"): the relay that carries a customer's bytes
+// to a port of their rental's container and back, through the agent, which only dials
+// out.
+//
+// Each connected agent keeps one data channel here (Attach): a WebSocket of binary
+// mux frames (common/mux.h), apart from its control channel, so that bulk bytes never
+// delay heartbeats or commands. gpunexd opens the streams (Open), one per customer
+// connection, naming the workload's port to reach (common/data_channel.h); the agent
+// accepts only a port its workload declared.
+//
+// Pacing, so that memory stays bounded whatever the peers do: the mux gives each stream
+// a credit window; the relay sends frames only while the agent's WebSocket queue is under
+// kWebSocketWritableBytes (it waits for OnWritable otherwise); a stream's user writes what
+// Write takes and waits for OnRoom for the rest, and reads what Read gives, which
+// returns the agent's credit only as fast as the user passes the bytes on.
+//
+// Thread-safety: every method may be called from any thread. Sinks are called from the
+// relay's own thread, one call at a time over all streams, never while the relay holds a
+// lock: a sink may call its Stream (which never calls a sink back synchronously). A sink
+// must not block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "common/data_channel.h"
+#include "common/mux.h"
+#include "common/status.h"
+#include "common/thread_annotations.h"
+#include "platform/http/websocket.h"
+
+namespace gpunex::platform::relay {
+
+// How a stream ended.
+struct StreamEnd {
+  // Both sides finished and everything was read: a normal end.
+  bool clean = false;
+  // The agent refused the open (code, reason say why): nothing was reached.
+  bool refused = false;
+  mux::Code code = mux::Code::kCancelled;
+  std::string reason;
+};
+
+// What a stream's user hears (see the top of this file for the threading).
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // The agent reached the port.
+  virtual void OnAccepted() {}
+  // Bytes arrived where none were waiting: Read them.
+  virtual void OnReadable() = 0;
+  // A Write that took less than offered has room now.
+  virtual void OnRoom() = 0;
+  // The far end sends nothing more: what Read still gives is the rest.
+  virtual void OnFinished() = 0;
+  // The stream is over; no call follows.
+  virtual void OnEnded(const StreamEnd& end) = 0;
+};
+
+class DataChannel;
+
+// A stream as its user holds it. Dropping it resets the stream when it is still open.
+class Stream {
+ public:
+  Stream(std::shared_ptr<DataChannel> channel, uint32_t id)
+      : channel_(std::move(channel)), id_(id) {}
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Takes as many of `data`'s bytes as the stream has room for (0 when none: OnRoom
+  // follows); kFailedPrecondition once it is finished or over.
+  StatusOr<size_t> Write(std::string_view data);
+  // Sends nothing more (the far end reads to its end, then sees end of file).
+  Status Finish();
+  // Up to `max` received bytes; empty when none wait.
+  std::string Read(size_t max);
+  // Ends it at once, both ways.
+  void Reset(mux::Code code, std::string_view reason);
+
+  uint32_t id() const { return id_; }
+
+ private:
+  const std::shared_ptr<DataChannel> channel_;
+  const uint32_t id_;
+};
+
+struct RelayOptions {
+  mux::Options mux;
+  // Streams one workload may have open at once (on top of the mux's per-machine cap).
+  int max_streams_per_workload = 256;
+  // How often the channels send what waits on time (the mux's round-trip pings).
+  std::chrono::milliseconds tick{500};
+};
+
+// Figures for /metrics.
+struct RelayFigures {
+  int64_t channels = 0;
+  int64_t streams = 0;
+  int64_t bytes_to_agents = 0;    // stream bytes sent (what customers wrote)
+  int64_t bytes_from_agents = 0;  // stream bytes received (what the ports answered)
+};
+
+class Relay {
+ public:
+  explicit Relay(RelayOptions options = {});
+  // Closes every channel (1001) and stops the relay's thread.
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // The data channel of `machine_id` arrived on `ws` (its agent token checked): the
+  // session to hand to the server. A newer channel of the same machine replaces the
+  // older one, whose streams end.
+  std::shared_ptr<http::WebSocketSession> Attach(const std::string& machine_id,
+                                                 std::shared_ptr<http::WebSocketConnection> ws);
+
+  // Opens a stream to `target` through `machine_id`'s agent; `sink` hears what happens
+  // (kept weakly: the user keeps it alive). kUnavailable when the machine has no data
+  // channel here; kResourceExhausted at a cap (the machine's or the workload's).
+  StatusOr<std::unique_ptr<Stream>> Open(const std::string& machine_id, const StreamTarget& target,
+                                         std::weak_ptr<StreamSink> sink);
+
+  // Whether `machine_id` has a data channel here.
+  bool Connected(const std::string& machine_id) const;
+
+  RelayFigures Figures() const;
+
+  // The state the relay's thread and the channels share (relay.cc).
+  struct Shared;
+
+ private:
+  void Run();
+
+  const RelayOptions options_;
+  const std::shared_ptr<Shared> shared_;
+  std::thread thread_;
+};
+
+}  // namespace gpunex::platform::relay

@@ -1,0 +1,35 @@
+#include "platform/relay/relay_module.h"
+
+#include "platform/http/metrics.h"
+
+namespace gpunex::platform::relay {
+namespace {
+
+void CollectMetrics(const Services& s, http::Metrics& m) {
+  const Relay* relay = s.Find<Relay>();
+  if (!relay) return;
+  const RelayFigures f = relay->Figures();
+  m.SetGauge("gpunex_relay_channels", "Agents' data channels connected to this instance.",
+             static_cast<double>(f.channels));
+  m.SetGauge("gpunex_relay_streams", "Streams to rentals' ports open through this instance.",
+             static_cast<double>(f.streams));
+  m.SetGauge("gpunex_relay_bytes_to_agents", "Stream bytes relayed to agents since start.",
+             static_cast<double>(f.bytes_to_agents));
+  m.SetGauge("gpunex_relay_bytes_from_agents", "Stream bytes relayed from agents since start.",
+             static_cast<double>(f.bytes_from_agents));
+}
+
+}  // namespace
+
+Module RelayModule() {
+  return Module{
+      .name = "relay",
+      .build = [](ModuleEnv& env) -> Status {
+        env.services.Own(std::make_unique<Relay>());
+        return Status::Ok();
+      },
+      .metrics = CollectMetrics,
+  };
+}
+
+}  // namespace gpunex::platform::relay

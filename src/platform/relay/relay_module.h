@@ -1,0 +1,29 @@
+// The relay folder as a module of gpunexd (module/module.h): the Relay service, its
+// figures in /metrics, and the acceptors of its WebSocket routes, which gpunexd's main
+// registers with the server (docs/access.md).
+#pragma once
+
+#include <string_view>
+
+#include "platform/http/websocket.h"
+#include "platform/module/module.h"
+#include "platform/relay/relay.h"
+
+namespace gpunex::platform::api {
+struct ApiContext;
+}  // namespace gpunex::platform::api
+
+namespace gpunex::platform::relay {
+
+Module RelayModule();
+
+// GET kDataChannelPath?machine_id=...: an agent's data channel, with the agent token of
+// the machine's connected control channel.
+http::WebSocketAcceptor DataChannelAcceptor(const api::ApiContext& ctx);
+
+// GET kPortConnectPattern: a WebSocket carrying the bytes of one TCP connection to a
+// declared port of the caller's running rental (binary messages both ways).
+http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx);
+inline constexpr std::string_view kPortConnectPattern = "/api/v1/rentals/{id}/ports/{port}/connect";
+
+}  // namespace gpunex::platform::relay

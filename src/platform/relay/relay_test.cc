@@ -1,0 +1,400 @@
+// The relay and the agent's end of the data channel (agent/link/data_link.h) together:
+// a real server and a real WebSocket client on loopback, streams to a TCP echo server
+// standing in for a container's port.
+#include "platform/relay/relay.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "agent/link/data_link.h"
+#include "agent/link/websocket_client.h"
+#include "common/thread_annotations.h"
+#include "platform/http/server.h"
+#include "platform/http/testing/test_server.h"
+
+namespace gpunex::platform::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using http::testing::TestOptions;
+using http::testing::TestServer;
+
+constexpr char kMachine[] = "mch_test";
+constexpr char kWorkload[] = "wkl_test";
+
+// A TCP server on 127.0.0.1 that echoes every connection until its client finishes,
+// then finishes too.
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(fd_, 1024), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        MutexLock lock(&mu_);
+        conns_.emplace_back([c] {
+          char buf[65536];
+          for (;;) {
+            const ssize_t n = read(c, buf, sizeof buf);
+            if (n <= 0) break;
+            for (ssize_t off = 0; off < n;) {
+              const ssize_t w = write(c, buf + off, static_cast<size_t>(n - off));
+              if (w <= 0) break;
+              off += w;
+            }
+          }
+          shutdown(c, SHUT_WR);
+          close(c);
+        });
+      }
+    });
+  }
+  ~EchoServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+    MutexLock lock(&mu_);
+    for (auto& t : conns_) t.join();
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  Mutex mu_;
+  std::vector<std::thread> conns_ GUARDED_BY(mu_);
+};
+
+// A non-blocking socket connected to 127.0.0.1:port.
+StatusOr<int> DialLoopback(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return Unavailable("nothing listens on port " + std::to_string(port));
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  return fd;
+}
+
+// Collects what a stream receives; reads as it comes unless paused.
+class TestSink final : public StreamSink {
+ public:
+  void Bind(Stream* s) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    stream_ = s;
+  }
+  void OnAccepted() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    accepted_ = true;
+    cv_.SignalAll();
+  }
+  void OnReadable() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    ReadLocked();
+  }
+  void OnRoom() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    ++rooms_;
+    cv_.SignalAll();
+  }
+  void OnFinished() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    finished_ = true;
+    ReadLocked();
+    cv_.SignalAll();
+  }
+  void OnEnded(const StreamEnd& end) override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    end_ = end;
+    stream_ = nullptr;
+    cv_.SignalAll();
+  }
+
+  void Pause(bool paused) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    paused_ = paused;
+    if (!paused) ReadLocked();
+  }
+  // Writes all of `data`, waiting for room as needed; false after 20 s.
+  bool WriteAll(std::string_view data) EXCLUDES(mu_) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    MutexLock lock(&mu_);
+    while (!data.empty()) {
+      if (stream_ == nullptr || std::chrono::steady_clock::now() > deadline) return false;
+      auto n = stream_->Write(data);
+      if (!n.ok()) return false;
+      data.remove_prefix(*n);
+      if (*n == 0) cv_.WaitFor(&mu_, 50ms);
+    }
+    return true;
+  }
+  // Waits until the stream has ended; false after `timeout`.
+  bool WaitEnded(std::chrono::milliseconds timeout = 20s) EXCLUDES(mu_) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(&mu_);
+    while (!end_ && std::chrono::steady_clock::now() < deadline) cv_.WaitFor(&mu_, 50ms);
+    return end_.has_value();
+  }
+  bool WaitBytes(size_t n, std::chrono::milliseconds timeout = 20s) EXCLUDES(mu_) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(&mu_);
+    while (got_.size() < n && std::chrono::steady_clock::now() < deadline) cv_.WaitFor(&mu_, 50ms);
+    return got_.size() >= n;
+  }
+  std::string got() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return got_;
+  }
+  std::optional<StreamEnd> end() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return end_;
+  }
+  bool finished() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return finished_;
+  }
+
+ private:
+  void ReadLocked() REQUIRES(mu_) {
+    if (paused_ || stream_ == nullptr) return;
+    for (;;) {
+      std::string b = stream_->Read(1 << 20);
+      if (b.empty()) break;
+      got_ += b;
+    }
+    cv_.SignalAll();
+  }
+
+  Mutex mu_;
+  CondVar cv_;
+  Stream* stream_ GUARDED_BY(mu_) = nullptr;
+  std::string got_ GUARDED_BY(mu_);
+  bool accepted_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  bool paused_ GUARDED_BY(mu_) = false;
+  int rooms_ GUARDED_BY(mu_) = 0;
+  std::optional<StreamEnd> end_ GUARDED_BY(mu_);
+};
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(gen());
+  return s;
+}
+
+// A relay behind a server, and an agent's data link connected to it.
+class RelayTest : public ::testing::Test {
+ protected:
+  explicit RelayTest(RelayOptions options = {}) : relay_(options) {}
+
+  void SetUp() override {
+    http::ServerOptions o = TestOptions();
+    o.websocket_routes["/api/v1/agent/data"] =
+        [this](const http::Request&, std::shared_ptr<http::WebSocketConnection> conn)
+        -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
+      return relay_.Attach(kMachine, std::move(conn));
+    };
+    server_ = std::make_unique<TestServer>(o);
+  }
+
+  void TearDown() override { StopAgent(); }
+
+  // Connects an agent whose dialer reaches the echo server for port 7 and refuses others.
+  void StartAgent() {
+    link_ = std::make_unique<agent::DataLink>([this](const StreamTarget& t) -> StatusOr<int> {
+      if (t.workload_id != kWorkload) return NotFound("no workload " + t.workload_id + " here");
+      if (t.port != 7)
+        return PermissionDenied("port " + std::to_string(t.port) + " is not declared");
+      return DialLoopback(echo_.port());
+    });
+    agent::WebSocketClientOptions o;
+    o.binary = true;
+    o.max_message_bytes = 1 << 20;
+    auto client = agent::WebSocketClient::Connect(
+        "ws://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/agent/data", o);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
+    agent_ = std::thread([this] { served_ = link_->Serve(*client_); });
+    for (int i = 0; i < 200 && !relay_.Connected(kMachine); ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(relay_.Connected(kMachine));
+  }
+
+  void StopAgent() {
+    if (!link_) return;
+    link_->Stop();
+    agent_.join();
+    client_->Close();
+    link_.reset();
+  }
+
+  // A stream to `port` of the test workload, bound to `sink`.
+  std::unique_ptr<Stream> OpenTo(const std::shared_ptr<TestSink>& sink, uint16_t port = 7) {
+    auto s = relay_.Open(kMachine, StreamTarget{kWorkload, port}, sink);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return nullptr;
+    sink->Bind(s->get());
+    return std::move(*s);
+  }
+
+  EchoServer echo_;
+  Relay relay_;
+  std::unique_ptr<TestServer> server_;
+  std::unique_ptr<agent::DataLink> link_;
+  std::unique_ptr<agent::WebSocketClient> client_;
+  std::thread agent_;
+  Status served_;
+};
+
+TEST_F(RelayTest, BytesGoToThePortAndBackExactly) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenTo(sink);
+  ASSERT_NE(stream, nullptr);
+  const std::string data = RandomBytes(8 << 20, 1);
+  ASSERT_TRUE(sink->WriteAll(data));
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_TRUE(sink->WaitEnded());
+  EXPECT_TRUE(sink->end()->clean) << sink->end()->reason;
+  EXPECT_TRUE(sink->finished());
+  EXPECT_EQ(sink->got().size(), data.size());
+  EXPECT_TRUE(sink->got() == data);
+  const RelayFigures f = relay_.Figures();
+  EXPECT_EQ(f.channels, 1);
+  EXPECT_EQ(f.streams, 0);
+  EXPECT_EQ(f.bytes_to_agents, static_cast<int64_t>(data.size()));
+  EXPECT_EQ(f.bytes_from_agents, static_cast<int64_t>(data.size()));
+}
+
+TEST_F(RelayTest, APortTheAgentRefusesEndsTheStreamWithItsReason) {
+  StartAgent();
+  auto undeclared = std::make_shared<TestSink>();
+  auto s1 = OpenTo(undeclared, 22);
+  auto elsewhere = std::make_shared<TestSink>();
+  auto s2 = relay_.Open(kMachine, StreamTarget{"wkl_other", 7}, elsewhere);
+  ASSERT_TRUE(s2.ok());
+  elsewhere->Bind(s2->get());
+  ASSERT_TRUE(undeclared->WaitEnded());
+  EXPECT_TRUE(undeclared->end()->refused);
+  EXPECT_EQ(undeclared->end()->code, mux::Code::kRefused);
+  EXPECT_EQ(undeclared->end()->reason, "port 22 is not declared");
+  ASSERT_TRUE(elsewhere->WaitEnded());
+  EXPECT_EQ(elsewhere->end()->code, mux::Code::kGone);
+}
+
+TEST_F(RelayTest, ManyStreamsAtOnceEachGetTheirOwnBytes) {
+  StartAgent();
+  constexpr int kStreams = 100;
+  std::vector<std::shared_ptr<TestSink>> sinks;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    sinks.push_back(std::make_shared<TestSink>());
+    streams.push_back(OpenTo(sinks.back()));
+    ASSERT_NE(streams.back(), nullptr);
+  }
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kStreams; ++i) {
+    writers.emplace_back([&, i] {
+      EXPECT_TRUE(sinks[i]->WriteAll(RandomBytes(64 * 1024 + i, 100 + i)));
+      EXPECT_TRUE(streams[i]->Finish().ok());
+    });
+  }
+  for (auto& w : writers) w.join();
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(sinks[i]->WaitEnded()) << i;
+    EXPECT_TRUE(sinks[i]->end()->clean) << i;
+    EXPECT_TRUE(sinks[i]->got() == RandomBytes(64 * 1024 + i, 100 + i)) << i;
+  }
+}
+
+TEST_F(RelayTest, AReaderThatStopsDoesNotStallTheOthers) {
+  StartAgent();
+  auto stalled = std::make_shared<TestSink>();
+  auto s1 = OpenTo(stalled);
+  stalled->Pause(true);
+  // The stalled stream's echo fills its window and the echo server's socket, no more.
+  std::thread stuck([&] { stalled->WriteAll(RandomBytes(16 << 20, 7)); });
+  std::this_thread::sleep_for(500ms);
+  auto moving = std::make_shared<TestSink>();
+  auto s2 = OpenTo(moving);
+  const std::string data = RandomBytes(8 << 20, 8);
+  ASSERT_TRUE(moving->WriteAll(data));
+  ASSERT_TRUE(s2->Finish().ok());
+  ASSERT_TRUE(moving->WaitEnded());
+  EXPECT_TRUE(moving->end()->clean);
+  EXPECT_TRUE(moving->got() == data);
+  // The stalled one got at most its window's worth, and gets the rest once it reads.
+  EXPECT_TRUE(stalled->got().empty());
+  stalled->Pause(false);
+  stuck.join();
+  ASSERT_TRUE(s1->Finish().ok());
+  ASSERT_TRUE(stalled->WaitEnded());
+  EXPECT_EQ(stalled->got().size(), size_t{16} << 20);
+}
+
+TEST_F(RelayTest, TheAgentGoingAwayEndsItsStreams) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenTo(sink);
+  ASSERT_TRUE(sink->WriteAll("hello"));
+  ASSERT_TRUE(sink->WaitBytes(5));
+  const auto start = std::chrono::steady_clock::now();
+  StopAgent();
+  ASSERT_TRUE(sink->WaitEnded(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_FALSE(sink->end()->clean);
+  for (int i = 0; i < 200 && relay_.Connected(kMachine); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_FALSE(relay_.Connected(kMachine));
+  auto none = relay_.Open(kMachine, StreamTarget{kWorkload, 7}, sink);
+  EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+}
+
+class RelayCapTest : public RelayTest {
+ protected:
+  static RelayOptions Capped() {
+    RelayOptions o;
+    o.max_streams_per_workload = 2;
+    return o;
+  }
+  RelayCapTest() : RelayTest(Capped()) {}
+};
+
+TEST_F(RelayCapTest, AWorkloadHasAtMostItsCapOfStreams) {
+  StartAgent();
+  auto a = std::make_shared<TestSink>(), b = std::make_shared<TestSink>();
+  auto sa = OpenTo(a);
+  auto sb = OpenTo(b);
+  auto c = relay_.Open(kMachine, StreamTarget{kWorkload, 7}, a);
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  sa.reset();  // closing one makes room
+  auto d = relay_.Open(kMachine, StreamTarget{kWorkload, 7}, a);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+}
+
+}  // namespace
+}  // namespace gpunex::platform::relay
