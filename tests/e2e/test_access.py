@@ -169,6 +169,17 @@ class AccessTest(ServerTestCase):
         self.assertIn("gpunex_relay_channels 1", metrics)
         self.assertIn("gpunex_relay_bytes_to_agents", metrics)
 
+    def test_the_rental_says_how_to_reach_each_port(self):
+        rid = self.rental["id"]
+        ports = get_rental(self.customer, rid)["ports"]
+        self.assertEqual([p["connect_path"] for p in ports],
+                         [f"/api/v1/rentals/{rid}/ports/{p['port']}/connect" for p in PORTS])
+        # The provider sees the ports, not a way in.
+        r = self.provider.c.get(f"{API}/rentals/{rid}")
+        self.assertStatus(r, 200)
+        self.assertEqual([sorted(p) for p in r.body["ports"]],
+                         [["port", "protocol", "public"]] * len(PORTS))
+
     def test_only_the_customer_reaches_only_declared_ports(self):
         self.assertEqual(self.refused(ECHO_PORT, token="").status, 401)
         other = self.srv.user("Otto Other")

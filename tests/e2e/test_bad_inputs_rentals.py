@@ -376,9 +376,13 @@ class RentalsBadInputsMixin:
         res = cl["customer"].post(RENTALS, rental(gpus=2, max_duration_s=31_536_000,
                                                   max_cost_micro=1, ports=ports)(ctx))
         self.assertStatus(res, 201)
-        want = [{"port": 8888, "protocol": "http", "public": False},
-                {"port": 22, "protocol": "tcp", "public": False},
-                {"port": 65535, "protocol": "http", "public": True}]
+        rid = res.body["id"]
+        want = [{"port": 8888, "protocol": "http", "public": False,
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/8888/connect"},
+                {"port": 22, "protocol": "tcp", "public": False,
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/22/connect"},
+                {"port": 65535, "protocol": "http", "public": True,
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/65535/connect"}]
         self.assertEqual(res.body["ports"], want)
         self.assertEqual(cl["customer"].get(f"{RENTALS}/{res.body['id']}").body["ports"], want)
         # The balance short of an hour still rents what it covers.

@@ -230,10 +230,14 @@ class DataLink::Loop {
   bool Service(uint32_t id, Conn& c) {
     if (c.fd < 0) return true;  // still dialing
     const auto now = Clock::now();
+    bool drained = false;  // the mux has nothing more of the platform's for now
     for (int round = 0; round < 2; ++round) {
       while (c.to_socket.size() < link_.options_.socket_buffer) {
         auto got = session_.Read(id, link_.options_.socket_buffer - c.to_socket.size(), now);
-        if (!got.ok() || got->empty()) break;
+        if (!got.ok() || got->empty()) {
+          drained = true;
+          break;
+        }
         c.to_socket += *got;
       }
       while (!c.to_socket.empty()) {
@@ -250,7 +254,8 @@ class DataLink::Loop {
       }
     }
     if (c.mux_closed && c.to_socket.empty()) return false;
-    if (c.to_socket.empty() && c.mux_finished && !c.shut_wr) {
+    // The platform's end of file, once every byte before it is in the socket.
+    if (drained && c.to_socket.empty() && c.mux_finished && !c.shut_wr) {
       shutdown(c.fd, SHUT_WR);
       c.shut_wr = true;
     }

@@ -16,6 +16,19 @@ json::value OptMicros(const std::optional<Usdc>& u) {
   return u ? json::value(u->micros()) : json::value(nullptr);
 }
 
+// The declared ports; for the customer, each with the path of its TCP connection
+// (docs/access.md), which the platform's URL completes (wss://host/api/v1/...).
+json::array PortsOf(const accounts::Principal& p, const rentals::Rental& r) {
+  json::array ports = protocol::PortsJson(r.ports, /*with_public=*/true);
+  if (p.user.id != r.customer_id) return ports;
+  for (json::value& v : ports) {
+    json::object& port = v.as_object();
+    port["connect_path"] = "/api/v1/rentals/" + r.id + "/ports/" +
+                           std::to_string(port.at("port").to_number<int64_t>()) + "/connect";
+  }
+  return ports;
+}
+
 json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) {
   json::array command;
   for (const auto& c : r.command) command.emplace_back(c);
@@ -46,7 +59,7 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"max_duration_s", r.max_duration_s ? json::value(*r.max_duration_s) : json::value(nullptr)},
       {"image", r.image},
       {"command", std::move(command)},
-      {"ports", protocol::PortsJson(r.ports, /*with_public=*/true)},
+      {"ports", PortsOf(p, r)},
       {"region", r.region},
       {"country", r.country},
       {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},

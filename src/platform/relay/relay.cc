@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <deque>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -141,6 +142,31 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     if (streams_.contains(id)) {
       session_.Reset(id, code, reason);
       Forget(id);  // its user is the one ending it: nothing more to tell
+    }
+    AfterLocked();
+  }
+
+  // The workloads that have streams open.
+  std::vector<std::string> Workloads() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    std::vector<std::string> out;
+    for (const auto& [workload, n] : per_workload_) out.push_back(workload);
+    return out;
+  }
+
+  // Resets the streams of `workloads` (their rentals ended).
+  void EndWorkloads(const std::set<std::string>& workloads) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    std::vector<uint32_t> ids;
+    for (const auto& [id, entry] : streams_) {
+      if (workloads.contains(entry.workload_id)) ids.push_back(id);
+    }
+    for (uint32_t id : ids) {
+      const std::string reason = "the rental has ended";
+      session_.Reset(id, mux::Code::kGone, reason);
+      calls_.emplace_back(streams_[id].sink,
+                          mux::Event{mux::Event::Kind::kReset, id, mux::Code::kGone, reason});
+      Forget(id);
     }
     AfterLocked();
   }
@@ -302,8 +328,7 @@ Status Stream::Finish() { return channel_->Finish(id_); }
 std::string Stream::Read(size_t max) { return channel_->Read(id_, max); }
 void Stream::Reset(mux::Code code, std::string_view reason) { channel_->Reset(id_, code, reason); }
 
-Relay::Relay(RelayOptions options)
-    : options_(options), shared_(std::make_shared<Shared>()) {
+Relay::Relay(RelayOptions options) : options_(options), shared_(std::make_shared<Shared>()) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -340,7 +365,25 @@ void Relay::Run() {
     }
     if (due) due->Deliver();
     for (auto& channel : tick) channel->Tick();
+    if (!tick.empty()) EndUnreachable(tick);
   }
+}
+
+void Relay::EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& channels) {
+  if (!options_.unreachable) return;
+  std::vector<std::string> workloads;
+  for (const auto& c : channels) {
+    for (std::string& w : c->Workloads()) workloads.push_back(std::move(w));
+  }
+  if (workloads.empty()) return;
+  auto gone = options_.unreachable(workloads);
+  if (!gone.ok()) {
+    LogWarn("relay.check_failed", {{"error", gone.status().ToString()}});
+    return;
+  }
+  if (gone->empty()) return;
+  const std::set<std::string> ended(gone->begin(), gone->end());
+  for (const auto& c : channels) c->EndWorkloads(ended);
 }
 
 std::shared_ptr<http::WebSocketSession> Relay::Attach(

@@ -23,11 +23,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "common/data_channel.h"
 #include "common/mux.h"
@@ -95,8 +97,12 @@ struct RelayOptions {
   mux::Options mux;
   // Streams one workload may have open at once (on top of the mux's per-machine cap).
   int max_streams_per_workload = 256;
-  // How often the channels send what waits on time (the mux's round-trip pings).
+  // How often the channels send what waits on time (the mux's round-trip pings), and the
+  // relay asks `unreachable` about the workloads that have streams open.
   std::chrono::milliseconds tick{500};
+  // Of the workloads given, those that may no longer be reached (their rental ended):
+  // their streams are reset with mux::Code::kGone at the next tick. Null: never asked.
+  std::function<StatusOr<std::vector<std::string>>(const std::vector<std::string>&)> unreachable;
 };
 
 // Figures for /metrics.
@@ -137,6 +143,8 @@ class Relay {
 
  private:
   void Run();
+  // Resets the streams of the workloads that options_.unreachable names.
+  void EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& channels);
 
   const RelayOptions options_;
   const std::shared_ptr<Shared> shared_;

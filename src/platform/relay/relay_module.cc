@@ -1,6 +1,8 @@
 #include "platform/relay/relay_module.h"
 
 #include "platform/http/metrics.h"
+#include "platform/rentals/rentals.h"
+#include "platform/store/db.h"
 
 namespace gpunex::platform::relay {
 namespace {
@@ -25,7 +27,19 @@ Module RelayModule() {
   return Module{
       .name = "relay",
       .build = [](ModuleEnv& env) -> Status {
-        env.services.Own(std::make_unique<Relay>());
+        RelayOptions o;
+        // A rental that ends closes its connections within a tick (docs/access.md).
+        o.unreachable =
+            [&db = env.db](
+                const std::vector<std::string>& workloads) -> StatusOr<std::vector<std::string>> {
+          std::vector<std::string> out;
+          GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
+            GPUNEX_ASSIGN_OR_RETURN(out, rentals::UnreachableWorkloads(tx, workloads));
+            return Status::Ok();
+          }));
+          return out;
+        };
+        env.services.Own(std::make_unique<Relay>(std::move(o)));
         return Status::Ok();
       },
       .metrics = CollectMetrics,

@@ -396,5 +396,39 @@ TEST_F(RelayCapTest, AWorkloadHasAtMostItsCapOfStreams) {
   EXPECT_TRUE(d.ok()) << d.status().ToString();
 }
 
+// Workloads the test says have ended, as the rentals would.
+std::atomic<bool> g_ended{false};
+
+class RelayEndTest : public RelayTest {
+ protected:
+  static RelayOptions Checked() {
+    RelayOptions o;
+    o.tick = 100ms;
+    o.unreachable =
+        [](const std::vector<std::string>& workloads) -> StatusOr<std::vector<std::string>> {
+      return g_ended.load() ? workloads : std::vector<std::string>{};
+    };
+    return o;
+  }
+  RelayEndTest() : RelayTest(Checked()) { g_ended = false; }
+};
+
+TEST_F(RelayEndTest, TheStreamsOfAnEndedRentalEndWithinATick) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenTo(sink);
+  ASSERT_TRUE(sink->WriteAll("still here"));
+  ASSERT_TRUE(sink->WaitBytes(10));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(sink->end().has_value());  // asked, and not ended
+  g_ended = true;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(sink->WaitEnded(5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(sink->end()->code, mux::Code::kGone);
+  EXPECT_EQ(sink->end()->reason, "the rental has ended");
+  EXPECT_EQ(relay_.Figures().streams, 0);
+}
+
 }  // namespace
 }  // namespace gpunex::platform::relay

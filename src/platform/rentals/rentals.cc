@@ -85,6 +85,17 @@ StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::
   return RentalsStore(tx).FindMany(ids);
 }
 
+StatusOr<std::vector<std::string>> UnreachableWorkloads(
+    store::Tx& tx, const std::vector<std::string>& workload_ids) {
+  std::vector<std::string> out;
+  RentalsStore s(tx);
+  for (const std::string& id : workload_ids) {
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> r, s.FindByWorkload(id));
+    if (!r || r->state == kEnded || r->state == RentalState::kEnding) out.push_back(id);
+  }
+  return out;
+}
+
 StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& customer_id) {
   GPUNEX_ASSIGN_OR_RETURN(auto open, RentalsStore(tx).OpenOf(customer_id));
   FirstHoursHeld held;

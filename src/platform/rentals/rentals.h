@@ -114,6 +114,11 @@ StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& cus
 StatusOr<std::vector<std::string>> ProviderRentalIds(store::Tx& tx, const std::string& provider_id);
 StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::string>& ids);
 
+// Of `workload_ids`, those that may no longer be reached (relay/, docs/access.md): their
+// rental is ending or ended, or they are no rental's. In the caller's transaction.
+StatusOr<std::vector<std::string>> UnreachableWorkloads(
+    store::Tx& tx, const std::vector<std::string>& workload_ids);
+
 struct BalanceView {
   Usdc balance;
   Usdc running_cost_per_hour;
