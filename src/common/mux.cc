@@ -502,10 +502,11 @@ StatusOr<std::string> Session::Read(uint32_t id, size_t max, TimePoint now) {
   // not at all once the peer sent its fin.
   if (!s.fin_received && s.credit_pending > 0 && s.credit_pending * 2 >= s.window) {
     uint64_t increment = s.credit_pending;
-    // Read fast (credit due again within two round trips): the window is what limits
-    // the stream, so it doubles, as far as the connection's budget allows.
-    if (srtt_.count() > 0 && now - s.last_credit < 2 * srtt_ &&
-        s.window < options_.max_stream_window) {
+    // Read fast (credit due again within two round trips, or min_grow_interval): the
+    // window is what limits the stream, so it doubles, as far as the connection's budget
+    // allows.
+    const auto soon = std::max<std::chrono::nanoseconds>(2 * srtt_, options_.min_grow_interval);
+    if (now - s.last_credit < soon && s.window < options_.max_stream_window) {
       const uint64_t room = options_.connection_window - reserved_window_;
       const uint64_t grow =
           std::min<uint64_t>({s.window, options_.max_stream_window - s.window, room});

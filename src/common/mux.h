@@ -18,7 +18,8 @@
 //   - One slow reader never stalls the others: each stream has its own credit, and data
 //     goes out in chunks of at most Options::max_chunk, one stream after the other.
 //   - Windows grow toward bandwidth × round trip: when a stream's reader returns credit
-//     sooner than two round trips after the last time, its window doubles (up to
+//     sooner than two round trips (or Options::min_grow_interval) after the last time,
+//     its window doubles (up to
 //     Options::max_stream_window and what the connection's budget has left), so a long,
 //     fast path is not capped by a fixed window.
 //
@@ -137,6 +138,11 @@ struct Options {
   uint32_t max_streams = 1024;
   // Pings that measure the round trip (the first goes out at once).
   std::chrono::milliseconds ping_every{5000};
+  // A window also doubles when its credit is due again within this, however short the
+  // measured round trip: on a short path the round trip the pings see is less than a
+  // credit's own turn through both sides' threads, and a window that never grew would
+  // cap the stream at a window per turn.
+  std::chrono::milliseconds min_grow_interval{10};
 };
 
 // What happened, for the application (Session::TakeEvents).

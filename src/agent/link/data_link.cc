@@ -132,23 +132,28 @@ class DataLink::Loop {
       for (const std::string& m : in) {
         if (Status st = session_.Receive(m, now); !st.ok()) {
           LogWarn("agent.data.protocol_error", {{"error", st.message()}});
-          (void)Pump();  // the go-away saying why
+          (void)Pump().status();  // the go-away saying why
           return st;
         }
       }
       if (done) return why;
-      HandleEvents();
       FinishDials();
-      for (auto it = conns_.begin(); it != conns_.end();) {
-        it = Service(it->first, it->second) ? std::next(it) : Erase(it);
+      // Sending frees the streams' send buffers (writable events), which lets a socket's
+      // waiting bytes in, which makes frames to send: round again while that moves.
+      for (int pass = 0; pass < 8; ++pass) {
+        HandleEvents();
+        for (auto it = conns_.begin(); it != conns_.end();) {
+          it = Service(it->first, it->second) ? std::next(it) : Erase(it);
+        }
+        HandleEvents();  // what servicing made (closes)
+        GPUNEX_ASSIGN_OR_RETURN(size_t sent, Pump());
+        if (sent == 0 || !AnyWaitingForRoom()) break;
       }
-      HandleEvents();  // what servicing made (closes)
-      if (Status st = Pump(); !st.ok()) return st;
       link_.open_streams_ = static_cast<int>(conns_.size());
       PollOnce();
     }
     session_.GoAway(mux::Code::kShutdown, "the agent is stopping");
-    (void)Pump();
+    (void)Pump().status();
     return Status::Ok();
   }
 
@@ -230,8 +235,10 @@ class DataLink::Loop {
   bool Service(uint32_t id, Conn& c) {
     if (c.fd < 0) return true;  // still dialing
     const auto now = Clock::now();
-    bool drained = false;  // the mux has nothing more of the platform's for now
-    for (int round = 0; round < 2; ++round) {
+    // Until the socket is full (POLLOUT wakes the loop then) or the mux has nothing more
+    // of the platform's for now (a frame's arrival wakes it).
+    bool drained = false;
+    while (true) {
       while (c.to_socket.size() < link_.options_.socket_buffer) {
         auto got = session_.Read(id, link_.options_.socket_buffer - c.to_socket.size(), now);
         if (!got.ok() || got->empty()) {
@@ -240,11 +247,13 @@ class DataLink::Loop {
         }
         c.to_socket += *got;
       }
+      bool full = false;
       while (!c.to_socket.empty()) {
         const ssize_t n = send(c.fd, c.to_socket.data(), c.to_socket.size(), MSG_NOSIGNAL);
         if (n > 0) {
           c.to_socket.erase(0, static_cast<size_t>(n));
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+          full = true;
           break;
         } else {
           session_.Reset(id, mux::Code::kUnreachable,
@@ -252,6 +261,7 @@ class DataLink::Loop {
           return false;
         }
       }
+      if (full || drained) break;
     }
     if (c.mux_closed && c.to_socket.empty()) return false;
     // The platform's end of file, once every byte before it is in the socket.
@@ -280,7 +290,7 @@ class DataLink::Loop {
       fds.push_back({events != 0 ? c.fd : -1, events, 0});
       ids.push_back(id);
     }
-    const bool busy = session_.WantsToSend() && client_.QueuedBytes() >= link_.options_.max_queued;
+    const bool busy = session_.WantsToSend() && !Room();
     const int ready = poll(fds.data(), fds.size(), busy ? kBusyPollMs : kIdlePollMs);
     if (ready <= 0) return;
     if (fds[0].revents != 0) DrainWake(link_.wake_fd_);
@@ -312,15 +322,31 @@ class DataLink::Loop {
     }
   }
 
-  // Sends what may go while the WebSocket keeps up.
-  Status Pump() {
+  // Sends what may go while the WebSocket keeps up; how many frames went.
+  StatusOr<size_t> Pump() {
     const auto now = Clock::now();
-    while (client_.QueuedBytes() < link_.options_.max_queued) {
+    size_t sent = 0;
+    while (Room()) {
       std::optional<std::string> m = session_.NextMessage(now);
       if (!m) break;
       GPUNEX_RETURN_IF_ERROR(client_.Send(std::move(*m)));
+      ++sent;
     }
-    return Status::Ok();
+    return sent;
+  }
+
+  // Whether the WebSocket's queue takes more frames now.
+  bool Room() {
+    return client_.QueuedBytes() < link_.options_.max_queued &&
+           client_.QueuedMessages() < link_.options_.max_queued_messages;
+  }
+
+  // Whether a stream holds bytes of its socket that its send buffer did not take.
+  bool AnyWaitingForRoom() const {
+    for (const auto& [id, c] : conns_) {
+      if (!c.to_mux.empty()) return true;
+    }
+    return false;
   }
 
   std::map<uint32_t, Conn>::iterator Erase(std::map<uint32_t, Conn>::iterator it) {

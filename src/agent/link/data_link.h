@@ -38,8 +38,10 @@ struct DataLinkOptions {
   mux::Options mux;
   // Bytes a stream holds on their way to its socket.
   size_t socket_buffer = 256 * 1024;
-  // Bytes the link lets wait in the WebSocket's send queue.
+  // Bytes and frames the link lets wait in the WebSocket's send queue (which refuses more
+  // than 4 MiB or 1024 messages).
   size_t max_queued = 1 << 20;
+  size_t max_queued_messages = 256;
 };
 
 class DataLink {

@@ -174,6 +174,10 @@ class ClientImpl final : public WebSocketClient {
     MutexLock lock(&mu_);
     return outbox_bytes_;
   }
+  size_t QueuedMessages() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return outbox_.size();
+  }
   StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) override
       EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_, join_mu_);

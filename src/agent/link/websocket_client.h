@@ -79,9 +79,10 @@ class WebSocketClient {
   // messages are already waiting (the platform is not reading).
   virtual Status Send(std::string text) = 0;
 
-  // The bytes of the messages queued and not yet written to the socket: a sender that
-  // paces itself keeps this low (the data channel stops at 1 MiB).
+  // The bytes and the messages queued and not yet written to the socket: a sender that
+  // paces itself keeps these low (the data channel stops at 1 MiB or 256 messages).
   virtual size_t QueuedBytes() = 0;
+  virtual size_t QueuedMessages() = 0;
 
   // The next received message, waiting up to `timeout` for one; nullopt when none
   // arrived in time. Messages received before the connection closed are still returned;

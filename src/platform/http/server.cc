@@ -254,6 +254,9 @@ asio::awaitable<void> ServerImpl::AcceptLoop() {
       continue;
     }
     error_code peer_ec;
+    // Small messages (a WebSocket's credit frames, a response's last bytes) go out at
+    // once instead of waiting on Nagle's algorithm for the peer's delayed ACK (40 ms).
+    socket.set_option(tcp::no_delay(true), peer_ec);
     const tcp::endpoint peer = socket.remote_endpoint(peer_ec);
     std::string address = peer_ec ? std::string() : peer.address().to_string();
     {

@@ -56,8 +56,10 @@ class WebSocketConnection {
 
   // The bytes of the messages queued and not yet written to the socket.
   virtual size_t QueuedBytes() const = 0;
-  // Asks for one OnWritable call once the queue holds at most kWebSocketWritableBytes
-  // (soon, when it already does). A sender that stops at that mark never fills the queue.
+  // Whether the queue is at or below kWebSocketWritableBytes and
+  // kWebSocketWritableMessages: a sender that queues only while it is never fills it.
+  virtual bool Writable() const = 0;
+  // Asks for one OnWritable call once Writable() holds (soon, when it already does).
   virtual void NotifyWhenWritable() = 0;
   // While paused, no OnMessage or OnBinary is called and the server reads nothing more
   // from the socket once a small backlog has arrived (TCP pushes back on the peer); the
@@ -75,8 +77,10 @@ class WebSocketConnection {
   virtual std::string RemoteAddr() const = 0;
 };
 
-// The send queue's level at or below which OnWritable is called.
+// The send queue's level at or below which OnWritable is called: bytes and messages (the
+// queue holds at most 4 MiB and 1024 messages).
 inline constexpr size_t kWebSocketWritableBytes = 1 << 20;
+inline constexpr size_t kWebSocketWritableMessages = 256;
 
 // The application's end of one WebSocket connection.
 class WebSocketSession {

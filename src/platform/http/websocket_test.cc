@@ -525,6 +525,7 @@ TEST(WebSocket, NotifyWhenWritableWaitsUntilTheQueueDrains) {
     if (conn->QueuedBytes() < (size_t{1} << 20)) std::this_thread::sleep_for(1ms);
   }
   ASSERT_GE(conn->QueuedBytes(), size_t{2} << 20);
+  EXPECT_FALSE(conn->Writable());
   conn->NotifyWhenWritable();
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(probe->writables.load(), 0);
@@ -540,6 +541,7 @@ TEST(WebSocket, NotifyWhenWritableWaitsUntilTheQueueDrains) {
   }
   EXPECT_EQ(probe->writables.load(), 1);
   EXPECT_LE(conn->QueuedBytes(), kWebSocketWritableBytes);
+  EXPECT_TRUE(conn->Writable());
 }
 
 TEST(WebSocket, PatternRoutesBindTheirParameters) {

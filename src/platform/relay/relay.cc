@@ -226,29 +226,35 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   // After every change: sends what may go, and queues the sink calls the session's
   // events make.
   void AfterLocked() REQUIRES(mu_) {
-    PumpLocked();
-    for (mux::Event& e : session_.TakeEvents()) {
-      if (e.kind == mux::Event::Kind::kIncoming) {
-        // The platform opens the streams; the agent opens none.
-        (void)session_.Refuse(e.stream, mux::Code::kRefused, "the platform takes no streams");
-        continue;
+    // Sending makes events (a send buffer with room again), and events make frames (a
+    // refusal): round until neither is left, so that no event waits for the next change.
+    for (int round = 0; round < 16; ++round) {
+      PumpLocked();
+      std::vector<mux::Event> events = session_.TakeEvents();
+      if (events.empty()) break;
+      for (mux::Event& e : events) {
+        if (e.kind == mux::Event::Kind::kIncoming) {
+          // The platform opens the streams; the agent opens none.
+          (void)session_.Refuse(e.stream, mux::Code::kRefused, "the platform takes no streams");
+          continue;
+        }
+        auto it = streams_.find(e.stream);
+        if (it == streams_.end()) continue;
+        std::weak_ptr<StreamSink> sink = it->second.sink;
+        const bool last = e.kind == mux::Event::Kind::kRefused ||
+                          e.kind == mux::Event::Kind::kReset ||
+                          e.kind == mux::Event::Kind::kClosed;
+        if (last) Forget(e.stream);
+        calls_.emplace_back(std::move(sink), std::move(e));
       }
-      auto it = streams_.find(e.stream);
-      if (it == streams_.end()) continue;
-      std::weak_ptr<StreamSink> sink = it->second.sink;
-      const bool last = e.kind == mux::Event::Kind::kRefused ||
-                        e.kind == mux::Event::Kind::kReset || e.kind == mux::Event::Kind::kClosed;
-      if (last) Forget(e.stream);
-      calls_.emplace_back(std::move(sink), std::move(e));
     }
-    PumpLocked();  // refusals, credit
     ScheduleLocked();
   }
 
   void PumpLocked() REQUIRES(mu_) {
     if (closed_) return;
     const auto now = SteadyClock::now();
-    while (ws_->QueuedBytes() < http::kWebSocketWritableBytes) {
+    while (ws_->Writable()) {
       std::optional<std::string> m = session_.NextMessage(now);
       if (!m) return;
       if (!ws_->SendBinary(std::move(*m))) return;  // closing: Closed() follows

@@ -127,7 +127,7 @@ class PortBridge final : public http::WebSocketSession,
   // The port's bytes to the customer while their socket keeps up.
   void DrainLocked() REQUIRES(mu_) {
     if (!stream_) return;
-    while (ws_->QueuedBytes() < http::kWebSocketWritableBytes) {
+    while (ws_->Writable()) {
       std::string bytes = stream_->Read(kChunk);
       if (bytes.empty()) {
         if (finished_) {

@@ -396,6 +396,40 @@ TEST_F(RelayCapTest, AWorkloadHasAtMostItsCapOfStreams) {
   EXPECT_TRUE(d.ok()) << d.status().ToString();
 }
 
+class RelayManyTest : public RelayTest {
+ protected:
+  static RelayOptions Uncapped() {
+    RelayOptions o;
+    o.max_streams_per_workload = 2000;
+    return o;
+  }
+  RelayManyTest() : RelayTest(Uncapped()) {}
+};
+
+// More streams than either WebSocket queue takes messages at once (1 024): the frames are
+// paced by count as well as by bytes, so neither side's queue overflows.
+TEST_F(RelayManyTest, AThousandStreamsAtOnce) {
+  StartAgent();
+  constexpr int kStreams = 1000;
+  std::vector<std::shared_ptr<TestSink>> sinks;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    sinks.push_back(std::make_shared<TestSink>());
+    streams.push_back(OpenTo(sinks.back()));
+    ASSERT_NE(streams.back(), nullptr);
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(sinks[i]->WriteAll(RandomBytes(4096, 5000 + i))) << i;
+    ASSERT_TRUE(streams[i]->Finish().ok());
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_TRUE(sinks[i]->WaitEnded()) << i;
+    EXPECT_TRUE(sinks[i]->end()->clean) << i << ": " << sinks[i]->end()->reason;
+    EXPECT_TRUE(sinks[i]->got() == RandomBytes(4096, 5000 + i)) << i;
+  }
+  EXPECT_TRUE(relay_.Connected(kMachine));
+}
+
 // Workloads the test says have ended, as the rentals would.
 std::atomic<bool> g_ended{false};
 

@@ -107,6 +107,11 @@ size_t WsConnection::QueuedBytes() const {
   return outbox_bytes_;
 }
 
+bool WsConnection::Writable() const {
+  MutexLock lock(&mu_);
+  return outbox_bytes_ <= kWebSocketWritableBytes && outbox_.size() <= kWebSocketWritableMessages;
+}
+
 void WsConnection::NotifyWhenWritable() {
   MutexLock lock(&mu_);
   want_writable_ = true;
@@ -124,7 +129,10 @@ void WsConnection::PauseReading(bool paused) {
 }
 
 void WsConnection::CheckWritableLocked() {
-  if (!want_writable_ || outbox_bytes_ > kWebSocketWritableBytes || finished_) return;
+  if (!want_writable_ || outbox_bytes_ > kWebSocketWritableBytes ||
+      outbox_.size() > kWebSocketWritableMessages || finished_) {
+    return;
+  }
   want_writable_ = false;
   writable_due_ = true;
   ScheduleDispatchLocked();

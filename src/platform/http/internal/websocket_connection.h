@@ -65,6 +65,7 @@ class WsConnection final : public WebSocketConnection,
   bool Send(std::string text) override EXCLUDES(mu_);
   bool SendBinary(std::string bytes) override EXCLUDES(mu_);
   size_t QueuedBytes() const override EXCLUDES(mu_);
+  bool Writable() const override EXCLUDES(mu_);
   void NotifyWhenWritable() override EXCLUDES(mu_);
   void PauseReading(bool paused) override EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_);

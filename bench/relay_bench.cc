@@ -1,0 +1,622 @@
+// The relay (issue 25, docs/access.md) against a direct connection, side by side in one
+// run: the platform's relay::Relay behind a real gpunexd HTTP server on loopback, the
+// agent's DataLink on a real WebSocket client, and a "port" server standing in for a
+// rental's container. The customer's end of a relayed stream is the relay's Stream API in
+// gpunexd's process (what the port-connect WebSocket drives); a direct connection is a
+// TCP socket to the same server.
+//
+// The path between the platform and the agent is the "internet" hop; the agent's hop to
+// the port stays on the machine (a Unix socket here, as the container's loopback is).
+// With DELAY_MS, a userspace proxy delays every byte on the internet hop by DELAY_MS/2
+// each way (this kernel has no netem; without it the proxy is left out): the agent's
+// WebSocket goes through it, and so does the direct connection.
+//
+// Figures:
+//   1. upload and download throughput, relay / direct, at 0 and DELAY_MS round trip;
+//   2. STREAMS concurrent streams, each echoing 64 KiB with a checksum check;
+//   3. one stalled reader: another stream's download throughput and the round trip of a
+//      small echo on a third, without and with the stall.
+//
+// Env: MB (256), DELAY_MS (50), STREAMS (1000).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/link/data_link.h"
+#include "agent/link/websocket_client.h"
+#include "common/log.h"
+#include "platform/http/server.h"
+#include "platform/relay/relay.h"
+
+namespace gpunex {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using platform::relay::Relay;
+using platform::relay::Stream;
+using platform::relay::StreamEnd;
+using platform::relay::StreamSink;
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoll(v) : fallback;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t r = read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+uint16_t PortOf(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+int ListenTcp() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 4096) != 0) {
+    std::perror("listen");
+    std::exit(1);
+  }
+  return fd;
+}
+
+int ConnectTcp(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+// The "port": per connection, a command byte, then
+//   'U': read to end of file, answer the byte count (8 bytes);
+//   'D' + 8-byte N: send N bytes, then end of file;
+//   'E': echo to end of file.
+class PortServer {
+ public:
+  PortServer() : tcp_(ListenTcp()) {
+    unix_path_ = "/tmp/gpunex-relay-bench-" + std::to_string(getpid()) + ".sock";
+    unlink(unix_path_.c_str());
+    unix_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", unix_path_.c_str());
+    if (bind(unix_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(unix_, 4096) != 0) {
+      std::perror("unix listen");
+      std::exit(1);
+    }
+    for (int fd : {tcp_, unix_}) {
+      threads_.emplace_back([this, fd] {
+        for (;;) {
+          const int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+          if (c < 0) return;
+          std::thread(Serve, c).detach();
+        }
+      });
+    }
+  }
+  ~PortServer() {
+    shutdown(tcp_, SHUT_RDWR);
+    shutdown(unix_, SHUT_RDWR);
+    close(tcp_);
+    close(unix_);
+    for (auto& t : threads_) t.join();
+    unlink(unix_path_.c_str());
+  }
+  uint16_t tcp_port() const { return PortOf(tcp_); }
+
+  // A non-blocking connection over the Unix socket (the agent's dialer).
+  StatusOr<int> DialUnix() const {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", unix_path_.c_str());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd);
+      return Unavailable("the port server does not answer");
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+  }
+
+ private:
+  static void Serve(int c) {
+    char cmd = 0;
+    std::vector<char> buf(256 * 1024);
+    if (ReadAll(c, &cmd, 1)) {
+      if (cmd == 'U') {
+        uint64_t total = 0;
+        for (ssize_t n; (n = read(c, buf.data(), buf.size())) > 0;) total += static_cast<uint64_t>(n);
+        WriteAll(c, reinterpret_cast<const char*>(&total), sizeof total);
+      } else if (cmd == 'D') {
+        uint64_t n = 0;
+        if (ReadAll(c, reinterpret_cast<char*>(&n), sizeof n)) {
+          while (n > 0) {
+            const size_t k = std::min<uint64_t>(n, buf.size());
+            if (!WriteAll(c, buf.data(), k)) break;
+            n -= k;
+          }
+        }
+      } else if (cmd == 'E') {
+        for (ssize_t n; (n = read(c, buf.data(), buf.size())) > 0;) {
+          if (!WriteAll(c, buf.data(), static_cast<size_t>(n))) break;
+        }
+      }
+    }
+    shutdown(c, SHUT_WR);
+    char drain[4096];
+    while (read(c, drain, sizeof drain) > 0) {
+    }
+    close(c);
+  }
+
+  int tcp_;
+  int unix_ = -1;
+  std::string unix_path_;
+  std::vector<std::thread> threads_;
+};
+
+// A TCP proxy on loopback to `target` that delays every byte by `one_way` in each
+// direction (a link with that latency and no bandwidth limit of its own).
+class DelayProxy {
+ public:
+  DelayProxy(uint16_t target, std::chrono::milliseconds one_way)
+      : fd_(ListenTcp()), target_(target), one_way_(one_way) {
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        const int up = ConnectTcp(target_);
+        const int one = 1;
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        auto pair = std::make_shared<std::atomic<int>>(2);
+        Pipe(c, up, pair);
+        Pipe(up, c, pair);
+      }
+    });
+  }
+  ~DelayProxy() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  uint16_t port() const { return PortOf(fd_); }
+
+ private:
+  struct Chunk {
+    Clock::time_point due;
+    std::string bytes;  // empty: end of file
+  };
+  struct Line {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Chunk> chunks;
+  };
+
+  // from → (delay) → to, on two threads (a reader stamping, a writer waiting).
+  void Pipe(int from, int to, std::shared_ptr<std::atomic<int>> pair) {
+    auto line = std::make_shared<Line>();
+    const auto delay = one_way_;
+    std::thread([from, line, delay] {
+      std::vector<char> buf(256 * 1024);
+      for (;;) {
+        const ssize_t n = read(from, buf.data(), buf.size());
+        std::lock_guard<std::mutex> lock(line->mu);
+        line->chunks.push_back({Clock::now() + delay, n > 0 ? std::string(buf.data(), n) : ""});
+        line->cv.notify_one();
+        if (n <= 0) return;
+      }
+    }).detach();
+    std::thread([from, to, line, pair] {
+      for (;;) {
+        Chunk c;
+        {
+          std::unique_lock<std::mutex> lock(line->mu);
+          line->cv.wait(lock, [&] { return !line->chunks.empty(); });
+          c = std::move(line->chunks.front());
+          line->chunks.pop_front();
+        }
+        std::this_thread::sleep_until(c.due);
+        if (c.bytes.empty() || !WriteAll(to, c.bytes.data(), c.bytes.size())) break;
+      }
+      shutdown(to, SHUT_WR);
+      if (--*pair == 0) {
+        close(from);
+        close(to);
+      }
+    }).detach();
+  }
+
+  int fd_;
+  uint16_t target_;
+  std::chrono::milliseconds one_way_;
+  std::thread thread_;
+};
+
+// The customer's end of a relayed stream: counts or keeps what arrives.
+class BenchSink final : public StreamSink {
+ public:
+  explicit BenchSink(bool keep = false) : keep_(keep) {}
+  void Bind(Stream* s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stream_ = s;
+  }
+  void OnReadable() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReadLocked();
+  }
+  void OnRoom() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    room_ = true;
+    cv_.notify_all();
+  }
+  void OnFinished() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReadLocked();
+  }
+  void OnEnded(const StreamEnd& end) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    clean_ = end.clean;
+    stream_ = nullptr;
+    cv_.notify_all();
+  }
+  void Stall(bool stalled) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stalled_ = stalled;
+    if (!stalled) ReadLocked();
+  }
+  bool Write(std::string_view data) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!data.empty()) {
+      if (stream_ == nullptr) return false;
+      auto n = stream_->Write(data);
+      if (!n.ok()) return false;
+      data.remove_prefix(*n);
+      if (*n == 0) {
+        cv_.wait(lock, [&] { return room_ || ended_; });
+        room_ = false;
+      }
+    }
+    return true;
+  }
+  // Waits for the end (or for `bytes` received when not 0); whether it came.
+  bool Wait(uint64_t bytes = 0, std::chrono::seconds timeout = std::chrono::seconds(600)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout,
+                        [&] { return bytes ? received_ >= bytes : ended_; });
+  }
+  uint64_t received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  std::string kept() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_;
+  }
+  bool clean() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return clean_;
+  }
+
+ private:
+  void ReadLocked() {
+    if (stalled_ || stream_ == nullptr) return;
+    for (;;) {
+      std::string b = stream_->Read(1 << 20);
+      if (b.empty()) break;
+      received_ += b.size();
+      if (keep_) kept_ += b;
+    }
+    cv_.notify_all();
+  }
+
+  const bool keep_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Stream* stream_ = nullptr;
+  uint64_t received_ = 0;
+  std::string kept_;
+  bool ended_ = false, clean_ = false, stalled_ = false, room_ = false;
+};
+
+// gpunexd's relay and one agent's data link, its WebSocket through `via` (a proxy's port)
+// or straight to the server.
+class Rig {
+ public:
+  explicit Rig(const PortServer& port,
+               std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+    platform::http::ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.websocket_routes["/api/v1/agent/data"] =
+        [this](const platform::http::Request&,
+               std::shared_ptr<platform::http::WebSocketConnection> conn)
+        -> StatusOr<std::shared_ptr<platform::http::WebSocketSession>> {
+      return relay_.Attach("mch_bench", std::move(conn));
+    };
+    auto server = platform::http::Server::Create(o, [](platform::http::Request&) {
+      return platform::http::ErrorResponse(NotFound("no such route"));
+    });
+    if (!server.ok()) {
+      std::fprintf(stderr, "server: %s\n", server.status().ToString().c_str());
+      std::exit(1);
+    }
+    server_ = std::move(*server);
+    server_thread_ = std::thread([this] { server_->Run(); });
+    uint16_t ws_port = server_->port();
+    if (delay.count() > 0) {
+      proxy_ = std::make_unique<DelayProxy>(ws_port, delay / 2);
+      ws_port = proxy_->port();
+    }
+    agent::DataLinkOptions lo;
+    lo.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    link_ = std::make_unique<agent::DataLink>(
+        [&port](const StreamTarget&) { return port.DialUnix(); }, lo);
+    agent::WebSocketClientOptions wo;
+    wo.binary = true;
+    auto client = agent::WebSocketClient::Connect(
+        "ws://127.0.0.1:" + std::to_string(ws_port) + "/api/v1/agent/data", wo);
+    if (!client.ok()) {
+      std::fprintf(stderr, "connect: %s\n", client.status().ToString().c_str());
+      std::exit(1);
+    }
+    client_ = std::move(*client);
+    agent_ = std::thread([this] { (void)link_->Serve(*client_); });
+    while (!relay_.Connected("mch_bench")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~Rig() {
+    link_->Stop();
+    agent_.join();
+    client_->Close();
+    server_->Shutdown();
+    server_thread_.join();
+  }
+
+  std::unique_ptr<Stream> Open(const std::shared_ptr<BenchSink>& sink) {
+    auto s = relay_.Open("mch_bench", StreamTarget{"wkl_bench", 1}, sink);
+    if (!s.ok()) {
+      std::fprintf(stderr, "open: %s\n", s.status().ToString().c_str());
+      std::exit(1);
+    }
+    sink->Bind(s->get());
+    return std::move(*s);
+  }
+
+ private:
+  Relay relay_{[] {
+    platform::relay::RelayOptions o;
+    o.max_streams_per_workload = 1 << 20;  // the streams below are all one workload's
+    o.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    return o;
+  }()};
+  std::unique_ptr<platform::http::Server> server_;
+  std::thread server_thread_;
+  std::unique_ptr<DelayProxy> proxy_;
+  std::unique_ptr<agent::DataLink> link_;
+  std::unique_ptr<agent::WebSocketClient> client_;
+  std::thread agent_;
+};
+
+uint64_t U64(const std::string& s) {
+  uint64_t v = 0;
+  std::memcpy(&v, s.data(), std::min(s.size(), sizeof v));
+  return v;
+}
+
+std::string Command(char c, uint64_t n = 0) {
+  std::string s(1, c);
+  if (c == 'D') s.append(reinterpret_cast<const char*>(&n), sizeof n);
+  return s;
+}
+
+// MB/s of an upload (customer → port) and a download through the relay.
+std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
+  const std::string chunk(1 << 20, 'x');
+  auto up = std::make_shared<BenchSink>(true);
+  auto s = rig.Open(up);
+  const auto t0 = Clock::now();
+  up->Write(Command('U'));
+  for (uint64_t sent = 0; sent < bytes; sent += chunk.size()) up->Write(chunk);
+  (void)s->Finish();
+  up->Wait();
+  const double up_s = Seconds(Clock::now() - t0);
+  if (U64(up->kept()) != bytes) std::fprintf(stderr, "upload: the port counted %llu\n",
+                                             static_cast<unsigned long long>(U64(up->kept())));
+  auto down = std::make_shared<BenchSink>();
+  auto d = rig.Open(down);
+  const auto t1 = Clock::now();
+  down->Write(Command('D', bytes));
+  down->Wait(1);
+  const double first_s = Seconds(Clock::now() - t1);
+  down->Wait(bytes);
+  const double down_s = Seconds(Clock::now() - t1);
+  if (std::getenv("BENCH_DEBUG")) std::fprintf(stderr, "download: first byte after %.3f s\n", first_s);
+  return {bytes / up_s / 1e6, bytes / down_s / 1e6};
+}
+
+std::pair<double, double> DirectThroughput(uint16_t port, uint64_t bytes) {
+  const std::string chunk(1 << 20, 'x');
+  int fd = ConnectTcp(port);
+  const auto t0 = Clock::now();
+  WriteAll(fd, "U", 1);
+  for (uint64_t sent = 0; sent < bytes; sent += chunk.size()) WriteAll(fd, chunk.data(), chunk.size());
+  shutdown(fd, SHUT_WR);
+  uint64_t counted = 0;
+  ReadAll(fd, reinterpret_cast<char*>(&counted), sizeof counted);
+  const double up_s = Seconds(Clock::now() - t0);
+  close(fd);
+  fd = ConnectTcp(port);
+  const auto t1 = Clock::now();
+  const std::string cmd = Command('D', bytes);
+  WriteAll(fd, cmd.data(), cmd.size());
+  std::vector<char> buf(1 << 20);
+  uint64_t got = 0;
+  for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) got += static_cast<uint64_t>(n);
+  const double down_s = Seconds(Clock::now() - t1);
+  close(fd);
+  if (counted != bytes || got != bytes) std::fprintf(stderr, "direct: short transfer\n");
+  return {bytes / up_s / 1e6, bytes / down_s / 1e6};
+}
+
+void Row(const char* what, std::pair<double, double> relay, std::pair<double, double> direct) {
+  std::printf("| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", what, relay.first,
+              direct.first, relay.first / direct.first, relay.second, direct.second,
+              relay.second / direct.second);
+}
+
+// Milliseconds of a 1-byte echo round trip on a stream already open.
+double EchoRoundTripMs(BenchSink& sink, uint64_t* seen) {
+  const auto t = Clock::now();
+  sink.Write("p");
+  sink.Wait(++*seen);
+  return Seconds(Clock::now() - t) * 1e3;
+}
+
+}  // namespace
+}  // namespace gpunex
+
+int main() {
+  using namespace gpunex;
+  SetLogLevel(LogLevel::kError);
+  const uint64_t bytes = static_cast<uint64_t>(EnvInt("MB", 256)) << 20;
+  const auto delay = std::chrono::milliseconds(EnvInt("DELAY_MS", 50));
+  const int streams = static_cast<int>(EnvInt("STREAMS", 1000));
+  PortServer port;
+
+  std::printf("relay_bench: %llu MiB each way; MB/s, relay / direct\n\n",
+              static_cast<unsigned long long>(bytes >> 20));
+  std::printf("| path | upload relay | upload direct | ratio | download relay | download direct | ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  {
+    Rig rig(port);
+    Row("loopback", RelayThroughput(rig, bytes), DirectThroughput(port.tcp_port(), bytes));
+  }
+  if (delay.count() > 0) {
+    Rig rig(port, delay);
+    DelayProxy direct(port.tcp_port(), delay / 2);
+    char what[64];
+    std::snprintf(what, sizeof what, "%lld ms round trip (emulated)",
+                  static_cast<long long>(delay.count()));
+    Row(what, RelayThroughput(rig, bytes), DirectThroughput(direct.port(), bytes));
+  }
+
+  // Many streams at once.
+  {
+    Rig rig(port);
+    std::vector<std::shared_ptr<BenchSink>> sinks;
+    std::vector<std::unique_ptr<Stream>> open;
+    const std::string payload = [] {
+      std::string s(64 * 1024, '\0');
+      for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>(i * 131 + 7);
+      return s;
+    }();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < streams; ++i) {
+      sinks.push_back(std::make_shared<BenchSink>(true));
+      open.push_back(rig.Open(sinks.back()));
+    }
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 8; ++w) {
+      writers.emplace_back([&, w] {
+        for (int i = w; i < streams; i += 8) {
+          sinks[i]->Write("E" + payload);
+          (void)open[i]->Finish();
+        }
+      });
+    }
+    for (auto& t : writers) t.join();
+    int exact = 0;
+    for (int i = 0; i < streams; ++i) {
+      sinks[i]->Wait();
+      exact += sinks[i]->clean() && sinks[i]->kept() == payload ? 1 : 0;
+    }
+    std::printf("\n%d concurrent streams, 64 KiB echoed each: %d exact, %.2f s\n", streams, exact,
+                Seconds(Clock::now() - t0));
+  }
+
+  // One stalled reader.
+  for (bool stall : {false, true}) {
+    Rig rig(port);
+    auto probe = std::make_shared<BenchSink>();
+    auto p = rig.Open(probe);
+    probe->Write("E");
+    uint64_t seen = 0;
+    EchoRoundTripMs(*probe, &seen);  // warm
+    std::shared_ptr<BenchSink> stalled;
+    std::unique_ptr<Stream> s;
+    if (stall) {
+      stalled = std::make_shared<BenchSink>();
+      s = rig.Open(stalled);
+      stalled->Stall(true);
+      stalled->Write(Command('D', uint64_t{1} << 34));  // far more than any window
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    auto down = std::make_shared<BenchSink>();
+    auto d = rig.Open(down);
+    const auto t = Clock::now();
+    down->Write(Command('D', bytes));
+    std::vector<double> rtts;
+    while (!down->Wait(bytes, std::chrono::seconds(0))) {
+      rtts.push_back(EchoRoundTripMs(*probe, &seen));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double mbps = bytes / Seconds(Clock::now() - t) / 1e6;
+    std::sort(rtts.begin(), rtts.end());
+    const double p50 = rtts.empty() ? 0 : rtts[rtts.size() / 2];
+    std::printf("%s: download %.0f MB/s, a small echo's round trip p50 %.2f ms (%zu probes)\n",
+                stall ? "with a stalled reader   " : "without a stalled reader", mbps, p50,
+                rtts.size());
+    s.reset();  // ends the stalled stream
+  }
+  return 0;
+}
