@@ -136,7 +136,7 @@ class PortServer {
       std::exit(1);
     }
     for (int fd : {tcp_, unix_}) {
-      threads_.emplace_back([this, fd] {
+      threads_.emplace_back([fd] {
         for (;;) {
           const int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
           if (c < 0) return;
@@ -176,7 +176,8 @@ class PortServer {
     if (ReadAll(c, &cmd, 1)) {
       if (cmd == 'U') {
         uint64_t total = 0;
-        for (ssize_t n; (n = read(c, buf.data(), buf.size())) > 0;) total += static_cast<uint64_t>(n);
+        for (ssize_t n; (n = read(c, buf.data(), buf.size())) > 0;)
+          total += static_cast<uint64_t>(n);
         WriteAll(c, reinterpret_cast<const char*>(&total), sizeof total);
       } else if (cmd == 'D') {
         uint64_t n = 0;
@@ -333,8 +334,7 @@ class BenchSink final : public StreamSink {
   // Waits for the end (or for `bytes` received when not 0); whether it came.
   bool Wait(uint64_t bytes = 0, std::chrono::seconds timeout = std::chrono::seconds(600)) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout,
-                        [&] { return bytes ? received_ >= bytes : ended_; });
+    return cv_.wait_for(lock, timeout, [&] { return bytes ? received_ >= bytes : ended_; });
   }
   uint64_t received() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -412,7 +412,8 @@ class Rig {
     }
     client_ = std::move(*client);
     agent_ = std::thread([this] { (void)link_->Serve(*client_); });
-    while (!relay_.Connected("mch_bench")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!relay_.Connected("mch_bench"))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ~Rig() {
     link_->Stop();
@@ -470,8 +471,9 @@ std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
   (void)s->Finish();
   up->Wait();
   const double up_s = Seconds(Clock::now() - t0);
-  if (U64(up->kept()) != bytes) std::fprintf(stderr, "upload: the port counted %llu\n",
-                                             static_cast<unsigned long long>(U64(up->kept())));
+  if (U64(up->kept()) != bytes)
+    std::fprintf(stderr, "upload: the port counted %llu\n",
+                 static_cast<unsigned long long>(U64(up->kept())));
   auto down = std::make_shared<BenchSink>();
   auto d = rig.Open(down);
   const auto t1 = Clock::now();
@@ -480,7 +482,8 @@ std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
   const double first_s = Seconds(Clock::now() - t1);
   down->Wait(bytes);
   const double down_s = Seconds(Clock::now() - t1);
-  if (std::getenv("BENCH_DEBUG")) std::fprintf(stderr, "download: first byte after %.3f s\n", first_s);
+  if (std::getenv("BENCH_DEBUG"))
+    std::fprintf(stderr, "download: first byte after %.3f s\n", first_s);
   return {bytes / up_s / 1e6, bytes / down_s / 1e6};
 }
 
@@ -489,7 +492,8 @@ std::pair<double, double> DirectThroughput(uint16_t port, uint64_t bytes) {
   int fd = ConnectTcp(port);
   const auto t0 = Clock::now();
   WriteAll(fd, "U", 1);
-  for (uint64_t sent = 0; sent < bytes; sent += chunk.size()) WriteAll(fd, chunk.data(), chunk.size());
+  for (uint64_t sent = 0; sent < bytes; sent += chunk.size())
+    WriteAll(fd, chunk.data(), chunk.size());
   shutdown(fd, SHUT_WR);
   uint64_t counted = 0;
   ReadAll(fd, reinterpret_cast<char*>(&counted), sizeof counted);
@@ -509,8 +513,8 @@ std::pair<double, double> DirectThroughput(uint16_t port, uint64_t bytes) {
 }
 
 void Row(const char* what, std::pair<double, double> relay, std::pair<double, double> direct) {
-  std::printf("| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", what, relay.first,
-              direct.first, relay.first / direct.first, relay.second, direct.second,
+  std::printf("| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", what, relay.first, direct.first,
+              relay.first / direct.first, relay.second, direct.second,
               relay.second / direct.second);
 }
 
@@ -535,7 +539,8 @@ int main() {
 
   std::printf("relay_bench: %llu MiB each way; MB/s, relay / direct\n\n",
               static_cast<unsigned long long>(bytes >> 20));
-  std::printf("| path | upload relay | upload direct | ratio | download relay | download direct | ratio |\n");
+  std::printf(
+      "| path | upload relay | upload direct | ratio | download relay | download direct | ratio |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   {
     Rig rig(port);

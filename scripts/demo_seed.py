@@ -57,8 +57,13 @@ def login(email, password):
     return body["token"]
 
 
+# A small web server on its declared port 8080 (docs/access.md), and a line every 5 s.
 DEMO_RENTAL = {"gpus": 1, "image": "docker.io/library/busybox:1.36",
-               "command": ["sh", "-c", "while true; do echo demo rental at work; sleep 5; done"],
+               "command": ["sh", "-c", "mkdir -p /tmp/www && "
+                           "echo 'hello from a gpunex rental' > /tmp/www/index.html && "
+                           "httpd -p 8080 -h /tmp/www && "
+                           "while true; do echo demo rental at work; sleep 5; done"],
+               "ports": [{"port": 8080, "protocol": "http"}],
                "max_duration_s": 4 * 3600}
 
 
@@ -71,7 +76,7 @@ def rent():
         _, offers = call("GET", "/offers?gpu_model=l4-24gb")
         if offers and offers["items"]:
             body = dict(DEMO_RENTAL, offer_id=offers["items"][0]["id"])
-            status, rental = call("POST", "/rentals", body, customer, key="demo-rental")
+            status, rental = call("POST", "/rentals", body, customer, key="demo-rental-ports")
             if status == 201:
                 print(f"demo: rental {rental['id']} started on the demo agent", file=sys.stderr)
                 return

@@ -242,8 +242,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
         if (it == streams_.end()) continue;
         std::weak_ptr<StreamSink> sink = it->second.sink;
         const bool last = e.kind == mux::Event::Kind::kRefused ||
-                          e.kind == mux::Event::Kind::kReset ||
-                          e.kind == mux::Event::Kind::kClosed;
+                          e.kind == mux::Event::Kind::kReset || e.kind == mux::Event::Kind::kClosed;
         if (last) Forget(e.stream);
         calls_.emplace_back(std::move(sink), std::move(e));
       }
