@@ -374,15 +374,19 @@ TEST_F(RelayTest, TheAgentGoingAwayEndsItsStreams) {
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
 }
 
-class RelayCapTest : public RelayTest {
+// A RelayTest whose relay allows `kCap` streams per workload.
+template <int kCap>
+class RelayCappedAt : public RelayTest {
  protected:
   static RelayOptions Capped() {
     RelayOptions o;
-    o.max_streams_per_workload = 2;
+    o.max_streams_per_workload = kCap;
     return o;
   }
-  RelayCapTest() : RelayTest(Capped()) {}
+  RelayCappedAt() : RelayTest(Capped()) {}
 };
+
+using RelayCapTest = RelayCappedAt<2>;
 
 TEST_F(RelayCapTest, AWorkloadHasAtMostItsCapOfStreams) {
   StartAgent();
@@ -396,15 +400,7 @@ TEST_F(RelayCapTest, AWorkloadHasAtMostItsCapOfStreams) {
   EXPECT_TRUE(d.ok()) << d.status().ToString();
 }
 
-class RelayManyTest : public RelayTest {
- protected:
-  static RelayOptions Uncapped() {
-    RelayOptions o;
-    o.max_streams_per_workload = 2000;
-    return o;
-  }
-  RelayManyTest() : RelayTest(Uncapped()) {}
-};
+using RelayManyTest = RelayCappedAt<2000>;
 
 // More streams than either WebSocket queue takes messages at once (1 024): the frames are
 // paced by count as well as by bytes, so neither side's queue overflows.
