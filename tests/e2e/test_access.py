@@ -19,6 +19,7 @@ leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static
 with the reason otherwise); GPUNEX_AGENT names the agent binary.
 """
 
+import json
 import os
 import threading
 import time
@@ -88,7 +89,7 @@ class AccessTest(ServerTestCase):
         assert r.status == 201, r
         wait_running(customer, r.body["id"])
         SHARED.update(provider=prov, customer=customer, rental=r.body, offer=offer,
-                      admin=admin)
+                      admin=admin, agent_token=token, machine_id=mid)
 
     @classmethod
     def tearDownClass(cls):
@@ -165,6 +166,19 @@ class AccessTest(ServerTestCase):
         self.assertEqual(bytes(back), data)
         ws.close()
 
+        # The access log: the connection's bytes each way, never its content.
+        def closed_entry():
+            for line in self.srv.logs().splitlines():
+                if '"relay.port_closed"' in line:
+                    entry = json.loads(line)
+                    if entry["bytes_in"] >= len(data):
+                        return entry
+            return None
+        entry = wait_until(closed_entry, 10, "relay.port_closed in gpunexd's log")
+        self.assertEqual(entry["bytes_in"], entry["bytes_out"])  # an echo
+        self.assertEqual((entry["rental_id"], entry["port"]), (self.rental["id"], ECHO_PORT))
+        self.assertNotIn("hello, container", self.srv.logs())
+
         metrics = self.srv.client().get("/metrics").raw.decode()
         self.assertIn("gpunex_relay_channels 1", metrics)
         self.assertIn("gpunex_relay_bytes_to_agents", metrics)
@@ -185,6 +199,8 @@ class AccessTest(ServerTestCase):
         other = self.srv.user("Otto Other")
         self.assertEqual(self.refused(ECHO_PORT, token=other.token).status, 404)
         self.assertEqual(self.refused(ECHO_PORT, token=self.provider.token).status, 404)
+        self.assertEqual(self.refused(ECHO_PORT, token=SHARED["admin"].token).status, 404)
+        self.assertEqual(self.refused(ECHO_PORT, token=SHARED["agent_token"]).status, 401)
         r = self.customer.c.post(f"{API}/api-keys", {"name": "read only", "scopes": ["read"]})
         self.assertStatus(r, 201)
         self.assertEqual(self.refused(ECHO_PORT, token=r.body["key"]).status, 403)
@@ -195,6 +211,24 @@ class AccessTest(ServerTestCase):
         self.assertEqual(e.status, 422)
         self.assertIn("port", e.body["error"]["fields"])
         self.assertEqual(self.refused(ECHO_PORT, rental_id="rnt_nonexistent").status, 404)
+
+    def test_the_data_channel_takes_only_the_machines_own_agent_token(self):
+        def refused(token, query):
+            h = {"Authorization": f"Bearer {token}"} if token else {}
+            with self.assertRaises(wsclient.HandshakeRefused) as cm:
+                wsclient.connect(self.srv.port, f"/api/v1/agent/data{query}", h)
+            return cm.exception
+        mid = SHARED["machine_id"]
+        self.assertEqual(refused("", f"?machine_id={mid}").status, 401)
+        self.assertEqual(refused(self.customer.token, f"?machine_id={mid}").status, 401)
+        e = refused(SHARED["agent_token"], "")
+        self.assertEqual(e.status, 422)
+        self.assertIn("machine_id", e.body["error"]["fields"])
+        # Another machine's id, or one whose control channel is not here with this token.
+        self.assertEqual(refused(SHARED["agent_token"], "?machine_id=mch_other").status, 409)
+        other, other_token, _ = provider_with_agent_token(self.srv, SHARED["admin"], name="Else",
+                                                          priced=False)
+        self.assertEqual(refused(other_token, f"?machine_id={mid}").status, 409)
 
     def test_a_declared_port_where_nothing_listens_closes_with_4502(self):
         ws = self.connect(SILENT_PORT)

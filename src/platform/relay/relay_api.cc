@@ -2,6 +2,7 @@
 // a customer's byte stream to a port of their rental (GET
 // /api/v1/rentals/{id}/ports/{port}/connect), docs/access.md.
 #include <charconv>
+#include <chrono>
 
 #include "common/log.h"
 #include "platform/api/api.h"
@@ -45,6 +46,14 @@ class PortBridge final : public http::WebSocketSession,
     MutexLock lock(&mu_);
     // The customer is gone: the stream ends both ways at once (dropping it resets it).
     stream_.reset();
+    // The access log's other half (relay.port_opened): how much, how long, never what.
+    LogInfo("relay.port_closed",
+            {{"rental_id", rental_id_},
+             {"port", port_},
+             {"bytes_in", bytes_in_},
+             {"bytes_out", bytes_out_},
+             {"seconds",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - opened_).count()}});
   }
 
   // --- the port's side (the relay's thread) ---
@@ -115,6 +124,7 @@ class PortBridge final : public http::WebSocketSession,
         return;
       }
       if (*n == 0) break;
+      bytes_in_ += static_cast<int64_t>(*n);
       pending_.erase(0, *n);
     }
     const bool full = !pending_.empty();
@@ -136,6 +146,7 @@ class PortBridge final : public http::WebSocketSession,
         }
         return;
       }
+      bytes_out_ += static_cast<int64_t>(bytes.size());
       if (!ws_->SendBinary(std::move(bytes))) return;
     }
     ws_->NotifyWhenWritable();
@@ -152,6 +163,9 @@ class PortBridge final : public http::WebSocketSession,
   bool paused_ GUARDED_BY(mu_) = false;
   bool finished_ GUARDED_BY(mu_) = false;
   bool ended_ GUARDED_BY(mu_) = false;
+  int64_t bytes_in_ GUARDED_BY(mu_) = 0;   // the customer's, taken by the stream
+  int64_t bytes_out_ GUARDED_BY(mu_) = 0;  // the port's, sent to the customer
+  const std::chrono::steady_clock::time_point opened_ = std::chrono::steady_clock::now();
 };
 
 // The port of the path, declared by the rental.
