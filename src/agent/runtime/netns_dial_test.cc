@@ -64,7 +64,9 @@ class NetnsDialTest : public testing::DockerSuite<NetnsDialTest> {
 
 // A container without any network is reached on its own loopback, and only there.
 TEST_F(NetnsDialTest, ReachesAPortOfAContainerWithoutNetwork) {
-  const std::string ns = Run("gpunex-netns-listen", "echo hello from inside | nc -l -p 37219");
+  // The container stays up after nc's one connection: its namespace is dialled again.
+  const std::string ns =
+      Run("gpunex-netns-listen", "echo hello from inside | nc -l -p 37219; sleep 600");
   ASSERT_FALSE(ns.empty());
   StatusOr<int> fd = Unavailable("not tried");
   for (int i = 0; i < 100 && !fd.ok(); ++i) {  // until nc listens
