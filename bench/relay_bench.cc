@@ -478,12 +478,8 @@ std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
   auto d = rig.Open(down);
   const auto t1 = Clock::now();
   down->Write(Command('D', bytes));
-  down->Wait(1);
-  const double first_s = Seconds(Clock::now() - t1);
   down->Wait(bytes);
   const double down_s = Seconds(Clock::now() - t1);
-  if (std::getenv("BENCH_DEBUG"))
-    std::fprintf(stderr, "download: first byte after %.3f s\n", first_s);
   return {bytes / up_s / 1e6, bytes / down_s / 1e6};
 }
 

@@ -196,6 +196,14 @@ Status Agent::Run() {
   return Status::Ok();
 }
 
+WebSocketClientOptions Agent::ChannelOptions() const {
+  WebSocketClientOptions wo;
+  wo.ca_file = options_.ca_file;
+  wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
+  wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
+  return wo;
+}
+
 void Agent::DataLoop() {
   int attempt = 0;
   while (!stopping_) {
@@ -209,11 +217,8 @@ void Agent::DataLoop() {
       machine_id = state_.machine_id();
     }
     if (stopping_) break;
-    WebSocketClientOptions wo;
-    wo.ca_file = options_.ca_file;
+    WebSocketClientOptions wo = ChannelOptions();
     wo.binary = true;
-    wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
-    wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
     auto ws = WebSocketClient::Connect(
         ConnectUrl(options_.platform_url, kDataChannelPath) + "?machine_id=" + machine_id, wo);
     Status st = ws.status();
@@ -348,11 +353,8 @@ protocol::Hello Agent::MakeHello() {
 }
 
 Status Agent::Session() {
-  WebSocketClientOptions wo;
-  wo.ca_file = options_.ca_file;
+  WebSocketClientOptions wo = ChannelOptions();
   wo.max_message_bytes = protocol::kMaxMessageBytes;
-  wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
-  wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
   GPUNEX_ASSIGN_OR_RETURN(
       std::unique_ptr<WebSocketClient> ws,
       WebSocketClient::Connect(ConnectUrl(options_.platform_url, "/api/v1/agent/connect"), wo));

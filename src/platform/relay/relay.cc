@@ -164,7 +164,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     for (uint32_t id : ids) {
       const std::string reason = "the rental has ended";
       session_.Reset(id, mux::Code::kGone, reason);
-      calls_.emplace_back(streams_[id].sink,
+      calls_.emplace_back(streams_.at(id).sink,
                           mux::Event{mux::Event::Kind::kReset, id, mux::Code::kGone, reason});
       Forget(id);
     }

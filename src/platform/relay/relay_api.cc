@@ -58,7 +58,6 @@ class PortBridge final : public http::WebSocketSession,
 
   // --- the port's side (the relay's thread) ---
 
-  void OnAccepted() override {}
   void OnReadable() override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     DrainLocked();

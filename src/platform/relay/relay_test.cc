@@ -253,6 +253,18 @@ class RelayTest : public ::testing::Test {
     link_.reset();
   }
 
+  // `n` streams to the test workload's port 7, each with a sink of its own; false when
+  // one did not open.
+  bool OpenMany(int n, std::vector<std::shared_ptr<TestSink>>* sinks,
+                std::vector<std::unique_ptr<Stream>>* streams) {
+    for (int i = 0; i < n; ++i) {
+      sinks->push_back(std::make_shared<TestSink>());
+      streams->push_back(OpenTo(sinks->back()));
+      if (streams->back() == nullptr) return false;
+    }
+    return true;
+  }
+
   // A stream to `port` of the test workload, bound to `sink`.
   std::unique_ptr<Stream> OpenTo(const std::shared_ptr<TestSink>& sink, uint16_t port = 7) {
     auto s = relay_.Open(kMachine, StreamTarget{kWorkload, port}, sink);
@@ -312,11 +324,7 @@ TEST_F(RelayTest, ManyStreamsAtOnceEachGetTheirOwnBytes) {
   constexpr int kStreams = 100;
   std::vector<std::shared_ptr<TestSink>> sinks;
   std::vector<std::unique_ptr<Stream>> streams;
-  for (int i = 0; i < kStreams; ++i) {
-    sinks.push_back(std::make_shared<TestSink>());
-    streams.push_back(OpenTo(sinks.back()));
-    ASSERT_NE(streams.back(), nullptr);
-  }
+  ASSERT_TRUE(OpenMany(kStreams, &sinks, &streams));
   std::vector<std::thread> writers;
   for (int i = 0; i < kStreams; ++i) {
     writers.emplace_back([&, i] {
@@ -409,11 +417,7 @@ TEST_F(RelayManyTest, AThousandStreamsAtOnce) {
   constexpr int kStreams = 1000;
   std::vector<std::shared_ptr<TestSink>> sinks;
   std::vector<std::unique_ptr<Stream>> streams;
-  for (int i = 0; i < kStreams; ++i) {
-    sinks.push_back(std::make_shared<TestSink>());
-    streams.push_back(OpenTo(sinks.back()));
-    ASSERT_NE(streams.back(), nullptr);
-  }
+  ASSERT_TRUE(OpenMany(kStreams, &sinks, &streams));
   for (int i = 0; i < kStreams; ++i) {
     ASSERT_TRUE(sinks[i]->WriteAll(RandomBytes(4096, 5000 + i))) << i;
     ASSERT_TRUE(streams[i]->Finish().ok());
