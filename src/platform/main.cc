@@ -21,6 +21,7 @@
 #include "common/business_days.h"
 #include "common/data_channel.h"
 #include "common/log.h"
+#include "platform/access/access.h"
 #include "platform/accounts/accounts.h"
 #include "platform/accounts/accounts_module.h"
 #include "platform/api/api.h"
@@ -274,6 +275,30 @@ int Serve(Config config, bool list_routes) {
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
   };
+  // The access listener: rentals' HTTP ports, on an origin of their own (docs/access.md).
+  std::unique_ptr<http::Server> access_server;
+  access::Access& access = ctx.services.Get<access::Access>();
+  if (!access.options().listen.empty()) {
+    const access::AccessOptions& ao = access.options();
+    http::ServerOptions aso = ServerOptionsOf(config);
+    aso.listen = ao.listen;
+    aso.tls_cert_file = ao.tls_cert_file;
+    aso.tls_key_file = ao.tls_key_file;
+    aso.idle_timeout = ao.idle_timeout;
+    aso.proxy = access::Gate(access, ctx.accounts, ctx.services.Get<relay::Relay>(), ctx.db);
+    auto created = http::Server::Create(
+        aso, [](http::Request&) { return http::ErrorResponse(NotFound("not served here")); });
+    if (!created.ok()) return Fail(created.status());
+    access_server = std::move(*created);
+    std::string host = ao.listen.substr(0, ao.listen.rfind(':'));
+    if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "localhost";
+    access.Bound(std::string(ao.tls_cert_file.empty() ? "http://" : "https://") + host + ":" +
+                 std::to_string(access_server->port()));
+    LogInfo("access.started", {{"port", access_server->port()}, {"domain", ao.domain}});
+  }
+  std::thread access_thread;
+  if (access_server) access_thread = std::thread([&] { access_server->Run(); });
+
   Background background;
   (*platform)->ScheduleOn(background);
   background.Start();
@@ -282,6 +307,7 @@ int Serve(Config config, bool list_routes) {
     sigwait(&signals, &sig);
     LogInfo("gpunexd.stopping", {{"signal", sig}});
     ready = false;
+    if (access_server) access_server->Shutdown();
     server->Shutdown();
   });
   ready = true;
@@ -289,6 +315,7 @@ int Serve(Config config, bool list_routes) {
                               {"tls", !config.tls_cert_file.empty()},
                               {"public_url", config.public_url}});
   server->Run();
+  if (access_thread.joinable()) access_thread.join();
   background.Stop();
   // Run() returned because of a signal, so the signal thread has finished or is about to.
   signal_thread.join();

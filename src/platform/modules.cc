@@ -1,5 +1,6 @@
 #include "platform/modules.h"
 
+#include "platform/access/access_module.h"
 #include "platform/accounts/accounts_module.h"
 #include "platform/applications/applications_module.h"
 #include "platform/availability/availability_module.h"
@@ -43,6 +44,7 @@ const std::vector<Module>& Modules() {
       topups::TopupsModule(),
       sshkeys::SshKeysModule(),
       relay::RelayModule(),
+      access::AccessModule(),
   };
   return all;
 }

@@ -19,6 +19,8 @@ leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static
 with the reason otherwise); GPUNEX_AGENT names the agent binary.
 """
 
+import hashlib
+import http.client
 import json
 import os
 import threading
@@ -26,7 +28,7 @@ import time
 import unittest
 
 import wsclient
-from harness import API, Gpunexd, ServerTestCase, wait_until
+from harness import API, WRAPPER, Gpunexd, ServerTestCase, free_port, wait_until
 from test_rentals import (BUSYBOX_REF, ENV, L4, RENTALS_TOML, DockerAgent, credit, get_rental,
                           offer_of, provider_with_agent_token, set_prices, wait_ended,
                           wait_machine_listed, wait_running)
@@ -38,6 +40,54 @@ SILENT_PORT = 7001  # declared, nothing listens
 ECHO_COMMAND = ["/bin/sh", "-c",
                 f"trap 'exit 0' TERM; while true; do nc -l -p {ECHO_PORT} -e cat; done & wait"]
 PORTS = [{"port": ECHO_PORT, "protocol": "tcp"}, {"port": SILENT_PORT, "protocol": "tcp"}]
+
+# The HTTP rental: busybox httpd on a private port (pages and CGI scripts: the request as
+# the container saw it, server-sent events, the SHA-256 of an upload, a large download made
+# of one random MiB repeated) and on a public one, and a WebSocket on a third: busybox
+# does the real handshake (Sec-WebSocket-Accept) and sends one real text frame, then
+# echoes raw bytes. (The root file system is read-only: everything lives in /scratch.)
+WEB_PORT, PUBLIC_PORT, WS_PORT = 8080, 8081, 8082
+WEB_PORTS = [{"port": WEB_PORT, "protocol": "http"},
+             {"port": PUBLIC_PORT, "protocol": "http", "public": True},
+             {"port": WS_PORT, "protocol": "http"}]
+WEB_SCRIPT = r"""
+set -e
+mkdir -p /scratch/www/cgi-bin /scratch/pub
+echo hello-from-container > /scratch/www/index.html
+echo public-page > /scratch/pub/index.html
+head -c 1048576 /dev/urandom > /scratch/www/blob
+cgi() { printf '#!/bin/sh\n%s\n' "$2" > /scratch/www/cgi-bin/$1; chmod +x /scratch/www/cgi-bin/$1; }
+cgi env 'printf "Content-Type: text/plain\r\n\r\n"; env | sort'
+cgi events 'printf "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"; for i in 1 2 3; do printf "data: tick %s\n\n" $i; sleep 1; done'
+cgi sum 'printf "Content-Type: text/plain\r\n\r\n"; head -c "$CONTENT_LENGTH" | sha256sum | cut -d" " -f1'
+cgi big 'printf "Content-Type: application/octet-stream\r\n\r\n"; i=0; while [ $i -lt "$QUERY_STRING" ]; do cat /scratch/www/blob; i=$((i+1)); done'
+cat > /scratch/ws.sh <<'WS'
+#!/bin/sh
+key=
+while IFS= read -r line; do
+  line=$(printf '%s' "$line" | tr -d '\r')
+  [ -z "$line" ] && break
+  case "$line" in [Ss]ec-[Ww]eb[Ss]ocket-[Kk]ey:*) key=$(echo "${line#*:}" | tr -d ' ');; esac
+done
+hex=$(printf '%s' "${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11" | sha1sum | cut -c1-40 | sed 's/../\\x&/g')
+accept=$(printf "$hex" | base64)
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n' "$accept"
+printf '\201\005hello'
+exec cat
+WS
+chmod +x /scratch/ws.sh
+trap 'exit 0' TERM
+httpd -f -p 8080 -h /scratch/www &
+httpd -f -p 8081 -h /scratch/pub &
+while true; do nc -l -p 8082 -e /scratch/ws.sh; done &
+wait
+"""
+ACCESS_PORT = free_port()
+ACCESS_TOML = f"""
+[access]
+listen = "127.0.0.1:{ACCESS_PORT}"
+domain = "localhost"
+"""
 
 SHARED = {}
 
@@ -54,7 +104,7 @@ class AccessTest(ServerTestCase):
     BACKEND = "sqlite"
     SMTP = False
     ROOT_TOML = "allow_emulated_gpus = true"
-    EXTRA_TOML = RENTALS_TOML
+    EXTRA_TOML = RENTALS_TOML + ACCESS_TOML
 
     def setUp(self):
         # Not ServerTestCase's gpunexd per test: the shared one below.
@@ -65,6 +115,7 @@ class AccessTest(ServerTestCase):
         self.customer = SHARED["customer"]
         self.provider = SHARED["provider"]
         self.rental = SHARED["rental"]
+        self.web = SHARED["web"]
         self.addCleanup(self._print_logs_on_failure)
 
     def _start_shared(self):
@@ -87,9 +138,15 @@ class AccessTest(ServerTestCase):
                                                 "image": BUSYBOX_REF, "command": ECHO_COMMAND,
                                                 "ports": PORTS})
         assert r.status == 201, r
+        web = customer.c.post(f"{API}/rentals", {"offer_id": offer["id"], "gpus": 1,
+                                                  "image": BUSYBOX_REF,
+                                                  "command": ["/bin/sh", "-c", WEB_SCRIPT],
+                                                  "ports": WEB_PORTS})
+        assert web.status == 201, web
         wait_running(customer, r.body["id"])
+        wait_running(customer, web.body["id"])
         SHARED.update(provider=prov, customer=customer, rental=r.body, offer=offer,
-                      admin=admin, agent_token=token, machine_id=mid)
+                      admin=admin, agent_token=token, machine_id=mid, web=web.body)
 
     @classmethod
     def tearDownClass(cls):
@@ -140,6 +197,40 @@ class AccessTest(ServerTestCase):
         with self.assertRaises(wsclient.HandshakeRefused) as cm:
             self.connect(port, token=token, rental_id=rental_id)
         return cm.exception
+
+    # -- the access listener's helpers
+
+    def web_host(self, port, rental_id=None):
+        """The host name of a port of the web rental: {label}-{port}.localhost:{listener}."""
+        label = (rental_id or self.web["id"])[len("rnt_"):].lower()
+        return f"{label}-{port}.localhost:{ACCESS_PORT}"
+
+    def access(self, method, path, *, port=WEB_PORT, form="host", token=None, headers=None,
+               body=None, conn=None):
+        """One request to the access listener, by host name or by path: (response, body)."""
+        h = dict(headers or {})
+        if form == "host":
+            h.setdefault("Host", self.web_host(port))
+        else:
+            path = f"/r/{self.web['id']}/{port}{path}"
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        c = conn or http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=60)
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r, data
+
+    def access_token(self, rental_id=None, who=None, body=None):
+        r = (who or self.customer).c.post(
+            f"{API}/rentals/{rental_id or self.web['id']}/access-tokens", body or {})
+        self.assertStatus(r, 201)
+        return r.body
+
+    def error_of(self, data):
+        return json.loads(data)["error"]
 
     # -- the tests
 
@@ -253,6 +344,216 @@ class AccessTest(ServerTestCase):
         ws.close()
         self.assertEqual(get_rental(self.customer, self.rental["id"])["state"], "running")
 
+    def test_an_http_port_answers_by_host_name_and_by_path(self):
+        tok = self.access_token()["token"]
+        # Two requests on one connection: the client's connection is kept between them.
+        conn = http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=30)
+        for _ in range(2):
+            r, body = self.access("GET", "/", token=tok, conn=conn)
+            self.assertEqual((r.status, body), (200, b"hello-from-container\n"))
+        conn.close()
+        r, body = self.access("GET", "/", token=tok, form="path")
+        self.assertEqual((r.status, body), (200, b"hello-from-container\n"))
+        # The path form's root is the prefix with a slash (relative links resolve under it).
+        r, _ = self.access("GET", "", token=tok, form="path")
+        self.assertEqual(r.status, 308)
+        self.assertEqual(r.getheader("Location"), f"/r/{self.web['id']}/{WEB_PORT}/")
+
+        # What the container gets: the path under the prefix, where the request came from,
+        # its own cookies, and none of the platform's credentials.
+        r, body = self.access("GET", "/cgi-bin/env?x=1", form="path", token=tok, headers={
+            "Cookie": "mine=1; gpunex_session=stolen; gpunex_access=also",
+            "X-Forwarded-For": "203.0.113.9", "X-Forwarded-Prefix": "/forged"})
+        self.assertEqual(r.status, 200, body)
+        env = dict(line.split("=", 1) for line in body.decode().splitlines() if "=" in line)
+        self.assertEqual(env["REQUEST_URI"], "/cgi-bin/env?x=1")
+        self.assertEqual(env["HTTP_X_FORWARDED_PREFIX"], f"/r/{self.web['id']}/{WEB_PORT}")
+        self.assertEqual(env["HTTP_X_FORWARDED_FOR"], "127.0.0.1")
+        self.assertEqual(env["HTTP_X_FORWARDED_PROTO"], "http")
+        self.assertEqual(env["HTTP_COOKIE"], "mine=1")
+        self.assertNotIn(tok, body.decode())
+        r, body = self.access("GET", "/cgi-bin/env", token=tok)
+        env = dict(line.split("=", 1) for line in body.decode().splitlines() if "=" in line)
+        self.assertEqual(env["HTTP_HOST"], self.web_host(WEB_PORT))
+        self.assertNotIn("HTTP_X_FORWARDED_PREFIX", env)
+
+        # The rental says where each HTTP port answers.
+        ports = {p["port"]: p for p in get_rental(self.customer, self.web["id"])["ports"]}
+        label = self.web["id"][len("rnt_"):].lower()
+        self.assertEqual(ports[WEB_PORT]["url"], f"http://{label}-{WEB_PORT}.localhost:{ACCESS_PORT}/")
+        self.assertEqual(ports[WEB_PORT]["path_url"],
+                         f"http://127.0.0.1:{ACCESS_PORT}/r/{self.web['id']}/{WEB_PORT}/")
+        self.assertNotIn("url", get_rental(self.customer, self.rental["id"])["ports"][0])  # TCP
+
+    def test_who_may_open_an_http_port(self):
+        rid = self.web["id"]
+        r, data = self.access("GET", "/")
+        self.assertEqual(r.status, 401, data)
+        self.assertIn("access-tokens", self.error_of(data)["message"])
+        other = self.srv.user("Wanda Web")
+        for who in (other.token, self.provider.token, SHARED["admin"].token):
+            r, data = self.access("GET", "/", token=who)
+            self.assertEqual(r.status, 403, data)
+        key = self.customer.c.post(f"{API}/api-keys", {"name": "reader", "scopes": ["read"]})
+        r, data = self.access("GET", "/", token=key.body["key"])
+        self.assertEqual(r.status, 403, data)
+        # The customer's session works as a bearer; a token opens only its own rental.
+        r, data = self.access("GET", "/", token=self.customer.token)
+        self.assertEqual(r.status, 200, data)
+        r, data = self.access("GET", "/", token=self.access_token(self.rental["id"])["token"])
+        self.assertEqual(r.status, 403, data)
+        self.assertIn("another rental", self.error_of(data)["message"])
+        r, data = self.access("GET", "/", token="gpx_r_" + "x" * 43)
+        self.assertEqual(r.status, 401, data)
+        # A public port needs nothing.
+        r, data = self.access("GET", "/", port=PUBLIC_PORT)
+        self.assertEqual((r.status, data), (200, b"public-page\n"))
+        # What is no HTTP port of a rental.
+        r, data = self.access("GET", "/", port=9999, token=self.customer.token)
+        self.assertEqual(r.status, 404)
+        self.assertIn("declared no port 9999", self.error_of(data)["message"])
+        r, data = self.access("GET", "/", headers={"Host": self.web_host(ECHO_PORT, self.rental["id"])},
+                              token=self.customer.token)
+        self.assertEqual(r.status, 404)
+        self.assertIn("TCP port", self.error_of(data)["message"])
+        r, _ = self.access("GET", "/", headers={"Host": self.web_host(WEB_PORT, "rnt_" + "0" * 26)})
+        self.assertEqual(r.status, 404)
+        r, _ = self.access("GET", "/", headers={"Host": f"localhost:{ACCESS_PORT}"})
+        self.assertEqual(r.status, 404)
+
+        # A link's token becomes a cookie of that host, and leaves the URL.
+        made = self.access_token(body={"ttl_s": 600})
+        r, _ = self.access("GET", f"/?a=1&gpx_token={made['token']}")
+        self.assertEqual(r.status, 303)
+        self.assertEqual(r.getheader("Location"), "/?a=1")
+        cookie = r.getheader("Set-Cookie")
+        self.assertTrue(cookie.startswith(f"gpunex_access={made['token']}; Path=/;"), cookie)
+        self.assertIn("HttpOnly", cookie)
+        self.assertIn("SameSite=Lax", cookie)
+        r, data = self.access("GET", "/", headers={"Cookie": f"gpunex_access={made['token']}"})
+        self.assertEqual((r.status, data), (200, b"hello-from-container\n"))
+        self.assertEqual([link["port"] for link in made["links"]], [WEB_PORT, PUBLIC_PORT, WS_PORT])
+        self.assertTrue(made["links"][0]["url"].endswith(f"?gpx_token={made['token']}"))
+
+        # Listed without their secret, revoked at once, only by the customer.
+        listed = self.customer.c.get(f"{API}/rentals/{rid}/access-tokens")
+        self.assertStatus(listed, 200)
+        self.assertIn(made["id"], [t["id"] for t in listed.body["items"]])
+        self.assertNotIn(made["token"], json.dumps(listed.body))
+        self.assertStatus(other.c.delete(f"{API}/rentals/{rid}/access-tokens/{made['id']}"), 404)
+        self.assertStatus(other.c.post(f"{API}/rentals/{rid}/access-tokens", {}), 404)
+        self.assertStatus(self.provider.c.post(f"{API}/rentals/{rid}/access-tokens", {}), 404)
+        self.assertStatus(self.customer.c.delete(f"{API}/rentals/{rid}/access-tokens/{made['id']}"),
+                          204)
+        r, _ = self.access("GET", "/", headers={"Cookie": f"gpunex_access={made['token']}"})
+        self.assertEqual(r.status, 401)
+        bad = self.customer.c.post(f"{API}/rentals/{rid}/access-tokens", {"ttl_s": 10})
+        self.assertStatus(bad, 422)
+        self.assertIn("ttl_s", bad.body["error"]["fields"])
+        bad = self.customer.c.post(f"{API}/rentals/{rid}/access-tokens", {"port": 1})
+        self.assertStatus(bad, 422)
+
+    def test_websockets_and_server_sent_events_pass_through(self):
+        tok = self.access_token()["token"]
+
+        def attempt():
+            try:
+                return wsclient.connect(ACCESS_PORT, "/", {"Authorization": f"Bearer {tok}"},
+                                        host_header=self.web_host(WS_PORT))
+            except wsclient.HandshakeRefused as e:
+                if e.status == 502:  # nc between two connections
+                    return None
+                raise
+        ws = wait_until(attempt, 20, "the WebSocket port answering", interval=0.3)
+        m = ws.recv(timeout=10)
+        self.assertEqual((m.kind, m.data), ("text", "hello"))
+        frame = wsclient.WebSocket.encode_frame(0x2, os.urandom(100_000))
+        ws.send_raw(frame)
+        self.assertEqual(ws._take(len(frame), time.monotonic() + 10), frame)  # echoed raw
+        ws.abort()
+
+        conn = http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=30)
+        conn.request("GET", "/cgi-bin/events", headers={"Host": self.web_host(WEB_PORT),
+                                                         "Authorization": f"Bearer {tok}"})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+        events = []
+        while len(events) < 3:
+            line = r.fp.readline()
+            self.assertTrue(line, f"the stream ended after {events}")
+            if line.startswith(b"data:"):
+                events.append((line.strip(), time.monotonic()))
+        self.assertEqual([e for e, _ in events], [b"data: tick 1", b"data: tick 2", b"data: tick 3"])
+        # Each event came when it was sent, a second apart, not all at the end.
+        self.assertGreater(events[2][1] - events[0][1], 1.5)
+        conn.close()
+
+    def test_large_bodies_stream_both_ways_in_bounded_memory(self):
+        mib = int(os.environ.get("GPUNEX_E2E_ACCESS_MIB", "1024"))
+        tok = self.access_token()["token"]
+        host = self.web_host(WEB_PORT)
+        measured = not WRAPPER
+        pids = {"gpunexd": self.srv.proc.pid, "agent": self.agent.proc.pid}
+
+        def status_kib(pid, field):
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1])
+            return 0
+        before = {name: status_kib(pid, "VmRSS") for name, pid in pids.items()}
+        for pid in pids.values():
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")  # resets the peak (VmHWM) to the current size
+
+        # Up: streamed from here, summed in the container.
+        block = os.urandom(1 << 20)
+        conn = http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=120)
+        conn.putrequest("POST", "/cgi-bin/sum", skip_host=True)
+        conn.putheader("Host", host)
+        conn.putheader("Authorization", f"Bearer {tok}")
+        conn.putheader("Content-Length", str(mib << 20))
+        conn.endheaders()
+        want = hashlib.sha256()
+        for i in range(mib):
+            piece = i.to_bytes(8, "little") + block[8:]
+            want.update(piece)
+            conn.send(piece)
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.read().decode().strip(), want.hexdigest())
+        conn.close()
+
+        # Down: one random MiB of the container's, `mib` times over.
+        r, blob = self.access("GET", "/blob", token=tok)
+        self.assertEqual((r.status, len(blob)), (200, 1 << 20))
+        conn = http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=120)
+        conn.request("GET", f"/cgi-bin/big?{mib}", headers={"Host": host,
+                                                            "Authorization": f"Bearer {tok}"})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        got, have = hashlib.sha256(), 0
+        while True:
+            piece = r.read(1 << 20)
+            if not piece:
+                break
+            got.update(piece)
+            have += len(piece)
+        conn.close()
+        want = hashlib.sha256()
+        for _ in range(mib):
+            want.update(blob)
+        self.assertEqual(have, mib << 20)
+        self.assertEqual(got.hexdigest(), want.hexdigest())
+
+        if measured:
+            for name, pid in pids.items():
+                peak = status_kib(pid, "VmHWM")
+                print(f"\n{name}: {before[name] // 1024} MiB before, peak {peak // 1024} MiB "
+                      f"while {mib} MiB went each way")
+                self.assertLess(peak - before[name], 96 * 1024, f"{name}'s memory grew")
+
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""
         ws = self.connect_echo()
@@ -265,6 +566,32 @@ class AccessTest(ServerTestCase):
         self.assertLess(closed_after, 5, f"closed after {closed_after:.1f} s ({code} {reason})")
         wait_ended(self.customer, self.rental["id"])
         self.assertEqual(self.refused(ECHO_PORT).status, 409)
+
+    def test_zz_the_web_rentals_end_closes_its_exchanges(self):
+        """Last (zz): it ends the shared web rental."""
+        tok = self.access_token()["token"]
+        conn = http.client.HTTPConnection("127.0.0.1", ACCESS_PORT, timeout=30)
+        conn.request("GET", "/cgi-bin/big?100000", headers={"Host": self.web_host(WEB_PORT),
+                                                            "Authorization": f"Bearer {tok}"})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        r.read(1 << 20)
+        stop = self.customer.c.post(f"{API}/rentals/{self.web['id']}/stop", {})
+        self.assertStatus(stop, 200)
+        start = time.monotonic()
+        total = 1 << 20
+        try:
+            while piece := r.read(1 << 20):
+                total += len(piece)
+        except (http.client.IncompleteRead, OSError):
+            pass
+        # Cut, within the relay's tick, not run to its end.
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertLess(total, 100000 << 20)
+        conn.close()
+        wait_ended(self.customer, self.web["id"])
+        r, data = self.access("GET", "/", token=self.customer.token)
+        self.assertEqual(r.status, 410, data)
 
 
 if __name__ == "__main__":

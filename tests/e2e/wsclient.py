@@ -111,12 +111,15 @@ def _header(headers, name):
     return None
 
 
-def connect(port, path, headers=None, host="127.0.0.1", timeout=10.0):
-    """Opens a WebSocket. Raises HandshakeRefused when the server does not upgrade."""
+def connect(port, path, headers=None, host="127.0.0.1", timeout=10.0, host_header=None):
+    """Opens a WebSocket. Raises HandshakeRefused when the server does not upgrade.
+    `host_header`: the Host header's value, when not host:port (a name that resolves
+    to `host`)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         key = base64.b64encode(os.urandom(16)).decode("ascii")
-        lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket",
+        lines = [f"GET {path} HTTP/1.1", f"Host: {host_header or f'{host}:{port}'}",
+                 "Upgrade: websocket",
                  "Connection: Upgrade", f"Sec-WebSocket-Key: {key}",
                  "Sec-WebSocket-Version: 13"]
         for k, v in (headers or {}).items():

@@ -2,6 +2,7 @@
 // /api/v1/admin/credits and /api/v1/admin/ledger/check (RNT-1..6, LED-1..4).
 #include <limits>
 
+#include "platform/access/access.h"
 #include "platform/api/api.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
@@ -17,19 +18,29 @@ json::value OptMicros(const std::optional<Usdc>& u) {
 }
 
 // The declared ports; for the customer, each with the path of its TCP connection
-// (docs/access.md), which the platform's URL completes (wss://host/api/v1/...).
-json::array PortsOf(const accounts::Principal& p, const rentals::Rental& r) {
+// (docs/access.md), which the platform's URL completes (wss://host/api/v1/...), and for
+// an HTTP port where the access listener serves it (url: by host name, path_url: by
+// path), when there is one.
+json::array PortsOf(const ApiContext& ctx, const accounts::Principal& p, const rentals::Rental& r) {
   json::array ports = protocol::PortsJson(r.ports, /*with_public=*/true);
   if (p.user.id != r.customer_id) return ports;
-  for (json::value& v : ports) {
-    json::object& port = v.as_object();
-    port["connect_path"] = "/api/v1/rentals/" + r.id + "/ports/" +
-                           std::to_string(port.at("port").to_number<int64_t>()) + "/connect";
+  const access::Access* gate = ctx.services.Find<access::Access>();
+  for (size_t i = 0; i < ports.size() && i < r.ports.size(); ++i) {
+    json::object& port = ports[i].as_object();
+    const int number = r.ports[i].port;
+    port["connect_path"] =
+        "/api/v1/rentals/" + r.id + "/ports/" + std::to_string(number) + "/connect";
+    if (r.ports[i].protocol != protocol::PortProtocol::kHttp || gate == nullptr) continue;
+    if (auto urls = gate->UrlsOf(r.id, number)) {
+      port["url"] = urls->host_url;
+      port["path_url"] = urls->path_url;
+    }
   }
   return ports;
 }
 
-json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) {
+json::object RentalJson(const ApiContext& ctx, const accounts::Principal& p,
+                        const rentals::Rental& r) {
   json::array command;
   for (const auto& c : r.command) command.emplace_back(c);
   auto hour = Usdc::ForUsage(r.price, r.gpus, std::chrono::hours(1));
@@ -59,7 +70,7 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
       {"max_duration_s", r.max_duration_s ? json::value(*r.max_duration_s) : json::value(nullptr)},
       {"image", r.image},
       {"command", std::move(command)},
-      {"ports", PortsOf(p, r)},
+      {"ports", PortsOf(ctx, p, r)},
       {"region", r.region},
       {"country", r.country},
       {"job_id", r.job_id.empty() ? json::value(nullptr) : json::value(r.job_id)},
@@ -77,10 +88,10 @@ json::object RentalJson(const accounts::Principal& p, const rentals::Rental& r) 
   return o;
 }
 
-http::Response RentalReply(int status, const accounts::Principal& p,
+http::Response RentalReply(const ApiContext& ctx, int status, const accounts::Principal& p,
                            const StatusOr<rentals::Rental>& r) {
   if (!r.ok()) return http::ErrorResponse(r.status());
-  return http::Response::Json(status, RentalJson(p, *r));
+  return http::Response::Json(status, RentalJson(ctx, p, *r));
 }
 
 StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {
@@ -241,7 +252,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto create = DecodeRental(req);
     if (!create.ok()) return http::ErrorResponse(create.status());
-    return RentalReply(201, *p, ctx.rentals.Create(*p, *create));
+    return RentalReply(ctx, 201, *p, ctx.rentals.Create(*p, *create));
   });
   r.Add("GET", "/api/v1/rentals", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -253,17 +264,17 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     auto list = ctx.rentals.List(*p, *state, *page);
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(
-        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
+        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(ctx, *p, x); }));
   });
   r.Add("GET", "/api/v1/rentals/{id}", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return RentalReply(200, *p, ctx.rentals.Get(*p, req.Param("id")));
+    return RentalReply(ctx, 200, *p, ctx.rentals.Get(*p, req.Param("id")));
   });
   r.Add("POST", "/api/v1/rentals/{id}/stop", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());
-    return RentalReply(200, *p, ctx.rentals.Stop(*p, req.Param("id")));
+    return RentalReply(ctx, 200, *p, ctx.rentals.Stop(*p, req.Param("id")));
   });
   r.Add("GET", "/api/v1/rentals/{id}/logs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -292,7 +303,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     auto list = ctx.rentals.ProviderRentals(*p, *state, *page);
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(
-        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(*p, x); }));
+        200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(ctx, *p, x); }));
   });
 
   r.Add("POST", "/api/v1/jobs", kUser, [&ctx](http::Request& req) {

@@ -17,6 +17,10 @@
 // such a path goes to the route instead of the Handler, and its body is never held in
 // memory.
 //
+// A server whose ServerOptions::proxy is set is a reverse proxy (proxy.h): every request
+// goes to it, none to the Handler, WebSocket or stream routes; its idle_timeout also cuts
+// an exchange that makes no progress for that long.
+//
 // Boost.Beast and Asio stay inside server.cc and internal/; this header names no Boost type.
 //
 // Thread-safety: Run() blocks the calling thread; Shutdown() and port() may be called from
@@ -32,6 +36,7 @@
 
 #include "common/status.h"
 #include "platform/http/http.h"
+#include "platform/http/proxy.h"
 #include "platform/http/stream.h"
 #include "platform/http/websocket.h"
 
@@ -75,6 +80,9 @@ struct ServerOptions {
   // within stream_timeout (a 1 GiB body at 100 Mbit/s takes 86 s).
   std::map<std::string, StreamRoute> stream_routes;
   std::chrono::seconds stream_timeout{600};
+
+  // Set: the server is a reverse proxy (proxy.h), for every request.
+  ProxyAuthorizer proxy;
 };
 
 class Server {

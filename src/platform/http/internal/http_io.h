@@ -65,6 +65,30 @@ inline bool IsSafeHeader(std::string_view name, std::string_view value) {
   return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
 }
 
+// A body that is counted and dropped, never copied: an upload to a stream route, and the
+// bodies the proxy relays (its parser only finds where they end).
+struct DiscardBody {
+  using value_type = uint64_t;  // bytes received
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& received) : received_(received) {}
+    void init(const boost::optional<std::uint64_t>&, error_code& ec) { ec = {}; }
+    template <class ConstBufferSequence>
+    size_t put(const ConstBufferSequence& buffers, error_code& ec) {
+      ec = {};
+      const size_t n = beast::buffer_bytes(buffers);
+      received_ += n;
+      return n;
+    }
+    void finish(error_code& ec) { ec = {}; }
+
+   private:
+    value_type& received_;
+  };
+};
+
 // The Beast response for a handler's Response. The server owns framing: handler headers
 // named Content-Length, Transfer-Encoding or Connection are dropped.
 inline bhttp::response<bhttp::string_body> ToBeast(Response resp, unsigned version, bool keep_alive,

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "platform/http/internal/http_io.h"
+#include "platform/http/internal/proxy_exchange.h"
 #include "platform/http/internal/stream_transfer.h"
 #include "platform/http/internal/websocket_connection.h"
 #include "platform/http/router.h"
@@ -108,6 +109,10 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
           co_await CloseConnection(stream, true);
         }
         co_return;
+      }
+      if (options.proxy) {
+        if (!co_await ServeProxy(state, stream, buffer, parser, remote)) co_return;
+        continue;
       }
       if (const StreamRoute* route = FindStreamRoute(options, parser.get().target())) {
         if (!co_await ServeStream(state, stream, buffer, parser, *route, remote)) co_return;

@@ -24,29 +24,6 @@ namespace {
 // A streamed body moves through buffers of this size.
 constexpr size_t kStreamChunk = 1 << 20;
 
-// The body of an upload to a stream route: counted and dropped, never copied.
-struct DiscardBody {
-  using value_type = uint64_t;  // bytes received
-
-  class reader {
-   public:
-    template <bool isRequest, class Fields>
-    reader(bhttp::header<isRequest, Fields>&, value_type& received) : received_(received) {}
-    void init(const boost::optional<std::uint64_t>&, error_code& ec) { ec = {}; }
-    template <class ConstBufferSequence>
-    size_t put(const ConstBufferSequence& buffers, error_code& ec) {
-      ec = {};
-      const size_t n = beast::buffer_bytes(buffers);
-      received_ += n;
-      return n;
-    }
-    void finish(error_code& ec) { ec = {}; }
-
-   private:
-    value_type& received_;
-  };
-};
-
 // What a download route sends, over and over: pseudo-random bytes (xorshift64*), so that
 // nothing on the way can compress them. Built once; never written afterwards.
 char* StreamPattern() {
