@@ -14,6 +14,9 @@ cmake --build build/release -j "$(nproc)" --target gpunexd gpunex-agent
 demo=${GPUNEX_DEMO_DIR:-$PWD/.demo}
 export GPUNEX_DATA_DIR=${GPUNEX_DATA_DIR:-$demo/data}
 export GPUNEX_LISTEN=${GPUNEX_LISTEN:-127.0.0.1:8080}
+# Rentals' HTTP ports on their own listener: {rental}-{port}.localhost:8081 (docs/access.md).
+export GPUNEX_ACCESS_LISTEN=${GPUNEX_ACCESS_LISTEN:-127.0.0.1:8081}
+export GPUNEX_ACCESS_DOMAIN=${GPUNEX_ACCESS_DOMAIN:-localhost}
 export GPUNEX_ALLOW_EMULATED_GPUS=true
 admin_email=${GPUNEX_DEMO_ADMIN:-admin@gpunex.local}
 admin_password=${GPUNEX_DEMO_PASSWORD:-review-queue-keeper}
@@ -71,6 +74,8 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
             priced at 0.45 USDC per GPU-hour: offered once their first benchmark passes)
   customer: customer@gpunex.local / render-farm-at-night  (a balance of 25 USDC; it rents one
             demo GPU once it is offered: see $base/#/rentals)
+  rental:   its page (Rentals) opens the container's page on port 8080 (Open), served at
+            http://{rental}-8080.localhost:${GPUNEX_ACCESS_LISTEN##*:}/ by the access listener
   market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
   payouts:  ${GPUNEX_SOLANA_RPC_URL:+USDC on a LOCAL Solana test chain at $GPUNEX_SOLANA_RPC_URL (test tokens):
             the provider is paid there weekly ($base/#/provider/payments), the customer can top

@@ -86,7 +86,11 @@ const PASSWORD = "correct-horse-battery";
 const BUSYBOX_REF = "gpunex-test/busybox:1";
 // A rental's command, one argument per line (the Command field's form): prints its
 // environment, then a step a second; on SIGTERM (Stop) says so and ends at once.
+// It also serves a page on its declared HTTP port 8080 (busybox httpd, in /tmp: the root
+// file system is read-only).
 const TRAINER_SCRIPT =
+  "mkdir -p /tmp/www && echo '<h1>hello from the container</h1>' > /tmp/www/index.html && " +
+  "httpd -p 8080 -h /tmp/www; " +
   "trap 'echo received SIGTERM; exit 143' TERM; " +
   'echo "training for $EPOCHS epochs, wandb $WANDB_MODE"; ' +
   "i=0; while :; do i=$((i+1)); echo step $i; sleep 1 & wait $!; done";
@@ -2548,6 +2552,7 @@ describe("dashboard", () => {
         await form
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nnot a variable");
+        await form.getByLabel("Ports (optional)").fill("8080, 99999");
         await form.getByLabel("Max. duration").fill("30 s");
         await form.getByLabel("GPUs").selectOption("2");
         await form
@@ -2563,6 +2568,10 @@ describe("dashboard", () => {
           await envError.textContent(),
           /^line 2 must be NAME=value/,
         );
+        assert.match(
+          await form.locator('.field-error[data-path="ports"]').textContent(),
+          /"99999" must be a port from 1 to 65535/,
+        );
         assert.equal(
           keys.length,
           0,
@@ -2571,6 +2580,7 @@ describe("dashboard", () => {
         await form
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nWANDB_MODE=offline");
+        await form.getByLabel("Ports (optional)").fill("8080, 7000/tcp");
         await form.getByLabel("GPUs").selectOption("1");
         await start.click();
         const durationError = form.locator(
@@ -2670,6 +2680,44 @@ describe("dashboard", () => {
           /^0\.\d+ USDC$/,
         );
         await shoot(c, "84-rental-running");
+
+        // --- its ports: the HTTP one opens the container's page in a new tab (an access
+        // token, traded there for a cookie of that host); the TCP one shows its command
+        const ports = c.locator(".rental-ports");
+        const tcpRow = ports.locator('tr[data-port="7000"]');
+        assert.match(
+          await tcpRow.locator(".command-line").textContent(),
+          new RegExp(
+            `^websocat --binary .* tcp-l:127\\.0\\.0\\.1:7000 ws://.*/api/v1/rentals/${rid}/ports/7000/connect$`,
+          ),
+        );
+        await shoot(c, "84b-rental-ports");
+        const [tab] = await Promise.all([
+          c.context().waitForEvent("page"),
+          ports.getByRole("button", { name: "Open port 8080" }).click(),
+        ]);
+        await tab
+          .getByRole("heading", { name: "hello from the container" })
+          .waitFor({ timeout: 20000 });
+        const opened = new URL(tab.url());
+        assert.equal(
+          opened.hostname,
+          `${rid.slice(4).toLowerCase()}-8080.localhost`,
+        );
+        assert.equal(opened.search, "", "the token left the address");
+        await shoot(tab, "84c-rental-port-page");
+        await tab.close();
+        // A token for programs, shown once.
+        await ports.getByRole("button", { name: "New access token" }).click();
+        const tokenPanel = c.getByRole("region", { name: "New access token" });
+        assert.match(
+          await tokenPanel.locator("pre code").textContent(),
+          /^gpx_r_[A-Za-z0-9_-]{43}$/,
+        );
+        await tokenPanel
+          .getByRole("button", { name: "Done, I have copied it" })
+          .click();
+        assert.equal(await tokenPanel.count(), 0);
 
         // --- the Rentals page lists it, running; the filters
         await nav(c, "Rentals").click();

@@ -113,6 +113,12 @@ export class Gpunexd {
         "argon2_memlimit_bytes = 8192",
         "signups_per_address_per_hour = 1000000",
         "",
+        // Rentals' HTTP ports: {rental}-{port}.localhost, which the browser sends to
+        // loopback (docs/access.md).
+        "[access]",
+        'listen = "127.0.0.1:0"',
+        'domain = "localhost"',
+        "",
         "[fleet]",
         "heartbeat_interval_s = 1",
         "offline_after_s = 4",

@@ -709,6 +709,35 @@ export interface Rental {
   customer?: string | null; // the customer's pseudonym, shown to its provider and admins
   cost_per_hour_micro: number; // gpus × price_micro
   job_id?: string | null; // the job that placed it
+  ports?: RentalPort[]; // the container's ports its customer may reach (docs/access.md)
+}
+
+// A declared port; connect_path, url and path_url are shown to the customer only (url and
+// path_url for HTTP ports, while the platform has an access listener).
+export interface RentalPort {
+  port: number;
+  protocol: "http" | "tcp";
+  public: boolean;
+  connect_path?: string;
+  url?: string;
+  path_url?: string;
+}
+
+export interface PortSpec {
+  port: number;
+  protocol?: "http" | "tcp";
+  public?: boolean;
+}
+
+// POST /rentals/{id}/access-tokens: the token is shown once.
+export interface AccessToken {
+  id: string;
+  rental_id: string;
+  token?: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  links?: Array<{ port: number; url: string; path_url: string }>;
 }
 
 export interface CreateRental {
@@ -717,6 +746,7 @@ export interface CreateRental {
   image: string;
   command?: string[];
   env?: Record<string, string>;
+  ports?: PortSpec[];
   max_duration_s?: number;
   max_cost_micro?: number;
 }

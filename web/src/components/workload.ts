@@ -11,6 +11,7 @@ export interface WorkloadBody {
   image: string;
   command?: string[];
   env?: Record<string, string>;
+  ports?: api.PortSpec[];
   max_duration_s?: number;
   max_cost_micro?: number;
 }
@@ -49,6 +50,24 @@ export function parseEnv(text: string): { ok: true; env: Record<string, string> 
   return { ok: true, env };
 }
 
+// "8888, 22/tcp, 8080/public": an HTTP port, a TCP port, an HTTP port anyone may open;
+// commas or spaces between them. The API checks the rest (at most 16, each once).
+export function parsePorts(text: string): { ok: true; ports: api.PortSpec[] } | { ok: false; error: string } {
+  const ports: api.PortSpec[] = [];
+  for (const word of text.split(/[\s,]+/).filter(Boolean)) {
+    const m = word.toLowerCase().match(/^(\d{1,5})(?:\/(http|tcp))?(?:\/(public))?$/);
+    const port = m ? Number(m[1]) : 0;
+    if (!m || port < 1 || port > 65535) {
+      return { ok: false, error: `"${word}" must be a port from 1 to 65535, then /tcp or /public if so` };
+    }
+    if (m[2] === "tcp" && m[3]) return { ok: false, error: `"${word}": only an HTTP port can be public` };
+    const spec: api.PortSpec = { port, protocol: m[2] === "tcp" ? "tcp" : "http" };
+    if (m[3]) spec.public = true;
+    ports.push(spec);
+  }
+  return { ok: true, ports };
+}
+
 const kUnits: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 // "90 min", "2 h", "1.5h", "1 d", "45 s"; a bare number is hours. Seconds, or an error.
@@ -85,6 +104,8 @@ export function workloadFields(): WorkloadFields {
   const command = h("textarea", { rows: 2, spellcheck: false, maxlength: 16384, class: "mono" });
   const env = h("textarea", { rows: 3, spellcheck: false, maxlength: 65536, class: "mono" });
   env.placeholder = "EPOCHS=3\nWANDB_MODE=offline";
+  const ports = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 512, class: "mono" });
+  ports.placeholder = "8888, 22/tcp";
   const maxDuration = h("input", { type: "text", autocomplete: "off", inputmode: "text", maxlength: 32 });
   const maxCost = h("input", { type: "text", autocomplete: "off", inputmode: "decimal", maxlength: 32 });
   const parts = [
@@ -94,6 +115,10 @@ export function workloadFields(): WorkloadFields {
       hint: "Words separated by spaces, or one argument per line. Empty: the image's own command.",
     }),
     field("Environment variables (optional)", env, { field: "env", hint: "One NAME=value per line." }),
+    field("Ports (optional)", ports, {
+      field: "ports",
+      hint: "The container's ports you will reach: 8888 is HTTP (opened in the browser), 22/tcp a TCP port, 8080/public an HTTP port anyone may open.",
+    }),
   ];
   const limits = h(
     "fieldset",
@@ -126,6 +151,9 @@ export function workloadFields(): WorkloadFields {
       const e = parseEnv(env.value);
       if (!e.ok) errors.env = e.error;
       else if (Object.keys(e.env).length) body.env = e.env;
+      const p = parsePorts(ports.value);
+      if (!p.ok) errors.ports = p.error;
+      else if (p.ports.length) body.ports = p.ports;
       if (maxDuration.value.trim()) {
         const d = parseDuration(maxDuration.value);
         if (!d.ok) errors.max_duration_s = d.error;

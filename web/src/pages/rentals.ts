@@ -15,6 +15,7 @@ import {
   rateText,
   rentalStateBadge,
 } from "../components/rental";
+import { portsSection } from "../components/ports";
 import { append, busy, button, h, replace } from "../dom";
 import { errorBanner, isAbort, noticeBanner, StatusSlot } from "../errors";
 import { duration, when } from "../format";
@@ -254,6 +255,9 @@ export async function rentalPage(v: View): Promise<void> {
   const status = h("section", { class: "card rental-status", "aria-labelledby": "status-title" });
   const cost = h("section", { class: "card rental-cost", "aria-labelledby": "cost-title" });
   const workload = h("section", { class: "card rental-workload", "aria-labelledby": "workload-title" });
+  // The Ports card, rebuilt only when the rental's state changes (a token shown once stays).
+  const portsArea = h("div");
+  let portsState = "";
   const logLines = h("pre", {
     class: "log-view",
     tabindex: 0,
@@ -281,6 +285,7 @@ export async function rentalPage(v: View): Promise<void> {
     low,
     h("div", { class: "rental-grid" }, status, cost),
     workload,
+    portsArea,
     logs,
   );
 
@@ -426,6 +431,10 @@ export async function rentalPage(v: View): Promise<void> {
         ["Machine", providerView || hasRole("admin") ? rental.machine_id : null, "mono"],
       ]),
     );
+    if (portsState !== rental.state) {
+      portsState = rental.state;
+      replace(portsArea, portsSection(rental, viewer === "customer"));
+    }
     if (!providerView) replace(low, active && balance ? lowBalanceBanner(balance) : null);
   };
 
