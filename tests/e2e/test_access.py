@@ -283,7 +283,7 @@ class AccessTest(ServerTestCase):
         r = self.provider.c.get(f"{API}/rentals/{rid}")
         self.assertStatus(r, 200)
         self.assertEqual([sorted(p) for p in r.body["ports"]],
-                         [["port", "protocol", "public"]] * len(PORTS))
+                         [["port", "protocol", "public", "traffic"]] * len(PORTS))
 
     def test_only_the_customer_reaches_only_declared_ports(self):
         self.assertEqual(self.refused(ECHO_PORT, token="").status, 401)
@@ -546,6 +546,21 @@ class AccessTest(ServerTestCase):
             want.update(blob)
         self.assertEqual(have, mib << 20)
         self.assertEqual(got.hexdigest(), want.hexdigest())
+
+        # The rental's traffic: its port's bytes each way (metered every few seconds).
+        def metered():
+            r = get_rental(self.customer, self.web["id"])
+            port = next(p for p in r["ports"] if p["port"] == WEB_PORT)
+            done = (port["traffic"]["in_bytes"] >= mib << 20
+                    and port["traffic"]["out_bytes"] >= (mib + 1) << 20)
+            return r if done else None
+        r = wait_until(metered, 20, "the web rental's traffic")
+        self.assertGreaterEqual(r["traffic"]["in_bytes"], mib << 20)
+        self.assertEqual(r["traffic"]["in_bytes"],
+                         sum(p["traffic"]["in_bytes"] for p in r["ports"]))
+        metrics = self.srv.client().get("/metrics").raw.decode()
+        self.assertIn(f'gpunex_rental_port_bytes{{direction="in",port="{WEB_PORT}",'
+                      f'rental_id="{self.web["id"]}"}}', metrics)
 
         if measured:
             for name, pid in pids.items():

@@ -377,13 +377,16 @@ class RentalsBadInputsMixin:
                                                   max_cost_micro=1, ports=ports)(ctx))
         self.assertStatus(res, 201)
         rid = res.body["id"]
+        # (No access listener here: HTTP ports show no url. Nothing moved yet.)
+        none = {"in_bytes": 0, "out_bytes": 0}
         want = [{"port": 8888, "protocol": "http", "public": False,
-                 "connect_path": f"/api/v1/rentals/{rid}/ports/8888/connect"},
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/8888/connect", "traffic": none},
                 {"port": 22, "protocol": "tcp", "public": False,
-                 "connect_path": f"/api/v1/rentals/{rid}/ports/22/connect"},
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/22/connect", "traffic": none},
                 {"port": 65535, "protocol": "http", "public": True,
-                 "connect_path": f"/api/v1/rentals/{rid}/ports/65535/connect"}]
+                 "connect_path": f"/api/v1/rentals/{rid}/ports/65535/connect", "traffic": none}]
         self.assertEqual(res.body["ports"], want)
+        self.assertEqual(res.body["traffic"], none)
         self.assertEqual(cl["customer"].get(f"{RENTALS}/{res.body['id']}").body["ports"], want)
         # The balance short of an hour still rents what it covers.
         res = cl["cents"].post(RENTALS, rental(max_duration_s=DROP, max_cost_micro=1000)(ctx))

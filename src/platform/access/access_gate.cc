@@ -264,13 +264,13 @@ http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::
 
     const int port_number = where->port;
     grant.open =
-        [&relay, machine = r.machine_id, workload = r.workload_id, port_number](
+        [&relay, machine = r.machine_id, workload = r.workload_id, rental = r.id, port_number](
             std::weak_ptr<http::UpstreamSink> sink) -> StatusOr<std::unique_ptr<http::Upstream>> {
       auto adapter = std::make_shared<RelaySink>(std::move(sink), port_number);
       GPUNEX_ASSIGN_OR_RETURN(
           std::unique_ptr<relay::Stream> stream,
           relay.Open(machine, StreamTarget{workload, static_cast<uint16_t>(port_number)},
-                     std::weak_ptr<relay::StreamSink>(adapter)));
+                     std::weak_ptr<relay::StreamSink>(adapter), rental));
       return std::unique_ptr<http::Upstream>(
           std::make_unique<RelayUpstream>(std::move(adapter), std::move(stream)));
     };

@@ -55,7 +55,7 @@ TEST(PortOfPathTest, FindsTheRentalThePortAndThePrefix) {
   auto query = PortOfPath("/r/" + id + "/8080?gpx_token=x");
   ASSERT_TRUE(query.has_value());
   EXPECT_EQ(query->prefix, "/r/" + id + "/8080");
-  for (std::string t : std::vector<std::string>{
+  for (const std::string& t : std::vector<std::string>{
            "/", "/r/", "/r/" + id, "/r/" + id + "/", "/r/" + id + "/x/", "/r/" + id + "/99999/",
            "/r/usr_01JD3ZK8Q4W7X9Y2A5B6C7D8E9/80/", "/r/rnt_short/80/", "/x/" + id + "/80/"}) {
     EXPECT_FALSE(PortOfPath(t).has_value()) << t;

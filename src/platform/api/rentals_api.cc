@@ -4,6 +4,7 @@
 
 #include "platform/access/access.h"
 #include "platform/api/api.h"
+#include "platform/relay/traffic.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
 
@@ -88,10 +89,35 @@ json::object RentalJson(const ApiContext& ctx, const accounts::Principal& p,
   return o;
 }
 
+// One rental, with the bytes its ports moved through the platform (relay/traffic.h):
+// `traffic` in all, and each port's own.
 http::Response RentalReply(const ApiContext& ctx, int status, const accounts::Principal& p,
                            const StatusOr<rentals::Rental>& r) {
   if (!r.ok()) return http::ErrorResponse(r.status());
-  return http::Response::Json(status, RentalJson(ctx, p, *r));
+  json::object o = RentalJson(ctx, p, *r);
+  std::vector<relay::PortTraffic> traffic;
+  Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(traffic, relay::TrafficOf(tx, r->id));
+    return Status::Ok();
+  });
+  if (!read.ok()) return http::ErrorResponse(read);
+  int64_t in = 0, out = 0;
+  for (json::value& v : o["ports"].as_array()) {
+    json::object& port = v.as_object();
+    json::object t{{"in_bytes", 0}, {"out_bytes", 0}};
+    for (const auto& x : traffic) {
+      if (x.port == port.at("port").to_number<int64_t>()) {
+        t = {{"in_bytes", x.in_bytes}, {"out_bytes", x.out_bytes}};
+      }
+    }
+    port["traffic"] = std::move(t);
+  }
+  for (const auto& x : traffic) {
+    in += x.in_bytes;
+    out += x.out_bytes;
+  }
+  o["traffic"] = json::object{{"in_bytes", in}, {"out_bytes", out}};
+  return http::Response::Json(status, o);
 }
 
 StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {

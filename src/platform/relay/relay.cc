@@ -24,6 +24,28 @@ struct Relay::Shared {
   std::atomic<int64_t> bytes_to_agents{0};
   std::atomic<int64_t> bytes_from_agents{0};
 
+  // Traffic per (rental, port): not yet metered, and since start (until the rental ends).
+  // Taken under a channel's lock (never the other way round).
+  using TrafficKey = std::pair<std::string, uint16_t>;
+  Mutex traffic_mu;
+  std::map<TrafficKey, PortTraffic> unmetered GUARDED_BY(traffic_mu);
+  std::map<TrafficKey, PortTraffic> totals GUARDED_BY(traffic_mu);
+  std::map<std::string, std::string> rental_of_workload GUARDED_BY(traffic_mu);
+
+  void AddTraffic(const std::string& workload_id, const std::string& rental_id, uint16_t port,
+                  int64_t in, int64_t out) EXCLUDES(traffic_mu) {
+    if (rental_id.empty()) return;
+    MutexLock lock(&traffic_mu);
+    for (auto* m : {&unmetered, &totals}) {
+      PortTraffic& t = (*m)[{rental_id, port}];
+      t.rental_id = rental_id;
+      t.port = port;
+      t.in_bytes += in;
+      t.out_bytes += out;
+    }
+    rental_of_workload[workload_id] = rental_id;
+  }
+
   void Post(std::shared_ptr<DataChannel> channel) EXCLUDES(mu) {
     {
       MutexLock lock(&mu);
@@ -97,8 +119,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
 
   // --- from streams' users ---
 
-  StatusOr<uint32_t> Open(const StreamTarget& target, std::weak_ptr<StreamSink> sink)
-      EXCLUDES(mu_) {
+  StatusOr<uint32_t> Open(const StreamTarget& target, std::weak_ptr<StreamSink> sink,
+                          const std::string& rental_id) EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     if (closed_) return Unavailable("the machine's data channel is closing");
     if (per_workload_[target.workload_id] >= max_per_workload_) {
@@ -107,7 +129,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     }
     GPUNEX_ASSIGN_OR_RETURN(uint32_t id, session_.Open(EncodeStreamTarget(target)));
     ++per_workload_[target.workload_id];
-    streams_[id] = Entry{std::move(sink), target.workload_id};
+    streams_[id] = Entry{std::move(sink), target.workload_id, rental_id, target.port};
     AfterLocked();
     return id;
   }
@@ -115,7 +137,13 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   StatusOr<size_t> Write(uint32_t id, std::string_view data) EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     GPUNEX_ASSIGN_OR_RETURN(size_t n, session_.Write(id, data));
-    if (auto shared = shared_.lock()) shared->bytes_to_agents += static_cast<int64_t>(n);
+    if (auto shared = shared_.lock()) {
+      shared->bytes_to_agents += static_cast<int64_t>(n);
+      if (auto it = streams_.find(id); it != streams_.end() && n > 0) {
+        shared->AddTraffic(it->second.workload_id, it->second.rental_id, it->second.port,
+                           static_cast<int64_t>(n), 0);
+      }
+    }
     AfterLocked();
     return n;
   }
@@ -131,8 +159,13 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     MutexLock lock(&mu_);
     auto got = session_.Read(id, max, SteadyClock::now());
     if (!got.ok()) return {};
-    if (auto shared = shared_.lock())
+    if (auto shared = shared_.lock()) {
       shared->bytes_from_agents += static_cast<int64_t>(got->size());
+      if (auto it = streams_.find(id); it != streams_.end() && !got->empty()) {
+        shared->AddTraffic(it->second.workload_id, it->second.rental_id, it->second.port, 0,
+                           static_cast<int64_t>(got->size()));
+      }
+    }
     AfterLocked();
     return std::move(*got);
   }
@@ -221,6 +254,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   struct Entry {
     std::weak_ptr<StreamSink> sink;
     std::string workload_id;
+    std::string rental_id;  // metered to; "" : not metered
+    uint16_t port = 0;
   };
 
   // After every change: sends what may go, and queues the sink calls the session's
@@ -351,6 +386,7 @@ Relay::~Relay() {
 
 void Relay::Run() {
   auto next_tick = SteadyClock::now() + options_.tick;
+  auto next_meter = SteadyClock::now() + options_.meter_interval;
   for (;;) {
     std::shared_ptr<DataChannel> due;
     std::vector<std::shared_ptr<DataChannel>> tick;
@@ -359,7 +395,7 @@ void Relay::Run() {
       while (!shared_->stopping && shared_->due.empty() && SteadyClock::now() < next_tick) {
         shared_->cv.WaitFor(&shared_->mu, next_tick - SteadyClock::now());
       }
-      if (shared_->stopping) return;
+      if (shared_->stopping) break;
       if (!shared_->due.empty()) {
         due = std::move(shared_->due.front());
         shared_->due.pop_front();
@@ -371,7 +407,26 @@ void Relay::Run() {
     if (due) due->Deliver();
     for (auto& channel : tick) channel->Tick();
     if (!tick.empty()) EndUnreachable(tick);
+    if (SteadyClock::now() >= next_meter) {
+      Meter();
+      next_meter = SteadyClock::now() + options_.meter_interval;
+    }
   }
+  Meter();  // what moved since the last call is not lost at a stop
+}
+
+void Relay::Meter() {
+  if (!options_.meter) return;
+  std::map<Shared::TrafficKey, PortTraffic> taken;
+  {
+    MutexLock lock(&shared_->traffic_mu);
+    taken.swap(shared_->unmetered);
+  }
+  if (taken.empty()) return;
+  std::vector<PortTraffic> out;
+  out.reserve(taken.size());
+  for (auto& [key, t] : taken) out.push_back(std::move(t));
+  options_.meter(out);
 }
 
 void Relay::EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& channels) {
@@ -389,6 +444,14 @@ void Relay::EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& chan
   if (gone->empty()) return;
   const std::set<std::string> ended(gone->begin(), gone->end());
   for (const auto& c : channels) c->EndWorkloads(ended);
+  // An ended rental's figures leave /metrics (its totals stay on the rental).
+  MutexLock lock(&shared_->traffic_mu);
+  for (const std::string& workload : ended) {
+    auto it = shared_->rental_of_workload.find(workload);
+    if (it == shared_->rental_of_workload.end()) continue;
+    std::erase_if(shared_->totals, [&](const auto& kv) { return kv.first.first == it->second; });
+    shared_->rental_of_workload.erase(it);
+  }
 }
 
 std::shared_ptr<http::WebSocketSession> Relay::Attach(
@@ -409,7 +472,8 @@ std::shared_ptr<http::WebSocketSession> Relay::Attach(
 
 StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
                                               const StreamTarget& target,
-                                              std::weak_ptr<StreamSink> sink) {
+                                              std::weak_ptr<StreamSink> sink,
+                                              const std::string& rental_id) {
   std::shared_ptr<DataChannel> channel;
   {
     MutexLock lock(&shared_->mu);
@@ -417,7 +481,7 @@ StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
     if (it != shared_->channels.end()) channel = it->second;
   }
   if (!channel) return Unavailable("the machine's agent has no data channel open");
-  GPUNEX_ASSIGN_OR_RETURN(uint32_t id, channel->Open(target, std::move(sink)));
+  GPUNEX_ASSIGN_OR_RETURN(uint32_t id, channel->Open(target, std::move(sink), rental_id));
   return std::make_unique<Stream>(std::move(channel), id);
 }
 
@@ -437,6 +501,8 @@ RelayFigures Relay::Figures() const {
   for (auto& c : channels) f.streams += static_cast<int64_t>(c->open_streams());
   f.bytes_to_agents = shared_->bytes_to_agents.load();
   f.bytes_from_agents = shared_->bytes_from_agents.load();
+  MutexLock lock(&shared_->traffic_mu);
+  for (const auto& [key, t] : shared_->totals) f.ports.push_back(t);
   return f;
 }
 

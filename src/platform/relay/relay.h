@@ -93,6 +93,15 @@ class Stream {
   const uint32_t id_;
 };
 
+// Bytes a rental's port moved through the relay: in, from its customer to the port; out,
+// from the port to the customer.
+struct PortTraffic {
+  std::string rental_id;
+  uint16_t port = 0;
+  int64_t in_bytes = 0;
+  int64_t out_bytes = 0;
+};
+
 struct RelayOptions {
   mux::Options mux;
   // Streams one workload may have open at once (on top of the mux's per-machine cap).
@@ -103,6 +112,11 @@ struct RelayOptions {
   // Of the workloads given, those that may no longer be reached (their rental ended):
   // their streams are reset with mux::Code::kGone at the next tick. Null: never asked.
   std::function<StatusOr<std::vector<std::string>>(const std::vector<std::string>&)> unreachable;
+  // Called with the bytes streams moved since the last call, per rental and port, every
+  // meter_interval, and once more when the relay stops (on the relay's thread, which
+  // waits for it). Null: not metered.
+  std::function<void(const std::vector<PortTraffic>&)> meter;
+  std::chrono::milliseconds meter_interval{5000};
 };
 
 // Figures for /metrics.
@@ -111,6 +125,8 @@ struct RelayFigures {
   int64_t streams = 0;
   int64_t bytes_to_agents = 0;    // stream bytes sent (what customers wrote)
   int64_t bytes_from_agents = 0;  // stream bytes received (what the ports answered)
+  // Since start, per rental and port, for the rentals that have not ended.
+  std::vector<PortTraffic> ports;
 };
 
 class Relay {
@@ -130,8 +146,10 @@ class Relay {
   // Opens a stream to `target` through `machine_id`'s agent; `sink` hears what happens
   // (kept weakly: the user keeps it alive). kUnavailable when the machine has no data
   // channel here; kResourceExhausted at a cap (the machine's or the workload's).
+  // `rental_id` names the rental whose traffic the stream is metered to.
   StatusOr<std::unique_ptr<Stream>> Open(const std::string& machine_id, const StreamTarget& target,
-                                         std::weak_ptr<StreamSink> sink);
+                                         std::weak_ptr<StreamSink> sink,
+                                         const std::string& rental_id = "");
 
   // Whether `machine_id` has a data channel here.
   bool Connected(const std::string& machine_id) const;
@@ -145,6 +163,8 @@ class Relay {
   void Run();
   // Resets the streams of the workloads that options_.unreachable names.
   void EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& channels);
+  // Hands the traffic since the last call to options_.meter.
+  void Meter();
 
   const RelayOptions options_;
   const std::shared_ptr<Shared> shared_;

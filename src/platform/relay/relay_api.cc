@@ -221,7 +221,7 @@ http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx) {
     GPUNEX_ASSIGN_OR_RETURN(
         std::unique_ptr<Stream> stream,
         ctx.services.Get<Relay>().Open(r.machine_id, StreamTarget{r.workload_id, port.port},
-                                       std::weak_ptr<StreamSink>(bridge)));
+                                       std::weak_ptr<StreamSink>(bridge), r.id));
     bridge->Start(std::move(stream));
     LogInfo("relay.port_opened", {{"rental_id", r.id},
                                   {"port", port.port},

@@ -1,6 +1,8 @@
 #include "platform/relay/relay_module.h"
 
+#include "common/log.h"
 #include "platform/http/metrics.h"
+#include "platform/relay/traffic.h"
 #include "platform/rentals/rentals.h"
 #include "platform/store/db.h"
 
@@ -19,6 +21,16 @@ void CollectMetrics(const Services& s, http::Metrics& m) {
              static_cast<double>(f.bytes_to_agents));
   m.SetGauge("gpunex_relay_bytes_from_agents", "Stream bytes relayed from agents since start.",
              static_cast<double>(f.bytes_from_agents));
+  for (const PortTraffic& t : f.ports) {
+    for (const auto& [direction, bytes] : {std::pair{"in", t.in_bytes}, {"out", t.out_bytes}}) {
+      m.SetGauge(
+          "gpunex_rental_port_bytes",
+          "Bytes a running rental's port moved through this instance since start "
+          "(in: from its customer).",
+          static_cast<double>(bytes),
+          {{"rental_id", t.rental_id}, {"port", std::to_string(t.port)}, {"direction", direction}});
+    }
+  }
 }
 
 }  // namespace
@@ -26,6 +38,7 @@ void CollectMetrics(const Services& s, http::Metrics& m) {
 Module RelayModule() {
   return Module{
       .name = "relay",
+      .migrations = TrafficMigrations,
       .build = [](ModuleEnv& env) -> Status {
         RelayOptions o;
         // A rental that ends closes its connections within a tick (docs/access.md).
@@ -38,6 +51,11 @@ Module RelayModule() {
             return Status::Ok();
           }));
           return out;
+        };
+        // Each port's bytes are added to its rental's row every few seconds.
+        o.meter = [&db = env.db](const std::vector<PortTraffic>& traffic) {
+          Status st = db.Transact([&](store::Tx& tx) { return AddTraffic(tx, traffic); });
+          if (!st.ok()) LogWarn("relay.meter_failed", {{"error", st.ToString()}});
         };
         env.services.Own(std::make_unique<Relay>(std::move(o)));
         return Status::Ok();

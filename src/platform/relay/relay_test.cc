@@ -464,5 +464,79 @@ TEST_F(RelayEndTest, TheStreamsOfAnEndedRentalEndWithinATick) {
   EXPECT_EQ(relay_.Figures().streams, 0);
 }
 
+// What the meter of RelayMeterTest was handed.
+Mutex g_meter_mu;
+std::vector<PortTraffic> g_metered GUARDED_BY(g_meter_mu);
+
+class RelayMeterTest : public RelayTest {
+ protected:
+  static RelayOptions MeteredOptions() {
+    RelayOptions o;
+    o.tick = 50ms;
+    o.meter_interval = 100ms;
+    o.meter = [](const std::vector<PortTraffic>& t) {
+      MutexLock lock(&g_meter_mu);
+      g_metered.insert(g_metered.end(), t.begin(), t.end());
+    };
+    o.unreachable =
+        [](const std::vector<std::string>& workloads) -> StatusOr<std::vector<std::string>> {
+      return g_ended.load() ? workloads : std::vector<std::string>{};
+    };
+    return o;
+  }
+  RelayMeterTest() : RelayTest(MeteredOptions()) {
+    g_ended = false;
+    MutexLock lock(&g_meter_mu);
+    g_metered.clear();
+  }
+
+  // The bytes metered so far to (rental, port): in, out.
+  static std::pair<int64_t, int64_t> Metered(const std::string& rental, uint16_t port) {
+    MutexLock lock(&g_meter_mu);
+    std::pair<int64_t, int64_t> sum{0, 0};
+    for (const PortTraffic& t : g_metered) {
+      if (t.rental_id == rental && t.port == port) {
+        sum.first += t.in_bytes;
+        sum.second += t.out_bytes;
+      }
+    }
+    return sum;
+  }
+};
+
+TEST_F(RelayMeterTest, EachRentalsPortIsMeteredBothWaysAndLeavesTheFiguresWhenItEnds) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto s = relay_.Open(kMachine, StreamTarget{kWorkload, 7}, sink, "rnt_metered");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  sink->Bind(s->get());
+  const std::string data = RandomBytes(300000, 9);
+  ASSERT_TRUE(sink->WriteAll(data));
+  ASSERT_TRUE(sink->WaitBytes(data.size()));
+  // Handed to the meter in pieces, every interval: they add up to every byte.
+  for (int i = 0; i < 100 && Metered("rnt_metered", 7).second < 300000; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(Metered("rnt_metered", 7), (std::pair<int64_t, int64_t>(300000, 300000)));
+  RelayFigures f = relay_.Figures();
+  ASSERT_EQ(f.ports.size(), 1u);
+  EXPECT_EQ(f.ports[0].rental_id, "rnt_metered");
+  EXPECT_EQ(f.ports[0].port, 7);
+  EXPECT_EQ(f.ports[0].in_bytes, 300000);
+  EXPECT_EQ(f.ports[0].out_bytes, 300000);
+  // A stream opened without a rental is not metered.
+  auto other = std::make_shared<TestSink>();
+  auto unmetered = OpenTo(other);
+  ASSERT_TRUE(other->WriteAll("x"));
+  ASSERT_TRUE(other->WaitBytes(1));
+  EXPECT_EQ(relay_.Figures().ports.size(), 1u);
+  // The rental ends: its figures leave (its rows stay where the meter put them).
+  g_ended = true;
+  ASSERT_TRUE(sink->WaitEnded(5s));
+  for (int i = 0; i < 100 && !relay_.Figures().ports.empty(); ++i)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(relay_.Figures().ports.empty());
+}
+
 }  // namespace
 }  // namespace gpunex::platform::relay
