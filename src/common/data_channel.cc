@@ -1,12 +1,47 @@
 #include "common/data_channel.h"
 
+#include <limits>
+#include <optional>
+
 #include "common/agent_protocol.h"
 #include "common/json.h"
 #include "common/mux.h"
 
 namespace gpunex {
 
+std::string FilesPathProblem(std::string_view path) {
+  if (path.empty() || path.front() != '/') return "must be an absolute path (starting with /)";
+  if (path.size() > kMaxFilesPath) {
+    return "must be at most " + std::to_string(kMaxFilesPath) + " bytes";
+  }
+  for (char c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "must not contain control characters";
+    }
+  }
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view segment = path.substr(start, slash - start);
+    if (segment == "." || segment == "..") return "must not have . or .. segments";
+    start = slash + 1;
+  }
+  return "";
+}
+
 std::string EncodeStreamTarget(const StreamTarget& target) {
+  if (target.kind == StreamTarget::Kind::kFiles) {
+    json::object o{{"kind", "files"},
+                   {"workload_id", target.workload_id},
+                   {"op", target.put ? "put" : "get"},
+                   {"path", target.path}};
+    if (target.put) {
+      o["chunked"] = target.chunked;
+      o["length"] = target.length;
+    }
+    return ToJsonText(o);
+  }
   return ToJsonText(
       json::object{{"kind", "port"}, {"workload_id", target.workload_id}, {"port", target.port}});
 }
@@ -19,10 +54,31 @@ StatusOr<StreamTarget> ParseStreamTarget(std::string_view payload) {
   }
   FieldErrors errors;
   JsonReader r(parsed->get_object(), "", &errors);
-  r.RejectUnknown({"kind", "workload_id", "port"});
   StreamTarget t;
-  if (auto kind = r.String("kind", true, 16); kind && *kind != "port") {
-    r.Fail("kind", "must be \"port\"");
+  std::optional<std::string> kind = r.String("kind", true, 16);
+  if (kind && *kind == "files") {
+    t.kind = StreamTarget::Kind::kFiles;
+    r.RejectUnknown({"kind", "workload_id", "op", "path", "chunked", "length"});
+    if (auto op = r.String("op", true, 8)) {
+      if (*op != "get" && *op != "put") r.Fail("op", "must be \"get\" or \"put\"");
+      t.put = *op == "put";
+    }
+    if (auto path = r.String("path", true, kMaxFilesPath)) {
+      if (std::string why = FilesPathProblem(*path); !why.empty()) {
+        r.Fail("path", why);
+      } else {
+        t.path = *path;
+      }
+    }
+    if (t.put) {
+      t.chunked = r.Bool("chunked", false).value_or(false);
+      t.length = static_cast<uint64_t>(
+          r.Int("length", false, 0, std::numeric_limits<int64_t>::max()).value_or(0));
+    }
+  } else {
+    r.RejectUnknown({"kind", "workload_id", "port"});
+    if (kind && *kind != "port") r.Fail("kind", "must be \"port\" or \"files\"");
+    if (auto port = r.Int("port", true, 1, 65535)) t.port = static_cast<uint16_t>(*port);
   }
   if (auto id = r.String("workload_id", true, 64)) {
     if (protocol::IsWorkloadId(*id)) {
@@ -31,7 +87,6 @@ StatusOr<StreamTarget> ParseStreamTarget(std::string_view payload) {
       r.Fail("workload_id", "is not a workload id");
     }
   }
-  if (auto port = r.Int("port", true, 1, 65535)) t.port = static_cast<uint16_t>(*port);
   if (!errors.empty()) {
     return InvalidArgument("bad target: " + errors.begin()->first + " " + errors.begin()->second);
   }

@@ -15,12 +15,55 @@ TEST(StreamTarget, RoundTrips) {
   EXPECT_EQ(*back, t);
 }
 
+TEST(StreamTarget, FilesRoundTripWithTheirFraming) {
+  StreamTarget get{.workload_id = "wkl_01M953QKHX2WV91S3HKEK5PC5K",
+                   .kind = StreamTarget::Kind::kFiles,
+                   .path = "/scratch/out"};
+  EXPECT_EQ(EncodeStreamTarget(get),
+            "{\"kind\":\"files\",\"workload_id\":\"wkl_01M953QKHX2WV91S3HKEK5PC5K\",\"op\":\"get\","
+            "\"path\":\"/scratch/out\"}");
+  auto back = ParseStreamTarget(EncodeStreamTarget(get));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, get);
+  StreamTarget put = get;
+  put.put = true;
+  put.length = 10240;
+  back = ParseStreamTarget(EncodeStreamTarget(put));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, put);
+  put.length = 0;
+  put.chunked = true;
+  back = ParseStreamTarget(EncodeStreamTarget(put));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, put);
+}
+
+TEST(FilesPathProblem, TakesAbsolutePathsWithoutDotSegments) {
+  for (const char* ok : {"/", "/scratch", "/scratch/a b/c.txt", "/a/.hidden", "/a/b/"}) {
+    EXPECT_EQ(FilesPathProblem(ok), "") << ok;
+  }
+  for (const std::string& bad :
+       std::vector<std::string>{"", "scratch", "./a", "/a/./b", "/a/..", "/a\nb",
+                                std::string("/a\0b", 4), "/" + std::string(5000, 'a')}) {
+    EXPECT_NE(FilesPathProblem(bad), "") << bad;
+  }
+}
+
 TEST(StreamTarget, RefusesWhatItDoesNotKnow) {
   const std::string id = "wkl_01M953QKHX2WV91S3HKEK5PC5K";
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"", "not a JSON object"},
       {"[1]", "not a JSON object"},
       {"{\"kind\":\"file\",\"workload_id\":\"" + id + "\",\"port\":1}", "kind"},
+      {"{\"kind\":\"files\",\"workload_id\":\"" + id + "\",\"op\":\"get\",\"path\":\"etc\"}",
+       "absolute"},
+      {"{\"kind\":\"files\",\"workload_id\":\"" + id + "\",\"op\":\"get\",\"path\":\"/a/../b\"}",
+       ".. segments"},
+      {"{\"kind\":\"files\",\"workload_id\":\"" + id + "\",\"op\":\"rm\",\"path\":\"/a\"}", "op"},
+      {"{\"kind\":\"files\",\"workload_id\":\"" + id + "\",\"path\":\"/a\"}", "op"},
+      {"{\"kind\":\"files\",\"workload_id\":\"" + id +
+           "\",\"op\":\"get\",\"path\":\"/a\",\"port\":22}",
+       "port"},
       {"{\"workload_id\":\"" + id + "\",\"port\":1}", "kind"},
       {"{\"kind\":\"port\",\"workload_id\":\"../etc\",\"port\":1}", "workload_id"},
       {"{\"kind\":\"port\",\"workload_id\":\"" + id + "\",\"port\":0}", "port"},

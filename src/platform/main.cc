@@ -235,6 +235,9 @@ int Serve(Config config, bool list_routes) {
   so.websocket_routes[std::string(api::kAgentConnectPath)] = forward(websocket_acceptor);
   so.websocket_routes[std::string(kDataChannelPath)] = forward(data_acceptor);
   so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_acceptor);
+  http::ProxyAuthorizer files_authorizer;
+  so.proxy_routes[std::string(relay::kFilesPattern)] =
+      [&files_authorizer](const http::ProxyRequest& req) { return files_authorizer(req); };
   auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
   so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {http::StreamRoute::Kind::kDownload,
                                                                  bench};
@@ -271,6 +274,7 @@ int Serve(Config config, bool list_routes) {
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   data_acceptor = relay::DataChannelAcceptor(ctx);
   port_acceptor = relay::PortConnectAcceptor(ctx);
+  files_authorizer = relay::FilesAuthorizer(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));

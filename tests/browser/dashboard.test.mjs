@@ -86,11 +86,11 @@ const PASSWORD = "correct-horse-battery";
 const BUSYBOX_REF = "gpunex-test/busybox:1";
 // A rental's command, one argument per line (the Command field's form): prints its
 // environment, then a step a second; on SIGTERM (Stop) says so and ends at once.
-// It also serves a page on its declared HTTP port 8080 (busybox httpd, in /tmp: the root
-// file system is read-only).
+// It also serves a page on its declared HTTP port 8080 (busybox httpd, in /scratch: the
+// root file system is read-only).
 const TRAINER_SCRIPT =
-  "mkdir -p /tmp/www && echo '<h1>hello from the container</h1>' > /tmp/www/index.html && " +
-  "httpd -p 8080 -h /tmp/www; " +
+  "mkdir -p /scratch/www && echo '<h1>hello from the container</h1>' > /scratch/www/index.html && " +
+  "httpd -p 8080 -h /scratch/www; " +
   "trap 'echo received SIGTERM; exit 143' TERM; " +
   'echo "training for $EPOCHS epochs, wandb $WANDB_MODE"; ' +
   "i=0; while :; do i=$((i+1)); echo step $i; sleep 1 & wait $!; done";
@@ -2718,6 +2718,32 @@ describe("dashboard", () => {
           .getByRole("button", { name: "Done, I have copied it" })
           .click();
         assert.equal(await tokenPanel.count(), 0);
+
+        // --- its files: one uploaded from here lands in the container (its web server
+        // serves it); a directory downloads as a tar
+        const filesCard = c.locator(".rental-files");
+        await filesCard.getByLabel("Upload into").fill("/scratch/www");
+        await filesCard.getByLabel("File").setInputFiles({
+          name: "notes.html",
+          mimeType: "text/html",
+          buffer: Buffer.from("<h1>notes from the dashboard</h1>"),
+        });
+        await filesCard.getByRole("button", { name: "Upload" }).click();
+        await filesCard
+          .getByText("notes.html is in /scratch/www of the container.")
+          .waitFor();
+        await filesCard
+          .getByLabel("Path in the container")
+          .fill("/scratch/www");
+        const [download] = await Promise.all([
+          c.waitForEvent("download"),
+          filesCard.getByRole("button", { name: "Download as tar" }).click(),
+        ]);
+        assert.equal(download.suggestedFilename(), "www.tar");
+        const tarText = fs.readFileSync(await download.path(), "latin1");
+        assert.match(tarText, /notes from the dashboard/);
+        assert.match(tarText, /hello from the container/);
+        await shoot(c, "84d-rental-files");
 
         // --- the Rentals page lists it, running; the filters
         await nav(c, "Rentals").click();

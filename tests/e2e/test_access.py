@@ -21,11 +21,14 @@ with the reason otherwise); GPUNEX_AGENT names the agent binary.
 
 import hashlib
 import http.client
+import io
+import tarfile
 import json
 import os
 import threading
 import time
 import unittest
+import urllib.parse
 
 import wsclient
 from harness import API, WRAPPER, Gpunexd, ServerTestCase, free_port, wait_until
@@ -556,8 +559,9 @@ class AccessTest(ServerTestCase):
             return r if done else None
         r = wait_until(metered, 20, "the web rental's traffic")
         self.assertGreaterEqual(r["traffic"]["in_bytes"], mib << 20)
-        self.assertEqual(r["traffic"]["in_bytes"],
-                         sum(p["traffic"]["in_bytes"] for p in r["ports"]))
+        # (The total counts file transfers too, which are no port's.)
+        self.assertGreaterEqual(r["traffic"]["in_bytes"],
+                                sum(p["traffic"]["in_bytes"] for p in r["ports"]))
         metrics = self.srv.client().get("/metrics").raw.decode()
         self.assertIn(f'gpunex_rental_port_bytes{{direction="in",port="{WEB_PORT}",'
                       f'rental_id="{self.web["id"]}"}}', metrics)
@@ -568,6 +572,94 @@ class AccessTest(ServerTestCase):
                 print(f"\n{name}: {before[name] // 1024} MiB before, peak {peak // 1024} MiB "
                       f"while {mib} MiB went each way")
                 self.assertLess(peak - before[name], 96 * 1024, f"{name}'s memory grew")
+
+    # -- files
+
+    def files(self, method, path, *, token=None, body=None, headers=None, rental_id=None,
+              chunked=False):
+        """GET or PUT /api/v1/rentals/{id}/files?path=... on gpunexd: (response, body)."""
+        rid = rental_id or self.web["id"]
+        q = "" if path is None else "?path=" + urllib.parse.quote(path, safe="/")
+        h = {"Authorization": f"Bearer {token if token is not None else self.customer.token}"}
+        h.update(headers or {})
+        if body is not None:
+            h.setdefault("Content-Type", "application/x-tar")
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=60)
+        c.request(method, f"/api/v1/rentals/{rid}/files{q}", body=body, headers=h,
+                  encode_chunked=chunked)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r, data
+
+    @staticmethod
+    def tar_of(files):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as t:
+            for name, content in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(content)
+                info.mode = 0o644
+                t.addfile(info, io.BytesIO(content))
+        return out.getvalue()
+
+    @staticmethod
+    def untar(data):
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            return {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+
+    def test_files_go_out_and_in_as_tar(self):
+        r, data = self.files("GET", "/scratch/www")
+        self.assertEqual(r.status, 200, data[:300])
+        self.assertEqual(r.getheader("Content-Type"), "application/x-tar")
+        self.assertEqual(r.getheader("Content-Disposition"), 'attachment; filename="www.tar"')
+        self.assertIsNone(r.getheader("Server"))  # not the engine's own fields
+        self.assertIsNone(r.getheader("Api-Version"))
+        got = self.untar(data)
+        self.assertEqual(got["www/index.html"], b"hello-from-container\n")
+        self.assertEqual(len(got["www/blob"]), 1 << 20)
+
+        # In: unpacked into the directory, served by the container's web server at once;
+        # with a length and chunked alike.
+        page = os.urandom(200_000)
+        r, data = self.files("PUT", "/scratch/www", body=self.tar_of({"up.bin": page}))
+        self.assertEqual(r.status, 200, data)
+        tok = self.access_token()["token"]
+        r, served = self.access("GET", "/up.bin", token=tok)
+        self.assertEqual((r.status, served == page), (200, True))
+        pieces = [self.tar_of({"sub/chunked.txt": b"in pieces\n"})[i:i + 700]
+                  for i in range(0, 10240, 700)]
+        r, data = self.files("PUT", "/scratch", body=iter(pieces), chunked=True)
+        self.assertEqual(r.status, 200, data)
+        r, data = self.files("GET", "/scratch/sub/chunked.txt")
+        self.assertEqual(self.untar(data), {"chunked.txt": b"in pieces\n"})
+
+        # Bad paths are refused by name; what is not there is not found.
+        for bad, why in ((None, "absolute path"), ("scratch/www", "absolute"),
+                         ("/scratch/../etc", ".. segments")):
+            r, data = self.files("GET", bad)
+            self.assertEqual(r.status, 422, data)
+            self.assertIn(why, json.loads(data)["error"]["fields"]["path"])
+        r, data = self.files("GET", "/scratch/nothing-here")
+        self.assertEqual(r.status, 404, data)
+        r, data = self.files("PUT", "/scratch", body=b"", headers={"Content-Length": "0"})
+        self.assertEqual(r.status, 422, data)
+        self.assertIn("body", json.loads(data)["error"]["fields"])
+        r, _ = self.files("POST", "/scratch")
+        self.assertEqual(r.status, 405)
+        # Only the customer: others are told there is no such rental.
+        other = self.srv.user("Fiona Files")
+        for who in (other.token, self.provider.token, SHARED["admin"].token):
+            r, _ = self.files("GET", "/scratch/www", token=who)
+            self.assertEqual(r.status, 404)
+        r, _ = self.files("GET", "/scratch/www", token="")
+        self.assertEqual(r.status, 401)
+        key = self.customer.c.post(f"{API}/api-keys", {"name": "reads", "scopes": ["read"]})
+        r, _ = self.files("PUT", "/scratch", token=key.body["key"], body=self.tar_of({"x": b"x"}))
+        self.assertEqual(r.status, 403)
+        # The access log says who moved what where, never the content.
+        self.assertIn('"relay.files"', self.srv.logs())
+        self.assertNotIn("in pieces", self.srv.logs())
 
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""

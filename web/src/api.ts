@@ -48,14 +48,16 @@ export function newIdempotencyKey(): string {
 
 export async function request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // A Blob goes as it is (a tar of files for a rental), anything else as JSON.
+  const raw = body instanceof Blob;
+  if (body !== undefined) headers["Content-Type"] = raw ? body.type || "application/octet-stream" : "application/json";
   if (method !== "GET" && csrfToken) headers["X-CSRF-Token"] = csrfToken;
   let resp: Response;
   try {
     resp = await fetch("/api/v1" + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
       credentials: "same-origin",
       cache: "no-store",
       signal: opts.signal,

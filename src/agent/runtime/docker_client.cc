@@ -1,7 +1,11 @@
 #include "agent/runtime/docker_client.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -591,6 +595,47 @@ class EngineClient final : public DockerClient {
       if (resp.http == c) return Status::Ok();
     }
     return HttpError(resp.http, resp.body);
+  }
+
+  StatusOr<int> OpenArchive(const std::string& id, const std::string& path, bool put, bool chunked,
+                            uint64_t length) override {
+    GPUNEX_RETURN_IF_ERROR(CheckSocket());
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket_path_.size() >= sizeof(addr.sun_path)) {
+      return Unavailable("the Docker socket path is too long: " + socket_path_);
+    }
+    std::memcpy(addr.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return Unavailable("cannot connect to the Docker engine at " + socket_path_ + ": " +
+                         std::strerror(err));
+    }
+    std::string head = std::string(put ? "PUT " : "GET ") + std::string(kApiPrefix) +
+                       "/containers/" + Escape(id) + "/archive?path=" + Escape(path) +
+                       " HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n";
+    if (put) {
+      head += "Content-Type: application/x-tar\r\n";
+      head += chunked ? std::string("Transfer-Encoding: chunked\r\n")
+                      : "Content-Length: " + std::to_string(length) + "\r\n";
+    }
+    head += "\r\n";
+    for (size_t sent = 0; sent < head.size();) {
+      const ssize_t n = ::send(fd, head.data() + sent, head.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) {
+        const int err = errno;
+        ::close(fd);
+        return Unavailable(std::string("docker: writing the archive request: ") +
+                           std::strerror(err));
+      }
+      sent += static_cast<size_t>(n);
+    }
+    const int flags = ::fcntl(fd, F_GETFL, 0);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    return fd;
   }
 
   // Why the socket cannot be used, or OK when it looks usable.

@@ -122,6 +122,13 @@ class DockerClient {
   // Removes the container (killing it first when `force`) and, when `remove_volumes`, its
   // anonymous volumes. kNotFound when there is no such container.
   virtual Status RemoveContainer(const std::string& id, bool force, bool remove_volumes) = 0;
+  // A connected socket to the engine (the caller closes it) on which the request line and
+  // header of GET (put: PUT) /containers/{id}/archive?path=`path` have been written:
+  // the caller sends a PUT's body (a tar), framed as `chunked` or `length` say, and reads
+  // the engine's HTTP answer (GET: the tar of that path). The connection closes after it.
+  // kUnavailable when the engine cannot be reached.
+  virtual StatusOr<int> OpenArchive(const std::string& id, const std::string& path, bool put,
+                                    bool chunked, uint64_t length) = 0;
   // GET /containers/{id}/json.
   virtual StatusOr<json::object> InspectContainer(const std::string& id) = 0;
   // Every container, running or not, carrying `label_filter` ("key" or "key=value"; empty

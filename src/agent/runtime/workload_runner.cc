@@ -179,6 +179,23 @@ class Runner final : public WorkloadRunner {
     return DialInNetns(ProcessNetns(pid->get_int64()), port, timeout);
   }
 
+  StatusOr<int> OpenFiles(const StreamTarget& target) override EXCLUDES(mu_) {
+    if (target.kind != StreamTarget::Kind::kFiles || !FilesPathProblem(target.path).empty()) {
+      return InvalidArgument("not a files target");
+    }
+    std::shared_ptr<Entry> e = Find(target.workload_id);
+    if (!e) return NotFound("no workload " + target.workload_id + " runs here");
+    std::string container;
+    {
+      MutexLock lock(&e->mu);
+      if (e->done || e->status.state != WorkloadState::kRunning) {
+        return NotFound("workload " + target.workload_id + " is not running");
+      }
+      container = e->status.container_id;
+    }
+    return docker_.OpenArchive(container, target.path, target.put, target.chunked, target.length);
+  }
+
   std::vector<WorkloadStatus> InFlight() override EXCLUDES(mu_) {
     std::vector<std::shared_ptr<Entry>> entries;
     {

@@ -46,6 +46,7 @@
 
 #include "agent/runtime/docker_client.h"
 #include "agent/runtime/policy.h"
+#include "common/data_channel.h"
 #include "common/status.h"
 
 namespace gpunex::agent {
@@ -125,6 +126,10 @@ class WorkloadRunner {
   // kNotFound for a workload not running here; kUnavailable when nothing answers there.
   virtual StatusOr<int> DialPort(const std::string& workload_id, uint16_t port,
                                  std::chrono::milliseconds timeout) = 0;
+  // A socket to the engine carrying one archive exchange with the running workload's own
+  // container (DockerClient::OpenArchive): `target` (kind kFiles) names the path, whether
+  // a tar goes in or out, and a PUT's framing. kNotFound for a workload not running here.
+  virtual StatusOr<int> OpenFiles(const StreamTarget& target) = 0;
   // Makes the engine hold exactly the workloads in `keep` (SPEC ISO-3): workloads this
   // runner runs that are not in `keep` are stopped (as by Stop()), and every container,
   // scratch volume and network labelled io.gpunex.managed=true that belongs to no workload

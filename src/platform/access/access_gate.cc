@@ -15,65 +15,6 @@
 namespace gpunex::platform::access {
 namespace {
 
-// A relay stream as the proxy's upstream. The relay keeps sinks weakly: the adapter
-// lives as long as the upstream.
-class RelaySink final : public relay::StreamSink {
- public:
-  RelaySink(std::weak_ptr<http::UpstreamSink> to, int port) : to_(std::move(to)), port_(port) {}
-  void OnReadable() override {
-    if (auto s = to_.lock()) s->OnReadable();
-  }
-  void OnRoom() override {
-    if (auto s = to_.lock()) s->OnRoom();
-  }
-  void OnFinished() override {
-    if (auto s = to_.lock()) s->OnFinished();
-  }
-  void OnEnded(const relay::StreamEnd& end) override {
-    auto s = to_.lock();
-    if (!s) return;
-    http::UpstreamEnd out;
-    out.clean = end.clean;
-    switch (end.code) {
-      case mux::Code::kGone:
-        out.http_status = 410;
-        out.reason = "the rental has ended";
-        break;
-      case mux::Code::kUnreachable:
-        out.http_status = 502;
-        out.reason = "nothing answers on port " + std::to_string(port_) + " of the container";
-        break;
-      case mux::Code::kShutdown:
-      case mux::Code::kLimit:
-        out.http_status = 503;
-        out.reason = end.reason.empty() ? "the machine's agent is not reachable" : end.reason;
-        break;
-      default:
-        out.http_status = 502;
-        out.reason = end.reason.empty() ? "the connection to the container failed" : end.reason;
-        break;
-    }
-    s->OnEnded(out);
-  }
-
- private:
-  const std::weak_ptr<http::UpstreamSink> to_;
-  const int port_;
-};
-
-class RelayUpstream final : public http::Upstream {
- public:
-  RelayUpstream(std::shared_ptr<RelaySink> sink, std::unique_ptr<relay::Stream> stream)
-      : sink_(std::move(sink)), stream_(std::move(stream)) {}
-  StatusOr<size_t> Write(std::string_view data) override { return stream_->Write(data); }
-  Status Finish() override { return stream_->Finish(); }
-  std::string Read(size_t max) override { return stream_->Read(max); }
-
- private:
-  const std::shared_ptr<RelaySink> sink_;
-  const std::unique_ptr<relay::Stream> stream_;
-};
-
 // `target` without the query parameter gpx_token.
 std::string WithoutToken(const std::string& target) {
   const size_t q = target.find('?');
@@ -263,16 +204,10 @@ http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::
     grant.target = std::move(target);
 
     const int port_number = where->port;
-    grant.open =
-        [&relay, machine = r.machine_id, workload = r.workload_id, rental = r.id, port_number](
-            std::weak_ptr<http::UpstreamSink> sink) -> StatusOr<std::unique_ptr<http::Upstream>> {
-      auto adapter = std::make_shared<RelaySink>(std::move(sink), port_number);
-      GPUNEX_ASSIGN_OR_RETURN(
-          std::unique_ptr<relay::Stream> stream,
-          relay.Open(machine, StreamTarget{workload, static_cast<uint16_t>(port_number)},
-                     std::weak_ptr<relay::StreamSink>(adapter), rental));
-      return std::unique_ptr<http::Upstream>(
-          std::make_unique<RelayUpstream>(std::move(adapter), std::move(stream)));
+    grant.open = [&relay, machine = r.machine_id,
+                  target = StreamTarget{r.workload_id, static_cast<uint16_t>(where->port)},
+                  rental = r.id](std::weak_ptr<http::UpstreamSink> sink) {
+      return relay.OpenUpstream(machine, target, std::move(sink), rental);
     };
     // The access log: who reached what, when, how much; never the content.
     grant.done = [rental_id = r.id, port_number, who = caller.who, method = req.method,

@@ -233,6 +233,13 @@ std::string OriginOf(std::string_view url) {
 
 }  // namespace
 
+StatusOr<accounts::Principal> AuthenticateRequest(const http::Request& req, const ApiContext& ctx,
+                                                  std::string_view access) {
+  GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p, Authenticate(req, ctx));
+  GPUNEX_RETURN_IF_ERROR(CheckAccess(p, req.method, access));
+  return p;
+}
+
 StatusOr<accounts::Principal> AuthenticateUpgrade(const http::Request& req, const ApiContext& ctx,
                                                   std::string_view access) {
   if (req.Header("authorization").empty() && !req.Cookie(kSessionCookie).empty() &&

@@ -136,6 +136,11 @@ StatusOr<accounts::Principal> RequireUser(const http::Request& req, const ApiCon
 StatusOr<accounts::Principal> AuthenticateUpgrade(const http::Request& req, const ApiContext& ctx,
                                                   std::string_view access);
 
+// The caller of a request that no router guard sees (a proxied route, http/proxy.h), let
+// in as the guard lets in a request of a route with `access` and the request's method.
+StatusOr<accounts::Principal> AuthenticateRequest(const http::Request& req, const ApiContext& ctx,
+                                                  std::string_view access);
+
 // The JSON body; kInvalidArgument naming "body" when it is not JSON or has another
 // Content-Type.
 StatusOr<json::value> JsonBody(const http::Request& req);

@@ -117,6 +117,13 @@ struct ProxyGrant {
   std::function<StatusOr<std::unique_ptr<Upstream>>(std::weak_ptr<UpstreamSink> sink)> open;
   // Called once when the exchange is over, however it ended. May be null.
   std::function<void(const ProxyExchange&)> done;
+  // False: the proxy writes no request line or header upstream, only the body as the
+  // client framed it (the upstream knows the request already: the agent's archive
+  // exchange with the Docker Engine, which it writes itself).
+  bool send_head = true;
+  // May change the final answer's header fields (hop-by-hop ones already taken out)
+  // before the client gets them, knowing its status. May be null.
+  std::function<void(int status, HeaderFields& fields)> rewrite_response;
 };
 
 // Decides about one request (see the top of this file). Runs on a worker thread;

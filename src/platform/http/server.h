@@ -83,6 +83,10 @@ struct ServerOptions {
 
   // Set: the server is a reverse proxy (proxy.h), for every request.
   ProxyAuthorizer proxy;
+  // Proxied routes of an ordinary server: a path pattern ("/api/v1/rentals/{id}/files",
+  // its {params} filled in the request) -> the authorizer of its requests (proxy.h). Their
+  // bodies are never held in memory, and they bypass the Handler.
+  std::map<std::string, ProxyAuthorizer> proxy_routes;
 };
 
 class Server {

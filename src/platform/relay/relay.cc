@@ -359,6 +359,66 @@ class ChannelSession final : public http::WebSocketSession {
   const std::shared_ptr<http::WebSocketConnection> ws_;
 };
 
+// A relay stream as the proxy's upstream. The relay keeps sinks weakly: the adapter
+// lives as long as the upstream.
+class UpstreamAdapter final : public StreamSink {
+ public:
+  UpstreamAdapter(std::weak_ptr<http::UpstreamSink> to, std::string what)
+      : to_(std::move(to)), what_(std::move(what)) {}
+  void OnReadable() override {
+    if (auto s = to_.lock()) s->OnReadable();
+  }
+  void OnRoom() override {
+    if (auto s = to_.lock()) s->OnRoom();
+  }
+  void OnFinished() override {
+    if (auto s = to_.lock()) s->OnFinished();
+  }
+  void OnEnded(const StreamEnd& end) override {
+    auto s = to_.lock();
+    if (!s) return;
+    http::UpstreamEnd out;
+    out.clean = end.clean;
+    switch (end.code) {
+      case mux::Code::kGone:
+        out.http_status = 410;
+        out.reason = "the rental has ended";
+        break;
+      case mux::Code::kUnreachable:
+        out.http_status = 502;
+        out.reason = "nothing answers on " + what_;
+        break;
+      case mux::Code::kShutdown:
+      case mux::Code::kLimit:
+        out.http_status = 503;
+        out.reason = end.reason.empty() ? "the machine's agent is not reachable" : end.reason;
+        break;
+      default:
+        out.http_status = 502;
+        out.reason = end.reason.empty() ? "the connection to " + what_ + " failed" : end.reason;
+        break;
+    }
+    s->OnEnded(out);
+  }
+
+ private:
+  const std::weak_ptr<http::UpstreamSink> to_;
+  const std::string what_;  // "port 8080 of the container"
+};
+
+class RelayUpstream final : public http::Upstream {
+ public:
+  RelayUpstream(std::shared_ptr<UpstreamAdapter> sink, std::unique_ptr<Stream> stream)
+      : sink_(std::move(sink)), stream_(std::move(stream)) {}
+  StatusOr<size_t> Write(std::string_view data) override { return stream_->Write(data); }
+  Status Finish() override { return stream_->Finish(); }
+  std::string Read(size_t max) override { return stream_->Read(max); }
+
+ private:
+  const std::shared_ptr<UpstreamAdapter> sink_;
+  const std::unique_ptr<Stream> stream_;
+};
+
 }  // namespace
 
 Stream::~Stream() { channel_->Reset(id_, mux::Code::kCancelled, "closed by the platform"); }
@@ -483,6 +543,19 @@ StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
   if (!channel) return Unavailable("the machine's agent has no data channel open");
   GPUNEX_ASSIGN_OR_RETURN(uint32_t id, channel->Open(target, std::move(sink), rental_id));
   return std::make_unique<Stream>(std::move(channel), id);
+}
+
+StatusOr<std::unique_ptr<http::Upstream>> Relay::OpenUpstream(
+    const std::string& machine_id, const StreamTarget& target,
+    std::weak_ptr<http::UpstreamSink> sink, const std::string& rental_id) {
+  auto adapter = std::make_shared<UpstreamAdapter>(
+      std::move(sink), target.kind == StreamTarget::Kind::kFiles
+                           ? std::string("the container's files")
+                           : "port " + std::to_string(target.port) + " of the container");
+  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
+                          Open(machine_id, target, std::weak_ptr<StreamSink>(adapter), rental_id));
+  return std::unique_ptr<http::Upstream>(
+      std::make_unique<RelayUpstream>(std::move(adapter), std::move(stream)));
 }
 
 bool Relay::Connected(const std::string& machine_id) const {

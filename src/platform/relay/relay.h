@@ -35,6 +35,7 @@
 #include "common/mux.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
+#include "platform/http/proxy.h"
 #include "platform/http/websocket.h"
 
 namespace gpunex::platform::relay {
@@ -150,6 +151,14 @@ class Relay {
   StatusOr<std::unique_ptr<Stream>> Open(const std::string& machine_id, const StreamTarget& target,
                                          std::weak_ptr<StreamSink> sink,
                                          const std::string& rental_id = "");
+
+  // Open, as an upstream of the HTTP server's proxy (http/proxy.h): how a stream ends
+  // becomes the answer the client gets when none has begun (410: the rental ended; 502:
+  // nothing answers there; 503: the agent is not reachable).
+  StatusOr<std::unique_ptr<http::Upstream>> OpenUpstream(const std::string& machine_id,
+                                                         const StreamTarget& target,
+                                                         std::weak_ptr<http::UpstreamSink> sink,
+                                                         const std::string& rental_id);
 
   // Whether `machine_id` has a data channel here.
   bool Connected(const std::string& machine_id) const;

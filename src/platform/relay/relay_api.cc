@@ -1,6 +1,7 @@
 // The relay's WebSocket endpoints: the agents' data channel (GET /api/v1/agent/data) and
 // a customer's byte stream to a port of their rental (GET
 // /api/v1/rentals/{id}/ports/{port}/connect), docs/access.md.
+#include <cctype>
 #include <charconv>
 #include <chrono>
 
@@ -181,7 +182,103 @@ StatusOr<protocol::WorkloadPort> DeclaredPort(const rentals::Rental& r, const st
                   " (a rental reaches only the ports it declared)");
 }
 
+// "out.tar" for "/scratch/out/", "root.tar" for "/".
+std::string TarName(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  std::string base = path.substr(path.rfind('/') + 1);
+  std::string out;
+  for (char c : base) {
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  }
+  return (out.empty() ? "root" : out) + ".tar";
+}
+
 }  // namespace
+
+http::ProxyAuthorizer FilesAuthorizer(const api::ApiContext& ctx) {
+  return [&ctx](const http::ProxyRequest& preq) -> StatusOr<http::ProxyGrant> {
+    const http::Request& req = preq.request;
+    http::ProxyGrant grant;
+    if (req.method != "GET" && req.method != "PUT") {
+      http::Response r = http::ProtocolErrorResponse(
+          405, "method_not_allowed", "files are read with GET and written with PUT");
+      r.SetHeader("Allow", "GET, PUT");
+      grant.response = std::move(r);
+      return grant;
+    }
+    GPUNEX_ASSIGN_OR_RETURN(accounts::Principal p, api::AuthenticateRequest(req, ctx, api::kUser));
+    GPUNEX_ASSIGN_OR_RETURN(rentals::Rental r, ctx.rentals.Get(p, req.Param("id")));
+    // Only the customer reaches the container: not the provider, not an admin.
+    if (r.customer_id != p.user.id) return NotFound("no such rental");
+    const bool put = req.method == "PUT";
+    const std::string path = req.Query("path");
+    if (path.empty()) {
+      return FieldError("path", "name an absolute path in the container, such as /scratch/out");
+    }
+    if (std::string why = FilesPathProblem(path); !why.empty()) return FieldError("path", why);
+    const bool chunked = !req.Header("transfer-encoding").empty();
+    const std::string length_text = req.Header("content-length");
+    uint64_t length = 0;
+    if (!length_text.empty()) {
+      auto [end, ec] =
+          std::from_chars(length_text.data(), length_text.data() + length_text.size(), length);
+      if (ec != std::errc()) return InvalidArgument("a bad Content-Length");
+    }
+    if (!put && (chunked || length > 0)) return InvalidArgument("a download has no body");
+    if (put && !chunked && length == 0) {
+      return FieldError("body", "send the files as a tar (Content-Type: application/x-tar)");
+    }
+    if (r.state == rentals::kEnded || r.state == rentals::RentalState::kEnding) {
+      grant.response = http::ProtocolErrorResponse(410, "gone", "the rental has ended");
+      return grant;
+    }
+    if (r.state != rentals::kRunning) {
+      return FailedPrecondition("the rental is not running yet (it is " +
+                                std::string(rentals::kRentalStateNames.Name(r.state)) + ")");
+    }
+    StreamTarget target{.workload_id = r.workload_id,
+                        .kind = StreamTarget::Kind::kFiles,
+                        .path = path,
+                        .put = put,
+                        .chunked = chunked,
+                        .length = chunked ? 0 : length};
+    // The agent writes the engine's request itself: only a PUT's body goes up.
+    grant.send_head = false;
+    grant.open = [&ctx, machine = r.machine_id, target,
+                  rental = r.id](std::weak_ptr<http::UpstreamSink> sink) {
+      return ctx.services.Get<Relay>().OpenUpstream(machine, target, std::move(sink), rental);
+    };
+    // The engine's own fields (its version, its OS) are not the customer's business; a
+    // download is a file to save.
+    grant.rewrite_response = [put, name = TarName(path)](int status, http::HeaderFields& fields) {
+      std::erase_if(fields, [](const auto& f) {
+        std::string n = f.first;
+        for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return n == "server" || n == "api-version" || n == "docker-experimental" || n == "ostype";
+      });
+      fields.emplace_back("Cache-Control", "no-store");
+      fields.emplace_back("X-Content-Type-Options", "nosniff");
+      if (!put && status == 200) {
+        fields.emplace_back("Content-Disposition", "attachment; filename=\"" + name + "\"");
+      }
+    };
+    grant.done = [rental_id = r.id, user = p.user.id, method = req.method, path,
+                  remote = req.remote_addr](const http::ProxyExchange& x) {
+      LogInfo("relay.files", {{"rental_id", rental_id},
+                              {"user_id", user},
+                              {"method", method},
+                              {"path", path},
+                              {"status", x.status},
+                              {"bytes_in", x.bytes_in},
+                              {"bytes_out", x.bytes_out},
+                              {"seconds", x.seconds},
+                              {"complete", x.complete},
+                              {"remote", remote}});
+    };
+    return grant;
+  };
+}
 
 http::WebSocketAcceptor DataChannelAcceptor(const api::ApiContext& ctx) {
   return [&ctx](const http::Request& req, std::shared_ptr<http::WebSocketConnection> conn)

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "platform/http/proxy.h"
 #include "platform/http/websocket.h"
 #include "platform/module/module.h"
 #include "platform/relay/relay.h"
@@ -25,5 +26,11 @@ http::WebSocketAcceptor DataChannelAcceptor(const api::ApiContext& ctx);
 // declared port of the caller's running rental (binary messages both ways).
 http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx);
 inline constexpr std::string_view kPortConnectPattern = "/api/v1/rentals/{id}/ports/{port}/connect";
+
+// GET and PUT kFilesPattern?path=/abs/path: a tar of that path out of the caller's running
+// rental's container, or a tar unpacked into that directory, streamed through the agent to
+// the Docker Engine's archive API (docs/access.md, "Files").
+http::ProxyAuthorizer FilesAuthorizer(const api::ApiContext& ctx);
+inline constexpr std::string_view kFilesPattern = "/api/v1/rentals/{id}/files";
 
 }  // namespace gpunex::platform::relay

@@ -15,6 +15,7 @@ import {
   rateText,
   rentalStateBadge,
 } from "../components/rental";
+import { filesSection } from "../components/files";
 import { portsSection } from "../components/ports";
 import { append, busy, button, h, replace } from "../dom";
 import { errorBanner, isAbort, noticeBanner, StatusSlot } from "../errors";
@@ -433,7 +434,11 @@ export async function rentalPage(v: View): Promise<void> {
     );
     if (portsState !== rental.state) {
       portsState = rental.state;
-      replace(portsArea, portsSection(rental, viewer === "customer"));
+      replace(
+        portsArea,
+        portsSection(rental, viewer === "customer"),
+        viewer === "customer" ? filesSection(rental) : null,
+      );
     }
     if (!providerView) replace(low, active && balance ? lowBalanceBanner(balance) : null);
   };

@@ -22,6 +22,7 @@
 
 #include "common/thread_annotations.h"
 #include "platform/http/proxy.h"
+#include "platform/http/router.h"
 
 namespace gpunex::platform::http {
 
@@ -221,13 +222,14 @@ asio::awaitable<void> Up(Exchange& x, Stream& stream, beast::flat_buffer& buffer
 }
 
 // The response's header as the client gets it: the upstream's fields less the
-// hop-by-hop ones, with the client connection's own.
+// hop-by-hop ones (and as `rewrite` changes them, for a final answer), with the client
+// connection's own.
 std::string ClientHeader(const bhttp::response_parser<DiscardBody>& rp, bool keep_alive,
-                         const std::string& upgrade) {
+                         const std::string& upgrade,
+                         const std::function<void(int, HeaderFields&)>* rewrite = nullptr) {
   const auto& res = rp.get();
   const std::set<std::string> named = ConnectionTokens(res[bhttp::field::connection]);
-  std::string out =
-      "HTTP/1.1 " + std::to_string(res.result_int()) + " " + std::string(res.reason()) + "\r\n";
+  HeaderFields fields;
   for (const auto& f : res) {
     const std::string_view name(f.name_string().data(), f.name_string().size());
     std::string lower(name);
@@ -236,7 +238,12 @@ std::string ClientHeader(const bhttp::response_parser<DiscardBody>& rp, bool kee
     const bool framing =
         lower == "content-length" || lower == "transfer-encoding" || lower == "trailer";
     if ((!framing && IsHopByHopField(lower)) || named.count(lower) > 0) continue;
-    const std::string_view value(f.value().data(), f.value().size());
+    fields.emplace_back(std::string(name), std::string(f.value()));
+  }
+  if (rewrite != nullptr && *rewrite) (*rewrite)(res.result_int(), fields);
+  std::string out =
+      "HTTP/1.1 " + std::to_string(res.result_int()) + " " + std::string(res.reason()) + "\r\n";
+  for (const auto& [name, value] : fields) {
     if (!IsSafeHeader(name, value)) continue;
     out.append(name).append(": ").append(value).append("\r\n");
   }
@@ -251,12 +258,14 @@ std::string ClientHeader(const bhttp::response_parser<DiscardBody>& rp, bool kee
 
 // Runs the authorizer on the worker pool.
 asio::awaitable<std::pair<Status, ProxyGrant>> Authorize(ServerState& state,
+                                                         const ProxyAuthorizer& authorize,
                                                          std::shared_ptr<ProxyRequest> req) {
   using Result = std::pair<Status, ProxyGrant>;
-  // As in RunHandler: the pool's coroutine owns the request.
-  auto invoke = [&state, req]() -> asio::awaitable<Result> {
+  // As in RunHandler: the pool's coroutine owns the request; `authorize` lives in the
+  // options, as long as the server.
+  auto invoke = [&authorize, req]() -> asio::awaitable<Result> {
     auto call = [&]() -> Result {
-      StatusOr<ProxyGrant> grant = state.options.proxy(*req);
+      StatusOr<ProxyGrant> grant = authorize(*req);
       if (!grant.ok()) return Result(grant.status(), ProxyGrant());
       return Result(Status::Ok(), std::move(*grant));
     };
@@ -270,10 +279,26 @@ asio::awaitable<std::pair<Status, ProxyGrant>> Authorize(ServerState& state,
 
 }  // namespace
 
+const ProxyAuthorizer* FindProxyRoute(const ServerOptions& options, beast::string_view target,
+                                      std::map<std::string, std::string>* params) {
+  if (options.proxy_routes.empty()) return nullptr;
+  std::string path;
+  std::map<std::string, std::string> query;
+  if (!ParseTarget(std::string_view(target.data(), target.size()), &path, &query).ok()) {
+    return nullptr;
+  }
+  for (const auto& [pattern, authorize] : options.proxy_routes) {
+    params->clear();
+    if (MatchPattern(pattern, path, params)) return &authorize;
+  }
+  return nullptr;
+}
+
 template <typename Stream>
 asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat_buffer& buffer,
                                  bhttp::request_parser<bhttp::string_body>& parser,
-                                 const std::string& remote) {
+                                 const std::string& remote, const ProxyAuthorizer& authorize,
+                                 std::map<std::string, std::string> params) {
   constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
   const ServerOptions& options = state.options;
   const std::chrono::seconds idle = options.idle_timeout;
@@ -302,6 +327,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
   }
   Status target_status;
   preq->request = std::move(*ToRequest(head, remote, kTls, &target_status));
+  preq->request.params = std::move(params);
 
   // Answers `resp` itself; `close` closes the connection after (a body left unread).
   auto answer = [&](Response& resp, bool close) -> asio::awaitable<bool> {
@@ -321,7 +347,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
   }
   ProxyGrant grant;
   if (!refusal) {
-    auto authorizing = Authorize(state, preq);
+    auto authorizing = Authorize(state, authorize, preq);
     auto [status, granted] = co_await std::move(authorizing);
     if (!status.ok()) {
       refusal = ErrorResponse(status);
@@ -355,7 +381,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
     if (grant.done) grant.done(x.figures);
   };
 
-  // The request's header goes up first.
+  // The request's header goes up first (unless the upstream writes its own).
   std::string up_head = preq->request.method + " " + grant.target +
                         (version >= 11 ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
   for (const auto& [name, value] : grant.fields) {
@@ -371,6 +397,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
   up_head += upgrade.empty() ? "Connection: close\r\n"
                              : "Connection: Upgrade\r\nUpgrade: " + upgrade + "\r\n";
   up_head += "\r\n";
+  if (!grant.send_head) up_head.clear();
   {
     auto writing = WriteUp(x, up_head, x.bridge->down, idle);
     if (!co_await std::move(writing)) {
@@ -529,7 +556,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
       const bool framed = is_head || status == 204 || status == 304 ||
                           static_cast<bool>(rp->content_length()) || rp->chunked();
       client_keep = keep_alive && framed && !state.draining;
-      const std::string h = ClientHeader(*rp, client_keep, "");
+      const std::string h = ClientHeader(*rp, client_keep, "", &grant.rewrite_response);
       auto writing = write_down(h);
       if (!co_await std::move(writing)) break;
       header_sent = true;
@@ -591,10 +618,12 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
 template asio::awaitable<bool> ServeProxy<PlainStream>(ServerState&, PlainStream&,
                                                        beast::flat_buffer&,
                                                        bhttp::request_parser<bhttp::string_body>&,
-                                                       const std::string&);
+                                                       const std::string&, const ProxyAuthorizer&,
+                                                       std::map<std::string, std::string>);
 template asio::awaitable<bool> ServeProxy<TlsStream>(ServerState&, TlsStream&, beast::flat_buffer&,
                                                      bhttp::request_parser<bhttp::string_body>&,
-                                                     const std::string&);
+                                                     const std::string&, const ProxyAuthorizer&,
+                                                     std::map<std::string, std::string>);
 
 }  // namespace internal
 }  // namespace gpunex::platform::http

@@ -110,8 +110,13 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
         }
         co_return;
       }
-      if (options.proxy) {
-        if (!co_await ServeProxy(state, stream, buffer, parser, remote)) co_return;
+      std::map<std::string, std::string> params;
+      const ProxyAuthorizer* proxied =
+          options.proxy ? &options.proxy : FindProxyRoute(options, parser.get().target(), &params);
+      if (proxied != nullptr) {
+        auto serving =
+            ServeProxy(state, stream, buffer, parser, remote, *proxied, std::move(params));
+        if (!co_await std::move(serving)) co_return;
         continue;
       }
       if (const StreamRoute* route = FindStreamRoute(options, parser.get().target())) {
