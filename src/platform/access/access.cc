@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/ascii.h"
 #include "common/ids.h"
 #include "platform/rentals/rentals.h"
 #include "platform/store/rows.h"
@@ -41,10 +42,9 @@ const store::RowMapper<AccessToken>& TokenRows() {
 }  // namespace
 
 std::string HostLabel(std::string_view rental_id, int port) {
-  std::string label(rental_id.starts_with(kRentalPrefix) ? rental_id.substr(kRentalPrefix.size())
-                                                         : rental_id);
-  for (char& c : label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return label + "-" + std::to_string(port);
+  return AsciiLower(rental_id.starts_with(kRentalPrefix) ? rental_id.substr(kRentalPrefix.size())
+                                                         : rental_id) +
+         "-" + std::to_string(port);
 }
 
 std::optional<PortAddress> PortOfHost(std::string_view host, std::string_view domain) {
@@ -56,12 +56,8 @@ std::optional<PortAddress> PortOfHost(std::string_view host, std::string_view do
   if (host.size() <= domain.size() + 1 || host[host.size() - domain.size() - 1] != '.') {
     return std::nullopt;
   }
-  std::string_view tail = host.substr(host.size() - domain.size());
-  for (size_t i = 0; i < tail.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(tail[i])) !=
-        std::tolower(static_cast<unsigned char>(domain[i]))) {
-      return std::nullopt;
-    }
+  if (AsciiLower(host.substr(host.size() - domain.size())) != AsciiLower(domain)) {
+    return std::nullopt;
   }
   const std::string_view label = host.substr(0, host.size() - domain.size() - 1);
   const size_t dash = label.find('-');

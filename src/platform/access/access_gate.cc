@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/log.h"
 #include "platform/access/access.h"
 #include "platform/accounts/accounts.h"
@@ -186,8 +187,7 @@ http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::
     std::string target = WithoutToken(req.target);
     if (!where->prefix.empty()) target = target.substr(where->prefix.size());
     for (const auto& [name, value] : preq.fields) {
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string lower = AsciiLower(name);
       if (lower == "authorization" && value.starts_with("Bearer gpx_")) continue;
       if (lower == "forwarded" || lower.starts_with("x-forwarded-")) continue;
       if (lower == "cookie") {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "common/ascii.h"
 #include "common/log.h"
 #include "platform/api/api.h"
 #include "platform/relay/relay_module.h"
@@ -253,8 +254,7 @@ http::ProxyAuthorizer FilesAuthorizer(const api::ApiContext& ctx) {
     // download is a file to save.
     grant.rewrite_response = [put, name = TarName(path)](int status, http::HeaderFields& fields) {
       std::erase_if(fields, [](const auto& f) {
-        std::string n = f.first;
-        for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string n = AsciiLower(f.first);
         return n == "server" || n == "api-version" || n == "docker-experimental" || n == "ostype";
       });
       fields.emplace_back("Cache-Control", "no-store");

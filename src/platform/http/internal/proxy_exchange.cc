@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/thread_annotations.h"
 #include "platform/http/proxy.h"
 #include "platform/http/router.h"
@@ -53,9 +54,7 @@ std::set<std::string> ConnectionTokens(std::string_view value) {
     const size_t a = token.find_first_not_of(" \t");
     const size_t b = token.find_last_not_of(" \t");
     if (a != std::string_view::npos) {
-      std::string t(token.substr(a, b - a + 1));
-      for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out.insert(std::move(t));
+      out.insert(AsciiLower(token.substr(a, b - a + 1)));
     }
     start = comma + 1;
   }
@@ -232,8 +231,7 @@ std::string ClientHeader(const bhttp::response_parser<DiscardBody>& rp, bool kee
   HeaderFields fields;
   for (const auto& f : res) {
     const std::string_view name(f.name_string().data(), f.name_string().size());
-    std::string lower(name);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = AsciiLower(name);
     // The body is relayed as framed, so its framing fields stay.
     const bool framing =
         lower == "content-length" || lower == "transfer-encoding" || lower == "trailer";
@@ -320,8 +318,7 @@ asio::awaitable<bool> ServeProxy(ServerState& state, Stream& stream, beast::flat
   auto preq = std::make_shared<ProxyRequest>();
   for (const auto& f : head) {
     std::string name(f.name_string());
-    std::string lower = name;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = AsciiLower(name);
     if (IsHopByHopField(lower) || named.count(lower) > 0) continue;
     preq->fields.emplace_back(std::move(name), std::string(f.value()));
   }
