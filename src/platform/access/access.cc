@@ -134,9 +134,7 @@ StatusOr<NewAccessToken> Access::CreateToken(const rentals::Rental& r,
     return FieldError("ttl_s", "must be from 60 to " +
                                    std::to_string(options_.max_token_ttl.count()) + " seconds");
   }
-  if (r.state == rentals::kEnded || r.state == rentals::RentalState::kEnding) {
-    return FailedPrecondition("the rental has ended");
-  }
+  if (rentals::HasEnded(r)) return FailedPrecondition("the rental has ended");
   const Timestamp now = options_.clock->Now();
   NewAccessToken out;
   out.secret = NewSecret(kTokenPrefix);

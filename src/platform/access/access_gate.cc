@@ -157,14 +157,11 @@ http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::
     if (!port->is_public) {
       GPUNEX_ASSIGN_OR_RETURN(caller, Authorize(req, r, access, accounts));
     }
-    if (r.state == rentals::kEnded || r.state == rentals::RentalState::kEnding) {
+    if (rentals::HasEnded(r)) {
       grant.response = Refusal(410, "gone", "the rental has ended");
       return grant;
     }
-    if (r.state != rentals::kRunning) {
-      return FailedPrecondition("the rental is not running yet (it is " +
-                                std::string(rentals::kRentalStateNames.Name(r.state)) + ")");
-    }
+    GPUNEX_RETURN_IF_ERROR(rentals::RequireRunning(r));
     const bool secure = req.tls || access.options().public_url.starts_with("https://");
     if (!caller.token_secret.empty() && (req.method == "GET" || req.method == "HEAD")) {
       // A link with ?gpx_token=: the token becomes a cookie of this host (and path), and

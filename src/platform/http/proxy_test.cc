@@ -79,11 +79,13 @@ class ScriptedUpstream final : public Upstream {
 
 class ProxyTest : public ::testing::Test {
  protected:
-  // A proxy whose every request is granted, target and fields as they came, upstream
-  // `script`; what went up lands in received_.
-  void Start(Script script, std::function<StatusOr<ProxyGrant>(const ProxyRequest&)> decide = {}) {
+  // A proxy whose every request is granted, target and fields as they came (and as
+  // `adjust` changes the grant), upstream `script`; what went up lands in received_.
+  // `decide`, when given, decides instead.
+  void Start(Script script, std::function<StatusOr<ProxyGrant>(const ProxyRequest&)> decide = {},
+             std::function<void(ProxyGrant&)> adjust = {}) {
     ServerOptions o = TestOptions();
-    o.proxy = [this, script, decide](const ProxyRequest& req) -> StatusOr<ProxyGrant> {
+    o.proxy = [this, script, decide, adjust](const ProxyRequest& req) -> StatusOr<ProxyGrant> {
       if (decide) return decide(req);
       ProxyGrant g;
       g.target = req.request.target;
@@ -93,6 +95,7 @@ class ProxyTest : public ::testing::Test {
         return std::unique_ptr<Upstream>(
             std::make_unique<ScriptedUpstream>(std::move(sink), script, &received_));
       };
+      if (adjust) adjust(g);
       return g;
     };
     server_ = std::make_unique<TestServer>(o);
@@ -199,24 +202,15 @@ TEST_F(ProxyTest, TheAuthorizerRefusesOrAnswersByItself) {
 }
 
 TEST_F(ProxyTest, RewrittenAnswerFieldsAndNoHeadForAnUpstreamThatWritesItsOwn) {
-  ServerOptions o = TestOptions();
-  Script script{.request_end = "body!",
-                .answer = "HTTP/1.1 200 OK\r\nServer: Engine/1\r\nContent-Length: 2\r\n\r\nok"};
-  o.proxy = [this, script](const ProxyRequest&) -> StatusOr<ProxyGrant> {
-    ProxyGrant g;
-    g.send_head = false;
-    g.rewrite_response = [](int status, HeaderFields& fields) {
-      std::erase_if(fields, [](const auto& f) { return f.first == "Server"; });
-      fields.emplace_back("X-Status-Seen", std::to_string(status));
-    };
-    g.open = [this,
-              script](std::weak_ptr<UpstreamSink> sink) -> StatusOr<std::unique_ptr<Upstream>> {
-      return std::unique_ptr<Upstream>(
-          std::make_unique<ScriptedUpstream>(std::move(sink), script, &received_));
-    };
-    return g;
-  };
-  server_ = std::make_unique<TestServer>(o);
+  Start(Script{.request_end = "body!",
+               .answer = "HTTP/1.1 200 OK\r\nServer: Engine/1\r\nContent-Length: 2\r\n\r\nok"},
+        {}, [](ProxyGrant& g) {
+          g.send_head = false;
+          g.rewrite_response = [](int status, HeaderFields& fields) {
+            std::erase_if(fields, [](const auto& f) { return f.first == "Server"; });
+            fields.emplace_back("X-Status-Seen", std::to_string(status));
+          };
+        });
   Client c(server_->port());
   auto res = c.Exchange(bhttp::verb::put, "/x", "body!");
   EXPECT_EQ(res.result_int(), 200);

@@ -25,7 +25,8 @@ struct Relay::Shared {
   std::atomic<int64_t> bytes_from_agents{0};
 
   // Traffic per (rental, port): not yet metered, and since start (until the rental ends).
-  // Taken under a channel's lock (never the other way round).
+  // Streams count their own bytes; a channel adds them here when the relay meters and when
+  // a stream ends (under the channel's lock: never the other way round).
   using TrafficKey = std::pair<std::string, uint16_t>;
   Mutex traffic_mu;
   std::map<TrafficKey, PortTraffic> unmetered GUARDED_BY(traffic_mu);
@@ -139,11 +140,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     GPUNEX_ASSIGN_OR_RETURN(size_t n, session_.Write(id, data));
     if (auto shared = shared_.lock()) {
       shared->bytes_to_agents += static_cast<int64_t>(n);
-      if (auto it = streams_.find(id); it != streams_.end() && n > 0) {
-        shared->AddTraffic(it->second.workload_id, it->second.rental_id, it->second.port,
-                           static_cast<int64_t>(n), 0);
-      }
     }
+    if (auto it = streams_.find(id); it != streams_.end()) it->second.in += static_cast<int64_t>(n);
     AfterLocked();
     return n;
   }
@@ -161,10 +159,9 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     if (!got.ok()) return {};
     if (auto shared = shared_.lock()) {
       shared->bytes_from_agents += static_cast<int64_t>(got->size());
-      if (auto it = streams_.find(id); it != streams_.end() && !got->empty()) {
-        shared->AddTraffic(it->second.workload_id, it->second.rental_id, it->second.port, 0,
-                           static_cast<int64_t>(got->size()));
-      }
+    }
+    if (auto it = streams_.find(id); it != streams_.end()) {
+      it->second.out += static_cast<int64_t>(got->size());
     }
     AfterLocked();
     return std::move(*got);
@@ -202,6 +199,12 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
       Forget(id);
     }
     AfterLocked();
+  }
+
+  // Adds what the open streams moved since the last call to the relay's traffic.
+  void Meter() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    for (auto& [id, entry] : streams_) MeterLocked(entry);
   }
 
   size_t open_streams() EXCLUDES(mu_) {
@@ -256,6 +259,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     std::string workload_id;
     std::string rental_id;  // metered to; "" : not metered
     uint16_t port = 0;
+    int64_t in = 0;  // bytes written and read since the last MeterLocked
+    int64_t out = 0;
   };
 
   // After every change: sends what may go, and queues the sink calls the session's
@@ -304,9 +309,19 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     }
   }
 
+  // Adds what `entry` moved since the last call to the relay's traffic.
+  void MeterLocked(Entry& entry) REQUIRES(mu_) {
+    if (entry.in == 0 && entry.out == 0) return;
+    if (auto shared = shared_.lock()) {
+      shared->AddTraffic(entry.workload_id, entry.rental_id, entry.port, entry.in, entry.out);
+    }
+    entry.in = entry.out = 0;
+  }
+
   void Forget(uint32_t id) REQUIRES(mu_) {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
+    MeterLocked(it->second);
     auto w = per_workload_.find(it->second.workload_id);
     if (w != per_workload_.end() && --w->second <= 0) per_workload_.erase(w);
     streams_.erase(it);
@@ -315,6 +330,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   void EndAllLocked(mux::Code code, const std::string& reason) REQUIRES(mu_) {
     closed_ = true;
     for (auto& [id, entry] : streams_) {
+      MeterLocked(entry);
       session_.Reset(id, code, reason);
       mux::Event e{mux::Event::Kind::kReset, id, code, reason};
       calls_.emplace_back(entry.sink, std::move(e));
@@ -442,6 +458,7 @@ Relay::~Relay() {
   shared_->cv.SignalAll();
   thread_.join();
   for (auto& [machine, channel] : channels) channel->Shutdown(1001, "the platform is stopping");
+  Meter();  // what the ended streams moved since the last call is not lost at a stop
 }
 
 void Relay::Run() {
@@ -472,10 +489,15 @@ void Relay::Run() {
       next_meter = SteadyClock::now() + options_.meter_interval;
     }
   }
-  Meter();  // what moved since the last call is not lost at a stop
 }
 
 void Relay::Meter() {
+  std::vector<std::shared_ptr<DataChannel>> channels;
+  {
+    MutexLock lock(&shared_->mu);
+    for (auto& [machine, channel] : shared_->channels) channels.push_back(channel);
+  }
+  for (auto& channel : channels) channel->Meter();
   if (!options_.meter) return;
   std::map<Shared::TrafficKey, PortTraffic> taken;
   {

@@ -114,8 +114,9 @@ struct RelayOptions {
   // their streams are reset with mux::Code::kGone at the next tick. Null: never asked.
   std::function<StatusOr<std::vector<std::string>>(const std::vector<std::string>&)> unreachable;
   // Called with the bytes streams moved since the last call, per rental and port, every
-  // meter_interval, and once more when the relay stops (on the relay's thread, which
-  // waits for it). Null: not metered.
+  // meter_interval (on the relay's thread, which waits for it), and once more by the
+  // relay's destructor. Null: not metered. (Streams count their own bytes: nothing is
+  // added per write or read beyond that.)
   std::function<void(const std::vector<PortTraffic>&)> meter;
   std::chrono::milliseconds meter_interval{5000};
 };
@@ -126,7 +127,8 @@ struct RelayFigures {
   int64_t streams = 0;
   int64_t bytes_to_agents = 0;    // stream bytes sent (what customers wrote)
   int64_t bytes_from_agents = 0;  // stream bytes received (what the ports answered)
-  // Since start, per rental and port, for the rentals that have not ended.
+  // Since start, per rental and port, for the rentals that have not ended: as of the
+  // last meter_interval.
   std::vector<PortTraffic> ports;
 };
 

@@ -230,14 +230,11 @@ http::ProxyAuthorizer FilesAuthorizer(const api::ApiContext& ctx) {
     if (put && !chunked && length == 0) {
       return FieldError("body", "send the files as a tar (Content-Type: application/x-tar)");
     }
-    if (r.state == rentals::kEnded || r.state == rentals::RentalState::kEnding) {
+    if (rentals::HasEnded(r)) {
       grant.response = http::ProtocolErrorResponse(410, "gone", "the rental has ended");
       return grant;
     }
-    if (r.state != rentals::kRunning) {
-      return FailedPrecondition("the rental is not running yet (it is " +
-                                std::string(rentals::kRentalStateNames.Name(r.state)) + ")");
-    }
+    GPUNEX_RETURN_IF_ERROR(rentals::RequireRunning(r));
     StreamTarget target{.workload_id = r.workload_id,
                         .kind = StreamTarget::Kind::kFiles,
                         .path = path,
@@ -307,13 +304,7 @@ http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx) {
     // Only the customer reaches the container: not the provider, not an admin.
     if (r.customer_id != p.user.id) return NotFound("no such rental");
     GPUNEX_ASSIGN_OR_RETURN(protocol::WorkloadPort port, DeclaredPort(r, req.Param("port")));
-    if (r.state == rentals::kEnded || r.state == rentals::RentalState::kEnding) {
-      return FailedPrecondition("the rental has ended");
-    }
-    if (r.state != rentals::kRunning) {
-      return FailedPrecondition("the rental is not running yet (it is " +
-                                std::string(rentals::kRentalStateNames.Name(r.state)) + ")");
-    }
+    GPUNEX_RETURN_IF_ERROR(rentals::RequireRunning(r));
     auto bridge = std::make_shared<PortBridge>(conn, r.id, port.port);
     GPUNEX_ASSIGN_OR_RETURN(
         std::unique_ptr<Stream> stream,

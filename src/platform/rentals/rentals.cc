@@ -85,13 +85,24 @@ StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::
   return RentalsStore(tx).FindMany(ids);
 }
 
+bool HasEnded(const Rental& r) { return r.state == kEnded || r.state == RentalState::kEnding; }
+
+Status RequireRunning(const Rental& r) {
+  if (HasEnded(r)) return FailedPrecondition("the rental has ended");
+  if (r.state != kRunning) {
+    return FailedPrecondition("the rental is not running yet (it is " +
+                              std::string(kRentalStateNames.Name(r.state)) + ")");
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::vector<std::string>> UnreachableWorkloads(
     store::Tx& tx, const std::vector<std::string>& workload_ids) {
   std::vector<std::string> out;
   RentalsStore s(tx);
   for (const std::string& id : workload_ids) {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> r, s.FindByWorkload(id));
-    if (!r || r->state == kEnded || r->state == RentalState::kEnding) out.push_back(id);
+    if (!r || HasEnded(*r)) out.push_back(id);
   }
   return out;
 }

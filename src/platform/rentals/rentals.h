@@ -114,6 +114,12 @@ StatusOr<FirstHoursHeld> HeldForFirstHours(store::Tx& tx, const std::string& cus
 StatusOr<std::vector<std::string>> ProviderRentalIds(store::Tx& tx, const std::string& provider_id);
 StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::string>& ids);
 
+// Whether the rental has ended or is ending: nothing of it may be reached any more.
+bool HasEnded(const Rental& r);
+// OK when the rental runs, so that its container may be reached; otherwise
+// kFailedPrecondition saying that it has ended, or what it is still.
+Status RequireRunning(const Rental& r);
+
 // Of `workload_ids`, those that may no longer be reached (relay/, docs/access.md): their
 // rental is ending or ended, or they are no rental's. In the caller's transaction.
 StatusOr<std::vector<std::string>> UnreachableWorkloads(
