@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <future>
 #include <map>
 #include <thread>
@@ -101,9 +102,16 @@ class Probe {
       std::vector<std::thread> threads;
       for (const auto& name : names) {
         threads.emplace_back([this, name, containers] {
-          Status st = containers ? docker_.RemoveContainer(name, /*force=*/true,
-                                                           /*remove_volumes=*/true)
-                                 : docker_.RemoveNetwork(name);
+          // A loaded engine sometimes fails a removal once (runc did not terminate in time);
+          // the next try finds the container stopped, so a few tries with a growing pause.
+          Status st;
+          for (int attempt = 0; attempt < kRemoveAttempts; ++attempt) {
+            if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
+            st = containers ? docker_.RemoveContainer(name, /*force=*/true,
+                                                      /*remove_volumes=*/true)
+                            : docker_.RemoveNetwork(name);
+            if (st.ok() || st.code() == StatusCode::kNotFound) break;
+          }
           if (!st.ok() && st.code() != StatusCode::kNotFound) {
             LogWarn("isolation.cleanup_failed",
                     {{containers ? "container" : "network", name}, {"error", st.ToString()}});
@@ -122,6 +130,7 @@ class Probe {
   }
 
   Probe(const Probe&) = delete;
+  static constexpr int kRemoveAttempts = 4;
   Probe& operator=(const Probe&) = delete;
 
   // What an earlier check of the same owner left (its agent died during it).
