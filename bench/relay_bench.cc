@@ -8,8 +8,9 @@
 // The path between the platform and the agent is the "internet" hop; the agent's hop to
 // the port stays on the machine (a Unix socket here, as the container's loopback is).
 // With DELAY_MS, a userspace proxy delays every byte on the internet hop by DELAY_MS/2
-// each way (this kernel has no netem; without it the proxy is left out): the agent's
-// WebSocket goes through it, and so does the direct connection.
+// each way and keeps at most a TCP receive window in flight (this kernel has no netem;
+// without it the proxy is left out): the agent's WebSocket goes through it, and so does
+// the direct connection.
 //
 // Figures:
 //   1. upload and download throughput, relay / direct, at 0 and DELAY_MS round trip;
@@ -17,7 +18,8 @@
 //   3. one stalled reader: another stream's download throughput and the round trip of a
 //      small echo on a third, without and with the stall.
 //
-// Env: MB (256), DELAY_MS (50), STREAMS (1000).
+// Env: MB (256), DELAY_MS (50), STREAMS (1000), WINDOW_KIB (the kernel's tcp_rmem maximum),
+// CHUNK_KIB (16).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -207,12 +209,30 @@ class PortServer {
   std::vector<std::thread> threads_;
 };
 
-// A TCP proxy on loopback to `target` that delays every byte by `one_way` in each
-// direction (a link with that latency and no bandwidth limit of its own).
+// The most a TCP receiver on this machine lets a sender have unacknowledged: the
+// largest receive buffer the kernel's autotuning grows to (net.ipv4.tcp_rmem, its third
+// figure), or WINDOW_KIB.
+size_t TcpWindowBytes() {
+  if (const int64_t kib = EnvInt("WINDOW_KIB", 0); kib > 0) return static_cast<size_t>(kib) << 10;
+  size_t min = 0, def = 0, max = 0;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_rmem", "r")) {
+    if (std::fscanf(f, "%zu %zu %zu", &min, &def, &max) != 3) max = 0;
+    std::fclose(f);
+  }
+  return max > 0 ? max : size_t{6} << 20;
+}
+
+// A TCP proxy on loopback to `target` that emulates a path with `one_way` latency each
+// way and no bandwidth limit of its own, as TCP sees it: every byte arrives `one_way`
+// after it was sent, and at most `window` bytes are in flight in each direction, a byte
+// counting from when it is sent until its acknowledgement would be back (written on the
+// far side, plus `one_way`). A real 50 ms path bounds a TCP connection so, by its
+// receiver's window; a proxy that only delays would give the direct connection an
+// unbounded one (the loopback connections under it see no round trip at all).
 class DelayProxy {
  public:
-  DelayProxy(uint16_t target, std::chrono::milliseconds one_way)
-      : fd_(ListenTcp()), target_(target), one_way_(one_way) {
+  DelayProxy(uint16_t target, std::chrono::milliseconds one_way, size_t window)
+      : fd_(ListenTcp()), target_(target), one_way_(one_way), window_(window) {
     thread_ = std::thread([this] {
       for (;;) {
         const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -242,23 +262,46 @@ class DelayProxy {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Chunk> chunks;
+    size_t in_flight = 0;                                   // read and not acknowledged yet
+    std::deque<std::pair<Clock::time_point, size_t>> acks;  // when bytes stop counting
   };
 
   // from → (delay) → to, on two threads (a reader stamping, a writer waiting).
   void Pipe(int from, int to, std::shared_ptr<std::atomic<int>> pair) {
     auto line = std::make_shared<Line>();
     const auto delay = one_way_;
-    std::thread([from, line, delay] {
+    const size_t window = window_;
+    std::thread([from, line, delay, window] {
       std::vector<char> buf(256 * 1024);
       for (;;) {
-        const ssize_t n = read(from, buf.data(), buf.size());
+        size_t room = 0;
+        {
+          // Wait for acknowledgements while the window is full.
+          std::unique_lock<std::mutex> lock(line->mu);
+          for (;;) {
+            const auto now = Clock::now();
+            while (!line->acks.empty() && line->acks.front().first <= now) {
+              line->in_flight -= line->acks.front().second;
+              line->acks.pop_front();
+            }
+            if (line->in_flight < window) break;
+            if (line->acks.empty()) {
+              line->cv.wait(lock);
+            } else {
+              line->cv.wait_until(lock, line->acks.front().first);
+            }
+          }
+          room = std::min(buf.size(), window - line->in_flight);
+        }
+        const ssize_t n = read(from, buf.data(), room);
         std::lock_guard<std::mutex> lock(line->mu);
+        if (n > 0) line->in_flight += static_cast<size_t>(n);
         line->chunks.push_back({Clock::now() + delay, n > 0 ? std::string(buf.data(), n) : ""});
-        line->cv.notify_one();
+        line->cv.notify_all();
         if (n <= 0) return;
       }
     }).detach();
-    std::thread([from, to, line, pair] {
+    std::thread([from, to, line, pair, delay] {
       for (;;) {
         Chunk c;
         {
@@ -269,6 +312,9 @@ class DelayProxy {
         }
         std::this_thread::sleep_until(c.due);
         if (c.bytes.empty() || !WriteAll(to, c.bytes.data(), c.bytes.size())) break;
+        std::lock_guard<std::mutex> lock(line->mu);
+        line->acks.emplace_back(Clock::now() + delay, c.bytes.size());
+        line->cv.notify_all();
       }
       shutdown(to, SHUT_WR);
       if (--*pair == 0) {
@@ -281,6 +327,7 @@ class DelayProxy {
   int fd_;
   uint16_t target_;
   std::chrono::milliseconds one_way_;
+  size_t window_;
   std::thread thread_;
 };
 
@@ -395,7 +442,7 @@ class Rig {
     server_thread_ = std::thread([this] { server_->Run(); });
     uint16_t ws_port = server_->port();
     if (delay.count() > 0) {
-      proxy_ = std::make_unique<DelayProxy>(ws_port, delay / 2);
+      proxy_ = std::make_unique<DelayProxy>(ws_port, delay / 2, TcpWindowBytes());
       ws_port = proxy_->port();
     }
     agent::DataLinkOptions lo;
@@ -544,10 +591,10 @@ int main() {
   }
   if (delay.count() > 0) {
     Rig rig(port, delay);
-    DelayProxy direct(port.tcp_port(), delay / 2);
-    char what[64];
-    std::snprintf(what, sizeof what, "%lld ms round trip (emulated)",
-                  static_cast<long long>(delay.count()));
+    DelayProxy direct(port.tcp_port(), delay / 2, TcpWindowBytes());
+    char what[96];
+    std::snprintf(what, sizeof what, "%lld ms round trip (emulated, TCP window %zu KiB)",
+                  static_cast<long long>(delay.count()), TcpWindowBytes() >> 10);
     Row(what, RelayThroughput(rig, bytes), DirectThroughput(direct.port(), bytes));
   }
 

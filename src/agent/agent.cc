@@ -554,6 +554,7 @@ void Agent::Execute(protocol::Command c) {
     // Defense in depth (ISO-2): the platform validated the request, the agent parses it
     // again, and the runner checks the container it builds.
     auto spec = protocol::ParseStartWorkload(c.payload);
+    c.payload.erase("registry_auth");  // the spec has them now, and only the runner keeps them
     std::string refusal;
     if (!spec.ok()) {
       fail(spec.status());
@@ -564,11 +565,11 @@ void Agent::Execute(protocol::Command c) {
       Queue(protocol::WorkloadEvent{spec->workload_id, "failed", std::nullopt, "engine: " + refusal,
                                     "", std::string(protocol::kCauseEngineError)});
       data["workload_id"] = spec->workload_id;
-    } else if (Status st = runner_->Start(*spec);
+    } else if (Status st = runner_->Start(std::move(*spec));           // with its registry_auth
                !st.ok() && st.code() != StatusCode::kAlreadyExists) {  // a repeat: it runs
       fail(st);
     } else {
-      data["workload_id"] = spec->workload_id;
+      data["workload_id"] = c.payload.at("workload_id");
     }
   } else if (c.kind == protocol::kStopWorkload) {
     auto stop = protocol::ParseStopWorkload(c.payload);

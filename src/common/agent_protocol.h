@@ -275,6 +275,27 @@ struct WorkloadPort {
 std::vector<WorkloadPort> ReadPorts(const JsonReader& r, std::string_view key, bool with_public);
 json::array PortsJson(const std::vector<WorkloadPort>& ports, bool with_public);
 
+// Credentials for a workload's image on a private registry (issue 25, docs/access.md):
+// {"username", "password"}, for that one pull. The platform keeps them in memory only,
+// until the agent has answered the command that carries them; the agent until the pull
+// has ended. Neither side writes them anywhere, logs them or sends them back.
+inline constexpr size_t kMaxRegistryUsernameLength = 256;
+inline constexpr size_t kMaxRegistryPasswordLength = 4096;
+struct RegistryCredentials {
+  std::string username;  // text, 1 to kMaxRegistryUsernameLength bytes
+  std::string password;  // text, 1 to kMaxRegistryPasswordLength bytes
+
+  bool operator==(const RegistryCredentials&) const = default;
+};
+// The object `key` of `r` as credentials, each fault recorded at its field's path
+// ("registry_auth.password"), never with the value; nullopt when it is absent or wrong.
+// The one reader, for the API and the agent alike.
+std::optional<RegistryCredentials> ReadRegistryCredentials(const JsonReader& r,
+                                                           std::string_view key);
+json::object RegistryCredentialsJson(const RegistryCredentials& c);
+// Overwrites the credentials' bytes before they are freed.
+void Wipe(RegistryCredentials& c);
+
 // start_workload: the workload to run (SPEC ISO-1, ISO-2).
 //   {"workload_id": "wl_01J...", "image": "pytorch/pytorch:2.3.0",
 //    "command": ["python", "train.py"], "env": {"EPOCHS": "3"},
@@ -297,6 +318,9 @@ struct StartWorkload {
   int64_t scratch_mb = 0;              // [kMinScratchMb, kMaxScratchMb]
   int64_t timeout_s = 0;               // [0, kMaxTimeoutS]; 0 = none
   std::vector<WorkloadPort> ports;     // at most kMaxPorts; is_public not carried
+  // For the image's pull, when its registry wants them. ToJson never writes them: the
+  // platform stores the command without them and adds them when it sends it.
+  std::optional<RegistryCredentials> registry_auth = std::nullopt;
 
   bool operator==(const StartWorkload&) const = default;
 };

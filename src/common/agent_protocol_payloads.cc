@@ -1,4 +1,6 @@
 // The agent protocol's command payloads and benchmark results (agent_protocol.h).
+#include <string.h>  // explicit_bzero
+
 #include <algorithm>
 #include <iterator>
 #include <set>
@@ -44,7 +46,7 @@ constexpr std::string_view kForbiddenWorkloadFields[] = {
 
 constexpr std::string_view kStartWorkloadFields[] = {
     "workload_id", "image",      "command",    "env",       "gpu_uuids", "memory_mb",
-    "cpus",        "pids_limit", "scratch_mb", "timeout_s", "ports"};
+    "cpus",        "pids_limit", "scratch_mb", "timeout_s", "ports",     "registry_auth"};
 
 bool Contains(const auto& list, std::string_view key) {
   return std::find(std::begin(list), std::end(list), key) != std::end(list);
@@ -178,6 +180,7 @@ StatusOr<StartWorkload> ParseStartWorkload(const json::object& payload) {
     }
   }
   s.ports = ReadPorts(r, "ports", /*with_public=*/false);
+  s.registry_auth = ReadRegistryCredentials(r, "registry_auth");
   if (auto m = r.Int("memory_mb", true, kMinMemoryMb, kMaxMemoryMb)) s.memory_mb = *m;
   if (auto c = r.Number("cpus", true, 0, kMaxCpus)) {
     if (*c < kMinCpus) {
@@ -211,6 +214,29 @@ json::object ToJson(const StartWorkload& s) {
                    {"timeout_s", s.timeout_s}};
   if (!s.ports.empty()) out["ports"] = PortsJson(s.ports, /*with_public=*/false);
   return out;
+}
+
+std::optional<RegistryCredentials> ReadRegistryCredentials(const JsonReader& r,
+                                                           std::string_view key) {
+  const json::object* o = r.Object(key, false);
+  if (o == nullptr) return std::nullopt;
+  JsonReader cr(*o, r.PathOf(key), r.errors());
+  cr.RejectUnknown({"username", "password"});
+  auto username = cr.String("username", true, kMaxRegistryUsernameLength);
+  auto password = cr.String("password", true, kMaxRegistryPasswordLength);
+  if (!username || !password) return std::nullopt;
+  return RegistryCredentials{std::move(*username), std::move(*password)};
+}
+
+json::object RegistryCredentialsJson(const RegistryCredentials& c) {
+  return {{"username", c.username}, {"password", c.password}};
+}
+
+void Wipe(RegistryCredentials& c) {
+  for (std::string* s : {&c.username, &c.password}) {
+    explicit_bzero(s->data(), s->size());
+    s->clear();
+  }
 }
 
 std::vector<WorkloadPort> ReadPorts(const JsonReader& r, std::string_view key, bool with_public) {

@@ -271,6 +271,40 @@ TEST(StartWorkload, CarriesDeclaredPortsAndLeavesThemOutWhenNone) {
   EXPECT_FALSE(ToJson(*s).contains("ports"));
 }
 
+// Registry credentials (issue 25): read with the command, never written by ToJson (the
+// platform stores commands without them and adds them as it sends), bad ones named by
+// field and never echoed.
+TEST(StartWorkload, TakesRegistryCredentialsThatToJsonNeverWrites) {
+  json::object p = ValidStart();
+  p["registry_auth"] = json::object{{"username", "robot"}, {"password", "hunter2-long"}};
+  auto s = ParseStartWorkload(p);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->registry_auth, (RegistryCredentials{"robot", "hunter2-long"}));
+  EXPECT_FALSE(ToJson(*s).contains("registry_auth"));
+  EXPECT_EQ(RegistryCredentialsJson(*s->registry_auth),
+            (json::object{{"username", "robot"}, {"password", "hunter2-long"}}));
+  Wipe(*s->registry_auth);
+  EXPECT_EQ(s->registry_auth, (RegistryCredentials{}));
+
+  const auto errors = [](json::value auth) {
+    json::object p = ValidStart();
+    p["registry_auth"] = std::move(auth);
+    return ErrorsOf(ParseStartWorkload, p);
+  };
+  EXPECT_EQ(errors(json::object{{"username", "robot"}}),
+            (FieldErrors{{"registry_auth.password", "is required"}}));
+  EXPECT_EQ(errors(json::object{{"username", ""}, {"password", "x"}}),
+            (FieldErrors{{"registry_auth.username", "is required"}}));
+  EXPECT_EQ(errors(json::object{{"username", "u"}, {"password", std::string(4097, 'p')}}),
+            (FieldErrors{{"registry_auth.password", "must be at most 4096 characters"}}));
+  EXPECT_EQ(errors(json::object{{"username", "u"}, {"password", "a\nb"}}),
+            (FieldErrors{{"registry_auth.password", "must be text without control characters"}}));
+  EXPECT_EQ(errors(json::object{{"username", "u"}, {"password", "p"}, {"server", "x"}}),
+            (FieldErrors{{"registry_auth.server", "is not a known field"}}));
+  EXPECT_EQ(errors(json::value("robot:secret")),
+            (FieldErrors{{"registry_auth", "must be an object"}}));
+}
+
 TEST(StartWorkload, BadPortsNameTheirElement) {
   const auto errors = [](json::array ports) {
     json::object p = ValidStart();

@@ -2553,6 +2553,8 @@ describe("dashboard", () => {
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nnot a variable");
         await form.getByLabel("Ports (optional)").fill("8080, 99999");
+        // A private registry's password without its user.
+        await form.getByLabel("Password or token").fill("s3cret-token");
         await form.getByLabel("Max. duration").fill("30 s");
         await form.getByLabel("GPUs").selectOption("2");
         await form
@@ -2572,6 +2574,12 @@ describe("dashboard", () => {
           await form.locator('.field-error[data-path="ports"]').textContent(),
           /"99999" must be a port from 1 to 65535/,
         );
+        assert.match(
+          await form
+            .locator('.field-error[data-path="registry_auth.username"]')
+            .textContent(),
+          /is required with a password/,
+        );
         assert.equal(
           keys.length,
           0,
@@ -2581,6 +2589,7 @@ describe("dashboard", () => {
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nWANDB_MODE=offline");
         await form.getByLabel("Ports (optional)").fill("8080, 7000/tcp");
+        await form.getByLabel("Password or token").fill("");
         await form.getByLabel("GPUs").selectOption("1");
         await start.click();
         const durationError = form.locator(

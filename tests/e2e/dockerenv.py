@@ -36,6 +36,7 @@ import threading
 import time
 import unittest
 import urllib.parse
+import warnings
 
 from harness import free_port, source_dir
 
@@ -385,21 +386,35 @@ class TestDockerd:
 
 
 class LocalRegistry:
-    """Debian's docker-registry (distribution 2.x) on 127.0.0.1:<free port>."""
+    """Debian's docker-registry (distribution 2.x) on 127.0.0.1:<free port>. With
+    `credentials` ((username, password)) it wants them (htpasswd, bcrypt) for every pull
+    and push; login(dock) lets a private engine's CLI push there."""
 
-    def __init__(self):
+    def __init__(self, credentials=None):
         if not os.access(REGISTRY, os.X_OK):
             raise unittest.SkipTest(f"{REGISTRY} is missing (Debian: docker-registry)")
         self.dir = tempfile.mkdtemp(prefix="gpx-registry-")
         self.port = free_port()
         self.proc = None
+        self.credentials = credentials
         self.config = os.path.join(self.dir, "config.yml")
+        auth = ""
+        if credentials:
+            with warnings.catch_warnings():  # deprecated, and still the standard library's
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import crypt  # bcrypt through libcrypt: the registry takes no other hash
+            user, password = credentials
+            with open(os.path.join(self.dir, "htpasswd"), "w", encoding="utf-8") as f:
+                f.write(f"{user}:{crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))}\n")
+            auth = ("auth:\n  htpasswd:\n    realm: gpunex-test\n"
+                    f"    path: {self.dir}/htpasswd\n")
         with open(self.config, "w", encoding="utf-8") as f:
             f.write("version: 0.1\n"
                     "log:\n  level: warn\n"
                     "storage:\n  filesystem:\n"
                     f"    rootdirectory: {self.dir}/storage\n"
                     "  delete:\n    enabled: true\n"
+                    + auth +
                     "http:\n"
                     f"  addr: 127.0.0.1:{self.port}\n")
 
@@ -420,7 +435,7 @@ class LocalRegistry:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 conn.request("GET", "/v2/")
-                if conn.getresponse().status == 200:
+                if conn.getresponse().status == (401 if self.credentials else 200):
                     conn.close()
                     return self
                 conn.close()
@@ -430,6 +445,22 @@ class LocalRegistry:
                 self.stop()
                 raise RuntimeError(f"docker-registry did not answer within {timeout}s")
             time.sleep(0.1)
+
+    def push(self, dock, local_ref, name):
+        """Pushes the engine's `local_ref` here as `name` (logged in with the credentials
+        in a CLI config of its own), then removes both tags from the engine, so that a
+        workload of that image must pull it. The reference pushed."""
+        ref = f"{self.address}/{name}"
+        dock.cli("tag", local_ref, ref)
+        cfg = os.path.join(self.dir, "cli")
+        os.makedirs(cfg, exist_ok=True)
+        if self.credentials:
+            user, password = self.credentials
+            dock.cli("--config", cfg, "login", "-u", user, "--password-stdin", self.address,
+                     input=password)
+        dock.cli("--config", cfg, "push", ref)
+        dock.cli("rmi", ref)
+        return ref
 
     def log(self):
         try:

@@ -32,9 +32,10 @@ import urllib.parse
 
 import wsclient
 from harness import API, WRAPPER, Gpunexd, ServerTestCase, free_port, wait_until
-from test_rentals import (BUSYBOX_REF, ENV, L4, RENTALS_TOML, DockerAgent, credit, get_rental,
-                          offer_of, provider_with_agent_token, set_prices, wait_ended,
-                          wait_machine_listed, wait_running)
+import dockerenv
+from test_rentals import (BUSYBOX_REF, ENV, L4, PULL_FAILED, RENTALS_TOML, DockerAgent, credit,
+                          free_gpus, get_rental, offer_of, provider_with_agent_token, set_prices,
+                          wait_ended, wait_machine_listed, wait_running)
 from test_rentals import setUpModule as rentals_setup
 from test_rentals import tearDownModule as rentals_teardown
 
@@ -130,10 +131,11 @@ class AccessTest(ServerTestCase):
         admin = srv.admin()
         prov, token, _ = provider_with_agent_token(srv, admin, name="Porter", priced=False)
         set_prices(prov, {L4: 360_000})
-        agent = DockerAgent(srv, token, f"{L4}:2", ENV["dockerd"], name="porter")
+        # Two GPUs for the shared rentals, one for the tests' own.
+        agent = DockerAgent(srv, token, f"{L4}:3", ENV["dockerd"], name="porter")
         SHARED["agent"] = agent
         agent.start()
-        mid = wait_machine_listed(admin, prov, 2)
+        mid = wait_machine_listed(admin, prov, 3)
         offer = offer_of(admin, mid, min_free=2)
         customer = srv.user("Cora Customer")
         credit(admin, customer.id, 50 * 1_000_000)
@@ -661,6 +663,85 @@ class AccessTest(ServerTestCase):
         self.assertIn('"relay.files"', self.srv.logs())
         self.assertNotIn("in pieces", self.srv.logs())
 
+    def test_a_private_image_is_pulled_with_credentials_kept_nowhere(self):
+        """registry_auth: used for the pull only; never stored, logged or shown."""
+        password = "pw-" + os.urandom(12).hex()
+        registry = dockerenv.LocalRegistry(credentials=("robot", password)).start()
+        self.addCleanup(registry.stop)
+        dock = ENV["dockerd"]
+        self.addCleanup(dock.forward(registry.port).close)  # the engine pulls in its namespace
+        image = registry.push(dock, BUSYBOX_REF, "team/private:1")
+        offer = SHARED["offer"]
+        rentals = f"{API}/rentals"
+
+        def rent(**extra):
+            # The GPU the last one used is offered again once the market has seen its end.
+            wait_until(lambda: free_gpus(self.customer.c, offer["id"]) >= 1, 30,
+                       "a free GPU on the offer")
+            r = self.customer.c.post(rentals, {"offer_id": offer["id"], "gpus": 1,
+                                               "image": image, "command": ["sleep", "600"],
+                                               **extra})
+            return r
+
+        # Bad credentials are named by field, never echoed, and rent nothing.
+        before = len(self.customer.c.get(rentals).body["items"])
+        for auth, field in [({"username": "robot"}, "registry_auth.password"),
+                            ({"username": "", "password": password}, "registry_auth.username"),
+                            ("robot:" + password, "registry_auth"),
+                            ({"username": "robot", "password": password, "email": "x"},
+                             "registry_auth.email")]:
+            r = rent(registry_auth=auth)
+            self.assertStatus(r, 422)
+            self.assertIn(field, r.body["error"]["fields"], r.body)
+            self.assertNotIn(password, json.dumps(r.body))
+        self.assertEqual(len(self.customer.c.get(rentals).body["items"]), before)
+        # Jobs wait in a queue: they take none.
+        job = self.customer.c.post(f"{API}/jobs", {
+            "gpu_model": L4, "gpus": 1, "max_price_micro": 1_000_000, "image": image,
+            "registry_auth": {"username": "robot", "password": password}})
+        self.assertStatus(job, 422)
+        self.assertIn("registry_auth", job.body["error"]["fields"], job.body)
+
+        # Without credentials, or with wrong ones, the pull fails: the customer reads the
+        # sentence for a pull that failed, and pays nothing.
+        for extra in [{}, {"registry_auth": {"username": "robot", "password": "wrong"}}]:
+            r = rent(**extra)
+            self.assertStatus(r, 201)
+            ended = wait_ended(self.customer, r.body["id"], 60)
+            self.assertEqual((ended["end_reason"], ended["detail"]),
+                             ("start_failed", PULL_FAILED), ended)
+            self.assertEqual(ended["charged_micro"], 0, ended)
+
+        # With them: pulled, and running.
+        r = rent(registry_auth={"username": "robot", "password": password},
+                 ports=[{"port": 7100, "protocol": "tcp"}])
+        self.assertStatus(r, 201)
+        rid = r.body["id"]
+        self.assertNotIn("registry_auth", r.body)
+        running = wait_running(self.customer, rid, 60)
+        self.assertEqual(running["image"], image)
+        self.assertStatus(self.customer.c.post(f"{rentals}/{rid}/stop", {}), 200)
+        wait_ended(self.customer, rid)
+
+        # Nowhere: not in what the API shows anyone, not in gpunexd's database or logs, not
+        # in the agent's state or log.
+        for who in (self.customer, self.provider, SHARED["admin"]):
+            self.assertNotIn(password, json.dumps(get_rental(who, rid)))
+        workloads = json.dumps(self.provider.c.get(f"{API}/workloads").body)
+        self.assertNotIn(password, workloads)
+        found = []
+        for top in (self.srv.tmp, self.agent.state_dir):
+            for folder, _, files in os.walk(top):
+                for name in files:
+                    path = os.path.join(folder, name)
+                    try:
+                        with open(path, "rb") as f:
+                            if password.encode() in f.read():
+                                found.append(path)
+                    except OSError:
+                        pass
+        self.assertEqual(found, [])
+
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""
         ws = self.connect_echo()
@@ -672,7 +753,9 @@ class AccessTest(ServerTestCase):
         self.assertIsNotNone(code)
         self.assertLess(closed_after, 5, f"closed after {closed_after:.1f} s ({code} {reason})")
         wait_ended(self.customer, self.rental["id"])
-        self.assertEqual(self.refused(ECHO_PORT).status, 409)
+        refused = self.refused(ECHO_PORT)
+        self.assertEqual(refused.status, 409, refused)
+        self.assertEqual(refused.body["error"]["message"], "the rental has ended", refused.body)
 
     def test_zz_the_web_rentals_end_closes_its_exchanges(self):
         """Last (zz): it ends the shared web rental."""
@@ -699,6 +782,13 @@ class AccessTest(ServerTestCase):
         wait_ended(self.customer, self.web["id"])
         r, data = self.access("GET", "/", token=self.customer.token)
         self.assertEqual(r.status, 410, data)
+        # Its files and new access tokens are gone with it.
+        files = self.customer.c.get(f"{API}/rentals/{self.web['id']}/files",
+                                    query={"path": "/scratch"})
+        self.assertStatus(files, 410)
+        self.assertEqual(files.body["error"]["code"], "gone", files.body)
+        tok = self.customer.c.post(f"{API}/rentals/{self.web['id']}/access-tokens", {})
+        self.assertStatus(tok, 410)
 
 
 if __name__ == "__main__":

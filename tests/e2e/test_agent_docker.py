@@ -503,8 +503,16 @@ class OfflineInstallFaultTest(AgentDockerTest):
         self.wait_isolated(prov, mid)
         # The checks leave no container behind: the agent's own check may still be removing
         # its probe when the self-test's ends (CI saw one left a moment), so allow it that.
-        wait_until(lambda: self.dock.containers("io.gpunex.probe") == [], 15,
-                   "no probe container left behind by the checks")
+        left = []
+
+        def none_left():
+            left[:] = [(c["Names"], c["State"], c["Status"])
+                       for c in self.dock.containers("io.gpunex.probe")]
+            return not left
+        try:
+            wait_until(none_left, 15, "no probe container left behind by the checks")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {left}") from None
 
         # --- the agent container killed: Offline after the missed heartbeats
         self.dock.cli("kill", "gpunex-agent")

@@ -749,6 +749,8 @@ export interface CreateRental {
   command?: string[];
   env?: Record<string, string>;
   ports?: PortSpec[];
+  // For a private registry: sent once, never stored or shown (docs/access.md).
+  registry_auth?: { username: string; password: string };
   max_duration_s?: number;
   max_cost_micro?: number;
 }

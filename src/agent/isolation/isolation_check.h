@@ -56,6 +56,11 @@ struct IsolationCheckOptions {
   std::chrono::milliseconds connect_timeout{1500};
   // How long a listener may take to be ready, and the prober to finish.
   std::chrono::seconds step_timeout{30};
+  // A check that finds something reached runs once more, this long after, before it says
+  // so: an engine creating or removing other networks at that moment (another agent's
+  // check on the same engine, say) may lack their rules for an instant, and one such
+  // instant must not delist the machine. A real hole is found twice.
+  std::chrono::milliseconds confirm_after{2000};
 };
 
 // The owner of the checks of the agent with this machine key (the key is secret, the

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <string.h>  // explicit_bzero
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,9 @@
 
 namespace gpunex::agent {
 namespace {
+
+// Where the engine logs in for an image that names no registry.
+constexpr char kDockerHubAuthServer[] = "https://index.docker.io/v1/";
 
 using internal::FrameDemuxer;
 using internal::ProgressStream;
@@ -220,7 +224,7 @@ class EngineClient final : public DockerClient {
     return Expect(req, {200});
   }
 
-  Status PullImage(const std::string& ref, const std::optional<RegistryAuth>& auth,
+  Status PullImage(const std::string& ref, const std::optional<protocol::RegistryCredentials>& auth,
                    const std::function<void(const std::string&)>& progress) override {
     std::string error;
     auto parsed = ParseImageRef(ref, &error);
@@ -234,11 +238,15 @@ class EngineClient final : public DockerClient {
     if (auth) {
       json::object a{{"username", auth->username},
                      {"password", auth->password},
-                     {"serveraddress", auth->server_address}};
+                     {"serveraddress",
+                      parsed->domain.empty() ? std::string(kDockerHubAuthServer) : parsed->domain}};
+      std::string text = ToJsonText(a);
       // The engine decodes padded base64url.
-      std::string encoded = Base64UrlEncode(ToJsonText(a));
+      std::string encoded = Base64UrlEncode(text);
       while (encoded.size() % 4 != 0) encoded += '=';
       req.headers.push_back("X-Registry-Auth: " + encoded);
+      explicit_bzero(text.data(), text.size());
+      explicit_bzero(encoded.data(), encoded.size());
     }
     ProgressStream stream(progress);
     req.sink = [&stream](std::string_view data) { return stream.Feed(data); };

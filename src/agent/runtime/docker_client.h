@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/agent_protocol.h"
 #include "common/json.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -39,13 +40,6 @@ struct DockerVersion {
   std::string api_version;  // the newest API the engine serves, "1.41"
   std::string os;           // "linux"
   std::string arch;         // "amd64"
-};
-
-// Credentials for a private registry, sent as the X-Registry-Auth header of a pull.
-struct RegistryAuth {
-  std::string username;
-  std::string password;
-  std::string server_address;  // "registry.example.com:5000"
 };
 
 // One frame of a container's output.
@@ -78,7 +72,10 @@ class DockerClient {
   // with kNotFound or kPermissionDenied when the registry says so; with kUnavailable when
   // the registry cannot be reached (the engine's message names it) or when the stream
   // reports an error after it began (the HTTP status is then already 200).
-  virtual Status PullImage(const std::string& ref, const std::optional<RegistryAuth>& auth,
+  // `auth`, when given, goes to the engine as the X-Registry-Auth header, for the
+  // reference's registry (Docker Hub's when it names none).
+  virtual Status PullImage(const std::string& ref,
+                           const std::optional<protocol::RegistryCredentials>& auth,
                            const std::function<void(const std::string&)>& progress) = 0;
   // Whether the engine holds `ref` locally.
   virtual StatusOr<bool> ImageExists(const std::string& ref) = 0;

@@ -201,9 +201,9 @@ TEST_F(DockerClientTest, ImageExistsAndPullErrors) {
 
   // A registry nobody listens on: the engine's own error, named.
   std::vector<std::string> progress;
-  Status st =
-      client_->PullImage("127.0.0.1:1/gpunex/nope:1", RegistryAuth{"user", "secret", "127.0.0.1:1"},
-                         [&](const std::string& p) { progress.push_back(p); });
+  Status st = client_->PullImage("127.0.0.1:1/gpunex/nope:1",
+                                 protocol::RegistryCredentials{"user", "secret"},
+                                 [&](const std::string& p) { progress.push_back(p); });
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
   EXPECT_THAT(st.message(), HasSubstr("127.0.0.1:1"));
   EXPECT_THAT(st.message(), HasSubstr("pulling 127.0.0.1:1/gpunex/nope:1"));

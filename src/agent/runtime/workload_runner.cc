@@ -73,8 +73,15 @@ class Runner final : public WorkloadRunner {
     for (auto& t : threads) t.join();
   }
 
-  Status Start(const WorkloadSpec& spec, const std::optional<RegistryAuth>& auth) override
-      EXCLUDES(mu_) {
+  Status Start(WorkloadSpec spec) override EXCLUDES(mu_) {
+    // Moved out of the spec at once, so that no copy of the spec carries them.
+    std::optional<protocol::RegistryCredentials> auth = std::exchange(spec.registry_auth, {});
+    struct WipeOnExit {
+      std::optional<protocol::RegistryCredentials>& auth;
+      ~WipeOnExit() {
+        if (auth) protocol::Wipe(*auth);
+      }
+    } wipe{auth};
     std::vector<std::thread> ended;
     {
       MutexLock lock(&mu_);
@@ -96,7 +103,7 @@ class Runner final : public WorkloadRunner {
         }
       }
       ended = ReapLocked();
-      auto e = std::make_shared<Entry>(spec, auth);
+      auto e = std::make_shared<Entry>(spec, std::move(auth));
       MutexLock entry_lock(&e->mu);
       e->status.workload_id = spec.workload_id;
       entries_[spec.workload_id] = e;
@@ -273,10 +280,20 @@ class Runner final : public WorkloadRunner {
   // by the entry's own mutex, which is taken after the runner's mu_ when both are held
   // (and never the other way round).
   struct Entry {
-    Entry(WorkloadSpec s, std::optional<RegistryAuth> a) : spec(std::move(s)), auth(std::move(a)) {}
+    Entry(WorkloadSpec s, std::optional<protocol::RegistryCredentials> a)
+        : spec(std::move(s)), auth(std::move(a)) {}
+    ~Entry() { WipeAuth(); }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+    void WipeAuth() {
+      if (auth) protocol::Wipe(*auth);
+      auth.reset();
+    }
 
     const WorkloadSpec spec;
-    const std::optional<RegistryAuth> auth;
+    // For the pull; wiped when it has ended. Only the workload's thread touches it.
+    std::optional<protocol::RegistryCredentials> auth;
     Mutex mu;
     CondVar ended;  // signalled when `done` becomes true
     WorkloadStatus status GUARDED_BY(mu);
@@ -434,6 +451,7 @@ class Runner final : public WorkloadRunner {
         return Fail(e, "image", st, std::move(cause));
       }
     }
+    e.WipeAuth();  // pulled, or there was nothing to pull
     if (StopRequested(e)) return FinishStopped(e);
 
     if (!options_.policy.network_none) {

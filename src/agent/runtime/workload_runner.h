@@ -99,14 +99,14 @@ class WorkloadRunner {
  public:
   virtual ~WorkloadRunner() = default;
 
-  // Begins running `spec` in the background and returns. `auth`, when given, is used if
-  // the image must be pulled. Fails with kAlreadyExists when the runner already knows the
+  // Begins running `spec` in the background and returns. Its registry_auth, when given,
+  // is used if the image must be pulled, and wiped once the pull has ended (it is kept
+  // nowhere else: Get's spec has none). Fails with kAlreadyExists when the runner already knows the
   // workload id (running or ended: ids are never reused), with kPermissionDenied when a
   // GPU is not among offered_gpus, with kFailedPrecondition when a GPU is in use by another
   // running workload, and with kUnavailable while the runner is shutting down.
   // REQUIRES: `spec` came from protocol::ParseStartWorkload() (or satisfies its bounds).
-  virtual Status Start(const WorkloadSpec& spec,
-                       const std::optional<RegistryAuth>& auth = std::nullopt) = 0;
+  virtual Status Start(WorkloadSpec spec) = 0;
   // Asks the workload to stop; its thread stops the container and reports kStopped after
   // the cleanup. OK when it has already ended; kNotFound when unknown.
   virtual Status Stop(const std::string& workload_id) = 0;

@@ -37,6 +37,10 @@ void RegisterRoutes(http::Router& r, const api::ApiContext& ctx) {
           accounts::Principal p;
           auto rental = OwnRental(req, ctx, &p);
           if (!rental.ok()) return http::ErrorResponse(rental.status());
+          // Nothing of an ended rental opens again (docs/access.md).
+          if (rentals::HasEnded(*rental)) {
+            return http::ProtocolErrorResponse(410, "gone", "the rental has ended");
+          }
           json::object empty;
           auto body = req.body.empty() ? StatusOr<json::object>(empty) : api::JsonObjectBody(req);
           if (!body.ok()) return http::ErrorResponse(body.status());

@@ -26,11 +26,11 @@ ACCESS = {
 }
 
 MATRIX = [
-    # By now the rental is stopped: its customer is told so (409), everyone else that
-    # there is no such rental.
+    # By now the rental is stopped: its customer is told it is gone (410), everyone else
+    # that there is no such rental.
     dict(route=("POST", "/api/v1/rentals/{id}/access-tokens"),
          path=f"{API}/rentals/{{rnt_C1}}/access-tokens", body={},
-         expect=only(["customer"], 409, 404)),
+         expect=only(["customer"], 410, 404)),
     dict(route=("GET", "/api/v1/rentals/{id}/access-tokens"),
          path=f"{API}/rentals/{{rnt_C1}}/access-tokens", expect=only(["customer"], 200, 404)),
     dict(route=("DELETE", "/api/v1/rentals/{id}/access-tokens/{token_id}"),

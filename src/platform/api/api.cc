@@ -196,12 +196,25 @@ bool KeepsIdempotentAnswer(const http::Request& req) {
   return true;
 }
 
+// What an Idempotency-Key keeps of its request: a hash of the method, path and body,
+// without a rental's registry_auth (a hash of a short password could be guessed back).
+std::string IdempotencyHash(const http::Request& req) {
+  std::string body = req.body;
+  if (body.find("\"registry_auth\"") != std::string::npos) {
+    if (auto v = ParseJson(body);
+        v.ok() && v->is_object() && v->get_object().erase("registry_auth")) {
+      body = ToJsonText(*v);
+    }
+  }
+  return Sha256Hex(req.method + "\n" + req.path + "\n" + body);
+}
+
 // Runs `handler` for `p`, answering once per Idempotency-Key (api.h, Dispatch).
 http::Response RunIdempotent(const ApiContext& ctx, const accounts::Principal& p,
                              http::Request& req, const http::Handler& handler) {
   const std::string key = req.Header("idempotency-key");
   if (key.empty() || !KeepsIdempotentAnswer(req)) return handler(req);
-  const std::string hash = Sha256Hex(req.method + "\n" + req.path + "\n" + req.body);
+  const std::string hash = IdempotencyHash(req);
   auto claim = ctx.idempotency.Begin(p.user.id, key, hash);
   if (!claim.ok()) return http::ErrorResponse(claim.status());
   if (claim->replay) {

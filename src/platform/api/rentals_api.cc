@@ -11,8 +11,9 @@
 namespace gpunex::platform::api {
 namespace {
 
-constexpr std::string_view kRentalFields[] = {
-    "offer_id", "gpus", "image", "command", "env", "max_duration_s", "max_cost_micro", "ports"};
+constexpr std::string_view kRentalFields[] = {"offer_id",       "gpus",  "image",
+                                              "command",        "env",   "max_duration_s",
+                                              "max_cost_micro", "ports", "registry_auth"};
 
 json::value OptMicros(const std::optional<Usdc>& u) {
   return u ? json::value(u->micros()) : json::value(nullptr);
@@ -133,6 +134,7 @@ StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {
   // Any integer decodes; the bounds are the domain's, with its message.
   out.gpus = r.Int("gpus", true, kMin, kMax).value_or(1);
   DecodeContainer(r, &out.container);
+  out.container.registry_auth = protocol::ReadRegistryCredentials(r, "registry_auth");
   out.max_duration_s = r.Int("max_duration_s", false, kMin, kMax);
   if (auto c = r.Int("max_cost_micro", false, kMin, kMax)) out.max_cost = Usdc::Micros(*c);
   out.idempotency_key = req.Header("idempotency-key");
@@ -196,6 +198,10 @@ StatusOr<rentals::SubmitJobRequest> DecodeJob(const http::Request& req) {
   FieldErrors errors;
   JsonReader r(*body, "", &errors);
   RejectContainerOptions(*body, kJobFields, errors);
+  if (r.Has("registry_auth")) {
+    errors["registry_auth"] =
+        "is taken by rentals only: a queued job would keep the password until it is placed";
+  }
   rentals::SubmitJobRequest out;
   rentals::JobConstraints& c = out.constraints;
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min(),

@@ -124,7 +124,9 @@ void RejectContainerOptions(const json::object& body, std::span<const std::strin
 }
 
 void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container) {
-  auto& [image, command, env, ports] = *container;
+  std::string& image = container->image;
+  std::vector<std::string>& command = container->command;
+  auto& env = container->env;
   image = r.String("image", true, 255).value_or("");
   if (const json::array* a = r.Array("command", false, 0, 1024)) {
     for (const auto& c : *a) {
@@ -144,7 +146,7 @@ void DecodeContainer(const JsonReader& r, fleet::ContainerSpec* container) {
       env.emplace_back(std::string(kv.key()), std::string(kv.value().get_string()));
     }
   }
-  ports = protocol::ReadPorts(r, "ports", /*with_public=*/true);
+  container->ports = protocol::ReadPorts(r, "ports", /*with_public=*/true);
 }
 
 void RegisterWorkloadRoutes(http::Router& r, const ApiContext& ctx) {

@@ -24,8 +24,48 @@ StatusOr<std::string> Fleet::Enqueue(store::Tx& tx, Timestamp now, const std::st
 StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now,
                                             const std::string& machine_id,
                                             const protocol::StartWorkload& payload) {
-  return Enqueue(tx, now, machine_id, protocol::kStartWorkload,
-                 ToJsonText(protocol::ToJson(payload)));
+  // ToJson leaves registry_auth out: the stored command never has it.
+  GPUNEX_ASSIGN_OR_RETURN(std::string id, Enqueue(tx, now, machine_id, protocol::kStartWorkload,
+                                                  ToJsonText(protocol::ToJson(payload))));
+  // Held before the commit, so that the delivery after it finds them; a transaction that
+  // rolls back leaves an id no command has, which expires.
+  if (payload.registry_auth) HoldCredentials(id, *payload.registry_auth, now);
+  return id;
+}
+
+void Fleet::HoldCredentials(const std::string& command_id, protocol::RegistryCredentials c,
+                            Timestamp now) {
+  MutexLock lock(&credentials_mu_);
+  ForgetExpiredCredentials(now);
+  held_credentials_[command_id] = {std::move(c), now + kRegistryCredentialsTtl};
+}
+
+std::optional<protocol::RegistryCredentials> Fleet::CredentialsFor(const std::string& command_id,
+                                                                   Timestamp now) {
+  MutexLock lock(&credentials_mu_);
+  ForgetExpiredCredentials(now);
+  auto it = held_credentials_.find(command_id);
+  if (it == held_credentials_.end()) return std::nullopt;
+  return it->second.credentials;
+}
+
+void Fleet::ForgetCredentials(const std::string& command_id) {
+  MutexLock lock(&credentials_mu_);
+  auto it = held_credentials_.find(command_id);
+  if (it == held_credentials_.end()) return;
+  protocol::Wipe(it->second.credentials);
+  held_credentials_.erase(it);
+}
+
+void Fleet::ForgetExpiredCredentials(Timestamp now) {
+  for (auto it = held_credentials_.begin(); it != held_credentials_.end();) {
+    if (it->second.until > now) {
+      ++it;
+      continue;
+    }
+    protocol::Wipe(it->second.credentials);
+    it = held_credentials_.erase(it);
+  }
 }
 
 StatusOr<std::string> Fleet::EnqueueCommand(store::Tx& tx, Timestamp now,
@@ -82,7 +122,14 @@ void Fleet::DeliverPending(const std::string& machine_id) {
     if (!s->MarkSent(c.id)) continue;
     auto payload = ParseJson(c.payload_json);
     if (!payload.ok() || !payload->is_object()) continue;
-    if (!s->Send(protocol::Command{c.id, c.kind, payload->get_object()})) return;
+    protocol::Command command{c.id, c.kind, payload->get_object()};
+    if (c.kind == protocol::kStartWorkload) {
+      if (auto auth = CredentialsFor(c.id, options_.clock->Now())) {
+        command.payload["registry_auth"] = protocol::RegistryCredentialsJson(*auth);
+        protocol::Wipe(*auth);
+      }
+    }
+    if (!s->Send(command)) return;
     Status up = db_.Transact(
         [&](store::Tx& tx) { return FleetStore(tx).MarkCommandSent(c.id, options_.clock->Now()); });
     if (!up.ok()) LogWarn("agent.command_mark_failed", {{"error", up.ToString()}});
@@ -101,7 +148,10 @@ Status Fleet::HandleResult(const std::string& machine_id, const protocol::Result
   return db_.Transact([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(std::optional<CommandRow> cmd, s.FindCommand(machine_id, r.command_id));
-    if (!cmd || cmd->state == "done") return Status::Ok();  // unknown or a repeat
+    if (!cmd) return Status::Ok();  // unknown, or another machine's
+    // The agent has the command: what it carried for the pull is not needed here any more.
+    ForgetCredentials(r.command_id);
+    if (cmd->state == "done") return Status::Ok();  // a repeat
     GPUNEX_RETURN_IF_ERROR(s.MarkCommandDone(
         r.command_id, now, r.ok, ToJsonText(json::object{{"error", r.error}, {"data", r.data}})));
     auto hook = result_hooks_.find(cmd->kind);

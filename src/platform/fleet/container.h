@@ -4,6 +4,7 @@
 // (api::DecodeContainer).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +27,9 @@ struct ContainerSpec {
   // The ports its owner may reach through the platform (issue 25): at most
   // protocol::kMaxPorts, each port once.
   std::vector<protocol::WorkloadPort> ports = {};
+  // For a rental's image on a private registry (issue 25): sent to the agent with the
+  // start command and kept nowhere (Fleet::EnqueueCommand).
+  std::optional<protocol::RegistryCredentials> registry_auth = std::nullopt;
 };
 
 }  // namespace gpunex::platform::fleet

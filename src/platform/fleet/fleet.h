@@ -161,6 +161,9 @@ StatusOr<bool> EndWorkloadNow(store::Tx& tx, Timestamp now, const std::string& w
 // a fact calls it in its transaction.
 Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_id);
 
+// How long a start_workload's registry credentials wait in memory for its result.
+inline constexpr std::chrono::hours kRegistryCredentialsTtl{1};
+
 class Fleet {
  public:
   Fleet(store::Database& db, FleetOptions options);
@@ -189,7 +192,11 @@ class Fleet {
   Status RefreshAllListings();
 
   // Writes a command for a machine in the caller's transaction and returns its id; after
-  // the commit it is sent at once when the machine is connected here.
+  // the commit it is sent at once when the machine is connected here. A start_workload's
+  // registry_auth is not written: it is held in this process's memory, added to the
+  // command each time it is sent, and forgotten when the command's result arrives or
+  // kRegistryCredentialsTtl after (a command sent after that, or by another instance,
+  // goes without it, and the pull fails as unauthorized).
   StatusOr<std::string> EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                        const protocol::StartWorkload& payload);
   StatusOr<std::string> EnqueueCommand(store::Tx& tx, Timestamp now, const std::string& machine_id,
@@ -291,6 +298,20 @@ class Fleet {
   // exit, say) arrive just after the welcome and settle most of them first.
   std::map<std::string, Timestamp> suspected_lost_ GUARDED_BY(mu_);
   Mutex delivery_mu_ ACQUIRED_AFTER(mu_);  // serialises command delivery so order holds
+  // start_workload commands' registry credentials, by command id (EnqueueCommand).
+  struct HeldCredentials {
+    protocol::RegistryCredentials credentials;
+    Timestamp until;
+  };
+  void HoldCredentials(const std::string& command_id, protocol::RegistryCredentials c,
+                       Timestamp now) EXCLUDES(credentials_mu_);
+  std::optional<protocol::RegistryCredentials> CredentialsFor(const std::string& command_id,
+                                                              Timestamp now)
+      EXCLUDES(credentials_mu_);
+  void ForgetCredentials(const std::string& command_id) EXCLUDES(credentials_mu_);
+  void ForgetExpiredCredentials(Timestamp now) REQUIRES(credentials_mu_);
+  Mutex credentials_mu_;
+  std::map<std::string, HeldCredentials> held_credentials_ GUARDED_BY(credentials_mu_);
   mutable Mutex counts_mu_;
   MessageCounts counts_ GUARDED_BY(counts_mu_);
 };

@@ -29,6 +29,7 @@ using testing::FakeAgent;
 using testing::FakeChannel;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using testing::Snapshot;
 using ::testing::StartsWith;
@@ -790,6 +791,69 @@ TEST_P(FleetTest, CommandsAreResentOnEveryConnectUntilTheirResultArrives) {
   EXPECT_EQ(hook_calls_, 2);
   EXPECT_EQ(HookEffects(c1), 1);
   EXPECT_EQ(HookEffects(c2), 1);
+}
+
+// A start_workload's registry credentials (issue 25) are never stored: they go with the
+// command on every send until its result arrives, then are forgotten; an hour later they
+// are forgotten unanswered.
+TEST_P(FleetTest, RegistryCredentialsGoWithTheCommandAndAreNeverStored) {
+  FakeAgent& a = NewAgent(pia_);
+  ASSERT_TRUE(a.Join());
+  const std::string mid = a.machine_id;
+  auto enqueue = [&](const std::string& workload_id) {
+    protocol::StartWorkload w;
+    w.workload_id = workload_id;
+    w.image = "registry.example.com/team/private:1";
+    w.memory_mb = 1024;
+    w.cpus = 1;
+    w.pids_limit = 256;
+    w.scratch_mb = 1024;
+    w.registry_auth = protocol::RegistryCredentials{"robot", "s3cret-pa55"};
+    std::string cid;
+    Status st = fleet().db().Transact([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(cid, fleet().EnqueueCommand(tx, clock_.Now(), mid, w));
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return cid;
+  };
+  auto sent_auth = [&](const std::string& cid) -> std::optional<protocol::RegistryCredentials> {
+    for (const protocol::Command& c : a.Commands()) {
+      if (c.command_id != cid) continue;
+      auto parsed = protocol::ParseStartWorkload(c.payload);
+      EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+      return parsed.ok() ? parsed->registry_auth : std::nullopt;
+    }
+    ADD_FAILURE() << cid << " was not sent";
+    return std::nullopt;
+  };
+  const std::string cid = enqueue("wl_private");
+  EXPECT_EQ(sent_auth(cid), (protocol::RegistryCredentials{"robot", "s3cret-pa55"}));
+  const std::string stored = Text("SELECT payload FROM agent_commands WHERE id = ?", {cid});
+  EXPECT_THAT(stored, Not(HasSubstr("s3cret-pa55")));
+  EXPECT_THAT(stored, Not(HasSubstr("registry_auth")));
+
+  // Sent again on a reconnect before the result: still with them.
+  a.Disconnect();
+  a.Connect();
+  ASSERT_TRUE(a.Hello());
+  EXPECT_EQ(sent_auth(cid), (protocol::RegistryCredentials{"robot", "s3cret-pa55"}));
+  // The result arrives: forgotten, so a later send (the result lost on the way back)
+  // goes without them.
+  a.Result(cid, true, "", json::object{{"workload_id", "wl_private"}});
+  ASSERT_TRUE(
+      test_db().Exec("UPDATE agent_commands SET state = 'pending' WHERE id = ?", {cid}).ok());
+  a.Connect();
+  ASSERT_TRUE(a.Hello());
+  EXPECT_EQ(sent_auth(cid), std::nullopt);
+
+  // Unanswered for an hour: forgotten all the same.
+  const std::string late = enqueue("wl_late");
+  EXPECT_TRUE(sent_auth(late).has_value());
+  clock_.Advance(kRegistryCredentialsTtl + Seconds(1));
+  a.Connect();
+  ASSERT_TRUE(a.Hello());
+  EXPECT_EQ(sent_auth(late), std::nullopt);
 }
 
 // The clock of the instance that sent a command may be ahead of the one the agent

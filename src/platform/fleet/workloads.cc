@@ -33,7 +33,7 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
 }  // namespace
 
 FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy& images) {
-  const auto& [image, command, env, ports] = container;
+  const auto& [image, command, env, ports, registry_auth] = container;
   FieldErrors errors;
   std::string why;
   if (auto ref = ParseImageRef(image, &why); !ref) {
@@ -76,6 +76,18 @@ FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy&
       errors.emplace("ports[" + std::to_string(i) + "].port",
                      "must be a port from 1 to 65535 declared once");
     }
+  }
+  // What the API's reader (protocol::ReadRegistryCredentials) already refuses; never the
+  // value in the message.
+  if (registry_auth) {
+    const auto check = [&errors](std::string_view field, const std::string& value, size_t max) {
+      if (value.empty() || value.size() > max || !IsCleanText(value, false)) {
+        errors.emplace("registry_auth." + std::string(field),
+                       "must be text of 1 to " + std::to_string(max) + " characters");
+      }
+    };
+    check("username", registry_auth->username, protocol::kMaxRegistryUsernameLength);
+    check("password", registry_auth->password, protocol::kMaxRegistryPasswordLength);
   }
   return errors;
 }
@@ -233,7 +245,15 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
     spec.gpu_uuids.push_back(g->uuid);
   }
   GPUNEX_RETURN_IF_ERROR(s.InsertWorkload(w));
-  GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
+  if (req.container.registry_auth) {
+    // Only the command carries them; the workload as stored and returned does not.
+    protocol::StartWorkload sent = spec;
+    sent.registry_auth = req.container.registry_auth;
+    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, sent).status());
+    protocol::Wipe(*sent.registry_auth);
+  } else {
+    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
+  }
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, req.machine_id));
   return w;
 }

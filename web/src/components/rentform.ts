@@ -19,7 +19,7 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
       h("option", { value: String(i + 1) }, String(i + 1)),
     ),
   );
-  const work = workloadFields();
+  const work = workloadFields({ privateImage: true });
   const estimate = h("p", { class: "estimate", "aria-live": "polite" });
   // The API names "balance" when it does not cover an hour (or the maximum duration).
   const balanceText = h("div", { class: "balance-text" });

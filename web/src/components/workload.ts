@@ -12,6 +12,7 @@ export interface WorkloadBody {
   command?: string[];
   env?: Record<string, string>;
   ports?: api.PortSpec[];
+  registry_auth?: { username: string; password: string };
   max_duration_s?: number;
   max_cost_micro?: number;
 }
@@ -93,7 +94,9 @@ export interface WorkloadFields {
   onChange(fn: () => void): void;
 }
 
-export function workloadFields(): WorkloadFields {
+// `privateImage`: with fields for a private registry's credentials (rentals take them,
+// jobs do not: a queued job would have to keep the password).
+export function workloadFields(opts: { privateImage?: boolean } = {}): WorkloadFields {
   const image = h("input", {
     type: "text",
     autocomplete: "off",
@@ -108,8 +111,16 @@ export function workloadFields(): WorkloadFields {
   ports.placeholder = "8888, 22/tcp";
   const maxDuration = h("input", { type: "text", autocomplete: "off", inputmode: "text", maxlength: 32 });
   const maxCost = h("input", { type: "text", autocomplete: "off", inputmode: "decimal", maxlength: 32 });
-  const parts = [
-    field("Image", image, { field: "image", hint: "A container image from a public registry." }),
+  const registryUser = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 256 });
+  // Never offered to the browser's password manager as the gpunex password.
+  const registryPassword = h("input", { type: "password", autocomplete: "new-password", maxlength: 4096 });
+  const parts: HTMLElement[] = [
+    field("Image", image, {
+      field: "image",
+      hint: opts.privateImage
+        ? "A container image from a public registry, or from a private one with its credentials below."
+        : "A container image from a public registry.",
+    }),
     field("Command (optional)", command, {
       field: "command",
       hint: "Words separated by spaces, or one argument per line. Empty: the image's own command.",
@@ -120,6 +131,26 @@ export function workloadFields(): WorkloadFields {
       hint: "The container's ports you will reach: 8888 is HTTP (opened in the browser), 22/tcp a TCP port, 8080/public an HTTP port anyone may open.",
     }),
   ];
+  if (opts.privateImage) {
+    parts.push(
+      h(
+        "fieldset",
+        { class: "registry" },
+        h("legend", null, "Private registry (optional)"),
+        h(
+          "p",
+          { class: "small muted" },
+          "Used for this image's pull only, then forgotten: never stored or shown. Prefer a read-only token to your password.",
+        ),
+        h(
+          "div",
+          { class: "row" },
+          field("Registry user", registryUser, { field: "registry_auth.username" }),
+          field("Password or token", registryPassword, { field: "registry_auth.password" }),
+        ),
+      ),
+    );
+  }
   const limits = h(
     "fieldset",
     { class: "limits" },
@@ -154,6 +185,12 @@ export function workloadFields(): WorkloadFields {
       const p = parsePorts(ports.value);
       if (!p.ok) errors.ports = p.error;
       else if (p.ports.length) body.ports = p.ports;
+      const user = registryUser.value.trim();
+      if (user || registryPassword.value) {
+        if (!user) errors["registry_auth.username"] = "is required with a password";
+        if (!registryPassword.value) errors["registry_auth.password"] = "is required with a user";
+        if (user && registryPassword.value) body.registry_auth = { username: user, password: registryPassword.value };
+      }
       if (maxDuration.value.trim()) {
         const d = parseDuration(maxDuration.value);
         if (!d.ok) errors.max_duration_s = d.error;
