@@ -19,6 +19,7 @@
 //      small echo on a third, without and with the stall.
 //
 // Env: MB (256), DELAY_MS (50), STREAMS (1000), WINDOW_KIB (the kernel's tcp_rmem maximum),
+// STREAM_WINDOW_MIB (mux::Options::max_stream_window on both ends),
 // CHUNK_KIB (16).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -447,6 +448,10 @@ class Rig {
     }
     agent::DataLinkOptions lo;
     lo.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    if (const int64_t w = EnvInt("STREAM_WINDOW_MIB", 0); w > 0) {
+      lo.mux.max_stream_window = static_cast<uint32_t>(w << 20);
+      lo.mux.connection_window = std::max<uint64_t>(lo.mux.connection_window, 4ull * (w << 20));
+    }
     link_ = std::make_unique<agent::DataLink>(
         [&port](const StreamTarget&) { return port.DialUnix(); }, lo);
     agent::WebSocketClientOptions wo;
@@ -485,6 +490,10 @@ class Rig {
     platform::relay::RelayOptions o;
     o.max_streams_per_workload = 1 << 20;  // the streams below are all one workload's
     o.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    if (const int64_t w = EnvInt("STREAM_WINDOW_MIB", 0); w > 0) {
+      o.mux.max_stream_window = static_cast<uint32_t>(w << 20);
+      o.mux.connection_window = std::max<uint64_t>(o.mux.connection_window, 4ull * (w << 20));
+    }
     return o;
   }()};
   std::unique_ptr<platform::http::Server> server_;
