@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "common/background.h"
 #include "common/business_days.h"
@@ -94,15 +96,51 @@ StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) 
   return db;
 }
 
+// The routes the HTTP server serves itself, before the router: WebSocket upgrades,
+// proxied and streamed exchanges. Each checks its caller in its own acceptor or
+// authorizer; this says with what, for `gpunexd routes` and the authorization matrix
+// (tests/e2e/test_authz.py): "agent" is an agent token, "user" as for the router's
+// routes (a WebSocket's API key needs the write scope: what flows can change things).
+struct ServerRoute {
+  std::string_view method;
+  std::string_view pattern;
+  std::string_view access;
+};
+constexpr ServerRoute kServerRoutes[] = {
+    {"GET", api::kAgentConnectPath, "agent"},       {"GET", kDataChannelPath, "agent"},
+    {"GET", api::kAgentBenchDownloadPath, "agent"}, {"POST", api::kAgentBenchUploadPath, "agent"},
+    {"GET", relay::kPortConnectPattern, "user"},    {"GET", relay::kFilesPattern, "user"},
+    {"PUT", relay::kFilesPattern, "user"},
+};
+
 // Prints `router`'s routes, each with the access it declares, in the order they were
-// registered: {"routes": [{"method": "GET", "pattern": "/healthz", "access": "public"}, ...]}.
-void PrintRoutes(const http::Router& router) {
+// registered, then the server's own (kServerRoutes):
+// {"routes": [{"method": "GET", "pattern": "/healthz", "access": "public"}, ...]}.
+// Fails when the server serves a path kServerRoutes does not declare.
+int PrintRoutes(const http::Router& router, const http::ServerOptions& so) {
   json::array items;
   for (const http::Router::RouteInfo& r : router.Routes()) {
     items.push_back(
         json::object{{"method", r.method}, {"pattern", r.pattern}, {"access", r.access}});
   }
+  std::vector<std::string> served;
+  for (const auto& [path, _] : so.websocket_routes) served.push_back(path);
+  for (const auto& [path, _] : so.proxy_routes) served.push_back(path);
+  for (const auto& [path, _] : so.stream_routes) served.push_back(path);
+  for (const std::string& path : served) {
+    const bool declared = std::any_of(std::begin(kServerRoutes), std::end(kServerRoutes),
+                                      [&path](const ServerRoute& r) { return r.pattern == path; });
+    if (!declared) {
+      std::cerr << "gpunexd routes: " << path << " is served but not in kServerRoutes\n";
+      return 1;
+    }
+  }
+  for (const ServerRoute& r : kServerRoutes) {
+    items.push_back(
+        json::object{{"method", r.method}, {"pattern", r.pattern}, {"access", r.access}});
+  }
   std::cout << ToJsonText(json::object{{"routes", std::move(items)}}) << "\n";
+  return 0;
 }
 
 // Every service of gpunexd: the few every module shares (the business calendar, the
@@ -267,10 +305,7 @@ int Serve(Config config, bool list_routes) {
   const api::ApiContext ctx = (*platform)->Context([&ready] { return ready.load(); });
   http::Router router(&(*platform)->metrics());
   api::RegisterRoutes(router, ctx, Modules());
-  if (list_routes) {
-    PrintRoutes(router);
-    return 0;
-  }
+  if (list_routes) return PrintRoutes(router, so);
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   data_acceptor = relay::DataChannelAcceptor(ctx);
   port_acceptor = relay::PortConnectAcceptor(ctx);

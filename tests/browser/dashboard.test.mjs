@@ -2023,11 +2023,11 @@ describe("dashboard", () => {
         await two.page.getByLabel(/^Admin/).check();
         assert.equal(await two.page.getByLabel(/^Provider/).count(), 0);
         await two.page.getByRole("button", { name: "Create API key" }).click();
+        // The key's panel comes with the server's answer: wait for it before reading.
+        const adminKey = two.page.getByRole("region", { name: "New API key" });
+        await adminKey.locator(".scopes .badge").first().waitFor();
         assert.deepEqual(
-          await two.page
-            .getByRole("region", { name: "New API key" })
-            .locator(".scopes .badge")
-            .allTextContents(),
+          await adminKey.locator(".scopes .badge").allTextContents(),
           ["read", "write", "admin"],
         );
         assert.deepEqual(one.problems, []);

@@ -198,6 +198,16 @@ def not_found_for(*keys):
 MATRIX = [
     # --- outside /api/v1
     dict(route=("GET", "/healthz"), path="/healthz", expect=everyone(200)),
+    # --- the agents' own routes, served before the router (main.cc kServerRoutes): an
+    # agent token only; a user's session or key is no agent's.
+    dict(route=("GET", "/api/v1/agent/connect"), path=f"{API}/agent/connect", ws=True,
+         expect=everyone(401)),
+    dict(route=("GET", "/api/v1/agent/data"), path=f"{API}/agent/data?machine_id={{mch_A}}",
+         ws=True, expect=everyone(401)),
+    dict(route=("GET", "/api/v1/agent/bench/download"),
+         path=f"{API}/agent/bench/download?bytes=1024", expect=everyone(401)),
+    dict(route=("POST", "/api/v1/agent/bench/upload"), path=f"{API}/agent/bench/upload",
+         body="bytes", expect=everyone(401)),
     dict(route=("GET", "/readyz"), path="/readyz", expect=everyone(200)),
     dict(route=("GET", "/metrics"), path="/metrics", expect=everyone(200)),
     # --- accounts
@@ -600,6 +610,13 @@ ACCESS = {
         ("POST", "/api/v1/api-keys"),
         ("POST", "/api/v1/me/password"),
     ],
+    # An agent token (api::AuthenticateAgentRequest), never a user's credentials.
+    "agent": [
+        ("GET", "/api/v1/agent/connect"),
+        ("GET", "/api/v1/agent/data"),
+        ("GET", "/api/v1/agent/bench/download"),
+        ("POST", "/api/v1/agent/bench/upload"),
+    ],
     "provider_session": [
         ("POST", "/api/v1/providers/me/agent-tokens"),
         ("POST", "/api/v1/providers/me/agent-tokens/{id}/rotate"),
@@ -638,9 +655,10 @@ def key_expect(row, key):
     owner, scopes = KEYS[key]
     method, _ = row["route"]
     access = ROUTE_ACCESS.get(tuple(row["route"]), "user")
-    if access == "public":
+    if access in ("public", "agent"):  # an agent's route refuses a key as its owner
         return row["expect"][owner], [], "owner"
-    needed = "read" if method in ("GET", "HEAD") else "write"
+    # What flows over a WebSocket can change things: its key needs the write scope.
+    needed = "read" if method in ("GET", "HEAD") and not row.get("ws") else "write"
     if needed not in scopes:
         return 403, [f"{needed} scope"], "scope"
     if access in ("provider", "provider_session") and "provider" not in scopes:
@@ -654,6 +672,15 @@ def key_expect(row, key):
     if key in row.get("keys", {}):
         return row["keys"][key], [], "override"
     return row["expect"][owner], [], "owner"
+
+
+def row_headers(row):
+    """A WebSocket row's request asks for the upgrade (a plain GET is answered 426 before
+    anyone is authenticated)."""
+    if not row.get("ws"):
+        return None
+    return {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 
 
 JOBS_ROUTE = ("POST", "/api/v1/jobs")
@@ -1031,7 +1058,8 @@ class AuthzMixin:
                 body = row.get("body")
                 if callable(body):
                     body = body(ctx, owner)
-                r = srv.client().request(row["route"][0], path, body, token=token)
+                r = srv.client().request(row["route"][0], path, body, token=token,
+                                         headers=row_headers(row))
                 results.append((row["route"][0], path, name, want, r.status))
                 with self.subTest(route=row["route"], path=path, who=name):
                     self.assertEqual(r.status, want,
@@ -1571,8 +1599,10 @@ class AuthzMixin:
             "overlong": "gpx_s_" + "A" * 500,
         }
         registered = server_routes()
+        # (The agents' own routes take agent tokens: their rows say what users get.)
         authed = [row for row in MATRIX
-                  if row["expect"]["anon"] == 401 and tuple(row["route"]) in registered]
+                  if row["expect"]["anon"] == 401 and tuple(row["route"]) in registered
+                  and ROUTE_ACCESS.get(tuple(row["route"])) != "agent"]
         for label, token in bad.items():
             for row in authed:
                 path = row["path"]
@@ -1581,7 +1611,8 @@ class AuthzMixin:
                 body = row.get("body")
                 if callable(body):
                     body = body(ctx, "anon")
-                r = srv.client(token).request(row["route"][0], path, body)
+                r = srv.client(token).request(row["route"][0], path, body,
+                                              headers=row_headers(row))
                 with self.subTest(token=label, route=row["route"]):
                     self.assertError(r, 401)
                     self.assertEqual(r.header("WWW-Authenticate"), "Bearer")
