@@ -512,7 +512,9 @@ class OfflineInstallFaultTest(AgentDockerTest):
         try:
             wait_until(none_left, 15, "no probe container left behind by the checks")
         except AssertionError as e:
-            raise AssertionError(f"{e}: {left}") from None
+            # With what the self-test's check said about its cleanup (its stderr).
+            raise AssertionError(f"{e}: {left}; the self-test's log:\n{out.stderr[-3000:]}") \
+                from None
 
         # --- the agent container killed: Offline after the missed heartbeats
         self.dock.cli("kill", "gpunex-agent")

@@ -126,18 +126,35 @@ class Probe {
       containers = containers_;
     }
     remove_all(containers, true);
-    // And what carries this check's label without its id being known here: a create
-    // whose answer was lost (a loaded engine may time out and create it all the same).
-    if (auto list = docker_.ListContainers(std::string(kLabelProbe) + "=" + id_); list.ok()) {
-      std::vector<std::string> unknown;
-      for (const auto& c : *list) unknown.push_back(c.id);
-      remove_all(unknown, true);
+    // Then whatever still carries this check's label, until none does (or kSweepFor has
+    // passed): a create whose answer was lost (a loaded engine may time out and create
+    // it all the same), a removal the engine answered while it still held the container.
+    const auto deadline = std::chrono::steady_clock::now() + kSweepFor;
+    for (;;) {
+      auto list = docker_.ListContainers(std::string(kLabelProbe) + "=" + id_);
+      if (list.ok() && list->empty()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        LogWarn("isolation.cleanup_failed",
+                {{"check", id_},
+                 {"left", list.ok() ? std::to_string(list->size()) : list.status().ToString()}});
+        break;
+      }
+      if (list.ok()) {
+        for (const auto& c : *list) {
+          if (Status st = docker_.RemoveContainer(c.id, /*force=*/true, /*remove_volumes=*/true);
+              !st.ok() && st.code() != StatusCode::kNotFound) {
+            LogWarn("isolation.cleanup_retry", {{"container", c.id}, {"error", st.ToString()}});
+          }
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     remove_all(networks_, false);
   }
 
   Probe(const Probe&) = delete;
   static constexpr int kRemoveAttempts = 4;
+  static constexpr std::chrono::seconds kSweepFor{10};
   Probe& operator=(const Probe&) = delete;
 
   // What an earlier check of the same owner left (its agent died during it).
