@@ -102,16 +102,10 @@ class Probe {
       std::vector<std::thread> threads;
       for (const auto& name : names) {
         threads.emplace_back([this, name, containers] {
-          // A loaded engine sometimes fails a removal once (runc did not terminate in time);
-          // the next try finds the container stopped, so a few tries with a growing pause.
-          Status st;
-          for (int attempt = 0; attempt < kRemoveAttempts; ++attempt) {
-            if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250 << attempt));
-            st = containers ? docker_.RemoveContainer(name, /*force=*/true,
-                                                      /*remove_volumes=*/true)
-                            : docker_.RemoveNetwork(name);
-            if (st.ok() || st.code() == StatusCode::kNotFound) break;
-          }
+          // A container whose removal fails here is tried again by the sweep below.
+          Status st = containers ? docker_.RemoveContainer(name, /*force=*/true,
+                                                           /*remove_volumes=*/true)
+                                 : docker_.RemoveNetwork(name);
           if (!st.ok() && st.code() != StatusCode::kNotFound) {
             LogWarn("isolation.cleanup_failed",
                     {{containers ? "container" : "network", name}, {"error", st.ToString()}});
@@ -153,7 +147,6 @@ class Probe {
   }
 
   Probe(const Probe&) = delete;
-  static constexpr int kRemoveAttempts = 4;
   static constexpr std::chrono::seconds kSweepFor{10};
   Probe& operator=(const Probe&) = delete;
 

@@ -33,7 +33,10 @@ void CheckRange(FieldErrors& errors, const char* field, const std::optional<T>& 
 }  // namespace
 
 FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy& images) {
-  const auto& [image, command, env, ports, registry_auth] = container;
+  const std::string& image = container.image;
+  const std::vector<std::string>& command = container.command;
+  const auto& env = container.env;
+  const std::vector<protocol::WorkloadPort>& ports = container.ports;
   FieldErrors errors;
   std::string why;
   if (auto ref = ParseImageRef(image, &why); !ref) {
@@ -76,18 +79,6 @@ FieldErrors ValidateContainer(const ContainerSpec& container, const ImagePolicy&
       errors.emplace("ports[" + std::to_string(i) + "].port",
                      "must be a port from 1 to 65535 declared once");
     }
-  }
-  // What the API's reader (protocol::ReadRegistryCredentials) already refuses; never the
-  // value in the message.
-  if (registry_auth) {
-    const auto check = [&errors](std::string_view field, const std::string& value, size_t max) {
-      if (value.empty() || value.size() > max || !IsCleanText(value, false)) {
-        errors.emplace("registry_auth." + std::string(field),
-                       "must be text of 1 to " + std::to_string(max) + " characters");
-      }
-    };
-    check("username", registry_auth->username, protocol::kMaxRegistryUsernameLength);
-    check("password", registry_auth->password, protocol::kMaxRegistryPasswordLength);
   }
   return errors;
 }
@@ -245,15 +236,13 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
     spec.gpu_uuids.push_back(g->uuid);
   }
   GPUNEX_RETURN_IF_ERROR(s.InsertWorkload(w));
-  if (req.container.registry_auth) {
-    // Only the command carries them; the workload as stored and returned does not.
-    protocol::StartWorkload sent = spec;
-    sent.registry_auth = req.container.registry_auth;
-    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, sent).status());
-    protocol::Wipe(*sent.registry_auth);
-  } else {
-    GPUNEX_RETURN_IF_ERROR(fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status());
-  }
+  // Only the command carries the registry's credentials (and holds them in memory only):
+  // the workload as stored and returned has none.
+  spec.registry_auth = req.container.registry_auth;
+  const Status queued = fleet_.EnqueueCommand(tx, now, req.machine_id, spec).status();
+  if (spec.registry_auth) protocol::Wipe(*spec.registry_auth);
+  spec.registry_auth.reset();
+  GPUNEX_RETURN_IF_ERROR(queued);
   GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, req.machine_id));
   return w;
 }
