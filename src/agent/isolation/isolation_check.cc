@@ -120,13 +120,22 @@ class Probe {
       containers = containers_;
     }
     remove_all(containers, true);
-    // Then whatever still carries this check's label, until none does (or kSweepFor has
-    // passed): a create whose answer was lost (a loaded engine may time out and create
-    // it all the same), a removal the engine answered while it still held the container.
+    // Then whatever still carries this check's label, until none does twice a second
+    // apart (or kSweepFor has passed): a create whose answer was lost (a loaded engine
+    // may time out and create it all the same), and a container the engine stopped
+    // listing while its removal failed underneath (runc exit 255), which then comes back
+    // as exited (seen in CI).
     const auto deadline = std::chrono::steady_clock::now() + kSweepFor;
+    bool seen_empty = false;
     for (;;) {
       auto list = docker_.ListContainers(std::string(kLabelProbe) + "=" + id_);
-      if (list.ok() && list->empty()) break;
+      if (list.ok() && list->empty()) {
+        if (seen_empty) break;
+        seen_empty = true;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      seen_empty = false;
       if (std::chrono::steady_clock::now() > deadline) {
         LogWarn("isolation.cleanup_failed",
                 {{"check", id_},
