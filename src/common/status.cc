@@ -20,6 +20,8 @@ const char* StatusCodeName(StatusCode code) {
       return "already_exists";
     case StatusCode::kFailedPrecondition:
       return "failed_precondition";
+    case StatusCode::kGone:
+      return "gone";
     case StatusCode::kResourceExhausted:
       return "rate_limited";
     case StatusCode::kPayloadTooLarge:

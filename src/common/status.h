@@ -27,6 +27,7 @@ enum class StatusCode {
   kNotFound,            // (HTTP 404)
   kAlreadyExists,       // (HTTP 409)
   kFailedPrecondition,  // wrong state for the operation (HTTP 409)
+  kGone,                // it existed and never will again, e.g. an ended rental (HTTP 410)
   kResourceExhausted,   // rate limited (HTTP 429)
   kPayloadTooLarge,     // (HTTP 413)
   kUnavailable,         // transient: retry later (HTTP 503)
@@ -72,6 +73,7 @@ inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists,
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
+inline Status Gone(std::string m) { return {StatusCode::kGone, std::move(m)}; }
 inline Status PermissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }

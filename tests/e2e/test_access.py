@@ -10,7 +10,7 @@ agent's data channel → a socket the agent makes inside the container's network
 - who may: no credentials 401, an API key with the read scope only 403, another customer
   404, the machine's provider 404, a port the rental did not declare 404, a port that is
   no number 422; a declared port where nothing listens opens and closes with 4502;
-- the rental's end closes an open connection and a new one is refused (409);
+- the rental's end closes an open connection and a new one is refused (410);
 - the agent killed while a connection is open: it closes (4503) and, once the agent is
   back, a new connection works.
 
@@ -754,7 +754,7 @@ class AccessTest(ServerTestCase):
         self.assertLess(closed_after, 5, f"closed after {closed_after:.1f} s ({code} {reason})")
         wait_ended(self.customer, self.rental["id"])
         refused = self.refused(ECHO_PORT)
-        self.assertEqual(refused.status, 409, refused)
+        self.assertEqual(refused.status, 410, refused)
         self.assertEqual(refused.body["error"]["message"], "the rental has ended", refused.body)
 
     def test_zz_the_web_rentals_end_closes_its_exchanges(self):

@@ -157,10 +157,6 @@ http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::
     if (!port->is_public) {
       GPUNEX_ASSIGN_OR_RETURN(caller, Authorize(req, r, access, accounts));
     }
-    if (rentals::HasEnded(r)) {
-      grant.response = Refusal(410, "gone", "the rental has ended");
-      return grant;
-    }
     GPUNEX_RETURN_IF_ERROR(rentals::RequireRunning(r));
     const bool secure = req.tls || access.options().public_url.starts_with("https://");
     if (!caller.token_secret.empty() && (req.method == "GET" || req.method == "HEAD")) {

@@ -118,6 +118,8 @@ int HttpStatusFor(StatusCode code) {
       return 409;
     case StatusCode::kFailedPrecondition:
       return 409;
+    case StatusCode::kGone:
+      return 410;
     case StatusCode::kResourceExhausted:
       return 429;
     case StatusCode::kPayloadTooLarge:

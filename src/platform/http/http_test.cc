@@ -50,6 +50,8 @@ TEST(ErrorResponse, MapsEveryCode) {
   EXPECT_EQ(HttpStatusFor(StatusCode::kPermissionDenied), 403);
   EXPECT_EQ(HttpStatusFor(StatusCode::kAlreadyExists), 409);
   EXPECT_EQ(HttpStatusFor(StatusCode::kFailedPrecondition), 409);
+  EXPECT_EQ(HttpStatusFor(StatusCode::kGone), 410);
+  EXPECT_EQ(ErrorResponse(Gone("the rental has ended")).status, 410);
   EXPECT_EQ(HttpStatusFor(StatusCode::kResourceExhausted), 429);
   EXPECT_EQ(HttpStatusFor(StatusCode::kUnavailable), 503);
   EXPECT_EQ(HttpStatusFor(StatusCode::kInternal), 500);

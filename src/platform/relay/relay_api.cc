@@ -230,10 +230,6 @@ http::ProxyAuthorizer FilesAuthorizer(const api::ApiContext& ctx) {
     if (put && !chunked && length == 0) {
       return FieldError("body", "send the files as a tar (Content-Type: application/x-tar)");
     }
-    if (rentals::HasEnded(r)) {
-      grant.response = http::ProtocolErrorResponse(410, "gone", "the rental has ended");
-      return grant;
-    }
     GPUNEX_RETURN_IF_ERROR(rentals::RequireRunning(r));
     StreamTarget target{.workload_id = r.workload_id,
                         .kind = StreamTarget::Kind::kFiles,

@@ -88,7 +88,7 @@ StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::
 bool HasEnded(const Rental& r) { return r.state == kEnded || r.state == RentalState::kEnding; }
 
 Status RequireRunning(const Rental& r) {
-  if (HasEnded(r)) return FailedPrecondition("the rental has ended");
+  if (HasEnded(r)) return Gone("the rental has ended");
   if (r.state != kRunning) {
     return FailedPrecondition("the rental is not running yet (it is " +
                               std::string(kRentalStateNames.Name(r.state)) + ")");

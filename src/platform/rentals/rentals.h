@@ -116,8 +116,8 @@ StatusOr<std::vector<Rental>> FindRentals(store::Tx& tx, const std::vector<std::
 
 // Whether the rental has ended or is ending: nothing of it may be reached any more.
 bool HasEnded(const Rental& r);
-// OK when the rental runs, so that its container may be reached; otherwise
-// kFailedPrecondition saying that it has ended, or what it is still.
+// OK when the rental runs, so that its container may be reached; otherwise kGone when it
+// has ended (or is ending), or kFailedPrecondition saying what it is still.
 Status RequireRunning(const Rental& r);
 
 // Of `workload_ids`, those that may no longer be reached (relay/, docs/access.md): their
