@@ -13,14 +13,16 @@
 // the direct connection.
 //
 // Figures:
-//   1. upload and download throughput, relay / direct, at 0 and DELAY_MS round trip;
+//   1. upload and download throughput, relay / direct, at 0 and DELAY_MS round trip (on
+//      loopback the median of RUNS runs, with a plain TCP proxy's figure for reference);
 //   2. STREAMS concurrent streams, each echoing 64 KiB with a checksum check;
 //   3. one stalled reader: another stream's download throughput and the round trip of a
 //      small echo on a third, without and with the stall.
 //
-// Env: MB (256), DELAY_MS (50), STREAMS (1000), WINDOW_KIB (the kernel's tcp_rmem maximum),
-// STREAM_WINDOW_MIB (mux::Options::max_stream_window on both ends),
-// CHUNK_KIB (16).
+// Env: MB (256), DELAY_MS (50), STREAMS (1000), RUNS (3: loopback and stall rounds),
+// WINDOW_KIB (the kernel's tcp_rmem maximum), STREAM_WINDOW_MIB
+// (mux::Options::max_stream_window on both ends), CHUNK_KIB (64), and DIRECTION (up or
+// down: that direction through the relay on loopback and nothing else, for profiles).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -47,6 +49,7 @@
 
 #include "agent/link/data_link.h"
 #include "agent/link/websocket_client.h"
+#include "common/allocator.h"
 #include "common/log.h"
 #include "platform/http/server.h"
 #include "platform/relay/relay.h"
@@ -223,6 +226,46 @@ size_t TcpWindowBytes() {
   return max > 0 ? max : size_t{6} << 20;
 }
 
+// A plain TCP proxy on loopback to `target`: a thread per direction that reads and
+// writes. What any relay that carries bytes through a process of its own costs at least
+// (two socket hops where a direct connection has one), for reference.
+class PlainProxy {
+ public:
+  explicit PlainProxy(uint16_t target) : fd_(ListenTcp()) {
+    thread_ = std::thread([this, target] {
+      for (;;) {
+        const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        const int up = ConnectTcp(target);
+        auto pair = std::make_shared<std::atomic<int>>(2);
+        for (const std::pair<int, int>& way : {std::pair{c, up}, std::pair{up, c}}) {
+          std::thread([from = way.first, to = way.second, pair] {
+            std::vector<char> buf(256 * 1024);
+            for (ssize_t n; (n = read(from, buf.data(), buf.size())) > 0;) {
+              if (!WriteAll(to, buf.data(), static_cast<size_t>(n))) break;
+            }
+            shutdown(to, SHUT_WR);
+            if (--*pair == 0) {
+              close(from);
+              close(to);
+            }
+          }).detach();
+        }
+      }
+    });
+  }
+  ~PlainProxy() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  uint16_t port() const { return PortOf(fd_); }
+
+ private:
+  int fd_;
+  std::thread thread_;
+};
+
 // A TCP proxy on loopback to `target` that emulates a path with `one_way` latency each
 // way and no bandwidth limit of its own, as TCP sees it: every byte arrives `one_way`
 // after it was sent, and at most `window` bytes are in flight in each direction, a byte
@@ -382,6 +425,7 @@ class BenchSink final : public StreamSink {
   // Waits for the end (or for `bytes` received when not 0); whether it came.
   bool Wait(uint64_t bytes = 0, std::chrono::seconds timeout = std::chrono::seconds(600)) {
     std::unique_lock<std::mutex> lock(mu_);
+    waiting_for_ = bytes;
     return cv_.wait_for(lock, timeout, [&] { return bytes ? received_ >= bytes : ended_; });
   }
   uint64_t received() {
@@ -406,7 +450,9 @@ class BenchSink final : public StreamSink {
       received_ += b.size();
       if (keep_) kept_ += b;
     }
-    cv_.notify_all();
+    // Only when what Wait waits for came: a waiter woken at every read would cost the
+    // relay (which shares the cores) a thread switch per read.
+    if (waiting_for_ == 0 || received_ >= waiting_for_) cv_.notify_all();
   }
 
   const bool keep_;
@@ -414,6 +460,7 @@ class BenchSink final : public StreamSink {
   std::condition_variable cv_;
   Stream* stream_ = nullptr;
   uint64_t received_ = 0;
+  uint64_t waiting_for_ = 0;  // the bytes Wait waits for (0: the end)
   std::string kept_;
   bool ended_ = false, clean_ = false, stalled_ = false, room_ = false;
 };
@@ -447,7 +494,7 @@ class Rig {
       ws_port = proxy_->port();
     }
     agent::DataLinkOptions lo;
-    lo.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    lo.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 64) * 1024);
     if (const int64_t w = EnvInt("STREAM_WINDOW_MIB", 0); w > 0) {
       lo.mux.max_stream_window = static_cast<uint32_t>(w << 20);
       lo.mux.connection_window = std::max<uint64_t>(lo.mux.connection_window, 4ull * (w << 20));
@@ -489,7 +536,7 @@ class Rig {
   Relay relay_{[] {
     platform::relay::RelayOptions o;
     o.max_streams_per_workload = 1 << 20;  // the streams below are all one workload's
-    o.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 16) * 1024);
+    o.mux.max_chunk = static_cast<uint32_t>(EnvInt("CHUNK_KIB", 64) * 1024);
     if (const int64_t w = EnvInt("STREAM_WINDOW_MIB", 0); w > 0) {
       o.mux.max_stream_window = static_cast<uint32_t>(w << 20);
       o.mux.connection_window = std::max<uint64_t>(o.mux.connection_window, 4ull * (w << 20));
@@ -516,8 +563,8 @@ std::string Command(char c, uint64_t n = 0) {
   return s;
 }
 
-// MB/s of an upload (customer → port) and a download through the relay.
-std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
+// MB/s of an upload through the relay (customer → port).
+double RelayUpload(Rig& rig, uint64_t bytes) {
   const std::string chunk(1 << 20, 'x');
   auto up = std::make_shared<BenchSink>(true);
   auto s = rig.Open(up);
@@ -530,13 +577,28 @@ std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
   if (U64(up->kept()) != bytes)
     std::fprintf(stderr, "upload: the port counted %llu\n",
                  static_cast<unsigned long long>(U64(up->kept())));
+  return bytes / up_s / 1e6;
+}
+
+// MB/s of a download through the relay (port → customer).
+double RelayDownload(Rig& rig, uint64_t bytes) {
   auto down = std::make_shared<BenchSink>();
   auto d = rig.Open(down);
   const auto t1 = Clock::now();
   down->Write(Command('D', bytes));
   down->Wait(bytes);
   const double down_s = Seconds(Clock::now() - t1);
-  return {bytes / up_s / 1e6, bytes / down_s / 1e6};
+  return bytes / down_s / 1e6;
+}
+
+// MB/s of an upload (customer → port) and a download through the relay.
+std::pair<double, double> RelayThroughput(Rig& rig, uint64_t bytes) {
+  // DIRECTION=up or down measures that alone (for a profile of one of them).
+  const char* only = std::getenv("DIRECTION");
+  double up_mbps = 0, down_mbps = 0;
+  if (only == nullptr || std::string(only) != "down") up_mbps = RelayUpload(rig, bytes);
+  if (only == nullptr || std::string(only) != "up") down_mbps = RelayDownload(rig, bytes);
+  return {up_mbps, down_mbps};
 }
 
 std::pair<double, double> DirectThroughput(uint16_t port, uint64_t bytes) {
@@ -564,6 +626,18 @@ std::pair<double, double> DirectThroughput(uint16_t port, uint64_t bytes) {
   return {bytes / up_s / 1e6, bytes / down_s / 1e6};
 }
 
+// The median upload and the median download of several runs.
+std::pair<double, double> Median(const std::vector<std::pair<double, double>>& runs) {
+  std::vector<double> up, down;
+  for (auto [u, d] : runs) {
+    up.push_back(u);
+    down.push_back(d);
+  }
+  std::sort(up.begin(), up.end());
+  std::sort(down.begin(), down.end());
+  return {up[up.size() / 2], down[down.size() / 2]};
+}
+
 void Row(const char* what, std::pair<double, double> relay, std::pair<double, double> direct) {
   std::printf("| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", what, relay.first, direct.first,
               relay.first / direct.first, relay.second, direct.second,
@@ -584,10 +658,19 @@ double EchoRoundTripMs(BenchSink& sink, uint64_t* seen) {
 int main() {
   using namespace gpunex;
   SetLogLevel(LogLevel::kError);
+  KeepFreedMemoryForReuse();  // as gpunexd and the agent do
   const uint64_t bytes = static_cast<uint64_t>(EnvInt("MB", 256)) << 20;
   const auto delay = std::chrono::milliseconds(EnvInt("DELAY_MS", 50));
   const int streams = static_cast<int>(EnvInt("STREAMS", 1000));
+  const int runs = static_cast<int>(std::max<int64_t>(1, EnvInt("RUNS", 3)));
   PortServer port;
+  if (std::getenv("DIRECTION") != nullptr) {
+    // One direction through the relay on loopback, and nothing else: for profiles.
+    Rig rig(port);
+    auto [up, down] = RelayThroughput(rig, bytes);
+    std::printf("relay on loopback, MB/s: upload %.0f, download %.0f\n", up, down);
+    return 0;
+  }
 
   std::printf("relay_bench: %llu MiB each way; MB/s, relay / direct\n\n",
               static_cast<unsigned long long>(bytes >> 20));
@@ -595,8 +678,18 @@ int main() {
       "| path | upload relay | upload direct | ratio | download relay | download direct | ratio |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   {
+    // The median of RUNS (default 3) runs each: loopback figures move with the VM's load.
     Rig rig(port);
-    Row("loopback", RelayThroughput(rig, bytes), DirectThroughput(port.tcp_port(), bytes));
+    PlainProxy plain(port.tcp_port());
+    std::vector<std::pair<double, double>> relay, proxied, direct;
+    for (int i = 0; i < runs; ++i) {
+      relay.push_back(RelayThroughput(rig, bytes));
+      proxied.push_back(DirectThroughput(plain.port(), bytes));
+      direct.push_back(DirectThroughput(port.tcp_port(), bytes));
+    }
+    Row("loopback", Median(relay), Median(direct));
+    Row("loopback, a plain TCP proxy (read/write threads) for reference", Median(proxied),
+        Median(direct));
   }
   if (delay.count() > 0) {
     Rig rig(port, delay);
@@ -641,39 +734,46 @@ int main() {
                 Seconds(Clock::now() - t0));
   }
 
-  // One stalled reader.
+  // One stalled reader: RUNS rounds of a download without a stalled stream beside it and
+  // one with (in turn, so that the VM's load falls on both alike); the medians.
+  std::vector<double> mbps[2], rtts[2];
+  for (int r = 0; r < runs; ++r) {
+    for (bool stall : {false, true}) {
+      Rig rig(port);
+      auto probe = std::make_shared<BenchSink>();
+      auto p = rig.Open(probe);
+      probe->Write("E");
+      uint64_t seen = 0;
+      EchoRoundTripMs(*probe, &seen);  // warm
+      std::shared_ptr<BenchSink> stalled;
+      std::unique_ptr<Stream> s;
+      if (stall) {
+        stalled = std::make_shared<BenchSink>();
+        s = rig.Open(stalled);
+        stalled->Stall(true);
+        stalled->Write(Command('D', uint64_t{1} << 34));  // far more than any window
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+      auto down = std::make_shared<BenchSink>();
+      auto d = rig.Open(down);
+      const auto t = Clock::now();
+      down->Write(Command('D', bytes));
+      while (!down->Wait(bytes, std::chrono::seconds(0))) {
+        rtts[stall].push_back(EchoRoundTripMs(*probe, &seen));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      mbps[stall].push_back(bytes / Seconds(Clock::now() - t) / 1e6);
+      s.reset();  // ends the stalled stream
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
   for (bool stall : {false, true}) {
-    Rig rig(port);
-    auto probe = std::make_shared<BenchSink>();
-    auto p = rig.Open(probe);
-    probe->Write("E");
-    uint64_t seen = 0;
-    EchoRoundTripMs(*probe, &seen);  // warm
-    std::shared_ptr<BenchSink> stalled;
-    std::unique_ptr<Stream> s;
-    if (stall) {
-      stalled = std::make_shared<BenchSink>();
-      s = rig.Open(stalled);
-      stalled->Stall(true);
-      stalled->Write(Command('D', uint64_t{1} << 34));  // far more than any window
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    auto down = std::make_shared<BenchSink>();
-    auto d = rig.Open(down);
-    const auto t = Clock::now();
-    down->Write(Command('D', bytes));
-    std::vector<double> rtts;
-    while (!down->Wait(bytes, std::chrono::seconds(0))) {
-      rtts.push_back(EchoRoundTripMs(*probe, &seen));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    const double mbps = bytes / Seconds(Clock::now() - t) / 1e6;
-    std::sort(rtts.begin(), rtts.end());
-    const double p50 = rtts.empty() ? 0 : rtts[rtts.size() / 2];
     std::printf("%s: download %.0f MB/s, a small echo's round trip p50 %.2f ms (%zu probes)\n",
-                stall ? "with a stalled reader   " : "without a stalled reader", mbps, p50,
-                rtts.size());
-    s.reset();  // ends the stalled stream
+                stall ? "with a stalled reader   " : "without a stalled reader",
+                median(mbps[stall]), median(rtts[stall]), rtts[stall].size());
   }
   return 0;
 }

@@ -140,6 +140,7 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
     runner_ = DockerWorkloadRunner(docker_, ro, cb);
     data_link_ = std::make_unique<DataLink>([this](const StreamTarget& t) {
       if (t.kind == StreamTarget::Kind::kFiles) return runner_->OpenFiles(t);
+      if (t.kind == StreamTarget::Kind::kExec) return runner_->OpenExec(t);
       return runner_->DialPort(t.workload_id, t.port, kDialTimeout);
     });
   }

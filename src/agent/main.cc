@@ -20,6 +20,7 @@
 #include "agent/bench/bench_command.h"
 #include "agent/isolation/netprobe.h"
 #include "agent/self_test.h"
+#include "common/allocator.h"
 #include "common/log.h"
 
 namespace {
@@ -34,6 +35,7 @@ std::string Env(const char* name, std::string fallback = "") {
 int main(int argc, char** argv) {
   using namespace gpunex;
   using namespace gpunex::agent;
+  KeepFreedMemoryForReuse();  // the data channel's frames (common/allocator.h)
   CLI::App app{"gpunex-agent: contributes this machine's GPUs to a gpunex platform"};
   app.require_subcommand(1);
   std::string emulate, docker_socket = Env("GPUNEX_DOCKER_SOCKET", "/var/run/docker.sock");

@@ -30,7 +30,35 @@ std::string FilesPathProblem(std::string_view path) {
   return "";
 }
 
+std::string ExecCommandProblem(const std::vector<std::string>& command) {
+  if (command.empty()) return "name the program to run (at least one argument)";
+  if (command.size() > kMaxExecArgs) {
+    return "has more than " + std::to_string(kMaxExecArgs) + " arguments";
+  }
+  if (command.front().empty()) return "must start with the program to run";
+  size_t bytes = 0;
+  for (const std::string& arg : command) {
+    if (!IsCleanText(arg, /*multiline=*/true)) {
+      return "must be UTF-8 without control characters (tab and newline allowed)";
+    }
+    bytes += json::serialize(json::value(arg)).size();
+  }
+  if (bytes > kMaxExecCommandBytes) {
+    return "must be at most " + std::to_string(kMaxExecCommandBytes) + " bytes in all";
+  }
+  return "";
+}
+
 std::string EncodeStreamTarget(const StreamTarget& target) {
+  if (target.kind == StreamTarget::Kind::kExec) {
+    json::array command;
+    for (const std::string& arg : target.command) command.emplace_back(arg);
+    return ToJsonText(json::object{{"kind", "exec"},
+                                   {"workload_id", target.workload_id},
+                                   {"command", std::move(command)},
+                                   {"tty", target.tty},
+                                   {"stdin", target.open_stdin}});
+  }
   if (target.kind == StreamTarget::Kind::kFiles) {
     json::object o{{"kind", "files"},
                    {"workload_id", target.workload_id},
@@ -75,9 +103,27 @@ StatusOr<StreamTarget> ParseStreamTarget(std::string_view payload) {
       t.length = static_cast<uint64_t>(
           r.Int("length", false, 0, std::numeric_limits<int64_t>::max()).value_or(0));
     }
+  } else if (kind && *kind == "exec") {
+    t.kind = StreamTarget::Kind::kExec;
+    r.RejectUnknown({"kind", "workload_id", "command", "tty", "stdin"});
+    if (const json::array* args = r.Array("command", true, 1, kMaxExecArgs)) {
+      for (const json::value& arg : *args) {
+        if (!arg.is_string()) {
+          r.Fail("command", "must be an array of strings");
+          t.command.clear();
+          break;
+        }
+        t.command.emplace_back(arg.get_string());
+      }
+      if (std::string why = ExecCommandProblem(t.command); !why.empty() && !t.command.empty()) {
+        r.Fail("command", why);
+      }
+    }
+    t.tty = r.Bool("tty", false).value_or(false);
+    t.open_stdin = r.Bool("stdin", false).value_or(true);
   } else {
     r.RejectUnknown({"kind", "workload_id", "port"});
-    if (kind && *kind != "port") r.Fail("kind", "must be \"port\" or \"files\"");
+    if (kind && *kind != "port") r.Fail("kind", "must be \"port\", \"files\" or \"exec\"");
     if (auto port = r.Int("port", true, 1, 65535)) t.port = static_cast<uint16_t>(*port);
   }
   if (auto id = r.String("workload_id", true, 64)) {

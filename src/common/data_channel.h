@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -25,8 +26,12 @@ inline constexpr std::string_view kDataChannelPath = "/api/v1/agent/data";
 // HTTP/1.1 exchange with the engine whose request line and header the agent writes itself
 // (GET or PUT /containers/{its container}/archive?path=...); gpunexd sends only a PUT's
 // body, framed as `length` or `chunked` say, and reads the engine's answer.
+//
+// An exec runs `command` in the workload's running container through the engine's exec
+// API; the stream then carries exec frames (common/exec_stream.h) both ways: stdin and
+// terminal sizes to the agent, stdout, stderr and the exit status back.
 struct StreamTarget {
-  enum class Kind { kPort, kFiles };
+  enum class Kind { kPort, kFiles, kExec };
   std::string workload_id;  // protocol::IsWorkloadId
   uint16_t port = 0;        // kPort: 1 to 65535
   Kind kind = Kind::kPort;
@@ -39,17 +44,34 @@ struct StreamTarget {
   bool chunked = false;
   uint64_t length = 0;
 
+  // kExec: the argument list (ExecCommandProblem says what may be run), whether it gets a
+  // terminal, and whether its stdin is open (else it reads end of file at once).
+  std::vector<std::string> command = {};
+  bool tty = false;
+  bool open_stdin = true;
+
   bool operator==(const StreamTarget&) const = default;
 };
 
 inline constexpr size_t kMaxFilesPath = 4096;
+inline constexpr size_t kMaxExecArgs = 256;
+// An exec's arguments together, as JSON strings, so that its open frame fits the mux's
+// limit (mux::kMaxTargetBytes).
+inline constexpr size_t kMaxExecCommandBytes = 3072;
+
+// Whether `command` may be an exec's: 1 to kMaxExecArgs arguments, the first not empty,
+// each valid UTF-8 with no control characters but tab, newline and carriage return, at
+// most kMaxExecCommandBytes in all (as JSON); "" when it may, else why not.
+std::string ExecCommandProblem(const std::vector<std::string>& command);
 
 // Whether `path` may name a path in a container: absolute, at most kMaxFilesPath bytes, no
 // NUL or control characters, no "." or ".." segment; "" when it may, else why not.
 std::string FilesPathProblem(std::string_view path);
 
-// {"kind":"port","workload_id":"...","port":8080} or {"kind":"files","workload_id":"...",
-// "op":"get"|"put","path":"/...","chunked":false,"length":N}: an open frame's payload.
+// {"kind":"port","workload_id":"...","port":8080}, {"kind":"files","workload_id":"...",
+// "op":"get"|"put","path":"/...","chunked":false,"length":N} or {"kind":"exec",
+// "workload_id":"...","command":["sh","-c","..."],"tty":false,"stdin":true}: an open
+// frame's payload.
 std::string EncodeStreamTarget(const StreamTarget& target);
 // An open frame's payload as its target; kInvalidArgument naming what is wrong (an
 // unknown kind included: a newer platform's kind is refused, not misread).

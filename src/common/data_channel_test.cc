@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/mux.h"
+
 namespace gpunex {
 namespace {
 
@@ -36,6 +38,46 @@ TEST(StreamTarget, FilesRoundTripWithTheirFraming) {
   back = ParseStreamTarget(EncodeStreamTarget(put));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, put);
+}
+
+TEST(StreamTarget, ExecRoundTripsWithItsArguments) {
+  StreamTarget exec{.workload_id = "wkl_01M953QKHX2WV91S3HKEK5PC5K",
+                    .kind = StreamTarget::Kind::kExec,
+                    .command = {"sh", "-c", "echo \"hi\"\nexit 3"},
+                    .tty = true,
+                    .open_stdin = false};
+  EXPECT_EQ(
+      EncodeStreamTarget(exec),
+      "{\"kind\":\"exec\",\"workload_id\":\"wkl_01M953QKHX2WV91S3HKEK5PC5K\","
+      "\"command\":[\"sh\",\"-c\",\"echo \\\"hi\\\"\\nexit 3\"],\"tty\":true,\"stdin\":false}");
+  auto back = ParseStreamTarget(EncodeStreamTarget(exec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, exec);
+  // tty and stdin may be left out: no terminal, stdin open.
+  back = ParseStreamTarget(
+      "{\"kind\":\"exec\",\"workload_id\":\"wkl_01M953QKHX2WV91S3HKEK5PC5K\",\"command\":[\"cat\"]}");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(back->tty);
+  EXPECT_TRUE(back->open_stdin);
+}
+
+TEST(ExecCommandProblem, TakesArgumentListsThatFitAnOpenFrame) {
+  EXPECT_EQ(ExecCommandProblem({"ls"}), "");
+  EXPECT_EQ(ExecCommandProblem({"sh", "-c", "a\tb\nc", ""}), "");
+  EXPECT_EQ(ExecCommandProblem(std::vector<std::string>(kMaxExecArgs, "x")), "");
+  EXPECT_NE(ExecCommandProblem({}), "");
+  EXPECT_NE(ExecCommandProblem({""}), "");
+  EXPECT_NE(ExecCommandProblem(std::vector<std::string>(kMaxExecArgs + 1, "x")), "");
+  EXPECT_NE(ExecCommandProblem({"sh", std::string("a\0b", 3)}), "");
+  EXPECT_NE(ExecCommandProblem({"sh", "\x1b[2J"}), "");
+  EXPECT_NE(ExecCommandProblem({"sh", "\xff"}), "");
+  EXPECT_NE(ExecCommandProblem({"echo", std::string(kMaxExecCommandBytes, 'a')}), "");
+  // The largest command fits the mux's open frame.
+  StreamTarget t{.workload_id = "wkl_01M953QKHX2WV91S3HKEK5PC5K",
+                 .kind = StreamTarget::Kind::kExec,
+                 .command = {"echo", std::string(kMaxExecCommandBytes - 10, 'a')}};
+  ASSERT_EQ(ExecCommandProblem(t.command), "");
+  EXPECT_LE(EncodeStreamTarget(t).size(), mux::kMaxTargetBytes);
 }
 
 TEST(FilesPathProblem, TakesAbsolutePathsWithoutDotSegments) {

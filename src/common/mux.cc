@@ -29,6 +29,13 @@ uint16_t GetU16(std::string_view s, size_t at) {
                                static_cast<unsigned char>(s[at + 1]));
 }
 
+// The 8-byte header: type, flags (0), reserved (0), the stream id big-endian.
+void WriteHeader(FrameType type, uint32_t stream, char* at) {
+  at[0] = static_cast<char>(type);
+  at[1] = at[2] = at[3] = 0;
+  for (int i = 0; i < 4; ++i) at[4 + i] = static_cast<char>((stream >> (24 - 8 * i)) & 0xFF);
+}
+
 bool ValidUtf8(std::string_view s) {
   for (size_t pos = 0; pos < s.size();) {
     if (NextCodePoint(s, &pos) == kInvalidUtf8) return false;
@@ -73,10 +80,8 @@ Frame WindowFrame(uint32_t stream, uint32_t increment) {
 std::string Encode(const Frame& f) {
   std::string out;
   out.reserve(kHeaderBytes + f.payload.size() + 4);
-  out.push_back(static_cast<char>(f.type));
-  out.push_back(0);  // flags
-  PutU16(&out, 0);   // reserved
-  PutU32(&out, f.stream);
+  out.resize(kHeaderBytes);
+  WriteHeader(f.type, f.stream, out.data());
   if (f.type == FrameType::kWindow) {
     PutU32(&out, f.increment);
   } else if (CarriesCode(f.type)) {
@@ -88,14 +93,26 @@ std::string Encode(const Frame& f) {
   return out;
 }
 
-StatusOr<Frame> Decode(std::string_view m) {
+// A frame whose payload still lies in the message it came in (Session::Receive keeps
+// only what it must: a data frame is kept whole, as the message it came in).
+struct FrameView {
+  FrameType type = FrameType::kData;
+  uint32_t stream = 0;
+  std::string_view payload;
+  uint32_t increment = 0;
+  Code code = Code::kCancelled;
+};
+
+namespace {
+
+StatusOr<FrameView> DecodeView(std::string_view m) {
   if (m.size() < kHeaderBytes) {
     return InvalidArgument("a frame of " + std::to_string(m.size()) +
                            " bytes is shorter than its 8-byte header");
   }
   const auto type = static_cast<uint8_t>(m[0]);
   if (type < 1 || type > 10) return InvalidArgument("unknown frame type " + std::to_string(type));
-  Frame f;
+  FrameView f;
   f.type = static_cast<FrameType>(type);
   const std::string name(kFrameTypeNames.Name(f.type));
   if (m[1] != 0 || m[2] != 0 || m[3] != 0) {
@@ -158,6 +175,19 @@ StatusOr<Frame> Decode(std::string_view m) {
   return f;
 }
 
+}  // namespace
+
+StatusOr<Frame> Decode(std::string_view m) {
+  GPUNEX_ASSIGN_OR_RETURN(FrameView v, DecodeView(m));
+  Frame f;
+  f.type = v.type;
+  f.stream = v.stream;
+  f.payload = v.payload;
+  f.increment = v.increment;
+  f.code = v.code;
+  return f;
+}
+
 // --------------------------------------------------------------------------- Session
 
 namespace {
@@ -199,7 +229,7 @@ void Session::Drop(uint32_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream& s = it->second;
-  buffered_received_ -= s.received.size() - s.received_offset;
+  buffered_received_ -= s.received_bytes;
   buffered_to_send_ -= s.to_send_bytes;
   reserved_window_ -= s.window;
   streams_.erase(it);
@@ -212,7 +242,7 @@ void Session::MaybeClose(uint32_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   const Stream& s = it->second;
-  if (s.fin_sent && s.fin_received && s.received_offset == s.received.size()) {
+  if (s.fin_sent && s.fin_received && s.received_bytes == 0) {
     Drop(id);
     Emit(Event::Kind::kClosed, id);
   }
@@ -226,17 +256,43 @@ bool Session::HasData(const Stream& s) const {
 
 // ----------------------------------------------------------------- receiving
 
-Status Session::Receive(std::string_view message, TimePoint now) {
-  auto f = Decode(message);
+Status Session::Receive(std::string message, TimePoint now) {
+  auto f = DecodeView(message);
   if (!f.ok()) return Violation(f.status().message());
-  return ReceiveFrame(*std::move(f), now);
+  if (f->type == FrameType::kData) return ReceiveData(f->stream, std::move(message));
+  return ReceiveFrame(*f, now);
 }
 
-Status Session::ReceiveFrame(Frame f, TimePoint now) {
+Status Session::ReceiveData(uint32_t id, std::string message) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) {
+    // A stream this side reset or refused: what the peer sent before it knew is dropped.
+    return Status::Ok();
+  }
+  Stream& s = it->second;
+  const size_t n = message.size() - kHeaderBytes;
+  auto broken = [&](const char* why) {
+    return Violation("stream " + std::to_string(id) + ": " + why);
+  };
+  if (s.phase != Phase::kOpen) return broken("data before the stream opened");
+  if (s.fin_received) return broken("data after its fin");
+  if (s.bytes_received + n > s.credit_given) return broken("data past the receive window");
+  s.bytes_received += n;
+  const bool was_empty = s.received_bytes == 0;
+  // The message itself is kept (its bytes after the header): nothing is copied.
+  if (s.received.empty()) s.received_at = kHeaderBytes;
+  s.received.push_back(std::move(message));
+  s.received_bytes += n;
+  buffered_received_ += n;
+  if (was_empty) Emit(Event::Kind::kReadable, id);
+  return Status::Ok();
+}
+
+Status Session::ReceiveFrame(const FrameView& f, TimePoint now) {
   switch (f.type) {
     case FrameType::kPing:
       if (++pongs_due_ > kMaxPongsDue) return Violation("pings faster than pongs can go");
-      Queue(MakeFrame(FrameType::kPong, 0, std::move(f.payload)));
+      Queue(MakeFrame(FrameType::kPong, 0, std::string(f.payload)));
       return Status::Ok();
     case FrameType::kPong:
       if (ping_out_ && f.payload == PingBytes(ping_out_->first)) {
@@ -277,7 +333,7 @@ Status Session::ReceiveFrame(Frame f, TimePoint now) {
       s.send_credit = kInitialWindow;
       s.last_credit = now;
       reserved_window_ += kInitialWindow;
-      Emit(Event::Kind::kIncoming, f.stream, Code::kCancelled, std::move(f.payload));
+      Emit(Event::Kind::kIncoming, f.stream, Code::kCancelled, std::string(f.payload));
       return Status::Ok();
     }
     default:
@@ -300,25 +356,8 @@ Status Session::ReceiveFrame(Frame f, TimePoint now) {
     case FrameType::kRefuse:
       if (s.phase != Phase::kOpening) return Violation(which + " refused after it opened");
       Drop(f.stream);
-      Emit(Event::Kind::kRefused, f.stream, f.code, std::move(f.payload));
+      Emit(Event::Kind::kRefused, f.stream, f.code, std::string(f.payload));
       return Status::Ok();
-    case FrameType::kData: {
-      if (s.phase != Phase::kOpen) return Violation(which + ": data before the stream opened");
-      if (s.fin_received) return Violation(which + ": data after its fin");
-      if (s.bytes_received + f.payload.size() > s.credit_given) {
-        return Violation(which + ": data past the receive window");
-      }
-      s.bytes_received += f.payload.size();
-      const bool was_empty = s.received_offset == s.received.size();
-      if (s.received_offset > 0 && s.received_offset * 2 >= s.received.size()) {
-        s.received.erase(0, s.received_offset);
-        s.received_offset = 0;
-      }
-      s.received += f.payload;
-      buffered_received_ += f.payload.size();
-      if (was_empty) Emit(Event::Kind::kReadable, f.stream);
-      return Status::Ok();
-    }
     case FrameType::kWindow:
       s.send_credit += f.increment;
       if (s.send_credit > 2ull * kMaxWindow) return Violation(which + ": credit past 2^31 bytes");
@@ -333,7 +372,7 @@ Status Session::ReceiveFrame(Frame f, TimePoint now) {
       return Status::Ok();
     case FrameType::kReset:
       Drop(f.stream);
-      Emit(Event::Kind::kReset, f.stream, f.code, std::move(f.payload));
+      Emit(Event::Kind::kReset, f.stream, f.code, std::string(f.payload));
       return Status::Ok();
     default:
       return Violation("unexpected " + std::string(kFrameTypeNames.Name(f.type)) + " frame");
@@ -381,16 +420,20 @@ std::optional<std::string> Session::NextData() {
       MaybeClose(id);
       return m;
     }
-    std::string& front = s.to_send.front();
-    const size_t n = std::min<uint64_t>({front.size(), options_.max_chunk, s.send_credit});
-    Frame f = MakeFrame(FrameType::kData, id);
-    if (n == front.size()) {
-      f.payload = std::move(front);
+    std::string& front = s.to_send.front();  // header room, then the bytes
+    const size_t waiting = front.size() - kHeaderBytes;
+    const size_t n = std::min<uint64_t>({waiting, options_.max_chunk, s.send_credit});
+    std::string m;
+    if (n == waiting) {
+      m = std::move(front);
       s.to_send.pop_front();
     } else {
-      f.payload = front.substr(0, n);
-      front.erase(0, n);
+      m.reserve(kHeaderBytes + n);
+      m.append(kHeaderBytes, '\0');
+      m.append(front, kHeaderBytes, n);
+      front.erase(kHeaderBytes, n);
     }
+    WriteHeader(FrameType::kData, id, m.data());
     s.to_send_bytes -= n;
     buffered_to_send_ -= n;
     s.send_credit -= n;
@@ -402,7 +445,7 @@ std::optional<std::string> Session::NextData() {
       ready_.push_back(id);
       in_ready_.insert(id);
     }
-    return Encode(f);
+    return m;
   }
   return std::nullopt;
 }
@@ -463,9 +506,14 @@ StatusOr<size_t> Session::Write(uint32_t id, std::string_view data) {
   const size_t n = std::min(room, data.size());
   if (n < data.size()) s.writer_blocked = true;
   if (n == 0) return n;
-  // Pieces of at most a chunk, so that the scheduler cuts nothing larger.
+  // Pieces of at most a chunk, so that the scheduler cuts nothing larger, each after room
+  // for its frame's header: a piece that goes whole is sent without another copy.
   for (size_t at = 0; at < n; at += options_.max_chunk) {
-    s.to_send.emplace_back(data.substr(at, std::min<size_t>(options_.max_chunk, n - at)));
+    const std::string_view piece = data.substr(at, std::min<size_t>(options_.max_chunk, n - at));
+    std::string& chunk = s.to_send.emplace_back();
+    chunk.reserve(kHeaderBytes + piece.size());
+    chunk.append(kHeaderBytes, '\0');
+    chunk.append(piece);
   }
   s.to_send_bytes += n;
   buffered_to_send_ += n;
@@ -485,17 +533,27 @@ Status Session::Finish(uint32_t id) {
   return Status::Ok();
 }
 
-StatusOr<std::string> Session::Read(uint32_t id, size_t max, TimePoint now) {
+std::string_view Session::Peek(uint32_t id) const {
+  auto it = streams_.find(id);
+  if (it == streams_.end() || it->second.received.empty()) return {};
+  const Stream& s = it->second;
+  return std::string_view(s.received.front()).substr(s.received_at);
+}
+
+Status Session::Consume(uint32_t id, size_t n, TimePoint now) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return FailedPrecondition("stream " + std::to_string(id) + " is gone");
   Stream& s = it->second;
-  const size_t n = std::min(max, s.received.size() - s.received_offset);
-  std::string out = s.received.substr(s.received_offset, n);
-  s.received_offset += n;
-  if (s.received_offset == s.received.size()) {
-    s.received.clear();
-    s.received_offset = 0;
+  if (n > Peek(id).size()) {
+    return InvalidArgument("stream " + std::to_string(id) + ": consumed past what Peek gave");
   }
+  if (n == 0) return Status::Ok();
+  s.received_at += n;
+  if (s.received_at == s.received.front().size()) {
+    s.received.pop_front();
+    s.received_at = kHeaderBytes;
+  }
+  s.received_bytes -= n;
   buffered_received_ -= n;
   s.credit_pending += n;
   // Credit goes back once half the window was read (fewer, larger window frames), and
@@ -520,6 +578,21 @@ StatusOr<std::string> Session::Read(uint32_t id, size_t max, TimePoint now) {
     Queue(WindowFrame(id, static_cast<uint32_t>(increment)));
   }
   if (s.fin_received) MaybeClose(id);
+  return Status::Ok();
+}
+
+StatusOr<std::string> Session::Read(uint32_t id, size_t max, TimePoint now) {
+  if (!streams_.contains(id)) {
+    return FailedPrecondition("stream " + std::to_string(id) + " is gone");
+  }
+  std::string out;
+  while (out.size() < max) {
+    const std::string_view next = Peek(id);
+    if (next.empty()) break;
+    const size_t n = std::min(max - out.size(), next.size());
+    out.append(next.substr(0, n));
+    GPUNEX_RETURN_IF_ERROR(Consume(id, n, now));
+  }
   return out;
 }
 

@@ -183,6 +183,35 @@ TEST(MuxSession, OpenWriteFinishReadClose) {
   EXPECT_EQ(*p.b.Open("back"), 2u);
 }
 
+TEST(MuxSession, APieceLargerThanTheCreditGoesInTwoFrames) {
+  Options big_chunks;
+  big_chunks.max_chunk = 20000;  // the initial window (32 KiB) takes one and a part
+  Pair p(big_chunks);
+  const uint32_t id = *p.a.Open("t");
+  ASSERT_TRUE(p.Flush().ok());
+  ASSERT_TRUE(p.b.Accept(id).ok());
+  std::string sent(45000, '\0');
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>(i * 7 + 3);
+  ASSERT_EQ(*p.a.Write(id, sent), sent.size());
+  ASSERT_TRUE(p.a.Finish(id).ok());
+  std::vector<size_t> frames;
+  std::string got;
+  for (int round = 0; round < 10 && got.size() < sent.size(); ++round) {
+    while (auto m = p.a.NextMessage(p.now)) {
+      auto f = Decode(*m);
+      ASSERT_TRUE(f.ok());
+      if (f->type == FrameType::kData) frames.push_back(f->payload.size());
+      ASSERT_TRUE(p.b.Receive(*m, p.now).ok());
+    }
+    got += *p.b.Read(id, 1 << 20, p.now);
+    while (auto m = p.b.NextMessage(p.now)) ASSERT_TRUE(p.a.Receive(*m, p.now).ok());
+  }
+  EXPECT_EQ(got, sent);
+  ASSERT_GE(frames.size(), 3u);
+  EXPECT_EQ(frames[0], 20000u);
+  EXPECT_EQ(frames[1], 32768u - 20000u);  // the rest of the credit: the piece is cut
+}
+
 TEST(MuxSession, RefuseAndReset) {
   Pair p;
   const uint32_t id = *p.a.Open("port 22");

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/allocator.h"
 #include "common/background.h"
 #include "common/business_days.h"
 #include "common/data_channel.h"
@@ -110,7 +111,7 @@ constexpr ServerRoute kServerRoutes[] = {
     {"GET", api::kAgentConnectPath, "agent"},       {"GET", kDataChannelPath, "agent"},
     {"GET", api::kAgentBenchDownloadPath, "agent"}, {"POST", api::kAgentBenchUploadPath, "agent"},
     {"GET", relay::kPortConnectPattern, "user"},    {"GET", relay::kFilesPattern, "user"},
-    {"PUT", relay::kFilesPattern, "user"},
+    {"PUT", relay::kFilesPattern, "user"},          {"GET", relay::kExecPattern, "user"},
 };
 
 // Prints `router`'s routes, each with the access it declares, in the order they were
@@ -263,7 +264,7 @@ int Serve(Config config, bool list_routes) {
   // agent's channel and its throughput benchmark are routed before the API exists.
   http::ServerOptions so = ServerOptionsOf(config);
   std::function<http::Response(http::Request&)> dispatch;
-  http::WebSocketAcceptor websocket_acceptor, data_acceptor, port_acceptor;
+  http::WebSocketAcceptor websocket_acceptor, data_acceptor, port_acceptor, exec_acceptor;
   http::StreamAuthorizer bench_authorizer;
   auto forward = [](http::WebSocketAcceptor& to) {
     return [&to](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
@@ -273,6 +274,7 @@ int Serve(Config config, bool list_routes) {
   so.websocket_routes[std::string(api::kAgentConnectPath)] = forward(websocket_acceptor);
   so.websocket_routes[std::string(kDataChannelPath)] = forward(data_acceptor);
   so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_acceptor);
+  so.websocket_routes[std::string(relay::kExecPattern)] = forward(exec_acceptor);
   http::ProxyAuthorizer files_authorizer;
   so.proxy_routes[std::string(relay::kFilesPattern)] =
       [&files_authorizer](const http::ProxyRequest& req) { return files_authorizer(req); };
@@ -309,6 +311,7 @@ int Serve(Config config, bool list_routes) {
   websocket_acceptor = api::AgentChannelAcceptor(ctx);
   data_acceptor = relay::DataChannelAcceptor(ctx);
   port_acceptor = relay::PortConnectAcceptor(ctx);
+  exec_acceptor = relay::ExecAcceptor(ctx);
   files_authorizer = relay::FilesAuthorizer(ctx);
   bench_authorizer = api::AgentBenchAuthorizer(ctx);
   dispatch = [&ctx, &router](http::Request& req) {
@@ -385,6 +388,7 @@ int ListRoutes() {
 int main(int argc, char** argv) {
   using namespace gpunex;
   using namespace gpunex::platform;
+  KeepFreedMemoryForReuse();  // the relay's frames (common/allocator.h)
   CLI::App app{"gpunexd: the gpunex platform server"};
   app.require_subcommand(1);
   std::string config_path;

@@ -2754,6 +2754,49 @@ describe("dashboard", () => {
         assert.match(tarText, /hello from the container/);
         await shoot(c, "84d-rental-files");
 
+        // --- its terminal: a shell in the container (exec, tty), typed into and read back;
+        // its size follows the window's
+        const termCard = c.locator(".rental-terminal");
+        await termCard.getByRole("button", { name: "Open a shell" }).click();
+        await termCard
+          .getByText("Connected: a shell in the container.")
+          .waitFor({ timeout: 20000 });
+        const rows = termCard.locator(".xterm-rows");
+        const screenText = async () =>
+          (await rows.innerText()).replace(/\u00a0/g, " ");
+        await until(
+          async () => /[#$] *$/m.test(await screenText()),
+          20000,
+          "the shell's prompt",
+        );
+        await c.keyboard.type("echo hello-$((6*7))\n");
+        await rows.filter({ hasText: "hello-42" }).waitFor({ timeout: 20000 });
+        const size = async () => {
+          await c.keyboard.type("stty size\n");
+          return until(
+            async () => {
+              const sizes = [
+                ...(await screenText()).matchAll(/^(\d+) (\d+) *$/gm),
+              ];
+              return sizes.length > 0 && Number(sizes[sizes.length - 1][2]);
+            },
+            20000,
+            "stty size's answer",
+          );
+        };
+        const wideColumns = await size();
+        await shoot(c, "84e-rental-terminal");
+        const laptop = c.viewportSize() ?? DESKTOP;
+        await c.setViewportSize(SMALL_PHONE);
+        await until(
+          async () => (await size()) < wideColumns,
+          20000,
+          "the terminal to narrow with the window",
+        );
+        await c.setViewportSize(laptop);
+        await termCard.getByRole("button", { name: "Disconnect" }).click();
+        await termCard.getByText("Disconnected.").waitFor();
+
         // --- the Rentals page lists it, running; the filters
         await nav(c, "Rentals").click();
         await heading(c, "Rentals");

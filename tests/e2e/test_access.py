@@ -12,7 +12,10 @@ agent's data channel → a socket the agent makes inside the container's network
   no number 422; a declared port where nothing listens opens and closes with 4502;
 - the rental's end closes an open connection and a new one is refused (410);
 - the agent killed while a connection is open: it closes (4503) and, once the agent is
-  back, a new connection works.
+  back, a new connection works;
+- exec (issue 26, GET /api/v1/rentals/{id}/exec, Kubernetes' v5.channel.k8s.io): stdout
+  and stderr apart with the exit code, 100 MiB through stdin and its close, a terminal
+  that follows its size, who may and bad requests, and the rental's end closing it.
 
 One gpunexd, one agent and one rental serve every test of the module (SQLite); each test
 leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static (skips
@@ -39,6 +42,7 @@ from test_rentals import (BUSYBOX_REF, ENV, L4, PULL_FAILED, RENTALS_TOML, Docke
 from test_rentals import setUpModule as rentals_setup
 from test_rentals import tearDownModule as rentals_teardown
 
+EXEC_PROTOCOL = "v5.channel.k8s.io"
 ECHO_PORT = 7000  # busybox nc -e cat, one connection at a time
 SILENT_PORT = 7001  # declared, nothing listens
 ECHO_COMMAND = ["/bin/sh", "-c",
@@ -742,9 +746,118 @@ class AccessTest(ServerTestCase):
                         pass
         self.assertEqual(found, [])
 
+    # -- exec (issue 26): Kubernetes' v5.channel.k8s.io over the data channel
+
+    def exec_ws(self, command, *, tty=False, token=None, rental_id=None,
+                protocol=EXEC_PROTOCOL, query=""):
+        """The exec WebSocket of `command` in the rental, as the customer unless told."""
+        token = token if token is not None else self.customer.token
+        q = "&".join("command=" + urllib.parse.quote(a, safe="") for a in command)
+        if tty:
+            q += "&tty=true"
+        h = {"Authorization": f"Bearer {token}"} if token else {}
+        if protocol:
+            h["Sec-WebSocket-Protocol"] = protocol
+        rid = rental_id or self.rental["id"]
+        return wsclient.connect(self.srv.port, f"/api/v1/rentals/{rid}/exec?{q}{query}", h)
+
+    def exec_output(self, ws, timeout=60):
+        """What an exec sends until its status: ({1: stdout, 2: stderr}, the status)."""
+        out = {1: b"", 2: b""}
+        while True:
+            m = ws.recv(timeout=timeout)
+            self.assertEqual(m.kind, "binary", m)
+            channel, payload = m.data[0], m.data[1:]
+            if channel == 3:
+                code, _, _ = ws.wait_closed(timeout=10)
+                self.assertEqual(code, 1000)
+                return out, json.loads(payload)
+            self.assertIn(channel, (1, 2), m)
+            out[channel] += payload
+
+    def test_exec_separates_stdout_from_stderr_and_reports_the_exit_code(self):
+        ws = self.exec_ws(["sh", "-c", "echo hi; echo oops >&2; exit 3"])
+        self.assertEqual(wsclient._header(ws.headers, "Sec-WebSocket-Protocol"), EXEC_PROTOCOL)
+        out, status = self.exec_output(ws)
+        self.assertEqual(out, {1: b"hi\n", 2: b"oops\n"})
+        self.assertEqual(status["status"], "Failure")
+        self.assertEqual(status["reason"], "NonZeroExitCode")
+        self.assertEqual(status["details"]["causes"], [{"reason": "ExitCode", "message": "3"}])
+        out, status = self.exec_output(self.exec_ws(["true"]))
+        self.assertEqual((out, status), ({1: b"", 2: b""}, {"metadata": {}, "status": "Success"}))
+
+    def test_exec_carries_100_mib_of_stdin_through_and_closes_it_cleanly(self):
+        ws = self.exec_ws(["sha256sum"])
+        chunk = os.urandom(1 << 20)
+        digest = hashlib.sha256()
+        for i in range(100):
+            piece = chunk[i * 1000:] + chunk[:i * 1000]  # each MiB different
+            digest.update(piece)
+            for at in range(0, len(piece), 64 << 10):
+                ws.send_binary(b"\x00" + piece[at:at + (64 << 10)])
+        ws.send_binary(b"\xff\x00")  # stdin is done: sha256sum reads its end
+        out, status = self.exec_output(ws, timeout=120)
+        self.assertEqual(status["status"], "Success", status)
+        self.assertEqual(out[1].decode().split()[0], digest.hexdigest())
+        # `tar c | exec tar x`: a tar goes in through stdin and comes out unpacked.
+        tar = io.BytesIO()
+        with tarfile.open(fileobj=tar, mode="w") as t:
+            data = b"through exec stdin\n"
+            info = tarfile.TarInfo("exec-in/note.txt")
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        ws = self.exec_ws(["sh", "-c", "cd /tmp && tar x && cat exec-in/note.txt"])
+        ws.send_binary(b"\x00" + tar.getvalue())
+        ws.send_binary(b"\xff\x00")
+        out, status = self.exec_output(ws)
+        self.assertEqual((out[1], status["status"]), (b"through exec stdin\n", "Success"))
+
+    def test_exec_with_a_terminal_follows_its_size(self):
+        ws = self.exec_ws(["sh", "-c", "sleep 1; stty size; tty"], tty=True)
+        ws.send_binary(b"\x04" + json.dumps({"Width": 101, "Height": 33}).encode())
+        out, status = self.exec_output(ws)
+        self.assertEqual(status["status"], "Success", (out, status))
+        lines = out[1].decode().split("\r\n")
+        self.assertEqual(lines[0], "33 101")
+        self.assertTrue(lines[1].startswith("/dev/pts/"), lines)
+        self.assertEqual(out[2], b"")  # a terminal's output is all stdout
+
+    def test_who_may_exec_and_bad_exec_requests(self):
+        def refused(**kw):
+            with self.assertRaises(wsclient.HandshakeRefused) as cm:
+                self.exec_ws(**kw)
+            return cm.exception
+        self.assertEqual(refused(command=["true"], token="").status, 401)
+        other = self.srv.user("Oscar Other")
+        self.assertEqual(refused(command=["true"], token=other.token).status, 404)
+        self.assertEqual(refused(command=["true"], token=self.provider.token).status, 404)
+        self.assertEqual(refused(command=["true"], token=SHARED["admin"].token).status, 404)
+        read_only = self.customer.c.post(f"{API}/api-keys", {"name": "ro", "scopes": ["read"]})
+        self.assertStatus(read_only, 201)
+        self.assertEqual(refused(command=["true"], token=read_only.body["key"]).status, 403)
+        for kw, field in [(dict(command=[]), "command"),
+                          (dict(command=[""]), "command"),
+                          (dict(command=["echo", "\x1b[2J"]), "command"),
+                          (dict(command=["echo", "a" * 4000]), "command"),
+                          (dict(command=["true"], query="&tty=maybe"), "tty"),
+                          (dict(command=["true"], query="&stdin=2"), "stdin"),
+                          (dict(command=["true"], protocol=""), "Sec-WebSocket-Protocol"),
+                          (dict(command=["true"], protocol="v4.channel.k8s.io"),
+                           "Sec-WebSocket-Protocol")]:
+            e = refused(**kw)
+            self.assertEqual(e.status, 422, (kw, e.status, e.raw))
+            self.assertIn(field, e.body["error"]["fields"], (kw, e.body))
+        # A message on an output channel, or a bad terminal size, ends the exec (1007).
+        for bad in (b"\x01out", b"\x04{\"Width\":0}", b""):
+            ws = self.exec_ws(["cat"])
+            ws.send_binary(bad)
+            code, reason, _ = ws.wait_closed(timeout=10)
+            self.assertEqual(code, 1007, (bad, reason))
+
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""
         ws = self.connect_echo()
+        shell = self.exec_ws(["sleep", "600"])
         r = self.customer.c.post(f"{API}/rentals/{self.rental['id']}/stop", {})
         self.assertStatus(r, 200)
         start = time.monotonic()
@@ -752,10 +865,16 @@ class AccessTest(ServerTestCase):
         closed_after = time.monotonic() - start
         self.assertIsNotNone(code)
         self.assertLess(closed_after, 5, f"closed after {closed_after:.1f} s ({code} {reason})")
+        code, reason, _ = shell.wait_closed(timeout=20)
+        self.assertEqual(code, 4410, reason)
+        self.assertLess(time.monotonic() - start, 5)
         wait_ended(self.customer, self.rental["id"])
         refused = self.refused(ECHO_PORT)
         self.assertEqual(refused.status, 410, refused)
         self.assertEqual(refused.body["error"]["message"], "the rental has ended", refused.body)
+        with self.assertRaises(wsclient.HandshakeRefused) as cm:
+            self.exec_ws(["true"])
+        self.assertEqual(cm.exception.status, 410)
 
     def test_zz_the_web_rentals_end_closes_its_exchanges(self):
         """Last (zz): it ends the shared web rental."""

@@ -7,25 +7,23 @@
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <future>
 #include <map>
-#include <thread>
+#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "common/log.h"
-#include "common/thread_annotations.h"
 
 namespace gpunex::agent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kReadChunk = 64 * 1024;
+// What one read of a port's socket takes at most (the session cuts it into frames).
+constexpr size_t kReadChunk = 256 * 1024;
 // How long the loop sleeps at most: the mux's pings run on time.
 constexpr int kIdlePollMs = 200;
-// While the WebSocket's queue is too full to take the next frame.
-constexpr int kBusyPollMs = 5;
 
 void Wake(int fd) {
   const uint64_t one = 1;
@@ -65,14 +63,13 @@ class DataLink::Loop {
         client_(client),
         session_(mux::Session::Role::kResponder, link.options_.mux, Clock::now()) {}
 
-  Status Run() EXCLUDES(mu_) {
-    std::thread reader([this] { Read(); });
+  Status Run() {
+    // The client wakes the loop when a message arrives, when its send queue has drained
+    // to half of what the loop lets wait there, and when the connection closes.
+    client_.NotifyOn(link_.wake_fd_, link_.options_.max_queued / 2,
+                     link_.options_.max_queued_messages / 2);
     Status result = Loop::Serve();
-    {
-      MutexLock lock(&mu_);
-      quit_ = true;
-    }
-    reader.join();
+    client_.NotifyOn(-1, 0, 0);
     for (auto& [id, c] : conns_) CloseConn(c);
     conns_.clear();
     for (auto& late : abandoned_) {
@@ -87,56 +84,27 @@ class DataLink::Loop {
   struct Conn {
     int fd = -1;
     std::future<StatusOr<int>> dialing;  // until the dial ends
-    std::string to_socket;               // from the platform, not yet written
     std::string to_mux;                  // from the socket, not yet taken by the mux
+    bool socket_full = false;            // the platform's bytes wait for the socket's room
     bool mux_finished = false;           // the platform sends no more
     bool shut_wr = false;                // the socket was told so
     bool socket_eof = false;             // the socket sends no more (a FIN went out)
-    bool mux_closed = false;             // the stream is done: write what is left, close
   };
 
-  // The reader thread: the platform's messages into inbox_.
-  void Read() EXCLUDES(mu_) {
-    for (;;) {
-      {
-        MutexLock lock(&mu_);
-        if (quit_) return;
-      }
-      auto m = client_.Receive(std::chrono::milliseconds(kIdlePollMs));
-      MutexLock lock(&mu_);
-      if (!m.ok()) {
-        reader_status_ = m.status();
-        reader_done_ = true;
-        Wake(link_.wake_fd_);
-        return;
-      }
-      if (m->has_value()) {
-        inbox_.push_back(std::move(**m));
-        Wake(link_.wake_fd_);
-      }
-    }
-  }
-
-  Status Serve() EXCLUDES(mu_) {
+  Status Serve() {
     while (!link_.stop_.load()) {
-      std::deque<std::string> in;
-      bool done = false;
-      Status why;
-      {
-        MutexLock lock(&mu_);
-        in.swap(inbox_);
-        done = reader_done_;
-        why = reader_status_;
-      }
+      // Every message that waits (the client signals only when its inbox was empty).
       const auto now = Clock::now();
-      for (const std::string& m : in) {
-        if (Status st = session_.Receive(m, now); !st.ok()) {
+      for (;;) {
+        StatusOr<std::optional<std::string>> m = client_.Receive(std::chrono::milliseconds(0));
+        if (!m.ok()) return m.status();  // closed, after every message it had
+        if (!m->has_value()) break;
+        if (Status st = session_.Receive(std::move(**m), now); !st.ok()) {
           LogWarn("agent.data.protocol_error", {{"error", st.message()}});
           (void)Pump().status();  // the go-away saying why
           return st;
         }
       }
-      if (done) return why;
       FinishDials();
       // Sending frees the streams' send buffers (writable events), which lets a socket's
       // waiting bytes in, which makes frames to send: round again while that moves.
@@ -170,14 +138,9 @@ class DataLink::Loop {
           if (auto it = conns_.find(e.stream); it != conns_.end()) Erase(it);
           break;
         case mux::Event::Kind::kClosed:
-          // Both ways finished; the socket may still have bytes of the platform to write.
-          if (auto it = conns_.find(e.stream); it != conns_.end()) {
-            if (it->second.to_socket.empty()) {
-              Erase(it);
-            } else {
-              it->second.mux_closed = true;
-            }
-          }
+          // Both ways finished, and every byte of the platform's is in the socket (the
+          // session closes a stream only once it has all been consumed).
+          if (auto it = conns_.find(e.stream); it != conns_.end()) Erase(it);
           break;
         default:  // readable, writable: the next service pass looks
           break;
@@ -235,37 +198,24 @@ class DataLink::Loop {
   bool Service(uint32_t id, Conn& c) {
     if (c.fd < 0) return true;  // still dialing
     const auto now = Clock::now();
-    // Until the socket is full (POLLOUT wakes the loop then) or the mux has nothing more
-    // of the platform's for now (a frame's arrival wakes it).
-    bool drained = false;
-    while (true) {
-      while (c.to_socket.size() < link_.options_.socket_buffer) {
-        auto got = session_.Read(id, link_.options_.socket_buffer - c.to_socket.size(), now);
-        if (!got.ok() || got->empty()) {
-          drained = true;
-          break;
-        }
-        c.to_socket += *got;
+    // The platform's bytes go from the session straight into the socket, until the socket
+    // is full (POLLOUT wakes the loop then) or none wait (a frame's arrival wakes it).
+    c.socket_full = false;
+    for (std::string_view next; !(next = session_.Peek(id)).empty();) {
+      const ssize_t n = send(c.fd, next.data(), next.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        (void)session_.Consume(id, static_cast<size_t>(n), now);
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        c.socket_full = true;
+        break;
+      } else {
+        session_.Reset(id, mux::Code::kUnreachable,
+                       std::string("the port's connection failed: ") + std::strerror(errno));
+        return false;
       }
-      bool full = false;
-      while (!c.to_socket.empty()) {
-        const ssize_t n = send(c.fd, c.to_socket.data(), c.to_socket.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-          c.to_socket.erase(0, static_cast<size_t>(n));
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-          full = true;
-          break;
-        } else {
-          session_.Reset(id, mux::Code::kUnreachable,
-                         std::string("the port's connection failed: ") + std::strerror(errno));
-          return false;
-        }
-      }
-      if (full || drained) break;
     }
-    if (c.mux_closed && c.to_socket.empty()) return false;
     // The platform's end of file, once every byte before it is in the socket.
-    if (drained && c.to_socket.empty() && c.mux_finished && !c.shut_wr) {
+    if (!c.socket_full && c.mux_finished && !c.shut_wr) {
       shutdown(c.fd, SHUT_WR);
       c.shut_wr = true;
     }
@@ -284,14 +234,14 @@ class DataLink::Loop {
     for (auto& [id, c] : conns_) {
       if (c.fd < 0) continue;
       short events = 0;
-      if (!c.to_socket.empty()) events |= POLLOUT;
+      if (c.socket_full) events |= POLLOUT;
       if (!c.socket_eof && c.to_mux.empty()) events |= POLLIN;
       // A socket with nothing wanted is left out, so that a hang-up does not spin.
       fds.push_back({events != 0 ? c.fd : -1, events, 0});
       ids.push_back(id);
     }
-    const bool busy = session_.WantsToSend() && !Room();
-    const int ready = poll(fds.data(), fds.size(), busy ? kBusyPollMs : kIdlePollMs);
+    // A full WebSocket queue wakes the loop when it drains (NotifyOn).
+    const int ready = poll(fds.data(), fds.size(), kIdlePollMs);
     if (ready <= 0) return;
     if (fds[0].revents != 0) DrainWake(link_.wake_fd_);
     for (size_t i = 1; i < fds.size(); ++i) {
@@ -305,13 +255,12 @@ class DataLink::Loop {
 
   void ReadSocket(std::map<uint32_t, Conn>::iterator it) {
     Conn& c = it->second;
-    std::string buf(kReadChunk, '\0');
-    const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
+    const ssize_t n = recv(c.fd, read_buffer_.get(), kReadChunk, 0);
     if (n > 0) {
-      buf.resize(static_cast<size_t>(n));
-      auto taken = session_.Write(it->first, buf);
-      const size_t t = taken.ok() ? *taken : buf.size();  // a finished stream drops it
-      if (t < buf.size()) c.to_mux = buf.substr(t);
+      const std::string_view got(read_buffer_.get(), static_cast<size_t>(n));
+      auto taken = session_.Write(it->first, got);
+      const size_t t = taken.ok() ? *taken : got.size();  // a finished stream drops it
+      if (t < got.size()) c.to_mux = got.substr(t);
     } else if (n == 0) {
       c.socket_eof = true;
       (void)session_.Finish(it->first);
@@ -367,12 +316,8 @@ class DataLink::Loop {
   mux::Session session_;
   std::map<uint32_t, Conn> conns_;
   std::vector<std::future<StatusOr<int>>> abandoned_;
-
-  Mutex mu_;
-  std::deque<std::string> inbox_ GUARDED_BY(mu_);
-  Status reader_status_ GUARDED_BY(mu_);
-  bool reader_done_ GUARDED_BY(mu_) = false;
-  bool quit_ GUARDED_BY(mu_) = false;
+  // Where sockets are read into, before the session takes the bytes.
+  const std::unique_ptr<char[]> read_buffer_ = std::make_unique<char[]>(kReadChunk);
 };
 
 DataLink::DataLink(StreamDialer dialer, DataLinkOptions options)

@@ -6,14 +6,15 @@
 // container's own network namespace) and then copies bytes both ways until either side
 // ends. A stream the dialer refuses is refused with the reason.
 //
-// Bounded everywhere: each stream holds at most kSocketBuffer bytes on their way to its
-// socket (it stops reading the mux, whose credit then stops the platform) and reads its
-// socket only when the mux took what it read before; frames go to the WebSocket only while
-// less than kMaxQueued waits there.
+// Bounded everywhere: the platform's bytes for a stream stay in the mux session (within
+// the stream's window) until its socket takes them, written from there without a copy of
+// the link's own; a socket is read only when the mux took what was read before; frames go
+// to the WebSocket only while less than max_queued waits there.
 //
-// Threading: Serve() runs the link on the calling thread (a poll loop over the streams'
-// sockets) plus one thread that waits for the platform's messages; dials run on threads
-// of their own (a connect may take seconds). Stop() may be called from any thread.
+// Threading: Serve() runs the link on the calling thread, a poll loop over the streams'
+// sockets and an eventfd that the WebSocket client signals (WebSocketClient::NotifyOn);
+// dials run on threads of their own (a connect may take seconds). Stop() may be called
+// from any thread.
 #ifndef GPUNEX_AGENT_LINK_DATA_LINK_H_
 #define GPUNEX_AGENT_LINK_DATA_LINK_H_
 
@@ -36,8 +37,6 @@ using StreamDialer = std::function<StatusOr<int>(const StreamTarget& target)>;
 
 struct DataLinkOptions {
   mux::Options mux;
-  // Bytes a stream holds on their way to its socket.
-  size_t socket_buffer = 256 * 1024;
   // Bytes and frames the link lets wait in the WebSocket's send queue (which refuses more
   // than 4 MiB or 1024 messages).
   size_t max_queued = 1 << 20;
@@ -67,7 +66,7 @@ class DataLink {
   const DataLinkOptions options_;
   std::atomic<bool> stop_{false};
   std::atomic<int> open_streams_{0};
-  int wake_fd_ = -1;  // an eventfd: Stop() and the reader wake the loop
+  int wake_fd_ = -1;  // an eventfd: Stop(), the client and finished dials wake the loop
 };
 
 }  // namespace gpunex::agent

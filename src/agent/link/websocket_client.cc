@@ -11,6 +11,7 @@
 #include "agent/link/websocket_client.h"
 
 #include <openssl/ssl.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -56,6 +57,8 @@ constexpr size_t kMaxQueuedMessages = 1024;
 // Received messages not yet taken by Receive() beyond which the reader stops reading.
 constexpr size_t kMaxInboxBytes = 4 << 20;
 constexpr size_t kMaxInboxMessages = 1024;
+// The buffer in which messages are masked before they are written (see Open).
+constexpr size_t kMaskBufferBytes = 64 << 10;
 // Ping intervals without anything received after which the platform is given up.
 constexpr int kIdleIntervals = 3;
 // How long a close requested by this side may take before the socket is simply closed.
@@ -181,6 +184,12 @@ class ClientImpl final : public WebSocketClient {
   StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) override
       EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_, join_mu_);
+  void NotifyOn(int event_fd, size_t low_bytes, size_t low_messages) override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    notify_fd_ = event_fd;
+    notify_low_bytes_ = low_bytes;
+    notify_low_messages_ = low_messages;
+  }
 
  private:
   beast::tcp_stream& tcp_stream() { return beast::get_lowest_layer(*ws_); }
@@ -198,6 +207,12 @@ class ClientImpl final : public WebSocketClient {
   // Wakes the coroutines (they re-check their state). Any thread.
   void PokeLocked() REQUIRES(mu_);
   void OnPoke() EXCLUDES(mu_);
+  // Signals the NotifyOn event (when one was given).
+  void NotifyLocked() REQUIRES(mu_) {
+    if (notify_fd_ < 0) return;
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(notify_fd_, &one, sizeof one);
+  }
   bool InboxFullLocked() const REQUIRES(mu_) {
     return inbox_.size() >= kMaxInboxMessages || inbox_bytes_ >= kMaxInboxBytes;
   }
@@ -230,6 +245,11 @@ class ClientImpl final : public WebSocketClient {
   bool closed_ GUARDED_BY(mu_) = false;  // the connection is gone
   std::string closed_why_ GUARDED_BY(mu_);
   bool poke_pending_ GUARDED_BY(mu_) = false;
+  // NotifyOn's: the event, the send queue's low water, and whether the queue is over it.
+  int notify_fd_ GUARDED_BY(mu_) = -1;
+  size_t notify_low_bytes_ GUARDED_BY(mu_) = 0;
+  size_t notify_low_messages_ GUARDED_BY(mu_) = 0;
+  bool over_low_water_ GUARDED_BY(mu_) = false;
 
   // The I/O side (the thread running ioc_) only.
   bool reader_done_ = false;
@@ -282,6 +302,9 @@ Status ClientImpl<NextLayer>::Open() {
   ws_->set_option(timeouts);
   ws_->read_message_max(options_.max_message_bytes);
   ws_->auto_fragment(false);
+  // A client masks what it sends (RFC 6455), which Beast does in a buffer of this size, a
+  // write to the socket for each: 4 KiB by default, four writes for a data frame.
+  ws_->write_buffer_bytes(kMaskBufferBytes);
   ws_->text(!options_.binary);
   ws_->control_callback(
       [this](websocket::frame_type, beast::string_view) { last_received_ = Clock::now(); });
@@ -398,7 +421,6 @@ asio::awaitable<Status> ClientImpl<NextLayer>::OpenTunnel() {
 
 template <typename NextLayer>
 asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
-  beast::flat_buffer buffer;
   for (;;) {
     for (;;) {
       bool full;
@@ -419,6 +441,9 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
     }
     // Beast answers pings, and on a message over read_message_max or a protocol error
     // sends the close frame (1009, 1002) and fails the read.
+    // Each message is read into a string of its own, which goes to the inbox as it is.
+    std::string message;
+    auto buffer = asio::dynamic_buffer(message, options_.max_message_bytes);
     auto [ec, n] = co_await ws_->async_read(buffer, kAwait);
     if (ec) {
       bool closing;
@@ -451,11 +476,11 @@ asio::awaitable<void> ClientImpl<NextLayer>::ReadLoop() {
       }
     } else {
       MutexLock lock(&mu_);
-      inbox_bytes_ += buffer.size();
-      inbox_.push_back(beast::buffers_to_string(buffer.data()));
+      inbox_bytes_ += message.size();
+      inbox_.push_back(std::move(message));
+      if (inbox_.size() == 1) NotifyLocked();
       cv_.SignalAll();
     }
-    buffer.clear();
   }
 }
 
@@ -476,6 +501,11 @@ asio::awaitable<void> ClientImpl<NextLayer>::WriteLoop() {
         outbox_.pop_front();
         outbox_bytes_ -= message.size();
         have_message = true;
+        if (over_low_water_ && outbox_bytes_ <= notify_low_bytes_ &&
+            outbox_.size() <= notify_low_messages_) {
+          over_low_water_ = false;
+          NotifyLocked();
+        }
       } else if (close_code_ != 0 && !close_taken_) {
         close_taken_ = true;
         send_close = true;
@@ -568,6 +598,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
     }
     closed_ = true;
     closed_why_ = why;
+    NotifyLocked();
     outbox_.clear();
     outbox_bytes_ = 0;
   }
@@ -603,6 +634,9 @@ Status ClientImpl<NextLayer>::Send(std::string text) {
   }
   outbox_bytes_ += text.size();
   outbox_.push_back(std::move(text));
+  if (outbox_bytes_ > notify_low_bytes_ || outbox_.size() > notify_low_messages_) {
+    over_low_water_ = true;
+  }
   PokeLocked();
   return Status::Ok();
 }

@@ -90,6 +90,14 @@ class WebSocketClient {
   // "connection lost: ...", "closed by this side").
   virtual StatusOr<std::optional<std::string>> Receive(std::chrono::milliseconds timeout) = 0;
 
+  // Makes the client also signal `event_fd` (an eventfd that outlives the client: it
+  // writes 1 to it) when a message arrives where none waited, when the send queue, having
+  // been over `low_bytes` or `low_messages`, drains to both, and when the connection
+  // closes. One poll loop then waits on its sockets and this client alike, with no thread
+  // of its own to call Receive (the data channel). A caller that uses it takes every
+  // waiting message (Receive with a zero timeout until none) each time it wakes.
+  virtual void NotifyOn(int event_fd, size_t low_bytes, size_t low_messages) = 0;
+
   // Sends the messages already queued, then a close frame with `code` and `reason`, and
   // waits (up to 5 seconds) for the close handshake and the I/O thread to end. Later
   // Sends fail; Receive still returns what had arrived. Idempotent.

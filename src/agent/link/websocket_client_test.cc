@@ -7,6 +7,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -597,6 +599,59 @@ TEST_F(WebSocketClientTest, ServerCloseEndsReceive) {
   Status sent = client->Send("anyone?");
   EXPECT_EQ(sent.code(), StatusCode::kUnavailable);
   EXPECT_NE(sent.message().find("1001"), std::string::npos) << sent.message();
+}
+
+// Whether `efd` is signalled within `timeout` (it is reset when it is).
+bool Signalled(int efd, std::chrono::milliseconds timeout) {
+  pollfd p{efd, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  uint64_t v = 0;
+  return read(efd, &v, sizeof v) == sizeof v;
+}
+
+TEST_F(WebSocketClientTest, NotifyOnSignalsADrainedQueueAnArrivalAndTheClose) {
+  TestWsServer server([](ServerConn& conn) {
+    std::string text;
+    while (!conn.Read(&text)) {
+      if (text == "later") {
+        std::this_thread::sleep_for(300ms);
+        conn.Write("pushed");
+      } else if (text == "bye") {
+        conn.Close(1000, "done");
+        return;
+      }
+    }
+  });
+  const int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(efd, 0);
+  {
+    auto client = MustConnect(server.Url());
+    ASSERT_NE(client, nullptr);
+    client->NotifyOn(efd, 0, 0);
+    EXPECT_FALSE(Signalled(efd, 50ms)) << "nothing happened yet";
+
+    ASSERT_TRUE(client->Send("later").ok());
+    EXPECT_TRUE(Signalled(efd, 5000ms)) << "the send queue drained";
+    auto none = client->Receive(0ms);
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+
+    EXPECT_TRUE(Signalled(efd, 5000ms)) << "a message arrived";
+    auto pushed = client->Receive(0ms);
+    ASSERT_TRUE(pushed.ok());
+    ASSERT_TRUE(pushed->has_value());
+    EXPECT_EQ(**pushed, "pushed");
+
+    ASSERT_TRUE(client->Send("bye").ok());
+    bool closed = false;
+    for (int i = 0; i < 3 && !closed; ++i) {
+      ASSERT_TRUE(Signalled(efd, 5000ms)) << "the drain, then the close";
+      closed = !client->Receive(0ms).ok();
+    }
+    EXPECT_TRUE(closed);
+    client->NotifyOn(-1, 0, 0);
+  }
+  close(efd);
 }
 
 TEST_F(WebSocketClientTest, ClientCloseFlushesAndSendsItsCode) {

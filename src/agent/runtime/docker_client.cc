@@ -38,6 +38,8 @@ constexpr size_t kMaxLogsBytes = 64u << 20;
 constexpr long kConnectTimeoutS = 5;
 // For calls that return promptly: everything but pull, load, wait, logs and stop.
 constexpr long kDefaultTimeoutS = 120;
+// How long an exec start may take to answer before its stream begins.
+constexpr long kExecStartTimeoutS = 30;
 
 // Percent-encodes everything but RFC 3986 unreserved characters and `keep`.
 std::string Escape(std::string_view s, std::string_view keep = "") {
@@ -607,6 +609,112 @@ class EngineClient final : public DockerClient {
 
   StatusOr<int> OpenArchive(const std::string& id, const std::string& path, bool put, bool chunked,
                             uint64_t length) override {
+    std::string head = std::string(put ? "PUT " : "GET ") + std::string(kApiPrefix) +
+                       "/containers/" + Escape(id) + "/archive?path=" + Escape(path) +
+                       " HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n";
+    if (put) {
+      head += "Content-Type: application/x-tar\r\n";
+      head += chunked ? std::string("Transfer-Encoding: chunked\r\n")
+                      : "Content-Length: " + std::to_string(length) + "\r\n";
+    }
+    head += "\r\n";
+    GPUNEX_ASSIGN_OR_RETURN(int fd, OpenRaw(head, "the archive request"));
+    const int flags = ::fcntl(fd, F_GETFL, 0);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    return fd;
+  }
+
+  StatusOr<std::string> CreateExec(const std::string& container_id,
+                                   const std::vector<std::string>& command, bool tty,
+                                   bool open_stdin) override {
+    json::array cmd;
+    for (const std::string& arg : command) cmd.emplace_back(arg);
+    json::object config{{"AttachStdin", open_stdin},
+                        {"AttachStdout", true},
+                        {"AttachStderr", true},
+                        {"Tty", tty},
+                        {"Cmd", std::move(cmd)}};
+    if (tty) config["Env"] = json::array{"TERM=xterm-256color"};
+    Request req;
+    req.method = "POST";
+    req.path = "/containers/" + Escape(container_id) + "/exec";
+    req.json_body = ToJsonText(config);
+    GPUNEX_ASSIGN_OR_RETURN(json::value v, Call(req, {201}));
+    if (!v.is_object()) return Internal("docker: exec create did not answer an object");
+    std::string id = StringField(v.get_object(), "Id");
+    if (id.empty()) return Internal("docker: exec create answered no id");
+    return id;
+  }
+
+  StatusOr<int> StartExec(const std::string& exec_id, bool tty) override {
+    const std::string body = ToJsonText(json::object{{"Detach", false}, {"Tty", tty}});
+    const std::string head = "POST " + std::string(kApiPrefix) + "/exec/" + Escape(exec_id) +
+                             "/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\n"
+                             "Upgrade: tcp\r\nContent-Type: application/json\r\n"
+                             "Content-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body;
+    GPUNEX_ASSIGN_OR_RETURN(int fd, OpenRaw(head, "the exec start"));
+    // The answer's head, a byte at a time, so that nothing of the stream after it is read.
+    timeval limit{.tv_sec = kExecStartTimeoutS, .tv_usec = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    std::string answer;
+    while (!answer.ends_with("\r\n\r\n") && answer.size() < 16384) {
+      char c = 0;
+      if (::recv(fd, &c, 1, 0) != 1) break;
+      answer.push_back(c);
+    }
+    const size_t space = answer.find(' ');
+    const long http = space == std::string::npos ? 0 : std::atol(answer.c_str() + space + 1);
+    // 101 upgraded; engines before API 1.42 may answer 200 and stream all the same.
+    if (http != 101 && http != 200) {
+      std::string error_body;
+      for (char buf[4096]; error_body.size() < 65536;) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        error_body.append(buf, static_cast<size_t>(n));
+      }
+      ::close(fd);
+      if (http == 0) return Unavailable("docker: no answer to the exec start");
+      // The body after the head (plain or one chunk): the engine's {"message"}.
+      const size_t brace = error_body.find('{');
+      const size_t end = error_body.rfind('}');
+      return HttpError(http, brace == std::string::npos || end == std::string::npos
+                                 ? error_body
+                                 : error_body.substr(brace, end - brace + 1));
+    }
+    timeval none{};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+    const int flags = ::fcntl(fd, F_GETFL, 0);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    return fd;
+  }
+
+  Status ResizeExec(const std::string& exec_id, uint16_t rows, uint16_t columns) override {
+    Request req;
+    req.method = "POST";
+    req.path = "/exec/" + Escape(exec_id) + "/resize?h=" + std::to_string(rows) +
+               "&w=" + std::to_string(columns);
+    return Expect(req, {200, 201});
+  }
+
+  StatusOr<ExecState> InspectExec(const std::string& exec_id) override {
+    Request req;
+    req.path = "/exec/" + Escape(exec_id) + "/json";
+    GPUNEX_ASSIGN_OR_RETURN(json::value v, Call(req, {200}));
+    if (!v.is_object()) return Internal("docker: exec inspect did not answer an object");
+    const json::object& o = v.get_object();
+    ExecState state;
+    if (const json::value* r = o.if_contains("Running"); r && r->is_bool()) {
+      state.running = r->get_bool();
+    }
+    if (const json::value* c = o.if_contains("ExitCode"); c && c->is_int64()) {
+      state.exit_code = c->get_int64();
+    }
+    return state;
+  }
+
+  // A connected (blocking) socket to the engine on which `head` has been written.
+  StatusOr<int> OpenRaw(const std::string& head, const char* what) {
     GPUNEX_RETURN_IF_ERROR(CheckSocket());
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -622,27 +730,15 @@ class EngineClient final : public DockerClient {
       return Unavailable("cannot connect to the Docker engine at " + socket_path_ + ": " +
                          std::strerror(err));
     }
-    std::string head = std::string(put ? "PUT " : "GET ") + std::string(kApiPrefix) +
-                       "/containers/" + Escape(id) + "/archive?path=" + Escape(path) +
-                       " HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n";
-    if (put) {
-      head += "Content-Type: application/x-tar\r\n";
-      head += chunked ? std::string("Transfer-Encoding: chunked\r\n")
-                      : "Content-Length: " + std::to_string(length) + "\r\n";
-    }
-    head += "\r\n";
     for (size_t sent = 0; sent < head.size();) {
       const ssize_t n = ::send(fd, head.data() + sent, head.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) {
         const int err = errno;
         ::close(fd);
-        return Unavailable(std::string("docker: writing the archive request: ") +
-                           std::strerror(err));
+        return Unavailable(std::string("docker: writing ") + what + ": " + std::strerror(err));
       }
       sent += static_cast<size_t>(n);
     }
-    const int flags = ::fcntl(fd, F_GETFL, 0);
-    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     return fd;
   }
 

@@ -57,6 +57,12 @@ struct ContainerSummary {
   std::map<std::string, std::string> labels;
 };
 
+// An exec's state, from GET /exec/{id}/json.
+struct ExecState {
+  bool running = false;
+  int64_t exit_code = 0;  // once it does not run
+};
+
 class DockerClient {
  public:
   virtual ~DockerClient() = default;
@@ -126,6 +132,23 @@ class DockerClient {
   // kUnavailable when the engine cannot be reached.
   virtual StatusOr<int> OpenArchive(const std::string& id, const std::string& path, bool put,
                                     bool chunked, uint64_t length) = 0;
+  // POST /containers/{id}/exec: an exec of `command` in the running container, with its
+  // stdout and stderr attached, its stdin when `open_stdin`, and a terminal when `tty`
+  // (TERM=xterm-256color); the exec's id. kNotFound when there is no such container,
+  // kFailedPrecondition when it does not run.
+  virtual StatusOr<std::string> CreateExec(const std::string& container_id,
+                                           const std::vector<std::string>& command, bool tty,
+                                           bool open_stdin) = 0;
+  // POST /exec/{id}/start, upgraded to a raw stream: a connected, non-blocking socket
+  // (the caller closes it) past the engine's answer. What the command writes comes out
+  // of it (a terminal's bytes as they are; else the engine's multiplexed frames, as
+  // internal::FrameDemuxer reads them); what is written to it goes to the command's
+  // stdin, and shutting its write side closes that stdin.
+  virtual StatusOr<int> StartExec(const std::string& exec_id, bool tty) = 0;
+  // POST /exec/{id}/resize: the exec's terminal size.
+  virtual Status ResizeExec(const std::string& exec_id, uint16_t rows, uint16_t columns) = 0;
+  // GET /exec/{id}/json.
+  virtual StatusOr<ExecState> InspectExec(const std::string& exec_id) = 0;
   // GET /containers/{id}/json.
   virtual StatusOr<json::object> InspectContainer(const std::string& id) = 0;
   // Every container, running or not, carrying `label_filter` ("key" or "key=value"; empty

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "agent/runtime/endings.h"
+#include "agent/runtime/exec_sessions.h"
 #include "agent/runtime/netns_dial.h"
 #include "common/agent_protocol.h"
 #include "common/log.h"
@@ -158,6 +159,17 @@ class Runner final : public WorkloadRunner {
     return e->status;
   }
 
+  // The container of a workload that runs here now.
+  StatusOr<std::string> RunningContainer(const std::string& workload_id) EXCLUDES(mu_) {
+    std::shared_ptr<Entry> e = Find(workload_id);
+    if (!e) return NotFound("no workload " + workload_id + " runs here");
+    MutexLock lock(&e->mu);
+    if (e->done || e->status.state != WorkloadState::kRunning) {
+      return NotFound("workload " + workload_id + " is not running");
+    }
+    return e->status.container_id;
+  }
+
   StatusOr<int> DialPort(const std::string& workload_id, uint16_t port,
                          std::chrono::milliseconds timeout) override EXCLUDES(mu_) {
     std::shared_ptr<Entry> e = Find(workload_id);
@@ -168,14 +180,7 @@ class Runner final : public WorkloadRunner {
       return PermissionDenied("workload " + workload_id + " declared no port " +
                               std::to_string(port));
     }
-    std::string container;
-    {
-      MutexLock lock(&e->mu);
-      if (e->done || e->status.state != WorkloadState::kRunning) {
-        return NotFound("workload " + workload_id + " is not running");
-      }
-      container = e->status.container_id;
-    }
+    GPUNEX_ASSIGN_OR_RETURN(std::string container, RunningContainer(workload_id));
     GPUNEX_ASSIGN_OR_RETURN(json::object info, docker_.InspectContainer(container));
     const json::value* state = info.if_contains("State");
     const json::value* pid =
@@ -190,17 +195,13 @@ class Runner final : public WorkloadRunner {
     if (target.kind != StreamTarget::Kind::kFiles || !FilesPathProblem(target.path).empty()) {
       return InvalidArgument("not a files target");
     }
-    std::shared_ptr<Entry> e = Find(target.workload_id);
-    if (!e) return NotFound("no workload " + target.workload_id + " runs here");
-    std::string container;
-    {
-      MutexLock lock(&e->mu);
-      if (e->done || e->status.state != WorkloadState::kRunning) {
-        return NotFound("workload " + target.workload_id + " is not running");
-      }
-      container = e->status.container_id;
-    }
+    GPUNEX_ASSIGN_OR_RETURN(std::string container, RunningContainer(target.workload_id));
     return docker_.OpenArchive(container, target.path, target.put, target.chunked, target.length);
+  }
+
+  StatusOr<int> OpenExec(const StreamTarget& target) override EXCLUDES(mu_) {
+    GPUNEX_ASSIGN_OR_RETURN(std::string container, RunningContainer(target.workload_id));
+    return execs_.Start(container, target);
   }
 
   std::vector<WorkloadStatus> InFlight() override EXCLUDES(mu_) {
@@ -693,6 +694,7 @@ class Runner final : public WorkloadRunner {
   DockerClient& docker_;
   const WorkloadRunnerOptions options_;
   const WorkloadCallbacks callbacks_;
+  ExecSessions execs_{docker_};
 
   Mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> entries_ GUARDED_BY(mu_);

@@ -130,6 +130,10 @@ class WorkloadRunner {
   // container (DockerClient::OpenArchive): `target` (kind kFiles) names the path, whether
   // a tar goes in or out, and a PUT's framing. kNotFound for a workload not running here.
   virtual StatusOr<int> OpenFiles(const StreamTarget& target) = 0;
+  // Runs `target`'s command (kind kExec) in the running workload's own container and
+  // returns a socket carrying its exec frames (ExecSessions::Start). kNotFound for a
+  // workload not running here; kResourceExhausted when the machine runs its cap of execs.
+  virtual StatusOr<int> OpenExec(const StreamTarget& target) = 0;
   // Makes the engine hold exactly the workloads in `keep` (SPEC ISO-3): workloads this
   // runner runs that are not in `keep` are stopped (as by Stop()), and every container,
   // scratch volume and network labelled io.gpunex.managed=true that belongs to no workload

@@ -57,6 +57,25 @@ std::string Request::Query(std::string_view name) const {
   return it == query.end() ? std::string() : it->second;
 }
 
+std::vector<std::string> Request::QueryValues(std::string_view name) const {
+  std::vector<std::string> out;
+  const size_t qmark = target.find('?');
+  if (qmark == std::string::npos) return out;
+  std::string_view qs = std::string_view(target).substr(qmark + 1);
+  while (!qs.empty()) {
+    const size_t amp = qs.find('&');
+    const std::string_view pair = qs.substr(0, amp);
+    qs = amp == std::string_view::npos ? std::string_view() : qs.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    std::optional<std::string> key = PercentDecode(pair.substr(0, eq), true);
+    if (!key || *key != name) continue;
+    std::optional<std::string> value = PercentDecode(
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+    if (value) out.push_back(std::move(*value));
+  }
+  return out;
+}
+
 void Response::SetHeader(std::string name, std::string value) {
   for (auto& [k, v] : headers) {
     if (std::equal(k.begin(), k.end(), name.begin(), name.end(),

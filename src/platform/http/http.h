@@ -42,6 +42,8 @@ struct Request {
   std::string Cookie(std::string_view name) const;
   std::string Param(std::string_view name) const;
   std::string Query(std::string_view name) const;
+  // Every value of a repeated query parameter ("?command=ls&command=-l"), in order.
+  std::vector<std::string> QueryValues(std::string_view name) const;
 };
 
 struct Response {

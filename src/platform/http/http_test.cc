@@ -65,6 +65,16 @@ TEST(ProtocolErrorResponse, SameShape) {
   EXPECT_EQ(body.at("error").at("message").as_string(), "no");
 }
 
+TEST(Request, QueryValuesKeepsEveryValueInOrder) {
+  Request req;
+  req.target = "/x?command=sh&tty=true&command=-c&command=echo%20a%26b+c&commandx=no";
+  EXPECT_EQ(req.QueryValues("command"), (std::vector<std::string>{"sh", "-c", "echo a&b c"}));
+  EXPECT_EQ(req.QueryValues("tty"), std::vector<std::string>{"true"});
+  EXPECT_TRUE(req.QueryValues("stdin").empty());
+  req.target = "/x";
+  EXPECT_TRUE(req.QueryValues("command").empty());
+}
+
 TEST(Request, CookieFindsNamedValue) {
   Request req;
   req.headers["cookie"] = "theme=dark; gpunex_session=abc123;other=1;  spaced = v ";

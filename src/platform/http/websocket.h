@@ -75,6 +75,12 @@ class WebSocketConnection {
 
   // The peer's IP address, as in Request::remote_addr.
   virtual std::string RemoteAddr() const = 0;
+
+  // For an acceptor: the subprotocol the handshake's answer names (Sec-WebSocket-Protocol),
+  // one of those the request offered (its "sec-websocket-protocol" header); none unless
+  // set.
+  virtual void SetSubprotocol(std::string protocol) = 0;
+  virtual std::string Subprotocol() const = 0;
 };
 
 // The send queue's level at or below which OnWritable is called: bytes and messages (the

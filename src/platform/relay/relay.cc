@@ -71,22 +71,30 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
 
   // --- from the WebSocket session (one call at a time) ---
 
-  void Received(std::string_view message) EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    if (closed_) return;
-    Status st = session_.Receive(message, SteadyClock::now());
-    if (!st.ok()) {
-      LogWarn("relay.protocol_error", {{"machine_id", machine_id_}, {"error", st.message()}});
-      PumpLocked();  // the go-away saying why
-      ws_->Close(1002, st.message());
-      EndAllLocked(mux::Code::kProtocol, "the agent broke the data channel's rules");
+  // The sink calls these make are made on the calling thread (the connection's, one call
+  // at a time) once the lock is released, not handed to the relay's thread.
+  void Received(std::string message) EXCLUDES(mu_) {
+    {
+      MutexLock lock(&mu_);
+      if (closed_) return;
+      Status st = session_.Receive(std::move(message), SteadyClock::now());
+      if (!st.ok()) {
+        LogWarn("relay.protocol_error", {{"machine_id", machine_id_}, {"error", st.message()}});
+        PumpLocked();  // the go-away saying why
+        ws_->Close(1002, st.message());
+        EndAllLocked(mux::Code::kProtocol, "the agent broke the data channel's rules");
+      }
+      AfterLocked(/*post=*/false);
     }
-    AfterLocked();
+    Deliver();
   }
 
   void Writable() EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    AfterLocked();
+    {
+      MutexLock lock(&mu_);
+      AfterLocked(/*post=*/false);
+    }
+    Deliver();
   }
 
   // The WebSocket is gone: every stream ends.
@@ -212,16 +220,42 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     return streams_.size();
   }
 
-  // --- on the relay's thread ---
+  // --- on the relay's thread, or after Received and Writable ---
 
-  // Makes the sink calls that wait, in order.
+  // Makes the sink calls that wait, in order, unless another thread is making this
+  // channel's calls already (it makes these too): a sink is called one call at a time.
   void Deliver() EXCLUDES(mu_) {
     std::deque<std::pair<std::weak_ptr<StreamSink>, mux::Event>> calls;
     {
       MutexLock lock(&mu_);
-      calls.swap(calls_);
       scheduled_ = false;
+      if (delivering_ || calls_.empty()) return;
+      delivering_ = true;
+      calls.swap(calls_);
     }
+    for (;;) {
+      Call(calls);
+      calls.clear();
+      MutexLock lock(&mu_);
+      if (calls_.empty()) {
+        delivering_ = false;
+        return;
+      }
+      calls.swap(calls_);
+    }
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<StreamSink> sink;
+    std::string workload_id;
+    std::string rental_id;  // metered to; "" : not metered
+    uint16_t port = 0;
+    int64_t in = 0;  // bytes written and read since the last MeterLocked
+    int64_t out = 0;
+  };
+
+  void Call(std::deque<std::pair<std::weak_ptr<StreamSink>, mux::Event>>& calls) {
     for (auto& [weak, event] : calls) {
       std::shared_ptr<StreamSink> sink = weak.lock();
       if (!sink) continue;
@@ -253,19 +287,10 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
     }
   }
 
- private:
-  struct Entry {
-    std::weak_ptr<StreamSink> sink;
-    std::string workload_id;
-    std::string rental_id;  // metered to; "" : not metered
-    uint16_t port = 0;
-    int64_t in = 0;  // bytes written and read since the last MeterLocked
-    int64_t out = 0;
-  };
-
   // After every change: sends what may go, and queues the sink calls the session's
-  // events make.
-  void AfterLocked() REQUIRES(mu_) {
+  // events make, for the relay's thread unless `post` is false (the caller delivers them
+  // after it releases the lock).
+  void AfterLocked(bool post = true) REQUIRES(mu_) {
     // Sending makes events (a send buffer with room again), and events make frames (a
     // refusal): round until neither is left, so that no event waits for the next change.
     for (int round = 0; round < 16; ++round) {
@@ -287,7 +312,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
         calls_.emplace_back(std::move(sink), std::move(e));
       }
     }
-    ScheduleLocked();
+    if (post) ScheduleLocked();
   }
 
   void PumpLocked() REQUIRES(mu_) {
@@ -350,7 +375,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   std::map<uint32_t, Entry> streams_ GUARDED_BY(mu_);
   std::map<std::string, int> per_workload_ GUARDED_BY(mu_);
   std::deque<std::pair<std::weak_ptr<StreamSink>, mux::Event>> calls_ GUARDED_BY(mu_);
-  bool scheduled_ GUARDED_BY(mu_) = false;  // posted to the relay's thread
+  bool scheduled_ GUARDED_BY(mu_) = false;   // posted to the relay's thread
+  bool delivering_ GUARDED_BY(mu_) = false;  // a thread is making the sink calls
 };
 
 namespace {
@@ -363,7 +389,7 @@ class ChannelSession final : public http::WebSocketSession {
       : channel_(std::move(channel)), ws_(std::move(ws)) {}
 
   bool AcceptsBinary() const override { return true; }
-  void OnBinary(std::string bytes) override { channel_->Received(bytes); }
+  void OnBinary(std::string bytes) override { channel_->Received(std::move(bytes)); }
   void OnMessage(std::string) override {
     ws_->Close(1003, "the data channel carries binary messages only");
   }

@@ -15,10 +15,11 @@
 // Write takes and waits for OnRoom for the rest, and reads what Read gives, which
 // returns the agent's credit only as fast as the user passes the bytes on.
 //
-// Thread-safety: every method may be called from any thread. Sinks are called from the
-// relay's own thread, one call at a time over all streams, never while the relay holds a
-// lock: a sink may call its Stream (which never calls a sink back synchronously). A sink
-// must not block.
+// Thread-safety: every method may be called from any thread. A sink is called one call
+// at a time, in order, never while the relay holds a lock, and never from within a call
+// of its user's: from the relay's own thread, or from the thread that handles what the
+// agent sent (which saves a hand-off between threads per batch of frames). A sink may
+// call its Stream (which never calls a sink back synchronously). A sink must not block.
 #pragma once
 
 #include <chrono>

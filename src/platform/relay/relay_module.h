@@ -27,6 +27,14 @@ http::WebSocketAcceptor DataChannelAcceptor(const api::ApiContext& ctx);
 http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx);
 inline constexpr std::string_view kPortConnectPattern = "/api/v1/rentals/{id}/ports/{port}/connect";
 
+// GET kExecPattern?command=...&command=...&tty=true|false&stdin=true|false: a command run
+// in the caller's running rental's container, over a WebSocket speaking kExecSubprotocol
+// (Kubernetes' exec channels: 0 stdin, 1 stdout, 2 stderr, 3 status, 4 resize, 255 close;
+// docs/access.md, "Exec").
+http::WebSocketAcceptor ExecAcceptor(const api::ApiContext& ctx);
+inline constexpr std::string_view kExecPattern = "/api/v1/rentals/{id}/exec";
+inline constexpr std::string_view kExecSubprotocol = "v5.channel.k8s.io";
+
 // GET and PUT kFilesPattern?path=/abs/path: a tar of that path out of the caller's running
 // rental's container, or a tar unpacked into that directory, streamed through the agent to
 // the Docker Engine's archive API (docs/access.md, "Files").

@@ -17,6 +17,7 @@ import {
 } from "../components/rental";
 import { filesSection } from "../components/files";
 import { portsSection } from "../components/ports";
+import { terminalSection } from "../components/terminal";
 import { append, busy, button, h, replace } from "../dom";
 import { errorBanner, isAbort, noticeBanner, StatusSlot } from "../errors";
 import { duration, when } from "../format";
@@ -437,6 +438,7 @@ export async function rentalPage(v: View): Promise<void> {
       replace(
         portsArea,
         portsSection(rental, viewer === "customer"),
+        viewer === "customer" ? terminalSection(rental) : null,
         viewer === "customer" ? filesSection(rental) : null,
       );
     }

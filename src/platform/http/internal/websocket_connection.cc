@@ -385,8 +385,8 @@ struct WsLoop {
 
 // Reads messages and hands them to the application until the connection fails or closes.
 template <typename WsStream>
-asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop) {
-  beast::flat_buffer buffer;
+asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop,
+                               size_t max_message_bytes) {
   for (;;) {
     while (!loop.stop && conn.ReaderShouldWait()) {
       loop.reader_paused = true;
@@ -401,15 +401,17 @@ asio::awaitable<void> WsReader(WsStream& ws, WsConnection& conn, WsLoop& loop) {
     }
     // Beast answers pings, and on a message over read_message_max or a protocol error
     // sends the close frame (1009, 1002) and fails the read.
+    // Each message is read into a string of its own, which the application gets as it is.
+    std::string message;
+    auto buffer = asio::dynamic_buffer(message, max_message_bytes);
     auto [ec, n] = co_await ws.async_read(buffer, kAwait);
     if (ec) co_return;
     loop.last_received = std::chrono::steady_clock::now();
     if (ws.got_binary() && !conn.accepts_binary()) {
       conn.Abort(1003, "binary messages are not accepted");
     } else {
-      conn.Deliver({beast::buffers_to_string(buffer.data()), ws.got_binary()});
+      conn.Deliver({std::move(message), ws.got_binary()});
     }
-    buffer.clear();
   }
 }
 
@@ -508,7 +510,10 @@ asio::awaitable<void> ServeWebSocket(ServerState& state, Stream& stream, Connect
   timeouts.keep_alive_pings = false;  // the writer pings on its own schedule
   ws.set_option(timeouts);
   ws.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.erase(bhttp::field::server); }));
+      [protocol = ws_conn->Subprotocol()](websocket::response_type& res) {
+        res.erase(bhttp::field::server);
+        if (!protocol.empty()) res.set(bhttp::field::sec_websocket_protocol, protocol);
+      }));
   ws.read_message_max(options.ws_max_message_bytes);
   ws.auto_fragment(false);
   ws.text(true);
@@ -525,12 +530,13 @@ asio::awaitable<void> ServeWebSocket(ServerState& state, Stream& stream, Connect
     ws.control_callback([&loop](websocket::frame_type, beast::string_view) {
       loop.last_received = std::chrono::steady_clock::now();
     });
-    asio::co_spawn(conn.executor, WsReader(ws, *ws_conn, loop), [&loop](std::exception_ptr e) {
-      LogIfFailed(e, "websocket reader");
-      loop.reader_done = true;
-      loop.wake_writer.cancel();
-      loop.wake_main.cancel();
-    });
+    asio::co_spawn(conn.executor, WsReader(ws, *ws_conn, loop, options.ws_max_message_bytes),
+                   [&loop](std::exception_ptr e) {
+                     LogIfFailed(e, "websocket reader");
+                     loop.reader_done = true;
+                     loop.wake_writer.cancel();
+                     loop.wake_main.cancel();
+                   });
     asio::co_spawn(conn.executor, WsWriter(ws, *ws_conn, loop, options.ws_ping_interval),
                    [&loop](std::exception_ptr e) {
                      LogIfFailed(e, "websocket writer");

@@ -70,6 +70,14 @@ class WsConnection final : public WebSocketConnection,
   void PauseReading(bool paused) override EXCLUDES(mu_);
   void Close(int code, std::string reason) override EXCLUDES(mu_);
   std::string RemoteAddr() const override { return remote_; }
+  void SetSubprotocol(std::string protocol) override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    subprotocol_ = std::move(protocol);
+  }
+  std::string Subprotocol() const override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return subprotocol_;
+  }
 
   // A close decided by the server (shutdown, protocol, a throwing handler): unlike Close(),
   // the messages still queued are dropped.
@@ -135,6 +143,7 @@ class WsConnection final : public WebSocketConnection,
   const std::string remote_;
 
   mutable Mutex mu_;
+  std::string subprotocol_ GUARDED_BY(mu_);
   // Sending.
   std::deque<Outgoing> outbox_ GUARDED_BY(mu_);
   size_t outbox_bytes_ GUARDED_BY(mu_) = 0;
