@@ -133,31 +133,11 @@ class ExecBridge final : public http::WebSocketSession,
                                    {"what", "exec"},
                                    {"code", mux::kCodeNames.Name(end.code)},
                                    {"reason", end.reason}});
-    ws_->Close(end.clean ? 1011 : 4000 + HttpStatusOf(end.code),
+    ws_->Close(end.clean ? 1011 : CloseCodeFor(end.code),
                end.clean ? "the command's stream ended without its status" : end.reason);
   }
 
  private:
-  // The HTTP status that says what a stream's end code says.
-  static int HttpStatusOf(mux::Code code) {
-    switch (code) {
-      case mux::Code::kRefused:
-        return 403;
-      case mux::Code::kUnreachable:
-        return 502;
-      case mux::Code::kLimit:
-        return 429;
-      case mux::Code::kGone:
-        return 410;
-      case mux::Code::kShutdown:
-        return 503;
-      case mux::Code::kCancelled:
-        return 499;
-      default:
-        return 500;
-    }
-  }
-
   void CloseLocked(int code, const std::string& why) REQUIRES(mu_) {
     stream_.reset();
     ws_->Close(code, why);
@@ -167,15 +147,7 @@ class ExecBridge final : public http::WebSocketSession,
   // stream has no room.
   void FlushLocked() REQUIRES(mu_) {
     if (!stream_) return;
-    while (!pending_.empty()) {
-      auto n = stream_->Write(pending_);
-      if (!n.ok()) {
-        pending_.clear();
-        return;
-      }
-      if (*n == 0) break;
-      pending_.erase(0, *n);
-    }
+    stream_->WriteSome(&pending_);
     const bool full = !pending_.empty();
     if (full != paused_) {
       paused_ = full;

@@ -466,6 +466,41 @@ class RelayUpstream final : public http::Upstream {
 Stream::~Stream() { channel_->Reset(id_, mux::Code::kCancelled, "closed by the platform"); }
 
 StatusOr<size_t> Stream::Write(std::string_view data) { return channel_->Write(id_, data); }
+size_t Stream::WriteSome(std::string* pending) {
+  size_t taken = 0;
+  while (!pending->empty()) {
+    auto n = Write(*pending);
+    if (!n.ok()) {
+      pending->clear();
+      break;
+    }
+    if (*n == 0) break;
+    taken += *n;
+    pending->erase(0, *n);
+  }
+  return taken;
+}
+
+int CloseCodeFor(mux::Code code) {
+  switch (code) {
+    case mux::Code::kRefused:
+      return 4403;
+    case mux::Code::kUnreachable:
+      return 4502;
+    case mux::Code::kLimit:
+      return 4429;
+    case mux::Code::kGone:
+      return 4410;
+    case mux::Code::kShutdown:
+      return 4503;
+    case mux::Code::kCancelled:
+      return 4499;
+    case mux::Code::kInternal:
+    case mux::Code::kProtocol:
+      break;
+  }
+  return 4500;
+}
 Status Stream::Finish() { return channel_->Finish(id_); }
 std::string Stream::Read(size_t max) { return channel_->Read(id_, max); }
 void Stream::Reset(mux::Code code, std::string_view reason) { channel_->Reset(id_, code, reason); }

@@ -81,6 +81,9 @@ class Stream {
   // Takes as many of `data`'s bytes as the stream has room for (0 when none: OnRoom
   // follows); kFailedPrecondition once it is finished or over.
   StatusOr<size_t> Write(std::string_view data);
+  // Writes what the stream takes of `*pending` now and erases it from the front (all of
+  // it once the stream is over); the bytes taken.
+  size_t WriteSome(std::string* pending);
   // Sends nothing more (the far end reads to its end, then sees end of file).
   Status Finish();
   // Up to `max` received bytes; empty when none wait.
@@ -94,6 +97,11 @@ class Stream {
   const std::shared_ptr<DataChannel> channel_;
   const uint32_t id_;
 };
+
+// The WebSocket close code that tells a customer how their stream ended: 4000 + the HTTP
+// status that says the same (4410 the rental ended, 4502 nothing answers, 4503 the agent is
+// not reachable, ...; docs/access.md).
+int CloseCodeFor(mux::Code code);
 
 // Bytes a rental's port moved through the relay: in, from its customer to the port; out,
 // from the port to the customer.

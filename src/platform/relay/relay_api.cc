@@ -85,32 +85,10 @@ class PortBridge final : public http::WebSocketSession,
                                    {"port", port_},
                                    {"code", mux::kCodeNames.Name(end.code)},
                                    {"reason", end.reason}});
-    ws_->Close(CloseCode(end.code), end.reason);
+    ws_->Close(CloseCodeFor(end.code), end.reason);
   }
 
  private:
-  // 4000 + the HTTP status that says the same.
-  static int CloseCode(mux::Code code) {
-    switch (code) {
-      case mux::Code::kRefused:
-        return 4403;
-      case mux::Code::kUnreachable:
-        return 4502;
-      case mux::Code::kLimit:
-        return 4429;
-      case mux::Code::kGone:
-        return 4410;
-      case mux::Code::kShutdown:
-        return 4503;
-      case mux::Code::kCancelled:
-        return 4499;
-      case mux::Code::kInternal:
-      case mux::Code::kProtocol:
-        break;
-    }
-    return 4500;
-  }
-
   // The customer's bytes into the stream; reading from the customer pauses while the
   // stream has no room.
   void FlushLocked() REQUIRES(mu_) {
@@ -118,16 +96,7 @@ class PortBridge final : public http::WebSocketSession,
       pending_.clear();
       return;
     }
-    while (!pending_.empty()) {
-      auto n = stream_->Write(pending_);
-      if (!n.ok()) {
-        pending_.clear();
-        return;
-      }
-      if (*n == 0) break;
-      bytes_in_ += static_cast<int64_t>(*n);
-      pending_.erase(0, *n);
-    }
+    bytes_in_ += static_cast<int64_t>(stream_->WriteSome(&pending_));
     const bool full = !pending_.empty();
     if (full != paused_) {
       paused_ = full;
