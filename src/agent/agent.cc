@@ -88,6 +88,9 @@ Agent::Agent(AgentOptions options, AgentState& state, GpuSource& gpus, DockerCli
   if (docker_) {
     WorkloadRunnerOptions ro;
     ro.policy.emulated_gpus = gpus_.Emulated();
+    // What this agent makes carries its owner label: agents that share an engine leave
+    // each other's workloads alone.
+    ro.policy.owner = isolation::CheckOwner(state_.machine_key());
     WorkloadCallbacks cb;
     cb.on_state = [this](const WorkloadStatus& s) {
       if (s.workload_id.starts_with(kBenchWorkloadPrefix)) return;  // the benchmark waits for it

@@ -938,6 +938,32 @@ def cust_rentals(user):
 class RentalsSqliteTest(RentalsMixin, ServerTestCase):
     BACKEND = "sqlite"
 
+    def test_two_agents_on_one_engine_leave_each_others_rentals_alone(self):
+        """Issue 30: two machines whose agents share one Docker engine. Each
+        agent's hello reconciles the engine with what its platform says it runs: agent B,
+        restarted while A's rental runs, must not remove A's container (each agent labels
+        what it makes with its own io.gpunex.agent and touches only that)."""
+        prov_a, mid_a, offer_a = self.provider_machine(gpus=1, name="Ann")
+        prov_b, mid_b, offer_b = self.provider_machine(gpus=1, name="Ben")
+        cust = self.customer(1 * USDC)
+        rid = self.rent(cust, offer_a["id"])["id"]
+        wait_running(cust, rid)
+        [container] = self.managed_containers()
+        labels = self.dock.inspect(container["Id"])["Config"]["Labels"]
+        self.assertRegex(labels.get("io.gpunex.agent", ""), r"^[0-9a-f]{12}$", labels)
+        # B restarts: its hello reconciles (it runs nothing), and A's container stays.
+        prov_b.agent.stop()
+        prov_b.agent.start()
+        wait_until(lambda: self.admin.c.get(f"{API}/machines/{mid_b}").body.get("status")
+                   == "online", 60, "agent B back online")
+        time.sleep(3)  # the reconcile after the hello
+        self.assertEqual([c["Id"] for c in self.managed_containers()], [container["Id"]])
+        self.assertEqual(get_rental(cust, rid)["state"], "running")
+        # A's own stop still ends it and removes what A made.
+        self.assertStatus(cust.c.post(f"{API}/rentals/{rid}/stop", {}), 200)
+        wait_ended(cust, rid)
+        wait_until(lambda: not self.managed_containers(), 30, "A's container removed")
+
 
 class RentalsPostgresTest(RentalsMixin, ServerTestCase):
     BACKEND = "postgresql"

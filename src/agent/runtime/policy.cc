@@ -106,6 +106,7 @@ json::object BuildContainerConfig(const WorkloadSpec& spec, const ContainerPolic
                       {kLabelGpus, Join(spec.gpu_uuids, ',')},
                       {kLabelGpuMode, opts.emulated_gpus ? "emulated" : "nvidia"}};
   if (!spec.ports.empty()) labels[kLabelPorts] = PortsLabel(spec.ports);
+  if (!opts.owner.empty()) labels[kLabelAgent] = opts.owner;
 
   json::object host;
   if (attach_gpus) {
@@ -339,7 +340,8 @@ Status CheckContainerConfig(const json::object& config) {
   } else {
     const json::object& l = labels->get_object();
     const std::string p = "Labels.";
-    c.OnlyKeys(l, p, {kLabelManaged, kLabelWorkload, kLabelGpus, kLabelGpuMode, kLabelPorts});
+    c.OnlyKeys(
+        l, p, {kLabelManaged, kLabelWorkload, kLabelGpus, kLabelGpuMode, kLabelPorts, kLabelAgent});
     if (const json::value* ports = l.if_contains(kLabelPorts);
         ports && (!ports->is_string() || !ParsePortsLabel(ports->get_string()))) {
       c.Fail(p + kLabelPorts, "must list ports as \"8080/http,22/tcp\"");

@@ -50,6 +50,9 @@ namespace gpunex::agent {
 // Labels on everything the agent creates for a workload (container, volume, network).
 inline constexpr char kLabelManaged[] = "io.gpunex.managed";    // always "true"
 inline constexpr char kLabelWorkload[] = "io.gpunex.workload";  // the workload id
+// The agent that made it (ContainerPolicyOptions::owner), so that agents sharing one engine
+// leave each other's workloads alone. Absent on what agents made before it existed.
+inline constexpr char kLabelAgent[] = "io.gpunex.agent";
 // Container only: the allocated GPU UUIDs, comma-separated (may be empty), and how they
 // are attached: "nvidia" (device request) or "emulated" (not attached).
 inline constexpr char kLabelGpus[] = "io.gpunex.gpus";
@@ -85,6 +88,9 @@ std::string WorkloadBridgeName(const std::string& network_name);
 std::map<std::string, std::string> WorkloadNetworkOptions(const std::string& network_name);
 
 struct ContainerPolicyOptions {
+  // The kLabelAgent value of this agent (isolation::CheckOwner of its machine key): the
+  // container carries it. Empty: no such label (as agents before it).
+  std::string owner;
   // The machine's GPUs are emulated: no device request; the UUIDs appear only in the
   // io.gpunex.gpus label.
   bool emulated_gpus = false;

@@ -43,8 +43,11 @@ constexpr char kAgentShutdown[] = "agent shutdown";
 // Logged once per process: scratch volumes have no size limit on this engine.
 std::atomic<bool> g_warned_unlimited_scratch{false};
 
-std::map<std::string, std::string> WorkloadLabels(const std::string& workload_id) {
-  return {{kLabelManaged, "true"}, {kLabelWorkload, workload_id}};
+std::map<std::string, std::string> WorkloadLabels(const std::string& workload_id,
+                                                  const std::string& owner) {
+  std::map<std::string, std::string> labels{{kLabelManaged, "true"}, {kLabelWorkload, workload_id}};
+  if (!owner.empty()) labels[kLabelAgent] = owner;
+  return labels;
 }
 
 // The workload id in a name made by WorkloadNetworkName() or ScratchVolumeName(), or "".
@@ -159,6 +162,23 @@ class Runner final : public WorkloadRunner {
     return e->status;
   }
 
+  // The names `list` gives of the managed objects that are this agent's: those with its
+  // kLabelAgent, and those without one (made before the label).
+  StatusOr<std::vector<std::string>> Ours(
+      StatusOr<std::vector<std::string>> (DockerClient::*list)(const std::string&)) {
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> managed, (docker_.*list)(kManagedFilter));
+    if (options_.policy.owner.empty()) return managed;
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> labelled, (docker_.*list)(kLabelAgent));
+    GPUNEX_ASSIGN_OR_RETURN(
+        std::vector<std::string> mine,
+        (docker_.*list)(std::string(kLabelAgent) + "=" + options_.policy.owner));
+    const std::set<std::string> others(labelled.begin(), labelled.end());
+    const std::set<std::string> ours(mine.begin(), mine.end());
+    std::erase_if(managed,
+                  [&](const std::string& n) { return others.contains(n) && !ours.contains(n); });
+    return managed;
+  }
+
   // The container of a workload that runs here now.
   StatusOr<std::string> RunningContainer(const std::string& workload_id) EXCLUDES(mu_) {
     std::shared_ptr<Entry> e = Find(workload_id);
@@ -245,6 +265,11 @@ class Runner final : public WorkloadRunner {
     auto containers = docker_.ListContainers(kManagedFilter);
     if (!containers.ok()) return containers.status();
     for (const auto& c : *containers) {
+      // Another agent's, on an engine they share.
+      if (auto agent = c.labels.find(kLabelAgent);
+          agent != c.labels.end() && agent->second != options_.policy.owner) {
+        continue;
+      }
       auto it = c.labels.find(kLabelWorkload);
       std::string workload = it == c.labels.end() ? "" : it->second;
       if (!workload.empty() && keep.contains(workload)) {
@@ -261,13 +286,13 @@ class Runner final : public WorkloadRunner {
            c.name);
     }
     // Volumes and networks after the containers that used them.
-    auto volumes = docker_.ListVolumes(kManagedFilter);
+    auto volumes = Ours(&DockerClient::ListVolumes);
     if (!volumes.ok()) return volumes.status();
     for (const auto& v : *volumes) {
       if (owned(WorkloadOfName(v, ScratchVolumeName("")))) continue;
       note(docker_.RemoveVolume(v), "volume", v);
     }
-    auto networks = docker_.ListNetworks(kManagedFilter);
+    auto networks = Ours(&DockerClient::ListNetworks);
     if (!networks.ok()) return networks.status();
     for (const auto& n : *networks) {
       if (owned(WorkloadOfName(n, WorkloadNetworkName("")))) continue;
@@ -457,8 +482,9 @@ class Runner final : public WorkloadRunner {
 
     if (!options_.policy.network_none) {
       const std::string name = WorkloadNetworkName(spec.workload_id);
-      auto net = docker_.CreateNetwork(name, WorkloadLabels(spec.workload_id), /*internal=*/false,
-                                       WorkloadNetworkOptions(name));
+      auto net =
+          docker_.CreateNetwork(name, WorkloadLabels(spec.workload_id, options_.policy.owner),
+                                /*internal=*/false, WorkloadNetworkOptions(name));
       // A network of that name left by an earlier attempt is the workload's own: use it.
       if (!net.ok() && net.status().code() != StatusCode::kFailedPrecondition) {
         return Fail(e, "network", net.status(), protocol::kCauseEngineError);
@@ -636,10 +662,11 @@ class Runner final : public WorkloadRunner {
     const std::string size = std::to_string(spec.scratch_mb) + "m";
     if (options_.scratch == ScratchBackend::kTmpfs) {
       return docker_.CreateVolume(
-          name, WorkloadLabels(spec.workload_id),
+          name, WorkloadLabels(spec.workload_id, options_.policy.owner),
           {{"type", "tmpfs"}, {"device", "tmpfs"}, {"o", "size=" + size + ",nosuid,nodev"}});
     }
-    Status st = docker_.CreateVolume(name, WorkloadLabels(spec.workload_id), {{"size", size}});
+    Status st = docker_.CreateVolume(name, WorkloadLabels(spec.workload_id, options_.policy.owner),
+                                     {{"size", size}});
     if (st.ok() || st.code() != StatusCode::kInvalidArgument ||
         st.message().find("quota") == std::string::npos) {
       return st;
@@ -649,7 +676,7 @@ class Runner final : public WorkloadRunner {
               {{"reason", st.message()},
                {"note", "scratch volumes have no size limit on this engine's data root"}});
     }
-    return docker_.CreateVolume(name, WorkloadLabels(spec.workload_id), {});
+    return docker_.CreateVolume(name, WorkloadLabels(spec.workload_id, options_.policy.owner), {});
   }
 
   // Waits (a few seconds at most) until a container that the engine is removing is gone;

@@ -136,9 +136,11 @@ class WorkloadRunner {
   virtual StatusOr<int> OpenExec(const StreamTarget& target) = 0;
   // Makes the engine hold exactly the workloads in `keep` (SPEC ISO-3): workloads this
   // runner runs that are not in `keep` are stopped (as by Stop()), and every container,
-  // scratch volume and network labelled io.gpunex.managed=true that belongs to no workload
-  // in `keep` and none this runner runs is removed. Containers of workloads in `keep`
-  // that this runner does not run (left by an earlier agent process) are left alone.
+  // scratch volume and network labelled io.gpunex.managed=true that is this agent's (its
+  // io.gpunex.agent label is policy.owner, or it has none, as what agents made before the
+  // label) and belongs to no workload in `keep` and none this runner runs is removed:
+  // another agent's on a shared engine are never touched. Containers of workloads in
+  // `keep` that this runner does not run (left by an earlier agent process) are adopted.
   // Returns the first failure after trying everything.
   virtual Status Reconcile(const std::set<std::string>& keep_workload_ids) = 0;
 };

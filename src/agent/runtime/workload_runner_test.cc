@@ -431,6 +431,42 @@ TEST_F(WorkloadRunnerTest, ReconcileRemovesUnknownAndKeepsKnown) {
   EXPECT_EQ(client_->InspectContainer(ids["known"]).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(WorkloadRunnerTest, TwoAgentsOnOneEngineLeaveEachOthersWorkloadsAlone) {
+  // Agent A runs a workload with its network and scratch volume; agent B, on the same
+  // engine, is told by its platform that it runs nothing.
+  WorkloadRunnerOptions a = Options();
+  a.policy.owner = "agentaaaaaaa";
+  WorkloadRunner& runner_a = Runner(a);
+  ASSERT_TRUE(runner_a.Start(Spec("of-a", "sleep 60")).ok());
+  const std::string container = AwaitRunning("of-a");
+  ASSERT_FALSE(container.empty());
+  auto inspected = client_->InspectContainer(container);
+  ASSERT_TRUE(inspected.ok());
+  EXPECT_EQ(inspected->at("Config").at("Labels").at("io.gpunex.agent"), "agentaaaaaaa");
+
+  WorkloadRunnerOptions b = Options();
+  b.policy.owner = "agentbbbbbbb";
+  Recorder recorder_b;
+  auto runner_b = DockerWorkloadRunner(client_, b, recorder_b.Callbacks());
+  ASSERT_TRUE(runner_b->Reconcile({}).ok());
+  auto still = client_->InspectContainer(container);
+  ASSERT_TRUE(still.ok()) << "agent B removed agent A's container";
+  EXPECT_EQ(still->at("State").at("Running"), true);
+  auto volumes = client_->ListVolumes("io.gpunex.agent=agentaaaaaaa");
+  ASSERT_TRUE(volumes.ok());
+  EXPECT_THAT(*volumes, ::testing::Contains(ScratchVolumeName("of-a")));
+  auto networks = client_->ListNetworks("io.gpunex.agent=agentaaaaaaa");
+  ASSERT_TRUE(networks.ok());
+  EXPECT_THAT(*networks, ::testing::Contains(WorkloadNetworkName("of-a")));
+  runner_b.reset();
+
+  // Agent A's own reconcile still ends it, with all it made.
+  ASSERT_TRUE(runner_a.Reconcile({}).ok());
+  auto end = runner_a.Wait("of-a", kWaitMs);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->state, WorkloadState::kStopped);
+}
+
 TEST_F(WorkloadRunnerTest, DestroyingTheRunnerStopsItsWorkloads) {
   ASSERT_TRUE(Runner().Start(Spec("orphaned", "sleep 60")).ok());
   std::string id = AwaitRunning("orphaned");
