@@ -186,7 +186,9 @@ export function terminalSection(rental: api.Rental): HTMLElement | null {
       }
     };
     ws.onclose = (ev: CloseEvent) => {
-      if (socket === ws) socket = null;
+      // A socket closed here (Disconnect, Reconnect) has said so already.
+      if (socket !== ws) return;
+      socket = null;
       if (!ended) replace(status, closedText(ev) + " Reconnect for a new shell.");
     };
   };
