@@ -120,22 +120,21 @@ class Probe {
       containers = containers_;
     }
     remove_all(containers, true);
-    // Then whatever still carries this check's label, until none does twice a second
-    // apart (or kSweepFor has passed): a create whose answer was lost (a loaded engine
-    // may time out and create it all the same), and a container the engine stopped
-    // listing while its removal failed underneath (runc exit 255), which then comes back
-    // as exited (seen in CI).
+    // Then whatever still carries this check's label, until none does for kQuietFor (or
+    // kSweepFor has passed): a create whose answer was lost (a loaded engine may time out
+    // and create it all the same), and a container the engine stopped listing while its
+    // removal failed underneath (runc exit 255), which then comes back as exited, seen in
+    // CI more than a second after it vanished (so one second of quiet was not enough).
     const auto deadline = std::chrono::steady_clock::now() + kSweepFor;
-    bool seen_empty = false;
+    int quiet = 0;  // seconds in a row with none listed
     for (;;) {
       auto list = docker_.ListContainers(std::string(kLabelProbe) + "=" + id_);
       if (list.ok() && list->empty()) {
-        if (seen_empty) break;
-        seen_empty = true;
+        if (++quiet > kQuietFor.count()) break;
         std::this_thread::sleep_for(std::chrono::seconds(1));
         continue;
       }
-      seen_empty = false;
+      quiet = 0;
       if (std::chrono::steady_clock::now() > deadline) {
         LogWarn("isolation.cleanup_failed",
                 {{"check", id_},
@@ -156,7 +155,8 @@ class Probe {
   }
 
   Probe(const Probe&) = delete;
-  static constexpr std::chrono::seconds kSweepFor{10};
+  static constexpr std::chrono::seconds kSweepFor{15};
+  static constexpr std::chrono::seconds kQuietFor{4};
   Probe& operator=(const Probe&) = delete;
 
   // What an earlier check of the same owner left (its agent died during it).
