@@ -17,6 +17,8 @@ export GPUNEX_LISTEN=${GPUNEX_LISTEN:-127.0.0.1:8080}
 # Rentals' HTTP ports on their own listener: {rental}-{port}.localhost:8081 (docs/access.md).
 export GPUNEX_ACCESS_LISTEN=${GPUNEX_ACCESS_LISTEN:-127.0.0.1:8081}
 export GPUNEX_ACCESS_DOMAIN=${GPUNEX_ACCESS_DOMAIN:-localhost}
+# The SSH gateway: ssh -p 2222 {rental_id}@127.0.0.1 with a key of the customer's account.
+export GPUNEX_SSH_LISTEN=${GPUNEX_SSH_LISTEN:-127.0.0.1:2222}
 export GPUNEX_ALLOW_EMULATED_GPUS=true
 admin_email=${GPUNEX_DEMO_ADMIN:-admin@gpunex.local}
 admin_password=${GPUNEX_DEMO_PASSWORD:-review-queue-keeper}
@@ -75,7 +77,9 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   customer: customer@gpunex.local / render-farm-at-night  (a balance of 25 USDC; it rents one
             demo GPU once it is offered: see $base/#/rentals)
   rental:   its page (Rentals) opens the container's page on port 8080 (Open), served at
-            http://{rental}-8080.localhost:${GPUNEX_ACCESS_LISTEN##*:}/ by the access listener
+            http://{rental}-8080.localhost:${GPUNEX_ACCESS_LISTEN##*:}/ by the access listener;
+            its Terminal opens a shell; with your public key on the Account page,
+            ssh -p ${GPUNEX_SSH_LISTEN##*:} {rental_id}@127.0.0.1 reaches it too (the page shows the command)
   market:   $base/#/market   or   curl -s '$base/api/v1/offers?explain=true'
   payouts:  ${GPUNEX_SOLANA_RPC_URL:+USDC on a LOCAL Solana test chain at $GPUNEX_SOLANA_RPC_URL (test tokens):
             the provider is paid there weekly ($base/#/provider/payments), the customer can top

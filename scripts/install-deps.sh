@@ -11,6 +11,8 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libssl-dev libsqlite3-dev libpqxx-dev
   libsodium-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev libcli11-dev
   libtomlplusplus-dev libhowardhinnant-date-dev tzdata
+  # the SSH gateway: libssh's server API
+  libssh-dev
   # payouts: ISO 20022 files built and validated with libxml2, QR codes of top-ups
   libxml2-dev libqrencode-dev
   # tests and benchmarks
@@ -18,6 +20,8 @@ packages=(
   sqlite3
   # payouts' independent checkers: IBANs and ABA routing numbers, the pain.001 schema
   python3-stdnum libxml2-utils
+  # the SSH gateway's tests: the OpenSSH client (ssh, sftp, ssh-keygen)
+  openssh-client
   wrk procps
   # storage and network benchmarks (bench/storage_vs_fio.sh, bench/network_vs_iperf3.sh)
   liburing-dev fio iperf3

@@ -18,6 +18,7 @@
 #include "platform/reliability/reliability_module.h"
 #include "platform/rentals/rentals_module.h"
 #include "platform/solana/solana_module.h"
+#include "platform/sshgate/sshgate_module.h"
 #include "platform/sshkeys/ssh_keys_module.h"
 #include "platform/topups/topups_module.h"
 
@@ -45,6 +46,7 @@ const std::vector<Module>& Modules() {
       sshkeys::SshKeysModule(),
       relay::RelayModule(),
       access::AccessModule(),
+      sshgate::SshGateModule(),
   };
   return all;
 }

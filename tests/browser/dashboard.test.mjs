@@ -2797,6 +2797,31 @@ describe("dashboard", () => {
         await termCard.getByRole("button", { name: "Disconnect" }).click();
         await termCard.getByText("Disconnected.").waitFor();
 
+        // --- its SSH card: the commands with this gateway's port and the rental's id, the
+        // host key GET /api/v1/access/ssh shows, and a word that the account has no key yet
+        const ssh = await (await fetch(`${server.base}/api/v1/access/ssh`)).json();
+        assert.equal(ssh.enabled, true);
+        const sshCard = c.locator(".rental-ssh");
+        await sshCard.locator(".ssh-no-key").waitFor();
+        assert.match(
+          await sshCard.locator(".ssh-no-key").textContent(),
+          /add your public key on the Account page/,
+        );
+        const commands = await sshCard.locator(".ssh-commands code").allTextContents();
+        assert.equal(commands[0], `ssh -p ${ssh.port} ${rid}@${ssh.host}`);
+        assert.ok(
+          commands.includes(
+            `ssh -p ${ssh.port} -N -L 8080:localhost:8080 ${rid}@${ssh.host}`,
+          ),
+          commands.join("\n"),
+        );
+        assert.equal(
+          await sshCard.locator(".ssh-host-key code").textContent(),
+          ssh.host_key_fingerprint,
+        );
+        await sshCard.scrollIntoViewIfNeeded();
+        await shoot(c, "84f-rental-ssh");
+
         // --- the Rentals page lists it, running; the filters
         await nav(c, "Rentals").click();
         await heading(c, "Rentals");

@@ -118,6 +118,8 @@ export class Gpunexd {
         "[access]",
         'listen = "127.0.0.1:0"',
         'domain = "localhost"',
+        // The SSH gateway, whose commands the rental page shows.
+        'ssh_listen = "127.0.0.1:0"',
         "",
         "[fleet]",
         "heartbeat_interval_s = 1",

@@ -15,7 +15,12 @@ agent's data channel → a socket the agent makes inside the container's network
   back, a new connection works;
 - exec (issue 26, GET /api/v1/rentals/{id}/exec, Kubernetes' v5.channel.k8s.io): stdout
   and stderr apart with the exit code, 100 MiB through stdin and its close, a terminal
-  that follows its size, who may and bad requests, and the rental's end closing it.
+  that follows its size, who may and bad requests, and the rental's end closing it;
+- SSH (issue 26, the gateway on [access] ssh_listen) with the OpenSSH client: a command's
+  output and exit status, stdin through to its end, a pty that follows a window change,
+  `ssh -L` to a declared HTTP port (and no other), the host key that
+  GET /api/v1/access/ssh shows, keys of another account and removed keys refused, sftp
+  without an sftp-server told so, and the rental's end closing a session.
 
 One gpunexd, one agent and one rental serve every test of the module (SQLite); each test
 leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static (skips
@@ -28,10 +33,19 @@ import io
 import tarfile
 import json
 import os
+import pty
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import termios
 import threading
 import time
 import unittest
 import urllib.parse
+import fcntl
 
 import wsclient
 from harness import API, WRAPPER, Gpunexd, ServerTestCase, free_port, wait_until
@@ -91,10 +105,15 @@ while true; do nc -l -p 8082 -e /scratch/ws.sh; done &
 wait
 """
 ACCESS_PORT = free_port()
+SSH_PORT = free_port()
 ACCESS_TOML = f"""
 [access]
 listen = "127.0.0.1:{ACCESS_PORT}"
 domain = "localhost"
+ssh_listen = "127.0.0.1:{SSH_PORT}"
+ssh_public_address = "127.0.0.1"
+ssh_idle_timeout_s = 10
+ssh_max_connections_per_rental = 4
 """
 
 SHARED = {}
@@ -854,10 +873,232 @@ class AccessTest(ServerTestCase):
             code, reason, _ = ws.wait_closed(timeout=10)
             self.assertEqual(code, 1007, (bad, reason))
 
+    # -- SSH (issue 26): the gateway, with the OpenSSH client
+
+    def ssh_dir(self):
+        """A folder with the customer's key (on their account) and a known_hosts file made
+        of what GET /api/v1/access/ssh shows, so that ssh checks the host key strictly."""
+        if "ssh_dir" not in SHARED:
+            folder = tempfile.mkdtemp(prefix="gpunex-ssh-")
+            SHARED["ssh_dir"] = folder
+            self.addClassCleanup(subprocess.run, ["rm", "-rf", folder])
+            key = self.new_ssh_key("customer")
+            r = self.customer.c.post(f"{API}/me/ssh-keys", {"name": "laptop",
+                                                            "public_key": key[1]})
+            self.assertStatus(r, 201)
+            info = self.srv.client().get(f"{API}/access/ssh")
+            self.assertStatus(info, 200)
+            with open(os.path.join(folder, "known_hosts"), "w") as f:
+                f.write(info.body["known_hosts_line"] + "\n")
+        return SHARED["ssh_dir"]
+
+    def new_ssh_key(self, name):
+        """(path of a new ed25519 private key, its public line)."""
+        folder = SHARED.get("ssh_dir") or self.ssh_dir()
+        path = os.path.join(folder, f"{name}-{time.monotonic_ns()}")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", path],
+                       check=True, timeout=30)
+        with open(path + ".pub") as f:
+            return path, f.read().strip()
+
+    def ssh_args(self, *args, key=None, user=None):
+        folder = self.ssh_dir()
+        key = key or sorted(p for p in os.listdir(folder)
+                            if p.startswith("customer-") and not p.endswith(".pub"))[0]
+        return ["ssh", "-p", str(SSH_PORT), "-i", os.path.join(folder, key),
+                "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=yes",
+                "-o", f"UserKnownHostsFile={os.path.join(folder, 'known_hosts')}",
+                "-o", "LogLevel=ERROR", f"{user or self.rental['id']}@127.0.0.1", *args]
+
+    def ssh(self, *args, key=None, user=None, stdin=b"", timeout=120):
+        return subprocess.run(self.ssh_args(*args, key=key, user=user), input=stdin,
+                              capture_output=True, timeout=timeout)
+
+    def test_ssh_runs_a_command_with_its_output_apart_and_its_exit_status(self):
+        info = self.srv.client().get(f"{API}/access/ssh").body
+        self.assertEqual((info["enabled"], info["host"], info["port"]),
+                         (True, "127.0.0.1", SSH_PORT))
+        self.assertRegex(info["host_key_fingerprint"], r"^SHA256:[A-Za-z0-9+/]{43}$")
+        self.assertEqual(info["command"], f"ssh -p {SSH_PORT} {{rental_id}}@127.0.0.1")
+        r = self.ssh("echo hi; echo oops >&2; exit 3")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (3, b"hi\n", b"oops\n"))
+        # stdin to its end, through a pipe: 16 MiB in, its digest out.
+        data = os.urandom(16 << 20)
+        r = self.ssh("sha256sum", stdin=data)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().split()[0], hashlib.sha256(data).hexdigest())
+        # `tar c | ssh tar x`, and back out the same way.
+        tar = io.BytesIO()
+        with tarfile.open(fileobj=tar, mode="w") as t:
+            note = b"through ssh\n"
+            info = tarfile.TarInfo("ssh-in/note.txt")
+            info.size = len(note)
+            t.addfile(info, io.BytesIO(note))
+        r = self.ssh("cd /tmp && tar x && cat ssh-in/note.txt", stdin=tar.getvalue())
+        self.assertEqual((r.returncode, r.stdout), (0, b"through ssh\n"), r.stderr)
+
+    def test_ssh_with_a_pty_follows_the_window_size(self):
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        proc = subprocess.Popen(self.ssh_args("-tt", "stty size; read x; stty size; tty"),
+                                stdin=slave, stdout=slave, stderr=slave)
+        os.close(slave)
+        out = b""
+
+        def read_until(text, timeout=30):
+            nonlocal out
+            deadline = time.monotonic() + timeout
+            while text not in out and time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.5)
+                if not ready:
+                    continue
+                try:
+                    out += os.read(master, 4096)
+                except OSError:
+                    break
+            return text in out
+        try:
+            self.assertTrue(read_until(b"30 100"), out)
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 41, 123, 0, 0))
+            proc.send_signal(signal.SIGWINCH)
+            time.sleep(1)
+            os.write(master, b"\n")
+            self.assertTrue(read_until(b"41 123"), out)
+            self.assertTrue(read_until(b"/dev/pts/"), out)
+            self.assertEqual(proc.wait(timeout=30), 0, out)
+        finally:
+            proc.kill()
+            proc.wait()
+            os.close(master)
+
+    def forward(self, target_port, user=None):
+        """`ssh -N -L` to the rental's `target_port`: (the process, the local port)."""
+        local = free_port()
+        proc = subprocess.Popen(self.ssh_args("-N", "-o", "ExitOnForwardFailure=yes",
+                                              "-L", f"{local}:localhost:{target_port}",
+                                              user=user),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (proc.kill(), proc.wait()))
+        wait_until(lambda: self._listening(local), 30, "the forwarded port listens")
+        return proc, local
+
+    @staticmethod
+    def _listening(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def test_ssh_forwards_a_declared_port_and_no_other(self):
+        _, local = self.forward(WEB_PORT, user=self.web["id"])
+        conn = http.client.HTTPConnection("127.0.0.1", local, timeout=30)
+        conn.request("GET", "/")
+        r = conn.getresponse()
+        self.assertEqual((r.status, r.read()), (200, b"hello-from-container\n"))
+        conn.close()
+        # The TCP echo port, with bytes both ways at once.
+        _, local = self.forward(ECHO_PORT)
+        data = os.urandom(1 << 20)
+
+        def echoed():
+            with socket.create_connection(("127.0.0.1", local), timeout=30) as s:
+                sender = threading.Thread(target=s.sendall, args=(data,))
+                sender.start()
+                got = b""
+                while len(got) < len(data):
+                    piece = s.recv(1 << 16)
+                    if not piece:
+                        break
+                    got += piece
+                sender.join()
+                return got
+        got = echoed()
+        if got == b"":  # nc -e cat serves one connection at a time: once more
+            time.sleep(1)
+            got = echoed()
+        self.assertEqual(hashlib.sha256(got).hexdigest(), hashlib.sha256(data).hexdigest())
+        # A port the rental did not declare, and a host other than the rental: refused.
+        for target in (f"localhost:{ECHO_PORT + 50}", f"10.0.0.1:{ECHO_PORT}"):
+            local = free_port()
+            proc = subprocess.Popen(self.ssh_args("-N", "-L", f"{local}:{target}"),
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                wait_until(lambda: self._listening(local), 30, "the forwarded port listens")
+                with socket.create_connection(("127.0.0.1", local), timeout=30) as s:
+                    s.settimeout(30)
+                    self.assertEqual(s.recv(10), b"", target)  # closed at once
+            finally:
+                proc.kill()
+                proc.wait()
+
+    def test_ssh_takes_only_the_customers_current_keys(self):
+        # A key of another account, and the machine's provider with a key of their own.
+        for who in (self.srv.user("Sid Someone"), self.provider):
+            path, line = self.new_ssh_key("other")
+            r = who.c.post(f"{API}/me/ssh-keys", {"public_key": line})
+            self.assertStatus(r, 201)
+            r = self.ssh("true", key=os.path.basename(path))
+            self.assertEqual(r.returncode, 255, r.stderr)
+            self.assertIn(b"Permission denied (publickey)", r.stderr)
+        # A key on no account, and a user name that is no rental of the customer.
+        path, _ = self.new_ssh_key("stranger")
+        self.assertEqual(self.ssh("true", key=os.path.basename(path)).returncode, 255)
+        r = self.ssh("true", user="rnt_00000000000000000000000000")
+        self.assertEqual(r.returncode, 255)
+        self.assertIn(b"Permission denied (publickey)", r.stderr)
+        # A second key of the customer signs in until it is removed from the account.
+        path, line = self.new_ssh_key("customer-spare")
+        added = self.customer.c.post(f"{API}/me/ssh-keys", {"public_key": line})
+        self.assertStatus(added, 201)
+        r = self.ssh("echo in", key=os.path.basename(path))
+        self.assertEqual((r.returncode, r.stdout), (0, b"in\n"), r.stderr)
+        removed = self.customer.c.delete(f"{API}/me/ssh-keys/{added.body['id']}")
+        self.assertStatus(removed, 204)
+        r = self.ssh("echo in", key=os.path.basename(path))
+        self.assertEqual(r.returncode, 255)
+        self.assertIn(b"Permission denied (publickey)", r.stderr)
+
+    def test_ssh_connections_per_rental_are_capped_and_idle_ones_closed(self):
+        held = []
+        try:
+            for _ in range(4):  # the cap in ACCESS_TOML
+                held.append(self.forward(ECHO_PORT)[0])
+            r = self.ssh("true")
+            self.assertEqual(r.returncode, 255)
+            self.assertIn(b"the rental has 4 SSH connections open, the most it may", r.stderr)
+            held.pop().kill()
+            wait_until(lambda: self.ssh("true").returncode == 0, 30, "a connection is free")
+        finally:
+            for proc in held:
+                proc.kill()
+                proc.wait()
+        # Nothing moves for ssh_idle_timeout_s (10): the connection is closed, and told why.
+        start = time.monotonic()
+        r = self.ssh("sleep 60")
+        self.assertEqual(r.returncode, 255)
+        self.assertIn(b"idle for 10 seconds", r.stderr)
+        self.assertLess(time.monotonic() - start, 30)
+
+    def test_sftp_without_an_sftp_server_in_the_image_says_so(self):
+        self.ssh_dir()
+        args = self.ssh_args()
+        # sftp takes ssh's options; the destination last.
+        opts = [a for a in args[1:-1] if a not in ("-p", str(SSH_PORT))]
+        r = subprocess.run(["sftp", "-P", str(SSH_PORT), "-b", "-", *opts, args[-1]],
+                           input=b"ls\n", capture_output=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"this image has no sftp-server", r.stderr)
+
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""
         ws = self.connect_echo()
         shell = self.exec_ws(["sleep", "600"])
+        ssh = subprocess.Popen(self.ssh_args("echo started; sleep 600"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (ssh.kill(), ssh.wait()))
+        self.assertEqual(ssh.stdout.readline(), b"started\n")
         r = self.customer.c.post(f"{API}/rentals/{self.rental['id']}/stop", {})
         self.assertStatus(r, 200)
         start = time.monotonic()
@@ -868,6 +1109,13 @@ class AccessTest(ServerTestCase):
         code, reason, _ = shell.wait_closed(timeout=20)
         self.assertEqual(code, 4410, reason)
         self.assertLess(time.monotonic() - start, 5)
+        self.assertEqual(ssh.wait(timeout=20), 255)
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn(b"the rental has ended", ssh.stderr.read())
+        # And a new connection is told so.
+        r = self.ssh("true")
+        self.assertEqual(r.returncode, 255)
+        self.assertIn(b"the rental has ended", r.stderr)
         wait_ended(self.customer, self.rental["id"])
         refused = self.refused(ECHO_PORT)
         self.assertEqual(refused.status, 410, refused)

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/event_fd.h"
 #include "common/log.h"
 
 namespace gpunex::agent {
@@ -24,17 +25,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 256 * 1024;
 // How long the loop sleeps at most: the mux's pings run on time.
 constexpr int kIdlePollMs = 200;
-
-void Wake(int fd) {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(fd, &one, sizeof one);
-}
-
-void DrainWake(int fd) {
-  uint64_t v = 0;
-  while (read(fd, &v, sizeof v) > 0) {
-  }
-}
 
 // The mux's word for why a dial failed.
 mux::Code CodeOf(const Status& s) {
@@ -158,7 +148,7 @@ class DataLink::Loop {
     c.dialing = std::async(std::launch::async,
                            [dialer = link_.dialer_, t = *target, wake = link_.wake_fd_] {
                              StatusOr<int> fd = dialer(t);
-                             Wake(wake);
+                             SignalEventFd(wake);
                              return fd;
                            });
   }
@@ -243,7 +233,7 @@ class DataLink::Loop {
     // A full WebSocket queue wakes the loop when it drains (NotifyOn).
     const int ready = poll(fds.data(), fds.size(), kIdlePollMs);
     if (ready <= 0) return;
-    if (fds[0].revents != 0) DrainWake(link_.wake_fd_);
+    if (fds[0].revents != 0) ClearEventFd(link_.wake_fd_);
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       if ((fds[i].events & POLLIN) == 0) continue;  // POLLOUT's errors show on the send
@@ -337,7 +327,7 @@ Status DataLink::Serve(WebSocketClient& client) {
 
 void DataLink::Stop() {
   stop_ = true;
-  if (wake_fd_ >= 0) Wake(wake_fd_);
+  if (wake_fd_ >= 0) SignalEventFd(wake_fd_);
 }
 
 }  // namespace gpunex::agent

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "agent/link/endpoint.h"
+#include "common/event_fd.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/thread_annotations.h"
@@ -210,8 +211,7 @@ class ClientImpl final : public WebSocketClient {
   // Signals the NotifyOn event (when one was given).
   void NotifyLocked() REQUIRES(mu_) {
     if (notify_fd_ < 0) return;
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(notify_fd_, &one, sizeof one);
+    SignalEventFd(notify_fd_);
   }
   bool InboxFullLocked() const REQUIRES(mu_) {
     return inbox_.size() >= kMaxInboxMessages || inbox_bytes_ >= kMaxInboxBytes;

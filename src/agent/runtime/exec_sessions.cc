@@ -1,7 +1,6 @@
 #include "agent/runtime/exec_sessions.h"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,20 +24,16 @@ struct ExecSessions::Session {
 };
 
 ExecSessions::ExecSessions(DockerClient& docker, int max_sessions)
-    : docker_(docker),
-      max_sessions_(max_sessions),
-      stop_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    : docker_(docker), max_sessions_(max_sessions) {}
 
 ExecSessions::~ExecSessions() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(stop_fd_, &one, sizeof one);
+  stop_.Signal();
   std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> threads;
   {
     MutexLock lock(&mu_);
     threads.swap(threads_);
   }
   for (auto& [thread, ended] : threads) thread.join();
-  close(stop_fd_);
 }
 
 void ExecSessions::Reap() {
@@ -131,7 +126,7 @@ void ExecSessions::Run(Session& s) {
     LogInfo("agent.exec.ended", {{"exec_id", s.exec_id}, {"why", why}});
   };
   for (;;) {
-    pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {s.platform, 0, 0}, {s.engine, 0, 0}};
+    pollfd fds[3] = {{stop_.fd(), POLLIN, 0}, {s.platform, 0, 0}, {s.engine, 0, 0}};
     if (to_engine.size() < kBufferBytes) fds[1].events |= POLLIN;
     if (!to_platform.empty()) fds[1].events |= POLLOUT;
     if (!engine_eof && to_platform.size() < kBufferBytes) fds[2].events |= POLLIN;

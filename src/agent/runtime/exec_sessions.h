@@ -20,6 +20,7 @@
 
 #include "agent/runtime/docker_client.h"
 #include "common/data_channel.h"
+#include "common/event_fd.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
 
@@ -50,7 +51,7 @@ class ExecSessions {
 
   DockerClient& docker_;
   const int max_sessions_;
-  const int stop_fd_;  // an eventfd: the destructor ends every session
+  const EventFd stop_;  // the destructor ends every session
   std::atomic<int> active_{0};
   Mutex mu_;
   std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> threads_

@@ -65,6 +65,20 @@ struct AccessOptions {
   std::chrono::seconds max_token_ttl{30 * 24 * 3600};
   // Tokens one rental may hold unrevoked and unexpired at once.
   int64_t max_tokens_per_rental = 20;
+
+  // The SSH gateway (platform/sshgate): "host:port" to listen on; "" : none.
+  std::string ssh_listen;
+  // "host:port" (or "host") customers connect to, as the rental page and
+  // GET /api/v1/access/ssh show it; "" : the public URL's host and the bound port.
+  std::string ssh_public_address;
+  // A connection with no byte and no keepalive moving for this long is closed.
+  std::chrono::seconds ssh_idle_timeout{3600};
+  // SSH connections one rental may have open at once.
+  int64_t ssh_max_connections_per_rental = 16;
+  // Connections from one address that fail to sign in within ten minutes, after which
+  // the address is refused for the rest of those ten minutes.
+  int64_t ssh_max_failures_per_address = 20;
+
   const Clock* clock = &SystemClock();
 };
 

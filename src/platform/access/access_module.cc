@@ -23,6 +23,23 @@ StatusOr<std::any> Parse(ConfigTable& t, const EnvGetter& env) {
   GPUNEX_RETURN_IF_ERROR(t.Int64("token_ttl_s", &ttl, 60, o.max_token_ttl.count()));
   o.token_ttl = std::chrono::seconds(ttl);
   GPUNEX_RETURN_IF_ERROR(t.Int64("max_tokens_per_rental", &o.max_tokens_per_rental, 1, 1000));
+  GPUNEX_RETURN_IF_ERROR(t.Str("ssh_listen", &o.ssh_listen));
+  if (auto v = env("GPUNEX_SSH_LISTEN")) o.ssh_listen = *v;
+  GPUNEX_RETURN_IF_ERROR(t.Str("ssh_public_address", &o.ssh_public_address));
+  int64_t ssh_idle = o.ssh_idle_timeout.count();
+  GPUNEX_RETURN_IF_ERROR(t.Int64("ssh_idle_timeout_s", &ssh_idle, 10, 7 * 24 * 3600));
+  o.ssh_idle_timeout = std::chrono::seconds(ssh_idle);
+  GPUNEX_RETURN_IF_ERROR(
+      t.Int64("ssh_max_connections_per_rental", &o.ssh_max_connections_per_rental, 1, 1000));
+  GPUNEX_RETURN_IF_ERROR(
+      t.Int64("ssh_max_failures_per_address", &o.ssh_max_failures_per_address, 1, 100000));
+  if (!o.ssh_listen.empty() && o.ssh_listen.rfind(':') == std::string::npos) {
+    return FieldError("access.ssh_listen", "must be host:port, such as \"0.0.0.0:2222\"");
+  }
+  if (o.ssh_public_address.find_first_of("/ @") != std::string::npos) {
+    return FieldError("access.ssh_public_address",
+                      "must be host or host:port, such as \"ssh.example.com:2222\"");
+  }
   if (!o.listen.empty() && o.listen.rfind(':') == std::string::npos) {
     return FieldError("access.listen", "must be host:port, such as \"0.0.0.0:8081\"");
   }
@@ -60,6 +77,11 @@ tls_key_file = ""
 idle_timeout_s = 3600            # a proxied exchange with no byte moving is cut after this
 token_ttl_s = 86400              # how long an access token lasts unless asked otherwise
 max_tokens_per_rental = 20       # live access tokens one rental may hold
+ssh_listen = ""                  # the SSH gateway (GPUNEX_SSH_LISTEN), "0.0.0.0:2222"; "" : none
+ssh_public_address = ""          # host[:port] customers ssh to; "" : public_url's host, bound port
+ssh_idle_timeout_s = 3600        # an SSH connection with no byte and no keepalive is closed
+ssh_max_connections_per_rental = 16
+ssh_max_failures_per_address = 20  # failed sign-ins per address in 10 minutes, then refused
 )"},
       .build = [](ModuleEnv& env) -> Status {
         AccessOptions o = env.config.Section<AccessOptions>("access");

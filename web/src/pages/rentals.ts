@@ -17,6 +17,7 @@ import {
 } from "../components/rental";
 import { filesSection } from "../components/files";
 import { portsSection } from "../components/ports";
+import { sshSection } from "../components/ssh";
 import { terminalSection } from "../components/terminal";
 import { append, busy, button, h, replace } from "../dom";
 import { errorBanner, isAbort, noticeBanner, StatusSlot } from "../errors";
@@ -439,6 +440,7 @@ export async function rentalPage(v: View): Promise<void> {
         portsArea,
         portsSection(rental, viewer === "customer"),
         viewer === "customer" ? terminalSection(rental) : null,
+        viewer === "customer" ? sshSection(rental) : null,
         viewer === "customer" ? filesSection(rental) : null,
       );
     }
