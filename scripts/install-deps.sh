@@ -20,8 +20,9 @@ packages=(
   sqlite3
   # payouts' independent checkers: IBANs and ABA routing numbers, the pain.001 schema
   python3-stdnum libxml2-utils
-  # the SSH gateway's tests: the OpenSSH client (ssh, sftp, ssh-keygen)
-  openssh-client
+  # the SSH gateway's tests: the OpenSSH client (ssh, sftp, scp, ssh-keygen), and the
+  # sftp-server a test image carries
+  openssh-client openssh-sftp-server
   wrk procps
   # storage and network benchmarks (bench/storage_vs_fio.sh, bench/network_vs_iperf3.sh)
   liburing-dev fio iperf3

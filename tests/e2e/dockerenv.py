@@ -282,8 +282,10 @@ class TestDockerd:
                                  f"{out.stdout}\n{out.stderr}")
         return out
 
-    def import_busybox(self, ref):
-        out = subprocess.run([dockerd_script(), "import-busybox", self.dir, ref],
+    def import_busybox(self, ref, *files):
+        """An image `ref` of the host's static busybox and the host's programs `files` (at
+        their paths, with the libraries they load)."""
+        out = subprocess.run([dockerd_script(), "import-busybox", self.dir, ref, *files],
                              capture_output=True, text=True, timeout=120,
                              env=self.env(BUSYBOX=BUSYBOX))
         if out.returncode != 0:

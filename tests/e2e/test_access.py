@@ -20,7 +20,8 @@ agent's data channel → a socket the agent makes inside the container's network
   output and exit status, stdin through to its end, a pty that follows a window change,
   `ssh -L` to a declared HTTP port (and no other), the host key that
   GET /api/v1/access/ssh shows, keys of another account and removed keys refused, sftp
-  without an sftp-server told so, and the rental's end closing a session.
+  and scp through the image's sftp-server (and an image without one told so), caps and
+  the idle timeout, and the rental's end closing a session.
 
 One gpunexd, one agent and one rental serve every test of the module (SQLite); each test
 leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static (skips
@@ -119,8 +120,15 @@ ssh_max_connections_per_rental = 4
 SHARED = {}
 
 
+# The web rental's image has an sftp-server (the host's, openssh-sftp-server) beside busybox.
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+SFTP_REF = "gpunex-test/busybox-sftp:1"
+
+
 def setUpModule():
     rentals_setup()
+    if os.access(SFTP_SERVER, os.X_OK):
+        ENV["dockerd"].import_busybox(SFTP_REF, SFTP_SERVER)
 
 
 def tearDownModule():
@@ -166,8 +174,9 @@ class AccessTest(ServerTestCase):
                                                 "image": BUSYBOX_REF, "command": ECHO_COMMAND,
                                                 "ports": PORTS})
         assert r.status == 201, r
+        web_image = SFTP_REF if os.access(SFTP_SERVER, os.X_OK) else BUSYBOX_REF
         web = customer.c.post(f"{API}/rentals", {"offer_id": offer["id"], "gpus": 1,
-                                                  "image": BUSYBOX_REF,
+                                                  "image": web_image,
                                                   "command": ["/bin/sh", "-c", WEB_SCRIPT],
                                                   "ports": WEB_PORTS})
         assert web.status == 201, web
@@ -1081,15 +1090,39 @@ class AccessTest(ServerTestCase):
         self.assertIn(b"idle for 10 seconds", r.stderr)
         self.assertLess(time.monotonic() - start, 30)
 
-    def test_sftp_without_an_sftp_server_in_the_image_says_so(self):
-        self.ssh_dir()
-        args = self.ssh_args()
-        # sftp takes ssh's options; the destination last.
-        opts = [a for a in args[1:-1] if a not in ("-p", str(SSH_PORT))]
-        r = subprocess.run(["sftp", "-P", str(SSH_PORT), "-b", "-", *opts, args[-1]],
-                           input=b"ls\n", capture_output=True, timeout=60)
+    def sftp_like(self, program, *args, user=None):
+        """`program` (sftp, scp) with the options ssh_args gives ssh, and `args` after."""
+        full = self.ssh_args(user=user)
+        opts = [a for a in full[1:-1] if a not in ("-p", str(SSH_PORT))]
+        return [program, "-P", str(SSH_PORT), *opts, *args]
+
+    def test_sftp_and_scp_use_the_images_sftp_server_or_say_it_has_none(self):
+        target = f"{self.rental['id']}@127.0.0.1"
+        r = subprocess.run(self.sftp_like("sftp", "-b", "-", target), input=b"ls\n",
+                           capture_output=True, timeout=60)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(b"this image has no sftp-server", r.stderr)
+        if not os.access(SFTP_SERVER, os.X_OK):
+            self.skipTest(f"{SFTP_SERVER} is not installed (openssh-sftp-server)")
+        web = f"{self.web['id']}@127.0.0.1"
+        folder = self.ssh_dir()
+        data = os.urandom(3 << 20)
+        up, down = os.path.join(folder, "up.bin"), os.path.join(folder, "down.bin")
+        with open(up, "wb") as f:
+            f.write(data)
+        batch = f"put {up} /scratch/up.bin\nget /scratch/up.bin {down}\nls /scratch\n"
+        r = subprocess.run(self.sftp_like("sftp", "-b", "-", web, user=self.web["id"]),
+                           input=batch.encode(), capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"up.bin", r.stdout)
+        with open(down, "rb") as f:
+            self.assertEqual(f.read(), data)
+        # scp (the SFTP protocol by default since OpenSSH 9) both ways.
+        r = subprocess.run(self.sftp_like("scp", up, f"{web}:/scratch/scp.bin"),
+                           capture_output=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.ssh("sha256sum /scratch/scp.bin", user=self.web["id"])
+        self.assertEqual(r.stdout.decode().split()[0], hashlib.sha256(data).hexdigest())
 
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""

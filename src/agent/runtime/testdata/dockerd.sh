@@ -21,8 +21,11 @@
 #   dockerd.sh start DIR                 start dockerd under DIR; prints DIR/docker.sock
 #   dockerd.sh stop DIR                  stop it, unmount what is left, remove DIR and the
 #                                        network namespace
-#   dockerd.sh import-busybox DIR REF    import an image REF made of the host's static
-#                                        busybox (no registry involved)
+#   dockerd.sh import-busybox DIR REF [FILE...]
+#                                        import an image REF made of the host's static
+#                                        busybox (no registry involved), and of the host's
+#                                        FILEs (programs) at their paths with the shared
+#                                        libraries they load
 #
 # Needs root, /usr/sbin/dockerd (or $DOCKERD), the docker CLI, ip (iproute2), nsenter and
 # iptables. Exits non-zero with the reason on stderr when the engine cannot start.
@@ -36,7 +39,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 start DIR | stop DIR | import-busybox DIR REF" >&2
+  echo "usage: $0 start DIR | stop DIR | import-busybox DIR REF [FILE...]" >&2
   exit 2
 }
 
@@ -156,6 +159,7 @@ stop() {
 
 import_busybox() {
   local ref=$1
+  shift
   local busybox=${BUSYBOX:-/bin/busybox}
   [[ -x $busybox ]] || die "$busybox not found (install busybox-static)"
   if ldd "$busybox" >/dev/null 2>&1; then
@@ -168,6 +172,16 @@ import_busybox() {
   local applet
   for applet in $("$busybox" --list); do
     [[ $applet == busybox ]] || ln -sf busybox "$root/bin/$applet"
+  done
+  local file lib
+  for file in "$@"; do
+    [[ -x $file ]] || die "$file not found"
+    mkdir -p "$root$(dirname "$file")"
+    cp "$file" "$root$file"
+    for lib in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*' || true); do
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
   done
   echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
   echo 'root:x:0:' >"$root/etc/group"
@@ -182,8 +196,9 @@ case $cmd in
   start) start ;;
   stop) stop ;;
   import-busybox)
-    [[ $# -eq 3 ]] || usage
-    import_busybox "$3"
+    [[ $# -ge 3 ]] || usage
+    shift 2
+    import_busybox "$@"
     ;;
   *) usage ;;
 esac
