@@ -84,7 +84,7 @@ const PASSWORD = "correct-horse-battery";
 
 // The workload image of the rentals test, imported into its private dockerd.
 const BUSYBOX_REF = "gpunex-test/busybox:1";
-// A rental's command, one argument per line (the Command field's form): prints its
+// A rental's command (typed as `/bin/sh -c 'SCRIPT'` in the Command field): prints its
 // environment, then a step a second; on SIGTERM (Stop) says so and ends at once.
 // It also serves a page on its declared HTTP port 8080 (busybox httpd, in /scratch: the
 // root file system is read-only).
@@ -96,6 +96,11 @@ const TRAINER_SCRIPT =
   "i=0; while :; do i=$((i+1)); echo step $i; sleep 1 & wait $!; done";
 // A job's: runs until stopped.
 const RENDER_SCRIPT = "trap 'exit 0' TERM; echo rendering; sleep 3600 & wait";
+
+// `text` as one shell word in single quotes (what a user types in the Command field).
+function shellQuote(text) {
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
 
 let server;
 let browser;
@@ -2545,10 +2550,14 @@ describe("dashboard", () => {
           await form.getByLabel("GPUs").locator("option").allTextContents(),
           ["1", "2"],
         );
-        await form.getByLabel("Image").fill(BUSYBOX_REF);
+        // No image yet, and a quote left open: reported with the rest, at once.
         await form
           .getByLabel("Command (optional)")
-          .fill(`/bin/sh\n-c\n${TRAINER_SCRIPT}`);
+          .fill(`/bin/sh -c 'echo unfinished`);
+        await form
+          .locator(".command-preview")
+          .getByText("The command has a ' (single quote) that is not closed.")
+          .waitFor();
         await form
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nnot a variable");
@@ -2567,6 +2576,15 @@ describe("dashboard", () => {
         const envError = form.locator('.field-error[data-path="env"]');
         await envError.waitFor();
         assert.match(
+          await form.locator('.field-error[data-path="image"]').textContent(),
+          /is required/,
+        );
+        assert.match(
+          await form.locator('.field-error[data-path="command"]').textContent(),
+          /single quote\) that is not closed/,
+        );
+        await shoot(c, "83a-rent-form-every-error");
+        assert.match(
           await envError.textContent(),
           /^line 2 must be NAME=value/,
         );
@@ -2584,6 +2602,16 @@ describe("dashboard", () => {
           keys.length,
           0,
           "nothing is sent while a field is wrong here",
+        );
+        await form.getByLabel("Image").fill(BUSYBOX_REF);
+        await form
+          .getByLabel("Command (optional)")
+          .fill(`/bin/sh -c ${shellQuote(TRAINER_SCRIPT)}`);
+        // What will run, argument by argument, before it runs.
+        await form.locator(".command-preview ol.argv").waitFor();
+        assert.deepEqual(
+          await form.locator(".command-preview ol.argv li").allTextContents(),
+          ["/bin/sh", "-c", TRAINER_SCRIPT],
         );
         await form
           .getByLabel("Environment variables (optional)")
@@ -2666,6 +2694,11 @@ describe("dashboard", () => {
           "-c",
           TRAINER_SCRIPT,
         ]);
+        // The rental page shows exactly that argument list.
+        assert.deepEqual(
+          await c.locator("dd.command ol.argv li").allTextContents(),
+          ["/bin/sh", "-c", TRAINER_SCRIPT],
+        );
         assert.ok(
           container.Config.Env.includes("EPOCHS=3"),
           container.Config.Env.join(),
@@ -2799,7 +2832,9 @@ describe("dashboard", () => {
 
         // --- its SSH card: the commands with this gateway's port and the rental's id, the
         // host key GET /api/v1/access/ssh shows, and a word that the account has no key yet
-        const ssh = await (await fetch(`${server.base}/api/v1/access/ssh`)).json();
+        const ssh = await (
+          await fetch(`${server.base}/api/v1/access/ssh`)
+        ).json();
         assert.equal(ssh.enabled, true);
         const sshCard = c.locator(".rental-ssh");
         await sshCard.locator(".ssh-no-key").waitFor();
@@ -2807,7 +2842,9 @@ describe("dashboard", () => {
           await sshCard.locator(".ssh-no-key").textContent(),
           /add your public key on the Account page/,
         );
-        const commands = await sshCard.locator(".ssh-commands code").allTextContents();
+        const commands = await sshCard
+          .locator(".ssh-commands code")
+          .allTextContents();
         assert.equal(commands[0], `ssh -p ${ssh.port} ${rid}@${ssh.host}`);
         assert.ok(
           commands.includes(
@@ -2975,7 +3012,7 @@ describe("dashboard", () => {
         await c.getByLabel("Image").fill(BUSYBOX_REF);
         await c
           .getByLabel("Command (optional)")
-          .fill(`/bin/sh\n-c\n${RENDER_SCRIPT}`);
+          .fill(`/bin/sh -c ${shellQuote(RENDER_SCRIPT)}`);
         await c.getByLabel("Place within").fill("10 s");
         await c.getByText("More requirements").click();
         await c.getByLabel("Region").fill("us-east");

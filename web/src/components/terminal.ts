@@ -11,7 +11,17 @@ import * as api from "../api";
 import { button, h, replace } from "../dom";
 
 const kProtocol = "v5.channel.k8s.io";
-const kShell = ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi"];
+// bash where the image has it, else sh, in a terminal of the screen's size from its first
+// instant (the engine starts a command before it can be told the size; the resize
+// messages follow the screen afterwards).
+function shellCommand(columns: number, rows: number): string[] {
+  return [
+    "/bin/sh",
+    "-c",
+    `stty rows ${rows} cols ${columns} 2>/dev/null; ` +
+      "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi",
+  ];
+}
 
 const enum Channel {
   Stdin = 0,
@@ -54,10 +64,10 @@ function adoptXtermStyles(): void {
 }
 
 // The exec WebSocket's URL, on this dashboard's own host.
-function execUrl(rentalId: string): string {
+function execUrl(rentalId: string, columns: number, rows: number): string {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
   const q = new URLSearchParams();
-  for (const arg of kShell) q.append("command", arg);
+  for (const arg of shellCommand(columns, rows)) q.append("command", arg);
   q.set("tty", "true");
   return `${scheme}//${location.host}/api/v1/rentals/${encodeURIComponent(rentalId)}/exec?${q}`;
 }
@@ -165,7 +175,7 @@ export function terminalSection(rental: api.Rental): HTMLElement | null {
     fit?.fit();
     term.reset();
     replace(status, "Connecting…");
-    const ws = new WebSocket(execUrl(rental.id), [kProtocol]);
+    const ws = new WebSocket(execUrl(rental.id, term.cols, term.rows), [kProtocol]);
     ws.binaryType = "arraybuffer";
     socket = ws;
     let ended = false;

@@ -3,7 +3,7 @@
 // here (an environment line that is not NAME=value, an amount that is not one) is
 // reported under the API's field names, next to the same inputs as the API's own errors.
 import * as api from "../api";
-import { field, h } from "../dom";
+import { field, h, replace } from "../dom";
 import { StatusSlot } from "../errors";
 import { parseUsdc } from "../money";
 
@@ -19,16 +19,76 @@ export interface WorkloadBody {
 
 export type Read<T> = { ok: true; body: T } | { ok: false; errors: Record<string, string> };
 
-// One line splits on whitespace ("python train.py --epochs 3"); several lines are one
-// argument each, so that an argument may hold spaces.
-export function parseCommand(text: string): string[] {
-  if (text.includes("\n")) {
-    return text
-      .split("\n")
-      .map((l) => l.trim())
-      .filter(Boolean);
+// The words of a command line as a POSIX shell splits them, with nothing expanded:
+// blanks (newlines too) separate words; '...' keeps everything inside; "..." keeps
+// everything but \" \\ \$ \` and a backslash-newline; a backslash outside quotes keeps
+// the next character. So `sh -c 'while true; do date; sleep 5; done'` is three arguments.
+export function splitWords(text: string): { ok: true; args: string[] } | { ok: false; error: string } {
+  const args: string[] = [];
+  let word = "";
+  let inWord = false;
+  for (let i = 0; i < text.length;) {
+    const c = text[i];
+    if (c === "'") {
+      const end = text.indexOf("'", i + 1);
+      if (end < 0) return { ok: false, error: "has a ' (single quote) that is not closed" };
+      word += text.slice(i + 1, end);
+      inWord = true;
+      i = end + 1;
+    } else if (c === '"') {
+      inWord = true;
+      let closed = false;
+      for (i++; i < text.length;) {
+        const d = text[i];
+        if (d === '"') {
+          closed = true;
+          i++;
+          break;
+        }
+        if (d === "\\" && i + 1 < text.length && '"\\$`\n'.includes(text[i + 1])) {
+          if (text[i + 1] !== "\n") word += text[i + 1];
+          i += 2;
+          continue;
+        }
+        word += d;
+        i++;
+      }
+      if (!closed) return { ok: false, error: 'has a " (double quote) that is not closed' };
+    } else if (c === "\\") {
+      if (i + 1 >= text.length) return { ok: false, error: "ends with a \\ that escapes nothing" };
+      if (text[i + 1] !== "\n") {
+        word += text[i + 1];
+        inWord = true;
+      }
+      i += 2;
+    } else if (/\s/.test(c)) {
+      if (inWord) args.push(word);
+      word = "";
+      inWord = false;
+      i++;
+    } else {
+      word += c;
+      inWord = true;
+      i++;
+    }
   }
-  return text.split(/\s+/).filter(Boolean);
+  if (inWord) args.push(word);
+  return { ok: true, args };
+}
+
+// `args` as a shell command line that splitWords reads back as the same arguments.
+export function quoteWords(args: string[]): string {
+  return args.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`)).join(" ");
+}
+
+// The arguments of a command, each in a box of its own, so that one holding spaces reads
+// as one.
+export function argvList(args: string[]): HTMLElement {
+  return h(
+    "ol",
+    { class: "argv", "aria-label": `${args.length} argument${args.length === 1 ? "" : "s"}` },
+    args.map((a) => h("li", null, h("code", null, a === "" ? "''" : a))),
+  );
 }
 
 const kEnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -105,6 +165,15 @@ export function workloadFields(opts: { privateImage?: boolean } = {}): WorkloadF
     placeholder: "e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
   });
   const command = h("textarea", { rows: 2, spellcheck: false, maxlength: 16384, class: "mono" });
+  // What will run, argument by argument, as it is typed.
+  const commandPreview = h("div", { class: "command-preview small", "aria-live": "polite" });
+  const preview = () => {
+    if (!command.value.trim()) return replace(commandPreview);
+    const words = splitWords(command.value);
+    if (!words.ok) return replace(commandPreview, h("span", { class: "muted" }, `The command ${words.error}.`));
+    replace(commandPreview, h("span", { class: "muted" }, "Runs: "), argvList(words.args));
+  };
+  command.addEventListener("input", preview);
   const env = h("textarea", { rows: 3, spellcheck: false, maxlength: 65536, class: "mono" });
   env.placeholder = "EPOCHS=3\nWANDB_MODE=offline";
   const ports = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 512, class: "mono" });
@@ -123,8 +192,9 @@ export function workloadFields(opts: { privateImage?: boolean } = {}): WorkloadF
     }),
     field("Command (optional)", command, {
       field: "command",
-      hint: "Words separated by spaces, or one argument per line. Empty: the image's own command.",
+      hint: "Split into arguments as a shell splits words (nothing is expanded): quote an argument with spaces, e.g. sh -c 'while true; do date; sleep 5; done'. Empty: the image's own command.",
     }),
+    commandPreview,
     field("Environment variables (optional)", env, { field: "env", hint: "One NAME=value per line." }),
     field("Ports (optional)", ports, {
       field: "ports",
@@ -177,8 +247,10 @@ export function workloadFields(opts: { privateImage?: boolean } = {}): WorkloadF
     read() {
       const errors: Record<string, string> = {};
       const body: WorkloadBody = { image: image.value.trim() };
-      const cmd = parseCommand(command.value);
-      if (cmd.length) body.command = cmd;
+      if (!body.image) errors.image = "is required: a container image such as ubuntu:24.04";
+      const words = splitWords(command.value);
+      if (!words.ok) errors.command = words.error;
+      else if (words.args.length) body.command = words.args;
       const e = parseEnv(env.value);
       if (!e.ok) errors.env = e.error;
       else if (Object.keys(e.env).length) body.env = e.env;

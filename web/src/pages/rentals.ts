@@ -16,6 +16,7 @@ import {
   rentalStateBadge,
 } from "../components/rental";
 import { filesSection } from "../components/files";
+import { argvList } from "../components/workload";
 import { portsSection } from "../components/ports";
 import { sshSection } from "../components/ssh";
 import { terminalSection } from "../components/terminal";
@@ -218,10 +219,9 @@ function limitsText(r: api.Rental): string | null {
   return parts.length ? parts.join(", ") : "None";
 }
 
-function commandText(r: api.Rental): string {
-  return r.command?.length
-    ? r.command.map((a) => (/\s/.test(a) || a === "" ? JSON.stringify(a) : a)).join(" ")
-    : "The image's own command";
+// The argument list that runs, each argument apart.
+function commandView(r: api.Rental): Node {
+  return r.command?.length ? argvList(r.command) : document.createTextNode("The image's own command");
 }
 
 export async function rentalPage(v: View): Promise<void> {
@@ -429,7 +429,7 @@ export async function rentalPage(v: View): Promise<void> {
       h("h2", { id: "workload-title" }, "Workload"),
       facts([
         ["Image", h("code", null, rental.image)],
-        ["Command", h("code", null, commandText(rental))],
+        ["Command", commandView(rental), "command"],
         ["Location", [rental.country, rental.region].filter(Boolean).join(" · ") || "—"],
         ["Machine", providerView || hasRole("admin") ? rental.machine_id : null, "mono"],
       ]),
