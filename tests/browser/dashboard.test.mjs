@@ -199,7 +199,7 @@ async function fillEntry(page, i, e) {
     await win.getByLabel("Until").fill(e.schedule.end);
   }
   await entry.getByLabel("City").fill(e.city);
-  await entry.getByLabel("Country").fill(e.country);
+  await entry.getByLabel("Country").selectOption(e.country);
   await entry.getByLabel("Data-center region (optional)").fill(e.region ?? "");
 }
 
@@ -2721,6 +2721,31 @@ describe("dashboard", () => {
           await c.locator(".rental-cost dd.charged").textContent(),
           /^0\.\d+ USDC$/,
         );
+        // The cost moves by the second between meter ticks: with the rental's answer held
+        // still (the meter's figures frozen), the page still counts up.
+        const frozen = await c.evaluate(
+          async (id) => (await fetch(`/api/v1/rentals/${id}`)).text(),
+          rid,
+        );
+        await c.route(`**/api/v1/rentals/${rid}`, (route) =>
+          route.request().method() === "GET"
+            ? route.fulfill({ contentType: "application/json", body: frozen })
+            : route.continue(),
+        );
+        const billedText = () =>
+          c.locator(".rental-cost dd.billed").textContent();
+        const chargedText = () =>
+          c.locator(".rental-cost dd.charged").textContent();
+        const billedNow = await billedText();
+        const chargedNow = await chargedText();
+        await until(
+          async () =>
+            (await billedText()) !== billedNow &&
+            (await chargedText()) !== chargedNow,
+          5000,
+          "the billed time and cost to move while the meter's figures stand still",
+        );
+        await c.unroute(`**/api/v1/rentals/${rid}`);
         await shoot(c, "84-rental-running");
 
         // --- its ports: the HTTP one opens the container's page in a new tab (an access
@@ -3057,6 +3082,35 @@ describe("dashboard", () => {
         await c
           .locator(".rental-status dd .rental-state[data-state=ended]")
           .waitFor({ timeout: 30000 });
+
+        // --- the job stays "placed"; the list and its page say its rental ended, and how
+        await nav(c, "Jobs").click();
+        await heading(c, "Jobs");
+        const placedJob = c.locator("table.jobs tbody tr").first();
+        await placedJob
+          .locator(".job-rental .rental-state[data-state=ended]")
+          .waitFor({ timeout: 15000 });
+        await placedJob.locator("a.job-link").click();
+        await heading(c, "Job: NVIDIA L4 × 1");
+        await c
+          .locator(".job-state-card .job-state[data-state=placed]")
+          .waitFor();
+        await c
+          .locator(
+            ".job-state-card .job-rental .rental-state[data-state=ended]",
+          )
+          .waitFor();
+        assert.match(
+          await c.locator(".job-state-card dd.rental-detail").textContent(),
+          /stop/i,
+        );
+        assert.deepEqual(
+          await c
+            .locator(".job-ask-card dd.command ol.argv li")
+            .allTextContents(),
+          ["/bin/sh", "-c", RENDER_SCRIPT],
+        );
+        await shoot(c, "89b-job-page");
 
         // The ledger still balances.
         await a.getByRole("button", { name: "Check again" }).click();

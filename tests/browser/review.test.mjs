@@ -163,7 +163,21 @@ describe("review flow", () => {
         await win.getByLabel("From").fill("09:00");
         await win.getByLabel("Until").fill("18:00");
         await entry.getByLabel("City").fill("Milan");
-        await entry.getByLabel("Country").fill("IT");
+        // A picker by name: what is shown is the country, what is sent its code.
+        await entry.getByLabel("Country").selectOption("IT");
+        assert.equal(
+          await entry
+            .getByLabel("Country")
+            .evaluate((s) => s.selectedOptions[0].textContent),
+          "Italy (IT)",
+        );
+        assert.equal(
+          await entry
+            .getByLabel("Country")
+            .locator("option[value=DE]")
+            .textContent(),
+          "Germany (DE)",
+        );
         await p.getByLabel("The machines are protected by a UPS").check();
         await p.getByLabel("Commitment period").selectOption("12");
         await p.getByRole("button", { name: "Submit application" }).click();

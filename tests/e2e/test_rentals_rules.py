@@ -130,6 +130,18 @@ class RentalsRulesMixin:
         rental = fay.c.get(f"{RENTALS}/{placed['rental_id']}")
         self.assertStatus(rental, 200)
         self.assertEqual(rental.body["job_id"], job)
+        # The job says where its rental stands (its own state stays "placed").
+        self.assertEqual(placed["rental_state"], rental.body["state"], placed)
+        self.assertIsNone(placed["rental_end_reason"])
+        stopped = fay.c.post(f"{RENTALS}/{placed['rental_id']}/stop", {})
+        self.assertStatus(stopped, 200)
+        after = self.job_state(fay, job)
+        self.assertEqual(after["state"], "placed", after)
+        self.assertIn(after["rental_state"], ("ending", "ended"), after)
+        self.assertEqual(after["rental_end_reason"], "stopped", after)
+        self.assertEqual(after["rental_detail"], "stopped by the customer", after)
+        listed = [j for j in fay.c.get(f"{API}/jobs").body["items"] if j["id"] == job]
+        self.assertEqual(listed[0]["rental_end_reason"], "stopped", listed)
         self.assertEqual(self.q("SELECT COUNT(*) FROM jobs WHERE state = 'queued'")[0][0],
                          FLOODERS * BOUND)
 

@@ -800,6 +800,11 @@ export interface Job {
   id: string;
   state: JobState;
   rental_id: string | null;
+  // Where the rental it placed stands ("placed" stays the job's own state).
+  rental_state?: RentalState | null;
+  rental_end_reason?: string | null;
+  rental_exit_code?: number | null;
+  rental_detail?: string | null;
   offer_id: string | null;
   created_at: string;
   deadline_at: string | null;
@@ -813,6 +818,12 @@ export interface Job {
   command?: string[];
   region?: string | null;
   country?: string | null;
+  min_reliability?: number | null;
+  min_performance?: number | null;
+  min_vram_gb?: number | null;
+  max_duration_s?: number | null;
+  max_cost_micro?: number | null;
+  ended_at?: string | null;
 }
 
 export interface LedgerMismatch {

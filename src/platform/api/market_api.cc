@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "common/ascii.h"
 #include "platform/api/api.h"
 #include "platform/http/rate_limit.h"
 
@@ -219,10 +220,12 @@ StatusOr<SearchRequest> ParseSearch(const http::Request& req, const ApiContext& 
     }
   }
   if (auto v = r.Text("region")) {
-    if (!IsSlug(*v, 64)) {
+    // Regions are kept in lower case: "EU-South" finds eu-south.
+    const std::string region = AsciiLower(*v);
+    if (!IsSlug(region, 64)) {
       r.Fail("region", "must be a region name such as eu-south (a-z, 0-9, -; at most 64)");
     } else {
-      q.region = *v;
+      q.region = region;
     }
   }
   if (auto v = r.Text("tier")) {

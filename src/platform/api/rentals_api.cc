@@ -250,6 +250,15 @@ json::object JobJson(const rentals::Job& j) {
       {"id", j.id},
       {"state", Name(j.state)},
       {"rental_id", j.rental_id.empty() ? json::value(nullptr) : json::value(j.rental_id)},
+      // Where its rental stands: "placed" stays the job's state while it runs and after.
+      {"rental_state", j.rental ? json::value(rentals::kRentalStateNames.Name(j.rental->state))
+                                : json::value(nullptr)},
+      {"rental_end_reason", j.rental && j.rental->end_reason
+                                ? json::value(rentals::kEndReasonNames.Name(*j.rental->end_reason))
+                                : json::value(nullptr)},
+      {"rental_exit_code",
+       j.rental && j.rental->exit_code ? json::value(*j.rental->exit_code) : json::value(nullptr)},
+      {"rental_detail", j.rental ? json::value(j.rental->detail) : json::value(nullptr)},
       {"offer_id", j.offer_id.empty() ? json::value(nullptr) : json::value(j.offer_id)},
       {"detail", j.detail},
       {"gpu_models", std::move(models)},

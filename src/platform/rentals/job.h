@@ -13,6 +13,7 @@
 #include "common/money.h"
 #include "common/time.h"
 #include "platform/fleet/container.h"
+#include "platform/rentals/rental.h"
 
 namespace gpunex::platform::rentals {
 
@@ -58,6 +59,16 @@ struct Job {
   std::optional<Timestamp> placed_at;
   std::optional<Timestamp> ended_at;
   Timestamp updated_at;
+
+  // Where the rental it placed stands (read with the job, not stored with it): a placed
+  // job's own state stays "placed" while its rental runs and after it ends.
+  struct PlacedRental {
+    RentalState state = RentalState::kPending;
+    std::optional<EndReason> end_reason;
+    std::optional<int64_t> exit_code;
+    std::string detail;
+  };
+  std::optional<PlacedRental> rental;
 };
 
 }  // namespace gpunex::platform::rentals

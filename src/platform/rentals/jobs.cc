@@ -187,10 +187,35 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   return answer.get();
 }
 
+namespace {
+
+// Fills in where the rentals `jobs` placed stand, in the caller's transaction.
+Status AddPlacedRentals(store::Tx& tx, std::vector<Job*> jobs) {
+  std::vector<std::string> ids;
+  for (const Job* j : jobs) {
+    if (!j->rental_id.empty()) ids.push_back(j->rental_id);
+  }
+  if (ids.empty()) return Status::Ok();
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> rentals, FindRentals(tx, ids));
+  for (Job* j : jobs) {
+    for (const Rental& r : rentals) {
+      if (r.id != j->rental_id) continue;
+      j->rental = Job::PlacedRental{.state = r.state,
+                                    .end_reason = r.end_reason,
+                                    .exit_code = r.exit_code,
+                                    .detail = r.detail};
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Job> Jobs::Get(const accounts::Principal& p, const std::string& id) {
   std::optional<Job> j;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(j, RentalsStore(tx).FindJob(id));
+    if (j) GPUNEX_RETURN_IF_ERROR(AddPlacedRentals(tx, {&*j}));
     return Status::Ok();
   }));
   if (!j || (!p.IsAdmin() && j->customer_id != p.user.id)) return NotFound("no such job");
@@ -201,7 +226,9 @@ StatusOr<Page<Job>> Jobs::List(const accounts::Principal& p, const PageRequest& 
   Page<Job> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     GPUNEX_ASSIGN_OR_RETURN(out, RentalsStore(tx).ListJobs(p.IsAdmin() ? "" : p.user.id, page));
-    return Status::Ok();
+    std::vector<Job*> jobs;
+    for (Job& j : out.items) jobs.push_back(&j);
+    return AddPlacedRentals(tx, jobs);
   }));
   return out;
 }

@@ -2,6 +2,7 @@
 // removed, infrastructure. Inputs carry the API's field paths in data-field
 // ("gpus[1].location.country") so that the API's field errors land next to them.
 import * as api from "../api";
+import { countries } from "../countries";
 import { append, button, field, h, uid } from "../dom";
 import { unreadableNumbers } from "../errors";
 import { ScheduleEditor } from "./schedule";
@@ -49,7 +50,7 @@ class GpuEntryEditor {
   private readonly schedule: ScheduleEditor;
   private readonly locGroup: HTMLFieldSetElement;
   private readonly city: HTMLInputElement;
-  private readonly country: HTMLInputElement;
+  private readonly country: HTMLSelectElement;
   private readonly region: HTMLInputElement;
   private readonly removeBtn: HTMLButtonElement;
 
@@ -102,12 +103,20 @@ class GpuEntryEditor {
     );
 
     this.city = text(g.location?.city, { maxlength: 100, autocomplete: "address-level2" });
-    this.country = text(g.location?.country, {
-      maxlength: 2,
-      autocomplete: "country",
-      autocapitalize: "characters",
-      class: "short",
-    });
+    // A picker by name: a code typed by hand was cut to two letters ("Germany" became
+    // "GE", Georgia). A saved code that is no country stays, to be replaced.
+    const saved = g.location?.country ?? "";
+    const listed = countries();
+    this.country = h(
+      "select",
+      { autocomplete: "country" },
+      h("option", { value: "" }, "Choose a country"),
+      saved && !listed.some((c) => c.code === saved)
+        ? h("option", { value: saved }, `${saved} (not a country code)`)
+        : null,
+      listed.map((c) => h("option", { value: c.code }, `${c.name} (${c.code})`)),
+    );
+    this.country.value = saved;
     this.region = text(g.location?.region, { maxlength: 64, autocomplete: "off" });
     this.locGroup = h(
       "fieldset",
@@ -117,7 +126,7 @@ class GpuEntryEditor {
         "div",
         { class: "row" },
         field("City", this.city),
-        field("Country", this.country, { hint: "Two-letter code: IT, US, DE…" }),
+        field("Country", this.country),
         field("Data-center region (optional)", this.region, { hint: "e.g. eu-south" }),
       ),
     );
@@ -188,7 +197,7 @@ class GpuEntryEditor {
       availability: this.scheduled.checked ? this.schedule.value() : { kind: "always" },
       location: {
         city: strOrNull(this.city),
-        country: strOrNull(this.country)?.toUpperCase() ?? null,
+        country: this.country.value || null,
         region: strOrNull(this.region)?.toLowerCase() ?? null,
       },
     };

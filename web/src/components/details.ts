@@ -13,6 +13,18 @@ function dl(rows: Array<[string, string | Node | null | undefined]>): HTMLDListE
   );
 }
 
+// Label and value rows, those without a value left out; a row's third element is its
+// value's class.
+export function facts(rows: Array<[string, string | Node | null | undefined, string?]>): HTMLDListElement {
+  return h(
+    "dl",
+    { class: "facts" },
+    rows
+      .filter(([, value]) => value !== null && value !== undefined && value !== "")
+      .map(([k, value, cls]) => [h("dt", null, k), h("dd", { class: cls ?? null }, value)]),
+  );
+}
+
 function modelText(g: api.GpuEntry, models: Map<string, api.GpuModel>): Node {
   if (g.model === "other") {
     return h(

@@ -1,16 +1,19 @@
 // Jobs: a request for GPUs that the platform places on the best offer that matches, now
 // or as soon as one frees up before its deadline, by renting it for the customer.
-// #/jobs lists them (state, and the rental once placed; a queued job can be cancelled),
-// #/jobs/new submits one (POST /jobs with an Idempotency-Key).
+// #/jobs lists them (state, and the rental once placed with where it stands; a queued job
+// can be cancelled), #/jobs/{id} shows one, #/jobs/new submits one (POST /jobs with an
+// Idempotency-Key).
 import * as api from "../api";
 import { flash, navigate, pageHeader, takeFlash, type View } from "../app";
 import { gpuModels } from "../catalog";
 import { modelLabel } from "../components/appform";
 import { pageThrough } from "../components/paging";
-import { IdempotentSubmit, parseDuration, showLocalErrors, workloadFields } from "../components/workload";
+import { rentalStateBadge } from "../components/rental";
+import { facts } from "../components/details";
+import { argvList, IdempotentSubmit, parseDuration, showLocalErrors, workloadFields } from "../components/workload";
 import { append, busy, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, noticeBanner, StatusSlot } from "../errors";
-import { when } from "../format";
+import { duration, when } from "../format";
 import { parseUsdc, perHour, usdc } from "../money";
 
 const kPollMs = 3000;
@@ -33,6 +36,25 @@ function jobModels(j: api.Job, names: Map<string, string>): string {
   return ids.map((id) => names.get(id) ?? id).join(" or ") || "Any model";
 }
 
+// Whether the job may still change: queued, or placed with its rental not ended.
+function jobMoves(j: api.Job): boolean {
+  return j.state === "queued" || (j.state === "placed" && !!j.rental_state && j.rental_state !== "ended");
+}
+
+// A placed job's rental as it stands: "Rental running", "Rental ended · exit code 3".
+function placedRental(j: api.Job): HTMLElement | null {
+  if (!j.rental_state) return null;
+  const end =
+    j.rental_state === "ended"
+      ? j.rental_exit_code !== null && j.rental_exit_code !== undefined
+        ? ` · exit code ${j.rental_exit_code}`
+        : j.rental_end_reason
+          ? ` · ${j.rental_end_reason.replace(/_/g, " ")}`
+          : ""
+      : "";
+  return h("div", { class: "small job-rental" }, "Rental ", rentalStateBadge(j.rental_state), end);
+}
+
 function jobRow(j: api.Job, names: Map<string, string>, cancel: (j: api.Job, cell: HTMLElement) => void): HTMLElement {
   const action = h("td", { class: "row-action" });
   if (j.state === "queued") {
@@ -48,7 +70,7 @@ function jobRow(j: api.Job, names: Map<string, string>, cancel: (j: api.Job, cel
     h(
       "td",
       { "data-label": "Job" },
-      h("div", null, `${jobModels(j, names)} × ${j.gpus}`),
+      h("a", { href: `#/jobs/${encodeURIComponent(j.id)}`, class: "job-link" }, `${jobModels(j, names)} × ${j.gpus}`),
       h("div", { class: "small muted mono" }, j.id),
     ),
     h("td", { "data-label": "Max. price", class: "num" }, `${perHour(j.max_price_micro)} per GPU`),
@@ -59,6 +81,7 @@ function jobRow(j: api.Job, names: Map<string, string>, cancel: (j: api.Job, cel
       jobStateBadge(j.state),
       // Why it was not placed; a placed job's rental says the rest.
       j.detail && j.state !== "placed" ? h("div", { class: "small muted job-detail" }, j.detail) : null,
+      placedRental(j),
     ),
     h(
       "td",
@@ -141,9 +164,13 @@ export async function jobsPage(v: View): Promise<void> {
     replace(cell, h("span", { class: "confirm" }, yes, no));
     yes.focus();
   };
+  // The jobs shown that may still change (jobMoves), which the poll below follows.
+  const moving = new Set<string>();
   const show = (items: api.Job[], atTop: boolean) => {
     const fresh: HTMLElement[] = [];
     for (const j of items) {
+      if (jobMoves(j)) moving.add(j.id);
+      else moving.delete(j.id);
       const row = jobRow(j, names, cancel);
       const old = rows.get(j.id);
       if (old) {
@@ -175,9 +202,10 @@ export async function jobsPage(v: View): Promise<void> {
     "Could not load your jobs",
     "Could not load more jobs",
   );
-  // Queued jobs are placed, or give up, meanwhile: the first page follows them.
+  // Queued jobs are placed, or give up, and placed jobs' rentals run and end, meanwhile:
+  // the first page follows them.
   v.every(kPollMs, async () => {
-    if (![...rows.values()].some((r) => r.querySelector('[data-state="queued"]'))) return;
+    if (moving.size === 0) return;
     try {
       const page = await api.get<api.Page<api.Job>>(`/jobs?limit=${kPageSize}`, { signal: v.signal });
       show(page.items, true);
@@ -197,6 +225,103 @@ function optionalNumber(input: HTMLInputElement, errors: Record<string, string>,
     return undefined;
   }
   return n;
+}
+
+// #/jobs/{id}: one job, what it asked for, and the rental it placed as it stands.
+export async function jobPage(v: View): Promise<void> {
+  const slot = new StatusSlot();
+  const id = v.params.id;
+  const body = h("div", { class: "job-page" });
+  append(v.main, h("p", null, h("a", { href: "#/jobs" }, "← Jobs")), slot.el, body);
+  const names = new Map<string, string>();
+  try {
+    for (const m of await gpuModels(v.signal)) names.set(m.id, m.name);
+  } catch (e) {
+    if (isAbort(e)) return;
+  }
+  let job: api.Job;
+  const load = async () => {
+    job = await api.get<api.Job>(`/jobs/${encodeURIComponent(id)}`, { signal: v.signal });
+    const cancelCell = h("div", { class: "job-actions" });
+    if (job.state === "queued") {
+      cancelCell.append(
+        button(
+          "Cancel the job",
+          () =>
+            void api
+              .post<api.Job>(`/jobs/${encodeURIComponent(id)}/cancel`)
+              .then(() => load())
+              .catch((e) => slot.error(e, "The job was not cancelled")),
+          { kind: "danger" },
+        ),
+      );
+    }
+    const requirements = [
+      job.region ? `region ${job.region}` : "",
+      job.country ? `country ${job.country}` : "",
+      job.min_reliability ? `reliability ≥ ${job.min_reliability}` : "",
+      job.min_performance ? `performance ≥ ${job.min_performance}` : "",
+      job.min_vram_gb ? `VRAM ≥ ${job.min_vram_gb} GB` : "",
+    ].filter(Boolean);
+    replace(
+      body,
+      pageHeader(`Job: ${jobModels(job, names)} × ${job.gpus}`, h("span", { class: "mono small" }, job.id), cancelCell),
+      h(
+        "section",
+        { class: "card job-state-card", "aria-labelledby": "job-state-title" },
+        h("h2", { id: "job-state-title" }, "State"),
+        facts([
+          ["State", jobStateBadge(job.state), "state"],
+          ["Why", job.state !== "placed" ? job.detail : null, "detail"],
+          ["Submitted", when(job.created_at)],
+          ["Waits until", job.state === "queued" && job.deadline_at ? when(job.deadline_at) : null],
+          ["Placed", job.placed_at ? when(job.placed_at) : null],
+          [
+            "Rental",
+            job.rental_id
+              ? h(
+                  "span",
+                  { class: "job-rental-link" },
+                  h("a", { href: `#/rentals/${encodeURIComponent(job.rental_id)}` }, "Open the rental"),
+                  " ",
+                  placedRental(job),
+                )
+              : null,
+            "rental",
+          ],
+          ["How it ended", job.rental_state === "ended" ? job.rental_detail : null, "rental-detail"],
+        ]),
+      ),
+      h(
+        "section",
+        { class: "card job-ask-card", "aria-labelledby": "job-ask-title" },
+        h("h2", { id: "job-ask-title" }, "What it asked for"),
+        facts([
+          ["GPUs", `${jobModels(job, names)} × ${job.gpus}`],
+          ["Max. price", `${perHour(job.max_price_micro)} per GPU`],
+          ["Requirements", requirements.join(" · ")],
+          ["Image", h("code", null, job.image)],
+          ["Command", job.command?.length ? argvList(job.command) : "The image's own command", "command"],
+          ["Max. duration", job.max_duration_s ? duration(job.max_duration_s) : null],
+          ["Max. cost", job.max_cost_micro ? usdc(job.max_cost_micro) : null],
+        ]),
+      ),
+    );
+  };
+  try {
+    await load();
+  } catch (e) {
+    if (!isAbort(e)) slot.error(e, "Could not load the job");
+    return;
+  }
+  v.every(kPollMs, async () => {
+    if (!jobMoves(job)) return;
+    try {
+      await load();
+    } catch {
+      // the next round tries again
+    }
+  });
 }
 
 export async function newJobPage(v: View): Promise<void> {

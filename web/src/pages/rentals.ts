@@ -15,6 +15,7 @@ import {
   rateText,
   rentalStateBadge,
 } from "../components/rental";
+import { facts } from "../components/details";
 import { filesSection } from "../components/files";
 import { argvList } from "../components/workload";
 import { portsSection } from "../components/ports";
@@ -202,16 +203,6 @@ export async function rentalsPage(v: View): Promise<void> {
 
 // ---- one rental
 
-function facts(rows: Array<[string, string | Node | null | undefined, string?]>): HTMLDListElement {
-  return h(
-    "dl",
-    { class: "facts" },
-    rows
-      .filter(([, value]) => value !== null && value !== undefined && value !== "")
-      .map(([k, value, cls]) => [h("dt", null, k), h("dd", { class: cls ?? null }, value)]),
-  );
-}
-
 function limitsText(r: api.Rental): string | null {
   const parts = [];
   if (r.max_duration_s) parts.push(`at most ${duration(r.max_duration_s)}`);
@@ -222,6 +213,39 @@ function limitsText(r: api.Rental): string | null {
 // The argument list that runs, each argument apart.
 function commandView(r: api.Rental): Node {
   return r.command?.length ? argvList(r.command) : document.createTextNode("The image's own command");
+}
+
+// What a running rental has cost by `nowMs`: what was billed, plus what accrued since the
+// last meter tick at its rate (floor(rate × gpus × s / 3600), docs/billing.md), within its
+// own limits; an ended rental's figures as they are.
+export function liveCost(r: api.Rental, nowMs: number): { seconds: number; micro: number } {
+  if (r.state !== "running" || !r.running_at) return { seconds: r.billed_seconds, micro: r.charged_micro };
+  let seconds = Math.max(r.billed_seconds, Math.floor((nowMs - Date.parse(r.running_at)) / 1000));
+  if (r.max_duration_s) seconds = Math.min(seconds, r.max_duration_s);
+  let micro = Math.max(r.charged_micro, Math.floor((r.cost_per_hour_micro * seconds) / 3600));
+  if (r.max_cost_micro) micro = Math.min(micro, r.max_cost_micro);
+  return { seconds, micro };
+}
+
+// How long the rental runs on: the nearest of the balance's end (as of the last load, less
+// the time since), its max. duration and its max. cost.
+export function timeLeft(
+  r: api.Rental,
+  b: api.Balance,
+  now: { seconds: number; micro: number },
+  sinceLoadS: number,
+): string {
+  const ends: Array<[number, string]> = [];
+  if (b.seconds_left !== null) {
+    ends.push([b.seconds_left - sinceLoadS, ` at your balance of ${usdc(b.balance_micro)}`]);
+  }
+  if (r.max_duration_s) ends.push([r.max_duration_s - now.seconds, ", then it reaches its max. duration"]);
+  if (r.max_cost_micro && r.cost_per_hour_micro > 0) {
+    ends.push([((r.max_cost_micro - now.micro) * 3600) / r.cost_per_hour_micro, ", then it reaches its max. cost"]);
+  }
+  if (!ends.length) return `Balance ${usdc(b.balance_micro)}`;
+  const [seconds, why] = ends.reduce((a, e) => (e[0] < a[0] ? e : a));
+  return `${duration(Math.max(0, seconds))}${why}`;
 }
 
 export async function rentalPage(v: View): Promise<void> {
@@ -369,6 +393,36 @@ export async function rentalPage(v: View): Promise<void> {
   title.tabIndex = -1;
   replace(header, head);
 
+  // The cost part, again every second while the rental runs: what accrued since the last
+  // meter tick is added as it accrues, and the time left counts down.
+  let loadedAt = Date.now();
+  const renderCost = () => {
+    const active = isActive(rental);
+    const now = liveCost(rental, Date.now());
+    const showLeft = active && !providerView && balance;
+    const left = showLeft && balance ? timeLeft(rental, balance, now, (Date.now() - loadedAt) / 1000) : null;
+    replace(
+      cost,
+      h("h2", { id: "cost-title" }, "Cost"),
+      facts([
+        ["Rate", rateText(rental), "rate"],
+        ["Billed time", duration(now.seconds), "billed"],
+        [active ? "Cost so far" : "Total cost", usdc(now.micro), "charged"],
+        ["Refunded", rental.refunded_micro ? usdc(rental.refunded_micro) : null, "refunded"],
+        ["Limits", limitsText(rental)],
+        ["Time left", left, "time-left"],
+        ["Provider's share", providerView ? usdc(rental.provider_micro) : null],
+      ]),
+      showLeft && balance && balance.running_rentals > 1
+        ? h(
+            "p",
+            { class: "small muted" },
+            `Your balance pays for ${balance.running_rentals} running rentals at ${perHour(balance.running_cost_per_hour_micro)} together.`,
+          )
+        : null,
+    );
+  };
+
   const render = () => {
     replace(stateSlot, rentalStateBadge(rental.state));
     renderStop();
@@ -395,35 +449,7 @@ export async function rentalPage(v: View): Promise<void> {
         ["Customer", providerView ? h("span", { class: "pseudonym" }, rental.customer ?? "") : null],
       ]),
     );
-    const showLeft = active && !providerView && balance;
-    replace(
-      cost,
-      h("h2", { id: "cost-title" }, "Cost"),
-      facts([
-        ["Rate", rateText(rental), "rate"],
-        ["Billed time", duration(rental.billed_seconds), "billed"],
-        [active ? "Cost so far" : "Total cost", usdc(rental.charged_micro), "charged"],
-        ["Refunded", rental.refunded_micro ? usdc(rental.refunded_micro) : null, "refunded"],
-        ["Limits", limitsText(rental)],
-        [
-          "Time left",
-          showLeft && balance
-            ? balance.seconds_left === null
-              ? `Balance ${usdc(balance.balance_micro)}`
-              : `${duration(balance.seconds_left)} at your balance of ${usdc(balance.balance_micro)}`
-            : null,
-          "time-left",
-        ],
-        ["Provider's share", providerView ? usdc(rental.provider_micro) : null],
-      ]),
-      showLeft && balance && balance.running_rentals > 1
-        ? h(
-            "p",
-            { class: "small muted" },
-            `Your balance pays for ${balance.running_rentals} running rentals at ${perHour(balance.running_cost_per_hour_micro)} together.`,
-          )
-        : null,
-    );
+    renderCost();
     replace(
       workload,
       h("h2", { id: "workload-title" }, "Workload"),
@@ -497,6 +523,7 @@ export async function rentalPage(v: View): Promise<void> {
     ]);
     rental = r;
     balance = b;
+    loadedAt = Date.now();
     if (stopping && !isActive(rental)) {
       stopping = false;
       slot.ok(`The rental is stopped. It cost ${usdc(rental.charged_micro)} in all.`);
@@ -537,4 +564,7 @@ export async function rentalPage(v: View): Promise<void> {
   render();
   await tick();
   v.every(kDetailPollMs, tick);
+  v.every(1000, () => {
+    if (rental.state === "running") renderCost();
+  });
 }
