@@ -828,14 +828,9 @@ class AccessTest(ServerTestCase):
         self.assertEqual(status["status"], "Success", status)
         self.assertEqual(out[1].decode().split()[0], digest.hexdigest())
         # `tar c | exec tar x`: a tar goes in through stdin and comes out unpacked.
-        tar = io.BytesIO()
-        with tarfile.open(fileobj=tar, mode="w") as t:
-            data = b"through exec stdin\n"
-            info = tarfile.TarInfo("exec-in/note.txt")
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
+        tar = self.tar_of({"exec-in/note.txt": b"through exec stdin\n"})
         ws = self.exec_ws(["sh", "-c", "cd /tmp && tar x && cat exec-in/note.txt"])
-        ws.send_binary(b"\x00" + tar.getvalue())
+        ws.send_binary(b"\x00" + tar)
         ws.send_binary(b"\xff\x00")
         out, status = self.exec_output(ws)
         self.assertEqual((out[1], status["status"]), (b"through exec stdin\n", "Success"))
@@ -938,13 +933,8 @@ class AccessTest(ServerTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.decode().split()[0], hashlib.sha256(data).hexdigest())
         # `tar c | ssh tar x`, and back out the same way.
-        tar = io.BytesIO()
-        with tarfile.open(fileobj=tar, mode="w") as t:
-            note = b"through ssh\n"
-            info = tarfile.TarInfo("ssh-in/note.txt")
-            info.size = len(note)
-            t.addfile(info, io.BytesIO(note))
-        r = self.ssh("cd /tmp && tar x && cat ssh-in/note.txt", stdin=tar.getvalue())
+        tar = self.tar_of({"ssh-in/note.txt": b"through ssh\n"})
+        r = self.ssh("cd /tmp && tar x && cat ssh-in/note.txt", stdin=tar)
         self.assertEqual((r.returncode, r.stdout), (0, b"through ssh\n"), r.stderr)
 
     def test_ssh_with_a_pty_follows_the_window_size(self):
