@@ -3083,6 +3083,38 @@ describe("dashboard", () => {
           .locator(".rental-status dd .rental-state[data-state=ended]")
           .waitFor({ timeout: 30000 });
 
+        // --- a workload that exits by itself is not "ended by the customer": the page
+        // reads the same rental as if its container had exited with code 3
+        const exitedJson = await c.evaluate(
+          async (id) => (await fetch(`/api/v1/rentals/${id}`)).json(),
+          jobRental,
+        );
+        Object.assign(exitedJson, {
+          end_reason: "exited",
+          end_party: "customer",
+          exit_code: 3,
+          detail: "",
+        });
+        await c.route(`**/api/v1/rentals/${jobRental}`, (route) =>
+          route.request().method() === "GET"
+            ? route.fulfill({
+                contentType: "application/json",
+                body: JSON.stringify(exitedJson),
+              })
+            : route.continue(),
+        );
+        await c.reload();
+        await c.locator(".rental-status dd.end-reason").waitFor();
+        assert.equal(
+          await c.locator(".rental-status dd.end-reason").textContent(),
+          "The workload ended by itself (exit code 3)",
+        );
+        assert.equal(
+          await c.locator(".rental-status dd.end-party").textContent(),
+          "the workload itself",
+        );
+        await c.unroute(`**/api/v1/rentals/${jobRental}`);
+
         // --- the job stays "placed"; the list and its page say its rental ended, and how
         await nav(c, "Jobs").click();
         await heading(c, "Jobs");

@@ -79,6 +79,7 @@ class DataLink::Loop {
     bool mux_finished = false;           // the platform sends no more
     bool shut_wr = false;                // the socket was told so
     bool socket_eof = false;             // the socket sends no more (a FIN went out)
+    bool peer_gone = false;              // writing failed: the platform's bytes are dropped
   };
 
   Status Serve() {
@@ -192,12 +193,22 @@ class DataLink::Loop {
     // is full (POLLOUT wakes the loop then) or none wait (a frame's arrival wakes it).
     c.socket_full = false;
     for (std::string_view next; !(next = session_.Peek(id)).empty();) {
+      if (c.peer_gone) {
+        (void)session_.Consume(id, next.size(), now);
+        continue;
+      }
       const ssize_t n = send(c.fd, next.data(), next.size(), MSG_NOSIGNAL);
       if (n > 0) {
         (void)session_.Consume(id, static_cast<size_t>(n), now);
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         c.socket_full = true;
         break;
+      } else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+        // The far end closed while the platform still wrote (a command that ended
+        // before its stdin's end arrived): what it sent before closing is still to be
+        // read and passed on, so the stream ends when the socket's end is read, and the
+        // platform's bytes are dropped until then.
+        c.peer_gone = true;
       } else {
         session_.Reset(id, mux::Code::kUnreachable,
                        std::string("the port's connection failed: ") + std::strerror(errno));
@@ -205,7 +216,7 @@ class DataLink::Loop {
       }
     }
     // The platform's end of file, once every byte before it is in the socket.
-    if (!c.socket_full && c.mux_finished && !c.shut_wr) {
+    if (!c.socket_full && c.mux_finished && !c.shut_wr && !c.peer_gone) {
       shutdown(c.fd, SHUT_WR);
       c.shut_wr = true;
     }

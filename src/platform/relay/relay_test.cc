@@ -101,6 +101,18 @@ StatusOr<int> DialLoopback(uint16_t port) {
   return fd;
 }
 
+// A socket whose far end has written "goodbye" and closed already, reading nothing: an
+// exec whose command ended before the platform's last bytes for it arrived.
+StatusOr<int> SaysGoodbyeAndCloses() {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
+    return Internal("socketpair");
+  }
+  EXPECT_EQ(write(pair[1], "goodbye", 7), 7);
+  close(pair[1]);
+  return pair[0];
+}
+
 // Collects what a stream receives; reads as it comes unless paused.
 class TestSink final : public StreamSink {
  public:
@@ -229,6 +241,7 @@ class RelayTest : public ::testing::Test {
   void StartAgent() {
     link_ = std::make_unique<agent::DataLink>([this](const StreamTarget& t) -> StatusOr<int> {
       if (t.workload_id != kWorkload) return NotFound("no workload " + t.workload_id + " here");
+      if (t.port == 8) return SaysGoodbyeAndCloses();
       if (t.port != 7)
         return PermissionDenied("port " + std::to_string(t.port) + " is not declared");
       return DialLoopback(echo_.port());
@@ -301,6 +314,22 @@ TEST_F(RelayTest, BytesGoToThePortAndBackExactly) {
   EXPECT_EQ(f.streams, 0);
   EXPECT_EQ(f.bytes_to_agents, static_cast<int64_t>(data.size()));
   EXPECT_EQ(f.bytes_from_agents, static_cast<int64_t>(data.size()));
+}
+
+TEST_F(RelayTest, APortThatClosedFirstStillDeliversWhatItSaidBefore) {
+  StartAgent();
+  for (int round = 0; round < 20; ++round) {
+    auto sink = std::make_shared<TestSink>();
+    auto stream = OpenTo(sink, 8);
+    ASSERT_NE(stream, nullptr);
+    // The platform writes to a socket nobody reads any more: the agent's send fails
+    // (EPIPE), and the stream still ends with what the port wrote, cleanly.
+    ASSERT_TRUE(sink->WriteAll(std::string(256 << 10, 'x')));
+    ASSERT_TRUE(stream->Finish().ok());
+    ASSERT_TRUE(sink->WaitEnded());
+    EXPECT_TRUE(sink->end()->clean) << round << ": " << sink->end()->reason;
+    EXPECT_EQ(sink->got(), "goodbye") << round;
+  }
 }
 
 TEST_F(RelayTest, APortTheAgentRefusesEndsTheStreamWithItsReason) {

@@ -84,9 +84,15 @@ const kPartyNames: Record<api.EndParty, string> = {
 };
 
 // "Ended by the provider": the party the ending is put down to (it counts against a
-// provider's reliability only when it is the provider).
+// provider's reliability only when it is the provider). Ends on the customer's side that
+// nobody chose say what did it: a workload that exited is not "ended by the customer".
 export function endPartyText(r: api.Rental): string | null {
-  return r.end_party ? `Ended by ${kPartyNames[r.end_party] ?? r.end_party}` : null;
+  if (!r.end_party) return null;
+  if (r.end_party === "customer") {
+    if (r.end_reason === "exited" || r.end_reason === "out_of_memory") return "Ended by the workload itself";
+    if (r.end_reason === "max_duration" || r.end_reason === "max_cost") return "Ended by the rental's own limit";
+  }
+  return `Ended by ${kPartyNames[r.end_party] ?? r.end_party}`;
 }
 
 // The reason and the party, for one table cell.
