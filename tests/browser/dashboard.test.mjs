@@ -2397,6 +2397,12 @@ describe("dashboard", () => {
         );
         await balanceError.waitFor();
         assert.match(await balanceError.textContent(), /\S/);
+        // ... with the way to more funds beside it
+        const topUpLink = v
+          .locator(".balance-line .topup-hint")
+          .getByRole("link", { name: "Top up your balance" });
+        await topUpLink.waitFor();
+        assert.equal(await topUpLink.getAttribute("href"), "#/balance/top-up");
         await anon.context.close();
 
         // --- the admin credits Carla: an unknown user first, refused beside its field

@@ -8,7 +8,7 @@ import { append, busy, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { duration } from "../format";
 import { costOver, perHour, usdc } from "../money";
-import { IdempotentSubmit, showLocalErrors, workloadFields } from "./workload";
+import { IdempotentSubmit, showLocalErrors, TopUpHint, workloadFields } from "./workload";
 
 export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () => void): HTMLFormElement {
   const titleId = uid("rent");
@@ -23,11 +23,13 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
   const estimate = h("p", { class: "estimate", "aria-live": "polite" });
   // The API names "balance" when it does not cover an hour (or the maximum duration).
   const balanceText = h("div", { class: "balance-text" });
+  const topUp = new TopUpHint();
   const balanceLine = h(
     "fieldset",
     { class: "balance-line", "data-field": "balance" },
     h("legend", null, "Balance"),
     balanceText,
+    topUp.el,
   );
   let balance: api.Balance | null = null;
   const slot = new StatusSlot();
@@ -120,6 +122,7 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
           return;
         }
         slot.formError(form, e, "The rental was not started", "The rental was not started");
+        topUp.after(e);
         if (e instanceof api.ApiError && (e.status === 0 || e.status >= 500)) {
           append(
             slot.el,

@@ -278,6 +278,23 @@ export function workloadFields(opts: { privateImage?: boolean } = {}): WorkloadF
   };
 }
 
+// In a rent or job form's balance, under the API's error when the balance does not cover
+// the first hour: a link to top up.
+export class TopUpHint {
+  readonly el = h(
+    "p",
+    { class: "small topup-hint", hidden: true },
+    "Not enough? ",
+    h("a", { href: "#/balance/top-up" }, "Top up your balance"),
+    ", then try again.",
+  );
+
+  // After a submission: shown when `err` names the balance, hidden otherwise.
+  after(err: unknown): void {
+    this.el.hidden = !(err instanceof api.ApiError && "balance" in err.fields);
+  }
+}
+
 // Errors found before sending, shown as the API's are (beside their fields, listed in
 // `slot`).
 export function showLocalErrors(slot: StatusSlot, form: HTMLElement, errors: Record<string, string>, title: string) {

@@ -10,7 +10,14 @@ import { modelLabel } from "../components/appform";
 import { pageThrough } from "../components/paging";
 import { rentalStateBadge } from "../components/rental";
 import { facts } from "../components/details";
-import { argvList, IdempotentSubmit, parseDuration, showLocalErrors, workloadFields } from "../components/workload";
+import {
+  argvList,
+  IdempotentSubmit,
+  parseDuration,
+  showLocalErrors,
+  TopUpHint,
+  workloadFields,
+} from "../components/workload";
 import { append, busy, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, noticeBanner, StatusSlot } from "../errors";
 import { duration, when } from "../format";
@@ -347,11 +354,13 @@ export async function newJobPage(v: View): Promise<void> {
   const work = workloadFields();
   // The API names "balance" when it does not cover the first hour at the maximum price.
   const balanceText = h("p", { class: "small" });
+  const topUp = new TopUpHint();
   const balanceLine = h(
     "fieldset",
     { class: "balance-line", "data-field": "balance" },
     h("legend", null, "Balance"),
     balanceText,
+    topUp.el,
   );
   let balance: api.Balance | null = null;
   const updateBalance = () => {
@@ -484,6 +493,7 @@ export async function newJobPage(v: View): Promise<void> {
           form.querySelector("details")!.open = true;
         }
         slot.formError(form, e, "The job was not submitted", "The job was not submitted");
+        topUp.after(e);
         return;
       }
       flash(
