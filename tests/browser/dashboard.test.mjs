@@ -2413,34 +2413,43 @@ describe("dashboard", () => {
           .locator(".ledger-verdict .badge", { hasText: "Balanced" })
           .waitFor();
         await expectLabelled(a, "Credits and ledger");
-        await a.getByLabel("User id").fill("usr_nobody");
+        const who = a.getByLabel("User id or email");
+        await who.fill("nobody@example.org");
         await a.getByLabel("Amount (USDC)").fill("0.50");
         await a.getByLabel("Reference").fill("Bank transfer 2026-118");
         await a.getByRole("button", { name: "Credit…" }).click();
         await a.getByRole("button", { name: "Credit 0.50 USDC" }).click();
-        const userError = a.locator('[data-field="user_id"] + .field-error');
+        const userError = a.locator('[data-field="email"] + .field-error');
         await userError.waitFor();
-        assert.equal(
-          await a.getByLabel("User id").getAttribute("aria-invalid"),
-          "true",
-        );
+        assert.match(await userError.textContent(), /no user has this email/);
+        assert.equal(await who.getAttribute("aria-invalid"), "true");
         await shoot(a, "80-admin-credit-error");
-        await a.getByLabel("User id").fill(me.id);
+        // Found by part of her email address (any case): the credit goes to that email.
+        await a
+          .getByLabel("Find a user")
+          .fill(email.split("@")[0].toUpperCase());
+        await a.getByRole("button", { name: "Find", exact: true }).click();
+        const found = a.locator(`.user-results li[data-user-id="${me.id}"]`);
+        await found.waitFor();
+        assert.equal(await a.locator(".user-results li").count(), 1);
+        await shoot(a, "80b-admin-find-user");
+        await found.getByRole("button", { name: "Credit this user" }).click();
+        assert.equal(await who.inputValue(), email);
         await a.getByRole("button", { name: "Credit…" }).click();
         await a
           .getByRole("group", { name: "Confirm the credit" })
-          .getByText(`Credit 0.50 USDC to ${me.id}?`)
+          .getByText(`Credit 0.50 USDC to ${email}?`)
           .waitFor();
         await a.getByRole("button", { name: "Credit 0.50 USDC" }).click();
         await a
           .getByText(
             new RegExp(
-              `^Credited 0\\.50 USDC to ${me.id}: their balance is 0\\.50 USDC now`,
+              `^Credited 0\\.50 USDC to ${email.replace(/[.+]/g, "\\$&")}: their balance is 0\\.50 USDC now`,
             ),
           )
           .waitFor();
         assert.equal(await userError.count(), 0);
-        assert.equal(await a.getByLabel("User id").inputValue(), "");
+        assert.equal(await who.inputValue(), "");
         await a.getByRole("button", { name: "Check again" }).click();
         await until(
           async () =>

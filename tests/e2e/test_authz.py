@@ -364,6 +364,8 @@ MATRIX = [
          body=_credit_body, expect=only(["admin"], 201, 403), once=True),
     dict(route=("GET", "/api/v1/admin/ledger/check"), path=f"{API}/admin/ledger/check",
          expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/users"), path=f"{API}/admin/users?q=example",
+         expect=only(["admin"], 200, 403)),
     # Jobs: the customer's own (admins read every job, only the customer cancels);
     # submitting needs a balance.
     dict(route=("POST", "/api/v1/jobs"), path=f"{API}/jobs", body=_job_body,
@@ -596,6 +598,7 @@ ACCESS = {
         ("POST", "/api/v1/provider-applications/{id}/decision"),
         ("POST", "/api/v1/gpu-models"),
         ("POST", "/api/v1/admin/credits"),
+        ("GET", "/api/v1/admin/users"),
         ("GET", "/api/v1/admin/ledger/check"),
         ("POST", "/api/v1/admin/payout-runs"),
         ("GET", "/api/v1/admin/payout-runs"),

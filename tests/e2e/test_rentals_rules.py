@@ -145,6 +145,45 @@ class RentalsRulesMixin:
         self.assertEqual(self.q("SELECT COUNT(*) FROM jobs WHERE state = 'queued'")[0][0],
                          FLOODERS * BOUND)
 
+    def test_an_operator_finds_users_and_credits_one_by_email(self):
+        uma = self.srv.user("Uma Underscore", email="uma_100@Example.org")
+        # "_" is LIKE's any-character: taken as itself, "a_1" does not find "a-1".
+        self.srv.user("Umberto Other", email="uma-100@example.org")
+        found = self.admin.c.get(f"{API}/admin/users", query={"q": "A_1"})
+        self.assertStatus(found, 200)
+        # By email, any case, its LIKE wildcards taken as they are.
+        self.assertEqual([u["id"] for u in found.body["items"]], [uma.id], found.body)
+        self.assertEqual(found.body["items"][0]["email"], "uma_100@example.org")
+        by_name = self.admin.c.get(f"{API}/admin/users", query={"q": "underscore"})
+        self.assertEqual([u["name"] for u in by_name.body["items"]], ["Uma Underscore"])
+        # By email's order, at most `limit`.
+        both = self.admin.c.get(f"{API}/admin/users", query={"q": "uma"})
+        self.assertEqual([u["email"] for u in both.body["items"]],
+                         ["uma-100@example.org", "uma_100@example.org"])
+        first = self.admin.c.get(f"{API}/admin/users", query={"q": "uma", "limit": "1"})
+        self.assertEqual([u["email"] for u in first.body["items"]], ["uma-100@example.org"])
+        for bad, field in (({"q": "u"}, "q"), ({"q": "um", "limit": "51"}, "limit"),
+                           ({"q": "x" * 255}, "q")):
+            r = self.admin.c.get(f"{API}/admin/users", query=bad)
+            self.assertStatus(r, 422)
+            self.assertIn(field, r.body["error"]["fields"], r.body)
+        self.assertStatus(uma.c.get(f"{API}/admin/users", query={"q": "um"}), 403)
+        # Credited by email; an unknown email, or both ways at once, change nothing.
+        before = self.q("SELECT COUNT(*) FROM ledger_transfers")[0][0]
+        for body, field in (({"email": "nobody@example.org"}, "email"),
+                            ({"email": uma.email, "user_id": uma.id}, "email"),
+                            ({}, "user_id")):
+            r = self.admin.c.post(CREDITS, {"amount_micro": 1_000_000, "reference": "x",
+                                            **body})
+            self.assertStatus(r, 422)
+            self.assertIn(field, r.body["error"]["fields"], r.body)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM ledger_transfers")[0][0], before)
+        r = self.admin.c.post(CREDITS, {"email": "UMA_100@example.org",
+                                        "amount_micro": 2_500_000, "reference": "by email"})
+        self.assertStatus(r, 201)
+        self.assertEqual(r.body["transfer"]["user_id"], uma.id)
+        self.assertEqual(uma.c.get(f"{API}/me/balance").body["balance_micro"], 2_500_000)
+
     def test_twenty_concurrent_rentals_on_one_hours_balance_make_one(self):
         _, _, offer = self.machine("Pia", 20)
         cust = self.srv.user("Rita Racer")

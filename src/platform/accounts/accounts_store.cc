@@ -91,6 +91,23 @@ StatusOr<std::optional<UserRow>> AccountsStore::FindUser(const std::string& user
   return UserRows().First(rows);
 }
 
+StatusOr<std::vector<UserRow>> AccountsStore::SearchUsers(const std::string& text, int limit) {
+  // LIKE's wildcards in the text match themselves.
+  std::string pattern = "%";
+  for (char c : text) {
+    if (c == '%' || c == '_' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  pattern += '%';
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                    " FROM users WHERE email LIKE ? ESCAPE '\\' OR LOWER(name) LIKE ? ESCAPE "
+                    "'\\' ORDER BY email LIMIT ?",
+                {pattern, pattern, int64_t{limit}}));
+  return UserRows().Decode(rows);
+}
+
 StatusOr<std::map<std::string, std::string>> AccountsStore::NamesOf(
     const std::vector<std::string>& ids) {
   std::map<std::string, std::string> out;

@@ -73,6 +73,9 @@ class AccountsStore {
   StatusOr<std::optional<UserRow>> FindUser(const std::string& user_id);
   // The names of the users among `ids` that exist (disabled ones too), by id.
   StatusOr<std::map<std::string, std::string>> NamesOf(const std::vector<std::string>& ids);
+  // Users whose email or name holds `text` (lower case, any position), by email; at most
+  // `limit`.
+  StatusOr<std::vector<UserRow>> SearchUsers(const std::string& text, int limit);
   Status InsertUser(const UserRow& u);  // kAlreadyExists for a taken email
   Status SetPasswordHash(const std::string& user_id, const std::string& hash);
   StatusOr<std::vector<std::string>> RolesOf(const std::string& user_id);     // sorted

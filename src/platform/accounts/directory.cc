@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/ascii.h"
 #include "platform/accounts/accounts_store.h"
 
 namespace gpunex::platform::accounts {
@@ -15,6 +16,27 @@ StatusOr<std::optional<std::string>> AccountEmail(store::Tx& tx, const std::stri
 StatusOr<std::map<std::string, std::string>> UserNames(store::Tx& tx,
                                                        const std::vector<std::string>& ids) {
   return AccountsStore(tx).NamesOf(ids);
+}
+
+StatusOr<std::vector<UserSummary>> SearchUsers(store::Tx& tx, std::string_view text, int limit) {
+  GPUNEX_ASSIGN_OR_RETURN(std::vector<UserRow> rows,
+                          AccountsStore(tx).SearchUsers(AsciiLower(text), limit));
+  std::vector<UserSummary> out;
+  for (UserRow& r : rows) {
+    out.push_back(UserSummary{.id = std::move(r.id),
+                              .email = std::move(r.email),
+                              .name = std::move(r.name),
+                              .created_at = r.created_at,
+                              .disabled = r.disabled});
+  }
+  return out;
+}
+
+StatusOr<std::optional<std::string>> UserIdByEmail(store::Tx& tx, std::string_view email) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> row,
+                          AccountsStore(tx).FindUserByEmail(AsciiLower(email)));
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(row->id));
 }
 
 }  // namespace gpunex::platform::accounts

@@ -8,9 +8,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "common/time.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::accounts {
@@ -23,5 +25,25 @@ StatusOr<std::optional<std::string>> AccountEmail(store::Tx& tx, const std::stri
 // The names of the users among `ids` that exist, by id.
 StatusOr<std::map<std::string, std::string>> UserNames(store::Tx& tx,
                                                        const std::vector<std::string>& ids);
+
+// A user as an operator finds them.
+struct UserSummary {
+  std::string id;
+  std::string email;
+  std::string name;
+  Timestamp created_at;
+  bool disabled = false;
+};
+
+// The longest search text, and the most users one search gives.
+inline constexpr size_t kMaxUserSearchChars = 254;
+inline constexpr int kMaxUserSearchResults = 50;
+
+// Users whose email or name holds `text` (any case, any position), by email, at most
+// `limit`.
+StatusOr<std::vector<UserSummary>> SearchUsers(store::Tx& tx, std::string_view text, int limit);
+
+// The user whose email is `email` (any case); none when nobody has it.
+StatusOr<std::optional<std::string>> UserIdByEmail(store::Tx& tx, std::string_view email);
 
 }  // namespace gpunex::platform::accounts

@@ -1,8 +1,10 @@
 // /api/v1/rentals, /api/v1/providers/me/rentals, /api/v1/me/balance, /api/v1/me/statement,
 // /api/v1/admin/credits and /api/v1/admin/ledger/check (RNT-1..6, LED-1..4).
+#include <charconv>
 #include <limits>
 
 #include "platform/access/access.h"
+#include "platform/accounts/directory.h"
 #include "platform/api/api.h"
 #include "platform/relay/traffic.h"
 #include "platform/rentals/jobs.h"
@@ -412,9 +414,27 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     if (!body.ok()) return http::ErrorResponse(body.status());
     FieldErrors errors;
     JsonReader rd(*body, "", &errors);
-    rd.RejectUnknown({"user_id", "amount_micro", "reference"});
+    rd.RejectUnknown({"user_id", "email", "amount_micro", "reference"});
     billing::CreditRequest c;
-    c.user_id = rd.String("user_id", true, 64).value_or("");
+    // The user by id, or by email (what an operator has at hand): one of the two.
+    const std::optional<std::string> email =
+        rd.String("email", false, accounts::kMaxUserSearchChars);
+    c.user_id = rd.String("user_id", !email, 64).value_or("");
+    if (email && !c.user_id.empty()) {
+      errors.emplace("email", "give user_id or email, not both");
+    } else if (email && errors.empty()) {
+      std::optional<std::string> found;
+      Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+        GPUNEX_ASSIGN_OR_RETURN(found, accounts::UserIdByEmail(tx, *email));
+        return Status::Ok();
+      });
+      if (!read.ok()) return http::ErrorResponse(read);
+      if (!found) {
+        errors.emplace("email", "no user has this email address");
+      } else {
+        c.user_id = *found;
+      }
+    }
     c.amount = Usdc::Micros(rd.Int("amount_micro", true, std::numeric_limits<int64_t>::min(),
                                    std::numeric_limits<int64_t>::max())
                                 .value_or(1));
@@ -433,6 +453,42 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
                                                     {"rental_id", nullptr},
                                                     {"at", FormatRfc3339(t.at)}}},
                           {"balance_micro", credited->balance.micros()}});
+  });
+  // Finding a user (to credit them, to read their rentals): by part of their email or name.
+  r.Add("GET", "/api/v1/admin/users", kAdmin, [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (!p->IsAdmin()) return http::ErrorResponse(PermissionDenied("only operators find users"));
+    const std::string q = req.Query("q");
+    FieldErrors errors;
+    if (q.size() < 2 || q.size() > accounts::kMaxUserSearchChars) {
+      errors.emplace("q", "must be 2 to 254 characters of an email address or a name");
+    }
+    int64_t limit = 20;
+    if (const std::string l = req.Query("limit"); !l.empty()) {
+      auto [end, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
+      if (ec != std::errc() || end != l.data() + l.size() || limit < 1 ||
+          limit > accounts::kMaxUserSearchResults) {
+        errors.emplace("limit", "must be a whole number from 1 to 50");
+      }
+    }
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    std::vector<accounts::UserSummary> users;
+    Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(users, accounts::SearchUsers(tx, q, static_cast<int>(limit)));
+      return Status::Ok();
+    });
+    if (!read.ok()) return http::ErrorResponse(read);
+    json::array items;
+    for (const accounts::UserSummary& u : users) {
+      items.push_back(json::object{{"id", u.id},
+                                   {"email", u.email},
+                                   {"name", u.name},
+                                   {"created_at", FormatRfc3339(u.created_at)},
+                                   {"disabled", u.disabled}});
+    }
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
   });
   r.Add("GET", "/api/v1/admin/ledger/check", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);

@@ -11,9 +11,64 @@ import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { plural } from "../format";
 import { parseUsdc, signedUsdc, usdc } from "../money";
 
+type CreditBody = { user_id?: string; email?: string; amount_micro: number; reference: string };
+
+interface UserFound {
+  id: string;
+  email: string;
+  name: string;
+  disabled: boolean;
+}
+
+// Finding a user by part of their email or name (GET /admin/users); `use` takes the one
+// chosen.
+function userSearch(use: (u: UserFound) => void): HTMLElement {
+  const slot = new StatusSlot();
+  const text = h("input", { type: "search", autocomplete: "off", spellcheck: false, maxlength: 254 });
+  const results = h("ul", { class: "user-results", "aria-live": "polite" });
+  const form = h(
+    "form",
+    { class: "user-search", novalidate: true, role: "search", "aria-label": "User search" },
+    field("Find a user", text, { field: "q", hint: "Part of their email address or name." }),
+    h("div", { class: "actions" }, h("button", { type: "submit", class: "btn btn-secondary" }, "Find")),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    slot.clear();
+    clearFieldErrors(form);
+    void (async () => {
+      try {
+        const q = new URLSearchParams({ q: text.value.trim() });
+        const page = await api.get<api.Page<UserFound>>(`/admin/users?${q}`);
+        replace(
+          results,
+          page.items.length
+            ? page.items.map((u) =>
+                h(
+                  "li",
+                  { "data-user-id": u.id },
+                  h("span", { class: "user-name" }, u.name),
+                  " ",
+                  h("span", { class: "mono small" }, u.email),
+                  u.disabled ? h("span", { class: "badge badge-off" }, "Disabled") : null,
+                  " ",
+                  button("Credit this user", () => use(u), { kind: "link" }),
+                ),
+              )
+            : h("li", { class: "muted" }, "No user has that in their email or name."),
+        );
+      } catch (e) {
+        replace(results);
+        slot.formError(form, e, "The search failed");
+      }
+    })();
+  });
+  return h("div", { class: "user-finder" }, slot.el, form, results);
+}
+
 function creditSection(afterCredit: () => void): HTMLElement {
   const slot = new StatusSlot();
-  const userId = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 64, class: "mono" });
+  const userId = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 254, class: "mono" });
   const amount = h("input", { type: "text", inputmode: "decimal", autocomplete: "off", maxlength: 32 });
   const reference = h("input", { type: "text", autocomplete: "off", maxlength: 200 });
   const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Credit…");
@@ -21,9 +76,9 @@ function creditSection(afterCredit: () => void): HTMLElement {
   const form = h(
     "form",
     { class: "credit-form", novalidate: true },
-    field("User id", userId, {
+    field("User id or email", userId, {
       field: "user_id",
-      hint: "The customer's account id (usr_…), shown on their Balance page.",
+      hint: "The customer's email address, or their account id (usr_…) shown on their Balance page.",
     }),
     field("Amount (USDC)", amount, { field: "amount_micro", hint: "e.g. 25 or 0.50" }),
     field("Reference", reference, {
@@ -35,7 +90,7 @@ function creditSection(afterCredit: () => void): HTMLElement {
   );
   const attempts = new IdempotentSubmit();
 
-  const send = async (body: { user_id: string; amount_micro: number; reference: string }, btn: HTMLButtonElement) =>
+  const send = async (body: CreditBody, btn: HTMLButtonElement) =>
     busy(btn, async () => {
       const key = attempts.keyFor(body);
       try {
@@ -43,7 +98,7 @@ function creditSection(afterCredit: () => void): HTMLElement {
         attempts.settled(null);
         replace(confirmArea);
         slot.ok(
-          `Credited ${usdc(ans.transfer.amount_micro)} to ${body.user_id}: their balance is ${usdc(ans.balance_micro)} now.`,
+          `Credited ${usdc(ans.transfer.amount_micro)} to ${body.email ?? body.user_id}: their balance is ${usdc(ans.balance_micro)} now.`,
         );
         userId.value = "";
         amount.value = "";
@@ -80,7 +135,13 @@ function creditSection(afterCredit: () => void): HTMLElement {
       );
       return;
     }
-    const body = { user_id: userId.value.trim(), amount_micro: parsed.micro, reference: reference.value.trim() };
+    // An email address names the user as well as their id does.
+    const who = userId.value.trim();
+    const byEmail = who.includes("@");
+    userId.dataset.field = byEmail ? "email" : "user_id";
+    const body: CreditBody = byEmail
+      ? { email: who, amount_micro: parsed.micro, reference: reference.value.trim() }
+      : { user_id: who, amount_micro: parsed.micro, reference: reference.value.trim() };
     // Asked first: money moves. The fields stay as they are until it is answered.
     submit.disabled = true;
     const yes = button(`Credit ${usdc(body.amount_micro)}`, () => void send(body, yes), { kind: "primary" });
@@ -94,7 +155,7 @@ function creditSection(afterCredit: () => void): HTMLElement {
       h(
         "div",
         { class: "confirm", role: "group", "aria-label": "Confirm the credit" },
-        h("span", null, `Credit ${usdc(body.amount_micro)} to ${body.user_id || "(no user id)"}?`),
+        h("span", null, `Credit ${usdc(body.amount_micro)} to ${who || "(no user)"}?`),
         yes,
         no,
       ),
@@ -111,6 +172,10 @@ function creditSection(afterCredit: () => void): HTMLElement {
       { class: "muted" },
       "Adds USDC to a customer's prepaid balance, for a payment received outside the platform.",
     ),
+    userSearch((u) => {
+      userId.value = u.email;
+      amount.focus();
+    }),
     slot.el,
     form,
   );
