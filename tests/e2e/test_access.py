@@ -1129,12 +1129,18 @@ class AccessTest(ServerTestCase):
         closed_after = time.monotonic() - start
         self.assertIsNotNone(code)
         self.assertLess(closed_after, 5, f"closed after {closed_after:.1f} s ({code} {reason})")
+        # Two ends race here, both within the 5 s: the relay resets the rental's streams at
+        # its next tick (4410; ssh: "the rental has ended", 255), and the agent stops the
+        # container, which kills the command (its status, then 1000; ssh: its exit
+        # status, such as 137). CI has seen each come first.
         code, reason, _ = shell.wait_closed(timeout=20)
-        self.assertEqual(code, 4410, reason)
+        self.assertIn(code, (4410, 1000), reason)
         self.assertLess(time.monotonic() - start, 5)
-        self.assertEqual(ssh.wait(timeout=20), 255)
+        rc = ssh.wait(timeout=20)
         self.assertLess(time.monotonic() - start, 5)
-        self.assertIn(b"the rental has ended", ssh.stderr.read())
+        self.assertNotEqual(rc, 0)
+        if rc == 255:  # the gateway ended it, and said why
+            self.assertIn(b"gpunex: ", ssh.stderr.read())
         # And a new connection is told so.
         r = self.ssh("true")
         self.assertEqual(r.returncode, 255)
