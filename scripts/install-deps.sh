@@ -17,6 +17,9 @@ packages=(
   libxml2-dev libqrencode-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev postgresql python3 python3-aiosmtpd python3-psycopg2
+  # the API's description: converted to JSON for gpunexd at build time (python3-yaml), the
+  # end-to-end tests' answers validated against it (python3-jsonschema)
+  python3-yaml python3-jsonschema
   sqlite3
   # payouts' independent checkers: IBANs and ABA routing numbers, the pain.001 schema
   python3-stdnum libxml2-utils

@@ -210,6 +210,8 @@ MATRIX = [
          body="bytes", expect=everyone(401)),
     dict(route=("GET", "/readyz"), path="/readyz", expect=everyone(200)),
     dict(route=("GET", "/metrics"), path="/metrics", expect=everyone(200)),
+    dict(route=("GET", "/api/v1/openapi.json"), path=f"{API}/openapi.json",
+         expect=everyone(200)),
     # --- accounts
     dict(route=("POST", "/api/v1/auth/signup"), path=f"{API}/auth/signup", body=_signup_body,
          expect=everyone(201)),
@@ -509,6 +511,7 @@ ACCESS = {
         ("GET", "/healthz"),
         ("GET", "/readyz"),
         ("GET", "/metrics"),
+        ("GET", "/api/v1/openapi.json"),
         ("POST", "/api/v1/auth/signup"),
         ("POST", "/api/v1/auth/login"),
         ("POST", "/api/v1/auth/verify-email"),

@@ -1,7 +1,10 @@
-// /healthz, /readyz, /metrics
+// /healthz, /readyz, /metrics, /api/v1/openapi.json
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
+
+// docs/openapi.yaml as JSON, embedded at build time (openapi_to_cc.py).
+extern const char kOpenApiJson[];
 
 void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
   // Liveness: the process serves requests.
@@ -25,6 +28,9 @@ void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
     return http::Response::Text(200, ctx.metrics.Render(),
                                 std::string(http::Metrics::kContentType));
   });
+  // The API's OpenAPI 3.1 description (docs/openapi.yaml), as JSON.
+  r.Add("GET", "/api/v1/openapi.json", kPublic,
+        [](http::Request&) { return http::Response::Text(200, kOpenApiJson, "application/json"); });
 }
 
 }  // namespace gpunex::platform::api
