@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, checks the formatting, builds
+# The whole test suite: installs what is missing, checks the formatting, lints the API's
+# description (docs/openapi.yaml), builds
 #   - build/release: GCC, RelWithDebInfo, warnings as errors: every end-to-end and
 #                    browser test, the benchmarks' smoke runs, and the unit tests of what
 #                    a release build does differently (NDEBUG: common/invariant.h);
@@ -20,6 +21,7 @@ scripts/install-deps.sh
 scripts/build-web.sh
 tests/solana/setup.sh  # the Solana test node's npm packages (tests/e2e/solana_front.py)
 scripts/check-format.sh
+scripts/lint-openapi.sh  # docs/openapi.yaml with @redocly/cli (tests/openapi)
 
 jobs=${JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
