@@ -50,7 +50,7 @@ tsan_tests=(
   src/platform/payouts/payouts_test
   src/platform/topups/topups_test
   src/platform/store/store_test
-  src/agent/link/agent_link_test
+  src/common/net_test
 )
 CC=clang CXX=clang++ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNEX_TSAN=ON -DGPUNEX_CUDA=OFF
 cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]##*/}"

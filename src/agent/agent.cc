@@ -9,20 +9,20 @@
 #include "agent/benchmark.h"
 #include "agent/host/host_facts.h"
 #include "agent/isolation/isolation_check.h"
-#include "agent/link/websocket_client.h"
 #include "agent/runtime/policy.h"
 #include "common/log.h"
+#include "common/net/websocket_client.h"
 
 namespace gpunex::agent {
 
 class Agent::Connection {
  public:
-  explicit Connection(std::unique_ptr<WebSocketClient> ws) : ws_(std::move(ws)) {}
+  explicit Connection(std::unique_ptr<net::WebSocketClient> ws) : ws_(std::move(ws)) {}
   Status Send(const protocol::AgentMessage& m) { return ws_->Send(protocol::Serialize(m)); }
-  WebSocketClient& ws() { return *ws_; }
+  net::WebSocketClient& ws() { return *ws_; }
 
  private:
-  std::unique_ptr<WebSocketClient> ws_;
+  std::unique_ptr<net::WebSocketClient> ws_;
 };
 
 namespace {
@@ -201,8 +201,8 @@ Status Agent::Run() {
   return Status::Ok();
 }
 
-WebSocketClientOptions Agent::ChannelOptions() const {
-  WebSocketClientOptions wo;
+net::WebSocketClientOptions Agent::ChannelOptions() const {
+  net::WebSocketClientOptions wo;
   wo.ca_file = options_.ca_file;
   wo.headers.emplace_back("Authorization", "Bearer " + options_.token);
   wo.headers.emplace_back("User-Agent", std::string("gpunex-agent/") + kAgentVersion);
@@ -222,9 +222,9 @@ void Agent::DataLoop() {
       machine_id = state_.machine_id();
     }
     if (stopping_) break;
-    WebSocketClientOptions wo = ChannelOptions();
+    net::WebSocketClientOptions wo = ChannelOptions();
     wo.binary = true;
-    auto ws = WebSocketClient::Connect(
+    auto ws = net::WebSocketClient::Connect(
         ConnectUrl(options_.platform_url, kDataChannelPath) + "?machine_id=" + machine_id, wo);
     Status st = ws.status();
     if (ws.ok()) {
@@ -358,11 +358,11 @@ protocol::Hello Agent::MakeHello() {
 }
 
 Status Agent::Session() {
-  WebSocketClientOptions wo = ChannelOptions();
+  net::WebSocketClientOptions wo = ChannelOptions();
   wo.max_message_bytes = protocol::kMaxMessageBytes;
-  GPUNEX_ASSIGN_OR_RETURN(
-      std::unique_ptr<WebSocketClient> ws,
-      WebSocketClient::Connect(ConnectUrl(options_.platform_url, "/api/v1/agent/connect"), wo));
+  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<net::WebSocketClient> ws,
+                          net::WebSocketClient::Connect(
+                              ConnectUrl(options_.platform_url, "/api/v1/agent/connect"), wo));
   auto conn = std::make_shared<Connection>(std::move(ws));
   GPUNEX_RETURN_IF_ERROR(conn->Send(MakeHello()));
 

@@ -30,11 +30,11 @@
 
 #include "agent/gpu/gpu_source.h"
 #include "agent/link/data_link.h"
-#include "agent/link/websocket_client.h"
 #include "agent/runtime/docker_client.h"
 #include "agent/runtime/workload_runner.h"
 #include "agent/state.h"
 #include "common/agent_protocol.h"
+#include "common/net/websocket_client.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
 
@@ -98,7 +98,7 @@ class Agent {
   // reconnects, until Stop().
   void DataLoop() EXCLUDES(mu_);
   // The options both channels connect with: the platform's CA and the agent token.
-  WebSocketClientOptions ChannelOptions() const;
+  net::WebSocketClientOptions ChannelOptions() const;
   // Before a workload starts: "" when the machine's last check said isolated, else why it
   // may not start. Waits (up to isolation_wait_s) for a check that is running, and asks
   // for a new one first when the last could not tell.

@@ -4,7 +4,7 @@
 
 #include "agent/host/host_facts.h"
 #include "agent/isolation/isolation_check.h"
-#include "agent/link/websocket_client.h"
+#include "common/net/websocket_client.h"
 
 namespace gpunex::agent {
 namespace {
@@ -101,13 +101,13 @@ SelfTestReport RunSelfTest(const AgentOptions& options, AgentState& state, GpuSo
   if (options.platform_url.empty()) {
     r.Fail("no platform address", "set GPUNEX_PLATFORM_URL");
   } else if (!options.token.empty()) {
-    WebSocketClientOptions wo;
+    net::WebSocketClientOptions wo;
     wo.ca_file = options.ca_file;
     wo.connect_timeout = std::chrono::seconds(10);
     wo.headers.emplace_back("Authorization", "Bearer " + options.token);
     std::string url = options.platform_url;
     while (!url.empty() && url.back() == '/') url.pop_back();
-    auto ws = WebSocketClient::Connect(url + "/api/v1/agent/connect", wo);
+    auto ws = net::WebSocketClient::Connect(url + "/api/v1/agent/connect", wo);
     if (ws.ok()) {
       (*ws)->Close(1000, "self-test");
       r.Ok("the platform at " + options.platform_url + " accepts this agent's token");

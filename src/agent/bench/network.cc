@@ -19,8 +19,8 @@
 #include <string>
 #include <utility>
 
-#include "agent/link/endpoint.h"
 #include "common/json.h"
+#include "common/net/endpoint.h"
 
 namespace gpunex::agent::bench {
 namespace {
@@ -54,7 +54,7 @@ using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 // uses them.
 struct Target {
   std::string base;  // http(s)://host[:port][/prefix], without a trailing '/'
-  std::optional<HttpProxy> proxy;
+  std::optional<net::HttpProxy> proxy;
 };
 
 StatusOr<Target> ResolveTarget(const NetworkOptions& o) {
@@ -78,9 +78,10 @@ StatusOr<Target> ResolveTarget(const NetworkOptions& o) {
   }
   if (!errors.empty())
     return Status(StatusCode::kInvalidArgument, "bad network benchmark options", errors);
-  auto endpoint = ParseWebSocketUrl(base);
+  auto endpoint = net::ParseWebSocketUrl(base);
   if (!endpoint.ok()) return InvalidArgument("base_url: " + endpoint.status().message());
-  GPUNEX_ASSIGN_OR_RETURN(std::optional<HttpProxy> proxy, ChooseProxy(*endpoint, o.proxy));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<net::HttpProxy> proxy,
+                          net::ChooseProxy(*endpoint, o.proxy));
   return Target{base, std::move(proxy)};
 }
 
@@ -423,7 +424,7 @@ class Exchange {
 
 StatusOr<std::pair<double, int64_t>> RunUpload(const NetworkOptions& o, const Target& t) {
   const std::string url = t.base + "/api/v1/agent/bench/upload";
-  GPUNEX_ASSIGN_OR_RETURN(WebSocketEndpoint endpoint, ParseWebSocketUrl(url));
+  GPUNEX_ASSIGN_OR_RETURN(net::WebSocketEndpoint endpoint, net::ParseWebSocketUrl(url));
   char errbuf[CURL_ERROR_SIZE] = {0};
   GPUNEX_ASSIGN_OR_RETURN(CurlHandle h, NewHandle(o, t, url, errbuf));
   Slist proxy_headers = ProxyHeaders(h.get(), t);

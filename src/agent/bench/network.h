@@ -14,7 +14,7 @@
 // when the first piece is handed to the connection to the platform's answer, so every
 // byte counted has arrived). Units: Mbit/s = 1e6 bits per second.
 //
-// The connection is made as the agent's channel makes it (link/endpoint.h): through the
+// The connection is made as the agent's channel makes it (common/net/endpoint.h): through the
 // proxy given, else the one the environment names (HTTPS_PROXY for https, HTTP_PROXY for
 // http, honouring NO_PROXY), always as a CONNECT tunnel; TLS verified against ca_file or
 // the system store.

@@ -48,7 +48,7 @@ mux::Code CodeOf(const Status& s) {
 // One Serve(): the mux session and the streams' sockets.
 class DataLink::Loop {
  public:
-  Loop(DataLink& link, WebSocketClient& client)
+  Loop(DataLink& link, net::WebSocketClient& client)
       : link_(link),
         client_(client),
         session_(mux::Session::Role::kResponder, link.options_.mux, Clock::now()) {}
@@ -313,7 +313,7 @@ class DataLink::Loop {
   }
 
   DataLink& link_;
-  WebSocketClient& client_;
+  net::WebSocketClient& client_;
   mux::Session session_;
   std::map<uint32_t, Conn> conns_;
   std::vector<std::future<StatusOr<int>>> abandoned_;
@@ -330,7 +330,7 @@ DataLink::~DataLink() {
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 
-Status DataLink::Serve(WebSocketClient& client) {
+Status DataLink::Serve(net::WebSocketClient& client) {
   if (wake_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
   Loop loop(*this, client);
   return loop.Run();

@@ -24,9 +24,9 @@
 #include <memory>
 #include <string>
 
-#include "agent/link/websocket_client.h"
 #include "common/data_channel.h"
 #include "common/mux.h"
+#include "common/net/websocket_client.h"
 #include "common/status.h"
 
 namespace gpunex::agent {
@@ -53,7 +53,7 @@ class DataLink {
   // Serves the data channel on `client` (connected with WebSocketClientOptions::binary)
   // until the connection ends (the error says why), the platform breaks the protocol, or
   // Stop(). Every stream's socket is closed when it returns.
-  Status Serve(WebSocketClient& client);
+  Status Serve(net::WebSocketClient& client);
   // Makes Serve() return soon.
   void Stop();
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "agent/link/data_link.h"
-#include "agent/link/websocket_client.h"
+#include "common/net/websocket_client.h"
 #include "common/thread_annotations.h"
 #include "platform/http/server.h"
 #include "platform/http/testing/test_server.h"
@@ -246,10 +246,10 @@ class RelayTest : public ::testing::Test {
         return PermissionDenied("port " + std::to_string(t.port) + " is not declared");
       return DialLoopback(echo_.port());
     });
-    agent::WebSocketClientOptions o;
+    net::WebSocketClientOptions o;
     o.binary = true;
     o.max_message_bytes = 1 << 20;
-    auto client = agent::WebSocketClient::Connect(
+    auto client = net::WebSocketClient::Connect(
         "ws://127.0.0.1:" + std::to_string(server_->port()) + "/api/v1/agent/data", o);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
@@ -291,7 +291,7 @@ class RelayTest : public ::testing::Test {
   Relay relay_;
   std::unique_ptr<TestServer> server_;
   std::unique_ptr<agent::DataLink> link_;
-  std::unique_ptr<agent::WebSocketClient> client_;
+  std::unique_ptr<net::WebSocketClient> client_;
   std::thread agent_;
   Status served_;
 };

@@ -1,4 +1,4 @@
-#include "agent/link/endpoint.h"
+#include "common/net/endpoint.h"
 
 #include <arpa/inet.h>
 
@@ -10,7 +10,7 @@
 
 #include "common/ascii.h"
 
-namespace gpunex::agent {
+namespace gpunex::net {
 namespace {
 
 std::string_view Trim(std::string_view s) {
@@ -320,4 +320,4 @@ std::string Base64Encode(std::string_view data) {
   return out;
 }
 
-}  // namespace gpunex::agent
+}  // namespace gpunex::net

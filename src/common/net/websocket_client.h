@@ -1,8 +1,7 @@
-// WebSocketClient: the agent's end of its one persistent channel to the platform
-// (SPEC AGT-3). The agent dials out (so it works behind NAT), over ws:// or wss://,
-// directly or through an HTTP proxy's CONNECT tunnel, and exchanges text messages (JSON;
-// the protocol on top lives elsewhere). A client is one connection: to reconnect, make a
-// new one.
+// WebSocketClient: one WebSocket connection dialled out, over ws:// or wss://, directly or
+// through an HTTP proxy's CONNECT tunnel. The agent's channel to the platform (SPEC AGT-3:
+// it dials out, so it works behind NAT) and the command-line client's exec and port
+// forwarding use it. A client is one connection: to reconnect, make a new one.
 //
 // Connect() returns once the WebSocket handshake has completed. An internal I/O thread
 // then runs the connection: it writes queued messages in order, keeps received messages
@@ -25,7 +24,7 @@
 
 #include "common/status.h"
 
-namespace gpunex::agent {
+namespace gpunex::net {
 
 struct WebSocketClientOptions {
   // Bounds everything up to the completed handshake: name resolution, TCP connect, proxy
@@ -64,6 +63,7 @@ class WebSocketClient {
   //   kUnauthenticated   the platform answered the upgrade with 401 (bad or revoked
   //                      credentials); the message has the platform's error message.
   //   kPermissionDenied  403, likewise.
+  //   kNotFound          404 (no such resource, or not the caller's).
   //   kFailedPrecondition another 4xx answer (wrong URL or an incompatible platform),
   //                      with its status and message.
   //   kUnavailable       anything transient: resolution, connection, timeout, proxy
@@ -98,10 +98,14 @@ class WebSocketClient {
   // waiting message (Receive with a zero timeout until none) each time it wakes.
   virtual void NotifyOn(int event_fd, size_t low_bytes, size_t low_messages) = 0;
 
+  // The code of the close frame the platform sent, once the connection has closed that
+  // way; 0 while it is open, and when this side closed it or the connection was lost.
+  virtual int PeerCloseCode() = 0;
+
   // Sends the messages already queued, then a close frame with `code` and `reason`, and
   // waits (up to 5 seconds) for the close handshake and the I/O thread to end. Later
   // Sends fail; Receive still returns what had arrived. Idempotent.
   virtual void Close(int code = 1000, std::string reason = "") = 0;
 };
 
-}  // namespace gpunex::agent
+}  // namespace gpunex::net

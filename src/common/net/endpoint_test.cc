@@ -1,10 +1,10 @@
-#include "agent/link/endpoint.h"
+#include "common/net/endpoint.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace gpunex::agent {
+namespace gpunex::net {
 namespace {
 
 TEST(ParseWebSocketUrl, SchemesPortsAndTargets) {
@@ -137,4 +137,4 @@ TEST(Base64Encode, Rfc4648Vectors) {
 }
 
 }  // namespace
-}  // namespace gpunex::agent
+}  // namespace gpunex::net

@@ -14,7 +14,7 @@
 
 #include "common/status.h"
 
-namespace gpunex::agent {
+namespace gpunex::net {
 
 // A parsed ws://, wss://, http:// or https:// URL (http and https mean ws and wss).
 struct WebSocketEndpoint {
@@ -69,4 +69,4 @@ bool NoProxyMatches(std::string_view no_proxy, std::string_view host, uint16_t p
 // RFC 4648 base64 with padding (Basic authentication).
 std::string Base64Encode(std::string_view data);
 
-}  // namespace gpunex::agent
+}  // namespace gpunex::net

@@ -1,6 +1,6 @@
 // WebSocketClient against a small blocking Beast WebSocket server and a minimal HTTP
 // CONNECT proxy, both written here on 127.0.0.1 (the agent links no platform code).
-#include "agent/link/websocket_client.h"
+#include "common/net/websocket_client.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -36,11 +36,11 @@
 #include <thread>
 #include <vector>
 
-#include "agent/link/endpoint.h"
+#include "common/net/endpoint.h"
 #include "common/testing/tls_files.h"
 #include "common/thread_annotations.h"
 
-namespace gpunex::agent {
+namespace gpunex::net {
 namespace {
 
 namespace asio = boost::asio;
@@ -861,4 +861,4 @@ TEST_F(WebSocketClientTest, ProxyFromTheEnvironment) {
 }
 
 }  // namespace
-}  // namespace gpunex::agent
+}  // namespace gpunex::net

@@ -8,7 +8,7 @@
 // deadlines). The application's threads meet them in the mutex-protected queues, and wake
 // them with Poke(), which posts to the io_context and cancels the timers they wait on.
 // Being one thread, the I/O side needs no strand.
-#include "agent/link/websocket_client.h"
+#include "common/net/websocket_client.h"
 
 #include <openssl/ssl.h>
 #include <unistd.h>
@@ -30,13 +30,13 @@
 #include <thread>
 #include <type_traits>
 
-#include "agent/link/endpoint.h"
 #include "common/event_fd.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/net/endpoint.h"
 #include "common/thread_annotations.h"
 
-namespace gpunex::agent {
+namespace gpunex::net {
 namespace {
 
 namespace asio = boost::asio;
@@ -117,6 +117,7 @@ Status RefusalStatus(const websocket::response_type& res) {
       "the platform refused the connection (HTTP " + std::to_string(status) + "): " + message;
   if (status == 401) return Unauthenticated(text);
   if (status == 403) return PermissionDenied(text);
+  if (status == 404) return NotFound(text);
   if (status >= 400 && status < 500 && status != 429) return FailedPrecondition(text);
   return Unavailable(text);
 }
@@ -129,7 +130,7 @@ StatusOr<std::unique_ptr<asio::ssl::context>> MakeTlsContext(
   }
   error_code ec;
   if (options.insecure_skip_verify) {
-    LogWarn("agent.link.tls_verification_disabled",
+    LogWarn("net.ws.tls_verification_disabled",
             {{"message",
               "insecure_skip_verify is set: the platform's certificate is NOT verified and anyone "
               "on the path can impersonate it. For tests only."}});
@@ -174,6 +175,10 @@ class ClientImpl final : public WebSocketClient {
   Status Open() EXCLUDES(mu_, join_mu_);
 
   Status Send(std::string text) override EXCLUDES(mu_);
+  int PeerCloseCode() override EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    return peer_close_code_;
+  }
   size_t QueuedBytes() override EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     return outbox_bytes_;
@@ -244,6 +249,7 @@ class ClientImpl final : public WebSocketClient {
   std::optional<Clock::time_point> close_requested_at_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;  // the connection is gone
   std::string closed_why_ GUARDED_BY(mu_);
+  int peer_close_code_ GUARDED_BY(mu_) = 0;  // the platform's close frame's code
   bool poke_pending_ GUARDED_BY(mu_) = false;
   // NotifyOn's: the event, the send queue's low water, and whether the queue is over it.
   int notify_fd_ GUARDED_BY(mu_) = -1;
@@ -321,7 +327,7 @@ Status ClientImpl<NextLayer>::Open() {
     wake_main_.cancel();
   });
   asio::co_spawn(ioc_, Watch(), [](std::exception_ptr) {});
-  LogInfo("agent.link.connected", {{"endpoint", Describe()}, {"tls", kTls}});
+  LogInfo("net.ws.connected", {{"endpoint", Describe()}, {"tls", kTls}});
   ioc_.restart();
   MutexLock lock(&join_mu_);
   io_thread_ = std::thread([this] {
@@ -330,7 +336,7 @@ Status ClientImpl<NextLayer>::Open() {
         ioc_.run();
         return;
       } catch (const std::exception& e) {
-        LogError("agent.link.event_loop_exception", {{"error", e.what()}});
+        LogError("net.ws.event_loop_exception", {{"error", e.what()}});
       }
     }
   });
@@ -593,6 +599,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
     } else if (!failure_.empty()) {
       why = failure_;
     } else {
+      peer_close_code_ = peer.code;
       why = "closed by the platform: " + std::to_string(peer.code) +
             (peer.reason.empty() ? "" : " " + std::string(peer.reason.data(), peer.reason.size()));
     }
@@ -603,7 +610,7 @@ asio::awaitable<void> ClientImpl<NextLayer>::Watch() {
     outbox_bytes_ = 0;
   }
   cv_.SignalAll();
-  LogInfo("agent.link.closed", {{"endpoint", Describe()}, {"why", why}});
+  LogInfo("net.ws.closed", {{"endpoint", Describe()}, {"why", why}});
 }
 
 template <typename NextLayer>
@@ -720,4 +727,4 @@ StatusOr<std::unique_ptr<WebSocketClient>> WebSocketClient::Connect(
   }
 }
 
-}  // namespace gpunex::agent
+}  // namespace gpunex::net
