@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build-web.sh >/dev/null  # the dashboard, embedded in gpunexd
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/release -j "$(nproc)" --target gpunexd gpunex-agent
+cmake --build build/release -j "$(nproc)" --target gpunexd gpunex-agent gpunex
 
 demo=${GPUNEX_DEMO_DIR:-$PWD/.demo}
 export GPUNEX_DATA_DIR=${GPUNEX_DATA_DIR:-$demo/data}
@@ -84,6 +84,8 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   payouts:  ${GPUNEX_SOLANA_RPC_URL:+USDC on a LOCAL Solana test chain at $GPUNEX_SOLANA_RPC_URL (test tokens):
             the provider is paid there weekly ($base/#/provider/payments), the customer can top
             up ($base/#/balance/top-up), admins run payouts ($base/#/admin/payouts)}
+  cli:      build/release/src/cli/gpunex auth login --email customer@gpunex.local
+            build/release/src/cli/gpunex rentals list; ... rentals logs -f {rental_id}  (docs/cli.md)
   try:      curl -s $base/api/v1/gpu-models
   network:  $isolation_note
 Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
