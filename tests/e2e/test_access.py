@@ -52,7 +52,7 @@ import wsclient
 from harness import API, WRAPPER, Gpunexd, ServerTestCase, free_port, wait_until
 import dockerenv
 from test_rentals import (BUSYBOX_REF, ENV, L4, PULL_FAILED, RENTALS_TOML, DockerAgent, credit,
-                          free_gpus, get_rental, offer_of, provider_with_agent_token, set_prices,
+                          end_shared, free_gpus, get_rental, offer_of, provider_with_agent_token, set_prices,
                           wait_ended, wait_machine_listed, wait_running)
 from test_rentals import setUpModule as rentals_setup
 from test_rentals import tearDownModule as rentals_teardown
@@ -187,14 +187,7 @@ class AccessTest(ServerTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        agent, srv = SHARED.pop("agent", None), SHARED.pop("srv", None)
-        if agent is not None:
-            agent.cleanup()
-        if srv is not None:
-            srv.cleanup()
-        SHARED.clear()
-        if ENV["dockerd"] is not None:
-            ENV["dockerd"].remove_all()
+        end_shared(SHARED)
         super().tearDownClass()
 
     def _print_logs_on_failure(self):

@@ -25,17 +25,16 @@ import socket
 import stat
 import subprocess
 import tempfile
-import time
 import unittest
+from datetime import datetime, timedelta, timezone
 
 import yaml
-from datetime import datetime, timedelta, timezone
 
 from harness import API, Gpunexd, ServerTestCase, enterprise_application, free_port, \
     unique_email, wait_until
-from test_rentals import (BUSYBOX_REF, ENV, L4, RENTALS_TOML, DockerAgent, credit,
+from test_rentals import (BUSYBOX_REF, ENV, L4, RENTALS_TOML, DockerAgent, credit, end_shared,
                           get_rental, offer_of, provider_with_agent_token, set_prices,
-                          wait_machine_listed, wait_running)
+                          wait_machine_listed)
 from test_rentals import setUpModule as rentals_setup
 from test_rentals import tearDownModule as rentals_teardown
 
@@ -105,14 +104,7 @@ class CliTest(ServerTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        agent, srv = SHARED.pop("agent", None), SHARED.pop("srv", None)
-        if agent is not None:
-            agent.cleanup()
-        if srv is not None:
-            srv.cleanup()
-        SHARED.clear()
-        if ENV["dockerd"] is not None:
-            ENV["dockerd"].remove_all()
+        end_shared(SHARED)
         super().tearDownClass()
 
     def _print_logs_on_failure(self):

@@ -162,6 +162,19 @@ def wait_ended(user, rid, timeout=45):
     return wait_rental(user, rid, lambda r: r["state"] == "ended", timeout, "ended")
 
 
+def end_shared(shared):
+    """Ends the agent and the gpunexd a module shares between its tests (test_access,
+    test_cli: `shared` holds them as "agent" and "srv"), and the engine's containers."""
+    agent, srv = shared.pop("agent", None), shared.pop("srv", None)
+    if agent is not None:
+        agent.cleanup()
+    if srv is not None:
+        srv.cleanup()
+    shared.clear()
+    if ENV["dockerd"] is not None:
+        ENV["dockerd"].remove_all()
+
+
 class DockerAgent(RealAgent):
     """The real agent for one machine, its workloads in the private engine `dock`."""
 
