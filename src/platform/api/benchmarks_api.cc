@@ -49,7 +49,7 @@ json::object RunJson(const benchmarks::BenchmarkRun& r) {
         {"index", g.index},
         {"name", g.name},
         {"catalog_id", g.catalog_id},
-        {"state", g.state},
+        {"state", Name(g.state)},
         {"figures", g.figures ? json::value(protocol::ToJson(*g.figures)) : json::value(nullptr)},
         {"performance_score", g.score ? json::value(*g.score) : json::value(nullptr)},
         {"failures", FailuresJson(g.failures)},
@@ -58,8 +58,8 @@ json::object RunJson(const benchmarks::BenchmarkRun& r) {
         {"thresholds", ThresholdsJson(g.thresholds, g.reference)}});
   }
   return {{"id", r.id},
-          {"reason", r.reason},
-          {"state", r.state},
+          {"reason", Name(r.reason)},
+          {"state", Name(r.state)},
           {"requested", r.requested_by.has_value()},
           {"machine_phases", r.machine_phases},
           {"emulated", r.emulated},

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/benchmarks/benchmarks.h"
 #include "platform/benchmarks/benchmarks_store.h"
@@ -69,17 +70,21 @@ std::string FormatScore(double score) {
 Status Benchmarks::FailRun(store::Tx& tx, Timestamp now, BenchmarkRun run,
                            const std::string& error) {
   BenchmarksStore s(tx);
-  run.state = "error";
+  GPUNEX_INVARIANT(BenchmarkMayGo(run.state, BenchmarkState::kError),
+                   "a benchmark run ends once, from running");
+  run.state = BenchmarkState::kError;
   run.error = Truncate(error);
   run.finished_at = now;
   GPUNEX_ASSIGN_OR_RETURN(auto status, s.StatusOf(run.machine_id));
   std::map<std::string, fleet::BenchmarkFacts> facts;
   for (auto& g : run.gpus) {
-    g.state = "error";
+    GPUNEX_INVARIANT(BenchmarkMayGo(g.state, BenchmarkState::kError),
+                     "a GPU's benchmark ends once, from running");
+    g.state = BenchmarkState::kError;
     g.error = run.error;
     GpuStatusRow row = StatusRowOf(status, g.gpu_id, run.machine_id);
     row.due_at = now + Seconds(options_.retry_after_s);
-    row.due_reason = "retry";
+    row.due_reason = BenchmarkReason::kRetry;
     GPUNEX_RETURN_IF_ERROR(s.UpsertStatus(row));
     facts[g.gpu_id] = {std::nullopt, "", false};
   }
@@ -102,7 +107,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   BenchmarksStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> found,
                           s.FindRun(payload->benchmark_id, true));
-  if (!found || found->machine_id != machine_id || found->state != "running")
+  if (!found || found->machine_id != machine_id || found->state != BenchmarkState::kRunning)
     return Status::Ok();  // timed out
   BenchmarkRun run = std::move(*found);
   if (!result.ok)
@@ -136,6 +141,8 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   const Evaluation e = Evaluate(*parsed, run.machine_phases, under_test, options_.thresholds);
 
   // --- apply
+  GPUNEX_INVARIANT(BenchmarkMayGo(run.state, e.run_state),
+                   "a benchmark run ends once, from running");
   run.state = e.run_state;
   run.error = e.run_error;
   run.emulated = run.emulated || e.emulated;
@@ -154,6 +161,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   for (size_t i = 0; i < run.gpus.size(); ++i) {
     GpuRunResult& r = run.gpus[i];
     const GpuOutcome& o = e.gpus[i];
+    GPUNEX_INVARIANT(BenchmarkMayGo(r.state, o.state), "a GPU's benchmark ends once, from running");
     r.state = o.state;
     r.figures = o.figures;
     r.score = o.score;
@@ -165,10 +173,10 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
       row.performance_score = o.score;
       row.last_benchmark_at = now;
       row.due_at.reset();
-      row.due_reason.clear();
-      if (o.state == "passed" && options_.spot_check_mean_s > 0) {
+      row.due_reason.reset();
+      if (o.state == BenchmarkState::kPassed && options_.spot_check_mean_s > 0) {
         row.due_at = now + SpotCheckDelay(options_.spot_check_mean_s, options_.interval_s);
-        row.due_reason = "spot_check";
+        row.due_reason = BenchmarkReason::kSpotCheck;
       }
       const std::optional<double> median = RecentMedian(history, r.gpu_id, history_since);
       const auto jumped = [&](const std::optional<double>& from) {
@@ -184,7 +192,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
       }
     } else {
       row.due_at = now + Seconds(options_.retry_after_s);
-      row.due_reason = "retry";
+      row.due_reason = BenchmarkReason::kRetry;
     }
     GPUNEX_RETURN_IF_ERROR(s.UpsertStatus(row));
     facts[r.gpu_id] = o.facts;
@@ -193,7 +201,7 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   GPUNEX_RETURN_IF_ERROR(fleet::ReportBenchmarkFacts(tx, now, machine_id, facts));
   LogInfo("benchmark.finished", {{"benchmark_id", run.id},
                                  {"machine_id", machine_id},
-                                 {"state", run.state},
+                                 {"state", Name(run.state)},
                                  {"delisted", static_cast<int64_t>(e.delisted.size())},
                                  {"relisted", static_cast<int64_t>(e.relisted.size())}});
 

@@ -9,6 +9,11 @@
 namespace gpunex::platform::benchmarks {
 namespace {
 
+// A state as an SQL literal, spelt by its table of names (plain words: quotes are all
+// they need), so that the statements read as before and the planner sees the constant
+// (benchmark_runs_active is a partial index on the running state).
+std::string Sql(BenchmarkState s) { return "'" + std::string(Name(s)) + "'"; }
+
 store::Value OptText(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
 }
@@ -82,8 +87,10 @@ const store::RowMapper<BenchmarkRun>& RunRows() {
   static const auto* const m = new store::RowMapper<R>({
       {"id", &R::id},
       {"machine_id", &R::machine_id},
-      {"reason", &R::reason},
-      {"state", &R::state},
+      {"reason",
+       [](R& r, const store::Cell& c) { r.reason = kBenchmarkReasonNames.ParseStored(c.Str()); }},
+      {"state",
+       [](R& r, const store::Cell& c) { r.state = kBenchmarkStateNames.ParseStored(c.Str()); }},
       {"requested_by", &R::requested_by},
       {"command_id", &R::command_id},
       {"machine_phases", &R::machine_phases},
@@ -109,7 +116,10 @@ StatusOr<std::vector<GpuRunResult>> GpusOfRun(store::Tx& tx, const std::string& 
       {"gpu_id", [](GpuRow& g, const store::Cell& c) { g.result.gpu_id = c.Str(); }},
       {"uuid", [](GpuRow& g, const store::Cell& c) { g.result.uuid = c.Str(); }},
       {"catalog_id", [](GpuRow& g, const store::Cell& c) { g.result.catalog_id = c.Str(); }},
-      {"state", [](GpuRow& g, const store::Cell& c) { g.result.state = c.Str(); }},
+      {"state",
+       [](GpuRow& g, const store::Cell& c) {
+         g.result.state = kBenchmarkStateNames.ParseStored(c.Str());
+       }},
       {"figures", &GpuRow::figures},
       {"score",
        [](GpuRow& g, const store::Cell& c) {
@@ -142,7 +152,10 @@ const store::RowMapper<GpuStatusRow>& StatusRows() {
       {"performance_score", &S::performance_score},
       {"last_benchmark_at", &S::last_benchmark_at},
       {"due_at", &S::due_at},
-      {"due_reason", [](S& s, const store::Cell& c) { s.due_reason = c.OptStr().value_or(""); }},
+      {"due_reason",
+       [](S& s, const store::Cell& c) {
+         if (!c.IsNull()) s.due_reason = kBenchmarkReasonNames.ParseStored(c.Str());
+       }},
   });
   return *m;
 }
@@ -154,7 +167,10 @@ const store::RowMapper<ScoreSample>& ScoreRows() {
       {"run_id", &S::run_id},
       {"created_at", &S::at},
       {"score", &S::score},
-      {"state", [](S& s, const store::Cell& c) { s.passed = c.Str() == "passed"; }},
+      {"state",
+       [](S& s, const store::Cell& c) {
+         s.passed = kBenchmarkStateNames.ParseStored(c.Str()) == BenchmarkState::kPassed;
+       }},
   });
   return *m;
 }
@@ -166,15 +182,16 @@ Status BenchmarksStore::InsertRun(const BenchmarkRun& run) {
       tx_.Exec("INSERT INTO benchmark_runs (id, machine_id, reason, state, requested_by, "
                "command_id, machine_phases, emulated, failures, created_at) VALUES (?, ?, ?, ?, "
                "?, ?, ?, ?, '[]', ?)",
-               {run.id, run.machine_id, run.reason, run.state, OptText(run.requested_by),
-                run.command_id, int64_t{run.machine_phases}, int64_t{run.emulated},
-                ToUnixMicros(run.created_at)})
+               {run.id, run.machine_id, std::string(Name(run.reason)), std::string(Name(run.state)),
+                OptText(run.requested_by), run.command_id, int64_t{run.machine_phases},
+                int64_t{run.emulated}, ToUnixMicros(run.created_at)})
           .status());
   for (const auto& g : run.gpus) {
     GPUNEX_RETURN_IF_ERROR(
         tx_.Exec("INSERT INTO benchmark_gpus (run_id, gpu_id, uuid, catalog_id, state, failures, "
                  "created_at) VALUES (?, ?, ?, ?, ?, '[]', ?)",
-                 {run.id, g.gpu_id, g.uuid, g.catalog_id, g.state, ToUnixMicros(g.created_at)})
+                 {run.id, g.gpu_id, g.uuid, g.catalog_id, std::string(Name(g.state)),
+                  ToUnixMicros(g.created_at)})
             .status());
   }
   return Status::Ok();
@@ -198,7 +215,8 @@ StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::LatestMachineRun(
       store::Rows rows,
       tx_.Query(std::string("SELECT ") + RunRows().Select() +
                     " FROM benchmark_runs WHERE machine_id = ? AND network IS NOT NULL AND "
-                    "state <> 'running' ORDER BY id DESC LIMIT 1",
+                    "state <> " +
+                    Sql(BenchmarkState::kRunning) + " ORDER BY id DESC LIMIT 1",
                 {machine_id}));
   return RunRows().First(rows);
 }
@@ -206,7 +224,8 @@ StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::LatestMachineRun(
 StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = 'running'",
+      tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = " +
+                    Sql(BenchmarkState::kRunning),
                 {machine_id}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(rows[0]["id"].Str());
@@ -229,8 +248,8 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::Over
     Timestamp cutoff) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT id, machine_id FROM benchmark_runs WHERE state = 'running' "
-                "AND created_at < ? ORDER BY id",
+      tx_.Query("SELECT id, machine_id FROM benchmark_runs WHERE state = " +
+                    Sql(BenchmarkState::kRunning) + " AND created_at < ? ORDER BY id",
                 {ToUnixMicros(cutoff)}));
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& r : rows) out.emplace_back(r["id"].Str(), r["machine_id"].Str());
@@ -257,7 +276,7 @@ Status BenchmarksStore::FinishRun(const BenchmarkRun& run) {
   GPUNEX_RETURN_IF_ERROR(
       tx_.Exec("UPDATE benchmark_runs SET state = ?, network = ?, storage = ?, failures = ?, "
                "error = ?, emulated = ?, finished_at = ? WHERE id = ?",
-               {run.state,
+               {std::string(Name(run.state)),
                 run.network ? store::Value(ToJsonText(protocol::ToJson(*run.network)))
                             : store::Value(nullptr),
                 run.storage ? store::Value(ToJsonText(protocol::ToJson(*run.storage)))
@@ -271,7 +290,7 @@ Status BenchmarksStore::FinishRun(const BenchmarkRun& run) {
     GPUNEX_RETURN_IF_ERROR(
         tx_.Exec("UPDATE benchmark_gpus SET state = ?, figures = ?, score = ?, failures = ?, "
                  "error = ? WHERE run_id = ? AND gpu_id = ?",
-                 {g.state,
+                 {std::string(Name(g.state)),
                   g.figures ? store::Value(ToJsonText(protocol::ToJson(*g.figures)))
                             : store::Value(nullptr),
                   g.score ? store::Value(*g.score) : store::Value(nullptr),
@@ -306,7 +325,7 @@ Status BenchmarksStore::UpsertStatus(const GpuStatusRow& s) {
            s.last_benchmark_at ? store::Value(ToUnixMicros(*s.last_benchmark_at))
                                : store::Value(nullptr),
            s.due_at ? store::Value(ToUnixMicros(*s.due_at)) : store::Value(nullptr),
-           s.due_reason.empty() ? store::Value(nullptr) : store::Value(s.due_reason)})
+           s.due_reason ? store::Value(std::string(Name(*s.due_reason))) : store::Value(nullptr)})
       .status();
 }
 
@@ -326,8 +345,9 @@ StatusOr<std::vector<ScoreSample>> BenchmarksStore::Scores(const std::string& ma
                                                            Timestamp since) {
   std::string sql =
       "SELECT " + ScoreRows().Select("bg") +
-      " FROM benchmark_gpus bg JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL AND bg.state IN "
-      "('passed', 'failed')";
+      " FROM benchmark_gpus bg JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL "
+      "AND bg.state IN (" +
+      Sql(BenchmarkState::kPassed) + ", " + Sql(BenchmarkState::kFailed) + ")";
   std::vector<store::Value> params;
   if (!machine_id.empty()) {
     sql += " AND r.machine_id = ?";

@@ -27,8 +27,10 @@ struct GpuStatusRow {
   std::optional<double> performance_score;
   std::optional<Timestamp> last_benchmark_at;
   std::optional<Timestamp>
-      due_at;              // due before the periodic time (new GPU, hardware change, retry)
-  std::string due_reason;  // with due_at: first_connect | new_gpu | hardware_change | retry
+      due_at;  // due before the periodic time (new GPU, hardware change, retry)
+  // With due_at: why (spot_check, retry, new_gpu, hardware_change, first_connect); a due_at
+  // without one is a retry.
+  std::optional<BenchmarkReason> due_reason;
 };
 
 // One GPU's score in one run.

@@ -307,7 +307,7 @@ class BenchmarksTest : public testing::PlatformTest {
     agent.Answer(L4Figures());
     auto runs = Runs(agent.machine_id());
     ASSERT_EQ(runs.size(), 1u);
-    ASSERT_EQ(runs[0].state, "passed");
+    ASSERT_EQ(Name(runs[0].state), "passed");
   }
 
   std::unique_ptr<accounts::Accounts> accounts_;
@@ -336,8 +336,8 @@ TEST_P(BenchmarksTest, FirstConnectRunsEveryGpuWithTheMachinePhasesAndAPassLists
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
   const BenchmarkRun& run = runs[0];
-  EXPECT_EQ(run.reason, "first_connect");
-  EXPECT_EQ(run.state, "running");
+  EXPECT_EQ(Name(run.reason), "first_connect");
+  EXPECT_EQ(Name(run.state), "running");
   EXPECT_TRUE(run.machine_phases);
   EXPECT_EQ(run.requested_by, std::nullopt);
   EXPECT_EQ(run.created_at, clock_.Now());
@@ -346,7 +346,7 @@ TEST_P(BenchmarksTest, FirstConnectRunsEveryGpuWithTheMachinePhasesAndAPassLists
     EXPECT_EQ(run.gpus[i].index, i);
     EXPECT_EQ(run.gpus[i].name, "NVIDIA L4");
     EXPECT_EQ(run.gpus[i].uuid, GpuUuid(i));
-    EXPECT_EQ(run.gpus[i].state, "running");
+    EXPECT_EQ(Name(run.gpus[i].state), "running");
     ASSERT_TRUE(run.gpus[i].reference.has_value());
     EXPECT_EQ(run.gpus[i].reference->id, "l4-24gb");
   }
@@ -388,14 +388,14 @@ TEST_P(BenchmarksTest, FirstConnectRunsEveryGpuWithTheMachinePhasesAndAPassLists
   agent->Answer(figures);
   runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].state, "passed");
+  EXPECT_EQ(Name(runs[0].state), "passed");
   EXPECT_EQ(runs[0].finished_at, clock_.Now());
   ASSERT_TRUE(runs[0].network.has_value());
   EXPECT_EQ(runs[0].network->download_mbit_s, 900.0);
   ASSERT_TRUE(runs[0].storage.has_value());
   EXPECT_EQ(runs[0].storage->rand_read_iops, 90000.0);
   for (const auto& g : runs[0].gpus) {
-    EXPECT_EQ(g.state, "passed");
+    EXPECT_EQ(Name(g.state), "passed");
     EXPECT_EQ(g.figures, figures);
     ASSERT_TRUE(g.score.has_value());
     EXPECT_NEAR(*g.score, PerformanceScore(figures), 1e-9);
@@ -437,12 +437,12 @@ TEST_P(BenchmarksTest, PeriodicRunsComeAfterTheInterval) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "periodic");
+  EXPECT_EQ(Name(runs[0].reason), "periodic");
   EXPECT_EQ(runs[0].gpus.size(), 2u);
   EXPECT_TRUE(runs[0].machine_phases);
   // A pass lists nothing new: no notification beyond the first listing.
   agent->Answer(L4Figures());
-  EXPECT_EQ(Runs(mid)[0].state, "passed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "passed");
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.listed"));
 }
 
@@ -468,7 +468,7 @@ TEST_P(BenchmarksTest, SpotChecksComeAtRandomTimesBetweenAnHourAndTheInterval) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "spot_check");
+  EXPECT_EQ(Name(runs[0].reason), "spot_check");
 }
 
 TEST_P(BenchmarksTest, AScoreThatJumpsIsFlaggedToTheAdmins) {
@@ -497,11 +497,11 @@ TEST_P(BenchmarksTest, AScoreThatCreepsAwayFromItsHistoryIsFlaggedToo) {
   // GPU's recent runs.
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(1.06, 1.06));
-  EXPECT_EQ(Runs(mid)[0].state, "passed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "passed");
   EXPECT_THAT(NotificationKinds(admin_), ::testing::Not(::testing::Contains("benchmark.jump")));
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(1.25, 1.25));
-  EXPECT_EQ(Runs(mid)[0].state, "passed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "passed");
   EXPECT_THAT(NotificationKinds(admin_), ::testing::Contains("benchmark.jump"));
   const auto events = Query("SELECT detail FROM machine_events WHERE machine_id = ? AND kind = ?",
                             {mid, "benchmark_jump"});
@@ -529,8 +529,8 @@ TEST_P(BenchmarksTest, AChangedInventoryMakesTheGpusDueAgain) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "hardware_change");
-  EXPECT_EQ(runs[0].state, "running");
+  EXPECT_EQ(Name(runs[0].reason), "hardware_change");
+  EXPECT_EQ(Name(runs[0].state), "running");
   // The GPU keeps its listing facts: it is being benchmarked, and was listed.
   auto g = Gpus(mid)[0];
   EXPECT_EQ(g.benchmark_verdict, BenchmarkVerdict::kPassed);
@@ -547,7 +547,7 @@ TEST_P(BenchmarksTest, ANewGpuIsDueAtOnce) {
   Tick();
   clock_.Advance(Seconds(options_.run_timeout_s) + kOneSecond);
   Tick();
-  ASSERT_EQ(Runs(mid)[0].state, "error");
+  ASSERT_EQ(Name(Runs(mid)[0].state), "error");
   // A second GPU appears.
   agent->Disconnect();
   clock_.Advance(Seconds(60));
@@ -561,7 +561,7 @@ TEST_P(BenchmarksTest, ANewGpuIsDueAtOnce) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "new_gpu");
+  EXPECT_EQ(Name(runs[0].reason), "new_gpu");
   ASSERT_EQ(runs[0].gpus.size(), 1u) << "GPU 0 is not due before its retry";
   EXPECT_EQ(runs[0].gpus[0].gpu_id, gpus[1].id);
 }
@@ -583,7 +583,7 @@ TEST_P(BenchmarksTest, ANewGpuOnABenchmarkedMachineIsAHardwareChange) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "hardware_change");
+  EXPECT_EQ(Name(runs[0].reason), "hardware_change");
   EXPECT_EQ(runs[0].gpus.size(), 2u);
   agent->Answer(L4Figures());
   EXPECT_EQ(Gpus(mid)[1].listing.state, ListingState::kListed);
@@ -606,10 +606,10 @@ TEST_P(BenchmarksTest, ErrorResultsChangeNoVerdictAndAreRetriedLater) {
       agent->LastBenchmark().first.command_id, false, "docker engine unreachable", {}});
   auto run = Runs(mid)[0];
   EXPECT_EQ(run.id, requested->id);
-  EXPECT_EQ(run.state, "error");
+  EXPECT_EQ(Name(run.state), "error");
   EXPECT_EQ(run.error, "the agent could not run the benchmark: docker engine unreachable");
   for (const auto& g : run.gpus) {
-    EXPECT_EQ(g.state, "error");
+    EXPECT_EQ(Name(g.state), "error");
     EXPECT_EQ(g.score, std::nullopt);
   }
   const Timestamp retry_at = clock_.Now() + Seconds(options_.retry_after_s);
@@ -636,7 +636,7 @@ TEST_P(BenchmarksTest, ErrorResultsChangeNoVerdictAndAreRetriedLater) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 3u);
-  EXPECT_EQ(runs[0].reason, "retry");
+  EXPECT_EQ(Name(runs[0].reason), "retry");
   EXPECT_EQ(runs[0].gpus.size(), 2u);
 
   // Malformed figures for one GPU, none for the other: an error for both, nothing else.
@@ -650,7 +650,7 @@ TEST_P(BenchmarksTest, ErrorResultsChangeNoVerdictAndAreRetriedLater) {
   bad.data = data;
   agent->Send(bad);
   run = Runs(mid)[0];
-  EXPECT_EQ(run.state, "error");
+  EXPECT_EQ(Name(run.state), "error");
   EXPECT_EQ(run.error, "2 GPU(s) not measured");
   ASSERT_EQ(run.gpus.size(), 2u);
   ASSERT_TRUE(run.gpus[0].error.has_value());
@@ -668,7 +668,7 @@ TEST_P(BenchmarksTest, ErrorResultsChangeNoVerdictAndAreRetriedLater) {
   agent->Send(protocol::Result{agent->LastBenchmark().first.command_id, true, "",
                                json::object{{"gpus", 7}}});
   run = Runs(mid)[0];
-  EXPECT_EQ(run.state, "error");
+  EXPECT_EQ(Name(run.state), "error");
   ASSERT_TRUE(run.error.has_value());
   EXPECT_THAT(*run.error, StartsWith("malformed result: "));
   for (const auto& g : Gpus(mid)) EXPECT_EQ(g.listing.state, ListingState::kListed);
@@ -686,10 +686,10 @@ TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
   const protocol::GpubenchFigures slow = L4Figures(0.9, /*mem_factor=*/0.5, /*thermal=*/0.6);
   agent->Answer(L4Figures(), {{GpuUuid(1), slow}});
   auto run = Runs(mid)[0];
-  EXPECT_EQ(run.state, "failed");
+  EXPECT_EQ(Name(run.state), "failed");
   ASSERT_EQ(run.gpus.size(), 2u);
-  EXPECT_EQ(run.gpus[0].state, "passed");
-  EXPECT_EQ(run.gpus[1].state, "failed");
+  EXPECT_EQ(Name(run.gpus[0].state), "passed");
+  EXPECT_EQ(Name(run.gpus[1].state), "failed");
   std::vector<std::string> metrics;
   for (const auto& f : run.gpus[1].failures) metrics.push_back(f.metric);
   EXPECT_THAT(metrics, ElementsAre("memory_triad_gbps", "thermal_throttle_fraction"));
@@ -720,14 +720,14 @@ TEST_P(BenchmarksTest, AFailingGpuIsDelistedAndARunThatPassesListsItAgain) {
   // Failing again does not tell the provider twice.
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(), {{GpuUuid(1), slow}});
-  EXPECT_EQ(Runs(mid)[0].state, "failed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "failed");
   EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 1);
   EXPECT_EQ(NotificationKinds(provider_).size(), 2u);
 
   // The provider fixed it and asks for a re-run, which passes.
   ASSERT_TRUE(benchmarks_->Request(provider_, mid).ok());
   agent->Answer(L4Figures(0.95));
-  EXPECT_EQ(Runs(mid)[0].state, "passed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "passed");
   gpus = Gpus(mid);
   EXPECT_EQ(gpus[1].benchmark_verdict, BenchmarkVerdict::kPassed);
   EXPECT_EQ(gpus[1].listing.state, ListingState::kListed);
@@ -753,7 +753,7 @@ TEST_P(BenchmarksTest, ARentedGpuIsLeftOutAndSoAreTheMachinePhases) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "periodic");
+  EXPECT_EQ(Name(runs[0].reason), "periodic");
   ASSERT_EQ(runs[0].gpus.size(), 1u);
   EXPECT_EQ(runs[0].gpus[0].gpu_id, gpus[1].id);
   EXPECT_FALSE(runs[0].machine_phases);
@@ -767,7 +767,7 @@ TEST_P(BenchmarksTest, ARentedGpuIsLeftOutAndSoAreTheMachinePhases) {
   EXPECT_TRUE(gpus[1].benchmarking);
   agent->Answer(L4Figures());
   runs = Runs(mid);
-  EXPECT_EQ(runs[0].state, "passed");
+  EXPECT_EQ(Name(runs[0].state), "passed");
   EXPECT_EQ(runs[0].network, std::nullopt);
   // The rented GPU is still due; it waits for the end of its workload.
   EXPECT_EQ(
@@ -780,7 +780,7 @@ TEST_P(BenchmarksTest, ARentedGpuIsLeftOutAndSoAreTheMachinePhases) {
   // A requested run also leaves it out.
   auto requested = benchmarks_->Request(provider_, mid);
   ASSERT_TRUE(requested.ok()) << requested.status().ToString();
-  EXPECT_EQ(requested->reason, "requested");
+  EXPECT_EQ(Name(requested->reason), "requested");
   ASSERT_EQ(requested->gpus.size(), 1u);
   EXPECT_EQ(requested->gpus[0].gpu_id, gpus[1].id);
   EXPECT_FALSE(requested->machine_phases);
@@ -811,7 +811,7 @@ TEST_P(BenchmarksTest, OfflineMachinesAreNotScheduled) {
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].reason, "first_connect");
+  EXPECT_EQ(Name(runs[0].reason), "first_connect");
 }
 
 TEST_P(BenchmarksTest, OnlyTheOwnerAndAdminsSeeAndRequestRuns) {
@@ -831,8 +831,8 @@ TEST_P(BenchmarksTest, OnlyTheOwnerAndAdminsSeeAndRequestRuns) {
   clock_.Advance(Seconds(5));
   auto r = benchmarks_->Request(provider_, mid);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->reason, "requested");
-  EXPECT_EQ(r->state, "running");
+  EXPECT_EQ(Name(r->reason), "requested");
+  EXPECT_EQ(Name(r->state), "running");
   EXPECT_EQ(r->requested_by, provider_.user.id);
   EXPECT_EQ(r->gpus.size(), 2u);
   EXPECT_TRUE(r->machine_phases);
@@ -861,17 +861,17 @@ TEST_P(BenchmarksTest, ARunWithoutAResultTimesOutAndALateResultIsIgnored) {
   const std::string run_id = Runs(mid)[0].id;
   clock_.Advance(Seconds(options_.run_timeout_s));
   Tick();
-  EXPECT_EQ(Runs(mid)[0].state, "running") << "exactly run_timeout_s is not overdue yet";
+  EXPECT_EQ(Name(Runs(mid)[0].state), "running") << "exactly run_timeout_s is not overdue yet";
   clock_.Advance(kOneSecond);
   Tick();
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u) << "the GPUs are not due again at once";
-  EXPECT_EQ(runs[0].state, "error");
+  EXPECT_EQ(Name(runs[0].state), "error");
   EXPECT_EQ(runs[0].error, "no result within 1800 s");
   EXPECT_EQ(runs[0].finished_at, clock_.Now());
   const Timestamp retry_at = clock_.Now() + Seconds(options_.retry_after_s);
   for (const auto& g : runs[0].gpus) {
-    EXPECT_EQ(g.state, "error");
+    EXPECT_EQ(Name(g.state), "error");
     EXPECT_EQ(g.error, "no result within 1800 s");
   }
   for (const auto& g : Gpus(mid)) {
@@ -894,7 +894,7 @@ TEST_P(BenchmarksTest, ARunWithoutAResultTimesOutAndALateResultIsIgnored) {
   agent->Send(late);
   runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].state, "error");
+  EXPECT_EQ(Name(runs[0].state), "error");
   EXPECT_EQ(runs[0].finished_at, clock_.Now() - Seconds(10));
   for (const auto& g : runs[0].gpus) EXPECT_EQ(g.score, std::nullopt);
   for (const auto& g : Gpus(mid)) EXPECT_EQ(g.listing.state, ListingState::kAwaitingFirstBenchmark);
@@ -912,7 +912,7 @@ TEST_P(BenchmarksTest, ARunWithoutAResultTimesOutAndALateResultIsIgnored) {
   Tick();
   runs = Runs(mid);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].reason, "retry");
+  EXPECT_EQ(Name(runs[0].reason), "retry");
   EXPECT_NE(runs[0].id, run_id);
 }
 
@@ -926,7 +926,7 @@ TEST_P(BenchmarksTest, ListPagesNewestFirst) {
   }
   const auto all = Runs(mid);
   ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(all[2].reason, "first_connect");
+  EXPECT_EQ(Name(all[2].reason), "first_connect");
   EXPECT_GT(all[0].id, all[1].id);
   EXPECT_GT(all[1].id, all[2].id);
 
@@ -988,14 +988,14 @@ TEST_P(BenchmarksInDoubtTest, ACommittedResultIsAppliedOnceWhenTheAgentSendsItAg
   auto agent = Join(1);
   const std::string mid = agent->machine_id();
   FailFirstRunInDoubt(*agent, /*committed=*/true);
-  EXPECT_EQ(Runs(mid)[0].state, "failed");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "failed");
   EXPECT_EQ(wakes_.load(), 0) << "after-commit work does not run for an unknown outcome";
 
   clock_.Advance(Seconds(5));
   agent->Send(result_);
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].state, "failed");
+  EXPECT_EQ(Name(runs[0].state), "failed");
   EXPECT_EQ(runs[0].finished_at, first_at_);
   EXPECT_EQ(faulty().Count("UPDATE benchmark_runs SET state"), 1) << "the run was finished once";
   EXPECT_THAT(NotificationKinds(provider_), ElementsAre("benchmark.delisted"));
@@ -1008,7 +1008,7 @@ TEST_P(BenchmarksInDoubtTest, AResultThatDidNotCommitIsAppliedOnceOnTheResend) {
   const std::string mid = agent->machine_id();
   FailFirstRunInDoubt(*agent, /*committed=*/false);
   // Nothing of it is stored.
-  EXPECT_EQ(Runs(mid)[0].state, "running");
+  EXPECT_EQ(Name(Runs(mid)[0].state), "running");
   EXPECT_THAT(NotificationKinds(provider_), IsEmpty());
   EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox"), 0);
   EXPECT_EQ(
@@ -1024,7 +1024,7 @@ TEST_P(BenchmarksInDoubtTest, AResultThatDidNotCommitIsAppliedOnceOnTheResend) {
   agent->Send(result_);  // and a plain repeat changes nothing
   auto runs = Runs(mid);
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].state, "failed");
+  EXPECT_EQ(Name(runs[0].state), "failed");
   EXPECT_EQ(runs[0].finished_at, clock_.Now());
   EXPECT_EQ(faulty().Count("UPDATE benchmark_runs SET state"), 2)
       << "the rolled-back attempt and the re-send";

@@ -53,7 +53,7 @@ Evaluation Evaluate(const protocol::BenchmarkResult& result, bool machine_phases
     out.gpu_id = g.gpu_id;
     auto error = [&](std::string why) {
       ++errored;
-      out.state = "error";
+      out.state = BenchmarkState::kError;
       out.error = Truncate(std::move(why));
     };
     auto it = by_uuid.find(g.uuid);
@@ -76,7 +76,7 @@ Evaluation Evaluate(const protocol::BenchmarkResult& result, bool machine_phases
       out.figures = std::move(*figures);
       const bool pass = out.failures.empty();
       pass ? ++passed : ++failed;
-      out.state = pass ? "passed" : "failed";
+      out.state = pass ? BenchmarkState::kPassed : BenchmarkState::kFailed;
       out.facts.verdict =
           pass ? listing::BenchmarkVerdict::kPassed : listing::BenchmarkVerdict::kFailed;
       if (!pass) out.facts.note = Truncate(kDelistPrefix + Describe(out.failures));
@@ -92,9 +92,9 @@ Evaluation Evaluate(const protocol::BenchmarkResult& result, bool machine_phases
     }
     e.gpus.push_back(std::move(out));
   }
-  e.run_state = errored == static_cast<int>(gpus.size()) ? "error"
-                : (failed || errored)                    ? "failed"
-                                                         : "passed";
+  e.run_state = errored == static_cast<int>(gpus.size()) ? BenchmarkState::kError
+                : (failed || errored)                    ? BenchmarkState::kFailed
+                                                         : BenchmarkState::kPassed;
   std::string text;
   for (const auto& n : notes) text += (text.empty() ? "" : "; ") + n;
   if (errored)

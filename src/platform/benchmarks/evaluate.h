@@ -12,6 +12,7 @@
 
 #include "common/agent_protocol.h"
 #include "common/gpu_catalog.h"
+#include "platform/benchmarks/benchmark_run.h"
 #include "platform/benchmarks/score.h"
 #include "platform/fleet/fleet.h"
 #include "platform/listing/listing.h"
@@ -36,7 +37,7 @@ struct GpuUnderTest {
 
 struct GpuOutcome {
   std::string gpu_id;
-  std::string state;  // passed | failed | error
+  BenchmarkState state = BenchmarkState::kError;  // passed | failed | error
   std::optional<GpuFigures> figures;
   std::optional<double> score;
   std::vector<Failure> failures;
@@ -46,7 +47,7 @@ struct GpuOutcome {
 };
 
 struct Evaluation {
-  std::string run_state;  // passed | failed | error
+  BenchmarkState run_state = BenchmarkState::kError;  // passed | failed | error
   std::optional<std::string> run_error;
   bool emulated = false;
   std::optional<NetworkFigures> network;

@@ -6,6 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
 #include "platform/benchmarks/notices.h"
 
 namespace gpunex::platform::benchmarks {
@@ -95,7 +99,7 @@ TEST(Evaluate, APassingRunScoresEveryGpuAndKeepsTheMachineFigures) {
   GpuFigures f = L4Figures();
   f.emulated = true;
   const Evaluation e = Evaluate(AllMeasured(gpus, f), /*machine_phases=*/true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "passed");
+  EXPECT_EQ(Name(e.run_state), "passed");
   EXPECT_EQ(e.run_error, std::nullopt);
   EXPECT_TRUE(e.emulated) << "the figures say the GPU is emulated";
   EXPECT_EQ(e.network, kGoodNetwork);
@@ -105,7 +109,7 @@ TEST(Evaluate, APassingRunScoresEveryGpuAndKeepsTheMachineFigures) {
   for (size_t i = 0; i < 2; ++i) {
     const GpuOutcome& o = e.gpus[i];
     EXPECT_EQ(o.gpu_id, gpus[i].gpu_id);
-    EXPECT_EQ(o.state, "passed");
+    EXPECT_EQ(Name(o.state), "passed");
     EXPECT_EQ(o.figures, f);
     ASSERT_TRUE(o.score.has_value());
     EXPECT_DOUBLE_EQ(*o.score, PerformanceScore(f));
@@ -128,12 +132,12 @@ TEST(Evaluate, AGpuBelowAThresholdFailsWithTheFailureNamed) {
   const GpuFigures slow = L4Figures(0.9, /*mem_factor=*/0.5);  // triad 150 < 0.70 · 300
   r.gpus[1] = Measured(gpus[1], slow);
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "failed");
+  EXPECT_EQ(Name(e.run_state), "failed");
   EXPECT_EQ(e.run_error, std::nullopt) << "every GPU was measured";
   ASSERT_EQ(e.gpus.size(), 2u);
-  EXPECT_EQ(e.gpus[0].state, "passed");
+  EXPECT_EQ(Name(e.gpus[0].state), "passed");
   const GpuOutcome& o = e.gpus[1];
-  EXPECT_EQ(o.state, "failed");
+  EXPECT_EQ(Name(o.state), "failed");
   EXPECT_THAT(Metrics(o.failures), ElementsAre("memory_triad_gbps"));
   EXPECT_NEAR(o.failures[0].required, 210.0, 1e-9);
   // A failed GPU still has its score: the customer-facing figure of what it reached.
@@ -155,10 +159,10 @@ TEST(Evaluate, FiguresAboveWhatTheModelCanReachFailAsImplausible) {
   protocol::BenchmarkResult r = AllMeasured(gpus, L4Figures());
   r.gpus[1] = Measured(gpus[1], L4Figures(1000, 1000));
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "failed");
-  EXPECT_EQ(e.gpus[0].state, "passed");
+  EXPECT_EQ(Name(e.run_state), "failed");
+  EXPECT_EQ(Name(e.gpus[0].state), "passed");
   const GpuOutcome& o = e.gpus[1];
-  EXPECT_EQ(o.state, "failed");
+  EXPECT_EQ(Name(o.state), "failed");
   EXPECT_THAT(Metrics(o.failures),
               ElementsAre("implausible.fp32_tflops", "implausible.fp16_tflops",
                           "implausible.fp16_tensor_tflops", "implausible.bf16_tensor_tflops",
@@ -170,7 +174,7 @@ TEST(Evaluate, FiguresAboveWhatTheModelCanReachFailAsImplausible) {
   EXPECT_THAT(e.delist_details, HasSubstr("not believed"));
   // Just under the ceiling (1.3 × the reference) is believed; just over is not.
   r.gpus[1] = Measured(gpus[1], L4Figures(1.29, 1.29));
-  EXPECT_EQ(Evaluate(r, true, gpus, Thresholds{}).gpus[1].state, "passed");
+  EXPECT_EQ(Name(Evaluate(r, true, gpus, Thresholds{}).gpus[1].state), "passed");
   r.gpus[1] = Measured(gpus[1], L4Figures(0.9, 1.31));
   EXPECT_THAT(Metrics(Evaluate(r, true, gpus, Thresholds{}).gpus[1].failures),
               ElementsAre("implausible.memory_triad_gbps"));
@@ -186,9 +190,10 @@ TEST(Evaluate, TheThresholdsOfEachGpuAndItsLinkWidthApply) {
   narrow.pcie_width = 8;
   r.gpus[2] = Measured(gpus[2], narrow);
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.gpus[0].state, "passed") << "150 GB/s ≥ 0.4 · 300";
-  EXPECT_EQ(e.gpus[1].state, "passed") << "a model without reference figures is not held to them";
-  EXPECT_EQ(e.gpus[2].state, "failed");
+  EXPECT_EQ(Name(e.gpus[0].state), "passed") << "150 GB/s ≥ 0.4 · 300";
+  EXPECT_EQ(Name(e.gpus[1].state), "passed")
+      << "a model without reference figures is not held to them";
+  EXPECT_EQ(Name(e.gpus[2].state), "failed");
   EXPECT_THAT(Metrics(e.gpus[2].failures), ElementsAre("pcie_width"));
   EXPECT_EQ(e.gpus[2].facts.note, "benchmark: PCIe link x8 of x16");
 }
@@ -199,13 +204,13 @@ TEST(Evaluate, MachineFailuresCountAgainstEveryGpuOfTheRun) {
   r.network->download_mbit_s = 10;  // < 100
   r.storage->rand_read_iops = 100;  // < 2000
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "failed");
+  EXPECT_EQ(Name(e.run_state), "failed");
   EXPECT_THAT(Metrics(e.machine_failures),
               ElementsAre("network.download_mbit_s", "storage.rand_read_iops"));
   EXPECT_EQ(e.network, r.network);
   EXPECT_EQ(e.storage, r.storage);
   for (const GpuOutcome& o : e.gpus) {
-    EXPECT_EQ(o.state, "failed") << o.gpu_id;
+    EXPECT_EQ(Name(o.state), "failed") << o.gpu_id;
     EXPECT_THAT(Metrics(o.failures),
                 ElementsAre("network.download_mbit_s", "storage.rand_read_iops"));
     EXPECT_EQ(o.facts.verdict, BenchmarkVerdict::kFailed);
@@ -221,7 +226,7 @@ TEST(Evaluate, MachineFailuresCountAgainstEveryGpuOfTheRun) {
   Thresholds lenient;
   lenient.download_mbit_s = 5;
   lenient.rand_read_iops = 50;
-  EXPECT_EQ(Evaluate(r, true, gpus, lenient).run_state, "passed");
+  EXPECT_EQ(Name(Evaluate(r, true, gpus, lenient).run_state), "passed");
 }
 
 TEST(Evaluate, WithoutMachinePhasesTheMachineFiguresAreIgnored) {
@@ -230,7 +235,7 @@ TEST(Evaluate, WithoutMachinePhasesTheMachineFiguresAreIgnored) {
   r.network->download_mbit_s = 1;
   r.storage_error = "disk full";
   const Evaluation e = Evaluate(r, /*machine_phases=*/false, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "passed");
+  EXPECT_EQ(Name(e.run_state), "passed");
   EXPECT_EQ(e.network, std::nullopt);
   EXPECT_EQ(e.storage, std::nullopt);
   EXPECT_THAT(e.machine_failures, IsEmpty());
@@ -245,7 +250,7 @@ TEST(Evaluate, MachinePhaseErrorsAreNotedWithoutFailingTheGpus) {
   r.storage.reset();
   r.storage_error = "O_DIRECT failed";
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "passed");
+  EXPECT_EQ(Name(e.run_state), "passed");
   EXPECT_EQ(e.run_error, "network: upload refused; storage: O_DIRECT failed");
   EXPECT_EQ(e.network, std::nullopt);
   EXPECT_EQ(e.storage, std::nullopt);
@@ -266,7 +271,7 @@ TEST(Evaluate, AGpuThatWasNotMeasuredGetsAnErrorAndNoVerdict) {
   r.network = kGoodNetwork;
   r.storage = kGoodStorage;
   const Evaluation e = Evaluate(r, true, gpus, Thresholds{});
-  EXPECT_EQ(e.run_state, "error");
+  EXPECT_EQ(Name(e.run_state), "error");
   EXPECT_EQ(e.run_error, "4 GPU(s) not measured");
   ASSERT_EQ(e.gpus.size(), 4u);
   EXPECT_EQ(e.gpus[0].error, "the agent reported no result for this GPU");
@@ -276,7 +281,7 @@ TEST(Evaluate, AGpuThatWasNotMeasuredGetsAnErrorAndNoVerdict) {
   EXPECT_THAT(*e.gpus[3].error, StartsWith("malformed figures: "));
   EXPECT_THAT(*e.gpus[3].error, HasSubstr("bf16_tensor_tflops"));
   for (const GpuOutcome& o : e.gpus) {
-    EXPECT_EQ(o.state, "error") << o.gpu_id;
+    EXPECT_EQ(Name(o.state), "error") << o.gpu_id;
     EXPECT_EQ(o.score, std::nullopt) << o.gpu_id;
     EXPECT_EQ(o.figures, std::nullopt) << o.gpu_id;
     EXPECT_THAT(o.failures, IsEmpty()) << o.gpu_id;
@@ -307,7 +312,7 @@ TEST(Evaluate, TheRunPassesOnlyWhenEveryGpuPassedAndErrsOnlyWhenNoneWasMeasured)
     protocol::BenchmarkResult r;
     r.gpus = c.results;
     const Evaluation e = Evaluate(r, false, gpus, Thresholds{});
-    EXPECT_EQ(e.run_state, c.state) << c.results.size() << " results, expected " << c.state;
+    EXPECT_EQ(Name(e.run_state), c.state) << c.results.size() << " results, expected " << c.state;
     EXPECT_EQ(e.run_error, c.error) << c.state;
   }
 }
@@ -431,6 +436,36 @@ TEST(Notices, EmailsGreetTheProviderAndLinkTheBenchmarkTab) {
   EXPECT_THAT(body, HasSubstr("Benchmark tab of your Provider Dashboard: "
                               "https://gpunex.example/#/provider/benchmark?machine=m1"));
   EXPECT_THAT(NoticeEmailBody(n, "", "x"), StartsWith("Hello there,\n\n"));
+}
+
+// running → passed | failed | error, and nothing leaves an end.
+TEST(BenchmarkStates, ARunEndsOnceFromRunning) {
+  using enum BenchmarkState;
+  static_assert(BenchmarkMayGo(kRunning, kPassed));
+  static_assert(BenchmarkMayGo(kRunning, kFailed));
+  static_assert(BenchmarkMayGo(kRunning, kError));
+  static_assert(!BenchmarkMayGo(kRunning, kRunning));
+  static_assert(!BenchmarkMayGo(kPassed, kFailed));
+  static_assert(!BenchmarkMayGo(kError, kRunning));
+  static_assert(!BenchmarkMayGo(kFailed, kFailed));
+}
+
+// The one table of names of the states and the reasons: each reads back as itself, with
+// the names the API and the database have always used.
+TEST(BenchmarkStates, EachStateAndReasonHasOneNameThatReadsBack) {
+  for (BenchmarkState s : {BenchmarkState::kRunning, BenchmarkState::kPassed,
+                           BenchmarkState::kFailed, BenchmarkState::kError}) {
+    EXPECT_EQ(kBenchmarkStateNames.Parse(Name(s)), s) << Name(s);
+  }
+  std::set<std::string_view> names;
+  for (const auto& [reason, name] : kBenchmarkReasonNames.entries) {
+    EXPECT_EQ(Name(reason), name);
+    EXPECT_EQ(kBenchmarkReasonNames.Parse(name), reason) << name;
+    names.insert(name);
+  }
+  EXPECT_EQ(names, (std::set<std::string_view>{"spot_check", "periodic", "retry", "new_gpu",
+                                               "hardware_change", "first_connect", "requested"}));
+  EXPECT_THROW(kBenchmarkStateNames.ParseStored("Passed"), std::invalid_argument);
 }
 
 }  // namespace

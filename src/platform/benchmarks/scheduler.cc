@@ -11,11 +11,9 @@
 namespace gpunex::platform::benchmarks {
 namespace {
 
-// The most telling reason names a run: a change beats a schedule.
-int Rank(const std::string& reason) {
-  static const std::vector<std::string> kRank = {
-      "", "spot_check", "periodic", "retry", "new_gpu", "hardware_change", "first_connect"};
-  return static_cast<int>(std::find(kRank.begin(), kRank.end(), reason) - kRank.begin());
+// The most telling reason names a run: a change beats a schedule (BenchmarkReason's order).
+bool Outranks(BenchmarkReason why, const std::optional<BenchmarkReason>& than) {
+  return !than || static_cast<int>(why) > static_cast<int>(*than);
 }
 
 }  // namespace
@@ -35,12 +33,13 @@ Status Benchmarks::OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts
     auto it = status.find(gpu_id);
     if (it == status.end() || fresh.count(gpu_id)) {
       // Never benchmarked: due now.
-      GPUNEX_RETURN_IF_ERROR(s.UpsertStatus({gpu_id, hello.machine_id, std::nullopt, std::nullopt,
-                                             now, runs == 0 ? "first_connect" : "new_gpu"}));
+      GPUNEX_RETURN_IF_ERROR(
+          s.UpsertStatus({gpu_id, hello.machine_id, std::nullopt, std::nullopt, now,
+                          runs == 0 ? BenchmarkReason::kFirstConnect : BenchmarkReason::kNewGpu}));
     } else if (hello.inventory_changed && it->second.last_benchmark_at) {
       GpuStatusRow row = it->second;
       row.due_at = now;
-      row.due_reason = "hardware_change";
+      row.due_reason = BenchmarkReason::kHardwareChange;
       GPUNEX_RETURN_IF_ERROR(s.UpsertStatus(row));
     }
   }
@@ -64,8 +63,12 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now,
   BenchmarkRun run;
   run.id = NewId("bmk");
   run.machine_id = machine_id;
-  run.reason = requested_by.empty() ? "" : "requested";
-  if (!requested_by.empty()) run.requested_by = requested_by;
+  // Unset until a GPU is due: the most telling reason of the GPUs names the run.
+  std::optional<BenchmarkReason> reason;
+  if (!requested_by.empty()) {
+    reason = BenchmarkReason::kRequested;
+    run.requested_by = requested_by;
+  }
   run.emulated = machine->emulated;
   run.created_at = now;
   protocol::RunBenchmark payload;
@@ -73,23 +76,24 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now,
   std::map<std::string, fleet::BenchmarkFacts> measuring;
   for (const fleet::MachineGpu& g : machine->gpus) {
     if (!g.present || !g.enabled || busy.count(g.id)) continue;
-    std::string why;
+    std::optional<BenchmarkReason> why;
+    const BenchmarkReason fresh =
+        runs == 0 ? BenchmarkReason::kFirstConnect : BenchmarkReason::kNewGpu;
     auto it = status.find(g.id);
     if (it == status.end()) {
-      why = runs == 0 ? "first_connect" : "new_gpu";
-    } else if (it->second.due_at && it->second.due_reason != "spot_check") {
+      why = fresh;
+    } else if (it->second.due_at && it->second.due_reason != BenchmarkReason::kSpotCheck) {
       // Due early (new GPU, hardware change, a run that could not measure it): at due_at.
-      if (*it->second.due_at <= now)
-        why = it->second.due_reason.empty() ? "retry" : it->second.due_reason;
+      if (*it->second.due_at <= now) why = it->second.due_reason.value_or(BenchmarkReason::kRetry);
     } else if (it->second.due_at && *it->second.due_at <= now) {
-      why = "spot_check";  // a random check, unless the periodic run comes first
+      why = BenchmarkReason::kSpotCheck;  // a random check, unless the periodic run comes first
     } else if (!it->second.last_benchmark_at) {
-      why = runs == 0 ? "first_connect" : "new_gpu";
+      why = fresh;
     } else if (*it->second.last_benchmark_at < periodic_cutoff) {
-      why = "periodic";
+      why = BenchmarkReason::kPeriodic;
     }
-    if (why.empty() && requested_by.empty()) continue;
-    if (requested_by.empty() && Rank(why) > Rank(run.reason)) run.reason = why;
+    if (!why && requested_by.empty()) continue;
+    if (requested_by.empty() && Outranks(*why, reason)) reason = why;
     GpuRunResult r;
     r.gpu_id = g.id;
     r.uuid = g.uuid;
@@ -100,6 +104,7 @@ StatusOr<std::string> Benchmarks::Schedule(store::Tx& tx, Timestamp now,
     measuring[g.id] = {std::nullopt, "", true};
   }
   if (run.gpus.empty()) return std::string();
+  run.reason = *reason;  // requested, or the reason of a GPU that is due
   run.machine_phases = busy.empty();
   payload.machine_phases = run.machine_phases;
   payload.sustain_s = options_.sustain_s;
@@ -124,7 +129,7 @@ Status Benchmarks::EndOverdueRuns(Timestamp now) {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&, &run_id = run_id](store::Tx& tx) -> Status {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<BenchmarkRun> run,
                               BenchmarksStore(tx).FindRun(run_id, true));
-      if (!run || run->state != "running") return Status::Ok();
+      if (!run || run->state != BenchmarkState::kRunning) return Status::Ok();
       return FailRun(tx, now, std::move(*run),
                      "no result within " + std::to_string(options_.run_timeout_s) + " s");
     }));
