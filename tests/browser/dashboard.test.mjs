@@ -1895,6 +1895,13 @@ describe("dashboard", () => {
         );
         const key = (await panel.locator(".key-value").textContent()).trim();
         assert.match(key, /^gpx_k_[A-Za-z0-9_-]{43}$/);
+        // How to use it from the command line, without the key itself in the hint.
+        const hint = await panel.locator(".cli-hint").textContent();
+        assert.match(
+          hint,
+          /GPUNEX_URL=http:\/\/127\.0\.0\.1:\d+ GPUNEX_API_KEY=<key> gpunex balance/,
+        );
+        assert.ok(!hint.includes(key));
         assert.equal(
           await p.evaluate(() => document.activeElement?.textContent),
           "Copy key",

@@ -313,6 +313,15 @@ function newKeyPanel(k: api.CreatedApiKey, onClose: () => void): HTMLElement {
     h("p", null, "Scopes: ", scopeBadges(k.scopes)),
     h("p", { class: "small" }, "Send it in a header: ", h("code", null, "Authorization: Bearer <key>")),
     h(
+      "p",
+      { class: "small cli-hint" },
+      "Or use it with the gpunex command-line client: ",
+      h("code", null, `GPUNEX_URL=${location.origin} GPUNEX_API_KEY=<key> gpunex balance`),
+      " (or ",
+      h("code", null, "gpunex auth login"),
+      ", which makes a key of its own).",
+    ),
+    h(
       "div",
       { class: "actions" },
       button("Copy key", () => void copy(k.key, value, copied), { kind: "primary", attrs: { "data-copy": "key" } }),
