@@ -56,7 +56,7 @@ StatusOr<json::object> MachineJson(const ApiContext& ctx, const fleet::Machine& 
   return json::object{{"id", m.id},
                       {"provider_id", m.provider_id},
                       {"name", m.name},
-                      {"status", m.status},
+                      {"status", Name(m.status)},
                       {"emulated", m.emulated},
                       {"agent_version", m.agent_version},
                       {"host", protocol::ToJson(m.host)},
@@ -72,7 +72,7 @@ http::Response DetailResponse(const ApiContext& ctx, const StatusOr<fleet::Machi
   if (!out.ok()) return http::ErrorResponse(out.status());
   json::array intervals;
   for (const auto& iv : d->recent_intervals) {
-    intervals.push_back(json::object{{"state", iv.state},
+    intervals.push_back(json::object{{"state", Name(iv.state)},
                                      {"started_at", FormatRfc3339(iv.started_at)},
                                      {"ended_at", TimeJson(iv.ended_at)},
                                      {"end_reason", OptJson(iv.end_reason)}});

@@ -800,7 +800,7 @@ TEST_P(BenchmarksTest, OfflineMachinesAreNotScheduled) {
   ASSERT_TRUE(fleet_->SweepOnce().ok());
   auto m = fleet_->GetMachine(provider_, mid);
   ASSERT_TRUE(m.ok());
-  ASSERT_EQ(m->machine.status, fleet::kOffline);
+  ASSERT_EQ(m->machine.status, fleet::MachineStatus::kOffline);
   Tick();
   EXPECT_THAT(Runs(mid), IsEmpty());
   auto r = benchmarks_->Request(provider_, mid);

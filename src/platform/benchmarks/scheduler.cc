@@ -175,7 +175,7 @@ StatusOr<BenchmarkRun> Benchmarks::Request(const accounts::Principal& p,
     GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, machine_id));
     if (!m || (!p.IsAdmin() && m->provider_id != p.user.id)) return NotFound("no such machine");
     if (!options_.enabled) return FailedPrecondition("benchmarks are turned off on this platform");
-    if (m->status != fleet::kOnline)
+    if (m->status != fleet::MachineStatus::kOnline)
       return FailedPrecondition("the machine is offline; a benchmark needs its agent");
     GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> running,
                             BenchmarksStore(tx).RunningRunOn(machine_id));

@@ -42,9 +42,9 @@ MachineGpu GpuFromHello(const protocol::Gpu& g, const std::string& machine_id) {
 
 }  // namespace
 
-// Defined in machines.cc: moves a machine to `state` (kOnline/kOffline) when it is not
+// Defined in machines.cc: moves a machine to `state` when it is not
 // there yet, with its interval, event and listing.
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
                   std::string_view reason, Timestamp now);
 
 AgentSession::AgentSession(Fleet& fleet, std::string provider_id, std::string token_id,
@@ -222,7 +222,7 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
       GPUNEX_RETURN_IF_ERROR(s.InsertMachine(
           {machine_id, provider_id_, key_hash,
            h.host.hostname.empty() ? std::string("machine") : h.host.hostname,
-           std::string(kOffline), emulated, h.agent_version, h.host, "", now, now, now}));
+           MachineStatus::kOffline, emulated, h.agent_version, h.host, "", now, now, now}));
       GPUNEX_RETURN_IF_ERROR(
           AddMachineEvent(tx, machine_id, "registered", {{"remote", remote_addr_}}, now));
     }
@@ -257,7 +257,8 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     }
     // Transition refreshes the listing when the machine comes online; a machine that was
     // online already (a reconnect before the sweeper noticed) refreshes it here.
-    GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, kOnline, "agent_connected", now));
+    GPUNEX_RETURN_IF_ERROR(
+        Transition(tx, machine_id, MachineStatus::kOnline, "agent_connected", now));
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
     GPUNEX_RETURN_IF_ERROR(
         AddMachineEvent(tx, machine_id, "connected",

@@ -2,6 +2,7 @@
 // every connect until their result arrives, results applied once in the transaction
 // that records them (result hooks).
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "platform/fleet/agent_session.h"
@@ -13,8 +14,13 @@ namespace gpunex::platform::fleet {
 StatusOr<std::string> Fleet::Enqueue(store::Tx& tx, Timestamp now, const std::string& machine_id,
                                      std::string_view kind, std::string payload_json) {
   const std::string id = NewId("cmd");
-  GPUNEX_RETURN_IF_ERROR(FleetStore(tx).InsertCommand(
-      {id, machine_id, std::string(kind), std::move(payload_json), "pending", now, {}}));
+  GPUNEX_RETURN_IF_ERROR(FleetStore(tx).InsertCommand({id,
+                                                       machine_id,
+                                                       std::string(kind),
+                                                       std::move(payload_json),
+                                                       CommandState::kPending,
+                                                       now,
+                                                       {}}));
   tx.AfterCommit([this, machine_id] {
     if (Connected(machine_id)) DeliverPending(machine_id);
   });
@@ -86,7 +92,9 @@ Status Fleet::CancelCommand(store::Tx& tx, Timestamp now, const std::string& mac
                             const std::string& command_id, const std::string& reason) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<CommandRow> cmd, s.FindCommand(machine_id, command_id));
-  if (!cmd || cmd->state == "done") return Status::Ok();
+  if (!cmd || cmd->state == CommandState::kDone) return Status::Ok();
+  GPUNEX_INVARIANT(CommandMayGo(cmd->state, CommandState::kDone),
+                   "a command is done once, from an earlier state");
   return s.MarkCommandDone(
       command_id, now, false,
       ToJsonText(json::object{{"error", "cancelled: " + reason}, {"data", json::object{}}}));
@@ -151,7 +159,9 @@ Status Fleet::HandleResult(const std::string& machine_id, const protocol::Result
     if (!cmd) return Status::Ok();  // unknown, or another machine's
     // The agent has the command: what it carried for the pull is not needed here any more.
     ForgetCredentials(r.command_id);
-    if (cmd->state == "done") return Status::Ok();  // a repeat
+    if (cmd->state == CommandState::kDone) return Status::Ok();  // a repeat
+    GPUNEX_INVARIANT(CommandMayGo(cmd->state, CommandState::kDone),
+                     "a command is done once, from an earlier state");
     GPUNEX_RETURN_IF_ERROR(s.MarkCommandDone(
         r.command_id, now, r.ok, ToJsonText(json::object{{"error", r.error}, {"data", r.data}})));
     auto hook = result_hooks_.find(cmd->kind);

@@ -10,7 +10,7 @@
 
 namespace gpunex::platform::fleet {
 
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
                   std::string_view reason,
                   Timestamp now);  // machines.cc
 
@@ -41,7 +41,7 @@ StatusOr<std::map<std::string, Liveness>> LivenessOf(store::Tx& tx,
                                            std::vector<std::string>(unique.begin(), unique.end())));
   std::map<std::string, Liveness> out;
   for (const auto& [id, status, last_seen, since] : states) {
-    out[id] = {status == kOnline, last_seen, since};
+    out[id] = {status == MachineStatus::kOnline, last_seen, since};
   }
   return out;
 }
@@ -259,7 +259,7 @@ Status Fleet::SweepOnce() {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
       GPUNEX_ASSIGN_OR_RETURN(bool still, FleetStore(tx).IsStaleOnline(mid, cutoff));
       if (!still) return Status::Ok();
-      return Transition(tx, mid, kOffline, "missed_heartbeats", now);
+      return Transition(tx, mid, MachineStatus::kOffline, "missed_heartbeats", now);
     }));
     LogInfo("machine.offline", {{"machine_id", mid}, {"reason", "missed_heartbeats"}});
   }

@@ -91,7 +91,8 @@ const store::RowMapper<MachineRow>& MachineRows() {
       {"provider_id", &MachineRow::provider_id},
       {"key_hash", &MachineRow::key_hash},
       {"name", &MachineRow::name},
-      {"status", &MachineRow::status},
+      {"status", [](MachineRow& m,
+                    const store::Cell& c) { m.status = kMachineStatusNames.ParseStored(c.Str()); }},
       {"emulated", &MachineRow::emulated},
       {"agent_version", &MachineRow::agent_version},
       {"host", [](MachineRow& m, const store::Cell& c) { m.host = HostFrom(c.Str()); }},
@@ -149,7 +150,8 @@ const store::RowMapper<CommandRow>& CommandRows() {
       {"machine_id", &CommandRow::machine_id},
       {"kind", &CommandRow::kind},
       {"payload", &CommandRow::payload_json},
-      {"state", &CommandRow::state},
+      {"state", [](CommandRow& r,
+                   const store::Cell& c) { r.state = kCommandStateNames.ParseStored(c.Str()); }},
       {"created_at", &CommandRow::created_at},
       {"sent_at", &CommandRow::sent_at},
   });
@@ -158,7 +160,8 @@ const store::RowMapper<CommandRow>& CommandRows() {
 
 const store::RowMapper<MachineInterval>& IntervalRows() {
   static const auto* const m = new store::RowMapper<MachineInterval>({
-      {"state", &MachineInterval::state},
+      {"state", [](MachineInterval& i,
+                   const store::Cell& c) { i.state = kMachineStatusNames.ParseStored(c.Str()); }},
       {"started_at", &MachineInterval::started_at},
       {"ended_at", &MachineInterval::ended_at},
       {"end_reason", &MachineInterval::end_reason},
@@ -187,9 +190,9 @@ StatusOr<std::optional<MachineRow>> FleetStore::FindMachine(const std::string& i
   return MachineRows().First(rows);
 }
 
-StatusOr<std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>>>
+StatusOr<std::vector<std::tuple<std::string, MachineStatus, Timestamp, Timestamp>>>
 FleetStore::MachineStates(const std::vector<std::string>& ids) {
-  std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>> out;
+  std::vector<std::tuple<std::string, MachineStatus, Timestamp, Timestamp>> out;
   constexpr size_t kChunk = 400;
   for (size_t start = 0; start < ids.size(); start += kChunk) {
     const size_t n = std::min(kChunk, ids.size() - start);
@@ -205,8 +208,8 @@ FleetStore::MachineStates(const std::vector<std::string>& ids) {
                                           in + ")",
                                       params));
     for (const auto& r : rows) {
-      out.emplace_back(r["id"].Str(), r["status"].Str(), r["last_seen_at"].Time(),
-                       r["status_since"].Time());
+      out.emplace_back(r["id"].Str(), kMachineStatusNames.ParseStored(r["status"].Str()),
+                       r["last_seen_at"].Time(), r["status_since"].Time());
     }
   }
   return out;
@@ -231,9 +234,9 @@ Status FleetStore::InsertMachine(const MachineRow& m) {
   return tx_
       .Exec(std::string("INSERT INTO machines (") + MachineRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {m.id, m.provider_id, m.key_hash, m.name, m.status, int64_t{m.emulated},
-             m.agent_version, HostText(m.host), m.inventory_hash, ToUnixMicros(m.created_at),
-             ToUnixMicros(m.last_seen), ToUnixMicros(m.status_since)})
+            {m.id, m.provider_id, m.key_hash, m.name, std::string(Name(m.status)),
+             int64_t{m.emulated}, m.agent_version, HostText(m.host), m.inventory_hash,
+             ToUnixMicros(m.created_at), ToUnixMicros(m.last_seen), ToUnixMicros(m.status_since)})
       .status();
 }
 
@@ -265,11 +268,10 @@ StatusOr<bool> FleetStore::SetMachineName(const std::string& id, const std::stri
   return n > 0;
 }
 
-Status FleetStore::SetMachineStatus(const std::string& id, std::string_view status,
-                                    Timestamp since) {
+Status FleetStore::SetMachineStatus(const std::string& id, MachineStatus status, Timestamp since) {
   return tx_
       .Exec("UPDATE machines SET status = ?, status_since = ? WHERE id = ?",
-            {std::string(status), ToUnixMicros(since), id})
+            {std::string(Name(status)), ToUnixMicros(since), id})
       .status();
 }
 
@@ -287,20 +289,24 @@ StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_
 
 StatusOr<std::vector<std::string>> FleetStore::StaleOnlineMachines(Timestamp cutoff) {
   return Ids(tx_,
-             "SELECT id FROM machines WHERE status = 'online' AND last_seen_at < ? ORDER BY id",
+             "SELECT id FROM machines WHERE status = " + SqlLiteral(MachineStatus::kOnline) +
+                 " AND last_seen_at < ? ORDER BY id",
              {ToUnixMicros(cutoff)});
 }
 
 StatusOr<bool> FleetStore::IsStaleOnline(const std::string& id, Timestamp cutoff) {
   GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query("SELECT 1 FROM machines WHERE id = ? AND status = 'online' AND last_seen_at < ?",
-                {id, ToUnixMicros(cutoff)}));
+      store::Rows rows, tx_.Query("SELECT 1 FROM machines WHERE id = ? AND status = " +
+                                      SqlLiteral(MachineStatus::kOnline) + " AND last_seen_at < ?",
+                                  {id, ToUnixMicros(cutoff)}));
   return !rows.empty();
 }
 
 StatusOr<std::vector<std::string>> FleetStore::OnlineMachines() {
-  return Ids(tx_, "SELECT id FROM machines WHERE status = 'online' ORDER BY id", {});
+  return Ids(tx_,
+             "SELECT id FROM machines WHERE status = " + SqlLiteral(MachineStatus::kOnline) +
+                 " ORDER BY id",
+             {});
 }
 
 // ---------------------------------------------------------------- GPUs
@@ -475,11 +481,10 @@ Status FleetStore::CloseOpenInterval(const std::string& machine_id, Timestamp at
       .status();
 }
 
-Status FleetStore::OpenInterval(const std::string& machine_id, std::string_view state,
-                                Timestamp at) {
+Status FleetStore::OpenInterval(const std::string& machine_id, MachineStatus state, Timestamp at) {
   return tx_
       .Exec("INSERT INTO machine_intervals (id, machine_id, state, started_at) VALUES (?, ?, ?, ?)",
-            {NewId("mit"), machine_id, std::string(state), ToUnixMicros(at)})
+            {NewId("mit"), machine_id, std::string(Name(state)), ToUnixMicros(at)})
       .status();
 }
 
@@ -534,35 +539,36 @@ Status FleetStore::InsertCommand(const CommandRow& c) {
       .Exec(
           "INSERT INTO agent_commands (id, machine_id, kind, payload, state, created_at) "
           "VALUES (?, ?, ?, ?, ?, ?)",
-          {c.id, c.machine_id, c.kind, c.payload_json, c.state, ToUnixMicros(c.created_at)})
+          {c.id, c.machine_id, c.kind, c.payload_json, std::string(Name(c.state)),
+           ToUnixMicros(c.created_at)})
       .status();
 }
 
 StatusOr<std::vector<CommandRow>> FleetStore::UnfinishedCommands(const std::string& machine_id) {
-  GPUNEX_ASSIGN_OR_RETURN(
-      store::Rows rows,
-      tx_.Query(std::string("SELECT ") + CommandRows().Select() +
-                    " FROM agent_commands WHERE machine_id = ? AND state <> 'done' ORDER BY id",
-                {machine_id}));
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query(std::string("SELECT ") + CommandRows().Select() +
+                                        " FROM agent_commands WHERE machine_id = ? AND state <> " +
+                                        SqlLiteral(CommandState::kDone) + " ORDER BY id",
+                                    {machine_id}));
   return CommandRows().Decode(rows);
 }
 
 Status FleetStore::MarkCommandSent(const std::string& id, Timestamp at) {
   return tx_
-      .Exec(
-          "UPDATE agent_commands SET sent_at = ?, state = CASE WHEN state = 'pending' "
-          "THEN 'sent' ELSE state END WHERE id = ?",
-          {ToUnixMicros(at), id})
+      .Exec("UPDATE agent_commands SET sent_at = ?, state = CASE WHEN state = " +
+                SqlLiteral(CommandState::kPending) + " THEN " + SqlLiteral(CommandState::kSent) +
+                " ELSE state END WHERE id = ?",
+            {ToUnixMicros(at), id})
       .status();
 }
 
 Status FleetStore::MarkCommandAcked(const std::string& machine_id, const std::string& id,
                                     Timestamp at) {
   return tx_
-      .Exec(
-          "UPDATE agent_commands SET state = 'acked', acked_at = ? WHERE id = ? "
-          "AND machine_id = ? AND state IN ('pending', 'sent')",
-          {ToUnixMicros(at), id, machine_id})
+      .Exec("UPDATE agent_commands SET state = " + SqlLiteral(CommandState::kAcked) +
+                ", acked_at = ? WHERE id = ? AND machine_id = ? AND state IN (" +
+                SqlLiteral(CommandState::kPending) + ", " + SqlLiteral(CommandState::kSent) + ")",
+            {ToUnixMicros(at), id, machine_id})
       .status();
 }
 
@@ -578,14 +584,16 @@ StatusOr<std::optional<CommandRow>> FleetStore::FindCommand(const std::string& m
 Status FleetStore::MarkCommandDone(const std::string& id, Timestamp at, bool ok,
                                    const std::string& result_json) {
   return tx_
-      .Exec(
-          "UPDATE agent_commands SET state = 'done', done_at = ?, ok = ?, result = ? WHERE id = ?",
-          {ToUnixMicros(at), int64_t{ok}, result_json, id})
+      .Exec("UPDATE agent_commands SET state = " + SqlLiteral(CommandState::kDone) +
+                ", done_at = ?, ok = ?, result = ? WHERE id = ?",
+            {ToUnixMicros(at), int64_t{ok}, result_json, id})
       .status();
 }
 
 StatusOr<std::vector<std::string>> FleetStore::MachinesWithPendingCommands() {
-  return Ids(tx_, "SELECT DISTINCT machine_id AS id FROM agent_commands WHERE state = 'pending'",
+  return Ids(tx_,
+             "SELECT DISTINCT machine_id AS id FROM agent_commands WHERE state = " +
+                 SqlLiteral(CommandState::kPending),
              {});
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/enum_names.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -23,6 +24,13 @@
 #include "platform/store/migrations.h"
 
 namespace gpunex::platform::fleet {
+
+// A value of a closed set as an SQL literal, spelt by its table of names (plain words:
+// quotes are all they need), for the queries that test a state against a constant.
+template <typename E>
+std::string SqlLiteral(E value) {
+  return "'" + std::string(Name(value)) + "'";
+}
 
 // Which workloads a list holds: every one (`all`), or those on the machines of
 // `provider_id` and those running the rentals of `customer_id` (an empty id: none of
@@ -39,7 +47,7 @@ struct MachineRow {
   std::string provider_id;
   std::string key_hash;
   std::string name;
-  std::string status;
+  MachineStatus status = MachineStatus::kOffline;
   bool emulated = false;
   std::string agent_version;
   protocol::Host host;
@@ -49,12 +57,28 @@ struct MachineRow {
   Timestamp status_since;
 };
 
+// A command to an agent: pending (written) → sent (on a connection) → acked (the agent has
+// it) → done (its result is recorded, or it was cancelled). Only forward: a command sent
+// again after a reconnect stays acked, and nothing leaves done; an agent's ack may come
+// before the platform marks the command sent.
+enum class CommandState { kPending, kSent, kAcked, kDone };
+inline constexpr EnumNames<CommandState, 4> kCommandStateNames{{{
+    {CommandState::kPending, "pending"},
+    {CommandState::kSent, "sent"},
+    {CommandState::kAcked, "acked"},
+    {CommandState::kDone, "done"},
+}}};
+inline std::string_view Name(CommandState s) { return kCommandStateNames.Name(s); }
+constexpr bool CommandMayGo(CommandState from, CommandState to) {
+  return static_cast<int>(to) > static_cast<int>(from);
+}
+
 struct CommandRow {
   std::string id;
   std::string machine_id;
   std::string kind;
   std::string payload_json;
-  std::string state;  // pending | sent | acked | done
+  CommandState state = CommandState::kPending;
   Timestamp created_at;
   std::optional<Timestamp> sent_at;
 };
@@ -68,7 +92,7 @@ class FleetStore {
   // --- machines
   StatusOr<std::optional<MachineRow>> FindMachine(const std::string& id);
   // (status, last_seen, status_since) of the machines that exist among `ids`.
-  StatusOr<std::vector<std::tuple<std::string, std::string, Timestamp, Timestamp>>> MachineStates(
+  StatusOr<std::vector<std::tuple<std::string, MachineStatus, Timestamp, Timestamp>>> MachineStates(
       const std::vector<std::string>& ids);
   StatusOr<int64_t> CountMachinesOf(const std::string& provider_id);
   StatusOr<std::optional<MachineRow>> FindMachineByKey(const std::string& key_hash);
@@ -81,7 +105,7 @@ class FleetStore {
   Status TouchMachine(const std::string& id, Timestamp seen);
   // False when there is no such machine.
   StatusOr<bool> SetMachineName(const std::string& id, const std::string& name);
-  Status SetMachineStatus(const std::string& id, std::string_view status, Timestamp since);
+  Status SetMachineStatus(const std::string& id, MachineStatus status, Timestamp since);
   // The provider's machines (all with `provider_id` empty), by id.
   StatusOr<Page<MachineRow>> ListMachines(const std::string& provider_id, const PageRequest& page);
   // Online machines whose last heartbeat is before `cutoff`.
@@ -117,7 +141,7 @@ class FleetStore {
 
   // --- intervals, events, telemetry
   Status CloseOpenInterval(const std::string& machine_id, Timestamp at, std::string_view reason);
-  Status OpenInterval(const std::string& machine_id, std::string_view state, Timestamp at);
+  Status OpenInterval(const std::string& machine_id, MachineStatus state, Timestamp at);
   StatusOr<std::vector<MachineInterval>> RecentIntervals(const std::string& machine_id, int limit);
   Status InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
                      const std::string& detail_json);

@@ -9,6 +9,12 @@ namespace {
 
 using store::KeyColumn;
 
+// The active states (IsActiveWorkloadState) as an SQL list: "'pending', 'starting', ...".
+std::string ActiveStates() {
+  return SqlLiteral(WorkloadState::kPending) + ", " + SqlLiteral(WorkloadState::kStarting) + ", " +
+         SqlLiteral(WorkloadState::kRunning);
+}
+
 store::Value OptValue(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
 }
@@ -139,7 +145,8 @@ StatusOr<Page<Workload>> FleetStore::ListWorkloads(const WorkloadFilter& filter,
 StatusOr<std::set<std::string>> FleetStore::GpusInActiveWorkloads(const std::string& machine_id) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT gpu_ids FROM workloads WHERE machine_id = ? "
-                                    "AND state IN ('pending', 'starting', 'running')",
+                                    "AND state IN (" +
+                                        ActiveStates() + ")",
                                     {machine_id}));
   std::set<std::string> busy;
   for (const auto& r : rows) {
@@ -153,8 +160,8 @@ StatusOr<std::vector<Workload>> FleetStore::ActiveWorkloads(const std::string& m
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query(std::string("SELECT ") + WorkloadRows().Select() +
                                         " FROM workloads WHERE machine_id = ? "
-                                        "AND state IN ('pending', 'starting', 'running') "
-                                        "ORDER BY id",
+                                        "AND state IN (" +
+                                        ActiveStates() + ") ORDER BY id",
                                     {machine_id}));
   return WorkloadRows().Decode(rows);
 }
@@ -165,8 +172,9 @@ Status FleetStore::SetWorkloadProgress(const std::string& id, WorkloadState stat
   return tx_
       .Exec(
           "UPDATE workloads SET state = ?, container_id = COALESCE(?, container_id), "
-          "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, updated_at = ? "
-          "WHERE id = ?",
+          "started_at = CASE WHEN ? = " +
+              SqlLiteral(WorkloadState::kRunning) +
+              " THEN ? ELSE started_at END, updated_at = ? WHERE id = ?",
           {std::string(Name(state)), OptValue(container_id), std::string(Name(state)),
            ToUnixMicros(at), ToUnixMicros(at), id})
       .status();
@@ -182,7 +190,8 @@ StatusOr<bool> FleetStore::EndWorkload(const std::string& id, WorkloadState stat
       tx_.Exec(
           "UPDATE workloads SET state = ?, exit_code = ?, end_reason = ?, end_party = ?, "
           "end_cause = ?, ended_at = ?, updated_at = ?, container_id = COALESCE(?, "
-          "container_id) WHERE id = ? AND state IN ('pending', 'starting', 'running')",
+          "container_id) WHERE id = ? AND state IN (" +
+              ActiveStates() + ")",
           {std::string(Name(state)), exit_code ? store::Value(*exit_code) : store::Value(nullptr),
            reason, std::string(Name(ending.party)), ending.cause, ToUnixMicros(at),
            ToUnixMicros(at), OptValue(container_id), id}));

@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/json.h"
 #include "platform/fleet/agent_session.h"
+#include "platform/fleet/fleet_store.h"
 #include "platform/fleet/test_util.h"
 
 namespace gpunex::platform::fleet {
@@ -66,7 +68,7 @@ class FleetTest : public testing::FleetTestBase {
     EXPECT_TRUE(st.ok()) << st.ToString();
     return id;
   }
-  std::string CommandState(const std::string& id) {
+  std::string StoredCommandState(const std::string& id) {
     return Text("SELECT state FROM agent_commands WHERE id = ?", {id});
   }
   MachineDetail Detail(const std::string& machine_id) {
@@ -74,7 +76,7 @@ class FleetTest : public testing::FleetTestBase {
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     return d.ok() ? *d : MachineDetail{};
   }
-  std::string MachineStatus(const std::string& machine_id) {
+  std::string StoredMachineStatus(const std::string& machine_id) {
     return Text("SELECT status FROM machines WHERE id = ?", {machine_id});
   }
   // Counts the calls of a result hook on stop_workload and writes an audit event in the
@@ -136,7 +138,7 @@ TEST_P(FleetTest, HelloRegistersTheMachine) {
   EXPECT_EQ(m.id, mid);
   EXPECT_EQ(m.provider_id, pia_);
   EXPECT_EQ(m.name, a.host.hostname);
-  EXPECT_EQ(m.status, kOnline);
+  EXPECT_EQ(m.status, MachineStatus::kOnline);
   EXPECT_TRUE(m.emulated);
   EXPECT_EQ(m.agent_version, "0.1.0-fake");
   EXPECT_EQ(m.host.cpu_cores, 16);
@@ -166,7 +168,7 @@ TEST_P(FleetTest, HelloRegistersTheMachine) {
     EXPECT_EQ(g.listing_since, t0);
   }
   ASSERT_THAT(d.recent_intervals, SizeIs(1));
-  EXPECT_EQ(d.recent_intervals[0].state, kOnline);
+  EXPECT_EQ(d.recent_intervals[0].state, MachineStatus::kOnline);
   EXPECT_EQ(d.recent_intervals[0].started_at, t0);
   EXPECT_FALSE(d.recent_intervals[0].ended_at);
   EXPECT_TRUE(d.connected_here);
@@ -623,22 +625,22 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
 
   clock_.Advance(Seconds(fleet().options().offline_after_s));
   ASSERT_TRUE(fleet().SweepOnce().ok());
-  EXPECT_EQ(MachineStatus(mid), kOnline)
+  EXPECT_EQ(StoredMachineStatus(mid), "online")
       << "a heartbeat-free period of offline_after_s is not more";
   clock_.Advance(std::chrono::microseconds(1));
   ASSERT_TRUE(fleet().SweepOnce().ok());
   const Timestamp t_off = clock_.Now();
-  EXPECT_EQ(MachineStatus(mid), kOffline);
+  EXPECT_EQ(StoredMachineStatus(mid), "offline");
   EXPECT_EQ(ListingOf(g0), "machine_offline");
   EXPECT_TRUE(fleet().Connected(mid)) << "the connection stays open";
   MachineDetail d = Detail(mid);
   EXPECT_EQ(d.machine.status_since, t_off);
   ASSERT_THAT(d.recent_intervals, SizeIs(2));
-  EXPECT_EQ(d.recent_intervals[1].state, kOnline);
+  EXPECT_EQ(d.recent_intervals[1].state, MachineStatus::kOnline);
   EXPECT_EQ(d.recent_intervals[1].started_at, t0);
   EXPECT_EQ(d.recent_intervals[1].ended_at, t_off);
   EXPECT_EQ(d.recent_intervals[1].end_reason, "missed_heartbeats");
-  EXPECT_EQ(d.recent_intervals[0].state, kOffline);
+  EXPECT_EQ(d.recent_intervals[0].state, MachineStatus::kOffline);
   EXPECT_EQ(d.recent_intervals[0].started_at, t_off);
   EXPECT_FALSE(d.recent_intervals[0].ended_at);
   clock_.Advance(Seconds(60));
@@ -648,31 +650,31 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
   // A heartbeat on the same connection brings it back.
   const Timestamp t_back = clock_.Now();
   a.Heartbeat();
-  EXPECT_EQ(MachineStatus(mid), kOnline);
+  EXPECT_EQ(StoredMachineStatus(mid), "online");
   EXPECT_EQ(ListingOf(g0), "listed");
   d = Detail(mid);
   ASSERT_THAT(d.recent_intervals, SizeIs(3));
   EXPECT_EQ(d.recent_intervals[1].ended_at, t_back);
   EXPECT_EQ(d.recent_intervals[1].end_reason, "heartbeat_resumed");
-  EXPECT_EQ(d.recent_intervals[0].state, kOnline);
+  EXPECT_EQ(d.recent_intervals[0].state, MachineStatus::kOnline);
   EXPECT_EQ(d.recent_intervals[0].started_at, t_back);
 
   // The agent goes away: Offline once the time passes; then it comes back.
   clock_.Advance(Seconds(3));
   a.Disconnect();
   EXPECT_FALSE(fleet().Connected(mid));
-  EXPECT_EQ(MachineStatus(mid), kOnline) << "disconnecting is not Offline yet";
+  EXPECT_EQ(StoredMachineStatus(mid), "online") << "disconnecting is not Offline yet";
   clock_.Advance(Seconds(fleet().options().offline_after_s + 1));
   ASSERT_TRUE(fleet().SweepOnce().ok());
-  EXPECT_EQ(MachineStatus(mid), kOffline);
+  EXPECT_EQ(StoredMachineStatus(mid), "offline");
   clock_.Advance(Seconds(100));
   ASSERT_TRUE(a.Join());
-  EXPECT_EQ(MachineStatus(mid), kOnline);
+  EXPECT_EQ(StoredMachineStatus(mid), "online");
 
   d = Detail(mid);
   std::vector<MachineInterval> ivs(d.recent_intervals.rbegin(), d.recent_intervals.rend());
   std::vector<std::string> states;
-  for (const auto& iv : ivs) states.push_back(iv.state);
+  for (const auto& iv : ivs) states.emplace_back(Name(iv.state));
   EXPECT_THAT(states, ElementsAre("online", "offline", "online", "offline", "online"));
   for (size_t i = 0; i + 1 < ivs.size(); ++i) {
     ASSERT_TRUE(ivs[i].ended_at) << i;
@@ -732,7 +734,7 @@ TEST_P(FleetTest, ACommandIsSentOnlyAfterItsTransactionCommits) {
   auto payload = protocol::ParseStopWorkload(commands[0].payload);
   ASSERT_TRUE(payload.ok()) << payload.status().ToString();
   EXPECT_EQ(payload->workload_id, "wl_after_commit");
-  EXPECT_EQ(CommandState(cid), "sent");
+  EXPECT_EQ(StoredCommandState(cid), "sent");
   EXPECT_EQ(Number("SELECT sent_at FROM agent_commands WHERE id = ?", {cid}),
             ToUnixMicros(clock_.Now()));
 
@@ -761,12 +763,12 @@ TEST_P(FleetTest, CommandsAreResentOnEveryConnectUntilTheirResultArrives) {
   const std::string c1 = Enqueue(mid, "wl_one");
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(c1));
   a.Ack(c1);
-  EXPECT_EQ(CommandState(c1), "acked");
+  EXPECT_EQ(StoredCommandState(c1), "acked");
   a.Disconnect();
 
   // Queued while the agent is away: stored, sent to nobody.
   const std::string c2 = Enqueue(mid, "wl_two");
-  EXPECT_EQ(CommandState(c2), "pending");
+  EXPECT_EQ(StoredCommandState(c2), "pending");
   clock_.Advance(Seconds(3));
   a.Connect();
   ASSERT_TRUE(a.Hello());
@@ -776,14 +778,14 @@ TEST_P(FleetTest, CommandsAreResentOnEveryConnectUntilTheirResultArrives) {
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(c1, c2)) << "in id order";
 
   a.Result(c1, true);
-  EXPECT_EQ(CommandState(c1), "done");
+  EXPECT_EQ(StoredCommandState(c1), "done");
   EXPECT_EQ(hook_calls_, 1);
   clock_.Advance(Seconds(3));
   ASSERT_TRUE(a.Join());
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(c2)) << "a done command is not sent again";
   a.Ack(c2);
   a.Result(c2, false, "no such workload");
-  EXPECT_EQ(CommandState(c2), "done");
+  EXPECT_EQ(StoredCommandState(c2), "done");
   EXPECT_EQ(Number("SELECT ok FROM agent_commands WHERE id = ?", {c2}), 0);
   clock_.Advance(Seconds(3));
   ASSERT_TRUE(a.Join());
@@ -886,7 +888,7 @@ TEST_P(FleetTest, ARepeatedResultIsAppliedOnce) {
   clock_.Advance(Seconds(2));
   const Timestamp t_done = clock_.Now();
   a.Result(cid, true, "", json::object{{"container_id", "abc"}});
-  EXPECT_EQ(CommandState(cid), "done");
+  EXPECT_EQ(StoredCommandState(cid), "done");
   EXPECT_EQ(Number("SELECT done_at FROM agent_commands WHERE id = ?", {cid}), ToUnixMicros(t_done));
   EXPECT_EQ(Number("SELECT ok FROM agent_commands WHERE id = ?", {cid}), 1);
   ASSERT_THAT(hook_seen_, SizeIs(1));
@@ -910,7 +912,7 @@ TEST_P(FleetTest, ARepeatedResultIsAppliedOnce) {
   a.Result(cid, true);  // after a reconnect
   EXPECT_EQ(hook_calls_, 1);
   EXPECT_EQ(HookEffects(cid), 1);
-  EXPECT_EQ(CommandState(cid), "done");
+  EXPECT_EQ(StoredCommandState(cid), "done");
   EXPECT_EQ(Number("SELECT done_at FROM agent_commands WHERE id = ?", {cid}), ToUnixMicros(t_done));
   EXPECT_EQ(Number("SELECT ok FROM agent_commands WHERE id = ?", {cid}), 1);
   EXPECT_EQ(Text("SELECT result FROM agent_commands WHERE id = ?", {cid}), result);
@@ -933,9 +935,9 @@ TEST_P(FleetTest, AckAndResultOfAnotherMachinesCommandAreIgnored) {
   }
   EXPECT_EQ(Snapshot(test_db()), before);
   EXPECT_EQ(hook_calls_, 0);
-  EXPECT_EQ(CommandState(cid), "sent");
+  EXPECT_EQ(StoredCommandState(cid), "sent");
   a.Ack(cid);
-  EXPECT_EQ(CommandState(cid), "acked");
+  EXPECT_EQ(StoredCommandState(cid), "acked");
 }
 
 TEST_P(FleetTest, ACommandQueuedByAnotherInstanceIsDeliveredByTheSweep) {
@@ -946,10 +948,10 @@ TEST_P(FleetTest, ACommandQueuedByAnotherInstanceIsDeliveredByTheSweep) {
   const std::string cid = EnqueueOn(other, a.machine_id, "wl_elsewhere");
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(here))
       << "the other instance has no session for it";
-  EXPECT_EQ(CommandState(cid), "pending");
+  EXPECT_EQ(StoredCommandState(cid), "pending");
   ASSERT_TRUE(fleet().SweepOnce().ok());
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(here, cid)) << "each once on this connection";
-  EXPECT_EQ(CommandState(cid), "sent");
+  EXPECT_EQ(StoredCommandState(cid), "sent");
   ASSERT_TRUE(fleet().SweepOnce().ok());
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(here, cid));
 }
@@ -1025,7 +1027,7 @@ TEST_P(FleetTest, AResultWhoseCommitIsInDoubtButCommittedIsAppliedOnce) {
   a.Result(cid, true);
   EXPECT_EQ(faults().injected(), 1);
   EXPECT_FALSE(a.channel().closed()) << "a store failure is not the agent's fault";
-  EXPECT_EQ(CommandState(cid), "done");
+  EXPECT_EQ(StoredCommandState(cid), "done");
   EXPECT_EQ(HookEffects(cid), 1);
 
   // The agent got no word either way; after a reconnect it sends the result again.
@@ -1045,7 +1047,7 @@ TEST_P(FleetTest, AResultWhoseCommitIsInDoubtAndRolledBackIsAppliedWhenResent) {
   faults().FailCommit("UPDATE agent_commands SET state = 'done'", /*committed=*/false);
   a.Result(cid, true);
   EXPECT_EQ(faults().injected(), 1);
-  EXPECT_EQ(CommandState(cid), "sent");
+  EXPECT_EQ(StoredCommandState(cid), "sent");
   EXPECT_EQ(HookEffects(cid), 0) << "the hook's writes rolled back with the result";
 
   clock_.Advance(Seconds(2));
@@ -1053,7 +1055,7 @@ TEST_P(FleetTest, AResultWhoseCommitIsInDoubtAndRolledBackIsAppliedWhenResent) {
   EXPECT_THAT(CommandIds(a.Commands()), ElementsAre(cid)) << "not done: sent again";
   a.Result(cid, true);  // answered from the agent's record
   a.Result(cid, true);
-  EXPECT_EQ(CommandState(cid), "done");
+  EXPECT_EQ(StoredCommandState(cid), "done");
   EXPECT_EQ(HookEffects(cid), 1);
   EXPECT_EQ(hook_calls_, 2) << "once rolled back, once committed";
 }
@@ -1315,6 +1317,32 @@ TEST_P(FleetTest, ASecondConnectionForTheSameMachineReplacesTheFirst) {
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(FleetTest);
+
+// pending → sent → acked → done, only forward (an ack may overtake the mark of the send).
+TEST(CommandStatesTest, ACommandOnlyMovesForward) {
+  using enum CommandState;
+  static_assert(CommandMayGo(kPending, kSent));
+  static_assert(CommandMayGo(kPending, kAcked));
+  static_assert(CommandMayGo(kSent, kAcked));
+  static_assert(CommandMayGo(kSent, kDone));
+  static_assert(CommandMayGo(kAcked, kDone));
+  static_assert(!CommandMayGo(kAcked, kSent));  // sent again after a reconnect
+  static_assert(!CommandMayGo(kDone, kDone));   // a repeated result
+  static_assert(!CommandMayGo(kDone, kPending));
+}
+
+// The tables of names: each value has one, and reads back as itself.
+TEST(CommandStatesTest, EachStateAndStatusHasOneNameThatReadsBack) {
+  using enum CommandState;
+  for (CommandState s : {kPending, kSent, kAcked, kDone}) {
+    EXPECT_EQ(kCommandStateNames.Parse(Name(s)), s) << Name(s);
+  }
+  EXPECT_EQ(Name(kAcked), "acked");
+  EXPECT_EQ(Name(MachineStatus::kOnline), "online");
+  EXPECT_EQ(Name(MachineStatus::kOffline), "offline");
+  EXPECT_EQ(kMachineStatusNames.Parse("offline"), MachineStatus::kOffline);
+  EXPECT_THROW(kMachineStatusNames.ParseStored("Online"), std::invalid_argument);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::fleet

@@ -1,5 +1,6 @@
 #include "platform/fleet/history_store.h"
 
+#include "platform/fleet/fleet_store.h"
 #include "platform/store/coordination.h"
 #include "platform/store/rows.h"
 
@@ -86,9 +87,9 @@ StatusOr<std::vector<MachineSummary>> MachineSummaries(store::Tx& tx,
 
 StatusOr<std::vector<OnlineSpan>> OnlineSpansSince(store::Tx& tx, Timestamp from,
                                                    const std::string& machine_id) {
-  std::string sql =
-      "SELECT " + OnlineSpanRows().Select() +
-      " FROM machine_intervals WHERE state = 'online' AND (ended_at IS NULL OR ended_at > ?)";
+  std::string sql = "SELECT " + OnlineSpanRows().Select() +
+                    " FROM machine_intervals WHERE state = " + SqlLiteral(MachineStatus::kOnline) +
+                    " AND (ended_at IS NULL OR ended_at > ?)";
   std::vector<store::Value> params{ToUnixMicros(from)};
   if (!machine_id.empty()) {
     sql += " AND machine_id = ?";

@@ -9,13 +9,20 @@
 #include <vector>
 
 #include "common/agent_protocol.h"
+#include "common/enum_names.h"
 #include "common/time.h"
 #include "platform/listing/listing.h"
 
 namespace gpunex::platform::fleet {
 
-inline constexpr std::string_view kOnline = "online";
-inline constexpr std::string_view kOffline = "offline";
+// A machine is Online while its agent keeps in touch, Offline otherwise; it goes back and
+// forth, each time opening a new interval (machine_intervals) with the same state.
+enum class MachineStatus { kOnline, kOffline };
+inline constexpr EnumNames<MachineStatus, 2> kMachineStatusNames{{{
+    {MachineStatus::kOnline, "online"},
+    {MachineStatus::kOffline, "offline"},
+}}};
+inline std::string_view Name(MachineStatus s) { return kMachineStatusNames.Name(s); }
 
 // What NVML says of a GPU beyond its identity.
 struct GpuInfo {
@@ -66,7 +73,7 @@ struct AvailabilityFacts {
 inline constexpr int64_t kLoadedUtilizationPct = 50;
 
 struct MachineInterval {
-  std::string state;  // kOnline | kOffline
+  MachineStatus state = MachineStatus::kOffline;
   Timestamp started_at;
   std::optional<Timestamp> ended_at;  // none: the open one
   std::optional<std::string> end_reason;
@@ -79,7 +86,7 @@ struct Machine {
   std::string id;
   std::string provider_id;
   std::string name;
-  std::string status;  // kOnline | kOffline
+  MachineStatus status = MachineStatus::kOffline;
   bool emulated = false;
   std::string agent_version;
   protocol::Host host;

@@ -32,9 +32,9 @@ Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string
   return FleetStore(tx).InsertEvent(machine_id, now, kind, ToJsonText(o));
 }
 
-// Moves a machine to `state` (kOnline/kOffline) when it is not there yet: closes the
+// Moves a machine to `state` when it is not there yet: closes the
 // open interval, opens the next one, and decides its GPUs' listing again.
-Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view state,
+Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
                   std::string_view reason, Timestamp now) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
@@ -44,7 +44,7 @@ Status Transition(store::Tx& tx, const std::string& machine_id, std::string_view
   GPUNEX_RETURN_IF_ERROR(s.OpenInterval(machine_id, state, now));
   GPUNEX_RETURN_IF_ERROR(s.SetMachineStatus(machine_id, state, now));
   GPUNEX_RETURN_IF_ERROR(
-      AddMachineEvent(tx, machine_id, state, {{"reason", std::string(reason)}}, now));
+      AddMachineEvent(tx, machine_id, Name(state), {{"reason", std::string(reason)}}, now));
   return RefreshListing(tx, now, machine_id);
 }
 
@@ -52,7 +52,7 @@ namespace {
 
 Machine MachineFrom(MachineRow row, std::vector<MachineGpu> gpus) {
   return {std::move(row.id),   std::move(row.provider_id),
-          std::move(row.name), std::move(row.status),
+          std::move(row.name), row.status,
           row.emulated,        std::move(row.agent_version),
           std::move(row.host), row.created_at,
           row.last_seen,       row.status_since,
@@ -109,7 +109,7 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     listing::ListingFacts f;
     f.present = g.present;
     f.enabled = g.enabled;
-    f.machine_online = m->status == kOnline;
+    f.machine_online = m->status == MachineStatus::kOnline;
     f.benchmark = g.benchmark_verdict;
     f.benchmark_note = g.benchmark_note;
     f.benchmarking = g.benchmarking;
@@ -230,7 +230,8 @@ Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Hea
   return db_.Transact([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_RETURN_IF_ERROR(s.TouchMachine(machine_id, now));
-    GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, kOnline, "heartbeat_resumed", now));
+    GPUNEX_RETURN_IF_ERROR(
+        Transition(tx, machine_id, MachineStatus::kOnline, "heartbeat_resumed", now));
     for (const auto& g : h.gpus) {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> gid, s.GpuIdByUuid(machine_id, g.uuid));
       if (!gid) return FieldError("gpus", "GPU " + g.uuid + " was not reported in hello");

@@ -226,7 +226,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   }
   GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m,
                           fleet::LoadMachine(tx, offer.machine_id));
-  if (!m || m->status != fleet::kOnline) {
+  if (!m || m->status != fleet::MachineStatus::kOnline) {
     return FailedPrecondition("the offer's machine is offline now; choose another offer");
   }
   // The machine's provider as stored, not as the snapshot showed it.
