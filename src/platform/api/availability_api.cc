@@ -16,7 +16,7 @@ json::object AvailabilityJson(const MachineAvailability& a) {
   }
   return {{"machine_id", a.machine_id},
           {"schedule", ScheduleJson(a.schedule)},
-          {"source", a.source},
+          {"source", Name(a.source)},
           {"updated_at", FormatRfc3339(a.updated_at)},
           {"inside_schedule", a.inside_schedule},
           {"in_maintenance", a.in_maintenance},
@@ -29,11 +29,11 @@ json::object WindowJson(const MaintenanceWindow& w) {
           {"machine_id", w.row.machine_id},
           {"start", FormatRfc3339(w.row.start)},
           {"end", FormatRfc3339(w.row.end)},
-          {"category", w.row.category},
+          {"category", Name(w.row.category)},
           {"reason", w.row.reason},
           {"declared_at", FormatRfc3339(w.row.declared_at)},
           {"planned", w.planned},
-          {"state", w.state},
+          {"state", Name(w.state)},
           {"cancelled_at", TimeJson(w.row.cancelled_at)}};
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/applications/applications.h"
 #include "platform/fleet/history_store.h"
@@ -39,23 +40,17 @@ FieldErrors CheckSchedule(const Schedule& s) {
 
 }  // namespace
 
-const std::vector<std::string>& MaintenanceCategories() {
-  static const std::vector<std::string> kCategories = {"power", "internet", "disk",
-                                                       "gpu",   "software", "other"};
-  return kCategories;
-}
-
 MaintenanceWindow ViewOf(MaintenanceRow row, Timestamp now) {
   MaintenanceWindow w;
   w.planned = row.start - row.declared_at >= 24 * kOneHour;
   if (row.cancelled_at) {
-    w.state = "cancelled";
+    w.state = MaintenanceState::kCancelled;
   } else if (now < row.start) {
-    w.state = "upcoming";
+    w.state = MaintenanceState::kUpcoming;
   } else if (now < row.end) {
-    w.state = "active";
+    w.state = MaintenanceState::kActive;
   } else {
-    w.state = "ended";
+    w.state = MaintenanceState::kEnded;
   }
   w.row = std::move(row);
   return w;
@@ -86,7 +81,8 @@ Status DecideFacts(store::Tx& tx, Timestamp now, const std::string& machine_id) 
   GPUNEX_RETURN_IF_ERROR(fleet::ReportAvailabilityFacts(tx, now, machine_id, facts));
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ScheduleRow> row, s.FindSchedule(machine_id));
   if (!row) {
-    return s.UpsertSchedule({machine_id, Schedule{}, "default", now, std::nullopt, next});
+    return s.UpsertSchedule(
+        {machine_id, Schedule{}, ScheduleSource::kDefault, now, std::nullopt, next});
   }
   return s.SetNextCheck(machine_id, next);
 }
@@ -121,18 +117,18 @@ Status Availability::OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFac
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Schedule> from_app,
                           applications::ApprovedAvailability(tx, m->provider_id, model));
   Schedule schedule;
-  std::string source = "default";
+  ScheduleSource source = ScheduleSource::kDefault;
   // An application accepted before machine schedules existed might hold a window this
   // release refuses; such a schedule is not taken over.
   if (from_app && CheckSchedule(*from_app).empty()) {
     schedule = applications::NormalizeAvailability(std::move(*from_app));
-    source = "application";
+    source = ScheduleSource::kApplication;
   }
   return WriteSchedule(tx, now, hello.machine_id, schedule, source, std::nullopt);
 }
 
 Status Availability::WriteSchedule(store::Tx& tx, Timestamp now, const std::string& machine_id,
-                                   const Schedule& schedule, const std::string& source,
+                                   const Schedule& schedule, ScheduleSource source,
                                    const std::optional<std::string>& by) {
   for (const ScheduleHook& hook : schedule_hooks_)
     GPUNEX_RETURN_IF_ERROR(hook(tx, now, machine_id));
@@ -157,7 +153,7 @@ StatusOr<MachineAvailability> Availability::Get(const accounts::Principal& p,
       out.source = row->source;
       out.updated_at = row->updated_at;
     } else {
-      out.source = "default";
+      out.source = ScheduleSource::kDefault;
     }
     const ScheduleState st = StateAt(out.schedule, now);
     out.inside_schedule = st.inside;
@@ -180,8 +176,9 @@ StatusOr<MachineAvailability> Availability::SetSchedule(const accounts::Principa
     GPUNEX_RETURN_IF_ERROR(
         fleet::AuthorizeMachine(tx, p, machine_id, fleet::MachineAccess::kChange).status());
     if (FieldErrors e = CheckSchedule(schedule); !e.empty()) return ValidationFailed(e);
-    GPUNEX_RETURN_IF_ERROR(WriteSchedule(
-        tx, now, machine_id, applications::NormalizeAvailability(schedule), "provider", p.user.id));
+    GPUNEX_RETURN_IF_ERROR(WriteSchedule(tx, now, machine_id,
+                                         applications::NormalizeAvailability(schedule),
+                                         ScheduleSource::kProvider, p.user.id));
     return accounts::Audit(tx, now, p.user.id, "machine.schedule_set", machine_id, p.ip);
   }));
   return Get(p, machine_id);
@@ -197,7 +194,8 @@ StatusOr<int64_t> Availability::SetScheduleForAll(const accounts::Principal& p, 
     count = static_cast<int64_t>(machines.size());
     const Schedule normal = applications::NormalizeAvailability(schedule);
     for (const fleet::MachineSummary& m : machines) {
-      GPUNEX_RETURN_IF_ERROR(WriteSchedule(tx, now, m.id, normal, "provider", p.user.id));
+      GPUNEX_RETURN_IF_ERROR(
+          WriteSchedule(tx, now, m.id, normal, ScheduleSource::kProvider, p.user.id));
     }
     return accounts::Audit(tx, now, p.user.id, "machine.schedule_set_all",
                            std::to_string(count) + " machines", p.ip);
@@ -248,10 +246,11 @@ StatusOr<MaintenanceWindow> Availability::Declare(const accounts::Principal& p,
     } else if (req.start && *req.end - *req.start > kMaxMaintenanceLength) {
       e.emplace("end", "must be at most 7 days after start");
     }
-    const auto& cats = MaintenanceCategories();
+    const std::optional<MaintenanceCategory> category =
+        kMaintenanceCategoryNames.Parse(req.category);
     if (req.category.empty()) {
       e.emplace("category", "is required");
-    } else if (std::find(cats.begin(), cats.end(), req.category) == cats.end()) {
+    } else if (!category) {
       e.emplace("category", "must be one of power, internet, disk, gpu, software, other");
     }
     const std::string reason = Trimmed(req.reason);
@@ -277,7 +276,7 @@ StatusOr<MaintenanceWindow> Availability::Declare(const accounts::Principal& p,
       }
     }
     if (!e.empty()) return ValidationFailed(std::move(e));
-    row = MaintenanceRow{NewId("mnt"), machine_id, *req.start, *req.end,    req.category,
+    row = MaintenanceRow{NewId("mnt"), machine_id, *req.start, *req.end,    *category,
                          reason,       now,        p.user.id,  std::nullopt};
     GPUNEX_RETURN_IF_ERROR(s.InsertMaintenance(row));
     GPUNEX_RETURN_IF_ERROR(DecideFacts(tx, now, machine_id));
@@ -304,10 +303,13 @@ StatusOr<MaintenanceWindow> Availability::Cancel(const accounts::Principal& p,
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MaintenanceRow> found,
                             s.FindMaintenance(machine_id, window_id));
     if (!found) return NotFound("no such maintenance window");
-    if (found->cancelled_at)
+    const MaintenanceState state = ViewOf(*found, now).state;
+    if (state == MaintenanceState::kCancelled)
       return FailedPrecondition("the maintenance window is already cancelled");
-    if (found->start <= now)
+    if (state != MaintenanceState::kUpcoming)
       return FailedPrecondition("the maintenance window has started; it cannot be cancelled");
+    GPUNEX_INVARIANT(MaintenanceMayGo(state, MaintenanceState::kCancelled),
+                     "a maintenance window is cancelled only before it starts");
     GPUNEX_RETURN_IF_ERROR(s.CancelMaintenance(window_id, now));
     found->cancelled_at = now;
     row = *found;
@@ -346,8 +348,9 @@ Status Availability::NotifySoon(Timestamp now) {
       notify::Notice n{
           "maintenance.soon",
           "Maintenance of " + m->name + " starts within the hour",
-          "The maintenance window you declared for machine " + m->name + " (" + w.category +
-              ") starts at " + FormatRfc3339(w.start) + " and ends at " + FormatRfc3339(w.end) +
+          "The maintenance window you declared for machine " + m->name + " (" +
+              std::string(Name(w.category)) + ") starts at " + FormatRfc3339(w.start) +
+              " and ends at " + FormatRfc3339(w.end) +
               ". Its GPUs are not offered to customers meanwhile." +
               (view.planned ? ""
                             : " It was declared less than 24 hours ahead, so its time counts "

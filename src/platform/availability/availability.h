@@ -53,13 +53,10 @@ inline constexpr size_t kMaxReasonLength = 300;
 inline constexpr Duration kMaintenanceNoticeLead = kOneHour;
 inline constexpr int kMaxUpcomingIntervals = 50;
 
-// The categories of a maintenance window.
-const std::vector<std::string>& MaintenanceCategories();
-
 struct MachineAvailability {
   std::string machine_id;
   Schedule schedule;
-  std::string source;  // application | provider | default
+  ScheduleSource source = ScheduleSource::kDefault;
   Timestamp updated_at;
   bool inside_schedule = true;
   bool in_maintenance = false;
@@ -70,13 +67,13 @@ struct MachineAvailability {
 struct MaintenanceWindow {
   MaintenanceRow row;
   bool planned = false;  // declared at least 24 h ahead
-  std::string state;     // upcoming | active | ended | cancelled
+  MaintenanceState state = MaintenanceState::kUpcoming;
 };
 
 struct DeclareMaintenanceRequest {
   std::optional<Timestamp> start;
   std::optional<Timestamp> end;
-  std::string category;
+  std::string category;  // as the client wrote it: kMaintenanceCategoryNames validates it
   std::string reason;
 };
 
@@ -132,7 +129,7 @@ class Availability {
  private:
   Status OnHello(store::Tx& tx, Timestamp now, const fleet::HelloFacts& hello);
   Status WriteSchedule(store::Tx& tx, Timestamp now, const std::string& machine_id,
-                       const Schedule& schedule, const std::string& source,
+                       const Schedule& schedule, ScheduleSource source,
                        const std::optional<std::string>& by);
   Status NotifySoon(Timestamp now);
 

@@ -25,7 +25,10 @@ const store::RowMapper<StoredSchedule>& ScheduleRows() {
   static const auto* const m = new store::RowMapper<S>({
       {"machine_id", [](S& s, const store::Cell& c) { s.row.machine_id = c.Str(); }},
       {"schedule", &S::schedule},
-      {"source", [](S& s, const store::Cell& c) { s.row.source = c.Str(); }},
+      {"source",
+       [](S& s, const store::Cell& c) {
+         s.row.source = kScheduleSourceNames.ParseStored(c.Str());
+       }},
       {"updated_at", [](S& s, const store::Cell& c) { s.row.updated_at = c.Time(); }},
       {"updated_by", [](S& s, const store::Cell& c) { s.row.updated_by = c.OptStr(); }},
       {"next_check_at", [](S& s, const store::Cell& c) { s.row.next_check_at = c.Time(); }},
@@ -49,7 +52,10 @@ const store::RowMapper<MaintenanceRow>& MaintenanceRows() {
       {"machine_id", &M::machine_id},
       {"start_at", &M::start},
       {"end_at", &M::end},
-      {"category", &M::category},
+      {"category",
+       [](M& m, const store::Cell& c) {
+         m.category = kMaintenanceCategoryNames.ParseStored(c.Str());
+       }},
       {"reason", &M::reason},
       {"declared_at", &M::declared_at},
       {"declared_by", &M::declared_by},
@@ -94,7 +100,8 @@ Status AvailabilityStore::UpsertSchedule(const ScheduleRow& row) {
                 "schedule = excluded.schedule, source = excluded.source, updated_at = "
                 "excluded.updated_at, updated_by = excluded.updated_by, next_check_at = "
                 "excluded.next_check_at",
-            {row.machine_id, ScheduleText(row.schedule), row.source, ToUnixMicros(row.updated_at),
+            {row.machine_id, ScheduleText(row.schedule), std::string(Name(row.source)),
+             ToUnixMicros(row.updated_at),
              row.updated_by ? store::Value(*row.updated_by) : store::Value(nullptr),
              ToUnixMicros(row.next_check_at)})
       .status();
@@ -127,8 +134,8 @@ Status AvailabilityStore::InsertMaintenance(const MaintenanceRow& m) {
   return tx_
       .Exec(std::string("INSERT INTO maintenance_windows (") + MaintenanceRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 0)",
-            {m.id, m.machine_id, ToUnixMicros(m.start), ToUnixMicros(m.end), m.category, m.reason,
-             ToUnixMicros(m.declared_at), m.declared_by})
+            {m.id, m.machine_id, ToUnixMicros(m.start), ToUnixMicros(m.end),
+             std::string(Name(m.category)), m.reason, ToUnixMicros(m.declared_at), m.declared_by})
       .status();
 }
 

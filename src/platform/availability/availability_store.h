@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -24,10 +25,56 @@
 
 namespace gpunex::platform::availability {
 
+// Where a machine's schedule came from: its provider's approved application, the provider
+// since, or none ("always").
+enum class ScheduleSource { kApplication, kProvider, kDefault };
+inline constexpr EnumNames<ScheduleSource, 3> kScheduleSourceNames{{{
+    {ScheduleSource::kApplication, "application"},
+    {ScheduleSource::kProvider, "provider"},
+    {ScheduleSource::kDefault, "default"},
+}}};
+inline std::string_view Name(ScheduleSource s) { return kScheduleSourceNames.Name(s); }
+
+// What a maintenance window is for, as the provider declares it.
+enum class MaintenanceCategory { kPower, kInternet, kDisk, kGpu, kSoftware, kOther };
+inline constexpr EnumNames<MaintenanceCategory, 6> kMaintenanceCategoryNames{{{
+    {MaintenanceCategory::kPower, "power"},
+    {MaintenanceCategory::kInternet, "internet"},
+    {MaintenanceCategory::kDisk, "disk"},
+    {MaintenanceCategory::kGpu, "gpu"},
+    {MaintenanceCategory::kSoftware, "software"},
+    {MaintenanceCategory::kOther, "other"},
+}}};
+inline std::string_view Name(MaintenanceCategory c) { return kMaintenanceCategoryNames.Name(c); }
+
+// Where a maintenance window stands (not stored: from the time and its cancellation).
+// upcoming → active → ended as time passes; upcoming → cancelled by the provider, and
+// only then: a window cannot be cancelled once it has started.
+enum class MaintenanceState { kUpcoming, kActive, kEnded, kCancelled };
+inline constexpr EnumNames<MaintenanceState, 4> kMaintenanceStateNames{{{
+    {MaintenanceState::kUpcoming, "upcoming"},
+    {MaintenanceState::kActive, "active"},
+    {MaintenanceState::kEnded, "ended"},
+    {MaintenanceState::kCancelled, "cancelled"},
+}}};
+inline std::string_view Name(MaintenanceState s) { return kMaintenanceStateNames.Name(s); }
+constexpr bool MaintenanceMayGo(MaintenanceState from, MaintenanceState to) {
+  switch (from) {
+    case MaintenanceState::kUpcoming:
+      return to != MaintenanceState::kUpcoming;  // ended, when looked at only after it
+    case MaintenanceState::kActive:
+      return to == MaintenanceState::kEnded;
+    case MaintenanceState::kEnded:
+    case MaintenanceState::kCancelled:
+      return false;
+  }
+  return false;
+}
+
 struct ScheduleRow {
   std::string machine_id;
   Schedule schedule;
-  std::string source;  // application | provider | default
+  ScheduleSource source = ScheduleSource::kDefault;
   Timestamp updated_at;
   std::optional<std::string> updated_by;
   Timestamp next_check_at;
@@ -38,7 +85,7 @@ struct MaintenanceRow {
   std::string machine_id;
   Timestamp start;
   Timestamp end;
-  std::string category;  // power | internet | disk | gpu | software | other
+  MaintenanceCategory category = MaintenanceCategory::kOther;
   std::string reason;
   Timestamp declared_at;
   std::string declared_by;

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "platform/applications/applications_store.h"
 #include "platform/fleet/test_util.h"
 #include "platform/notify/notify.h"
@@ -88,7 +90,7 @@ TEST_P(AvailabilityTest, ANewMachineStartsFromTheApplicationEntryOfItsModel) {
   FakeAgent& a = Machine();
   auto got = availability().Get(As(pia_), a.machine_id);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(got->source, "application");
+  EXPECT_EQ(Name(got->source), "application");
   EXPECT_FALSE(got->schedule.always);
   EXPECT_EQ(got->schedule.timezone, "Europe/Rome");
   // 10:00 UTC is 11:00 in Rome on a Tuesday: inside, until 20:00 Rome = 19:00 UTC.
@@ -103,7 +105,7 @@ TEST_P(AvailabilityTest, WithoutAnApplicationAMachineIsAvailableAlways) {
   auto got = availability().Get(As(pia_), a.machine_id);
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(got->schedule.always);
-  EXPECT_EQ(got->source, "default");
+  EXPECT_EQ(Name(got->source), "default");
   EXPECT_TRUE(got->inside_schedule);
   EXPECT_EQ(got->next_change_at, std::nullopt);
   for (const auto& g : GpuIds(a.machine_id)) EXPECT_EQ(ListingOf(g), "listed");
@@ -170,7 +172,7 @@ TEST_P(AvailabilityTest, MaintenanceHidesTheGpusWhileItLasts) {
                                   Window(At("2026-12-02T12:00:00Z"), 2 * kOneHour));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_TRUE(w->planned);  // 26 h ahead
-  EXPECT_EQ(w->state, "upcoming");
+  EXPECT_EQ(Name(w->state), "upcoming");
   EXPECT_EQ(ListingOf(gpu), "listed");
   clock_.Set(At("2026-12-02T12:00:00Z"));
   ASSERT_TRUE(availability().TickOnce().ok());
@@ -185,7 +187,7 @@ TEST_P(AvailabilityTest, MaintenanceHidesTheGpusWhileItLasts) {
   EXPECT_EQ(ListingOf(gpu), "listed");
   auto list = availability().ListMaintenance(As(pia_), a.machine_id, {});
   ASSERT_EQ(list->items.size(), 1u);
-  EXPECT_EQ(list->items[0].state, "ended");
+  EXPECT_EQ(Name(list->items[0].state), "ended");
 }
 
 TEST_P(AvailabilityTest, AWindowDeclaredLessThanADayAheadIsNotPlanned) {
@@ -203,7 +205,7 @@ TEST_P(AvailabilityTest, CancellingBeforeTheStartKeepsTheGpusListed) {
   ASSERT_TRUE(w.ok());
   auto c = availability().Cancel(As(pia_), a.machine_id, w->row.id);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->state, "cancelled");
+  EXPECT_EQ(Name(c->state), "cancelled");
   EXPECT_EQ(availability().Cancel(As(pia_), a.machine_id, w->row.id).status().code(),
             StatusCode::kFailedPrecondition);
   clock_.Set(At("2026-12-01T11:30:00Z"));
@@ -373,6 +375,35 @@ TEST_P(AvailabilityTest, AFailedDeclarationLeavesNothing) {
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(AvailabilityTest);
+
+// upcoming → active → ended, or upcoming → cancelled; nothing leaves an end.
+TEST(MaintenanceStatesTest, AWindowIsCancelledOnlyBeforeItStarts) {
+  using enum MaintenanceState;
+  static_assert(MaintenanceMayGo(kUpcoming, kActive));
+  static_assert(MaintenanceMayGo(kUpcoming, kCancelled));
+  static_assert(MaintenanceMayGo(kActive, kEnded));
+  static_assert(!MaintenanceMayGo(kActive, kCancelled));
+  static_assert(!MaintenanceMayGo(kEnded, kCancelled));
+  static_assert(!MaintenanceMayGo(kCancelled, kCancelled));
+  static_assert(!MaintenanceMayGo(kCancelled, kActive));
+}
+
+// The tables of names: each value has one, and reads back as itself.
+TEST(MaintenanceStatesTest, EachValueHasOneNameThatReadsBack) {
+  for (const auto& [s, name] : kMaintenanceStateNames.entries) {
+    EXPECT_EQ(kMaintenanceStateNames.Parse(name), s) << name;
+  }
+  for (const auto& [c, name] : kMaintenanceCategoryNames.entries) {
+    EXPECT_EQ(kMaintenanceCategoryNames.Parse(name), c) << name;
+  }
+  for (const auto& [s, name] : kScheduleSourceNames.entries) {
+    EXPECT_EQ(kScheduleSourceNames.Parse(name), s) << name;
+  }
+  EXPECT_EQ(kMaintenanceCategoryNames.Listed(),
+            "\"power\", \"internet\", \"disk\", \"gpu\", \"software\" or \"other\"");
+  EXPECT_EQ(Name(ScheduleSource::kDefault), "default");
+  EXPECT_THROW(kMaintenanceStateNames.ParseStored("Active"), std::invalid_argument);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::availability
