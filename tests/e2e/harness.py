@@ -2,8 +2,9 @@
 
 Starts real gpunexd processes (binary from $GPUNEXD) on a throw-away data directory,
 talks to them over HTTP with http.client, and collects the emails they send with an
-in-process SMTP sink (aiosmtpd). Standard library + Debian's python3-aiosmtpd and
-python3-psycopg2 only: run with /usr/bin/python3.
+in-process SMTP sink (aiosmtpd). Every answer its Client receives is checked against
+docs/openapi.yaml (openapi_check.py). Standard library + Debian's python3-aiosmtpd,
+python3-psycopg2, python3-yaml and python3-jsonschema only: run with /usr/bin/python3.
 
 Backends: SQLite always; PostgreSQL when $GPUNEX_TEST_PG_URL names a throw-away server
 (scripts/pg-test-server.sh start DIR prints one). Each PostgreSQL test gets a fresh
@@ -17,6 +18,9 @@ Environment:
   GPUNEX_E2E_KEEP      keep data directories and logs of finished tests (debugging)
   GPUNEX_E2E_WRAPPER   run gpunexd under this command, e.g. "valgrind -q" (debugging)
   GPUNEX_E2E_START_TIMEOUT  seconds to wait for gpunexd to listen (default 20)
+  GPUNEX_E2E_NO_OPENAPI  1: do not check answers against docs/openapi.yaml (debugging)
+  GPUNEX_E2E_OPENAPI_REPORT  a file to list the answers docs/openapi.yaml does not allow
+                       in, instead of failing (debugging: updating the description)
 """
 
 import asyncio
@@ -48,6 +52,8 @@ import uuid
 import psycopg2
 import psycopg2.extensions
 from aiosmtpd.controller import Controller
+
+import openapi_check
 
 PUBLIC_URL = "https://gpunex.test"
 ADMIN_EMAIL = "admin@gpunex.test"
@@ -322,9 +328,13 @@ class Client:
                 pass
             resp = conn.getresponse()
             payload = resp.read()
-            return Response(resp.status, resp.getheaders(), payload)
+            answer = Response(resp.status, resp.getheaders(), payload)
         finally:
             conn.close()
+        # Every answer must be what docs/openapi.yaml describes (openapi_check.py).
+        openapi_check.check_answer(method, path, answer.status, answer.header("Content-Type"),
+                                   answer.raw, answer.body)
+        return answer
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
