@@ -337,16 +337,17 @@ std::optional<applications::Availability> DecodeSchedule(const JsonReader& paren
   const json::object* o = parent.Object(key, required);
   if (!o) return std::nullopt;
   JsonReader r(*o, parent.PathOf(key), parent.errors());
-  auto kind = r.String("kind", true, 16);
-  if (!kind) return std::nullopt;
+  auto text = r.String("kind", true, 16);
+  if (!text) return std::nullopt;
+  const auto kind = applications::kAvailabilityKindNames.Parse(*text);
+  if (!kind) {
+    r.Fail("kind", "must be " + applications::kAvailabilityKindNames.Listed());
+    return std::nullopt;
+  }
   applications::Availability a;
-  if (*kind == "always") {
+  if (*kind == applications::AvailabilityKind::kAlways) {
     r.RejectUnknown({"kind"});
     return a;
-  }
-  if (*kind != "schedule") {
-    r.Fail("kind", "must be \"always\" or \"schedule\"");
-    return std::nullopt;
   }
   a.always = false;
   r.RejectUnknown({"kind", "timezone", "windows"});
@@ -380,14 +381,16 @@ std::optional<applications::Availability> DecodeSchedule(const JsonReader& paren
 }
 
 json::object ScheduleJson(const applications::Availability& a) {
-  if (a.always) return {{"kind", "always"}};
+  if (a.always) return {{"kind", Name(applications::AvailabilityKind::kAlways)}};
   json::array windows;
   for (const applications::Window& w : a.windows) {
     json::array days;
     for (const std::string& d : w.days) days.emplace_back(d);
     windows.push_back(json::object{{"days", std::move(days)}, {"start", w.start}, {"end", w.end}});
   }
-  return {{"kind", "schedule"}, {"timezone", a.timezone}, {"windows", std::move(windows)}};
+  return {{"kind", Name(applications::AvailabilityKind::kSchedule)},
+          {"timezone", a.timezone},
+          {"windows", std::move(windows)}};
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/countries.h"
+#include "common/enum_names.h"
 #include "common/status.h"
 
 namespace gpunex::platform::applications {
@@ -33,6 +34,15 @@ struct Window {
 
   friend bool operator==(const Window&, const Window&) = default;
 };
+
+// The kinds of availability, as the wire and the stored documents name them: "always"
+// (24/7, Availability::always) or "schedule" (weekly windows in a time zone).
+enum class AvailabilityKind { kAlways, kSchedule };
+inline constexpr EnumNames<AvailabilityKind, 2> kAvailabilityKindNames{{{
+    {AvailabilityKind::kAlways, "always"},
+    {AvailabilityKind::kSchedule, "schedule"},
+}}};
+inline std::string_view Name(AvailabilityKind k) { return kAvailabilityKindNames.Name(k); }
 
 struct Availability {
   bool always = true;    // {"kind": "always"}: 24/7

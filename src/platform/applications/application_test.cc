@@ -190,5 +190,15 @@ TEST(Application, TimeZonesAndCountries) {
   EXPECT_FALSE(IsCountryCode("XX"));
 }
 
+// The kinds of availability have one name each, which the wire and the stored documents
+// use and which reads back as itself; a refusal lists them.
+TEST(AvailabilityKindTest, EachKindHasOneNameThatReadsBack) {
+  EXPECT_EQ(Name(AvailabilityKind::kAlways), "always");
+  EXPECT_EQ(Name(AvailabilityKind::kSchedule), "schedule");
+  EXPECT_EQ(kAvailabilityKindNames.Parse("schedule"), AvailabilityKind::kSchedule);
+  EXPECT_EQ(kAvailabilityKindNames.Parse("weekly"), std::nullopt);
+  EXPECT_EQ(kAvailabilityKindNames.Listed(), "\"always\" or \"schedule\"");
+}
+
 }  // namespace
 }  // namespace gpunex::platform::applications

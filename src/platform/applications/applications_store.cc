@@ -191,10 +191,9 @@ void SetError(std::string* error, std::string message) {
 
 Availability DecodeStoredAvailability(const StoredReader& r) {
   Availability a;
-  std::string kind = r.Str("kind");
-  if (kind != "schedule") {
-    if (kind != "always")
-      SetError(r.error(), r.PathOf("kind") + " is neither \"always\" nor \"schedule\"");
+  const std::optional<AvailabilityKind> kind = kAvailabilityKindNames.Parse(r.Str("kind"));
+  if (kind != AvailabilityKind::kSchedule) {
+    if (!kind) SetError(r.error(), r.PathOf("kind") + " is neither \"always\" nor \"schedule\"");
     return a;
   }
   a.always = false;
@@ -287,7 +286,8 @@ void PutIfSet(json::object& o, std::string_view key, const std::optional<T>& v) 
 namespace {
 
 json::object EncodeStoredAvailability(const Availability& a) {
-  json::object o{{"kind", a.always ? "always" : "schedule"}};
+  json::object o{
+      {"kind", Name(a.always ? AvailabilityKind::kAlways : AvailabilityKind::kSchedule)}};
   if (a.always) return o;
   PutIfSet(o, "timezone", a.timezone);
   json::array windows;
