@@ -11,7 +11,6 @@ outside /api/, answered by the web pages) or an unknown path: its answer may onl
 error of the one shape (404 not found, 405 with Allow, 400 a malformed request).
 """
 
-import json
 import os
 import re
 import threading
@@ -20,7 +19,6 @@ import urllib.parse
 import jsonschema
 import yaml
 
-_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 # What a request that matches no operation may be answered (docs/api.md, Errors).
 _UNROUTED_STATUSES = (400, 404, 405, 413, 431)
 
@@ -194,9 +192,3 @@ def check_answer(method, target, status, content_type, raw, body):
             return
         raise AssertionError(f"{message}\n  answer: {text}")
 
-
-def answer_json(raw):
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
