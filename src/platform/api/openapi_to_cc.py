@@ -42,17 +42,28 @@ def main(argv):
         doc = yaml.load(f, Loader=_JsonLoader)  # noqa: S506 (a SafeLoader)
     _check_keys(doc)
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-    # Raw string pieces, each well under any compiler's limit on one literal's length.
+    # Raw string pieces, each well under the 65536 characters a compiler must take in one
+    # literal (clang's -Woverlength-strings counts them after concatenation): joined at
+    # run time.
     delim = "gpunexopenapi"
     if f"){delim}\"" in text:
         raise SystemExit("openapi_to_cc: the description holds the literal's delimiter")
     step = 8000
     pieces = [text[i:i + step] for i in range(0, len(text), step)]
-    body = "\n".join(f'    R"{delim}({p}){delim}"' for p in pieces)
+    body = ",\n".join(f'    R"{delim}({p}){delim}"' for p in pieces)
     out = ("// Generated at build time from docs/openapi.yaml by openapi_to_cc.py. Do not edit.\n"
+           "#include <string>\n"
+           "\n"
            "namespace gpunex::platform::api {\n"
-           "extern const char kOpenApiJson[];\n"
-           f"const char kOpenApiJson[] =\n{body};\n"
+           "namespace {\n"
+           f"constexpr const char* kOpenApiJsonPieces[] = {{\n{body}}};\n"
+           "}  // namespace\n"
+           "\n"
+           "std::string OpenApiJson() {\n"
+           "  std::string json;\n"
+           "  for (const char* piece : kOpenApiJsonPieces) json += piece;\n"
+           "  return json;\n"
+           "}\n"
            "}  // namespace gpunex::platform::api\n")
     with open(argv[2], "w", encoding="utf-8") as f:
         f.write(out)

@@ -4,7 +4,7 @@
 namespace gpunex::platform::api {
 
 // docs/openapi.yaml as JSON, embedded at build time (openapi_to_cc.py).
-extern const char kOpenApiJson[];
+std::string OpenApiJson();
 
 void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
   // Liveness: the process serves requests.
@@ -29,8 +29,9 @@ void RegisterSystemRoutes(http::Router& r, const ApiContext& ctx) {
                                 std::string(http::Metrics::kContentType));
   });
   // The API's OpenAPI 3.1 description (docs/openapi.yaml), as JSON.
-  r.Add("GET", "/api/v1/openapi.json", kPublic,
-        [](http::Request&) { return http::Response::Text(200, kOpenApiJson, "application/json"); });
+  r.Add("GET", "/api/v1/openapi.json", kPublic, [json = OpenApiJson()](http::Request&) {
+    return http::Response::Text(200, json, "application/json");
+  });
 }
 
 }  // namespace gpunex::platform::api
