@@ -48,9 +48,9 @@
 #include <vector>
 
 #include "agent/link/data_link.h"
-#include "agent/link/websocket_client.h"
 #include "common/allocator.h"
 #include "common/log.h"
+#include "common/net/websocket_client.h"
 #include "platform/http/server.h"
 #include "platform/relay/relay.h"
 
@@ -501,9 +501,9 @@ class Rig {
     }
     link_ = std::make_unique<agent::DataLink>(
         [&port](const StreamTarget&) { return port.DialUnix(); }, lo);
-    agent::WebSocketClientOptions wo;
+    net::WebSocketClientOptions wo;
     wo.binary = true;
-    auto client = agent::WebSocketClient::Connect(
+    auto client = net::WebSocketClient::Connect(
         "ws://127.0.0.1:" + std::to_string(ws_port) + "/api/v1/agent/data", wo);
     if (!client.ok()) {
       std::fprintf(stderr, "connect: %s\n", client.status().ToString().c_str());
@@ -547,7 +547,7 @@ class Rig {
   std::thread server_thread_;
   std::unique_ptr<DelayProxy> proxy_;
   std::unique_ptr<agent::DataLink> link_;
-  std::unique_ptr<agent::WebSocketClient> client_;
+  std::unique_ptr<net::WebSocketClient> client_;
   std::thread agent_;
 };
 
