@@ -190,7 +190,7 @@ json::object ApplicationJson(const Application& a) {
   json::object out = BodyJson(a.body);
   out["id"] = a.id;
   out["user_id"] = a.user_id;
-  out["status"] = a.status;
+  out["status"] = Name(a.status);
   out["suggested_tier"] = a.suggested_tier;
   json::array reasons;
   for (const std::string& r : a.suggested_tier_reasons) reasons.emplace_back(r);
@@ -213,8 +213,9 @@ json::object ApplicationJson(const Application& a) {
       json::object entry{{"at", FormatRfc3339(e.at)},
                          {"actor_id", e.actor_id},
                          {"action", e.action},
-                         {"from_status", e.from_status},
-                         {"to_status", e.to_status},
+                         // "" for created.
+                         {"from_status", e.from_status ? Name(*e.from_status) : ""},
+                         {"to_status", Name(e.to_status)},
                          {"actor_name", OptJson(e.actor_name)},
                          {"message", OptJson(e.message)},
                          {"tier", OptJson(e.tier)},

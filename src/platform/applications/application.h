@@ -44,6 +44,33 @@ inline constexpr EnumNames<AvailabilityKind, 2> kAvailabilityKindNames{{{
 }}};
 inline std::string_view Name(AvailabilityKind k) { return kAvailabilityKindNames.Name(k); }
 
+// An application's status (applications.h tells its life cycle).
+enum class ApplicationStatus { kDraft, kSubmitted, kNeedsInfo, kApproved, kRejected };
+inline constexpr EnumNames<ApplicationStatus, 5> kApplicationStatusNames{{{
+    {ApplicationStatus::kDraft, "draft"},
+    {ApplicationStatus::kSubmitted, "submitted"},
+    {ApplicationStatus::kNeedsInfo, "needs_info"},
+    {ApplicationStatus::kApproved, "approved"},
+    {ApplicationStatus::kRejected, "rejected"},
+}}};
+inline std::string_view Name(ApplicationStatus s) { return kApplicationStatusNames.Name(s); }
+// draft → submitted → (needs_info → submitted)* → approved | rejected; nothing leaves
+// approved or rejected.
+constexpr bool ApplicationMayGo(ApplicationStatus from, ApplicationStatus to) {
+  using enum ApplicationStatus;
+  switch (from) {
+    case kDraft:
+    case kNeedsInfo:
+      return to == kSubmitted;
+    case kSubmitted:
+      return to == kNeedsInfo || to == kApproved || to == kRejected;
+    case kApproved:
+    case kRejected:
+      return false;
+  }
+  return false;
+}
+
 struct Availability {
   bool always = true;    // {"kind": "always"}: 24/7
   std::string timezone;  // IANA name, for schedules

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
+#include "common/testing/enum_names.h"
+
 namespace gpunex::platform::applications {
 namespace {
 
@@ -198,6 +202,37 @@ TEST(AvailabilityKindTest, EachKindHasOneNameThatReadsBack) {
   EXPECT_EQ(kAvailabilityKindNames.Parse("schedule"), AvailabilityKind::kSchedule);
   EXPECT_EQ(kAvailabilityKindNames.Parse("weekly"), std::nullopt);
   EXPECT_EQ(kAvailabilityKindNames.Listed(), "\"always\" or \"schedule\"");
+}
+
+// The statuses are spelt as the wire and the database have always spelt them, each reads
+// back as itself, and a stored value outside the table is corruption.
+TEST(ApplicationStatusTest, EachStatusHasOneNameThatReadsBack) {
+  using enum ApplicationStatus;
+  EXPECT_EQ(Name(kDraft), "draft");
+  EXPECT_EQ(Name(kSubmitted), "submitted");
+  EXPECT_EQ(Name(kNeedsInfo), "needs_info");
+  EXPECT_EQ(Name(kApproved), "approved");
+  EXPECT_EQ(Name(kRejected), "rejected");
+  gpunex::testing::ExpectEachNameReadsBack(kApplicationStatusNames, kRejected);
+  EXPECT_THROW(kApplicationStatusNames.ParseStored("Approved"), std::invalid_argument);
+}
+
+// draft → submitted → (needs_info → submitted)* → approved | rejected.
+TEST(ApplicationStatusTest, MovesOnlyAlongTheLifeCycle) {
+  using enum ApplicationStatus;
+  EXPECT_TRUE(ApplicationMayGo(kDraft, kSubmitted));
+  EXPECT_TRUE(ApplicationMayGo(kNeedsInfo, kSubmitted));
+  EXPECT_TRUE(ApplicationMayGo(kSubmitted, kNeedsInfo));
+  EXPECT_TRUE(ApplicationMayGo(kSubmitted, kApproved));
+  EXPECT_TRUE(ApplicationMayGo(kSubmitted, kRejected));
+  EXPECT_FALSE(ApplicationMayGo(kDraft, kApproved));
+  EXPECT_FALSE(ApplicationMayGo(kNeedsInfo, kApproved));
+  EXPECT_FALSE(ApplicationMayGo(kSubmitted, kSubmitted));
+  EXPECT_FALSE(ApplicationMayGo(kSubmitted, kDraft));
+  for (ApplicationStatus to : {kDraft, kSubmitted, kNeedsInfo, kApproved, kRejected}) {
+    EXPECT_FALSE(ApplicationMayGo(kApproved, to)) << Name(to);
+    EXPECT_FALSE(ApplicationMayGo(kRejected, to)) << Name(to);
+  }
 }
 
 }  // namespace

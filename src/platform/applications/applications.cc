@@ -1,10 +1,9 @@
 #include "platform/applications/applications.h"
 
-#include <algorithm>
-#include <array>
 #include <map>
 
 #include "common/ids.h"
+#include "common/invariant.h"
 #include "common/log.h"
 #include "platform/applications/applications_store.h"
 #include "platform/catalog/catalog.h"
@@ -13,9 +12,6 @@
 
 namespace gpunex::platform::applications {
 namespace {
-
-constexpr std::array<std::string_view, 5> kStatuses = {
-    kStatusDraft, kStatusSubmitted, kStatusNeedsInfo, kStatusApproved, kStatusRejected};
 
 bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
@@ -47,13 +43,13 @@ ModelExists ModelCheck(store::Tx& tx, Status* error) {
 }
 
 Status AddEvent(ApplicationsStore& s, const std::string& app_id, const std::string& actor,
-                std::string_view action, std::string_view from, std::string_view to,
-                const std::optional<std::string>& message, const std::optional<std::string>& tier,
-                Timestamp at, std::optional<BodyDiff> changes = std::nullopt,
+                std::string_view action, std::optional<ApplicationStatus> from,
+                ApplicationStatus to, const std::optional<std::string>& message,
+                const std::optional<std::string>& tier, Timestamp at,
+                std::optional<BodyDiff> changes = std::nullopt,
                 std::optional<std::string> overridden_suggestion = std::nullopt) {
-  return s.InsertEvent({NewId("ape"), app_id, at, actor, std::string(action), std::string(from),
-                        std::string(to), message, tier, std::move(changes),
-                        std::move(overridden_suggestion)});
+  return s.InsertEvent({NewId("ape"), app_id, at, actor, std::string(action), from, to, message,
+                        tier, std::move(changes), std::move(overridden_suggestion)});
 }
 
 std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
@@ -113,7 +109,8 @@ Application FromRow(const ApplicationRow& r, const ApplicationsOptions& o, Times
   if (a.submitted_at) {
     a.age_business_days =
         o.calendar.BusinessDaysBetween(*a.submitted_at, r.decided_at.value_or(now));
-    a.overdue = r.status == kStatusSubmitted && *a.age_business_days > o.target_business_days;
+    a.overdue =
+        r.status == ApplicationStatus::kSubmitted && *a.age_business_days > o.target_business_days;
   }
   a.total_gpus = TotalGpus(r.body);
   a.has_unlisted_models = HasUnlistedModels(r.body);
@@ -135,9 +132,8 @@ Status AddHistory(store::Tx& tx, Application& a) {
                .first;
     }
     history.push_back({e.at, std::move(e.actor_user_id), it->second, std::move(e.action),
-                       std::move(e.from_status), std::move(e.to_status), std::move(e.message),
-                       std::move(e.tier), std::move(e.changes),
-                       std::move(e.overridden_suggestion)});
+                       e.from_status, e.to_status, std::move(e.message), std::move(e.tier),
+                       std::move(e.changes), std::move(e.overridden_suggestion)});
   }
   a.history = std::move(history);
   return Status::Ok();
@@ -161,16 +157,18 @@ Status DoSubmit(store::Tx& tx, const ApplicationsOptions& o, const accounts::Pri
                   "the application is incomplete; fix the listed fields and submit again",
                   std::move(missing));
   }
-  const std::string from = a.status;
-  const bool resubmit = from == kStatusNeedsInfo;
+  const ApplicationStatus from = a.status;
+  GPUNEX_INVARIANT(ApplicationMayGo(from, ApplicationStatus::kSubmitted),
+                   "an application is submitted only from draft or needs_info");
+  const bool resubmit = from == ApplicationStatus::kNeedsInfo;
   ApplicationsStore s(tx);
   GPUNEX_RETURN_IF_ERROR(s.MarkSubmitted(a.id, now));
-  a.status = kStatusSubmitted;
+  a.status = ApplicationStatus::kSubmitted;
   a.submitted_at = now;
   if (!a.first_submitted_at) a.first_submitted_at = now;
   a.updated_at = now;
   GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, resubmit ? "resubmitted" : "submitted", from,
-                                  kStatusSubmitted, std::nullopt, std::nullopt, now));
+                                  ApplicationStatus::kSubmitted, std::nullopt, std::nullopt, now));
   const std::string text = resubmit ? "Your updated application was received and is back in review."
                                     : "Your application was received and is in review.";
   const size_t entries = a.body.gpus.size();
@@ -232,7 +230,7 @@ StatusOr<Application> Applications::Create(const accounts::Principal& p,
     GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationsStore::OpenApplication> open,
                             s.FindOpen(p.user.id));
     if (open) {
-      return FailedPrecondition(open->status == kStatusApproved
+      return FailedPrecondition(open->status == ApplicationStatus::kApproved
                                     ? "you are already an approved provider"
                                     : "you already have an open application (" + open->id +
                                           "); edit that one instead");
@@ -241,13 +239,13 @@ StatusOr<Application> Applications::Create(const accounts::Principal& p,
     ApplicationRow a;
     a.id = NewId("app");
     a.user_id = p.user.id;
-    a.status = kStatusDraft;
+    a.status = ApplicationStatus::kDraft;
     a.body = Normalize(req.body);
     a.suggested_tier = SuggestTier(a.body).tier;
     a.created_at = a.updated_at = now;
     GPUNEX_RETURN_IF_ERROR(s.Insert(a));
-    GPUNEX_RETURN_IF_ERROR(
-        AddEvent(s, a.id, p.user.id, "created", "", kStatusDraft, std::nullopt, std::nullopt, now));
+    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, "created", std::nullopt,
+                                    ApplicationStatus::kDraft, std::nullopt, std::nullopt, now));
     if (req.submit) GPUNEX_RETURN_IF_ERROR(DoSubmit(tx, options_, p, a, now));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
     return Status::Ok();
@@ -273,11 +271,11 @@ StatusOr<Application> Applications::Update(const accounts::Principal& p, const s
     ApplicationsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(ApplicationRow a, LoadVisible(s, p, id));
     GPUNEX_RETURN_IF_ERROR(RequireOwner(p, a));
-    if (a.status != kStatusDraft && a.status != kStatusNeedsInfo) {
+    if (a.status != ApplicationStatus::kDraft && a.status != ApplicationStatus::kNeedsInfo) {
       return FailedPrecondition(
           "an application can be edited only as a draft or when more information was requested; it "
           "is " +
-          a.status);
+          std::string(Name(a.status)));
     }
     Status model_error;
     FieldErrors errors = Validate(body, Completeness::kDraft, ModelCheck(tx, &model_error));
@@ -314,10 +312,10 @@ StatusOr<Application> Applications::Submit(const accounts::Principal& p, const s
     ApplicationsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(ApplicationRow a, LoadVisible(s, p, id));
     GPUNEX_RETURN_IF_ERROR(RequireOwner(p, a));
-    if (a.status != kStatusDraft && a.status != kStatusNeedsInfo) {
-      return FailedPrecondition("the application is already " + a.status);
+    if (a.status != ApplicationStatus::kDraft && a.status != ApplicationStatus::kNeedsInfo) {
+      return FailedPrecondition("the application is already " + std::string(Name(a.status)));
     }
-    if (!reply.empty() && a.status != kStatusNeedsInfo) {
+    if (!reply.empty() && a.status != ApplicationStatus::kNeedsInfo) {
       return FieldError("reply", "is only accepted when the reviewer asked for more information");
     }
     const Timestamp now = options_.clock->Now();
@@ -337,8 +335,8 @@ StatusOr<Application> Applications::Submit(const accounts::Principal& p, const s
 StatusOr<ApplicationList> Applications::List(const accounts::Principal& p,
                                              const ListApplicationsRequest& req) {
   FieldErrors errors;
-  if (!req.status.empty() &&
-      std::find(kStatuses.begin(), kStatuses.end(), req.status) == kStatuses.end()) {
+  const std::optional<ApplicationStatus> status = kApplicationStatusNames.Parse(req.status);
+  if (!req.status.empty() && !status) {
     errors.emplace("status", "must be one of draft, submitted, needs_info, approved, rejected");
   }
   if (req.page.limit < 1 || req.page.limit > kPageLimits.max_limit) {
@@ -354,14 +352,15 @@ StatusOr<ApplicationList> Applications::List(const accounts::Principal& p,
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   ApplicationFilter filter;
   if (!p.IsAdmin() || req.mine) filter.user_id = p.user.id;
-  if (!req.status.empty()) filter.status = req.status;
+  filter.status = status;
   if (!Blank(req.query)) {
     const size_t b = req.query.find_first_not_of(" \t\r\n");
     const size_t e = req.query.find_last_not_of(" \t\r\n");
     filter.text = req.query.substr(b, e - b + 1);
   }
-  const ApplicationOrder order =
-      req.status == kStatusSubmitted ? ApplicationOrder::kSubmitted : ApplicationOrder::kCreated;
+  const ApplicationOrder order = status == ApplicationStatus::kSubmitted
+                                     ? ApplicationOrder::kSubmitted
+                                     : ApplicationOrder::kCreated;
   const bool descending = req.sort == "newest";
 
   ApplicationList out;
@@ -399,9 +398,9 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     ApplicationsStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(ApplicationRow a, LoadVisible(s, p, id));
-    if (a.status != kStatusSubmitted) {
+    if (a.status != ApplicationStatus::kSubmitted) {
       return FailedPrecondition("only submitted applications can be decided; this one is " +
-                                a.status);
+                                std::string(Name(a.status)));
     }
     if (a.user_id == p.user.id)
       return PermissionDenied("reviewers cannot decide on their own application");
@@ -420,11 +419,12 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
                                     "); to approve as enterprise anyway, set override_suggestion");
     }
     const Timestamp now = options_.clock->Now();
-    const std::string from = a.status;
-    const std::string to(decision == "approve"  ? kStatusApproved
-                         : decision == "reject" ? kStatusRejected
-                                                : kStatusNeedsInfo);
-    const bool final = to != kStatusNeedsInfo;
+    const ApplicationStatus from = a.status;
+    const ApplicationStatus to = decision == "approve"  ? ApplicationStatus::kApproved
+                                 : decision == "reject" ? ApplicationStatus::kRejected
+                                                        : ApplicationStatus::kNeedsInfo;
+    GPUNEX_INVARIANT(ApplicationMayGo(from, to), "a decision is taken on a submitted application");
+    const bool final = to != ApplicationStatus::kNeedsInfo;
     GPUNEX_RETURN_IF_ERROR(s.MarkDecided(a.id, to, tier, now, final, p.user.id));
     GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, decision, from, to, message, tier, now,
                                     std::nullopt, overridden));
@@ -442,7 +442,7 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
     }
     const std::string link = options_.public_url + "/#/applications/" + a.id;
     const std::string reviewer_note = message ? "\n\nMessage from the reviewer:\n" + *message : "";
-    if (to == kStatusApproved) {
+    if (to == ApplicationStatus::kApproved) {
       GPUNEX_RETURN_IF_ERROR(providers::UpsertProvider(tx, now, a.user_id, *tier, a.id, p.user.id));
       GPUNEX_ASSIGN_OR_RETURN(providers::NewAgentToken token,
                               providers::IssueAgentToken(tx, now, a.user_id, "first agent"));
@@ -465,7 +465,7 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
               a.body.contact.email.value_or("your contact email") +
               " (once that address is verified: your Account page shows what waits).",
           "gpunex: your provider application is approved", body));
-    } else if (to == kStatusRejected) {
+    } else if (to == ApplicationStatus::kRejected) {
       const std::string body =
           Greeting(a) + "We are sorry: your provider application " + a.id +
           " was not approved.\n\nReason:\n" + *message +
@@ -504,7 +504,7 @@ StatusOr<std::optional<Availability>> ApprovedAvailability(store::Tx& tx,
   ApplicationsStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationsStore::OpenApplication> open,
                           s.FindOpen(user_id));
-  if (!open || open->status != "approved") return std::optional<Availability>();
+  if (!open || open->status != ApplicationStatus::kApproved) return std::optional<Availability>();
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationRow> row, s.Find(open->id));
   if (!row) return std::optional<Availability>();
   const GpuEntry* first = nullptr;
@@ -522,7 +522,7 @@ StatusOr<std::optional<OfferTerms>> ApprovedOfferTerms(store::Tx& tx, const std:
   ApplicationsStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationsStore::OpenApplication> open,
                           s.FindOpen(user_id));
-  if (!open || open->status != "approved") return std::optional<OfferTerms>();
+  if (!open || open->status != ApplicationStatus::kApproved) return std::optional<OfferTerms>();
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ApplicationRow> row, s.Find(open->id));
   if (!row) return std::optional<OfferTerms>();
   OfferTerms out;

@@ -41,12 +41,6 @@
 
 namespace gpunex::platform::applications {
 
-inline constexpr std::string_view kStatusDraft = "draft";
-inline constexpr std::string_view kStatusSubmitted = "submitted";
-inline constexpr std::string_view kStatusNeedsInfo = "needs_info";
-inline constexpr std::string_view kStatusApproved = "approved";
-inline constexpr std::string_view kStatusRejected = "rejected";
-
 // One entry of an application's history.
 struct ApplicationEvent {
   Timestamp at;
@@ -54,8 +48,8 @@ struct ApplicationEvent {
   std::optional<std::string> actor_name;  // none when the account no longer exists or is disabled
   // created | updated | reply | submitted | resubmitted | approve | reject | request_info
   std::string action;
-  std::string from_status;  // "" for created
-  std::string to_status;
+  std::optional<ApplicationStatus> from_status;  // none for created ("" on the wire)
+  ApplicationStatus to_status = ApplicationStatus::kDraft;
   std::optional<std::string> message;  // the reviewer's, on decisions; the applicant's reply
   std::optional<std::string> tier;     // on approval
   std::optional<BodyDiff> changes;     // on updated (none on edits saved before version 16)
@@ -66,7 +60,7 @@ struct ApplicationEvent {
 struct Application {
   std::string id;
   std::string user_id;
-  std::string status;  // kStatus...
+  ApplicationStatus status = ApplicationStatus::kDraft;
   ApplicationBody body;
   std::string suggested_tier;                       // as suggested when the body was last saved
   std::vector<std::string> suggested_tier_reasons;  // SuggestTier(body).reasons
@@ -95,7 +89,7 @@ struct CreateApplicationRequest {
 };
 
 struct ListApplicationsRequest {
-  std::string status;  // "" for every status; else one of kStatus...
+  std::string status;  // "" for every status; else a name of kApplicationStatusNames
   PageRequest page;
   // Only the caller's own applications (what a non-admin always gets).
   bool mine = false;

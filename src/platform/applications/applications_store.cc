@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "common/json.h"
 #include "platform/store/paging.h"
@@ -71,6 +72,12 @@ std::optional<BodyDiff> DecodeChanges(const std::optional<std::string>& text) {
   }
   return d;
 }
+
+// A status as an SQL literal, spelt by its table of names (plain words: quotes are all
+// they need), for the queries that test a status against a constant.
+std::string SqlLiteral(ApplicationStatus s) { return "'" + std::string(Name(s)) + "'"; }
+
+store::Value StatusValue(ApplicationStatus s) { return std::string(Name(s)); }
 
 store::Value OptValue(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
@@ -365,7 +372,10 @@ const store::RowMapper<StoredApplication>& ApplicationRows() {
   static const auto* const m = new store::RowMapper<A>({
       {"id", [](A& a, const store::Cell& c) { a.row.id = c.Str(); }},
       {"user_id", [](A& a, const store::Cell& c) { a.row.user_id = c.Str(); }},
-      {"status", [](A& a, const store::Cell& c) { a.row.status = c.Str(); }},
+      {"status",
+       [](A& a, const store::Cell& c) {
+         a.row.status = kApplicationStatusNames.ParseStored(c.Str());
+       }},
       {"body", &A::body},
       {"suggested_tier", [](A& a, const store::Cell& c) { a.row.suggested_tier = c.Str(); }},
       {"tier", [](A& a, const store::Cell& c) { a.row.tier = c.OptStr(); }},
@@ -394,8 +404,15 @@ const store::RowMapper<ApplicationEventRow>& EventRows() {
       {"at", &E::at},
       {"actor_user_id", &E::actor_user_id},
       {"action", &E::action},
-      {"from_status", &E::from_status},
-      {"to_status", &E::to_status},
+      {"from_status",
+       [](E& e, const store::Cell& c) {
+         // "" for created.
+         if (!c.Str().empty()) e.from_status = kApplicationStatusNames.ParseStored(c.Str());
+       }},
+      {"to_status",
+       [](E& e, const store::Cell& c) {
+         e.to_status = kApplicationStatusNames.ParseStored(c.Str());
+       }},
       {"message", &E::message},
       {"tier", &E::tier},
       {"changes", [](E& e, const store::Cell& c) { e.changes = DecodeChanges(c.OptStr()); }},
@@ -480,22 +497,30 @@ StatusOr<std::optional<ApplicationRow>> ApplicationsStore::Find(const std::strin
 
 StatusOr<std::optional<ApplicationsStore::OpenApplication>> ApplicationsStore::FindOpen(
     const std::string& user_id) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                          tx_.Query("SELECT id, status FROM provider_applications "
-                                    "WHERE user_id = ? AND status IN ('draft', 'submitted', "
-                                    "'needs_info', 'approved') ORDER BY created_at, id LIMIT 1",
-                                    {user_id}));
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query("SELECT id, status FROM provider_applications "
+                "WHERE user_id = ? AND status IN (" +
+                    SqlLiteral(ApplicationStatus::kDraft) + ", " +
+                    SqlLiteral(ApplicationStatus::kSubmitted) + ", " +
+                    SqlLiteral(ApplicationStatus::kNeedsInfo) + ", " +
+                    SqlLiteral(ApplicationStatus::kApproved) + ") ORDER BY created_at, id LIMIT 1",
+                {user_id}));
   if (rows.empty()) return std::optional<OpenApplication>();
-  return std::optional<OpenApplication>(
-      OpenApplication{rows[0]["id"].Str(), rows[0]["status"].Str()});
+  try {
+    return std::optional<OpenApplication>(OpenApplication{
+        rows[0]["id"].Str(), kApplicationStatusNames.ParseStored(rows[0]["status"].Str())});
+  } catch (const std::invalid_argument& e) {
+    return Internal("provider_applications.status: " + std::string(e.what()));
+  }
 }
 
 Status ApplicationsStore::Insert(const ApplicationRow& a) {
   return tx_
       .Exec("INSERT INTO provider_applications (" + ApplicationRows().Names() +
                 ", search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {a.id, a.user_id, a.status, EncodeBody(a.body), a.suggested_tier, OptValue(a.tier),
-             ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
+            {a.id, a.user_id, StatusValue(a.status), EncodeBody(a.body), a.suggested_tier,
+             OptValue(a.tier), ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
              OptTimeValue(a.first_submitted_at), OptTimeValue(a.submitted_at),
              OptTimeValue(a.decided_at), OptValue(a.decided_by), SearchText(a.id, a.body)})
       .status();
@@ -515,13 +540,14 @@ Status ApplicationsStore::MarkSubmitted(const std::string& id, Timestamp at) {
   const int64_t t = ToUnixMicros(at);
   return tx_
       .Exec(
-          "UPDATE provider_applications SET status = 'submitted', submitted_at = ?, "
-          "first_submitted_at = COALESCE(first_submitted_at, ?), updated_at = ? WHERE id = ?",
+          "UPDATE provider_applications SET status = " + SqlLiteral(ApplicationStatus::kSubmitted) +
+              ", submitted_at = ?, "
+              "first_submitted_at = COALESCE(first_submitted_at, ?), updated_at = ? WHERE id = ?",
           {t, t, t, id})
       .status();
 }
 
-Status ApplicationsStore::MarkDecided(const std::string& id, const std::string& status,
+Status ApplicationsStore::MarkDecided(const std::string& id, ApplicationStatus status,
                                       const std::optional<std::string>& tier, Timestamp at,
                                       bool decided, const std::string& decided_by) {
   const int64_t t = ToUnixMicros(at);
@@ -529,7 +555,8 @@ Status ApplicationsStore::MarkDecided(const std::string& id, const std::string& 
       .Exec(
           "UPDATE provider_applications SET status = ?, tier = ?, updated_at = ?, decided_at = ?, "
           "decided_by = ? WHERE id = ?",
-          {status, OptValue(tier), t, decided ? store::Value(t) : store::Value(nullptr),
+          {StatusValue(status), OptValue(tier), t,
+           decided ? store::Value(t) : store::Value(nullptr),
            decided ? store::Value(decided_by) : store::Value(nullptr), id})
       .status();
 }
@@ -538,8 +565,9 @@ Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
   return tx_
       .Exec(std::string("INSERT INTO application_events (") + EventRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action, e.from_status,
-             e.to_status, OptValue(e.message), OptValue(e.tier),
+            {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action,
+             e.from_status ? StatusValue(*e.from_status) : store::Value(std::string()),
+             StatusValue(e.to_status), OptValue(e.message), OptValue(e.tier),
              e.changes ? store::Value(EncodeChanges(*e.changes)) : store::Value(nullptr),
              OptValue(e.overridden_suggestion)})
       .status();
@@ -567,7 +595,7 @@ std::string Conditions(const ApplicationFilter& filter, ApplicationOrder order,
   }
   if (filter.status) {
     conditions.push_back("status = ?");
-    params->emplace_back(*filter.status);
+    params->push_back(StatusValue(*filter.status));
   }
   if (filter.text) {
     conditions.push_back("search_text LIKE ? ESCAPE '\\'");

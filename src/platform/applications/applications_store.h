@@ -30,7 +30,7 @@ namespace gpunex::platform::applications {
 struct ApplicationRow {
   std::string id;
   std::string user_id;
-  std::string status;  // draft | submitted | needs_info | approved | rejected
+  ApplicationStatus status = ApplicationStatus::kDraft;
   ApplicationBody body;
   std::string suggested_tier;
   std::optional<std::string> tier;  // set on approval
@@ -49,8 +49,8 @@ struct ApplicationEventRow {
   std::string actor_user_id;
   // created | updated | reply | submitted | resubmitted | approve | reject | request_info
   std::string action;
-  std::string from_status;  // "" for created
-  std::string to_status;
+  std::optional<ApplicationStatus> from_status;  // none for created (stored as "")
+  ApplicationStatus to_status = ApplicationStatus::kDraft;
   std::optional<std::string> message;
   std::optional<std::string> tier;
   std::optional<BodyDiff> changes;                   // on updated (version 16 on)
@@ -64,8 +64,8 @@ struct UnreadableApplication {
 };
 
 struct ApplicationFilter {
-  std::optional<std::string> user_id;  // only this user's applications
-  std::optional<std::string> status;   // only applications in this status
+  std::optional<std::string> user_id;       // only this user's applications
+  std::optional<ApplicationStatus> status;  // only applications in this status
   // Only applications whose applicant name, company, contact email or id contain this
   // text, ignoring ASCII case.
   std::optional<std::string> text;
@@ -97,7 +97,7 @@ class ApplicationsStore {
   // when there are several): {id, status}. The body is not read.
   struct OpenApplication {
     std::string id;
-    std::string status;
+    ApplicationStatus status = ApplicationStatus::kDraft;
   };
   StatusOr<std::optional<OpenApplication>> FindOpen(const std::string& user_id);
 
@@ -108,7 +108,7 @@ class ApplicationsStore {
   Status MarkSubmitted(const std::string& id, Timestamp at);
   // A decision: the new status and tier; `decided` (approve, reject) also sets decided_at
   // and decided_by.
-  Status MarkDecided(const std::string& id, const std::string& status,
+  Status MarkDecided(const std::string& id, ApplicationStatus status,
                      const std::optional<std::string>& tier, Timestamp at, bool decided,
                      const std::string& decided_by);
 

@@ -200,7 +200,7 @@ TEST_P(ApplicationsTest, EveryDraftShapeSurvivesSaveAndReload) {
     auto created = apps_->Create(u, {body, false});
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     EXPECT_EQ(created->body, saved);
-    EXPECT_EQ(created->status, "draft");
+    EXPECT_EQ(created->status, ApplicationStatus::kDraft);
     ids.insert(created->id);
 
     auto got = apps_->Get(u, created->id);
@@ -329,7 +329,7 @@ TEST_P(ApplicationsTest, SubmitNamesWhatIsMissingThenSubmits) {
   clock_.Advance(kOneHour);
   auto s = apps_->Submit(u, a->id);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->status, "submitted");
+  EXPECT_EQ(s->status, ApplicationStatus::kSubmitted);
   EXPECT_EQ(s->submitted_at, clock_.Now());
   EXPECT_EQ(s->updated_at, clock_.Now());
   EXPECT_EQ(s->age_business_days, 0);
@@ -382,15 +382,15 @@ TEST_P(ApplicationsTest, RequestInfoThenResubmit) {
   clock_.Advance(kOneHour);
   auto asked = apps_->Decide(admin_, a.id, {"request_info", std::nullopt, "Which UPS model?"});
   ASSERT_TRUE(asked.ok()) << asked.status().ToString();
-  EXPECT_EQ(asked->status, "needs_info");
+  EXPECT_EQ(asked->status, ApplicationStatus::kNeedsInfo);
   EXPECT_FALSE(asked->decided_at);
   EXPECT_FALSE(asked->tier);
   const ApplicationEvent& e = asked->history->back();
   EXPECT_EQ(e.action, "request_info");
   EXPECT_EQ(e.actor_id, admin_.user.id);
   EXPECT_EQ(e.actor_name, "Rita Reviewer");
-  EXPECT_EQ(e.from_status, "submitted");
-  EXPECT_EQ(e.to_status, "needs_info");
+  EXPECT_EQ(e.from_status, ApplicationStatus::kSubmitted);
+  EXPECT_EQ(e.to_status, ApplicationStatus::kNeedsInfo);
   EXPECT_EQ(e.message, "Which UPS model?");
   EXPECT_EQ(e.at, clock_.Now());
   EXPECT_TRUE(ListIds(admin_, "submitted", 50).empty());
@@ -401,7 +401,7 @@ TEST_P(ApplicationsTest, RequestInfoThenResubmit) {
   clock_.Advance(kOneHour);
   auto again = apps_->Submit(u, a.id);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->status, "submitted");
+  EXPECT_EQ(again->status, ApplicationStatus::kSubmitted);
   EXPECT_EQ(again->submitted_at, a.submitted_at) << "the first submission is kept";
   EXPECT_EQ(again->resubmitted_at, clock_.Now());
   EXPECT_EQ(Actions(*again), (std::vector<std::string>{"created", "submitted", "request_info",
@@ -422,7 +422,7 @@ TEST_P(ApplicationsTest, ApproveCreatesProviderRoleTokenNotificationAndEmail) {
   clock_.Advance(kOneHour);
   auto r = apps_->Decide(admin_, a.id, {"approve", "enterprise", "  ", true});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->status, "approved");
+  EXPECT_EQ(r->status, ApplicationStatus::kApproved);
   EXPECT_EQ(r->tier, "enterprise");
   EXPECT_EQ(r->decided_at, clock_.Now());
   EXPECT_EQ(r->history->back().action, "approve");
@@ -507,7 +507,7 @@ TEST_P(ApplicationsTest, RejectAndTheRulesOfDecisions) {
   auto r =
       apps_->Decide(admin_, a.id, {"reject", std::nullopt, "Residential connection below 1 Gbps."});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->status, "rejected");
+  EXPECT_EQ(r->status, ApplicationStatus::kRejected);
   EXPECT_EQ(r->decided_at, clock_.Now());
   EXPECT_EQ(r->history->back().message, "Residential connection below 1 Gbps.");
   EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 0);
@@ -612,7 +612,7 @@ TEST_P(ApplicationsTest, AResubmissionKeepsTheFirstSubmissionTimeAndCarriesTheRe
   auto first_with_reply = apps_->Submit(fresh, draft->id, {"hello"});
   ASSERT_FALSE(first_with_reply.ok());
   EXPECT_EQ(first_with_reply.status().fields().count("reply"), 1u);
-  EXPECT_EQ(apps_->Get(fresh, draft->id)->status, "draft")
+  EXPECT_EQ(apps_->Get(fresh, draft->id)->status, ApplicationStatus::kDraft)
       << "a refused submission changes nothing";
 
   clock_.Set(ParseRfc3339("2026-12-04T09:00:00Z").value());  // Friday
@@ -626,8 +626,8 @@ TEST_P(ApplicationsTest, AResubmissionKeepsTheFirstSubmissionTimeAndCarriesTheRe
   const ApplicationEvent& reply = again->history->at(3);
   EXPECT_EQ(reply.message, "An APC Symmetra PX 100 kW, 40 minutes at full load.");
   EXPECT_EQ(reply.actor_id, a.user_id);
-  EXPECT_EQ(reply.from_status, "needs_info");
-  EXPECT_EQ(reply.to_status, "needs_info");
+  EXPECT_EQ(reply.from_status, ApplicationStatus::kNeedsInfo);
+  EXPECT_EQ(reply.to_status, ApplicationStatus::kNeedsInfo);
   EXPECT_EQ(reply.at, clock_.Now());
   // The queue keeps its place: a, submitted first, is still before b.
   EXPECT_EQ(ListIds(admin_, "submitted", 1), (std::vector<std::string>{a.id, b.id}));
@@ -724,7 +724,7 @@ TEST_P(ApplicationsTest, EnterpriseAgainstTheSuggestionNeedsAnOverride) {
   EXPECT_EQ(plain.status().fields().at("tier"),
             "differs from the suggested tier, community (not available 24/7 on every GPU "
             "entry); to approve as enterprise anyway, set override_suggestion");
-  EXPECT_EQ(apps_->Get(admin_, a.id)->status, "submitted");
+  EXPECT_EQ(apps_->Get(admin_, a.id)->status, ApplicationStatus::kSubmitted);
   // Only with approve.
   DecisionRequest info{"request_info", std::nullopt, "Why?", true};
   EXPECT_EQ(apps_->Decide(admin_, a.id, info).status().fields(),
@@ -858,7 +858,7 @@ TEST_P(ApplicationsTest, ADecisionThatCommittedInDoubtIsNotRepeated) {
   EXPECT_EQ(Number("SELECT COUNT(*) FROM application_events WHERE action = 'approve'"), 1);
   auto got = apps_->Get(admin_, a.id);
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->status, "approved");
+  EXPECT_EQ(got->status, ApplicationStatus::kApproved);
 }
 
 TEST_P(ApplicationsTest, ADecisionThatDidNotCommitSucceedsOnRetry) {
@@ -871,11 +871,11 @@ TEST_P(ApplicationsTest, ADecisionThatDidNotCommitSucceedsOnRetry) {
   EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 0);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens"), 0);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM email_outbox WHERE kind = 'application.approved'"), 0);
-  EXPECT_EQ(apps_->Get(admin_, a.id)->status, "submitted");
+  EXPECT_EQ(apps_->Get(admin_, a.id)->status, ApplicationStatus::kSubmitted);
 
   auto retry = apps_->Decide(admin_, a.id, {"approve", "community", std::nullopt});
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
-  EXPECT_EQ(retry->status, "approved");
+  EXPECT_EQ(retry->status, ApplicationStatus::kApproved);
   EXPECT_EQ(wakes_, wakes + 1);
   EXPECT_EQ(apps_->Decide(admin_, a.id, {"approve", "community", std::nullopt}).status().code(),
             StatusCode::kFailedPrecondition);
