@@ -228,6 +228,31 @@ json::value WaitFor(Context& ctx, const std::string& id, const std::string& want
   }
 }
 
+// Prints the object at `target` each time its state changes, until it has ended: one
+// JSON line each with -o json, else one table row each (the header once).
+void Watch(Context& ctx, const std::string& target, const std::vector<Column>& columns) {
+  std::string last;
+  bool header = true;
+  for (;;) {
+    json::value v = ctx.authed().Call("GET", target);
+    const std::string state = StateOf(v);
+    if (state != last) {
+      last = state;
+      const Format f = ctx.format();
+      if (f == Format::kJson) {
+        std::cout << ToJsonText(v) << "\n" << std::flush;
+      } else {
+        std::string table = RenderList(json::array{v}, columns, f, ctx.color());
+        if (!header && f != Format::kQuiet) table = table.substr(table.find('\n') + 1);
+        header = false;
+        std::cout << table << std::flush;
+      }
+    }
+    if (state == "ended") return;
+    Nap(1000);
+  }
+}
+
 void AddOffers(CLI::App& app, Context& ctx) {
   CLI::App* offers = Noun(app, "offers", "the marketplace's offers");
   CLI::App* search = offers->add_subcommand("search", "search the marketplace");
@@ -330,10 +355,18 @@ void AddRentals(CLI::App& app, Context& ctx) {
   });
 
   auto id = std::make_shared<std::string>();
+  auto watch = std::make_shared<bool>(false);
   CLI::App* get = rentals->add_subcommand("get", "one rental");
   get->add_option("id", *id, "the rental's id")->required();
-  get->callback([id, &ctx] {
-    ctx.PrintOne(ctx.authed().Call("GET", PathOf("/api/v1/rentals/{}", {*id})), kRentalColumns);
+  get->add_flag("-w,--watch", *watch,
+                "print it again at each change of state, until it has ended (-o json: JSON lines)");
+  get->callback([id, watch, &ctx] {
+    const std::string target = PathOf("/api/v1/rentals/{}", {*id});
+    if (!*watch) {
+      ctx.PrintOne(ctx.authed().Call("GET", target), kRentalColumns);
+      return;
+    }
+    Watch(ctx, target, kRentalColumns);
   });
 
   CLI::App* stop = rentals->add_subcommand("stop", "end a rental (billing stops)");

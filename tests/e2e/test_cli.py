@@ -257,6 +257,9 @@ class CliTest(ServerTestCase):
         self.assertIn("hello-from-cli-rental", logs)
         follow = subprocess.Popen([cli_binary(), "--api-key", key, "rentals", "logs", "-f", rid],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env())
+        watch = subprocess.Popen([cli_binary(), "--api-key", key, "-o", "json", "rentals", "get",
+                                  "--watch", rid],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env())
 
         # exec: stdout, stdin and the exit code come back.
         _, out, _ = self.cli("rentals", "exec", rid, "--", "cat", "/scratch/out/f.txt", key=key)
@@ -334,6 +337,13 @@ class CliTest(ServerTestCase):
         follow.stdout.close()
         follow.stderr.close()
         self.assertIn("hello-from-cli-rental", followed)
+        # --watch: a JSON line at each change of state, the last one ended.
+        self.assertEqual(watch.wait(timeout=30), 0)
+        states = [json.loads(line)["state"] for line in watch.stdout.read().decode().splitlines()]
+        watch.stdout.close()
+        watch.stderr.close()
+        self.assertEqual((states[0], states[-1]), ("running", "ended"), states)
+        self.assertEqual(len(states), len(set(states)), states)
         self.assertIn("tick-2", followed)
         # -o yaml is the same values (read back with a YAML parser), -o json the API's object.
         as_json = self.cli_json("rentals", "get", rid, key=key)
