@@ -32,7 +32,7 @@ StatusOr<Claim> Idempotency::Begin(const std::string& user_id, const std::string
         if (row->request_hash != request_hash) {
           return FieldError("Idempotency-Key", "was already used with a different request");
         }
-        if (row->state == "done") {
+        if (row->state == KeyState::kDone) {
           claim = Claim{true,
                         {static_cast<int>(row->response_status), row->response_content_type,
                          row->response_body},
@@ -45,8 +45,8 @@ StatusOr<Claim> Idempotency::Begin(const std::string& user_id, const std::string
         }
         // The first attempt died without an answer: this one takes over.
       }
-      KeyRow fresh{user_id, key, request_hash, "in_progress",        0,
-                   "",      "",  now,          now + options_.lease, now + options_.retention};
+      KeyRow fresh{user_id, key, request_hash, KeyState::kInProgress, 0,
+                   "",      "",  now,          now + options_.lease,  now + options_.retention};
       GPUNEX_RETURN_IF_ERROR(s.Put(fresh));
       claim = Claim{false, {}, fresh.lease_until};
       return Status::Ok();

@@ -5,13 +5,17 @@
 namespace gpunex::platform::idempotency {
 namespace {
 
+// A state as an SQL literal, spelt by its table of names (plain words: quotes are all
+// they need), for the queries that test a state against a constant.
+std::string SqlLiteral(KeyState s) { return "'" + std::string(Name(s)) + "'"; }
+
 const store::RowMapper<KeyRow>& KeyRows() {
   using K = KeyRow;
   static const auto* const m = new store::RowMapper<K>({
       {"user_id", &K::user_id},
       {"idempotency_key", &K::key},
       {"request_hash", &K::request_hash},
-      {"state", &K::state},
+      {"state", [](K& k, const store::Cell& c) { k.state = kKeyStateNames.ParseStored(c.Str()); }},
       {"response_status",
        [](K& k, const store::Cell& c) { k.response_status = c.OptInt().value_or(0); }},
       {"response_content_type",
@@ -47,7 +51,7 @@ Status IdempotencyStore::Put(const KeyRow& k) {
           "state = excluded.state, response_status = NULL, response_content_type = NULL, "
           "response_body = NULL, created_at = excluded.created_at, "
           "lease_until = excluded.lease_until, expires_at = excluded.expires_at",
-          {k.user_id, k.key, k.request_hash, k.state, ToUnixMicros(k.created_at),
+          {k.user_id, k.key, k.request_hash, std::string(Name(k.state)), ToUnixMicros(k.created_at),
            ToUnixMicros(k.lease_until), ToUnixMicros(k.expires_at)})
       .status();
 }
@@ -55,10 +59,9 @@ Status IdempotencyStore::Put(const KeyRow& k) {
 Status IdempotencyStore::Delete(const std::string& user_id, const std::string& key,
                                 Timestamp lease_until) {
   return tx_
-      .Exec(
-          "DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? "
-          "AND state = 'in_progress' AND lease_until = ?",
-          {user_id, key, ToUnixMicros(lease_until)})
+      .Exec("DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? AND state = " +
+                SqlLiteral(KeyState::kInProgress) + " AND lease_until = ?",
+            {user_id, key, ToUnixMicros(lease_until)})
       .status();
 }
 
@@ -67,9 +70,10 @@ StatusOr<bool> IdempotencyStore::Complete(const std::string& user_id, const std:
                                           const std::string& content_type,
                                           const std::string& body) {
   GPUNEX_ASSIGN_OR_RETURN(
-      int64_t n, tx_.Exec("UPDATE idempotency_keys SET state = 'done', response_status = ?, "
-                          "response_content_type = ?, response_body = ? WHERE user_id = ? "
-                          "AND idempotency_key = ? AND state = 'in_progress' AND lease_until = ?",
+      int64_t n, tx_.Exec("UPDATE idempotency_keys SET state = " + SqlLiteral(KeyState::kDone) +
+                              ", response_status = ?, response_content_type = ?, response_body = ? "
+                              "WHERE user_id = ? AND idempotency_key = ? AND state = " +
+                              SqlLiteral(KeyState::kInProgress) + " AND lease_until = ?",
                           {status, content_type, body, user_id, key, ToUnixMicros(lease_until)}));
   return n > 0;
 }

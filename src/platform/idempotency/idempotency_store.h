@@ -5,8 +5,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/store/db.h"
@@ -14,11 +16,20 @@
 
 namespace gpunex::platform::idempotency {
 
+// A key's state: in_progress from its claim until the request's answer is stored, then
+// done. A claim whose lease ran out is replaced by the next attempt's (in_progress again).
+enum class KeyState { kInProgress, kDone };
+inline constexpr EnumNames<KeyState, 2> kKeyStateNames{{{
+    {KeyState::kInProgress, "in_progress"},
+    {KeyState::kDone, "done"},
+}}};
+inline std::string_view Name(KeyState s) { return kKeyStateNames.Name(s); }
+
 struct KeyRow {
   std::string user_id;
   std::string key;
   std::string request_hash;
-  std::string state;  // in_progress | done
+  KeyState state = KeyState::kInProgress;
   int64_t response_status = 0;
   std::string response_content_type;
   std::string response_body;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include "common/testing/enum_names.h"
+#include "platform/idempotency/idempotency_store.h"
 #include "platform/testing/platform_test.h"
 
 namespace gpunex::platform::idempotency {
@@ -135,6 +137,13 @@ TEST_P(IdempotencyTest, AbandonedAndExpiredKeysRunAgain) {
 }
 
 GPUNEX_INSTANTIATE_BACKENDS(IdempotencyTest);
+
+// The states are stored as they always were, and each reads back as itself.
+TEST(KeyStateTest, EachStateHasOneNameThatReadsBack) {
+  EXPECT_EQ(Name(KeyState::kInProgress), "in_progress");
+  EXPECT_EQ(Name(KeyState::kDone), "done");
+  gpunex::testing::ExpectEachNameReadsBack(kKeyStateNames, KeyState::kDone);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::idempotency
