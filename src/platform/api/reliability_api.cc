@@ -24,7 +24,7 @@ json::object ViewJson(const ReliabilityView& v) {
   for (const reliability::ReliabilityEvent& e : v.events.items) {
     events.push_back(json::object{
         {"at", FormatRfc3339(e.at)},
-        {"kind", e.kind},
+        {"kind", Name(e.kind)},
         {"description", e.description},
         {"duration_s", e.duration_s ? json::value(*e.duration_s) : json::value(nullptr)},
         {"weight", e.weight},

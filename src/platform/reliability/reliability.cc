@@ -620,7 +620,7 @@ StatusOr<std::vector<ReliabilityEvent>> Reliability::Events(store::Tx& tx, Times
     if (m.scheduled_e > 0) better.uptime = std::min(1.0, (m.up_e + e) / m.scheduled_e);
     ReliabilityEvent ev;
     ev.at = a;
-    ev.kind = "outage";
+    ev.kind = ReliabilityEventKind::kOutage;
     ev.description = (maintenance ? "Maintenance counted as downtime (declared less than 24 h "
                                     "ahead, or beyond the 8 h allowance) "
                                   : "Offline ") +
@@ -643,7 +643,7 @@ StatusOr<std::vector<ReliabilityEvent>> Reliability::Events(store::Tx& tx, Times
     better.completion = Completion(m.ok_e * k + w, m.ended_e * k);
     ReliabilityEvent ev;
     ev.at = j.at;
-    ev.kind = "job_ended";
+    ev.kind = ReliabilityEventKind::kJobEnded;
     ev.description = "Workload " + j.workload_id + " ended on your side (" +
                      (j.reason.empty() ? std::string("provider fault") : j.reason) + ")";
     ev.weight = w;
@@ -671,7 +671,7 @@ StatusOr<std::vector<ReliabilityEvent>> Reliability::Events(store::Tx& tx, Times
                     *g.latest, ratio * 100, *g.baseline);
       ReliabilityEvent ev;
       ev.at = *g.latest_at;
-      ev.kind = "benchmark_degraded";
+      ev.kind = ReliabilityEventKind::kBenchmarkDegraded;
       ev.description = text;
       ev.weight = 1;
       ev.impact = score - Score(better);
@@ -691,7 +691,7 @@ StatusOr<std::vector<ReliabilityEvent>> Reliability::Events(store::Tx& tx, Times
                     100 * g.throttled_e / g.loaded_e);
       ReliabilityEvent ev;
       ev.at = last ? HourStart(*last) : now;
-      ev.kind = "throttling";
+      ev.kind = ReliabilityEventKind::kThrottling;
       ev.description = text;
       ev.weight = 1;
       ev.impact = score - Score(better);
@@ -745,7 +745,7 @@ int64_t Outages(const std::vector<ReliabilityEvent>& events, int64_t* total_s) {
   int64_t n = 0;
   *total_s = 0;
   for (const auto& e : events) {
-    if (e.kind != "outage") continue;
+    if (e.kind != ReliabilityEventKind::kOutage) continue;
     ++n;
     *total_s += e.duration_s.value_or(0);
   }

@@ -29,9 +29,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/background.h"
+#include "common/enum_names.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/thread_annotations.h"
@@ -63,10 +65,21 @@ struct ReliabilityOptions {
   const Clock* clock = &SystemClock();
 };
 
+// What kind of thing moved a score: downtime in scheduled time, a job ended on the
+// provider's side, a GPU benchmarked below its baseline, a GPU throttling under load.
+enum class ReliabilityEventKind { kOutage, kJobEnded, kBenchmarkDegraded, kThrottling };
+inline constexpr EnumNames<ReliabilityEventKind, 4> kReliabilityEventKindNames{{{
+    {ReliabilityEventKind::kOutage, "outage"},
+    {ReliabilityEventKind::kJobEnded, "job_ended"},
+    {ReliabilityEventKind::kBenchmarkDegraded, "benchmark_degraded"},
+    {ReliabilityEventKind::kThrottling, "throttling"},
+}}};
+inline std::string_view Name(ReliabilityEventKind k) { return kReliabilityEventKindNames.Name(k); }
+
 // What moved a score.
 struct ReliabilityEvent {
   Timestamp at;
-  std::string kind;  // outage | job_ended | benchmark_degraded | throttling
+  ReliabilityEventKind kind = ReliabilityEventKind::kOutage;
   std::string description;
   std::optional<int64_t> duration_s;
   double weight = 1;

@@ -15,6 +15,7 @@
 #include <future>
 #include <thread>
 
+#include "common/testing/enum_names.h"
 #include "platform/fleet/test_util.h"
 
 namespace gpunex::platform::reliability {
@@ -131,7 +132,7 @@ TEST_P(ReliabilityTest, UptimeIsWeightedOnlineTimeOverScheduledTime) {
   EXPECT_NEAR(v.score, 100 * std::sqrt(v.components.uptime) * std::pow(0.95, 0.3), 0.01);
   // The outage is an event, with its length and what it cost.
   ASSERT_EQ(v.events.items.size(), 1u);
-  EXPECT_EQ(v.events.items[0].kind, "outage");
+  EXPECT_EQ(v.events.items[0].kind, ReliabilityEventKind::kOutage);
   EXPECT_EQ(v.events.items[0].duration_s, 2 * 3600 - 31);
   EXPECT_LT(v.events.items[0].impact, -1);
   EXPECT_THAT(v.events.items[0].description, HasSubstr("Offline 2026-12-01 10:00"));
@@ -214,7 +215,7 @@ TEST_P(ReliabilityTest, JobsEndedByTheProviderCountAgainstAndThePlatformsAreLeft
               1e-4);
   const auto events = View(a.machine_id).events.items;
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "job_ended");
+  EXPECT_EQ(events[0].kind, ReliabilityEventKind::kJobEnded);
   EXPECT_THAT(events[0].description, HasSubstr("wl_2"));
 }
 
@@ -266,7 +267,7 @@ TEST_P(ReliabilityTest, AnOutOfMemoryEndingIsTheCustomersAndARemovedContainerThe
   EXPECT_NEAR(View(a.machine_id).components.completion, (v1 + 4.75) / (v1 + v2 + 5), 1e-4);
   const auto events = View(a.machine_id).events.items;
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].kind, "job_ended");
+  EXPECT_EQ(events[0].kind, ReliabilityEventKind::kJobEnded);
   EXPECT_THAT(events[0].description, HasSubstr("wl_gone"));
   EXPECT_LT(View(a.machine_id).score, before);
 }
@@ -335,7 +336,8 @@ TEST_P(ReliabilityTest, ADegradedRebenchmarkAndThrottlingLowerTheBenchmarkPart) 
   Refresh();
   EXPECT_NEAR(View(a.machine_id).components.benchmark, (1 + (1 - 0.5 * 0.25)) / 2, 1e-6);
   bool throttling = false;
-  for (const auto& e : View(a.machine_id).events.items) throttling |= e.kind == "throttling";
+  for (const auto& e : View(a.machine_id).events.items)
+    throttling |= e.kind == ReliabilityEventKind::kThrottling;
   EXPECT_TRUE(throttling);
 }
 
@@ -542,6 +544,16 @@ TEST_P(ReliabilityTest, OnPostgresARefreshWaitsForTheLockAnotherInstanceHolds) {
 
 GPUNEX_INSTANTIATE_BACKENDS(ReliabilityTest);
 GPUNEX_INSTANTIATE_BACKENDS(ReliabilityCatchUpTest);
+
+// The kinds are spelt on the wire as they always were, and each reads back as itself.
+TEST(ReliabilityEventKindTest, EachKindHasOneNameThatReadsBack) {
+  EXPECT_EQ(Name(ReliabilityEventKind::kOutage), "outage");
+  EXPECT_EQ(Name(ReliabilityEventKind::kJobEnded), "job_ended");
+  EXPECT_EQ(Name(ReliabilityEventKind::kBenchmarkDegraded), "benchmark_degraded");
+  EXPECT_EQ(Name(ReliabilityEventKind::kThrottling), "throttling");
+  gpunex::testing::ExpectEachNameReadsBack(kReliabilityEventKindNames,
+                                           ReliabilityEventKind::kThrottling);
+}
 
 }  // namespace
 }  // namespace gpunex::platform::reliability
