@@ -8,6 +8,7 @@
 #include "common/json.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::applications {
 namespace {
@@ -73,9 +74,7 @@ std::optional<BodyDiff> DecodeChanges(const std::optional<std::string>& text) {
   return d;
 }
 
-// A status as an SQL literal, spelt by its table of names (plain words: quotes are all
-// they need), for the queries that test a status against a constant.
-std::string SqlLiteral(ApplicationStatus s) { return "'" + std::string(Name(s)) + "'"; }
+using store::SqlLiteral;
 
 store::Value StatusValue(ApplicationStatus s) { return std::string(Name(s)); }
 

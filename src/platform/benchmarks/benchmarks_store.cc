@@ -5,14 +5,14 @@
 #include "platform/store/coordination.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::benchmarks {
 namespace {
 
-// A state as an SQL literal, spelt by its table of names (plain words: quotes are all
-// they need), so that the statements read as before and the planner sees the constant
-// (benchmark_runs_active is a partial index on the running state).
-std::string Sql(BenchmarkState s) { return "'" + std::string(Name(s)) + "'"; }
+// States are written into the statements as literals (store::SqlLiteral), so that the
+// planner sees the constant: benchmark_runs_active is a partial index on the running state.
+using store::SqlLiteral;
 
 store::Value OptText(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
@@ -216,7 +216,7 @@ StatusOr<std::optional<BenchmarkRun>> BenchmarksStore::LatestMachineRun(
       tx_.Query(std::string("SELECT ") + RunRows().Select() +
                     " FROM benchmark_runs WHERE machine_id = ? AND network IS NOT NULL AND "
                     "state <> " +
-                    Sql(BenchmarkState::kRunning) + " ORDER BY id DESC LIMIT 1",
+                    SqlLiteral(BenchmarkState::kRunning) + " ORDER BY id DESC LIMIT 1",
                 {machine_id}));
   return RunRows().First(rows);
 }
@@ -225,7 +225,7 @@ StatusOr<std::optional<std::string>> BenchmarksStore::RunningRunOn(const std::st
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
       tx_.Query("SELECT id FROM benchmark_runs WHERE machine_id = ? AND state = " +
-                    Sql(BenchmarkState::kRunning),
+                    SqlLiteral(BenchmarkState::kRunning),
                 {machine_id}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(rows[0]["id"].Str());
@@ -249,7 +249,7 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> BenchmarksStore::Over
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
       tx_.Query("SELECT id, machine_id FROM benchmark_runs WHERE state = " +
-                    Sql(BenchmarkState::kRunning) + " AND created_at < ? ORDER BY id",
+                    SqlLiteral(BenchmarkState::kRunning) + " AND created_at < ? ORDER BY id",
                 {ToUnixMicros(cutoff)}));
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& r : rows) out.emplace_back(r["id"].Str(), r["machine_id"].Str());
@@ -347,7 +347,7 @@ StatusOr<std::vector<ScoreSample>> BenchmarksStore::Scores(const std::string& ma
       "SELECT " + ScoreRows().Select("bg") +
       " FROM benchmark_gpus bg JOIN benchmark_runs r ON r.id = bg.run_id WHERE bg.score IS NOT NULL "
       "AND bg.state IN (" +
-      Sql(BenchmarkState::kPassed) + ", " + Sql(BenchmarkState::kFailed) + ")";
+      SqlLiteral(BenchmarkState::kPassed) + ", " + SqlLiteral(BenchmarkState::kFailed) + ")";
   std::vector<store::Value> params;
   if (!machine_id.empty()) {
     sql += " AND r.machine_id = ?";

@@ -22,15 +22,11 @@
 #include "platform/fleet/workload.h"
 #include "platform/store/db.h"
 #include "platform/store/migrations.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::fleet {
 
-// A value of a closed set as an SQL literal, spelt by its table of names (plain words:
-// quotes are all they need), for the queries that test a state against a constant.
-template <typename E>
-std::string SqlLiteral(E value) {
-  return "'" + std::string(Name(value)) + "'";
-}
+using store::SqlLiteral;
 
 // Which workloads a list holds: every one (`all`), or those on the machines of
 // `provider_id` and those running the rentals of `customer_id` (an empty id: none of

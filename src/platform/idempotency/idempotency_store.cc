@@ -1,13 +1,12 @@
 #include "platform/idempotency/idempotency_store.h"
 
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::idempotency {
 namespace {
 
-// A state as an SQL literal, spelt by its table of names (plain words: quotes are all
-// they need), for the queries that test a state against a constant.
-std::string SqlLiteral(KeyState s) { return "'" + std::string(Name(s)) + "'"; }
+using store::SqlLiteral;
 
 const store::RowMapper<KeyRow>& KeyRows() {
   using K = KeyRow;
