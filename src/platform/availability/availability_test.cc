@@ -62,7 +62,7 @@ class AvailabilityTest : public fleet::testing::FleetTestBase {
                       applications::ApplicationRow row;
                       row.id = "app_" + user_id;
                       row.user_id = user_id;
-                      row.status = "approved";
+                      row.status = applications::ApplicationStatus::kApproved;
                       applications::GpuEntry other;
                       other.model = "l4-24gb";
                       other.availability = Schedule{};

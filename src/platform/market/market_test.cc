@@ -53,7 +53,7 @@ class MarketTest : public fleet::testing::FleetTestBase {
                       applications::ApplicationRow row;
                       row.id = "app_" + user_id;
                       row.user_id = user_id;
-                      row.status = "approved";
+                      row.status = applications::ApplicationStatus::kApproved;
                       applications::GpuEntry e;
                       e.model = kH100;
                       e.location = applications::Location{city, country, region};
