@@ -39,8 +39,7 @@ struct Client::Impl {
 namespace {
 
 struct Transfer {
-  Response* response;
-  std::string* collected;  // the body when not sunk
+  Response* response;  // its body collects what is not sunk
   const std::function<bool(const char*, size_t)>* sink;
   const std::function<size_t(char*, size_t)>* source;
   const std::function<void(uint64_t)>* progress;
@@ -74,7 +73,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * n;
-  if (t->sink != nullptr && t->moved == 0 && t->collected->empty()) {
+  if (t->sink != nullptr && t->moved == 0 && t->response->body.empty()) {
     // The first body byte: the status line has come, so the answer asked for goes to the
     // sink and an error's body is collected.
     t->sinking = t->response->status >= 200 && t->response->status < 300;
@@ -84,8 +83,8 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
     t->moved += bytes;
     if (t->progress != nullptr && *t->progress) (*t->progress)(t->moved);
   } else {
-    if (t->collected->size() + bytes > (64u << 20)) return 0;  // an answer beyond reason
-    t->collected->append(data, bytes);
+    if (t->response->body.size() + bytes > (64u << 20)) return 0;  // an answer beyond reason
+    t->response->body.append(data, bytes);
   }
   return bytes;
 }
@@ -136,7 +135,7 @@ Response Client::Perform(const std::string& method, const std::string& target,
   CURL* c = impl_->curl;
   curl_easy_reset(c);
   Response r;
-  Transfer t{&r, &r.body, sink, source, progress};
+  Transfer t{&r, sink, source, progress};
   const std::string url = options_.url + target;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());

@@ -112,25 +112,7 @@ json::array FetchItems(Client& client, const std::string& target, int page, int 
   return items;
 }
 
-json::object PairsToObject(const std::vector<std::string>& pairs, std::string_view flag) {
-  json::object out;
-  for (const std::string& pair : pairs) {
-    const size_t eq = pair.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw CliError(kExitUsage, std::string(flag) + " takes key=value (not \"" + pair + "\")");
-    }
-    const std::string value = pair.substr(eq + 1);
-    StatusOr<json::value> parsed = ParseJson(value);
-    out[pair.substr(0, eq)] =
-        parsed.ok() && !parsed->is_object() ? std::move(*parsed) : json::value(value);
-  }
-  return out;
-}
-
-bool Nap(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  return true;
-}
+void Nap(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 CLI::App* Noun(CLI::App& app, const std::string& name, const std::string& description) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {

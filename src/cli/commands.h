@@ -59,10 +59,6 @@ std::string PathOf(std::string_view pattern, std::initializer_list<std::string_v
 // next_cursor until `limit` items (0: all) have come.
 json::array FetchItems(Client& client, const std::string& target, int page, int limit);
 
-// The body of `--body-file F` or `--set k=v` options: "k=v" pairs as a JSON object, values
-// parsed as JSON where they parse (numbers, true, null, arrays), else strings.
-json::object PairsToObject(const std::vector<std::string>& pairs, std::string_view flag);
-
 // A logged-in session for the few actions an API key may not take (creating API keys and
 // agent tokens, changing the payout method): asks for the password (from the terminal
 // without echo, or one line of stdin with `password_stdin`), logs in, runs `use` with a
@@ -71,8 +67,8 @@ json::value WithSession(
     Context& ctx, const std::string& email, bool password_stdin,
     const std::function<void(Client& session, const std::string& password)>& use);
 
-// Sleeps `ms`, returning early (false) once an interrupt arrived.
-bool Nap(int ms);
+// Sleeps `ms` (an interrupt ends the process: terminal.h).
+void Nap(int ms);
 
 void AddAuthCommands(CLI::App& app, Context& ctx);
 void AddCustomerCommands(CLI::App& app, Context& ctx);

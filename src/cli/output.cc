@@ -81,10 +81,6 @@ std::string Cell(const json::value& item, const Column& c) {
   }
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_bool()) return v->as_bool() ? "yes" : "no";
-  if (v->is_double()) {
-    std::string s = ToJsonText(*v);
-    return s;
-  }
   return ToJsonText(*v);
 }
 
