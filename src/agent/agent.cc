@@ -279,13 +279,27 @@ void Agent::IsolationLoop() {
     const auto until =
         std::chrono::steady_clock::now() +
         std::chrono::seconds(settled ? options_.isolation_interval_s : options_.isolation_retry_s);
-    MutexLock lock(&mu_);
-    while (!stopping_ && !isolation_wanted_) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= until) break;
-      cv_.WaitFor(&mu_, until - now);
+    const bool no_engine = report.state == protocol::kIsolationNoEngine;
+    // Until the next check: a ping of the engine every engine_ping_s. An engine that
+    // went away, or came back, is checked now rather than at the next interval.
+    while (!WaitForIsolationCheck(until)) {
+      const auto unanswered = isolation::EngineUnanswered(*docker_);
+      if ((unanswered && unanswered->state == protocol::kIsolationNoEngine) != no_engine) break;
     }
   }
+}
+
+bool Agent::WaitForIsolationCheck(std::chrono::steady_clock::time_point until) {
+  const auto ping_at =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::max(1, options_.engine_ping_s));
+  MutexLock lock(&mu_);
+  while (!stopping_ && !isolation_wanted_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    if (now >= ping_at) return false;
+    cv_.WaitFor(&mu_, std::min(until, ping_at) - now);
+  }
+  return true;
 }
 
 std::string Agent::IsolationRefusal() {

@@ -54,6 +54,10 @@ struct AgentOptions {
   // (unverified, no engine), isolation_retry_s.
   int isolation_interval_s = 3600;
   int isolation_retry_s = 60;
+  // Between checks the engine is pinged this often: an engine that stops answering is
+  // reported (no_engine: the platform delists the machine) within this time, and one that
+  // answers again is checked at once.
+  int engine_ping_s = 10;
   // How long a workload's start waits for a check that is running.
   int isolation_wait_s = 120;
 };
@@ -94,6 +98,9 @@ class Agent {
   StatusOr<std::vector<double>> MeasureRoundTrips(int64_t n) EXCLUDES(mu_);
   // The isolation thread: a check, then a wait, until Stop().
   void IsolationLoop() EXCLUDES(mu_);
+  // Waits until `until`, Stop() or a check wanted (true), or until the next engine ping is
+  // due (false).
+  bool WaitForIsolationCheck(std::chrono::steady_clock::time_point until) EXCLUDES(mu_);
   // The data channel's thread: connects once the control channel is up, serves it, and
   // reconnects, until Stop().
   void DataLoop() EXCLUDES(mu_);

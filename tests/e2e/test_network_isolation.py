@@ -15,14 +15,18 @@ workload's container or a listener on the host (src/agent/isolation/isolation_ch
   services: the check finds the host reached (and only the host), and says how to fix it;
 - an engine that isolates as docs/trust.md asks (Docker's iptables rules and
   `iptables -I INPUT -i gpxwl+ -j REJECT`): the check passes, the machine is listed and
-  offered, a workload runs on it, and self-test passes.
+  offered, a workload runs on it, and self-test passes; when the engine stops answering
+  the agent (its socket gone), the GPUs leave the marketplace as engine_down until it
+  answers again.
 
 Needs root, dockerd (docker.io), iproute2, iptables and busybox-static (skips with the
 reason otherwise); GPUNEX_AGENT names the agent binary.
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 import dockerenv
@@ -94,14 +98,14 @@ class IsolationTestBase(ServerTestCase):
 
     # -- helpers
 
-    def start_agent(self, name):
-        """A provider pricing L4, its agent with two EMULATED L4s on this engine; returns
-        (provider, machine id) once the machine is Online."""
+    def start_agent(self, name, socket=None):
+        """A provider pricing L4, its agent with two EMULATED L4s on this engine (or at
+        `socket`); returns (provider, machine id) once the machine is Online."""
         prov, token, _ = provider_with_agent_token(self.srv, self.admin, name=name, priced=False)
         set_prices(prov, {L4: 400_000})
         self.token = token
         self.agent = RealAgent(self.srv, token, GPUS, name=name.lower(),
-                               docker_socket=self.dock.socket).start()
+                               docker_socket=socket or self.dock.socket).start()
 
         def online():
             items = prov.c.get(f"{API}/machines").body["items"]
@@ -212,7 +216,13 @@ class IsolatingEngineTest(IsolationTestBase):
     NETWORK = "isolated"
 
     def test_a_machine_whose_workloads_are_isolated_is_listed_and_runs_them(self):
-        prov, mid = self.start_agent("Tight")
+        # The agent reaches the engine through a link that the test takes away and puts
+        # back: to the agent, the engine stops and starts again.
+        link_dir = tempfile.mkdtemp(prefix="gpx-sock-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, link_dir, True)
+        link = os.path.join(link_dir, "docker.sock")
+        os.symlink(self.dock.socket, link)
+        prov, mid = self.start_agent("Tight", socket=link)
         n = self.checked(prov, mid)
         self.assertEqual(n["state"], "isolated", n)
         self.assertEqual(n["reached"], [])
@@ -241,6 +251,29 @@ class IsolatingEngineTest(IsolationTestBase):
                       "reached neither", out)
         self.assertNotIn("[FAIL] workloads", out)
         self.assertEqual(rc, 0, out)
+        self.assert_no_leftovers()
+
+        # Docker stops on the machine (issue 30 item 1): within the agent's ping (10 s) the
+        # GPUs leave the marketplace as engine_down, the note saying what to start, and a
+        # workload there is refused; when the engine answers again they are listed again.
+        os.unlink(link)
+
+        def down():
+            gpus = self.machine(prov, mid)["gpus"]
+            return gpus if all(g["listing_state"] == "engine_down" for g in gpus) else None
+        gpus = wait_until(down, 30, "the GPUs delisted while Docker is not running")
+        self.assertTrue(gpus[0]["listing_note"].startswith(
+            "Docker is not running on this machine, so no container can start there: start "
+            "the Docker Engine (sudo systemctl start docker)."), gpus[0])
+        self.assertEqual(self.machine(prov, mid)["host"]["network_isolation"]["state"],
+                         "no_engine")
+        wait_until(lambda: not self.offers_of(mid), 15, "the offer gone")
+        r = self.workload(prov, mid, [gpus[0]["id"]])
+        err = self.assertError(r, 422, fields=["machine_id"])
+        self.assertIn("Docker is not running", err["fields"]["machine_id"])
+        os.symlink(self.dock.socket, link)
+        wait_until(listed, 45, "the GPUs listed again once Docker answers")
+        wait_until(lambda: self.offers_of(mid), 15, "the machine's offer back")
         self.assert_no_leftovers()
 
 

@@ -122,4 +122,56 @@ std::string CustomerSentence(const Workload& w) {
   return provider ? "The workload ended on the provider's side." : "The workload ended.";
 }
 
+std::string ProviderAdvice(const Workload& w) {
+  const std::string cause = w.end_cause.value_or("");
+  const std::string said = w.end_reason.value_or("");
+  std::string out;
+  // The agent's words when no engine answers: a start it refused, or one its isolation
+  // check stopped (agent.cc).
+  const bool no_engine = said.find("no Docker engine") != std::string::npos ||
+                         said.find(protocol::kIsolationNoEngine) != std::string::npos;
+  if ((cause == kCauseStartRefused || cause == protocol::kCauseEngineError) && no_engine) {
+    out =
+        "Docker is not running on the machine, so the container could not start: start the "
+        "Docker Engine (sudo systemctl start docker) and check that gpunex-agent can reach "
+        "its socket.";
+  } else if (cause == kCauseStartRefused) {
+    out =
+        "The machine's agent did not accept the workload: check that its GPUs are present, "
+        "offered and free, and that Docker is running.";
+  } else if (cause == protocol::kCauseEngineError) {
+    out =
+        "Docker failed on the machine: check `systemctl status docker` and "
+        "`journalctl -u docker`, and that the disk is not full.";
+  } else if (cause == protocol::kCauseContainerGone) {
+    out =
+        "The container was removed on the machine by something other than gpunex (docker rm, "
+        "a cleanup job, another agent): leave containers labelled io.gpunex.* alone.";
+  } else if (cause == protocol::kCauseAgentShutdown) {
+    out =
+        "gpunex-agent was stopped while the rental ran: before you stop it, declare "
+        "maintenance so that no rental is placed there.";
+  } else if (cause == kCauseAgentLost) {
+    out =
+        "The machine's agent lost its connection for too long: check the machine's power, "
+        "network and that gpunex-agent is running.";
+  } else if (cause == kCauseContainerLost) {
+    out =
+        "The container was gone when the agent reconnected (the machine or Docker "
+        "restarted): keep Docker and the machine running while rentals run.";
+  } else if (cause == protocol::kCausePolicyRefused) {
+    out =
+        "The machine's agent refused the container by its policy: update gpunex-agent "
+        "(run the installer again).";
+  } else if (cause == protocol::kCauseRegistryUnreachable) {
+    out =
+        "The machine could not download the image from its registry: check the machine's "
+        "DNS and internet connection.";
+  } else {
+    out = "The workload ended on your machine's side: check Docker and gpunex-agent there.";
+  }
+  if (!said.empty()) out += " What the machine said: " + said;
+  return out;
+}
+
 }  // namespace gpunex::platform::fleet

@@ -49,4 +49,9 @@ Ending EndingOfEvent(const protocol::WorkloadEvent& e, std::string_view image);
 // workloads that ended before causes were recorded).
 std::string CustomerSentence(const Workload& w);
 
+// What the machine's provider should do about the end of `w`, put down to the provider's
+// side: what happened, in the provider's terms, and what to fix ("Docker is not running
+// ...: start it"). The engine's own words (w.end_reason) follow where there are any.
+std::string ProviderAdvice(const Workload& w);
+
 }  // namespace gpunex::platform::fleet

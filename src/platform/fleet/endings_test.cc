@@ -110,6 +110,33 @@ TEST(Endings, TheCustomersSentenceNeverCarriesTheAgentsWords) {
   EXPECT_EQ(CustomerSentence(Ended(not_found, words)), CustomerSentence(Ended(unreachable, words)));
 }
 
+TEST(Endings, TheProviderIsToldWhatToFixWithTheMachinesWords) {
+  // Every provider-side row has advice of its own, not the catch-all.
+  const std::string catch_all = ProviderAdvice(Ended({"no_such_cause", kHubImage, "", ""}, ""));
+  for (const Row& row : Table()) {
+    if (row.party != "provider") continue;
+    const std::string advice = ProviderAdvice(Ended(row, ""));
+    EXPECT_NE(advice, catch_all) << row.cause;
+    EXPECT_EQ(advice.find("What the machine said"), std::string::npos) << row.cause;
+  }
+  // No engine, as the agent says it when it refuses a start or its check stops one.
+  for (const auto& [cause, words] : std::vector<std::pair<std::string, std::string>>{
+           {kCauseStartRefused,
+            "start refused by the agent: no Docker engine is reachable on "
+            "this machine"},
+           {protocol::kCauseEngineError,
+            "engine: network isolation no_engine: connect: no such "
+            "file or directory"}}) {
+    const std::string advice = ProviderAdvice(Ended({cause, kHubImage, "provider", ""}, words));
+    EXPECT_TRUE(advice.starts_with("Docker is not running on the machine")) << advice;
+    EXPECT_NE(advice.find("sudo systemctl start docker"), std::string::npos) << advice;
+    EXPECT_TRUE(advice.ends_with("What the machine said: " + words)) << advice;
+  }
+  EXPECT_TRUE(ProviderAdvice(Ended({protocol::kCauseEngineError, kHubImage, "provider", ""},
+                                   "create: disk full"))
+                  .starts_with("Docker failed on the machine"));
+}
+
 TEST(Endings, AnExitWithoutACodeAndAnEndBeforeCauses) {
   Row exited{protocol::kCauseExited, kHubImage, "customer", ""};
   Workload w = Ended(exited, "");

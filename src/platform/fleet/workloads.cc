@@ -183,14 +183,17 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   FleetStore s(tx);
   std::string provider_id;
   protocol::Host host;
+  bool emulated = false;
   if (loaded) {
     provider_id = loaded->provider_id;
     host = loaded->host;
+    emulated = loaded->emulated;
   } else {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(req.machine_id));
     if (!m) return FieldError("machine_id", "is not a machine you may run workloads on");
     provider_id = m->provider_id;
     host = m->host;
+    emulated = m->emulated;
   }
   w.provider_id = provider_id;
   if (host.ram_mb > 0 && spec.memory_mb > host.ram_mb) {
@@ -199,6 +202,10 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   }
   if (host.cpu_cores > 0 && spec.cpus > static_cast<double>(host.cpu_cores)) {
     return FieldError("cpus", "is more than the machine has");
+  }
+  // No engine answers its agent there: nothing could start (the listing says so too).
+  if (!listing::EngineRunning(host.network_isolation, emulated, host.docker_version)) {
+    return FieldError("machine_id", "cannot run workloads now: Docker is not running there");
   }
   // Its agent found workloads there not kept from each other or from the host's services,
   // or could not tell: nothing is placed there (docs/trust.md).

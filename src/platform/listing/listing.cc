@@ -6,7 +6,7 @@
 namespace gpunex::platform::listing {
 namespace {
 
-constexpr std::array<std::pair<ListingState, std::string_view>, 13> kStates = {{
+constexpr std::array<std::pair<ListingState, std::string_view>, 14> kStates = {{
     {ListingState::kListed, "listed"},
     {ListingState::kRented, "rented"},
     {ListingState::kBenchmarking, "benchmarking"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<ListingState, std::string_view>, 13> kStates = {{
     {ListingState::kUnverifiedModel, "unverified_model"},
     {ListingState::kNoPriceSet, "no_price_set"},
     {ListingState::kNetworkNotIsolated, "network_not_isolated"},
+    {ListingState::kEngineDown, "engine_down"},
 }};
 
 constexpr std::array<std::pair<BenchmarkVerdict, std::string_view>, 3> kVerdicts = {{
@@ -39,6 +40,7 @@ ListingDecision DecideListing(const ListingFacts& f) {
   if (!f.present) return {ListingState::kMissingFromMachine, "the GPU is missing from the machine"};
   if (!f.enabled) return {ListingState::kDisabledByProvider, "not offered by the provider"};
   if (!f.machine_online) return {ListingState::kMachineOffline, "the machine is offline"};
+  if (!f.engine_running) return {ListingState::kEngineDown, kEngineDownNote};
   if (!f.network_isolated) {
     return {ListingState::kNetworkNotIsolated,
             f.network_note.empty() ? "network isolation not verified" : f.network_note};
@@ -67,6 +69,12 @@ ListingDecision DecideListing(const ListingFacts& f) {
   if (f.benchmarking) return {ListingState::kBenchmarking, "being benchmarked"};
   if (f.rented) return {ListingState::kRented, "rented by a customer"};
   return {ListingState::kListed, ""};
+}
+
+bool EngineRunning(const std::optional<protocol::NetworkIsolation>& report, bool emulated,
+                   std::string_view docker_version) {
+  if (!report || report->state != protocol::kIsolationNoEngine) return true;
+  return emulated && docker_version.empty();
 }
 
 NetworkFact NetworkIsolationFact(const std::optional<protocol::NetworkIsolation>& report) {

@@ -10,7 +10,8 @@
 // listing_note), the dashboard shows the note and switches on the state's code.
 //
 // States, in the order they win when several apply (the first that holds is the answer):
-//   missing_from_machine, disabled_by_provider, machine_offline, network_not_isolated,
+//   missing_from_machine, disabled_by_provider, machine_offline, engine_down,
+//   network_not_isolated,
 //   unverified_model, failed_benchmark, awaiting_first_benchmark, no_price_set,
 //   in_maintenance, outside_schedule, benchmarking, rented, listed.
 // The last three are on the marketplace: a GPU being benchmarked or rented still belongs
@@ -42,6 +43,7 @@ enum class ListingState {
   kUnverifiedModel,
   kNoPriceSet,
   kNetworkNotIsolated,
+  kEngineDown,
 };
 
 // What the benchmarks say of a GPU.
@@ -55,6 +57,8 @@ struct ListingFacts {
   bool present = true;         // in the machine's last inventory
   bool enabled = true;         // designated by the provider
   bool machine_online = true;  // the machine's agent is connected and heartbeating
+  // Its container engine answers its agent (EngineFact).
+  bool engine_running = true;
   // Its agent found workloads kept from each other and from the host's services
   // (NetworkIsolationFact); the note says what it found and the fix when not.
   bool network_isolated = true;
@@ -99,6 +103,19 @@ struct NetworkFact {
   std::string note;  // "" when isolated
 };
 NetworkFact NetworkIsolationFact(const std::optional<protocol::NetworkIsolation>& report);
+
+// Whether a machine's container engine answers, from its agent's report (no_engine says it
+// does not; the agent pings the engine every few seconds between checks). A machine of
+// emulated GPUs whose agent never reached an engine (`docker_version` empty: tests and
+// demos run without Docker) counts as running, as it always has: its workloads fail to
+// start with a clear reason. Any other machine without an engine is delisted until its
+// agent's check passes again.
+bool EngineRunning(const std::optional<protocol::NetworkIsolation>& report, bool emulated,
+                   std::string_view docker_version);
+inline constexpr char kEngineDownNote[] =
+    "Docker is not running on this machine, so no container can start there: start the "
+    "Docker Engine (sudo systemctl start docker). The GPUs are offered again as soon as "
+    "gpunex-agent's check passes";
 
 // The stable code of a state ("listed", "machine_offline", ...), as stored and sent.
 std::string_view ListingStateCode(ListingState state);

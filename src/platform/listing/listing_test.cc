@@ -18,6 +18,7 @@ const std::vector<Rule>& Rules() {
       {ListingState::kMissingFromMachine, [](const ListingFacts& f) { return !f.present; }},
       {ListingState::kDisabledByProvider, [](const ListingFacts& f) { return !f.enabled; }},
       {ListingState::kMachineOffline, [](const ListingFacts& f) { return !f.machine_online; }},
+      {ListingState::kEngineDown, [](const ListingFacts& f) { return !f.engine_running; }},
       {ListingState::kNetworkNotIsolated,
        [](const ListingFacts& f) { return !f.network_isolated; }},
       {ListingState::kUnverifiedModel, [](const ListingFacts& f) { return !f.model_verified; }},
@@ -36,7 +37,7 @@ const std::vector<Rule>& Rules() {
 
 TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
   int combinations = 0;
-  for (int bits = 0; bits < (1 << 10); ++bits) {
+  for (int bits = 0; bits < (1 << 11); ++bits) {
     for (BenchmarkVerdict verdict :
          {BenchmarkVerdict::kPassed, BenchmarkVerdict::kAwaitingFirst, BenchmarkVerdict::kFailed}) {
       ListingFacts f;
@@ -50,6 +51,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       f.model_verified = bits & 128;
       f.priced = bits & 256;
       f.network_isolated = bits & 512;
+      f.engine_running = bits & 1024;
       f.network_note = "network not isolated: a workload can reach another workload";
       f.benchmark = verdict;
       f.benchmark_note = "benchmark: memory_triad_gbps 150 < 210 required";
@@ -67,7 +69,7 @@ TEST(DecideListing, EveryCombinationOfFactsGetsTheFirstStateThatHolds) {
       ++combinations;
     }
   }
-  EXPECT_EQ(combinations, 3072);
+  EXPECT_EQ(combinations, 6144);
 }
 
 TEST(DecideListing, NotesSayWhy) {
@@ -144,6 +146,28 @@ TEST(NetworkIsolationFact, OnlyACheckThatPassedLists) {
   EXPECT_EQ(DecideListing(facts).state, ListingState::kNetworkNotIsolated);
   EXPECT_EQ(DecideListing(facts).note, f.note);
   EXPECT_EQ(ListingStateCode(ListingState::kNetworkNotIsolated), "network_not_isolated");
+}
+
+TEST(EngineRunning, OnlyAnEngineThatDoesNotAnswerDelists) {
+  using protocol::NetworkIsolation;
+  const NetworkIsolation none{protocol::kIsolationNoEngine, {}, "no socket"};
+  EXPECT_FALSE(EngineRunning(none, false, "")) << "real GPUs without an engine";
+  EXPECT_FALSE(EngineRunning(none, false, "27.5.1"));
+  EXPECT_FALSE(EngineRunning(none, true, "27.5.1")) << "emulated GPUs whose engine went away";
+  EXPECT_TRUE(EngineRunning(none, true, "")) << "emulated GPUs that never had an engine";
+  EXPECT_TRUE(EngineRunning(NetworkIsolation{protocol::kIsolated, {}, ""}, false, "27.5.1"));
+  EXPECT_TRUE(EngineRunning(NetworkIsolation{protocol::kIsolationUnverified, {}, "x"}, false, ""));
+  EXPECT_TRUE(EngineRunning(std::nullopt, false, ""));
+
+  ListingFacts f;
+  f.engine_running = false;
+  f.network_isolated = false;  // the engine wins: it is what the provider fixes first
+  const ListingDecision d = DecideListing(f);
+  EXPECT_EQ(d.state, ListingState::kEngineDown);
+  EXPECT_EQ(d.note, kEngineDownNote);
+  EXPECT_FALSE(d.on_marketplace());
+  EXPECT_EQ(ListingStateCode(ListingState::kEngineDown), "engine_down");
+  EXPECT_EQ(ParseListingStateCode("engine_down"), ListingState::kEngineDown);
 }
 
 TEST(DecideListing, RentedAndBenchmarkingStayOnTheMarketplace) {
