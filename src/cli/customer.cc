@@ -260,10 +260,13 @@ void AddOffers(CLI::App& app, Context& ctx) {
     std::string gpu, max_price, region, country, tier, sort, where, columns;
     int gpus = 0, limit = 20;
     double min_reliability = -1;
+    bool include_busy = false;
   };
   auto s = std::make_shared<Search>();
   search->add_option("--gpu", s->gpu, "GPU models (catalog ids, comma-separated)");
   search->add_option("--gpus", s->gpus, "at least this many free GPUs");
+  search->add_flag("--include-busy", s->include_busy,
+                   "offers whose GPUs are all busy too (--gpus then counts the offer's GPUs)");
   search->add_option("--max-price", s->max_price, "at most this many USDC per GPU-hour");
   search->add_option("--region", s->region, "the region");
   search->add_option("--country", s->country, "the country (ISO 3166-1 alpha-2)");
@@ -290,6 +293,7 @@ void AddOffers(CLI::App& app, Context& ctx) {
       q.emplace_back("min_reliability", ToJsonText(json::value(s->min_reliability)));
     }
     if (!s->sort.empty()) q.emplace_back("sort", s->sort);
+    if (s->include_busy) q.emplace_back("include_busy", "true");
     StatusOr<Query> where = WhereToQuery(s->where);
     if (!where.ok()) throw CliError(kExitUsage, where.status().message());
     q.insert(q.end(), where->begin(), where->end());

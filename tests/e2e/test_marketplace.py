@@ -18,6 +18,8 @@ tie exactly on rank, so the tie-breaks decide between them.
 - a price edit (provider and machine override), a GPU disabled by its provider, an agent
   killed, a schedule that closes and a price removed each show in search within 1 s;
 - anonymous visitors and customers see a pseudonym, never the provider or the machine;
+- include_busy=true shows an offer whose GPUs are all busy (its GPU held in a benchmark),
+  with the host facts its agent reported;
 - the recommendation (no rentals: the catalog price) and the market summary;
 - the provider's own offers with their place among the offers of their model and region,
   the same place a search by that model and region gives;
@@ -930,6 +932,49 @@ class MarketplaceMixin(ApiAssertions):
             set_prices(elio, PROVIDERS["elio"]["prices"])
         wait_until(lambda: self.offer("elio-1", L4_M) is not None, 5, "the L4 offer back")
 
+    def test_include_busy_shows_offers_whose_gpus_are_all_taken(self):
+        """An offer whose only GPU is being benchmarked (the fake agent holds its answer) is
+        left out of search, and shown with include_busy=true (gpus_available 0); min_gpus
+        then counts the offer's GPUs; its host facts are what the agent reported."""
+        dino = self.providers["dino"]
+        mid = self.machine_of[VERIFIED]
+        oid = self.offer(VERIFIED, L4_M)["id"]
+        busy = lambda **q: next((o for o in self._search_all(self.admin.c, gpu_model=L4_M,
+                                                             include_busy="true", **q)
+                                 if o["id"] == oid), None)
+        free = busy()
+        self.assertIsNotNone(free, "include_busy shows the free offers too")
+        self.assertEqual(free["host"], {"cpu_model": "Fake EPYC 9654", "cpu_cores": 96,
+                                        "ram_gb": 1024, "disk_total_gb": 4000000 / 1024,
+                                        "disk_free_gb": 3500000 / 1024}, free)
+        self.assertEqual(free["host"]["disk_free_gb"], free["storage"]["disk_free_gb"])
+        self.assertTrue(free["cuda_version"], free)
+        r = dino.c.post(f"{API}/machines/{mid}/benchmarks", {})
+        self.assertStatus(r, 202)
+        cmd = self.fake.expect_command("run_benchmark", timeout=10)
+        try:
+            self.fake.send({"type": "ack", "command_id": cmd["command_id"]})
+            wait_until(lambda: self.offer(VERIFIED, L4_M) is None, 5,
+                       "the offer out of the default search while its GPU is benchmarked")
+            o = wait_until(lambda: (lambda x: x if x and x["gpus_available"] == 0 else None)(
+                busy()), 5, "the busy offer with include_busy=true")
+            self.assertEqual((o["gpus_available"], o["gpus_total"]), (0, 1), o)
+            self.assertIsNone(busy(min_gpus="2"), "min_gpus counts the offer's GPUs")
+            self.assertIsNotNone(busy(min_gpus="1"))
+            self.assertError(self.admin.c.get(f"{API}/offers", query={"include_busy": "maybe"}),
+                             422, ["include_busy"])
+            # The offer itself is still readable (its page says no GPU is free).
+            self.assertEqual(self.customer.c.get(f"{API}/offers/{oid}").body["gpus_available"], 0)
+        finally:
+            gpus = [{"uuid": g["uuid"], "ok": True, "result": dict(l4_figures(0.9), emulated=False)}
+                    for g in cmd["payload"]["gpus"]]
+            self.fake.send({"type": "result", "command_id": cmd["command_id"], "ok": True,
+                            "data": {"benchmark_id": cmd["payload"]["benchmark_id"],
+                                     "emulated": False, "gpus": gpus, "network": GOOD_NETWORK,
+                                     "storage": GOOD_STORAGE}})
+        wait_until(lambda: (self.offer(VERIFIED, L4_M) or {}).get("gpus_available") == 1, 10,
+                   "the offer back once the benchmark passed")
+
     # ------------------------------------------------------------------ market data
 
     def test_recommendation_without_rentals_is_the_catalog_price(self):
@@ -1100,6 +1145,7 @@ class MarketplaceMixin(ApiAssertions):
             search("min_cuda x.y", ["min_cuda"], min_cuda="x.y"),
             search("min_cuda 12.4.1", ["min_cuda"], min_cuda="12.4.1"),
             search("verified_only yes", ["verified_only"], verified_only="yes"),
+            search("include_busy yes", ["include_busy"], include_busy="yes"),
             search("sort cheap", ["sort"], sort="cheap"),
             search("sort performance without the minus", ["sort"], sort="performance"),
             search("explain maybe", ["explain"], explain="maybe"),

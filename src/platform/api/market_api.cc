@@ -65,6 +65,11 @@ json::object OfferJson(const Offer& o, bool sees_machine) {
       {"driver_version", o.driver_version},
       {"ram_gb_per_gpu", o.ram_gb_per_gpu},
       {"cpu_cores_per_gpu", o.cpu_cores_per_gpu},
+      {"host", json::object{{"cpu_model", o.cpu_model},
+                            {"cpu_cores", o.cpu_cores},
+                            {"ram_gb", o.ram_gb},
+                            {"disk_total_gb", o.disk_total_gb},
+                            {"disk_free_gb", o.disk_free_gb}}},
       {"commitment_months", o.commitment_months},
       {"listed_since", FormatRfc3339(o.listed_since)},
       {"emulated", o.emulated},
@@ -244,6 +249,7 @@ StatusOr<SearchRequest> ParseSearch(const http::Request& req, const ApiContext& 
     if (!q.min_cuda) r.Fail("min_cuda", "must be a CUDA version such as 12.4");
   }
   if (auto v = r.Flag("verified_only")) q.verified_only = *v;
+  if (auto v = r.Flag("include_busy")) q.include_busy = *v;
   if (auto v = r.Text("sort")) {
     auto s = market::ParseSort(*v);
     if (!s) {
@@ -307,6 +313,8 @@ json::object RecommendationJson(const market::RecommendationView& v) {
           {"basis", r.basis},
           {"catalog_price_micro", v.catalog_price.micros()},
           {"note", v.note},
+          {"utilization_factor", OptNumber(r.factor)},
+          {"reason", v.reason.empty() ? json::value(nullptr) : json::value(v.reason)},
           {"region_window", window(v.region_window)},
           {"global_window", window(v.global_window)}};
 }

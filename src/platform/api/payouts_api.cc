@@ -44,7 +44,9 @@ json::value MethodJson(const std::optional<payouts::Method>& m, const std::strin
   return o;
 }
 
-json::object SettingsJson(const payouts::SettingsView& v) {
+// `hold_s`: how long earnings stay pending after the usage that made them ([rentals]
+// earnings_hold_s).
+json::object SettingsJson(const payouts::SettingsView& v, Usdc monthly_minimum, int64_t hold_s) {
   json::array methods;
   for (const auto& t : v.methods) methods.push_back(TermsJson(t));
   const payouts::Settings& s = v.settings;
@@ -56,6 +58,8 @@ json::object SettingsJson(const payouts::SettingsView& v) {
           {"changed_at", TimeJson(s.changed_at)},
           {"hold_until", TimeJson(s.hold_until)},
           {"methods", std::move(methods)},
+          {"monthly_minimum_micro", monthly_minimum.micros()},
+          {"earnings_hold_s", hold_s},
           {"next_payout",
            {{"date", v.next.date},
             {"schedule", Name(v.next.schedule)},
@@ -225,7 +229,8 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto v = ctx.payouts.GetSettings(*p);
     if (!v.ok()) return http::ErrorResponse(v.status());
-    return http::Response::Json(200, SettingsJson(*v));
+    return http::Response::Json(200, SettingsJson(*v, ctx.payouts.options().monthly_minimum,
+                                                  ctx.rentals.options().earnings_hold_s));
   });
   r.Add("PUT", "/api/v1/providers/me/payout-settings", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -243,7 +248,8 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     }
     auto v = ctx.payouts.PutSettings(*p, u);
     if (!v.ok()) return http::ErrorResponse(v.status());
-    return http::Response::Json(200, SettingsJson(*v));
+    return http::Response::Json(200, SettingsJson(*v, ctx.payouts.options().monthly_minimum,
+                                                  ctx.rentals.options().earnings_hold_s));
   });
 
   r.Add("GET", "/api/v1/providers/me/earnings", kProvider, [&ctx](http::Request& req) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -13,6 +14,42 @@
 
 namespace gpunex::platform::market {
 namespace {
+
+// "45.0%"
+std::string PercentText(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
+  return buf;
+}
+
+// Why the recommendation is below, at or above the median rented price, in a sentence
+// (docs/price-recommendation.md, "The formula").
+std::string RecommendationReason(const Recommendation& r) {
+  if (!r.factor || !r.median_price) return "";
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%.3f", *r.factor);
+  const std::string target = PercentText(kTargetUtilization);
+  if (!r.utilization) {
+    return std::string(
+               "Below the median rented price: no listed GPU-hours were accounted in the "
+               "window, so the lowest utilization factor applies (× ") +
+           factor + ").";
+  }
+  const std::string u = PercentText(*r.utilization);
+  if (*r.factor < 1) {
+    return "Below the median rented price: " + u +
+           " of the listed GPU-hours were rented over the last 7 days, under the " + target +
+           " target, so the median is multiplied by " + factor +
+           " (half the distance to the target, at least 0.85) to fill idle GPUs.";
+  }
+  if (*r.factor > 1) {
+    return "Above the median rented price: " + u +
+           " of the listed GPU-hours were rented over the last 7 days, over the " + target +
+           " target, so the median is multiplied by " + factor + ".";
+  }
+  return "At the median rented price: " + u + " of the listed GPU-hours were rented, the " +
+         target + " target.";
+}
 
 constexpr int64_t kHourUs = int64_t{3600} * 1'000'000;
 constexpr int64_t kWeekUs = 7 * 24 * kHourUs;
@@ -371,6 +408,7 @@ StatusOr<RecommendationView> Market::Recommend(const std::string& gpu_model,
         "No rentals of this model in the last 7 days: this is the catalog's default "
         "price for it.";
   }
+  v.reason = RecommendationReason(r);
   return v;
 }
 

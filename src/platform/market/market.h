@@ -66,6 +66,9 @@ struct RecommendationView {
   MarketWindow region_window, global_window;  // the data behind it (rentals left out)
   Usdc catalog_price;
   std::string note;  // a sentence: what the figure is based on
+  // Why the figure is below, at or above the median rented price (the utilization
+  // factor); "" for the catalog's default.
+  std::string reason;
 };
 
 struct MarketStats {

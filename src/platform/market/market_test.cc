@@ -215,6 +215,10 @@ TEST_P(MarketTest, TheRecommendationUsesRentalsWhenThereAreAny) {
   EXPECT_EQ(r->recommendation.sample_rentals, 5);
   // Nothing listed: no utilization, which counts as 0 (factor 0.85).
   EXPECT_EQ(r->recommendation.price, Usdc::Micros(1'700'000));
+  EXPECT_EQ(r->recommendation.factor, 0.85);
+  EXPECT_EQ(r->reason,
+            "Below the median rented price: no listed GPU-hours were accounted in the window, "
+            "so the lowest utilization factor applies (× 0.850).");
   region.pop_back();
   r = market().Recommend(kH100, "eu-south");
   ASSERT_TRUE(r.ok());

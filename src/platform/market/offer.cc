@@ -158,6 +158,10 @@ StatusOr<MachineOffers> LoadMachineOffers(store::Tx& tx, const std::string& mach
     o.ram_gb_per_gpu = static_cast<double>(m->host.ram_mb) / 1024 / per_gpu;
     o.cpu_cores_per_gpu = static_cast<double>(m->host.cpu_cores) / per_gpu;
     o.disk_free_gb = static_cast<double>(m->host.disk_free_mb) / 1024;
+    o.cpu_model = m->host.cpu_model;
+    o.cpu_cores = m->host.cpu_cores;
+    o.ram_gb = static_cast<double>(m->host.ram_mb) / 1024;
+    o.disk_total_gb = static_cast<double>(m->host.disk_total_mb) / 1024;
     // Since when it has been on the marketplace: the longest a GPU of it has held its
     // present listing state.
     o.listed_since = first_gpu;

@@ -70,6 +70,10 @@ struct Offer {
   double ram_gb_per_gpu = 0;
   double cpu_cores_per_gpu = 0;
   double disk_free_gb = 0;
+  // The host as its agent reports it (fleet's machine host facts), for the whole machine.
+  std::string cpu_model;
+  int64_t cpu_cores = 0;
+  double ram_gb = 0, disk_total_gb = 0;
   int64_t commitment_months = 0;
   Timestamp listed_since;
   bool emulated = false;

@@ -55,6 +55,7 @@ Recommendation Recommend(const MarketWindow& region, const MarketWindow& global,
     return r;
   }
   const double factor = UtilizationFactor(r.utilization.value_or(0));
+  r.factor = factor;
   // p · factor in micro-USDC, rounded down; factor has at most a few significant digits
   // beyond the third decimal, so the double product is exact enough to floor.
   r.price = Usdc::Micros(static_cast<int64_t>(

@@ -44,6 +44,8 @@ struct Recommendation {
   std::optional<Usdc> median_price;   // none: no rentals
   int64_t sample_rentals = 0;
   std::string basis;  // "region" | "global" | "catalog"
+  // The utilization factor the median was multiplied by; none for "catalog".
+  std::optional<double> factor;
 };
 
 // The GPU-hour-weighted median price; nullopt without rentals.

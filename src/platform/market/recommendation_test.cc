@@ -48,6 +48,7 @@ TEST(RecommendationExample, RegionBasis) {
   // of 756), 300 at 0.45 (870): the median is 0.45.
   EXPECT_EQ(r.median_price, Usdc::Micros(450'000));
   EXPECT_DOUBLE_EQ(UtilizationFactor(0.75), 1.025);
+  EXPECT_EQ(r.factor, 1.025);
   // 450 000 · 1.025 = 461 250 exactly (the double product is 461 249.99999999994).
   EXPECT_EQ(r.price, Usdc::Micros(461'250));
 }
@@ -76,6 +77,7 @@ TEST(RecommendationExample, CatalogBasis) {
   EXPECT_EQ(r.price, kL4Catalog);
   EXPECT_EQ(r.sample_rentals, 0);
   EXPECT_EQ(r.median_price, std::nullopt);
+  EXPECT_EQ(r.factor, std::nullopt);
   ASSERT_TRUE(r.utilization);  // the global window's
   EXPECT_EQ(*r.utilization, 0);
 }

@@ -100,7 +100,7 @@ bool IsRegionName(std::string_view s) {
 }
 
 bool Matches(const OfferQuery& q, const Offer& o) {
-  if (o.gpus_available < q.min_gpus) return false;
+  if ((q.include_busy ? o.gpus_total : o.gpus_available) < q.min_gpus) return false;
   if (!q.gpu_models.empty() && !q.gpu_models.count(o.gpu_model)) return false;
   if (q.min_vram_gb && o.vram_gb < *q.min_vram_gb) return false;
   if (q.max_price && o.price > *q.max_price) return false;

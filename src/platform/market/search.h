@@ -53,7 +53,10 @@ class Snapshot {
 
 struct OfferQuery {
   std::set<std::string> gpu_models;  // empty: any
-  int64_t min_gpus = 1;              // available now
+  int64_t min_gpus = 1;              // available now (with include_busy: in the offer)
+  // Offers whose GPUs are all busy (rented or being benchmarked) match too; min_gpus then
+  // counts the offer's GPUs rather than its free ones.
+  bool include_busy = false;
   std::optional<double> min_vram_gb;
   std::optional<Usdc> max_price;
   std::string country;  // "" : any (ISO 3166-1 alpha-2, upper case)

@@ -168,6 +168,23 @@ TEST(Search, DefaultHidesOffersWithoutAFreeGpu) {
   EXPECT_EQ(MatchIds(snap, q).size(), 2u);
 }
 
+TEST(Search, IncludeBusyShowsOffersWhoseGpusAreAllTaken) {
+  Offer busy = MakeOffer("mch_busy");
+  busy.gpus_total = 2;
+  busy.gpus_available = 0;
+  busy.gpus_rented = 2;
+  const Offer free = MakeOffer("mch_free");
+  const Snapshot snap({OneOffer(busy), OneOffer(free)});
+  OfferQuery q;
+  q.include_busy = true;
+  auto r = Search(snap, q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->matched, 2);
+  // min_gpus then counts the offer's GPUs, free or not.
+  q.min_gpus = 2;
+  EXPECT_EQ(MatchIds(snap, q), std::vector<std::string>{busy.id});
+}
+
 TEST(Search, MedianIsOverTheMatchesOnly) {
   Offer cheap = MakeOffer("mch_1");
   cheap.price = Usdc::Micros(200'000);  // value 140

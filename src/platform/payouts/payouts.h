@@ -249,6 +249,7 @@ class Payouts {
   // "method.wallet", "method.iban", ..., and "password".
   StatusOr<SettingsView> GetSettings(const accounts::Principal& p);
   StatusOr<SettingsView> PutSettings(const accounts::Principal& p, const SettingsUpdate& u);
+  const PayoutsOptions& options() const { return options_; }
 
   // Earnings in [from, to) grouped by "gpu", "model" or "day".
   StatusOr<EarningsReport> Earnings(const accounts::Principal& p, Timestamp from, Timestamp to,
