@@ -16,14 +16,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
+  ADMIN,
   Agent,
   contrastViolations,
   DESKTOP,
+  dockerMissing,
   Gpunexd,
   launchBrowser,
   SCREENSHOT_DIR,
   shoot,
   sleep,
+  TestDockerd,
   uniqueEmail,
   until,
   watch,
@@ -647,4 +650,321 @@ describe("the dashboard's first impressions (items 10-17)", () => {
       [],
     );
   });
+});
+
+// ---- issue 30, items 10 and 11: the offer card's host facts and performance scale, the
+// switch that includes offers whose GPUs are all busy (a rental holds the only GPU), the
+// provider's share after the commission and why a recommendation is below the median on
+// Pricing, one minimum per payout method and the earnings hold on Payments, and an
+// earnings chart whose axis scales to a few cents. Against a gpunexd of its own, with an
+// agent whose workloads run in a private Docker engine.
+describe("offers, busy offers and the provider's money pages (issue 30, items 10-11)", () => {
+  test(
+    "host facts, performance scale, include busy, share after commission, recommendation reason, minimums, hold, chart scale",
+    { timeout: 300000, skip: dockerMissing() ?? false },
+    async (t) => {
+      const BUSYBOX = "gpunex-test/busybox:1";
+      const PRICE = 3_600_000; // 3.60 USDC per GPU-hour: 0.001 USDC a second
+      const docker = new TestDockerd();
+      const srv = new Gpunexd();
+      let rig = null;
+      const contexts = [];
+      t.after(async () => {
+        for (const c of contexts) await c.close().catch(() => {});
+        await rig?.stop();
+        await docker.stop();
+        await srv.cleanup();
+      });
+      srv.createAdmin();
+      await Promise.all([
+        srv.start(),
+        docker.start().then(() => docker.importBusybox(BUSYBOX)),
+      ]);
+      const admin = await srv.apiOk("POST", "/auth/login", {
+        email: ADMIN.email,
+        password: ADMIN.password,
+      });
+      const prov = await srv.approvedProvider("Olga Offers", PASSWORD, {
+        region: "eu-south",
+        prices: { "l4-24gb": PRICE },
+      });
+      rig = new Agent(srv, prov.agentToken, "l4-24gb:1", {
+        name: "offers-rig",
+        dockerSocket: docker.socket,
+      });
+      const custEmail = uniqueEmail("bruno");
+      await srv.apiOk("POST", "/auth/signup", {
+        email: custEmail,
+        password: PASSWORD,
+        name: "Bruno Busy",
+      });
+      const cust = await srv.apiOk("POST", "/auth/login", {
+        email: custEmail,
+        password: PASSWORD,
+      });
+      await srv.apiOk(
+        "POST",
+        "/admin/credits",
+        {
+          user_id: cust.user.id,
+          amount_micro: 50_000_000,
+          reference: "test funds",
+        },
+        admin.token,
+      );
+      const offer = await until(
+        async () =>
+          (await srv.apiOk("GET", "/offers?region=eu-south")).items.find(
+            (o) => o.gpus_available === 1,
+          ),
+        90000,
+        "the provider's offer",
+      ).catch((e) => {
+        throw new Error(`${e.message}\n${rig.logs()}\n${srv.logs()}`);
+      });
+      // The host facts come from the agent's report of its machine.
+      assert.ok(
+        offer.host.cpu_cores > 0 && offer.host.ram_gb > 0,
+        JSON.stringify(offer.host),
+      );
+      assert.ok(offer.host.cpu_model, JSON.stringify(offer.host));
+
+      const open = async () => {
+        const context = await browser.newContext({ viewport: DESKTOP });
+        contexts.push(context);
+        const page = await context.newPage();
+        page.setDefaultTimeout(15000);
+        return { page, problems: watch(page) };
+      };
+
+      // ---- a visitor's Marketplace: the card's host facts and the score's scale (10)
+      const V = await open();
+      const v = V.page;
+      await v.goto(`${srv.base}/#/marketplace`);
+      await heading(v, "Marketplace");
+      const card = v.locator(`article.offer[data-offer-id="${offer.id}"]`);
+      await card.waitFor();
+      const factText = async (cls) =>
+        (await card.locator(`.fact.${cls} dd`).textContent()).trim();
+      assert.match(
+        await factText("cpu"),
+        new RegExp(`${offer.host.cpu_cores} cores? \\(`),
+      );
+      assert.ok((await factText("cpu")).startsWith(offer.host.cpu_model));
+      assert.match(await factText("ram"), / GB \(.* GB per GPU\)$/);
+      assert.match(await factText("disk"), /^[\d.,]+ GB free of [\d.,]+ GB$/);
+      // EMULATED GPUs report "emulated" as both their driver and CUDA version.
+      assert.equal(
+        await factText("software"),
+        offer.driver_version === "emulated" && offer.cuda_version === "emulated"
+          ? "emulated"
+          : `Driver ${offer.driver_version} · CUDA ${offer.cuda_version}`,
+      );
+      assert.equal(
+        await factText("performance"),
+        offer.performance_score.toFixed(2),
+      );
+      assert.equal(
+        (await card.locator(".fact.performance dt").textContent()).trim(),
+        "Performance (A100 = 100)",
+      );
+      assert.match(
+        await card.locator(".score-scale").getAttribute("title"),
+        /100 = an A100-SXM-80GB at its datasheet peaks; higher is faster/,
+      );
+      const busySwitch = v.getByRole("switch", { name: "Include busy offers" });
+      assert.equal(await busySwitch.isChecked(), false);
+      await shoot(v, "ux30-10-offer-card");
+
+      // ---- its only GPU rented: gone from the default search, shown with the switch
+      const rental = await srv.apiOk(
+        "POST",
+        "/rentals",
+        {
+          offer_id: offer.id,
+          gpus: 1,
+          image: BUSYBOX,
+          command: ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
+        },
+        cust.token,
+      );
+      await until(
+        async () =>
+          (
+            await srv.apiOk(
+              "GET",
+              `/rentals/${rental.id}`,
+              undefined,
+              cust.token,
+            )
+          ).state === "running",
+        60000,
+        "the rental running",
+      ).catch((e) => {
+        throw new Error(`${e.message}\n${rig.logs()}\n${srv.logs()}`);
+      });
+      const rentedAt = Date.now();
+      await until(
+        async () =>
+          (await srv.apiOk("GET", `/offers/${offer.id}`)).gpus_available === 0,
+        10000,
+        "the offer busy",
+      );
+      await v.getByRole("button", { name: "Search" }).click();
+      await v
+        .locator(".result-count")
+        .filter({ hasText: /include busy offers/ })
+        .waitFor();
+      assert.equal(await card.count(), 0);
+      await busySwitch.check();
+      await card.waitFor();
+      assert.match(v.url(), /include_busy=true/);
+      assert.match(
+        await v.locator(".result-count").textContent(),
+        /^1 offer \(busy ones included\)/,
+      );
+      assert.match(await factText("gpus"), /^0 of 1 available Busy$/);
+      const rentBtn = card.locator("button.rent-btn");
+      assert.equal((await rentBtn.textContent()).trim(), "All GPUs busy");
+      assert.equal(await rentBtn.isDisabled(), true);
+      await shoot(v, "ux30-10-busy-offer");
+      // The address keeps the switch: a reload shows the busy offer again.
+      await v.reload();
+      await card.waitFor();
+      assert.equal(
+        await v
+          .getByRole("switch", { name: "Include busy offers" })
+          .isChecked(),
+        true,
+      );
+
+      // About 20 s of usage: a few cents of earnings.
+      await sleep(Math.max(0, 20000 - (Date.now() - rentedAt)));
+      await srv.apiOk("POST", `/rentals/${rental.id}/stop`, {}, cust.token);
+      const ended = await until(
+        async () => {
+          const x = await srv.apiOk(
+            "GET",
+            `/rentals/${rental.id}`,
+            undefined,
+            cust.token,
+          );
+          return x.state === "ended" ? x : null;
+        },
+        60000,
+        "the rental ended",
+      );
+      assert.ok(ended.charged_micro > 0, JSON.stringify(ended));
+
+      // ---- the provider's Pricing: the share after the commission, the reason (11)
+      const P = await open();
+      const p = P.page;
+      await p.goto(`${srv.base}/#/login`);
+      await heading(p, "Log in");
+      await p.getByLabel("Email").fill(prov.email);
+      await p.getByLabel("Password").fill(PASSWORD);
+      await p.getByRole("button", { name: "Log in" }).click();
+      await heading(p, "Your roles");
+      await p.goto(`${srv.base}/#/provider/pricing`);
+      const model = p.locator('fieldset.price-model[data-model="l4-24gb"]');
+      await model.locator(".recommendation").waitFor();
+      // 3.60 less the community tier's 20 % commission.
+      assert.equal(
+        (await model.locator(".price-share").textContent()).trim(),
+        "you keep 2.88 USDC/h (after the 20 % commission)",
+      );
+      // The share follows what is typed.
+      await model.locator("input.price-input").fill("1.00");
+      assert.equal(
+        (await model.locator(".price-share").textContent()).trim(),
+        "you keep 0.80 USDC/h (after the 20 % commission)",
+      );
+      await model.locator("input.price-input").fill("3.60");
+      const rec = await srv.apiOk(
+        "GET",
+        "/market/recommendation?gpu_model=l4-24gb&region=eu-south",
+      );
+      assert.equal(rec.basis, "global", JSON.stringify(rec));
+      assert.equal(rec.median_price_micro, PRICE);
+      assert.ok(rec.utilization_factor < 1, JSON.stringify(rec));
+      assert.ok(rec.price_micro < PRICE, JSON.stringify(rec));
+      assert.match(rec.reason, /^Below the median rented price: /);
+      const reason = model.locator(".rec-reason.below-median");
+      assert.match(
+        await reason.textContent(),
+        /^Why below the median: .*(target|window)/,
+      );
+      assert.match(
+        await model.locator(".rec-share").textContent(),
+        /^you keep [\d.]+ USDC\/h \(after the 20 % commission\)$/,
+      );
+      assert.match(
+        await model.locator(".rank-offer .small.muted").first().textContent(),
+        /3\.60 USDC\/h, you keep 2\.88 USDC\/h/,
+      );
+      await shoot(p, "ux30-11-pricing");
+
+      // ---- Payments: one minimum per method, how long earnings stay pending (11)
+      await p.goto(`${srv.base}/#/provider/payments`);
+      await p.locator(".next-payout").waitFor();
+      const settings = await srv.apiOk(
+        "GET",
+        "/providers/me/payout-settings",
+        undefined,
+        prov.token,
+      );
+      assert.equal(settings.earnings_hold_s, 86400);
+      assert.equal(settings.monthly_minimum_micro, 1_000_000);
+      assert.match(
+        await p.locator(".pending-hold").textContent(),
+        /Earnings stay pending for 24 hours after the usage/,
+      );
+      assert.equal(
+        await p.locator(".next-minimum").textContent(),
+        "— (choose a method below)",
+      );
+      const terms = await p.locator(".method-choice .terms").allTextContents();
+      assert.equal(terms.length, settings.methods.length);
+      for (const [i, text] of terms.entries()) {
+        // One minimum each: the larger of the weekly threshold and the method's own.
+        assert.equal(text.match(/minimum/g).length, 1, text);
+        const whole = await p
+          .locator("label.method-choice")
+          .nth(i)
+          .textContent();
+        assert.equal(whole.match(/[\d.]+ USDC/g).length, 1, whole);
+        const m = settings.methods[i];
+        const min = Math.max(settings.threshold_micro, m.minimum_micro);
+        assert.match(
+          text,
+          new RegExp(`minimum payout ${(min / 1e6).toFixed(2)} USDC · `),
+          text,
+        );
+      }
+      assert.match(
+        await p.locator(".payout-schedule-form").textContent(),
+        /Monthly — on the first business day of the month \(UTC\), from 1\.00 USDC, or the method's minimum when higher/,
+      );
+      await shoot(p, "ux30-11-payments");
+
+      // ---- Earnings: the chart's axis scales to a few cents
+      await p.goto(`${srv.base}/#/provider/earnings`);
+      const chart = p.locator(".earnings-chart svg.chart");
+      await chart.locator("circle.point").first().waitFor();
+      const ticks = (await chart.locator("text.tick").allTextContents()).filter(
+        (x) => /^[\d.]+$/.test(x),
+      );
+      const top = Math.max(...ticks.map(Number));
+      assert.ok(top > 0 && top < 1, `the y axis tops at ${top}: ${ticks}`);
+      // The day's point sits in the upper part of the plot, not on the bottom line.
+      const cys = await chart
+        .locator("circle.point")
+        .evaluateAll((cs) => cs.map((c) => Number(c.getAttribute("cy"))));
+      assert.ok(Math.min(...cys) < 100, `points at ${cys}`);
+      await shoot(p, "ux30-11-earnings");
+
+      assert.deepEqual(V.problems, []);
+      assert.deepEqual(P.problems, []);
+    },
+  );
 });

@@ -607,6 +607,8 @@ export interface Offer {
   driver_version: string;
   ram_gb_per_gpu: number;
   cpu_cores_per_gpu: number;
+  // The whole machine, as its agent reports it.
+  host?: { cpu_model: string; cpu_cores: number; ram_gb: number; disk_total_gb: number; disk_free_gb: number };
   commitment_months: number;
   listed_since: string;
   emulated: boolean;
@@ -654,6 +656,8 @@ export interface Recommendation {
   basis: "region" | "global" | "catalog";
   catalog_price_micro: number;
   note: string;
+  utilization_factor?: number | null; // what the median was multiplied by; null: catalog
+  reason?: string | null; // why below, at or above the median; null: catalog
   region_window: MarketWindow;
   global_window: MarketWindow;
 }
@@ -939,6 +943,8 @@ export interface PayoutSettings {
   changed_at: string | null;
   hold_until: string | null; // payouts to the new details wait until then
   methods: MethodTerms[];
+  monthly_minimum_micro?: number; // the monthly schedule's minimum
+  earnings_hold_s?: number; // how long earnings stay pending after the usage
   next_payout: NextPayout;
 }
 

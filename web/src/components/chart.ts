@@ -146,9 +146,14 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
     t1 = Math.max(t1, Math.min(t1 + pad, now));
     if (t1 - t0 < 2000) t1 = t0 + 2000;
   }
-  const yMaxData = Math.max(1, ...all.map((p) => p.y));
+  // The y axis scales to the data, however small (0.03 USDC a day is not a flat line at
+  // the bottom of a 0–1 axis); 0–1 when every point is 0.
+  const dataTop = Math.max(0, ...all.map((p) => p.y));
+  const yMaxData = dataTop > 0 ? dataTop : 1;
   const yStep = niceStep(o.yMax ?? yMaxData * 1.1, ph < 140 ? 3 : 4);
   const yMax = o.yMax ?? Math.ceil((yMaxData * 1.1) / yStep) * yStep;
+  // Tick labels with as many decimals as the step needs (0.005 → 3).
+  const yDecimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(yStep) + 1e-9)));
   const x = (t: number) => m.left + ((t - t0) / (t1 - t0)) * pw;
   const y = (v: number) => m.top + ph - (v / yMax) * ph;
 
@@ -169,11 +174,16 @@ export function lineChart(o: LineChartOptions): SVGSVGElement {
 
   // Grid and y axis.
   const grid = svg("g", { class: "grid", "aria-hidden": "true" });
-  for (let v = 0; v <= yMax + 1e-9; v += yStep) {
+  for (let i = 0; i * yStep <= yMax * (1 + 1e-9); i++) {
+    const v = i * yStep;
     const yy = Math.round(y(v)) + 0.5;
     grid.appendChild(svg("line", { x1: m.left, x2: W - m.right, y1: yy, y2: yy }));
     grid.appendChild(
-      svg("text", { x: m.left - 6, y: yy + 4, "text-anchor": "end", class: "tick" }, String(Math.round(v * 100) / 100)),
+      svg(
+        "text",
+        { x: m.left - 6, y: yy + 4, "text-anchor": "end", class: "tick" },
+        String(Number(v.toFixed(yDecimals))),
+      ),
     );
   }
   // X axis: ticks at round times, as many as fit the width.

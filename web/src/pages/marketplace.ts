@@ -1,9 +1,12 @@
 // The Marketplace (#/marketplace?gpu_model=l4-24gb&max_price_micro=500000&sort=price):
-// offers with a free GPU, for customers and anonymous visitors alike. The filters are the
-// parameters of GET /offers and live in the address, so a search can be shared; a bad
-// value is refused by the API and shown next to the filter it names. The first page comes
-// from one request (explain=true: "Why this rank?" needs no other); "More" reads the next
-// page through the cursor. Providers show as their pseudonym only, never who they are.
+// offers with a free GPU (with include_busy=true, those whose GPUs are all busy too), for
+// customers and anonymous visitors alike. Each card shows the machine as its agent
+// reports it (CPU, RAM, disk, driver and CUDA) and the performance score with its scale.
+// The filters are the parameters of GET /offers and live in the address, so a search can
+// be shared; a bad value is refused by the API and shown next to the filter it names. The
+// first page comes from one request (explain=true: "Why this rank?" needs no other);
+// "More" reads the next page through the cursor. Providers show as their pseudonym only,
+// never who they are.
 import * as api from "../api";
 import { navigate, pageHeader, session, type View } from "../app";
 import { gpuModels } from "../catalog";
@@ -63,6 +66,51 @@ function networkText(o: api.Offer): string {
   return `${part("↓", o.down_mbps)} · ${part("↑", o.up_mbps)} Mbit/s · ${latency}`;
 }
 
+// 62.7 → "62.7 GB", 503.4 → "503 GB".
+function gb(n: number): string {
+  return `${n.toLocaleString("en-US", { maximumFractionDigits: n >= 100 ? 0 : 1 })} GB`;
+}
+
+// What one GPU of the offer gets: "4 cores per GPU".
+function perGpu(n: number, unit: string): string {
+  return `${n.toLocaleString("en-US", { maximumFractionDigits: 1 })} ${unit} per GPU`;
+}
+
+function cpuText(o: api.Offer): string {
+  const cores = o.host?.cpu_cores
+    ? `${plural(o.host.cpu_cores, "core")} (${perGpu(o.cpu_cores_per_gpu, "cores")})`
+    : "";
+  return [o.host?.cpu_model, cores].filter(Boolean).join(" · ") || "—";
+}
+
+function ramText(o: api.Offer): string {
+  if (!o.host?.ram_gb) return o.ram_gb_per_gpu ? perGpu(o.ram_gb_per_gpu, "GB") : "—";
+  return `${gb(o.host.ram_gb)} (${perGpu(o.ram_gb_per_gpu, "GB")})`;
+}
+
+function diskText(o: api.Offer): string {
+  const total = o.host?.disk_total_gb ?? 0;
+  const free = o.host?.disk_free_gb ?? 0;
+  if (!total && !free) return "—";
+  return total ? `${gb(free)} free of ${gb(total)}` : `${gb(free)} free`;
+}
+
+// "Driver 550.54.15 · CUDA 12.4"; EMULATED GPUs report the one word "emulated" for both.
+function softwareText(o: api.Offer): string {
+  if (o.driver_version && o.driver_version === o.cuda_version && !/\d/.test(o.driver_version)) return o.driver_version;
+  return `Driver ${o.driver_version || "—"} · CUDA ${o.cuda_version || "—"}`;
+}
+
+// The score and its scale (docs/performance-score.md): open-ended, 100 = an
+// A100-SXM-80GB at its datasheet peaks.
+const kScoreScale =
+  "Measured by gpunex's benchmark: a weighted mix of FP32, FP16, tensor-core and memory-bandwidth figures. 100 = an A100-SXM-80GB at its datasheet peaks; higher is faster (an H100 SXM at its peaks is about 247, an L4 about 34).";
+
+// "Performance (A100 = 100)": the fact's name carries the scale, what it means on hover.
+function performanceName(): Array<string | Node> {
+  return ["Performance ", h("abbr", { class: "score-scale", title: kScoreScale }, "(A100 = 100)")];
+}
+
 function locationText(o: api.Offer): string {
   const place = [o.city, o.country].filter(Boolean).join(", ") || "—";
   return o.region ? `${place} · ${o.region}` : place;
@@ -73,6 +121,23 @@ function locationText(o: api.Offer): string {
 function rentAction(o: api.Offer, signal: AbortSignal): HTMLElement {
   const slot = h("div", { class: "rent-slot", id: uid("rent-slot") });
   const label = `Rent ${o.gpu_name} from ${o.provider.pseudonym}`;
+  // A busy offer (include_busy): nothing to rent until a GPU is free again.
+  if (o.gpus_available === 0) {
+    return h(
+      "div",
+      { class: "offer-actions" },
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn btn-secondary rent-btn",
+          disabled: true,
+          "aria-label": `${o.gpu_name} from ${o.provider.pseudonym}: all GPUs busy`,
+        },
+        "All GPUs busy",
+      ),
+    );
+  }
   if (!session.user) {
     const link = h(
       "a",
@@ -122,7 +187,7 @@ function rentAction(o: api.Offer, signal: AbortSignal): HTMLElement {
 // `sort`: the order of the results, said in the explanation when it is not the ranking.
 function offerCard(o: api.SearchHit, sort: string, signal: AbortSignal): HTMLElement {
   const titleId = uid("offer");
-  const fact = (name: string, value: string | Node | Array<string | Node | null>, cls: string) =>
+  const fact = (name: string | Array<string | Node>, value: string | Node | Array<string | Node | null>, cls: string) =>
     h("div", { class: `fact ${cls}` }, h("dt", null, name), h("dd", null, value));
   return h(
     "li",
@@ -153,9 +218,15 @@ function offerCard(o: api.SearchHit, sort: string, signal: AbortSignal): HTMLEle
       h(
         "dl",
         { class: "offer-facts" },
-        fact("GPUs", `${o.gpus_available} of ${o.gpus_total} available`, "gpus"),
+        fact(
+          "GPUs",
+          o.gpus_available
+            ? `${o.gpus_available} of ${o.gpus_total} available`
+            : [`0 of ${o.gpus_total} available `, h("span", { class: "badge badge-off" }, "Busy")],
+          "gpus",
+        ),
         fact("VRAM", `${o.vram_gb} GB per GPU`, "vram"),
-        fact("Performance", o.performance_score.toFixed(2), "performance"),
+        fact(performanceName(), o.performance_score.toFixed(2), "performance"),
         fact(
           "Reliability",
           [
@@ -169,7 +240,10 @@ function offerCard(o: api.SearchHit, sort: string, signal: AbortSignal): HTMLEle
         ),
         fact("Location", locationText(o), "location"),
         fact("Network", networkText(o), "network"),
-        fact("CUDA", o.cuda_version || "—", "cuda"),
+        fact("CPU", cpuText(o), "cpu"),
+        fact("RAM", ramText(o), "ram"),
+        fact("Disk", diskText(o), "disk"),
+        fact("Driver and CUDA", softwareText(o), "software"),
         fact("Provider", h("span", { class: "pseudonym" }, o.provider.pseudonym), "provider"),
       ),
       o.explain
@@ -244,6 +318,14 @@ export async function marketplacePage(v: View): Promise<void> {
     kSorts.some(([value]) => value === sortNow) ? null : h("option", { value: sortNow, selected: true }, sortNow),
   );
   const verified = h("input", { type: "checkbox", checked: query.get("verified_only") === "true", id: uid("cb") });
+  const busy = h("input", {
+    type: "checkbox",
+    role: "switch",
+    checked: query.get("include_busy") === "true",
+    id: uid("cb"),
+  });
+  busy.dataset.field = "include_busy";
+  busy.addEventListener("change", () => search());
 
   const moreNames = [...kMoreFilters.map((f) => f[0]), "tier", "verified_only"];
   const more = h(
@@ -278,6 +360,12 @@ export async function marketplacePage(v: View): Promise<void> {
       field("Max. price", maxPrice, { field: "max_price_micro", hint: "USDC per GPU-hour, e.g. 0.50" }),
       kMainFilters.map(text),
       field("Sort by", sort, { field: "sort", className: "sort-field" }),
+      h(
+        "div",
+        { class: "field check-field busy-field" },
+        h("label", { class: "check switch", for: busy.id, "data-field": "include_busy" }, busy, "Include busy offers"),
+        h("div", { class: "hint" }, "Offers whose GPUs are all rented now"),
+      ),
     ),
     more,
     h("div", { class: "actions" }, apply, clear),
@@ -315,6 +403,7 @@ export async function marketplacePage(v: View): Promise<void> {
       p.set("max_price_micro", String(parsed.micro));
     }
     if (verified.checked) p.set("verified_only", "true");
+    if (busy.checked) p.set("include_busy", "true");
     if (sort.value !== "rank") p.set("sort", sort.value);
     for (const name of kPassThrough) if (query.has(name)) p.set(name, query.get(name)!);
     return p;
@@ -366,8 +455,10 @@ export async function marketplacePage(v: View): Promise<void> {
           replace(
             count,
             page.matched
-              ? `${plural(page.matched, "offer")} with free GPUs · sorted by ${by.toLowerCase()}`
-              : "No offers match these filters. Remove a filter or raise the maximum price.",
+              ? `${plural(page.matched, "offer")} ${busy.checked ? "(busy ones included)" : "with free GPUs"} · sorted by ${by.toLowerCase()}`
+              : busy.checked
+                ? "No offers match these filters. Remove a filter or raise the maximum price."
+                : "No offers with free GPUs match these filters. Remove a filter, raise the maximum price, or include busy offers.",
           );
         }
         append(
@@ -402,11 +493,20 @@ export async function marketplacePage(v: View): Promise<void> {
   sort.addEventListener("change", search);
 
   // The first page at once, from the address as it is.
-  const known = new Set(["gpu_model", "max_price_micro", "sort", "verified_only", ...controls.keys(), ...kPassThrough]);
+  const known = new Set([
+    "gpu_model",
+    "max_price_micro",
+    "sort",
+    "verified_only",
+    "include_busy",
+    ...controls.keys(),
+    ...kPassThrough,
+  ]);
   const extra = new URLSearchParams([...query].filter(([k]) => !known.has(k)));
   const firstParams = params();
   if (firstParams instanceof URLSearchParams) {
     if (query.has("verified_only") && !verified.checked) firstParams.set("verified_only", query.get("verified_only")!);
+    if (query.has("include_busy") && !busy.checked) firstParams.set("include_busy", query.get("include_busy")!);
     run(firstParams, extra);
   } else {
     search();

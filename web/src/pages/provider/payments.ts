@@ -1,6 +1,8 @@
 // The Payments tab (#/provider/payments): when and how the provider is paid. The next
-// payout (its date, what it would pay now, and why it would not); the payout method,
-// chosen with each method's minimum, fee and note in view (a method this platform does
+// payout (its date, what it would pay now, and why it would not) and how long earnings
+// stay pending (earnings_hold_s); the payout method, chosen with each method's one
+// minimum (the larger of the schedule's — the weekly threshold or the monthly minimum —
+// and the method's own, as a run applies them), fee and note in view (a method this platform does
 // not offer is shown disabled), its details checked as they are typed (bankcheck.ts) and
 // by the server, the password asked for a change (PAY-5), and the hold on payouts to new
 // details explained; for Solana the USDC token account the payouts go to; the schedule
@@ -32,7 +34,7 @@ import {
 } from "../../components/payout";
 import { append, busy, button, field, h, replace, uid } from "../../dom";
 import { clearFieldErrors, isAbort, noticeBanner, StatusSlot } from "../../errors";
-import { dayText, when } from "../../format";
+import { dayText, plural, when } from "../../format";
 import { parseUsdc, usdc, usdcText } from "../../money";
 import type { ProviderTab } from "./tabs";
 
@@ -42,9 +44,47 @@ function capitalized(s: string): string {
   return s ? s[0].toUpperCase() + s.slice(1) : s;
 }
 
-function termsText(t: api.MethodTerms): string {
+// The one minimum a payout by `t` has under the provider's schedule, and where it comes
+// from: a run pays from max(weekly threshold or monthly minimum, method minimum) up.
+function payoutMinimum(t: api.MethodTerms, s: api.PayoutSettings): { micro: number; why: string } {
+  const weekly = s.schedule === "weekly";
+  const schedule = weekly ? s.threshold_micro : (s.monthly_minimum_micro ?? t.minimum_micro);
+  if (t.minimum_micro > schedule) return { micro: t.minimum_micro, why: "this method's minimum" };
+  return { micro: schedule, why: weekly ? "your weekly threshold" : "the monthly minimum" };
+}
+
+function termsText(t: api.MethodTerms, s: api.PayoutSettings): string {
   const fee = t.fee_micro > 0 ? `fee ${usdc(t.fee_micro)} per payout` : "no fee";
-  return `Paid in ${t.currency} · minimum payout ${usdc(t.minimum_micro)} · ${fee}`;
+  return `Paid in ${t.currency} · minimum payout ${usdc(payoutMinimum(t, s).micro)} · ${fee}`;
+}
+
+// Where the minimum of termsText comes from (in words: one amount per method).
+function minimumWhy(t: api.MethodTerms, s: api.PayoutSettings): string {
+  const why = payoutMinimum(t, s).why;
+  return why === "this method's minimum"
+    ? "Set by this method (above your schedule's minimum)."
+    : `Set by ${why} (this method's own is not higher).`;
+}
+
+// The minimum of the method set now, or why there is none.
+function currentMinimumText(s: api.PayoutSettings): string {
+  const t = s.method ? s.methods.find((x) => x.kind === s.method?.kind) : undefined;
+  if (!t) return "— (choose a method below)";
+  const min = payoutMinimum(t, s);
+  return `${usdc(min.micro)} (${min.why})`;
+}
+
+// 86400 → "24 hours", 90 → "90 seconds", 5400 → "90 minutes".
+function holdDuration(seconds: number): string {
+  if (seconds % 3600 === 0) return plural(seconds / 3600, "hour");
+  if (seconds % 60 === 0) return plural(seconds / 60, "minute");
+  return plural(seconds, "second");
+}
+
+// How long earnings stay pending, from the API ([rentals] earnings_hold_s).
+function pendingText(s: api.PayoutSettings): string {
+  if (s.earnings_hold_s === undefined) return "Earnings stay pending for a while after the usage that made them.";
+  return `Earnings stay pending for ${holdDuration(s.earnings_hold_s)} after the usage that made them, then become available; only available earnings are paid out.`;
 }
 
 function holdActive(s: api.PayoutSettings): boolean {
@@ -82,6 +122,8 @@ function nextPayoutCard(s: api.PayoutSettings): HTMLElement {
       h("dd", { class: "next-date" }, `${dayText(n.date)} (${n.schedule === "monthly" ? "monthly" : "weekly"}, UTC)`),
       h("dt", null, "Available now"),
       h("dd", { class: "next-estimate" }, usdc(n.estimate_micro)),
+      h("dt", null, "Minimum payout"),
+      h("dd", { class: "next-minimum" }, currentMinimumText(s)),
       h("dt", null, "Status"),
       h(
         "dd",
@@ -92,11 +134,7 @@ function nextPayoutCard(s: api.PayoutSettings): HTMLElement {
         n.eligible ? null : h("span", { class: "next-reason" }, ` ${reason}`),
       ),
     ),
-    h(
-      "p",
-      { class: "small muted" },
-      "The estimate is what is available now; earnings still in their hold become available before the payout date.",
-    ),
+    h("p", { class: "small muted pending-hold" }, `The estimate is what is available now. ${pendingText(s)}`),
   );
 }
 
@@ -348,7 +386,8 @@ function methodForm(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings) => v
           h(
             "span",
             { id: termsId, class: "method-terms" },
-            h("span", { class: "small terms" }, termsText(t)),
+            h("span", { class: "small terms" }, termsText(t, s)),
+            h("span", { class: "small muted minimum-why" }, minimumWhy(t, s)),
             t.note ? h("span", { class: "small muted note" }, t.note) : null,
             t.offered
               ? null
@@ -527,7 +566,7 @@ function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, ms
           "span",
           null,
           h("strong", null, "Monthly"),
-          " — on the first business day of the month (UTC), from 1 USDC up",
+          ` — on the first business day of the month (UTC), from ${s.monthly_minimum_micro === undefined ? "the method's minimum" : `${usdc(s.monthly_minimum_micro)}, or the method's minimum when higher`}`,
         ),
       ),
     ),

@@ -3,8 +3,10 @@
 // whether its GPUs are listed, the market's recommended price for it in the offer's region
 // (with the data behind it, saying plainly when it is only the catalog's default), and
 // where its offers rank (the summary, the price that would gain a place, the advice and
-// the formula's factors); per-machine overrides; the history of every change, a page at a
-// time. Saving sends the whole set (PUT /providers/me/prices): a model left out loses its
+// the formula's factors); next to each price, what the provider keeps of it after the
+// platform's commission (commission_bps); why a recommendation is below (or above) the
+// median rented price (the API's reason: the utilization factor); per-machine overrides;
+// the history of every change, a page at a time. Saving sends the whole set (PUT /providers/me/prices): a model left out loses its
 // price, so removing one is an explicit action that the form shows until it is saved.
 // Listing states and ranks refresh every 10 s and right after a save.
 import * as api from "../../api";
@@ -16,7 +18,7 @@ import { PriceField } from "../../components/price";
 import { rankFactors } from "../../components/rank";
 import { append, busy, button, field, h, replace } from "../../dom";
 import { clearFieldErrors, errorBanner, isAbort, StatusSlot } from "../../errors";
-import { percent, plural, when } from "../../format";
+import { bpsPercent, percent, plural, when } from "../../format";
 import { perHour, usdcText } from "../../money";
 import { listingText, machineTitle } from "./overview";
 import { machinePicker } from "./picker";
@@ -62,6 +64,22 @@ function regionOf(model: string, offers: api.OwnOffer[], app: api.Application | 
   return entry?.location?.region || null;
 }
 
+// What the provider keeps of an hourly price after the commission, as billing computes a
+// charge's parts (docs/billing.md): the fee rounded down, the provider the rest.
+function providerShare(micro: number, bps: number): number {
+  return micro - Math.floor((micro * bps) / 10000);
+}
+
+// "you keep 0.36 USDC/h (after the 20 % commission)"; null without a known rate.
+function shareLine(micro: number, bps: number | undefined): HTMLElement | null {
+  if (bps === undefined) return null;
+  return h(
+    "span",
+    { class: "small muted share" },
+    `you keep ${perHour(providerShare(micro, bps))} (after the ${bpsPercent(bps)} commission)`,
+  );
+}
+
 // ---- one GPU model: its price, listing, recommendation and rank
 
 class ModelCard {
@@ -70,12 +88,14 @@ class ModelCard {
   private readonly status = h("div", { class: "price-status" });
   private readonly rank = h("div", { class: "price-rank", "aria-live": "polite" });
   private readonly rec = h("div", { class: "price-rec" }, h("p", { class: "muted small" }, "Loading…"));
+  private readonly share = h("p", { class: "price-share", "aria-live": "polite" });
   private shape = "";
 
   constructor(
     readonly model: api.GpuModel,
     initial: number | null,
     onChange: () => void,
+    private readonly bps: number | undefined,
   ) {
     this.price = new PriceField({
       label: "Your price (USDC per GPU-hour)",
@@ -85,7 +105,10 @@ class ModelCard {
       removedText:
         "Removed when you save: GPUs of this model are no longer listed, except on machines with an override.",
       ariaName: model.name,
-      onChange,
+      onChange: () => {
+        this.showShare();
+        onChange();
+      },
     });
     this.el = h(
       "fieldset",
@@ -94,11 +117,17 @@ class ModelCard {
       h(
         "div",
         { class: "price-model-grid" },
-        h("div", { class: "price-col" }, this.price.el, this.status),
+        h("div", { class: "price-col" }, this.price.el, this.share, this.status),
         h("section", { class: "price-col", "aria-label": `Recommended price for ${model.name}` }, this.rec),
         h("section", { class: "price-col", "aria-label": `Rank of ${model.name}` }, this.rank),
       ),
     );
+  }
+
+  // What the provider keeps of the price in the field (nothing while it is not a price).
+  showShare(): void {
+    const v = this.price.value();
+    replace(this.share, v.kind === "price" ? shareLine(v.micro, this.bps) : null);
   }
 
   // The listing of the model's GPUs and the rank of its offers (redrawn only when they
@@ -116,7 +145,10 @@ class ModelCard {
     if (now === this.shape) return;
     this.shape = now;
     replace(this.status, statusView(gpus));
-    replace(this.rank, rankView(this.model, offers, live.machines, prices.get(this.model.id) ?? null, models));
+    replace(
+      this.rank,
+      rankView(this.model, offers, live.machines, prices.get(this.model.id) ?? null, models, this.bps),
+    );
   }
 
   async loadRecommendation(region: string | null, signal: AbortSignal): Promise<void> {
@@ -126,7 +158,7 @@ class ModelCard {
         api.get<api.Recommendation>(`/market/recommendation?${q}`, { signal }),
         api.get<api.MarketStats>(`/market/stats?${q}`, { signal }),
       ]);
-      replace(this.rec, recommendationView(this.model, rec, stats, this.price));
+      replace(this.rec, recommendationView(this.model, rec, stats, this.price, this.bps));
     } catch (e) {
       if (!isAbort(e)) replace(this.rec, errorBanner(e, "Could not load the recommendation"));
     }
@@ -178,6 +210,7 @@ function recommendationView(
   rec: api.Recommendation,
   stats: api.MarketStats,
   price: PriceField,
+  bps: number | undefined,
 ): HTMLElement {
   const where = rec.region ? `in ${rec.region}` : "in every region";
   const window = (w: api.MarketWindow) =>
@@ -198,7 +231,9 @@ function recommendationView(
       " ",
       h("span", { class: `badge ${rec.basis === "catalog" ? "badge-warn" : "badge-ok"} rec-basis` }, basisText(rec)),
     ),
+    bps !== undefined ? h("p", { class: "rec-share" }, shareLine(rec.price_micro, bps)) : null,
     h("p", { class: "small rec-note" }, rec.note),
+    reasonView(rec),
     h(
       "dl",
       { class: "facts compact rec-facts" },
@@ -207,7 +242,14 @@ function recommendationView(
       h("dt", null, "Utilization (7 days)"),
       h("dd", null, rec.utilization === null ? "— (nothing listed)" : percent(rec.utilization, 1)),
       h("dt", null, "Median rented price"),
-      h("dd", null, rec.median_price_micro === null ? "— (no rentals)" : perHour(rec.median_price_micro)),
+      h(
+        "dd",
+        null,
+        rec.median_price_micro === null ? "— (no rentals)" : perHour(rec.median_price_micro),
+        rec.median_price_micro !== null && rec.utilization_factor !== null && rec.utilization_factor !== undefined
+          ? h("span", { class: "muted" }, ` × ${rec.utilization_factor.toFixed(3)} (utilization factor)`)
+          : null,
+      ),
       h("dt", null, "Sample"),
       h("dd", { class: "rec-sample" }, plural(rec.sample_rentals, "rental")),
       h("dt", null, "Catalog default"),
@@ -227,6 +269,19 @@ function recommendationView(
   );
 }
 
+// Why the recommendation is below (or above) the median rented price, in the API's words,
+// marked as such when it is below.
+function reasonView(rec: api.Recommendation): HTMLElement | null {
+  if (!rec.reason) return null;
+  const below = rec.median_price_micro !== null && rec.price_micro < rec.median_price_micro;
+  return h(
+    "p",
+    { class: `small rec-reason${below ? " below-median" : ""}` },
+    below ? h("strong", null, "Why below the median: ") : null,
+    below ? rec.reason.replace(/^Below the median rented price: /, "") : rec.reason,
+  );
+}
+
 function nextPlaceText(o: api.OwnOffer): string {
   const r = o.rank;
   if (r.position === null) return "Not in search results now: none of its GPUs is free.";
@@ -241,6 +296,7 @@ function rankView(
   machines: api.Machine[],
   price: number | null, // the provider's
   models: Map<string, api.GpuModel>,
+  bps: number | undefined,
 ): HTMLElement {
   const title = h("h3", { class: "col-title" }, "Rank on the marketplace");
   if (!offers.length) {
@@ -271,7 +327,9 @@ function rankView(
         h(
           "p",
           { class: "small muted" },
-          `${m ? machineTitle(m) : "A machine"} · ${perHour(o.price_micro)}${o.price_micro !== price ? " (this machine's override)" : ""} · ${o.gpus_available} of ${plural(o.gpus_total, "GPU")} free`,
+          `${m ? machineTitle(m) : "A machine"} · ${perHour(o.price_micro)}${o.price_micro !== price ? " (this machine's override)" : ""}`,
+          bps !== undefined ? [", ", shareLine(o.price_micro, bps)] : null,
+          ` · ${o.gpus_available} of ${plural(o.gpus_total, "GPU")} free`,
         ),
         h("p", { class: "small next-place" }, nextPlaceText(o)),
         o.rank.advice.length
@@ -313,6 +371,7 @@ class PricesForm {
     live: Live,
     private readonly app: api.Application | null,
     private readonly onSaved: () => void,
+    private readonly bps: number | undefined,
   ) {
     this.live = live;
     const priced = new Map(prices.map((p) => [p.gpu_model, p.price_micro]));
@@ -361,7 +420,8 @@ class PricesForm {
   }
 
   private addCard(m: api.GpuModel, initial: number | null, fresh: boolean): ModelCard {
-    const card = new ModelCard(m, initial, () => this.changed());
+    const card = new ModelCard(m, initial, () => this.changed(), this.bps);
+    card.showShare();
     this.cards.push(card);
     this.list.appendChild(card.el);
     card.show(this.live, this.models, this.prices());
@@ -519,6 +579,7 @@ function overridesSection(
   models: Map<string, api.GpuModel>,
   providerPrices: () => Map<string, number>,
   onSaved: () => void,
+  bps: number | undefined,
 ): { el: HTMLElement; reload: () => void } {
   const host = h("div", { class: "override-machine" });
   const el = h(
@@ -545,7 +606,7 @@ function overridesSection(
     v.signal.addEventListener("abort", () => mine.abort());
     try {
       const mp = await api.get<api.MachinePrices>(`/machines/${enc(m.id)}/prices`, { signal: mine.signal });
-      if (!mine.signal.aborted) replace(host, overrideForm(m, mp, models, providerPrices, onSaved));
+      if (!mine.signal.aborted) replace(host, overrideForm(m, mp, models, providerPrices, onSaved, bps));
     } catch (e) {
       if (!isAbort(e)) replace(host, errorBanner(e, "Could not load the machine's prices"));
     }
@@ -569,6 +630,7 @@ function overrideForm(
   models: Map<string, api.GpuModel>,
   providerPrices: () => Map<string, number>,
   onSaved: () => void,
+  bps: number | undefined,
 ): HTMLElement {
   const slot = new StatusSlot();
   const overrides = new Map(mp.items.map((p) => [p.gpu_model, p.price_micro]));
@@ -590,6 +652,7 @@ function overrideForm(
           : [
               h("strong", null, perHour(p)),
               h("span", { class: "muted" }, own.has(id) ? " (this machine's override)" : " (your price)"),
+              bps !== undefined ? [", ", shareLine(p, bps)] : null,
             ],
       );
     }
@@ -797,11 +860,19 @@ export const pricingTab: ProviderTab = {
       });
       history?.reload();
     };
-    const form = new PricesForm(v, models, prices.items, live, app, () => {
-      overrides?.reload();
-      afterSave();
-    });
-    const o = overridesSection(v, live.machines, models, () => form.prices(), afterSave);
+    const form = new PricesForm(
+      v,
+      models,
+      prices.items,
+      live,
+      app,
+      () => {
+        overrides?.reload();
+        afterSave();
+      },
+      provider.commission_bps,
+    );
+    const o = overridesSection(v, live.machines, models, () => form.prices(), afterSave, provider.commission_bps);
     overrides = o;
     const hs = historySection(v, live.machines, models);
     history = hs;
