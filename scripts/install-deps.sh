@@ -41,17 +41,52 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
 
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p")
 done
+# The test of `ssh -J` to an image's own SSH server (tests/e2e/test_access.py) copies the
+# host's sshd into its image; the host needs the program, not a server. So openssh-server
+# comes on its own, with no SSH server started on this machine, now or at the next boot:
+# /etc/ssh/sshd_not_to_be_run (Debian's ssh.service, ssh.socket and init script start
+# nothing while it exists; remove it to run a server here) is made before the package,
+# and a policy-rc.d that exits 101 keeps the install from starting any service (one
+# already there is kept as it is).
+ssh_server=false
+installed openssh-server || ssh_server=true
 
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ((${#missing[@]})) || $ssh_server; then
+  $SUDO apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
+fi
+if $ssh_server; then
+  echo "installing: openssh-server (for its sshd program; no SSH server is started)"
+  $SUDO mkdir -p /etc/ssh
+  $SUDO touch /etc/ssh/sshd_not_to_be_run
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    trap '$SUDO rm -f "$policy"' EXIT
+    printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts while it installs openssh-server\nexit 101\n' |
+      $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+  fi
+  apt_install openssh-server
+  if [ -n "$policy" ]; then
+    $SUDO rm -f "$policy"
+    trap - EXIT
+  fi
 fi

@@ -282,10 +282,16 @@ class TestDockerd:
                                  f"{out.stdout}\n{out.stderr}")
         return out
 
-    def import_busybox(self, ref, *files):
+    def import_busybox(self, ref, *files, tree=None, changes=()):
         """An image `ref` of the host's static busybox and the host's programs `files` (at
-        their paths, with the libraries they load)."""
-        out = subprocess.run([dockerd_script(), "import-busybox", self.dir, ref, *files],
+        their paths, with the libraries they load); then the folder `tree` copied over it
+        (owners and modes kept; its etc/passwd and etc/group replace the root-only ones),
+        and `changes`, Dockerfile instructions for the image's config ("USER 1000")."""
+        opts = ["--tree", tree] if tree else []
+        for change in changes:
+            opts += ["--change", change]
+        out = subprocess.run([dockerd_script(), "import-busybox", self.dir, ref, *opts,
+                              *files],
                              capture_output=True, text=True, timeout=120,
                              env=self.env(BUSYBOX=BUSYBOX))
         if out.returncode != 0:

@@ -21,7 +21,11 @@ agent's data channel → a socket the agent makes inside the container's network
   `ssh -L` to a declared HTTP port (and no other), the host key that
   GET /api/v1/access/ssh shows, keys of another account and removed keys refused, sftp
   and scp through the image's sftp-server (and an image without one told so), caps and
-  the idle timeout, and the rental's end closing a session.
+  the idle timeout, and the rental's end closing a session;
+- `ssh -J` through the gateway to an SSH server in the image (the host's sshd, run as an
+  ordinary user on a declared port 22): a command's output and exit status, scp both
+  ways in both modes, sftp, and a forward to a port the rental did not declare, which
+  only the image's own server may open (what VS Code Remote-SSH does).
 
 One gpunexd, one agent and one rental serve every test of the module (SQLite); each test
 leaves them as it found them. Needs root, dockerd (docker.io) and busybox-static (skips
@@ -123,6 +127,37 @@ SHARED = {}
 # The web rental's image has an sftp-server (the host's, openssh-sftp-server) beside busybox.
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 SFTP_REF = "gpunex-test/busybox-sftp:1"
+
+# An image with an SSH server of its own, as docs/access.md tells customers to make one:
+# the host's sshd (openssh-server), sftp-server and scp beside busybox, run as an ordinary
+# user (containers have no capabilities, so sshd cannot separate privileges as root) on
+# port 22 (Docker lets a container's users bind any port of its own network namespace),
+# with its own host key and the account's keys that the rental gets in PUBLIC_KEY. The
+# root file system is read-only: what changes lives in /tmp.
+SSHD = "/usr/sbin/sshd"
+SCP = "/usr/bin/scp"
+SSHD_REF = "gpunex-test/busybox-sshd:1"
+SSHD_USER = "coder"
+SSHD_CONFIG = f"""Port 22
+HostKey /etc/ssh/ssh_host_ed25519_key
+AuthorizedKeysFile /tmp/ssh/authorized_keys
+PidFile /tmp/sshd.pid
+UsePAM no
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding yes
+Subsystem sftp {SFTP_SERVER}
+"""
+INNER_PORT = 9000  # busybox httpd on 127.0.0.1 only: a port the rental does not declare
+SSHD_SCRIPT = f"""
+set -e
+mkdir -p /tmp/ssh /tmp/www
+printf '%s\n' "$PUBLIC_KEY" > /tmp/ssh/authorized_keys
+echo inner-page > /tmp/www/index.html
+httpd -p 127.0.0.1:{INNER_PORT} -h /tmp/www
+exec {SSHD} -D -e
+"""
 
 
 def setUpModule():
@@ -898,10 +933,14 @@ class AccessTest(ServerTestCase):
         with open(path + ".pub") as f:
             return path, f.read().strip()
 
+    def customer_key(self):
+        """The name, in ssh_dir(), of the customer's first key."""
+        return sorted(p for p in os.listdir(self.ssh_dir())
+                      if p.startswith("customer-") and not p.endswith(".pub"))[0]
+
     def ssh_args(self, *args, key=None, user=None):
         folder = self.ssh_dir()
-        key = key or sorted(p for p in os.listdir(folder)
-                            if p.startswith("customer-") and not p.endswith(".pub"))[0]
+        key = key or self.customer_key()
         return ["ssh", "-p", str(SSH_PORT), "-i", os.path.join(folder, key),
                 "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
                 "-o", "StrictHostKeyChecking=yes",
@@ -1106,6 +1145,138 @@ class AccessTest(ServerTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.ssh("sha256sum /scratch/scp.bin", user=self.web["id"])
         self.assertEqual(r.stdout.decode().split()[0], hashlib.sha256(data).hexdigest())
+
+    def sshd_image(self):
+        """Imports SSHD_REF; returns the known_hosts line of its host key (as localhost)."""
+        tree = tempfile.mkdtemp(prefix="gpunex-sshd-image-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tree])
+        os.makedirs(os.path.join(tree, "etc", "ssh"))
+        os.makedirs(os.path.join(tree, "home", SSHD_USER))
+        files = {"etc/passwd": f"root:x:0:0:root:/root:/bin/sh\n"
+                               f"{SSHD_USER}:x:1000:1000::/home/{SSHD_USER}:/bin/sh\n",
+                 "etc/group": f"root:x:0:\n{SSHD_USER}:x:1000:\n",
+                 "etc/ssh/sshd_config": SSHD_CONFIG}
+        for name, text in files.items():
+            with open(os.path.join(tree, name), "w") as f:
+                f.write(text)
+        host_key = os.path.join(tree, "etc", "ssh", "ssh_host_ed25519_key")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "image",
+                        "-f", host_key], check=True, timeout=30)
+        for path in (host_key, host_key + ".pub", os.path.join(tree, "home", SSHD_USER)):
+            os.chown(path, 1000, 1000)
+        ENV["dockerd"].import_busybox(SSHD_REF, SSHD, SFTP_SERVER, SCP, tree=tree,
+                                      changes=["USER 1000"])
+        with open(host_key + ".pub") as f:
+            return "localhost " + " ".join(f.read().split()[:2])
+
+    def test_ssh_jump_reaches_the_images_own_sshd_end_to_end(self):
+        """`ssh -J rental@gateway -p 22 user@localhost`: the gateway's direct-tcpip to the
+        declared port 22, where the image's sshd answers; then whatever that server
+        allows, which is what scp, sftp and VS Code Remote-SSH need."""
+        for program in (SSHD, SFTP_SERVER, SCP):
+            if not os.access(program, os.X_OK):
+                self.skipTest(f"{program} is not installed (openssh-server)")
+        folder = self.ssh_dir()  # the customer's key on the account: the rental's PUBLIC_KEY
+        image_host = self.sshd_image()
+        offer = SHARED["offer"]
+        wait_until(lambda: free_gpus(self.customer.c, offer["id"]) >= 1, 30,
+                   "a free GPU on the offer")
+        r = self.customer.c.post(f"{API}/rentals", {
+            "offer_id": offer["id"], "gpus": 1, "image": SSHD_REF,
+            "command": ["/bin/sh", "-c", SSHD_SCRIPT], "ports": [{"port": 22, "protocol": "tcp"}]})
+        self.assertStatus(r, 201)
+        rid = r.body["id"]
+        self.addCleanup(lambda: self.customer.c.post(f"{API}/rentals/{rid}/stop", {}))
+        wait_running(self.customer, rid, 60)
+
+        # The client's options for both hops in one file: the jump (-J, or ProxyJump) runs
+        # a second ssh that takes -F and nothing else from the command line. The host
+        # `rental` is the ~/.ssh/config entry docs/access.md gives for VS Code.
+        known = os.path.join(folder, f"known_hosts-{rid}")
+        with open(os.path.join(folder, "known_hosts")) as f, open(known, "w") as out:
+            out.write(f.read() + image_host + "\n")
+        config = os.path.join(folder, f"config-{rid}")
+        with open(config, "w") as f:
+            f.write(f"Host rental\n  HostName localhost\n  Port 22\n  User {SSHD_USER}\n"
+                    f"  ProxyJump {rid}@127.0.0.1:{SSH_PORT}\n"
+                    f"Host *\n  IdentityFile {os.path.join(folder, self.customer_key())}\n"
+                    f"  IdentitiesOnly yes\n  BatchMode yes\n  StrictHostKeyChecking yes\n"
+                    f"  UserKnownHostsFile {known}\n  LogLevel ERROR\n")
+        jump = ["-J", f"{rid}@127.0.0.1:{SSH_PORT}"]
+
+        def run(*args, stdin=b""):
+            return subprocess.run(list(args), input=stdin, capture_output=True, timeout=60)
+
+        # The command form docs/access.md shows; sshd may still be starting.
+        ssh = ["ssh", "-F", config, *jump, "-p", "22", f"{SSHD_USER}@localhost"]
+        wait_until(lambda: run(*ssh, "true").returncode == 0, 30, "the image's sshd answering")
+        r = run(*ssh, "echo hi; exit 3")
+        self.assertEqual((r.returncode, r.stdout), (3, b"hi\n"), r.stderr)
+        # The image's own server, as its user: its session says it came in on port 22.
+        r = run(*ssh, 'id -u; echo "$SSH_CONNECTION"')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        uid, conn = r.stdout.decode().splitlines()
+        self.assertEqual((uid, conn.split()[3]), ("1000", "22"), r.stdout)
+
+        # scp in and out, in its SFTP mode (OpenSSH 9's default) and its legacy one (-O),
+        # with -J, and with the config's host.
+        data = os.urandom(4 << 20)
+        digest = hashlib.md5(data).hexdigest()
+        up = os.path.join(folder, f"jump-up-{rid}")
+        with open(up, "wb") as f:
+            f.write(data)
+        for mode, target in (([], f"{SSHD_USER}@localhost"), (["-O"], "rental")):
+            hop = jump + ["-P", "22"] if target != "rental" else []
+            remote = f"/tmp/scp{''.join(mode)}.bin"
+            down = os.path.join(folder, f"jump-down{''.join(mode)}-{rid}")
+            r = run("scp", "-F", config, *mode, *hop, up, f"{target}:{remote}")
+            self.assertEqual(r.returncode, 0, (mode, r.stderr))
+            r = run(*ssh, f"md5sum {remote}")
+            self.assertEqual(r.stdout.decode().split()[:1], [digest], (mode, r.stderr))
+            r = run("scp", "-F", config, *mode, *hop, f"{target}:{remote}", down)
+            self.assertEqual(r.returncode, 0, (mode, r.stderr))
+            with open(down, "rb") as f:
+                self.assertEqual(hashlib.md5(f.read()).hexdigest(), digest, mode)
+
+        # sftp through the image's sftp-server.
+        down = os.path.join(folder, f"jump-sftp-{rid}")
+        batch = f"put {up} /tmp/sftp.bin\nget /tmp/sftp.bin {down}\nls /tmp\n"
+        r = run("sftp", "-F", config, "-b", "-", "rental", stdin=batch.encode())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"sftp.bin", r.stdout)
+        with open(down, "rb") as f:
+            self.assertEqual(hashlib.md5(f.read()).hexdigest(), digest)
+
+        # What VS Code Remote-SSH does once connected: a forward to the port its server
+        # listens on in the container, which the rental did not declare. The image's
+        # sshd opens it; the gateway alone refuses it (closed at once).
+        local = free_port()
+        proc = subprocess.Popen(["ssh", "-F", config, "-N", "-o", "ExitOnForwardFailure=yes",
+                                 "-L", f"{local}:127.0.0.1:{INNER_PORT}", "rental"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda p=proc: (p.kill(), p.wait()))
+        wait_until(lambda: self._listening(local), 30, "the forwarded port listens")
+        conn = http.client.HTTPConnection("127.0.0.1", local, timeout=30)
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()), (200, b"inner-page\n"))
+        conn.close()
+        proc.kill()
+        proc.wait()
+        local = free_port()
+        proc = subprocess.Popen(self.ssh_args("-N", "-L", f"{local}:localhost:{INNER_PORT}",
+                                              user=rid),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda p=proc: (p.kill(), p.wait()))
+        wait_until(lambda: self._listening(local), 30, "the forwarded port listens")
+        with socket.create_connection(("127.0.0.1", local), timeout=30) as sock:
+            sock.settimeout(30)
+            self.assertEqual(sock.recv(10), b"")
+        proc.kill()
+        proc.wait()
+
+        self.assertStatus(self.customer.c.post(f"{API}/rentals/{rid}/stop", {}), 200)
+        wait_ended(self.customer, rid)
 
     def test_zz_the_rentals_end_closes_its_connections(self):
         """Last (zz): it ends the shared rental."""

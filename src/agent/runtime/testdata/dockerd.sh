@@ -21,11 +21,16 @@
 #   dockerd.sh start DIR                 start dockerd under DIR; prints DIR/docker.sock
 #   dockerd.sh stop DIR                  stop it, unmount what is left, remove DIR and the
 #                                        network namespace
-#   dockerd.sh import-busybox DIR REF [FILE...]
+#   dockerd.sh import-busybox DIR REF [--tree TREE] [--change INSTRUCTION]... [FILE...]
 #                                        import an image REF made of the host's static
 #                                        busybox (no registry involved), and of the host's
 #                                        FILEs (programs) at their paths with the shared
-#                                        libraries they load
+#                                        libraries they load; then TREE's contents copied
+#                                        over it with their owners and modes (its
+#                                        etc/passwd and etc/group replace the root-only
+#                                        ones); each --change a Dockerfile instruction
+#                                        for the image's config (docker import -c), such as
+#                                        'USER 1000'
 #
 # Needs root, /usr/sbin/dockerd (or $DOCKERD), the docker CLI, ip (iproute2), nsenter and
 # iptables. Exits non-zero with the reason on stderr when the engine cannot start.
@@ -39,7 +44,8 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 start DIR | stop DIR | import-busybox DIR REF [FILE...]" >&2
+  echo "usage: $0 start DIR | stop DIR |" \
+    "import-busybox DIR REF [--tree TREE] [--change INSTRUCTION]... [FILE...]" >&2
   exit 2
 }
 
@@ -160,6 +166,22 @@ stop() {
 import_busybox() {
   local ref=$1
   shift
+  local tree="" changes=(-c 'ENV PATH=/bin')
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --tree)
+        [[ $# -ge 2 && -d $2 ]] || die "--tree needs a directory"
+        tree=$2
+        shift 2
+        ;;
+      --change)
+        [[ $# -ge 2 ]] || die "--change needs an instruction"
+        changes+=(-c "$2")
+        shift 2
+        ;;
+      *) break ;;
+    esac
+  done
   local busybox=${BUSYBOX:-/bin/busybox}
   [[ -x $busybox ]] || die "$busybox not found (install busybox-static)"
   if ldd "$busybox" >/dev/null 2>&1; then
@@ -168,6 +190,8 @@ import_busybox() {
   local root
   root=$(mktemp -d "$DIR/rootfs.XXXXXX")
   mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/proc" "$root/sys" "$root/dev"
+  # As in every distribution's image: a tmpfs the engine mounts there takes this mode.
+  chmod 1777 "$root/tmp"
   cp "$busybox" "$root/bin/busybox"
   local applet
   for applet in $("$busybox" --list); do
@@ -185,7 +209,8 @@ import_busybox() {
   done
   echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
   echo 'root:x:0:' >"$root/etc/group"
-  tar -C "$root" -c . | cli import -c 'ENV PATH=/bin' - "$ref" >/dev/null
+  [[ -z $tree ]] || cp -a "$tree/." "$root/"
+  tar -C "$root" -c . | cli import "${changes[@]}" - "$ref" >/dev/null
   rm -rf "$root"
 }
 
