@@ -100,7 +100,7 @@ Status EnqueueEmail(store::Tx& tx, Timestamp now, const Email& email,
   row.body_sha256 = Sha256Hex(email.body);
   row.message_id = "<" + row.id + "@" + std::string(message_id_domain) + ">";
   row.kind = email.kind;
-  row.status = std::string(kEmailPending);
+  row.status = EmailStatus::kPending;
   row.next_attempt_at = now;
   NotifyStore s(tx);
   if (!email.user_id.empty()) {
@@ -111,12 +111,12 @@ Status EnqueueEmail(store::Tx& tx, Timestamp now, const Email& email,
     GPUNEX_ASSIGN_OR_RETURN(std::optional<VerificationRow> v,
                             s.FindVerification(email.user_id, *row.address));
     if (recent >= kMaxEmailsPerAccountPerHour) {
-      row.status = std::string(kEmailSuppressed);
+      row.status = EmailStatus::kSuppressed;
       row.last_error = "its account had " + std::to_string(kMaxEmailsPerAccountPerHour) +
                        " emails in the hour before";
       LogWarn("email.suppressed", {{"user_id", email.user_id}, {"kind", email.kind}});
     } else if (email.kind != kVerificationKind && !(v && v->verified_at)) {
-      row.status = std::string(kEmailHeld);
+      row.status = EmailStatus::kHeld;
       if (!v) {
         GPUNEX_RETURN_IF_ERROR(
             s.InsertVerification({email.user_id, *row.address, now, std::nullopt, std::nullopt})

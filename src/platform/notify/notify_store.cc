@@ -4,9 +4,14 @@
 
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::notify {
 namespace {
+
+// Statuses are written into the statements as literals (store::SqlLiteral), spelt by
+// kEmailStatusNames.
+using store::SqlLiteral;
 
 const store::RowMapper<NotificationRow>& NotificationRows() {
   static const auto* const m = new store::RowMapper<NotificationRow>({
@@ -32,7 +37,8 @@ const store::RowMapper<EmailRow>& EmailRows() {
       {"body_sha256", &EmailRow::body_sha256},
       {"message_id", &EmailRow::message_id},
       {"kind", &EmailRow::kind},
-      {"status", &EmailRow::status},
+      {"status", [](EmailRow& e,
+                    const store::Cell& c) { e.status = kEmailStatusNames.ParseStored(c.Str()); }},
       {"attempts", &EmailRow::attempts},
       {"next_attempt_at", &EmailRow::next_attempt_at},
       {"lease_until", &EmailRow::lease_until},
@@ -65,8 +71,17 @@ store::Value OptValue(const std::optional<Timestamp>& t) {
 
 // Due: pending and its time has come, or claimed by a sender whose lease ran out. Takes
 // `now` twice.
-constexpr const char* kDueCondition =
-    "((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))";
+std::string DueCondition() {
+  return "((status = " + SqlLiteral(EmailStatus::kPending) +
+         " AND next_attempt_at <= ?) OR (status = " + SqlLiteral(EmailStatus::kSending) +
+         " AND lease_until <= ?))";
+}
+
+// The claim of a sender: the email is 'sending' with the lease `lease_until` (the
+// statement's last parameter).
+std::string Claimed() {
+  return " WHERE id = ? AND status = " + SqlLiteral(EmailStatus::kSending) + " AND lease_until = ?";
+}
 
 }  // namespace
 
@@ -127,7 +142,7 @@ Status NotifyStore::InsertEmail(const EmailRow& e) {
       .Exec(std::string("INSERT INTO email_outbox (") + EmailRows().Names() +
                 ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             {e.id, ToUnixMicros(e.created_at), e.to_addr, e.subject, OptValue(e.body),
-             e.body_sha256, e.message_id, e.kind, e.status, e.attempts,
+             e.body_sha256, e.message_id, e.kind, std::string(Name(e.status)), e.attempts,
              ToUnixMicros(e.next_attempt_at), OptValue(e.lease_until), OptValue(e.last_error),
              OptValue(e.sent_at), OptValue(e.user_id), OptValue(e.address)})
       .status();
@@ -138,7 +153,7 @@ StatusOr<std::vector<EmailRow>> NotifyStore::DueEmails(Timestamp now, int64_t li
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
       tx_.Query(std::string("SELECT ") + EmailRows().Select() + " FROM email_outbox WHERE " +
-                    kDueCondition + " ORDER BY next_attempt_at, id LIMIT ?",
+                    DueCondition() + " ORDER BY next_attempt_at, id LIMIT ?",
                 {t, t, limit}));
   return EmailRows().Decode(rows);
 }
@@ -150,9 +165,8 @@ StatusOr<bool> NotifyStore::ClaimEmail(const std::string& id, Timestamp now,
   // claimed the row since it was read; only the UPDATE that changes it wins.
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec(std::string("UPDATE email_outbox SET status = 'sending', lease_until = ?, "
-                           "attempts = attempts + 1 WHERE id = ? AND ") +
-                   kDueCondition,
+      tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kSending) +
+                   ", lease_until = ?, attempts = attempts + 1 WHERE id = ? AND " + DueCondition(),
                {ToUnixMicros(lease_until), id, t, t}));
   return changed == 1;
 }
@@ -161,9 +175,8 @@ StatusOr<bool> NotifyStore::MarkEmailSent(const std::string& id, Timestamp lease
                                           Timestamp at) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec("UPDATE email_outbox SET status = 'sent', sent_at = ?, body = NULL, "
-               "lease_until = NULL, last_error = NULL WHERE id = ? AND status = 'sending' "
-               "AND lease_until = ?",
+      tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kSent) +
+                   ", sent_at = ?, body = NULL, lease_until = NULL, last_error = NULL" + Claimed(),
                {ToUnixMicros(at), id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }
@@ -172,9 +185,8 @@ StatusOr<bool> NotifyStore::RescheduleEmail(const std::string& id, Timestamp lea
                                             Timestamp next_attempt_at, const std::string& error) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec("UPDATE email_outbox SET status = 'pending', next_attempt_at = ?, "
-               "lease_until = NULL, last_error = ? WHERE id = ? AND status = 'sending' "
-               "AND lease_until = ?",
+      tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kPending) +
+                   ", next_attempt_at = ?, lease_until = NULL, last_error = ?" + Claimed(),
                {ToUnixMicros(next_attempt_at), error, id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }
@@ -183,45 +195,48 @@ StatusOr<bool> NotifyStore::MarkEmailFailed(const std::string& id, Timestamp lea
                                             const std::string& error) {
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t changed,
-      tx_.Exec("UPDATE email_outbox SET status = 'failed', lease_until = NULL, "
-               "last_error = ? WHERE id = ? AND status = 'sending' AND lease_until = ?",
+      tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kFailed) +
+                   ", lease_until = NULL, last_error = ?" + Claimed(),
                {error, id, ToUnixMicros(lease_until)}));
   return changed == 1;
 }
 
 StatusOr<int64_t> NotifyStore::ReleaseClaims(Timestamp now) {
-  return tx_.Exec(
-      "UPDATE email_outbox SET status = 'pending', lease_until = NULL, next_attempt_at = ? "
-      "WHERE status = 'sending'",
-      {ToUnixMicros(now)});
+  return tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kPending) +
+                      ", lease_until = NULL, next_attempt_at = ? WHERE status = " +
+                      SqlLiteral(EmailStatus::kSending),
+                  {ToUnixMicros(now)});
 }
 
 StatusOr<int64_t> NotifyStore::CountEmailsSince(const std::string& user_id, Timestamp since) {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT COUNT(*) AS n FROM email_outbox WHERE user_id = ? AND "
-                                    "created_at >= ? AND status <> 'suppressed'",
+                                    "created_at >= ? AND status <> " +
+                                        SqlLiteral(EmailStatus::kSuppressed),
                                     {user_id, ToUnixMicros(since)}));
   return rows.at(0)["n"].Int();
 }
 
 StatusOr<int64_t> NotifyStore::ReleaseHeld(const std::string& user_id, const std::string& address,
                                            Timestamp since, Timestamp now) {
-  return tx_.Exec(
-      "UPDATE email_outbox SET status = 'pending', next_attempt_at = ? WHERE status = 'held' "
-      "AND user_id = ? AND address = ? AND created_at > ?",
-      {ToUnixMicros(now), user_id, address, ToUnixMicros(since)});
+  return tx_.Exec("UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kPending) +
+                      ", next_attempt_at = ? WHERE status = " + SqlLiteral(EmailStatus::kHeld) +
+                      " AND user_id = ? AND address = ? AND created_at > ?",
+                  {ToUnixMicros(now), user_id, address, ToUnixMicros(since)});
 }
 
 StatusOr<int64_t> NotifyStore::ExpireHeld(Timestamp before) {
   return tx_.Exec(
-      "UPDATE email_outbox SET status = 'expired', body = NULL, last_error = 'its address was "
-      "not verified in time' WHERE status = 'held' AND created_at <= ?",
+      "UPDATE email_outbox SET status = " + SqlLiteral(EmailStatus::kExpired) +
+          ", body = NULL, last_error = 'its address was not verified in time' WHERE status = " +
+          SqlLiteral(EmailStatus::kHeld) + " AND created_at <= ?",
       {ToUnixMicros(before)});
 }
 
 StatusOr<bool> NotifyStore::AnyHeldBefore(Timestamp before) {
-  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT 1 FROM email_outbox WHERE status = "
-                                                      "'held' AND created_at <= ? LIMIT 1",
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT 1 FROM email_outbox WHERE status = " +
+                                                          SqlLiteral(EmailStatus::kHeld) +
+                                                          " AND created_at <= ? LIMIT 1",
                                                       {ToUnixMicros(before)}));
   return !rows.empty();
 }
@@ -250,7 +265,8 @@ StatusOr<std::vector<VerificationRow>> NotifyStore::ListVerifications(const std:
   static const auto* const with_held = new store::RowMapper<VerificationRow>(
       VerificationRows().With({{"held_emails", &VerificationRow::held_emails,
                                 "(SELECT COUNT(*) FROM email_outbox e WHERE e.user_id = v.user_id "
-                                "AND e.address = v.address AND e.status = 'held')"}}));
+                                "AND e.address = v.address AND e.status = " +
+                                    SqlLiteral(EmailStatus::kHeld) + ")"}}));
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
                           tx_.Query("SELECT " + with_held->Select("v") +
                                         " FROM email_verifications v WHERE v.user_id = ? "

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -33,17 +34,46 @@ struct NotificationRow {
   std::optional<Timestamp> read_at;  // none while unread
 };
 
-// email_outbox.status values (outbox.h describes the life cycle).
-inline constexpr std::string_view kEmailPending = "pending";
-inline constexpr std::string_view kEmailSending = "sending";
-inline constexpr std::string_view kEmailSent = "sent";
-inline constexpr std::string_view kEmailFailed = "failed";
-// Not sent while its address is not verified for its account (verify.h); 'pending' once it
-// is, or 'expired' when that takes longer than kHeldEmailLifetime.
-inline constexpr std::string_view kEmailHeld = "held";
-inline constexpr std::string_view kEmailExpired = "expired";
-// Never sent: its account had kMaxEmailsPerAccountPerHour emails in the hour before.
-inline constexpr std::string_view kEmailSuppressed = "suppressed";
+// email_outbox.status: where an email is in its life cycle (outbox.h describes it).
+// pending: due at next_attempt_at; sending: claimed by a sender until lease_until; sent;
+// failed: refused for good or out of attempts.
+// held: not sent while its address is not verified for its account (verify.h); 'pending'
+// once it is, or 'expired' when that takes longer than kHeldEmailLifetime.
+// suppressed: never sent: its account had kMaxEmailsPerAccountPerHour emails in the hour
+// before.
+enum class EmailStatus { kPending, kSending, kSent, kFailed, kHeld, kExpired, kSuppressed };
+inline constexpr EnumNames<EmailStatus, 7> kEmailStatusNames{{{
+    {EmailStatus::kPending, "pending"},
+    {EmailStatus::kSending, "sending"},
+    {EmailStatus::kSent, "sent"},
+    {EmailStatus::kFailed, "failed"},
+    {EmailStatus::kHeld, "held"},
+    {EmailStatus::kExpired, "expired"},
+    {EmailStatus::kSuppressed, "suppressed"},
+}}};
+inline std::string_view Name(EmailStatus s) { return kEmailStatusNames.Name(s); }
+
+// Whether an email may go from status `from` to status `to` (outbox.h): pending → sending
+// (a claim); sending → sent | failed | pending (a retry, or a claim released) | sending (a
+// claim taken again when its lease ran out); held → pending | expired. Nothing leaves
+// sent, failed, expired or suppressed.
+constexpr bool EmailMayGo(EmailStatus from, EmailStatus to) {
+  switch (from) {
+    case EmailStatus::kPending:
+      return to == EmailStatus::kSending;
+    case EmailStatus::kSending:
+      return to == EmailStatus::kSent || to == EmailStatus::kFailed ||
+             to == EmailStatus::kPending || to == EmailStatus::kSending;
+    case EmailStatus::kHeld:
+      return to == EmailStatus::kPending || to == EmailStatus::kExpired;
+    case EmailStatus::kSent:
+    case EmailStatus::kFailed:
+    case EmailStatus::kExpired:
+    case EmailStatus::kSuppressed:
+      return false;
+  }
+  return false;
+}
 
 struct EmailRow {
   std::string id;  // "eml_..."
@@ -54,7 +84,7 @@ struct EmailRow {
   std::string body_sha256;          // of the body as enqueued, kept after the body is gone
   std::string message_id;           // "<id@domain>", unique
   std::string kind;
-  std::string status;    // kEmailPending, ...
+  EmailStatus status = EmailStatus::kPending;
   int64_t attempts = 0;  // claims so far
   Timestamp next_attempt_at;
   std::optional<Timestamp> lease_until;  // while 'sending': the claim's expiry and token

@@ -8,6 +8,7 @@
 
 #include "common/ids.h"
 #include "common/testing/fake_clock.h"
+#include "platform/notify/notify_store.h"
 #include "platform/notify/test_util.h"
 
 namespace gpunex::platform::notify {
@@ -409,6 +410,22 @@ INSTANTIATE_TEST_SUITE_P(Backends, NotifyTest, ::testing::ValuesIn(store::testin
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// The stored values of email_outbox.status, and the moves outbox.h describes.
+TEST(EmailStatus, NamesTheStoredValuesAndMovesAlongTheLifeCycle) {
+  for (const auto& [status, name] : kEmailStatusNames.entries) {
+    EXPECT_EQ(kEmailStatusNames.Parse(name), status) << name;
+  }
+  EXPECT_EQ(Name(EmailStatus::kPending), "pending");
+  EXPECT_EQ(Name(EmailStatus::kSuppressed), "suppressed");
+  EXPECT_FALSE(kEmailStatusNames.Parse("queued"));
+  EXPECT_TRUE(EmailMayGo(EmailStatus::kPending, EmailStatus::kSending));
+  EXPECT_TRUE(EmailMayGo(EmailStatus::kSending, EmailStatus::kPending));
+  EXPECT_TRUE(EmailMayGo(EmailStatus::kHeld, EmailStatus::kExpired));
+  EXPECT_FALSE(EmailMayGo(EmailStatus::kHeld, EmailStatus::kSending));
+  EXPECT_FALSE(EmailMayGo(EmailStatus::kSent, EmailStatus::kPending));
+  EXPECT_FALSE(EmailMayGo(EmailStatus::kSuppressed, EmailStatus::kPending));
+}
 
 }  // namespace
 }  // namespace gpunex::platform::notify

@@ -15,6 +15,7 @@
 //                         +--transient failure--> pending, next_attempt_at = now + backoff
 //                         +--permanent failure, or attempts used up--> failed
 // `attempts` counts claims, so a message that keeps killing its sender also stops.
+// (notify_store.h: EmailStatus names the statuses, EmailMayGo the moves, held ones too.)
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
