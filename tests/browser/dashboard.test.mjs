@@ -9,7 +9,8 @@
 // Overview's "Offered" switch withdraws and offers a GPU. Plus: user-typed markup is shown
 // as text (XSS), the static files' headers, and screenshots of every page at laptop and
 // phone width. Availability and Performance (issue 12): a schedule that excludes now
-// (edited on the week grid's form, a bad time zone refused next to its field) hides the
+// (edited on the week grid's form, the time zone picked from the IANA list, a window that
+// ends where it starts refused next to its field) hides the
 // GPU ("outside schedule") on the Availability tab and the Overview; "Apply to all my
 // machines" with "Always available" lists it again; a maintenance window declared (its
 // field errors first) shows in the list as planned and is cancelled; the Performance tab
@@ -188,7 +189,7 @@ async function fillEntry(page, i, e) {
   await entry.getByLabel("Download (Gbit/s)").fill(String(e.down));
   if (e.schedule) {
     await entry.getByLabel("Weekly schedule").check();
-    await entry.getByLabel("Time zone").fill(e.schedule.timezone);
+    await entry.getByLabel("Time zone").selectOption(e.schedule.timezone);
     const win = entry.locator("fieldset.window").first();
     for (const day of ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]) {
       await win
@@ -1029,22 +1030,35 @@ describe("dashboard", () => {
         );
         await cell("sun", hour + 12).click();
         assert.equal(await p.locator("fieldset.window").count(), 1);
-        // A zone that does not exist is refused next to its field.
-        await p.getByLabel("Time zone").fill("Mars/Olympus_Mons");
-        await p.getByRole("button", { name: "Save for this machine" }).click();
-        const zoneError = p.locator(
-          '.field-error[data-path="schedule.timezone"]',
+        // The time zone is picked from the IANA list by region and place (issue 30 item
+        // 5), each with its offset now: no free text to mistype.
+        const zone = p.getByLabel("Time zone");
+        assert.equal(await zone.evaluate((e) => e.tagName), "SELECT");
+        const rome = zone.locator(
+          'optgroup[label="Europe"] option[value="Europe/Rome"]',
         );
-        await zoneError.waitFor();
+        assert.match(await rome.textContent(), /^Rome \(UTC[+-]\d\d:\d\d\)$/);
         assert.equal(
-          await p.getByLabel("Time zone").getAttribute("aria-invalid"),
+          await zone.locator('option[value="Mars/Olympus_Mons"]').count(),
+          0,
+        );
+        // A window that ends where it starts is refused next to its field.
+        await win.getByLabel("Until").fill(hh(hour + 2));
+        await p.getByRole("button", { name: "Save for this machine" }).click();
+        const endError = p.locator(
+          '.field-error[data-path="schedule.windows[0].end"]',
+        );
+        await endError.waitFor();
+        assert.equal(
+          await win.getByLabel("Until").getAttribute("aria-invalid"),
           "true",
         );
         await shoot(p, "50-availability-field-error");
-        await p.getByLabel("Time zone").fill("UTC");
+        await win.getByLabel("Until").fill(hh(hour + 3));
+        await zone.selectOption("UTC");
         await p.getByRole("button", { name: "Save for this machine" }).click();
         await p.getByText(/^Schedule saved for /).waitFor();
-        assert.equal(await zoneError.count(), 0);
+        assert.equal(await endError.count(), 0);
         await status
           .locator(".avail-state", { hasText: "Outside schedule" })
           .waitFor({ timeout: 15000 });
@@ -1274,7 +1288,7 @@ describe("dashboard", () => {
       let agent = null;
       t.after(async () => {
         await agent?.stop();
-        await docker.stop();
+        if (docker.started) await docker.stop();
       });
       const [prov] = await Promise.all([
         server.approvedProvider("Nils Noiso", PASSWORD, {
@@ -1337,6 +1351,21 @@ describe("dashboard", () => {
         assert.match(note, /iptables -I INPUT -i gpxwl\+ -j REJECT/);
         assert.match(note, /docs\/trust\.md/);
         await shoot(p, "57-overview-not-isolated");
+
+        // Docker stops on the machine (issue 30 item 1): within the agent's ping the
+        // card says so, with what to start, and no GPU of it is offered.
+        await docker.stop();
+        await card
+          .locator(".machine-hidden", { hasText: "Docker not running" })
+          .waitFor({ timeout: 60000 });
+        await listing
+          .getByText("Not listed: Docker is not running on the machine")
+          .waitFor();
+        assert.match(
+          await notice.textContent(),
+          /^Docker is not running on this machine, so no container can start there: start the Docker Engine \(sudo systemctl start docker\)\./,
+        );
+        await shoot(p, "57b-overview-engine-down");
         assert.deepEqual(problems, []);
       } finally {
         await context.close();
@@ -2988,6 +3017,54 @@ describe("dashboard", () => {
           })
           .waitFor();
         await credit.waitFor();
+        // The statement (issue 30 item 8): the rental's charges are one row, their sum,
+        // with the balance after it; each transfer behind a toggle, with its own balance.
+        const group = c.locator(
+          `table.statement tr.rental-group[data-rental-id="${rid}"]`,
+        );
+        await group.waitFor();
+        assert.equal(
+          await c.locator("table.statement tr.rental-group").count(),
+          1,
+        );
+        assert.equal(
+          await group.locator("td[data-label=Amount]").textContent(),
+          usdcText(-ended.charged_micro),
+        );
+        assert.equal(
+          await group.locator("td[data-label='Balance after']").textContent(),
+          usdcText(500000 - ended.charged_micro),
+        );
+        assert.equal(
+          await credit.locator("td[data-label='Balance after']").textContent(),
+          "0.50",
+        );
+        const items = c.locator("table.statement tr.group-item");
+        const count = await items.count();
+        assert.ok(count >= 2, `the rental's transfers: ${count}`);
+        assert.equal(await items.first().isVisible(), false);
+        const toggle = group.getByRole("button", {
+          name: `Show ${count} transfers`,
+        });
+        assert.equal(await toggle.getAttribute("aria-expanded"), "false");
+        await toggle.click();
+        await items.first().waitFor();
+        assert.deepEqual(
+          [
+            ...new Set(
+              await items.evaluateAll((r) => r.map((x) => x.dataset.kind)),
+            ),
+          ].sort(),
+          ["usage_fee", "usage_provider"],
+        );
+        // Each transfer's balance after runs down from the group's.
+        const balances = await items
+          .locator("td[data-label='Balance after']")
+          .allTextContents();
+        assert.equal(balances[0], usdcText(500000 - ended.charged_micro));
+        await shoot(c, "86b-statement-grouped");
+        await group.getByRole("button", { name: "Hide transfers" }).click();
+        assert.equal(await items.first().isVisible(), false);
 
         // --- the provider sees it on the Overview: pseudonym, state, end terms, and the
         // commission

@@ -154,7 +154,7 @@ describe("review flow", () => {
         await entry.getByLabel(/^Upload/).fill("1");
         await entry.getByLabel(/^Download/).fill("1");
         await entry.getByLabel("Weekly schedule").check();
-        await entry.getByLabel("Time zone").fill("Europe/Rome");
+        await entry.getByLabel("Time zone").selectOption("Europe/Rome");
         const win = entry.locator("fieldset.window").first();
         for (const day of ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
           await win

@@ -270,7 +270,8 @@ export type ListingState =
   | "in_maintenance"
   | "unverified_model"
   | "no_price_set"
-  | "network_not_isolated";
+  | "network_not_isolated"
+  | "engine_down";
 
 export interface MachineGpu {
   id: string;
@@ -780,6 +781,7 @@ export interface StatementItem {
   at: string;
   kind: "operator_credit" | "usage_provider" | "usage_fee" | "refund" | string;
   amount_micro: number;
+  balance_after_micro: number; // the balance once this and every older transfer moved
   rental_id: string | null;
   reference: string | null;
 }

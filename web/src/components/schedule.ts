@@ -17,18 +17,63 @@ function timeZones(): string[] {
   return zones;
 }
 
-let zoneList: HTMLDataListElement | null = null;
-// One shared <datalist> of time zones for every schedule editor on the page.
-function zoneListId(): string {
-  if (!zoneList || !zoneList.isConnected) {
-    zoneList = h(
-      "datalist",
-      { id: uid("tz") },
-      timeZones().map((z) => h("option", { value: z })),
-    );
-    document.body.appendChild(zoneList);
+// A zone's offset from UTC now, as "UTC+01:00" ("UTC" for none); "" where the browser
+// cannot tell.
+function zoneOffset(zone: string, now: Date): string {
+  try {
+    const part = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" })
+      .formatToParts(now)
+      .find((p) => p.type === "timeZoneName")?.value;
+    return part ? part.replace("GMT", "UTC") : "";
+  } catch {
+    return "";
   }
-  return zoneList.id;
+}
+
+// The zones grouped by their region (the part before the first "/"), each labelled with
+// its place and its offset now: "Rome (UTC+01:00)". Made once per page.
+interface ZoneGroup {
+  region: string;
+  zones: { value: string; label: string }[];
+}
+let zoneGroups: ZoneGroup[] | null = null;
+function groupedZones(): ZoneGroup[] {
+  if (zoneGroups) return zoneGroups;
+  const now = new Date();
+  const byRegion = new Map<string, { value: string; label: string }[]>();
+  for (const z of timeZones()) {
+    const slash = z.indexOf("/");
+    const region = slash > 0 ? z.slice(0, slash) : "Other";
+    const place = (slash > 0 ? z.slice(slash + 1) : z).replaceAll("_", " ").replaceAll("/", " / ");
+    const offset = zoneOffset(z, now);
+    const list = byRegion.get(region) ?? [];
+    list.push({ value: z, label: offset && offset !== place ? `${place} (${offset})` : place });
+    byRegion.set(region, list);
+  }
+  zoneGroups = [...byRegion.entries()]
+    .sort(([a], [b]) => (a === "Other" ? 1 : b === "Other" ? -1 : a.localeCompare(b)))
+    .map(([region, zones]) => ({ region, zones }));
+  return zoneGroups;
+}
+
+// A picker of IANA time zones by region, `selected` chosen. A saved zone this browser does
+// not know stays, marked, to be replaced (the platform's list may be newer).
+function zonePicker(selected: string): HTMLSelectElement {
+  const known = timeZones().includes(selected);
+  const select = h(
+    "select",
+    { autocomplete: "off" },
+    selected && !known ? h("option", { value: selected }, `${selected} (not a time zone this browser knows)`) : null,
+    groupedZones().map((g) =>
+      h(
+        "optgroup",
+        { label: g.region },
+        g.zones.map((z) => h("option", { value: z.value }, z.label)),
+      ),
+    ),
+  );
+  select.value = selected;
+  return select;
 }
 
 export function browserTimeZone(): string {
@@ -124,7 +169,7 @@ export interface ScheduleEditorOptions {
 
 export class ScheduleEditor {
   readonly el: HTMLDivElement;
-  private readonly zone: HTMLInputElement;
+  private readonly zone: HTMLSelectElement;
   private readonly windowsGroup: HTMLDivElement;
   private readonly none = h("p", { class: "muted small" }, "No windows: add one, or switch hours on in the grid.");
   private readonly grid: WeekGrid | null;
@@ -135,13 +180,7 @@ export class ScheduleEditor {
     initial: { timezone: string; windows: api.Window[] } | null,
     private readonly opts: ScheduleEditorOptions = {},
   ) {
-    this.zone = h("input", {
-      type: "text",
-      list: zoneListId(),
-      value: initial?.timezone || browserTimeZone(),
-      autocomplete: "off",
-      spellcheck: "false",
-    });
+    this.zone = zonePicker(initial?.timezone || browserTimeZone());
     this.windowsGroup = h("div", { class: "windows", role: "group", "aria-label": "Weekly windows" });
     const windows = initial?.windows.length
       ? initial.windows
@@ -154,7 +193,7 @@ export class ScheduleEditor {
       this.changed();
     });
     const zoneField = field("Time zone", this.zone, {
-      hint: "An IANA time zone, e.g. Europe/Rome or America/New_York.",
+      hint: "By region and place; the hours below are in this zone.",
     });
     this.el = this.grid
       ? h(

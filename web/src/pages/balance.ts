@@ -10,16 +10,19 @@ import { lowBalanceBanner } from "../components/rental";
 import { append, button, field, h, replace } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { duration, plural, when } from "../format";
-import { perHour, signedUsdc, usdc } from "../money";
+import { perHour, signedUsdc, usdc, usdcText } from "../money";
 
 const kPollMs = 10000;
 const kPageSize = 50;
 
 const kKindNames: Record<string, string> = {
   operator_credit: "Credit",
+  usdc_topup: "Top-up (USDC)",
   usage_provider: "GPU time (provider)",
   usage_fee: "GPU time (platform fee)",
   refund: "Refund",
+  refund_provider: "Refund (provider's part)",
+  refund_fee: "Refund (platform fee)",
 };
 
 export function kindName(kind: string): string {
@@ -136,11 +139,12 @@ export async function balancePage(v: View): Promise<void> {
       h(
         "tr",
         null,
-        ["Date", "Kind", "Amount (USDC)", "Rental", "Reference"].map((x) => h("th", { scope: "col" }, x)),
+        ["Date", "What", "Amount (USDC)", "Balance after (USDC)", "Reference"].map((x) => h("th", { scope: "col" }, x)),
       ),
     ),
     tbody,
   );
+  const groups = new Map<string, RentalGroup>();
   const empty = h(
     "p",
     { class: "muted", hidden: true },
@@ -208,30 +212,21 @@ export async function balancePage(v: View): Promise<void> {
       page.set("limit", String(kPageSize));
       if (cursor) page.set("cursor", cursor);
       const ans = await api.get<api.Page<api.StatementItem>>(`/me/statement?${page}`, { signal: v.signal });
-      append(
-        tbody,
-        ans.items.map((t) =>
-          h(
-            "tr",
-            { "data-transfer-id": t.id, "data-kind": t.kind },
-            h("td", { "data-label": "Date", class: "nowrap" }, when(t.at)),
-            h("td", { "data-label": "Kind" }, kindName(t.kind)),
-            h(
-              "td",
-              { "data-label": "Amount", class: `num amount ${t.amount_micro >= 0 ? "amount-in" : "amount-out"}` },
-              signedUsdc(t.amount_micro),
-            ),
-            h(
-              "td",
-              { "data-label": "Rental" },
-              t.rental_id
-                ? h("a", { href: `#/rentals/${encodeURIComponent(t.rental_id)}`, class: "mono small" }, t.rental_id)
-                : "—",
-            ),
-            h("td", { "data-label": "Reference", class: "reference" }, t.reference || "—"),
-          ),
-        ),
-      );
+      for (const t of ans.items) {
+        if (!t.rental_id) {
+          tbody.appendChild(transferRow(t, false));
+          continue;
+        }
+        // A rental's transfers are one group, where its newest one is; older pages add to
+        // it (its rows go after the ones it has).
+        let g = groups.get(t.rental_id);
+        if (!g) {
+          g = new RentalGroup(t);
+          groups.set(t.rental_id, g);
+          tbody.appendChild(g.row);
+        }
+        g.add(t);
+      }
       shown += ans.items.length;
       empty.hidden = shown > 0;
       table.hidden = shown === 0;
@@ -240,4 +235,102 @@ export async function balancePage(v: View): Promise<void> {
     "Could not load your statement",
     "Could not load more of your statement",
   );
+}
+
+// One transfer of the statement: a row of its own, or (`inGroup`) one of a rental's group,
+// hidden until the group is opened.
+function transferRow(t: api.StatementItem, inGroup: boolean): HTMLTableRowElement {
+  return h(
+    "tr",
+    { "data-transfer-id": t.id, "data-kind": t.kind, class: inGroup ? "group-item" : "transfer", hidden: inGroup },
+    h("td", { "data-label": "Date", class: "nowrap" }, when(t.at)),
+    h(
+      "td",
+      { "data-label": "What" },
+      kindName(t.kind),
+      !inGroup && t.rental_id
+        ? h(
+            "a",
+            { href: `#/rentals/${encodeURIComponent(t.rental_id)}`, class: "mono small rental-link" },
+            ` ${t.rental_id}`,
+          )
+        : null,
+    ),
+    h(
+      "td",
+      { "data-label": "Amount", class: `num amount ${t.amount_micro >= 0 ? "amount-in" : "amount-out"}` },
+      signedUsdc(t.amount_micro),
+    ),
+    h("td", { "data-label": "Balance after", class: "num balance-after" }, usdcText(t.balance_after_micro)),
+    h("td", { "data-label": "Reference", class: "reference" }, t.reference || "—"),
+  );
+}
+
+// A rental's transfers on the statement (issue 30 item 8): one row with their sum, when
+// they ran, and the balance after the newest; its transfers (a charge per metering tick,
+// refunds) behind a toggle.
+class RentalGroup {
+  readonly row: HTMLTableRowElement;
+  private readonly items: HTMLTableRowElement[] = [];
+  private sum = 0;
+  private oldest = "";
+  private readonly newest: string;
+  private readonly sumCell: HTMLElement;
+  private readonly span: HTMLElement;
+  private readonly toggle: HTMLButtonElement;
+  private open = false;
+
+  constructor(first: api.StatementItem) {
+    const id = first.rental_id ?? "";
+    this.newest = first.at;
+    this.sumCell = h("td", { "data-label": "Amount", class: "num amount" });
+    this.span = h("span", { class: "small muted group-span" });
+    this.toggle = button("", () => this.setOpen(!this.open), {
+      kind: "link",
+      attrs: { "aria-expanded": "false" },
+    });
+    this.toggle.classList.add("group-toggle");
+    this.row = h(
+      "tr",
+      { class: "rental-group", "data-rental-id": id },
+      h("td", { "data-label": "Date", class: "nowrap" }, when(first.at)),
+      h(
+        "td",
+        { "data-label": "What" },
+        "Rental ",
+        h("a", { href: `#/rentals/${encodeURIComponent(id)}`, class: "mono small" }, id),
+        h("br"),
+        this.span,
+        " ",
+        this.toggle,
+      ),
+      this.sumCell,
+      h("td", { "data-label": "Balance after", class: "num balance-after" }, usdcText(first.balance_after_micro)),
+      h("td", { "data-label": "Reference", class: "reference" }, "—"),
+    );
+  }
+
+  add(t: api.StatementItem): void {
+    const row = transferRow(t, true);
+    row.hidden = !this.open;
+    (this.items[this.items.length - 1] ?? this.row).after(row);
+    this.items.push(row);
+    this.sum += t.amount_micro;
+    this.oldest = t.at;
+    this.sumCell.textContent = signedUsdc(this.sum);
+    this.sumCell.className = `num amount ${this.sum >= 0 ? "amount-in" : "amount-out"}`;
+    const n = this.items.length;
+    this.span.textContent =
+      n === 1
+        ? "1 transfer"
+        : `${n} transfers over ${duration((Date.parse(this.newest) - Date.parse(this.oldest)) / 1000)}`;
+    this.toggle.textContent = this.open ? "Hide transfers" : `Show ${plural(n, "transfer")}`;
+  }
+
+  private setOpen(open: boolean): void {
+    this.open = open;
+    for (const r of this.items) r.hidden = !open;
+    this.toggle.setAttribute("aria-expanded", String(open));
+    this.toggle.textContent = open ? "Hide transfers" : `Show ${plural(this.items.length, "transfer")}`;
+  }
 }

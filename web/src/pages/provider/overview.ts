@@ -280,6 +280,8 @@ export function listingText(g: api.MachineGpu): { text: string; ok: boolean } {
       return { text: "Not listed: not offered by you", ok: false };
     case "missing_from_machine":
       return { text: "Not listed: the GPU is missing from the machine", ok: false };
+    case "engine_down":
+      return { text: "Not listed: Docker is not running on the machine", ok: false };
     case "outside_schedule": {
       const again = g.listing_note?.match(kRfc3339)?.[0];
       return {
@@ -344,6 +346,7 @@ function offeredCell(m: api.Machine, g: api.MachineGpu, offers: OfferState): HTM
 // "In maintenance" or "Outside schedule" when the machine's GPUs are hidden for that.
 export function machineHiddenBadge(m: api.Machine): HTMLElement | null {
   const states = new Set(m.gpus.filter((g) => g.present).map((g) => g.listing_state));
+  if (states.has("engine_down")) return h("span", { class: "badge badge-warn machine-hidden" }, "Docker not running");
   if (states.has("in_maintenance")) return h("span", { class: "badge badge-warn machine-hidden" }, "In maintenance");
   if (states.has("outside_schedule")) return h("span", { class: "badge badge-off machine-hidden" }, "Outside schedule");
   return null;
@@ -351,12 +354,15 @@ export function machineHiddenBadge(m: api.Machine): HTMLElement | null {
 
 // What the agent found of the machine's network isolation, when it keeps the machine off
 // the marketplace (docs/trust.md): the check's own words; each GPU's listing note says the
-// fix. Nothing while it passes, while it runs, or without a Docker engine.
+// fix. Nothing while it passes or while it runs. Without a Docker engine, the platform's
+// note on what to start (the machine is off the marketplace until the engine answers).
 export function networkIsolationNotice(m: api.Machine): HTMLElement | null {
   if (m.status !== "online") return null;
   const n = m.host?.network_isolation;
+  const down = m.gpus.find((g) => g.listing_state === "engine_down");
   let text: string;
-  if (!n) text = "Network isolation not checked: this gpunex-agent is older than the check; update it.";
+  if (down) text = `${down.listing_note ?? "Docker is not running on this machine"}.`;
+  else if (!n) text = "Network isolation not checked: this gpunex-agent is older than the check; update it.";
   else if (n.state === "not_isolated") text = `Workloads here are not network-isolated: ${n.detail}.`;
   else if (n.state === "unverified") text = `Network isolation could not be checked: ${n.detail}.`;
   else return null;
