@@ -44,15 +44,44 @@ build/release/src/platform/gpunexd admin create --email "$admin_email" \
 build/release/src/platform/gpunexd serve 2>>"$demo/gpunexd.log" &
 server=$!
 agent=""
-trap 'kill $agent $server $chain 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+engine_dir=""
+stop_all() {
+  kill $agent $server $chain 2>/dev/null
+  wait 2>/dev/null
+  if [ -n "$engine_dir" ]; then src/agent/runtime/testdata/dockerd.sh stop "$engine_dir" >/dev/null 2>&1 || true; fi
+}
+trap stop_all EXIT INT TERM
 for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fs "$base/readyz" >/dev/null || { echo "gpunexd did not start; see $demo/gpunexd.log" >&2; exit 1; }
 
+# The demo agent runs its workloads in the machine's Docker Engine. Where none answers (a
+# container or a machine without systemd), the demo starts a private one as the tests do
+# (src/agent/runtime/testdata/dockerd.sh: its own network namespace, workloads kept from
+# each other and from this host), with the demo rental's image made from the host's
+# busybox, so that the rental runs without pulling anything.
+docker_socket=/var/run/docker.sock
+engine_note="the machine's Docker Engine at $docker_socket"
+if ! curl -fs --max-time 5 --unix-socket "$docker_socket" http://docker/_ping >/dev/null 2>&1; then
+  engine_note="no Docker Engine answers at $docker_socket, and none could be started: workloads fail (start Docker, or run the demo as root)"
+  if [ "$(id -u)" = 0 ] && command -v dockerd >/dev/null; then
+    engine_dir=$(mktemp -d /tmp/gpx-demo-XXXXXX)
+    if docker_socket=$(src/agent/runtime/testdata/dockerd.sh start "$engine_dir" 2>>"$demo/dockerd.log" | tail -n 1) &&
+      src/agent/runtime/testdata/dockerd.sh import-busybox "$engine_dir" docker.io/library/busybox:1.36 >>"$demo/dockerd.log" 2>&1; then
+      engine_note="a private Docker Engine the demo started (its log: $engine_dir/dockerd.log), as no engine answered at /var/run/docker.sock"
+    else
+      src/agent/runtime/testdata/dockerd.sh stop "$engine_dir" >/dev/null 2>&1 || true
+      engine_dir=""
+      docker_socket=/var/run/docker.sock
+    fi
+  fi
+fi
+
 # The agent lists its machine only once workloads reach neither each other nor this
 # host's services (docs/trust.md): with Docker's iptables rules on (the default), that
-# takes one rule on the host for the workload bridges (gpxwl*), which the demo adds once.
+# takes one rule on the host for the workload bridges (gpxwl*), which the demo adds once
+# (a private engine keeps its own).
 isolation_note="the demo agent's workload bridges (gpxwl*) are kept from this host: iptables -I INPUT -i gpxwl+ -j REJECT"
-if [ -S /var/run/docker.sock ] && command -v iptables >/dev/null; then
+if [ -z "$engine_dir" ] && [ -S /var/run/docker.sock ] && command -v iptables >/dev/null; then
   if ! iptables -C INPUT -i gpxwl+ -j REJECT 2>/dev/null; then
     iptables -I INPUT -i gpxwl+ -j REJECT 2>/dev/null ||
       isolation_note="run as root: iptables -I INPUT -i gpxwl+ -j REJECT (the demo agent's machine is listed only then; docs/trust.md)"
@@ -60,7 +89,7 @@ if [ -S /var/run/docker.sock ] && command -v iptables >/dev/null; then
 fi
 
 token=$(/usr/bin/python3 scripts/demo_seed.py "$base" "$admin_email" "$admin_password")
-GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$demo/agent \
+GPUNEX_PLATFORM_URL=$base GPUNEX_TOKEN=$token GPUNEX_STATE_DIR=$demo/agent GPUNEX_DOCKER_SOCKET=$docker_socket \
   build/release/src/agent/gpunex-agent run --emulate-gpus "l4-24gb:2" 2>>"$demo/agent.log" &
 agent=$!
 # A rental of one demo GPU by the demo customer, once the GPUs are offered.
@@ -87,9 +116,10 @@ gpunexd on $base  (data: $GPUNEX_DATA_DIR, logs: $demo/*.log)
   cli:      build/release/src/cli/gpunex auth login --email customer@gpunex.local
             build/release/src/cli/gpunex rentals list; ... rentals logs -f {rental_id}  (docs/cli.md)
   try:      curl -s $base/api/v1/gpu-models
+  engine:   $engine_note
   network:  $isolation_note
-Workloads need a Docker Engine at /var/run/docker.sock; emails wait in the outbox until
-GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops everything.
+Emails wait in the outbox until GPUNEX_SMTP_URL names an SMTP server. Ctrl-C stops
+everything.
 
 MSG
 wait $server
