@@ -496,7 +496,14 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
     JsonReader jr(*body, "", &errors);
     jr.RejectUnknown({"state", "bank_reference", "reason"});
     payouts::BankResult br;
-    br.state = jr.String("state", true, 16).value_or("");
+    // A state that is not a name of kBankOutcomeNames is named here; an absent one is
+    // named by the reader.
+    const std::string state = jr.String("state", true, 16).value_or("");
+    if (auto outcome = payouts::kBankOutcomeNames.Parse(state)) {
+      br.state = *outcome;
+    } else {
+      errors.emplace("state", "must be " + payouts::kBankOutcomeNames.Listed());
+    }
     br.bank_reference = jr.String("bank_reference", false, 100).value_or("");
     br.reason = jr.String("reason", false, 300).value_or("");
     if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));

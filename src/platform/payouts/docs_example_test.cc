@@ -248,7 +248,7 @@ TEST_P(PayoutsDocsExample, TheWeeklyExample) {
   EXPECT_EQ(week1->run.files[0].name, week1->run.id + "-ach.txt");
   EXPECT_EQ(week1->run.files[0].total_minor, 12'045);
   ASSERT_TRUE(payouts_->MarkFileSent(As(admin_), week1->run.id, week1->run.files[0].name).ok());
-  auto paid = payouts_->SetBankResult(As(admin_), o->id, {"paid", "", ""});
+  auto paid = payouts_->SetBankResult(As(admin_), o->id, {BankOutcome::kPaid, "", ""});
   ASSERT_TRUE(paid.ok()) << paid.status().ToString();
   EXPECT_EQ(Name(paid->state), "confirmed");
   EXPECT_EQ(Balance(billing::ProviderPaidAccount(oscar)), 120'450'000);

@@ -221,8 +221,16 @@ struct RunDetail {
   std::vector<Skip> skips;
 };
 
+// What the bank answered for a line of a file marked sent: it paid it, or returned it.
+enum class BankOutcome { kPaid, kFailed };
+inline constexpr EnumNames<BankOutcome, 2> kBankOutcomeNames{{{
+    {BankOutcome::kPaid, "paid"},
+    {BankOutcome::kFailed, "failed"},
+}}};
+inline std::string_view Name(BankOutcome o) { return kBankOutcomeNames.Name(o); }
+
 struct BankResult {
-  std::string state;  // "paid" | "failed"
+  BankOutcome state = BankOutcome::kPaid;
   std::string bank_reference;
   std::string reason;
 };

@@ -650,11 +650,16 @@ TEST_P(PayoutsTest, BankPayoutsAreWrittenToValidFilesAndSettledByTheOperator) {
     EXPECT_EQ(Name(po.state), "submitted");
     (po.method.kind == MethodKind::kSepa ? sepa_id : ach_id) = po.id;
   }
-  EXPECT_EQ(payouts_->SetBankResult(Session(admin_), sepa_id, {"failed", "", ""}).status().code(),
+  EXPECT_EQ(payouts_->SetBankResult(Session(admin_), sepa_id, {BankOutcome::kFailed, "", ""})
+                .status()
+                .code(),
             StatusCode::kValidationFailed);  // a reason is needed
-  ASSERT_TRUE(payouts_->SetBankResult(Session(admin_), sepa_id, {"paid", "BANKREF-1", ""}).ok());
   ASSERT_TRUE(
-      payouts_->SetBankResult(Session(admin_), ach_id, {"failed", "", "R03 no account"}).ok());
+      payouts_->SetBankResult(Session(admin_), sepa_id, {BankOutcome::kPaid, "BANKREF-1", ""})
+          .ok());
+  ASSERT_TRUE(
+      payouts_->SetBankResult(Session(admin_), ach_id, {BankOutcome::kFailed, "", "R03 no account"})
+          .ok());
   EXPECT_EQ(BalanceOf(billing::ProviderPaidAccount(pia)), 100'120'000);
   EXPECT_EQ(BalanceOf(billing::ProviderAvailableAccount(oscar)), 75'000'000);  // back
   EXPECT_EQ(Name(Detail(run->id).run.state), "done");

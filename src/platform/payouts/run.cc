@@ -870,12 +870,10 @@ StatusOr<Payout> Payouts::SetBankResult(const accounts::Principal& p, const std:
                                         const BankResult& result) {
   if (!p.IsAdmin()) return PermissionDenied("only admins record bank results");
   FieldErrors errors;
-  if (result.state != "paid" && result.state != "failed")
-    errors.emplace("state", "must be \"paid\" or \"failed\"");
   if (result.bank_reference.size() > 100)
     errors.emplace("bank_reference", "must be at most 100 characters");
   if (result.reason.size() > 300) errors.emplace("reason", "must be at most 300 characters");
-  if (result.state == "failed" && result.reason.empty())
+  if (result.state == BankOutcome::kFailed && result.reason.empty())
     errors.emplace("reason", "is required: say what the bank answered");
   if (!errors.empty()) return ValidationFailed(std::move(errors));
   const Timestamp now = options_.clock->Now();
@@ -887,14 +885,14 @@ StatusOr<Payout> Payouts::SetBankResult(const accounts::Principal& p, const std:
     if (!po) return NotFound("no payout " + payout_id);
     if (po->method.kind == MethodKind::kSolana)
       return FailedPrecondition("a Solana payout is confirmed on chain, not by a bank");
-    if (po->state == PayoutState::kConfirmed && result.state == "paid") {
+    if (po->state == PayoutState::kConfirmed && result.state == BankOutcome::kPaid) {
       out = *po;  // the same answer twice
       return Status::Ok();
     }
     if (po->state != PayoutState::kSubmitted)
       return FailedPrecondition("the payout is " + std::string(Name(po->state)) +
                                 ": only a line of a file marked sent has a bank result");
-    if (result.state == "paid") {
+    if (result.state == BankOutcome::kPaid) {
       GPUNEX_RETURN_IF_ERROR(Confirm(tx, now, *po,
                                      result.bank_reference.empty()
                                          ? po->bank_reference.value_or(po->id)
