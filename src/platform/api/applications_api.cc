@@ -191,7 +191,7 @@ json::object ApplicationJson(const Application& a) {
   out["id"] = a.id;
   out["user_id"] = a.user_id;
   out["status"] = Name(a.status);
-  out["suggested_tier"] = a.suggested_tier;
+  out["suggested_tier"] = Name(a.suggested_tier);
   json::array reasons;
   for (const std::string& r : a.suggested_tier_reasons) reasons.emplace_back(r);
   out["suggested_tier_reasons"] = std::move(reasons);
@@ -212,7 +212,7 @@ json::object ApplicationJson(const Application& a) {
     for (const applications::ApplicationEvent& e : *a.history) {
       json::object entry{{"at", FormatRfc3339(e.at)},
                          {"actor_id", e.actor_id},
-                         {"action", e.action},
+                         {"action", Name(e.action)},
                          // "" for created.
                          {"from_status", e.from_status ? Name(*e.from_status) : ""},
                          {"to_status", Name(e.to_status)},

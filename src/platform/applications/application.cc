@@ -254,7 +254,7 @@ TierSuggestion SuggestTier(const ApplicationBody& body) {
   }
   if (!always) s.reasons.push_back("not available 24/7 on every GPU entry");
   if (!fast) s.reasons.push_back("less than 1 Gbps upload or download on some GPU entry");
-  s.tier = s.reasons.empty() ? "enterprise" : "community";
+  s.tier = s.reasons.empty() ? Tier::kEnterprise : Tier::kCommunity;
   return s;
 }
 

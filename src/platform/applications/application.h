@@ -71,6 +71,42 @@ constexpr bool ApplicationMayGo(ApplicationStatus from, ApplicationStatus to) {
   return false;
 }
 
+// A provider's tier (REV-3): Enterprise (UPS-backed, suggested for 24/7 machines with a
+// commitment and fast links) or Community. As the wire and the database name them, in
+// the order a field error lists them.
+enum class Tier { kCommunity, kEnterprise };
+inline constexpr EnumNames<Tier, 2> kTierNames{{{
+    {Tier::kCommunity, "community"},
+    {Tier::kEnterprise, "enterprise"},
+}}};
+inline std::string_view Name(Tier t) { return kTierNames.Name(t); }
+
+// What an entry of an application's history records: its creation, an edit, the
+// applicant's reply to a request for information, a submission (the first, or one after
+// needs_info) or a reviewer's decision (approve, reject, request_info: applications.h
+// Decision).
+enum class ApplicationAction {
+  kCreated,
+  kUpdated,
+  kReply,
+  kSubmitted,
+  kResubmitted,
+  kApprove,
+  kReject,
+  kRequestInfo,
+};
+inline constexpr EnumNames<ApplicationAction, 8> kApplicationActionNames{{{
+    {ApplicationAction::kCreated, "created"},
+    {ApplicationAction::kUpdated, "updated"},
+    {ApplicationAction::kReply, "reply"},
+    {ApplicationAction::kSubmitted, "submitted"},
+    {ApplicationAction::kResubmitted, "resubmitted"},
+    {ApplicationAction::kApprove, "approve"},
+    {ApplicationAction::kReject, "reject"},
+    {ApplicationAction::kRequestInfo, "request_info"},
+}}};
+inline std::string_view Name(ApplicationAction a) { return kApplicationActionNames.Name(a); }
+
 struct Availability {
   bool always = true;    // {"kind": "always"}: 24/7
   std::string timezone;  // IANA name, for schedules
@@ -161,7 +197,7 @@ ApplicationBody Normalize(ApplicationBody body);
 Availability NormalizeAvailability(Availability a);
 
 struct TierSuggestion {
-  std::string tier;                  // "enterprise" or "community"
+  Tier tier = Tier::kCommunity;
   std::vector<std::string> reasons;  // what keeps it from enterprise (empty for enterprise)
 };
 // REV-3: Enterprise needs UPS; suggested also 24/7 availability on every entry, a

@@ -165,13 +165,13 @@ TEST(Application, SuggestsTierFromInfrastructure) {
   ApplicationBody app = Valid();
   // The second entry has a schedule and 0.5 Gbps up: community, with reasons.
   TierSuggestion s = SuggestTier(app);
-  EXPECT_EQ(s.tier, "community");
+  EXPECT_EQ(s.tier, Tier::kCommunity);
   EXPECT_EQ(s.reasons.size(), 2u);
   app.gpus.pop_back();
-  EXPECT_EQ(SuggestTier(app).tier, "enterprise");
+  EXPECT_EQ(SuggestTier(app).tier, Tier::kEnterprise);
   EXPECT_TRUE(SuggestTier(app).reasons.empty());
   app.infrastructure.ups = false;
-  EXPECT_EQ(SuggestTier(app).tier, "community");
+  EXPECT_EQ(SuggestTier(app).tier, Tier::kCommunity);
   EXPECT_EQ(SuggestTier(ApplicationBody{}).reasons.size(), 4u);
 }
 

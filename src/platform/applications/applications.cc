@@ -43,13 +43,13 @@ ModelExists ModelCheck(store::Tx& tx, Status* error) {
 }
 
 Status AddEvent(ApplicationsStore& s, const std::string& app_id, const std::string& actor,
-                std::string_view action, std::optional<ApplicationStatus> from,
+                ApplicationAction action, std::optional<ApplicationStatus> from,
                 ApplicationStatus to, const std::optional<std::string>& message,
-                const std::optional<std::string>& tier, Timestamp at,
+                std::optional<Tier> tier, Timestamp at,
                 std::optional<BodyDiff> changes = std::nullopt,
-                std::optional<std::string> overridden_suggestion = std::nullopt) {
-  return s.InsertEvent({NewId("ape"), app_id, at, actor, std::string(action), from, to, message,
-                        tier, std::move(changes), std::move(overridden_suggestion)});
+                std::optional<Tier> overridden_suggestion = std::nullopt) {
+  return s.InsertEvent({NewId("ape"), app_id, at, actor, action, from, to, message, tier,
+                        std::move(changes), overridden_suggestion});
 }
 
 std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
@@ -131,9 +131,9 @@ Status AddHistory(store::Tx& tx, Application& a) {
       it = names.emplace(e.actor_user_id, user.ok() ? std::optional(user->name) : std::nullopt)
                .first;
     }
-    history.push_back({e.at, std::move(e.actor_user_id), it->second, std::move(e.action),
-                       e.from_status, e.to_status, std::move(e.message), std::move(e.tier),
-                       std::move(e.changes), std::move(e.overridden_suggestion)});
+    history.push_back({e.at, std::move(e.actor_user_id), it->second, e.action, e.from_status,
+                       e.to_status, std::move(e.message), e.tier, std::move(e.changes),
+                       e.overridden_suggestion});
   }
   a.history = std::move(history);
   return Status::Ok();
@@ -167,15 +167,17 @@ Status DoSubmit(store::Tx& tx, const ApplicationsOptions& o, const accounts::Pri
   a.submitted_at = now;
   if (!a.first_submitted_at) a.first_submitted_at = now;
   a.updated_at = now;
-  GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, resubmit ? "resubmitted" : "submitted", from,
-                                  ApplicationStatus::kSubmitted, std::nullopt, std::nullopt, now));
+  GPUNEX_RETURN_IF_ERROR(
+      AddEvent(s, a.id, p.user.id,
+               resubmit ? ApplicationAction::kResubmitted : ApplicationAction::kSubmitted, from,
+               ApplicationStatus::kSubmitted, std::nullopt, std::nullopt, now));
   const std::string text = resubmit ? "Your updated application was received and is back in review."
                                     : "Your application was received and is in review.";
   const size_t entries = a.body.gpus.size();
   const std::string body = Greeting(a) + text + "\n\nApplication: " + a.id +
                            "\nGPUs: " + std::to_string(TotalGpus(a.body)) + " in " +
                            std::to_string(entries) + " entr" + (entries == 1 ? "y" : "ies") +
-                           "\nSuggested tier: " + a.suggested_tier +
+                           "\nSuggested tier: " + std::string(Name(a.suggested_tier)) +
                            "\n\nWe aim to decide within " + std::to_string(o.target_business_days) +
                            " business days. You can follow it at " + o.public_url +
                            "/#/applications/" + a.id + "\n\n-- gpunex\n";
@@ -190,27 +192,29 @@ Status DoSubmit(store::Tx& tx, const ApplicationsOptions& o, const accounts::Pri
 
 FieldErrors ValidateDecision(const DecisionRequest& req) {
   FieldErrors errors;
-  const std::string& d = req.decision;
-  if (Blank(d)) {
+  const bool blank = Blank(req.decision);
+  const std::optional<Decision> d = kDecisionNames.Parse(req.decision);
+  if (blank) {
     errors.emplace("decision", "is required");
-  } else if (d != "approve" && d != "reject" && d != "request_info") {
-    errors.emplace("decision", "must be \"approve\", \"reject\" or \"request_info\"");
+  } else if (!d) {
+    errors.emplace("decision", "must be " + kDecisionNames.Listed());
   }
-  if (req.tier && *req.tier != "community" && *req.tier != "enterprise") {
-    errors.emplace("tier", "must be \"community\" or \"enterprise\"");
+  if (req.tier && !kTierNames.Parse(*req.tier)) {
+    errors.emplace("tier", "must be " + kTierNames.Listed());
   }
-  if (d == "approve" && !req.tier) errors.emplace("tier", "is required to approve");
-  if (!Blank(d) && d != "approve" && req.tier)
+  if (d == Decision::kApprove && !req.tier) errors.emplace("tier", "is required to approve");
+  if (!blank && d != Decision::kApprove && req.tier)
     errors.emplace("tier", "is only used when approving");
-  if ((d == "reject" || d == "request_info") && (!req.message || Blank(*req.message))) {
-    errors.emplace("message", d == "reject" ? "must give the reason for the rejection"
-                                            : "must say what information is needed");
+  if ((d == Decision::kReject || d == Decision::kRequestInfo) &&
+      (!req.message || Blank(*req.message))) {
+    errors.emplace("message", d == Decision::kReject ? "must give the reason for the rejection"
+                                                     : "must say what information is needed");
   }
   if (req.message && req.message->size() > Applications::kMaxMessage) {
     errors.emplace("message",
                    "must be at most " + std::to_string(Applications::kMaxMessage) + " characters");
   }
-  if (req.override_suggestion && !Blank(d) && d != "approve") {
+  if (req.override_suggestion && !blank && d != Decision::kApprove) {
     errors.emplace("override_suggestion", "is only used when approving");
   }
   return errors;
@@ -244,7 +248,7 @@ StatusOr<Application> Applications::Create(const accounts::Principal& p,
     a.suggested_tier = SuggestTier(a.body).tier;
     a.created_at = a.updated_at = now;
     GPUNEX_RETURN_IF_ERROR(s.Insert(a));
-    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, "created", std::nullopt,
+    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, ApplicationAction::kCreated, std::nullopt,
                                     ApplicationStatus::kDraft, std::nullopt, std::nullopt, now));
     if (req.submit) GPUNEX_RETURN_IF_ERROR(DoSubmit(tx, options_, p, a, now));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
@@ -292,8 +296,8 @@ StatusOr<Application> Applications::Update(const accounts::Principal& p, const s
     a.suggested_tier = SuggestTier(a.body).tier;
     a.updated_at = now;
     GPUNEX_RETURN_IF_ERROR(s.UpdateBody(a.id, a.body, a.suggested_tier, now));
-    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, "updated", a.status, a.status, std::nullopt,
-                                    std::nullopt, now, std::move(changes)));
+    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, ApplicationAction::kUpdated, a.status,
+                                    a.status, std::nullopt, std::nullopt, now, std::move(changes)));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
     return Status::Ok();
   }));
@@ -322,8 +326,8 @@ StatusOr<Application> Applications::Submit(const accounts::Principal& p, const s
     // Before the resubmission, so that the history reads reply, then resubmitted (events
     // of one instant are in id order, and ids count up).
     if (!reply.empty()) {
-      GPUNEX_RETURN_IF_ERROR(
-          AddEvent(s, a.id, p.user.id, "reply", a.status, a.status, reply, std::nullopt, now));
+      GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, ApplicationAction::kReply, a.status,
+                                      a.status, reply, std::nullopt, now));
     }
     GPUNEX_RETURN_IF_ERROR(DoSubmit(tx, options_, p, a, now));
     GPUNEX_ASSIGN_OR_RETURN(out, WithHistory(tx, a, options_, now));
@@ -391,8 +395,9 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
   // A blank optional message on approval is no message.
   std::optional<std::string> message = req.message;
   if (message && Blank(*message)) message.reset();
-  const std::string& decision = req.decision;
-  const std::optional<std::string>& tier = req.tier;
+  // Both are names of their tables: ValidateDecision checked.
+  const Decision decision = *kDecisionNames.Parse(req.decision);
+  const std::optional<Tier> tier = req.tier ? kTierNames.Parse(*req.tier) : std::nullopt;
 
   Application out;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
@@ -404,35 +409,35 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
     }
     if (a.user_id == p.user.id)
       return PermissionDenied("reviewers cannot decide on their own application");
-    if (decision == "approve" && tier == "enterprise" &&
+    if (decision == Decision::kApprove && tier == Tier::kEnterprise &&
         !a.body.infrastructure.ups.value_or(false)) {
       return FieldError("tier", "Enterprise requires a UPS; approve as community instead");
     }
     // Enterprise against a Community suggestion is the reviewer's explicit call; Community
     // against an Enterprise suggestion (the safer tier) needs no confirmation. Either is
     // recorded as an override.
-    std::optional<std::string> overridden;
-    if (decision == "approve" && *tier != a.suggested_tier) overridden = a.suggested_tier;
-    if (overridden && *tier == "enterprise" && !req.override_suggestion) {
+    std::optional<Tier> overridden;
+    if (decision == Decision::kApprove && *tier != a.suggested_tier) overridden = a.suggested_tier;
+    if (overridden && *tier == Tier::kEnterprise && !req.override_suggestion) {
       return FieldError("tier", "differs from the suggested tier, community (" +
                                     Join(SuggestTier(a.body).reasons, "; ") +
                                     "); to approve as enterprise anyway, set override_suggestion");
     }
     const Timestamp now = options_.clock->Now();
     const ApplicationStatus from = a.status;
-    const ApplicationStatus to = decision == "approve"  ? ApplicationStatus::kApproved
-                                 : decision == "reject" ? ApplicationStatus::kRejected
-                                                        : ApplicationStatus::kNeedsInfo;
+    const ApplicationStatus to = decision == Decision::kApprove  ? ApplicationStatus::kApproved
+                                 : decision == Decision::kReject ? ApplicationStatus::kRejected
+                                                                 : ApplicationStatus::kNeedsInfo;
     GPUNEX_INVARIANT(ApplicationMayGo(from, to), "a decision is taken on a submitted application");
     const bool final = to != ApplicationStatus::kNeedsInfo;
     GPUNEX_RETURN_IF_ERROR(s.MarkDecided(a.id, to, tier, now, final, p.user.id));
-    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, decision, from, to, message, tier, now,
-                                    std::nullopt, overridden));
+    GPUNEX_RETURN_IF_ERROR(AddEvent(s, a.id, p.user.id, ActionOf(decision), from, to, message, tier,
+                                    now, std::nullopt, overridden));
     accounts::AuditDetail detail;
-    if (tier) detail["tier"] = *tier;
-    if (overridden) detail["overridden_suggestion"] = *overridden;
-    GPUNEX_RETURN_IF_ERROR(
-        accounts::Audit(tx, now, p.user.id, "application." + decision, a.id, p.ip, detail));
+    if (tier) detail["tier"] = Name(*tier);
+    if (overridden) detail["overridden_suggestion"] = Name(*overridden);
+    GPUNEX_RETURN_IF_ERROR(accounts::Audit(
+        tx, now, p.user.id, "application." + std::string(Name(decision)), a.id, p.ip, detail));
     a.status = to;
     a.tier = tier;
     a.updated_at = now;
@@ -443,11 +448,12 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
     const std::string link = options_.public_url + "/#/applications/" + a.id;
     const std::string reviewer_note = message ? "\n\nMessage from the reviewer:\n" + *message : "";
     if (to == ApplicationStatus::kApproved) {
-      GPUNEX_RETURN_IF_ERROR(providers::UpsertProvider(tx, now, a.user_id, *tier, a.id, p.user.id));
+      GPUNEX_RETURN_IF_ERROR(
+          providers::UpsertProvider(tx, now, a.user_id, std::string(Name(*tier)), a.id, p.user.id));
       GPUNEX_ASSIGN_OR_RETURN(providers::NewAgentToken token,
                               providers::IssueAgentToken(tx, now, a.user_id, "first agent"));
-      const std::string tier_name = *tier == "enterprise" ? "Enterprise" : "Community";
-      const std::string a_tier = (*tier == "enterprise" ? "an " : "a ") + tier_name;
+      const std::string tier_name = *tier == Tier::kEnterprise ? "Enterprise" : "Community";
+      const std::string a_tier = (*tier == Tier::kEnterprise ? "an " : "a ") + tier_name;
       const std::string body =
           Greeting(a) + "Your provider application " + a.id + " is approved as " + a_tier +
           " provider." + reviewer_note +

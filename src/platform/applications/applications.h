@@ -29,9 +29,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/business_days.h"
+#include "common/enum_names.h"
 #include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
@@ -46,15 +48,14 @@ struct ApplicationEvent {
   Timestamp at;
   std::string actor_id;
   std::optional<std::string> actor_name;  // none when the account no longer exists or is disabled
-  // created | updated | reply | submitted | resubmitted | approve | reject | request_info
-  std::string action;
+  ApplicationAction action = ApplicationAction::kCreated;
   std::optional<ApplicationStatus> from_status;  // none for created ("" on the wire)
   ApplicationStatus to_status = ApplicationStatus::kDraft;
   std::optional<std::string> message;  // the reviewer's, on decisions; the applicant's reply
-  std::optional<std::string> tier;     // on approval
+  std::optional<Tier> tier;            // on approval
   std::optional<BodyDiff> changes;     // on updated (none on edits saved before version 16)
   // On an approval against the suggested tier: the tier that was suggested.
-  std::optional<std::string> overridden_suggestion;
+  std::optional<Tier> overridden_suggestion;
 };
 
 struct Application {
@@ -62,9 +63,9 @@ struct Application {
   std::string user_id;
   ApplicationStatus status = ApplicationStatus::kDraft;
   ApplicationBody body;
-  std::string suggested_tier;                       // as suggested when the body was last saved
+  Tier suggested_tier = Tier::kCommunity;           // as suggested when the body was last saved
   std::vector<std::string> suggested_tier_reasons;  // SuggestTier(body).reasons
-  std::optional<std::string> tier;                  // "community" | "enterprise", once approved
+  std::optional<Tier> tier;                         // once approved
   Timestamp created_at;
   Timestamp updated_at;
   std::optional<Timestamp> submitted_at;    // the first submission, kept on resubmission
@@ -112,9 +113,32 @@ struct SubmitRequest {
   std::optional<std::string> reply;
 };
 
+// A reviewer's decision on a submitted application: approve (with a tier), reject, or ask
+// for more information (needs_info). Each is the history's action of the same name.
+enum class Decision { kApprove, kReject, kRequestInfo };
+inline constexpr EnumNames<Decision, 3> kDecisionNames{{{
+    {Decision::kApprove, "approve"},
+    {Decision::kReject, "reject"},
+    {Decision::kRequestInfo, "request_info"},
+}}};
+inline std::string_view Name(Decision d) { return kDecisionNames.Name(d); }
+constexpr ApplicationAction ActionOf(Decision d) {
+  switch (d) {
+    case Decision::kApprove:
+      return ApplicationAction::kApprove;
+    case Decision::kReject:
+      return ApplicationAction::kReject;
+    case Decision::kRequestInfo:
+      return ApplicationAction::kRequestInfo;
+  }
+  return ApplicationAction::kApprove;
+}
+
+// A decision as the wire gives it: its values are names of kDecisionNames and kTierNames,
+// which ValidateDecision checks (so that one answer names every bad field).
 struct DecisionRequest {
-  std::string decision;             // "approve" | "reject" | "request_info"
-  std::optional<std::string> tier;  // "community" | "enterprise"; required to approve, else absent
+  std::string decision;                // a name of kDecisionNames
+  std::optional<std::string> tier;     // a name of kTierNames; required to approve, else absent
   std::optional<std::string> message;  // required to reject or request information
   // Approve Enterprise although Community is suggested (only with "approve").
   bool override_suggestion = false;

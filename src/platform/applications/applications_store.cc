@@ -78,6 +78,15 @@ using store::SqlLiteral;
 
 store::Value StatusValue(ApplicationStatus s) { return std::string(Name(s)); }
 
+store::Value OptValue(std::optional<Tier> t) {
+  return t ? store::Value(std::string(Name(*t))) : store::Value(nullptr);
+}
+
+std::optional<Tier> OptTier(const store::Cell& c) {
+  if (c.IsNull()) return std::nullopt;
+  return kTierNames.ParseStored(c.Str());
+}
+
 store::Value OptValue(const std::optional<std::string>& s) {
   return s ? store::Value(*s) : store::Value(nullptr);
 }
@@ -376,8 +385,9 @@ const store::RowMapper<StoredApplication>& ApplicationRows() {
          a.row.status = kApplicationStatusNames.ParseStored(c.Str());
        }},
       {"body", &A::body},
-      {"suggested_tier", [](A& a, const store::Cell& c) { a.row.suggested_tier = c.Str(); }},
-      {"tier", [](A& a, const store::Cell& c) { a.row.tier = c.OptStr(); }},
+      {"suggested_tier",
+       [](A& a, const store::Cell& c) { a.row.suggested_tier = kTierNames.ParseStored(c.Str()); }},
+      {"tier", [](A& a, const store::Cell& c) { a.row.tier = OptTier(c); }},
       {"created_at", [](A& a, const store::Cell& c) { a.row.created_at = c.Time(); }},
       {"updated_at", [](A& a, const store::Cell& c) { a.row.updated_at = c.Time(); }},
       {"first_submitted_at",
@@ -402,7 +412,8 @@ const store::RowMapper<ApplicationEventRow>& EventRows() {
       {"application_id", &E::application_id},
       {"at", &E::at},
       {"actor_user_id", &E::actor_user_id},
-      {"action", &E::action},
+      {"action",
+       [](E& e, const store::Cell& c) { e.action = kApplicationActionNames.ParseStored(c.Str()); }},
       {"from_status",
        [](E& e, const store::Cell& c) {
          // "" for created.
@@ -413,9 +424,10 @@ const store::RowMapper<ApplicationEventRow>& EventRows() {
          e.to_status = kApplicationStatusNames.ParseStored(c.Str());
        }},
       {"message", &E::message},
-      {"tier", &E::tier},
+      {"tier", [](E& e, const store::Cell& c) { e.tier = OptTier(c); }},
       {"changes", [](E& e, const store::Cell& c) { e.changes = DecodeChanges(c.OptStr()); }},
-      {"overridden_suggestion", &E::overridden_suggestion},
+      {"overridden_suggestion",
+       [](E& e, const store::Cell& c) { e.overridden_suggestion = OptTier(c); }},
   });
   return *m;
 }
@@ -518,20 +530,22 @@ Status ApplicationsStore::Insert(const ApplicationRow& a) {
   return tx_
       .Exec("INSERT INTO provider_applications (" + ApplicationRows().Names() +
                 ", search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {a.id, a.user_id, StatusValue(a.status), EncodeBody(a.body), a.suggested_tier,
-             OptValue(a.tier), ToUnixMicros(a.created_at), ToUnixMicros(a.updated_at),
-             OptTimeValue(a.first_submitted_at), OptTimeValue(a.submitted_at),
-             OptTimeValue(a.decided_at), OptValue(a.decided_by), SearchText(a.id, a.body)})
+            {a.id, a.user_id, StatusValue(a.status), EncodeBody(a.body),
+             std::string(Name(a.suggested_tier)), OptValue(a.tier), ToUnixMicros(a.created_at),
+             ToUnixMicros(a.updated_at), OptTimeValue(a.first_submitted_at),
+             OptTimeValue(a.submitted_at), OptTimeValue(a.decided_at), OptValue(a.decided_by),
+             SearchText(a.id, a.body)})
       .status();
 }
 
 Status ApplicationsStore::UpdateBody(const std::string& id, const ApplicationBody& body,
-                                     const std::string& suggested_tier, Timestamp at) {
+                                     Tier suggested_tier, Timestamp at) {
   return tx_
       .Exec(
           "UPDATE provider_applications SET body = ?, suggested_tier = ?, updated_at = ?, "
           "search_text = ? WHERE id = ?",
-          {EncodeBody(body), suggested_tier, ToUnixMicros(at), SearchText(id, body), id})
+          {EncodeBody(body), std::string(Name(suggested_tier)), ToUnixMicros(at),
+           SearchText(id, body), id})
       .status();
 }
 
@@ -547,8 +561,8 @@ Status ApplicationsStore::MarkSubmitted(const std::string& id, Timestamp at) {
 }
 
 Status ApplicationsStore::MarkDecided(const std::string& id, ApplicationStatus status,
-                                      const std::optional<std::string>& tier, Timestamp at,
-                                      bool decided, const std::string& decided_by) {
+                                      std::optional<Tier> tier, Timestamp at, bool decided,
+                                      const std::string& decided_by) {
   const int64_t t = ToUnixMicros(at);
   return tx_
       .Exec(
@@ -562,13 +576,14 @@ Status ApplicationsStore::MarkDecided(const std::string& id, ApplicationStatus s
 
 Status ApplicationsStore::InsertEvent(const ApplicationEventRow& e) {
   return tx_
-      .Exec(std::string("INSERT INTO application_events (") + EventRows().Names() +
-                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, e.action,
-             e.from_status ? StatusValue(*e.from_status) : store::Value(std::string()),
-             StatusValue(e.to_status), OptValue(e.message), OptValue(e.tier),
-             e.changes ? store::Value(EncodeChanges(*e.changes)) : store::Value(nullptr),
-             OptValue(e.overridden_suggestion)})
+      .Exec(
+          std::string("INSERT INTO application_events (") + EventRows().Names() +
+              ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {e.id, e.application_id, ToUnixMicros(e.at), e.actor_user_id, std::string(Name(e.action)),
+           e.from_status ? StatusValue(*e.from_status) : store::Value(std::string()),
+           StatusValue(e.to_status), OptValue(e.message), OptValue(e.tier),
+           e.changes ? store::Value(EncodeChanges(*e.changes)) : store::Value(nullptr),
+           OptValue(e.overridden_suggestion)})
       .status();
 }
 

@@ -32,8 +32,8 @@ struct ApplicationRow {
   std::string user_id;
   ApplicationStatus status = ApplicationStatus::kDraft;
   ApplicationBody body;
-  std::string suggested_tier;
-  std::optional<std::string> tier;  // set on approval
+  Tier suggested_tier = Tier::kCommunity;
+  std::optional<Tier> tier;  // set on approval
   Timestamp created_at;
   Timestamp updated_at;
   std::optional<Timestamp> first_submitted_at;
@@ -47,14 +47,13 @@ struct ApplicationEventRow {
   std::string application_id;
   Timestamp at;
   std::string actor_user_id;
-  // created | updated | reply | submitted | resubmitted | approve | reject | request_info
-  std::string action;
+  ApplicationAction action = ApplicationAction::kCreated;
   std::optional<ApplicationStatus> from_status;  // none for created (stored as "")
   ApplicationStatus to_status = ApplicationStatus::kDraft;
   std::optional<std::string> message;
-  std::optional<std::string> tier;
-  std::optional<BodyDiff> changes;                   // on updated (version 16 on)
-  std::optional<std::string> overridden_suggestion;  // on approve against the suggested tier
+  std::optional<Tier> tier;
+  std::optional<BodyDiff> changes;            // on updated (version 16 on)
+  std::optional<Tier> overridden_suggestion;  // on approve against the suggested tier
 };
 
 // A row whose stored body could not be read, and why.
@@ -102,15 +101,14 @@ class ApplicationsStore {
   StatusOr<std::optional<OpenApplication>> FindOpen(const std::string& user_id);
 
   Status Insert(const ApplicationRow& row);
-  Status UpdateBody(const std::string& id, const ApplicationBody& body,
-                    const std::string& suggested_tier, Timestamp at);
+  Status UpdateBody(const std::string& id, const ApplicationBody& body, Tier suggested_tier,
+                    Timestamp at);
   // status = submitted, submitted_at = at (and first_submitted_at when it was never set).
   Status MarkSubmitted(const std::string& id, Timestamp at);
   // A decision: the new status and tier; `decided` (approve, reject) also sets decided_at
   // and decided_by.
-  Status MarkDecided(const std::string& id, ApplicationStatus status,
-                     const std::optional<std::string>& tier, Timestamp at, bool decided,
-                     const std::string& decided_by);
+  Status MarkDecided(const std::string& id, ApplicationStatus status, std::optional<Tier> tier,
+                     Timestamp at, bool decided, const std::string& decided_by);
 
   Status InsertEvent(const ApplicationEventRow& e);
   // Oldest first (at, id).

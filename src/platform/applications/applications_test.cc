@@ -134,7 +134,7 @@ class ApplicationsTest : public testing::PlatformTest {
   std::vector<std::string> Actions(const Application& a) {
     std::vector<std::string> out;
     for (const ApplicationEvent& e : a.history.value_or(std::vector<ApplicationEvent>{}))
-      out.push_back(e.action);
+      out.push_back(std::string(Name(e.action)));
     return out;
   }
 
@@ -334,7 +334,7 @@ TEST_P(ApplicationsTest, SubmitNamesWhatIsMissingThenSubmits) {
   EXPECT_EQ(s->updated_at, clock_.Now());
   EXPECT_EQ(s->age_business_days, 0);
   EXPECT_EQ(s->body.contact.email, "ada.ops@example.net");
-  EXPECT_EQ(s->suggested_tier, "community");
+  EXPECT_EQ(s->suggested_tier, Tier::kCommunity);
   EXPECT_EQ(s->total_gpus, 10);
   EXPECT_TRUE(s->has_unlisted_models);
   EXPECT_EQ(Actions(*s), (std::vector<std::string>{"created", "updated", "submitted"}));
@@ -386,7 +386,7 @@ TEST_P(ApplicationsTest, RequestInfoThenResubmit) {
   EXPECT_FALSE(asked->decided_at);
   EXPECT_FALSE(asked->tier);
   const ApplicationEvent& e = asked->history->back();
-  EXPECT_EQ(e.action, "request_info");
+  EXPECT_EQ(e.action, ApplicationAction::kRequestInfo);
   EXPECT_EQ(e.actor_id, admin_.user.id);
   EXPECT_EQ(e.actor_name, "Rita Reviewer");
   EXPECT_EQ(e.from_status, ApplicationStatus::kSubmitted);
@@ -423,10 +423,10 @@ TEST_P(ApplicationsTest, ApproveCreatesProviderRoleTokenNotificationAndEmail) {
   auto r = apps_->Decide(admin_, a.id, {"approve", "enterprise", "  ", true});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, ApplicationStatus::kApproved);
-  EXPECT_EQ(r->tier, "enterprise");
+  EXPECT_EQ(r->tier, Tier::kEnterprise);
   EXPECT_EQ(r->decided_at, clock_.Now());
-  EXPECT_EQ(r->history->back().action, "approve");
-  EXPECT_EQ(r->history->back().tier, "enterprise");
+  EXPECT_EQ(r->history->back().action, ApplicationAction::kApprove);
+  EXPECT_EQ(r->history->back().tier, Tier::kEnterprise);
   EXPECT_FALSE(r->history->back().message) << "a blank message on approval is none";
 
   EXPECT_EQ(Number("SELECT COUNT(*) FROM providers WHERE user_id = ? AND tier = 'enterprise' "
@@ -652,7 +652,7 @@ TEST_P(ApplicationsTest, AnEditRecordsWhichFieldsChanged) {
   auto r = apps_->Update(u, a->id, edited);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ApplicationEvent& e = r->history->back();
-  EXPECT_EQ(e.action, "updated");
+  EXPECT_EQ(e.action, ApplicationAction::kUpdated);
   ASSERT_TRUE(e.changes);
   EXPECT_EQ(e.changes->omitted, 0u);
   EXPECT_EQ(
@@ -717,7 +717,7 @@ TEST(DiffBodies, IsBoundedAndCutsAtACharacterBoundary) {
 
 TEST_P(ApplicationsTest, EnterpriseAgainstTheSuggestionNeedsAnOverride) {
   Application a = Submitted();  // suggested: community (not 24/7 everywhere), with a UPS
-  ASSERT_EQ(a.suggested_tier, "community");
+  ASSERT_EQ(a.suggested_tier, Tier::kCommunity);
   auto plain = apps_->Decide(admin_, a.id, {"approve", "enterprise", std::nullopt});
   ASSERT_FALSE(plain.ok());
   EXPECT_EQ(plain.status().code(), StatusCode::kValidationFailed);
@@ -732,9 +732,9 @@ TEST_P(ApplicationsTest, EnterpriseAgainstTheSuggestionNeedsAnOverride) {
 
   auto r = apps_->Decide(admin_, a.id, {"approve", "enterprise", std::nullopt, true});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->tier, "enterprise");
+  EXPECT_EQ(r->tier, Tier::kEnterprise);
   EXPECT_EQ(r->decided_by, admin_.user.id);
-  EXPECT_EQ(r->history->back().overridden_suggestion, "community");
+  EXPECT_EQ(r->history->back().overridden_suggestion, Tier::kCommunity);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM audit_events WHERE action = 'application.approve' AND "
                    "subject = ? AND detail LIKE '%overridden_suggestion%'",
                    {a.id}),
@@ -746,10 +746,10 @@ TEST_P(ApplicationsTest, EnterpriseAgainstTheSuggestionNeedsAnOverride) {
   worthy.gpus[1].availability = Availability{};
   auto e = apps_->Create(u, {worthy, true});
   ASSERT_TRUE(e.ok());
-  ASSERT_EQ(e->suggested_tier, "enterprise");
+  ASSERT_EQ(e->suggested_tier, Tier::kEnterprise);
   auto c = apps_->Decide(admin_, e->id, {"approve", "community", std::nullopt});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->history->back().overridden_suggestion, "enterprise");
+  EXPECT_EQ(c->history->back().overridden_suggestion, Tier::kEnterprise);
   // As suggested: no override recorded.
   Application d = Submitted("d@example.net");
   auto as_suggested = apps_->Decide(admin_, d.id, {"approve", "community", std::nullopt});

@@ -70,7 +70,7 @@ class AvailabilityTest : public fleet::testing::FleetTestBase {
                       mine.model = std::move(model);
                       mine.availability = std::move(availability);
                       row.body.gpus = {other, mine};
-                      row.suggested_tier = "community";
+                      row.suggested_tier = applications::Tier::kCommunity;
                       row.created_at = row.updated_at = clock_.Now();
                       return applications::ApplicationsStore(tx).Insert(row);
                     })

@@ -59,7 +59,7 @@ class MarketTest : public fleet::testing::FleetTestBase {
                       e.location = applications::Location{city, country, region};
                       row.body.gpus = {e};
                       row.body.infrastructure.commitment_months = commitment;
-                      row.suggested_tier = "community";
+                      row.suggested_tier = applications::Tier::kCommunity;
                       row.created_at = row.updated_at = clock_.Now();
                       return applications::ApplicationsStore(tx).Insert(row);
                     })

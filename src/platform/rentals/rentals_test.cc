@@ -79,7 +79,7 @@ class RentalsTest : public fleet::testing::FleetTestBase {
                       e.model = kH100;
                       e.location = applications::Location{"Milan", "IT", "eu-south"};
                       row.body.gpus = {e};
-                      row.suggested_tier = "community";
+                      row.suggested_tier = applications::Tier::kCommunity;
                       row.created_at = row.updated_at = clock_.Now();
                       return applications::ApplicationsStore(tx).Insert(row);
                     })
