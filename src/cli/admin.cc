@@ -1,4 +1,4 @@
-// The operator's commands: applications, credits, ledger check, payout-runs
+// The operator's commands: applications, credits, refunds, ledger check, payout-runs
 // (docs/cli.md). Each needs an API key with the admin scope.
 #include <iostream>
 
@@ -103,6 +103,32 @@ void AddAdminCommands(CLI::App& app, Context& ctx) {
                  {{"TRANSFER", "transfer.id"},
                   {"AMOUNT_USDC", "transfer.amount_micro", Show::kMoney},
                   {"BALANCE_USDC", "balance_micro", Show::kMoney}});
+  });
+
+  CLI::App* refunds = Noun(app, "refunds", "refunds of what a rental was charged (admins)");
+  struct Refund {
+    std::string rental_id, amount, reason, idempotency_key;
+  };
+  auto rf = std::make_shared<Refund>();
+  CLI::App* refund = refunds->add_subcommand("add", "give back part or all of a rental's charge");
+  refund->add_option("rental", rf->rental_id, "the rental's id (ended or ending)")->required();
+  refund->add_option("--amount", rf->amount, "USDC, at most charged less refunded")->required();
+  refund->add_option("--reason", rf->reason, "what the customer reads on the statement")
+      ->required();
+  refund->add_option("--idempotency-key", rf->idempotency_key, "makes a retry safe");
+  refund->callback([rf, &ctx] {
+    StatusOr<int64_t> micro = ParseUsdc(rf->amount, "--amount");
+    if (!micro.ok()) throw CliError(kExitUsage, micro.status().message());
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!rf->idempotency_key.empty()) headers.emplace_back("Idempotency-Key", rf->idempotency_key);
+    ctx.PrintOne(
+        ctx.authed().Call(
+            "POST", PathOf("/api/v1/admin/rentals/{}/refund", {rf->rental_id}),
+            json::value(json::object{{"amount_micro", *micro}, {"reason", rf->reason}}), headers),
+        {{"RENTAL", "rental.id"},
+         {"CHARGED_USDC", "rental.charged_micro", Show::kMoney},
+         {"REFUNDED_USDC", "rental.refunded_micro", Show::kMoney},
+         {"TRANSFERS", "transfers", Show::kList}});
   });
 
   CLI::App* ledger = Noun(app, "ledger", "the double-entry ledger (admins)");

@@ -368,6 +368,16 @@ MATRIX = [
          expect=only(["admin"], 200, 403)),
     dict(route=("GET", "/api/v1/admin/users"), path=f"{API}/admin/users?q=example",
          expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/users/{id}"), path=f"{API}/admin/users/{{usr_C}}",
+         expect=only(["admin"], 200, 403)),
+    # An admin's filters of the rentals list: anybody else is told it is an operator's.
+    dict(route=("GET", "/api/v1/rentals"), path=f"{API}/rentals?customer_id={{usr_C}}",
+         expect=only(["admin"], 200, 422), keys={"admin:r": 422, "admin:rw": 422}),
+    # Refunds: the fixture's rentals never ran (charged nothing), so the admin's refund
+    # reaches the amount's check (422) after the stops above; nobody else gets that far.
+    dict(route=("POST", "/api/v1/admin/rentals/{id}/refund"),
+         path=f"{API}/admin/rentals/{{rnt_C1}}/refund",
+         body={"amount_micro": 1, "reason": "matrix"}, expect=only(["admin"], 422, 403)),
     # Jobs: the customer's own (admins read every job, only the customer cancels);
     # submitting needs a balance.
     dict(route=("POST", "/api/v1/jobs"), path=f"{API}/jobs", body=_job_body,
@@ -602,6 +612,8 @@ ACCESS = {
         ("POST", "/api/v1/gpu-models"),
         ("POST", "/api/v1/admin/credits"),
         ("GET", "/api/v1/admin/users"),
+        ("GET", "/api/v1/admin/users/{id}"),
+        ("POST", "/api/v1/admin/rentals/{id}/refund"),
         ("GET", "/api/v1/admin/ledger/check"),
         ("POST", "/api/v1/admin/payout-runs"),
         ("GET", "/api/v1/admin/payout-runs"),

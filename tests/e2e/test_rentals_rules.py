@@ -10,6 +10,11 @@ container is ever started here.
   one GPU make one rental; the other 19 are refused naming the balance.
 - The placement rule: a provider's job is never placed on its own GPUs; it waits, and is
   placed on another provider's GPU once one is offered.
+- An operator's refund (issue 30 item 9): part of an ended rental's charge goes back to the
+  customer as ledger transfers with the reason, on the statement and the rental; more than
+  is left, a bad amount or reason, or a non-admin change nothing; a keyed repeat moves
+  nothing; the ledger's balances still match and sum to zero. An operator reads the
+  customer (roles, balance) and lists their rentals by state.
 
 Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
 """
@@ -18,6 +23,7 @@ import threading
 import time
 import unittest
 
+import payouts_fixture as pf
 from harness import API, ServerTestCase, provider_with_agent_token, wait_until
 from test_agent_channel import L4 as L4_GPU
 from test_agent_channel import FakeAgent
@@ -183,6 +189,87 @@ class RentalsRulesMixin:
         self.assertStatus(r, 201)
         self.assertEqual(r.body["transfer"]["user_id"], uma.id)
         self.assertEqual(uma.c.get(f"{API}/me/balance").body["balance_micro"], 2_500_000)
+
+    def test_an_operator_refunds_part_of_an_ended_rental_and_never_more(self):
+        _, agent, _ = self.machine("Pia", 1)
+        cust = self.srv.user("Rhea Refund")
+        self.credit(cust, 10 * USDC)
+        ended = pf.run_rental(self.admin, cust, agent, 1, 2)
+        charged = ended["charged_micro"]
+        self.assertGreater(charged, 10, ended)
+        url = f"{API}/admin/rentals/{ended['id']}/refund"
+
+        def balance():
+            return cust.c.get(f"{API}/me/balance").body["balance_micro"]
+
+        def transfers():
+            return self.q("SELECT COUNT(*) FROM ledger_transfers")[0][0]
+
+        paid, count = balance(), transfers()
+        self.assertEqual(paid, 10 * USDC - charged)
+        # Refused by name, and nothing moves.
+        for body, field in (({"amount_micro": charged + 1, "reason": "too much"}, "amount_micro"),
+                            ({"amount_micro": 0, "reason": "nothing"}, "amount_micro"),
+                            ({"amount_micro": 1, "reason": ""}, "reason"),
+                            ({"amount_micro": 1, "reason": "x" * 201}, "reason"),
+                            ({"amount_micro": 1}, "reason"),
+                            ({"amount_micro": 1, "reason": "x", "to": "me"}, "to")):
+            self.assertError(self.admin.c.post(url, body), 422, fields=[field])
+        self.assertError(cust.c.post(url, {"amount_micro": 1, "reason": "mine"}), 403)
+        self.assertError(self.admin.c.post(f"{API}/admin/rentals/rnt_none/refund",
+                                           {"amount_micro": 1, "reason": "x"}), 404)
+        self.assertEqual((balance(), transfers()), (paid, count))
+
+        # Half of it, with a key: the same request again answers the first refund.
+        part = charged // 2
+        key = {"Idempotency-Key": "refund-rhea-1"}
+        body = {"amount_micro": part, "reason": "the image pull was slow"}
+        r = self.admin.c.post(url, body, headers=key)
+        self.assertStatus(r, 201)
+        self.assertEqual(r.body["rental"]["refunded_micro"], part)
+        self.assertEqual(sum(t["amount_micro"] for t in r.body["transfers"]), part, r.body)
+        self.assertEqual({t["from"] for t in r.body["transfers"]},
+                         {"platform", "provider_pending"}, r.body)
+        again = self.admin.c.post(url, body, headers=key)
+        self.assertStatus(again, 201)
+        self.assertEqual(again.body, r.body)
+        self.assertEqual((balance(), transfers()), (paid + part, count + 2))
+        # The customer sees it on the rental and the statement, with the reason.
+        self.assertEqual(cust.c.get(f"{RENTALS}/{ended['id']}").body["refunded_micro"], part)
+        lines = [e for e in cust.c.get(f"{API}/me/statement").body["items"]
+                 if e["kind"] in ("refund_fee", "refund_provider")]
+        self.assertEqual(sum(e["amount_micro"] for e in lines), part, lines)
+        self.assertEqual({e["reference"] for e in lines}, {"refund: the image pull was slow"})
+        # More than is left now: refused, nothing moves; the rest is accepted.
+        self.assertError(self.admin.c.post(url, {"amount_micro": charged - part + 1,
+                                                 "reason": "too much"}), 422,
+                         fields=["amount_micro"])
+        self.assertEqual((balance(), transfers()), (paid + part, count + 2))
+        r = self.admin.c.post(url, {"amount_micro": charged - part, "reason": "the rest"})
+        self.assertStatus(r, 201)
+        self.assertEqual(r.body["rental"]["refunded_micro"], charged)
+        self.assertEqual(balance(), 10 * USDC)
+        check = self.admin.c.get(f"{API}/admin/ledger/check")
+        self.assertStatus(check, 200)
+        self.assertTrue(check.body["ok"], check.body)
+        self.assertEqual(check.body["sum_micro"], 0)
+
+        # What the admin pages read: the customer, and their rentals by state.
+        u = self.admin.c.get(f"{API}/admin/users/{cust.id}")
+        self.assertStatus(u, 200)
+        self.assertEqual((u.body["email"], u.body["balance_micro"], u.body["provider"]),
+                         (cust.email, 10 * USDC, None), u.body)
+        self.assertNotIn("admin", u.body["roles"])
+        self.assertError(self.admin.c.get(f"{API}/admin/users/usr_none"), 404)
+        mine = self.admin.c.get(RENTALS, query={"customer_id": cust.id, "state": "ended"})
+        self.assertStatus(mine, 200)
+        self.assertEqual([x["id"] for x in mine.body["items"]], [ended["id"]])
+        running = self.admin.c.get(RENTALS, query={"customer_id": cust.id, "state": "running"})
+        self.assertEqual(running.body["items"], [])
+        self.assertError(cust.c.get(RENTALS, query={"customer_id": cust.id}), 422,
+                         fields=["customer_id"])
+        self.assertError(self.admin.c.get(RENTALS, query={"state": "paused"}), 422,
+                         fields=["state"])
 
     def test_twenty_concurrent_rentals_on_one_hours_balance_make_one(self):
         _, _, offer = self.machine("Pia", 20)

@@ -32,6 +32,20 @@ StatusOr<std::vector<UserSummary>> SearchUsers(store::Tx& tx, std::string_view t
   return out;
 }
 
+StatusOr<std::optional<UserDetail>> FindUserDetail(store::Tx& tx, const std::string& user_id) {
+  AccountsStore store(tx);
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> row, store.FindUser(user_id));
+  if (!row) return std::optional<UserDetail>();
+  UserDetail out;
+  GPUNEX_ASSIGN_OR_RETURN(out.roles, store.RolesOf(user_id));
+  out.summary = UserSummary{.id = std::move(row->id),
+                            .email = std::move(row->email),
+                            .name = std::move(row->name),
+                            .created_at = row->created_at,
+                            .disabled = row->disabled};
+  return std::optional<UserDetail>(std::move(out));
+}
+
 StatusOr<std::optional<std::string>> UserIdByEmail(store::Tx& tx, std::string_view email) {
   GPUNEX_ASSIGN_OR_RETURN(std::optional<UserRow> row,
                           AccountsStore(tx).FindUserByEmail(AsciiLower(email)));

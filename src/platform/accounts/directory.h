@@ -43,6 +43,13 @@ inline constexpr int kMaxUserSearchResults = 50;
 // `limit`.
 StatusOr<std::vector<UserSummary>> SearchUsers(store::Tx& tx, std::string_view text, int limit);
 
+// One user as an operator reads them, with their roles (sorted); none when no such user.
+struct UserDetail {
+  UserSummary summary;
+  std::vector<std::string> roles;
+};
+StatusOr<std::optional<UserDetail>> FindUserDetail(store::Tx& tx, const std::string& user_id);
+
 // The user whose email is `email` (any case); none when nobody has it.
 StatusOr<std::optional<std::string>> UserIdByEmail(store::Tx& tx, std::string_view email);
 

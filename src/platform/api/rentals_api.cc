@@ -1,11 +1,13 @@
 // /api/v1/rentals, /api/v1/providers/me/rentals, /api/v1/me/balance, /api/v1/me/statement,
-// /api/v1/admin/credits and /api/v1/admin/ledger/check (RNT-1..6, LED-1..4).
+// /api/v1/admin/credits, /api/v1/admin/rentals/{id}/refund and /api/v1/admin/ledger/check
+// (RNT-1..6, LED-1..4).
 #include <charconv>
 #include <limits>
 
 #include "platform/access/access.h"
 #include "platform/accounts/directory.h"
 #include "platform/api/api.h"
+#include "platform/providers/providers.h"
 #include "platform/relay/traffic.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
@@ -89,6 +91,11 @@ json::object RentalJson(const ApiContext& ctx, const accounts::Principal& p,
     o["gpu_ids"] = std::move(gpu_ids);
     o["customer"] = rentals::CustomerPseudonym(r.customer_id);
   }
+  // Who they are, for an operator's pages (the customer's and the provider's accounts).
+  if (p.IsAdmin()) {
+    o["customer_id"] = r.customer_id;
+    o["provider_id"] = r.provider_id;
+  }
   return o;
 }
 
@@ -144,11 +151,14 @@ StatusOr<rentals::CreateRentalRequest> DecodeRental(const http::Request& req) {
   return out;
 }
 
-// ?state=: "", "active" or "ended".
+// ?state=: "", "active", or one state of a rental ("ended", "running", ...).
 StatusOr<std::string> StateFilter(const http::Request& req) {
   std::string s = req.Query("state");
-  if (!s.empty() && s != "active" && s != "ended")
-    return FieldError("state", "must be \"active\" or \"ended\"");
+  if (!s.empty() && s != "active" && !rentals::kRentalStateNames.Parse(s)) {
+    return FieldError("state",
+                      "must be \"active\", \"pending\", \"starting\", \"running\", "
+                      "\"ending\" or \"ended\"");
+  }
   return s;
 }
 
@@ -302,9 +312,15 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto state = StateFilter(req);
     if (!state.ok()) return http::ErrorResponse(state.status());
+    // An operator's filters: one customer's rentals, or one provider's.
+    rentals::RentalFilter filter{*state, req.Query("customer_id"), req.Query("provider_id")};
+    if ((!filter.customer_id.empty() || !filter.provider_id.empty()) && !p->IsAdmin()) {
+      return http::ErrorResponse(FieldError(
+          filter.customer_id.empty() ? "provider_id" : "customer_id", "is an operator's filter"));
+    }
     auto page = ParsePageRequest(req, {50, 200});
     if (!page.ok()) return http::ErrorResponse(page.status());
-    auto list = ctx.rentals.List(*p, *state, *page);
+    auto list = ctx.rentals.List(*p, filter, *page);
     if (!list.ok()) return http::ErrorResponse(list.status());
     return http::Response::Json(
         200, PageJson(*list, [&](const rentals::Rental& x) { return RentalJson(ctx, *p, x); }));
@@ -454,6 +470,45 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
                                                     {"at", FormatRfc3339(t.at)}}},
                           {"balance_micro", credited->balance.micros()}});
   });
+  // An operator gives back part or all of what an ended rental was charged.
+  r.Add("POST", "/api/v1/admin/rentals/{id}/refund", kAdmin, [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (!p->IsAdmin())
+      return http::ErrorResponse(PermissionDenied("only operators refund rentals"));
+    auto body = JsonObjectBody(req);
+    if (!body.ok()) return http::ErrorResponse(body.status());
+    FieldErrors errors;
+    JsonReader rd(*body, "", &errors);
+    rd.RejectUnknown({"amount_micro", "reason"});
+    rentals::RefundRequest refund;
+    refund.rental_id = req.Param("id");
+    refund.amount = Usdc::Micros(rd.Int("amount_micro", true, std::numeric_limits<int64_t>::min(),
+                                        std::numeric_limits<int64_t>::max())
+                                     .value_or(1));
+    refund.reason = rd.String("reason", true, 1000).value_or("x");
+    refund.idempotency_key = req.Header("idempotency-key");
+    if (!errors.empty()) return http::ErrorResponse(ValidationFailed(std::move(errors)));
+    auto done = ctx.rentals.Refund(*p, refund);
+    if (!done.ok()) return http::ErrorResponse(done.status());
+    json::array transfers;
+    for (const billing::Transfer& t : done->transfers) {
+      // Where the money came from, in words: the platform, or the provider's earnings.
+      std::string_view from = "platform";
+      if (t.debit_account == billing::ProviderPendingAccount(done->rental.provider_id))
+        from = "provider_pending";
+      if (t.debit_account == billing::ProviderAvailableAccount(done->rental.provider_id))
+        from = "provider_available";
+      transfers.push_back(json::object{{"id", t.id},
+                                       {"kind", t.kind},
+                                       {"from", from},
+                                       {"amount_micro", t.amount.micros()},
+                                       {"reference", t.reference},
+                                       {"at", FormatRfc3339(t.at)}});
+    }
+    return http::Response::Json(201, json::object{{"rental", RentalJson(ctx, *p, done->rental)},
+                                                  {"transfers", std::move(transfers)}});
+  });
   // Finding a user (to credit them, to read their rentals): by part of their email or name.
   r.Add("GET", "/api/v1/admin/users", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
@@ -489,6 +544,42 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     }
     return http::Response::Json(
         200, json::object{{"items", std::move(items)}, {"next_cursor", nullptr}});
+  });
+  // One user as an operator reads them: roles, balance, and whether they provide.
+  r.Add("GET", "/api/v1/admin/users/{id}", kAdmin, [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (!p->IsAdmin()) return http::ErrorResponse(PermissionDenied("only operators read users"));
+    std::optional<accounts::UserDetail> user;
+    Usdc balance;
+    std::optional<providers::Provider> provider;
+    Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(user, accounts::FindUserDetail(tx, req.Param("id")));
+      if (!user) return NotFound("no such user");
+      GPUNEX_ASSIGN_OR_RETURN(balance,
+                              billing::Balance(tx, billing::CustomerAccount(user->summary.id)));
+      GPUNEX_ASSIGN_OR_RETURN(provider, providers::FindProvider(tx, user->summary.id));
+      return Status::Ok();
+    });
+    if (!read.ok()) return http::ErrorResponse(read);
+    const accounts::UserSummary& u = user->summary;
+    json::array roles;
+    for (const auto& role : user->roles) roles.emplace_back(role);
+    json::value prov = nullptr;
+    if (provider) {
+      prov = json::object{{"tier", provider->tier},
+                          {"status", Name(provider->status)},
+                          {"application_id", provider->application_id},
+                          {"approved_at", FormatRfc3339(provider->approved_at)}};
+    }
+    return http::Response::Json(200, json::object{{"id", u.id},
+                                                  {"email", u.email},
+                                                  {"name", u.name},
+                                                  {"created_at", FormatRfc3339(u.created_at)},
+                                                  {"disabled", u.disabled},
+                                                  {"roles", std::move(roles)},
+                                                  {"balance_micro", balance.micros()},
+                                                  {"provider", std::move(prov)}});
   });
   r.Add("GET", "/api/v1/admin/ledger/check", kAdmin, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);

@@ -176,11 +176,12 @@ StatusOr<std::map<std::string, int64_t>> BillingStore::ReleasableUsage(Timestamp
                                                                        Timestamp until) {
   GPUNEX_ASSIGN_OR_RETURN(
       store::Rows rows,
-      tx_.Query("SELECT t.credit_account, SUM(t.amount) AS amount FROM ledger_transfers t "
-                "WHERE t.kind = 'usage_provider' AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
-                "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND "
-                "r.kind = 'refund_provider') GROUP BY t.credit_account",
-                {ToUnixMicros(from), ToUnixMicros(until)}));
+      tx_.Query(
+          "SELECT t.credit_account, SUM(t.amount) AS amount FROM ledger_transfers t "
+          "WHERE t.kind = 'usage_provider' AND t.at > ? AND t.at <= ? AND NOT EXISTS ("
+          "SELECT 1 FROM ledger_transfers r WHERE r.rental_id = t.rental_id AND "
+          "r.kind = 'refund_provider' AND r.id = t.rental_id || '_rp') GROUP BY t.credit_account",
+          {ToUnixMicros(from), ToUnixMicros(until)}));
   std::map<std::string, int64_t> out;
   for (const auto& r : rows) out[r["credit_account"].Str()] = r["amount"].Int();
   return out;

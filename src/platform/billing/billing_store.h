@@ -39,7 +39,8 @@ class BillingStore {
   // Σ credits − Σ debits per account, from the transfers.
   StatusOr<std::map<std::string, int64_t>> ComputedBalances();
   StatusOr<int64_t> CountTransfers();
-  // Usage credited to pending accounts in (from, until], less refunded rentals: by account.
+  // Usage credited to pending accounts in (from, until], less the rentals refunded in full
+  // for an early provider fault (their "<rental>_rp" transfer): by account.
   StatusOr<std::map<std::string, int64_t>> ReleasableUsage(Timestamp from, Timestamp until);
   // UsageOfRentals (ledger.h), in chunks of rentals.
   StatusOr<std::vector<RentalUsageSum>> UsageSums(const std::vector<std::string>& rental_ids,

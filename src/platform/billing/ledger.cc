@@ -1,5 +1,7 @@
 #include "platform/billing/ledger.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -172,9 +174,19 @@ StatusOr<int64_t> ReleaseEarnings(store::Tx& tx, Timestamp until, Timestamp now)
   GPUNEX_ASSIGN_OR_RETURN(Timestamp from, s.ReleasedUntil());
   if (until <= from) return int64_t{0};
   GPUNEX_ASSIGN_OR_RETURN(auto usage, s.ReleasableUsage(from, until));
+  // An operator's refund (rentals/: Rentals::Refund) takes from the pending earnings
+  // before their usage is released: a release makes available at most what pending holds
+  // beyond the usage still in its hold, so the refunded part is never released and no
+  // younger usage is released early.
+  GPUNEX_ASSIGN_OR_RETURN(
+      auto younger, s.ReleasableUsage(until, FromUnixMicros(std::numeric_limits<int64_t>::max())));
+  std::vector<std::string> accounts;
+  for (const auto& [account, amount] : usage) accounts.push_back(account);
+  GPUNEX_ASSIGN_OR_RETURN(auto held, Balances(tx, accounts));
   std::vector<Transfer> ts;
   const std::string prefix = Account("provider_pending", "");
-  for (const auto& [account, amount] : usage) {
+  for (auto [account, amount] : usage) {
+    amount = std::min(amount, held[account].micros() - younger[account]);
     if (amount <= 0 || !account.starts_with(prefix)) continue;
     const std::string provider = account.substr(prefix.size());
     Transfer t;

@@ -134,8 +134,10 @@ StatusOr<CheckResult> Check(store::Tx& tx);
 
 // Makes the provider's pending earnings from usage up to `until` available (PAY-1: 24 h
 // after the usage settles): one kEarningsAvailable transfer per provider for its usage in
-// (the previous release, until], less the usage of rentals that were refunded. Returns
-// the number of providers released. Idempotent per (provider, until).
+// (the previous release, until], less the usage of rentals refunded in full for an early
+// provider fault, and at most what the pending account holds beyond the usage after
+// `until` (an operator's refund takes from it before the usage is released). Returns the
+// number of providers released. Idempotent per (provider, until).
 StatusOr<int64_t> ReleaseEarnings(store::Tx& tx, Timestamp until, Timestamp now);
 
 // How far ReleaseEarnings has made usage available (the epoch before the first release):

@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "common/invariant.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "platform/billing/ledger.h"
 #include "platform/billing/metering.h"
@@ -26,6 +27,8 @@ Status Move(Rental& r, RentalState to) {
 }
 
 using billing::Transfer;
+
+__extension__ typedef __int128 Int128;
 
 // How many customers one metering transaction takes.
 constexpr size_t kCustomersPerTx = 200;
@@ -338,12 +341,14 @@ StatusOr<Rental> Rentals::Get(const accounts::Principal& p, const std::string& i
   return std::move(*r);
 }
 
-StatusOr<Page<Rental>> Rentals::List(const accounts::Principal& p, const std::string& state,
+StatusOr<Page<Rental>> Rentals::List(const accounts::Principal& p, const RentalFilter& filter,
                                      const PageRequest& page) {
   Page<Rental> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(out,
-                            RentalsStore(tx).List(p.IsAdmin() ? "" : p.user.id, "", state, page));
+    GPUNEX_ASSIGN_OR_RETURN(
+        out, p.IsAdmin()
+                 ? RentalsStore(tx).List(filter.customer_id, filter.provider_id, filter.state, page)
+                 : RentalsStore(tx).List(p.user.id, "", filter.state, page));
     return Status::Ok();
   }));
   return out;
@@ -388,6 +393,115 @@ StatusOr<Rental> Rentals::Stop(const accounts::Principal& p, const std::string& 
     }
     out = *r;
     return accounts::Audit(tx, now, p.user.id, "rental.stopped", id, p.ip);
+  }));
+  return out;
+}
+
+StatusOr<RefundResult> Rentals::Refund(const accounts::Principal& p, const RefundRequest& req) {
+  if (!p.IsAdmin()) return PermissionDenied("only operators refund rentals");
+  FieldErrors errors;
+  if (req.amount.micros() < 1 || req.amount.micros() > kMaxCostMicro) {
+    errors.emplace("amount_micro",
+                   "must be a positive number of micro-USDC, at most what the "
+                   "rental was charged less what was refunded");
+  }
+  if (req.reason.empty() || req.reason.size() > billing::kMaxReference ||
+      !IsCleanText(req.reason, false)) {
+    errors.emplace("reason", "must be one line of 1 to 200 characters (the customer reads it)");
+  }
+  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  const Timestamp now = options_.clock->Now();
+  // One id for the refund; its transfers add what they take from: _f the commission, _p
+  // the provider's pending earnings, _a its available ones, _x the platform (what the
+  // provider no longer holds).
+  const std::string base =
+      req.idempotency_key.empty() ? NewId("rf") : "rf_" + p.user.id + "_" + req.idempotency_key;
+  RefundResult out;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    out.transfers.clear();
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> r, RentalsStore(tx).Find(req.rental_id));
+    if (!r) return NotFound("no such rental");
+    // A repeat of a refund whose answer was lost: the first one stands.
+    int64_t repeated = 0;
+    for (const char* part : {"_f", "_p", "_a", "_x"}) {
+      GPUNEX_ASSIGN_OR_RETURN(std::optional<Transfer> t, billing::FindTransfer(tx, base + part));
+      if (!t) continue;
+      if (t->rental_id != r->id || t->reference != "refund: " + req.reason)
+        return FieldError("Idempotency-Key", "was used for another refund");
+      repeated += t->amount.micros();
+      out.transfers.push_back(*t);
+    }
+    if (!out.transfers.empty()) {
+      if (repeated != req.amount.micros())
+        return FieldError("Idempotency-Key", "was used for another refund");
+      out.rental = *r;
+      return Status::Ok();
+    }
+    if (!HasEnded(*r)) {
+      return FailedPrecondition(
+          "the rental is still billed: stop it first, then refund what it "
+          "was charged");
+    }
+    const Usdc left = Usdc::Micros(r->charged.micros() - r->refunded.micros());
+    if (req.amount > left) {
+      return FieldError("amount_micro", "must be at most " + std::to_string(left.micros()) +
+                                            " micro-USDC: the rental was charged " +
+                                            Micros(r->charged) + " and refunded " +
+                                            Micros(r->refunded) + " before");
+    }
+    // The commission's share in proportion, counted over all the rental's refunds so that
+    // refunds in parts add up to the fee exactly.
+    auto fee_share = [&](int64_t refunded) {
+      return static_cast<int64_t>(static_cast<Int128>(refunded) * r->fee.micros() /
+                                  r->charged.micros());
+    };
+    const int64_t fee =
+        fee_share(r->refunded.micros() + req.amount.micros()) - fee_share(r->refunded.micros());
+    int64_t provider = req.amount.micros() - fee;
+    const std::string customer = billing::CustomerAccount(r->customer_id);
+    const std::string pending = billing::ProviderPendingAccount(r->provider_id);
+    const std::string available = billing::ProviderAvailableAccount(r->provider_id);
+    GPUNEX_ASSIGN_OR_RETURN(auto held, billing::Balances(tx, {pending, available}));
+    const std::string reference = "refund: " + req.reason;
+    auto add = [&](const char* part, std::string_view kind, const std::string& from,
+                   int64_t micros) {
+      if (micros <= 0) return;
+      out.transfers.push_back({base + part, std::string(kind), from, customer, Usdc::Micros(micros),
+                               r->id, reference, now});
+    };
+    add("_f", billing::kRefundFee, std::string(billing::kPlatformCommission), fee);
+    const int64_t from_pending = std::min(provider, held[pending].micros());
+    add("_p", billing::kRefundProvider, pending, from_pending);
+    provider -= std::max<int64_t>(from_pending, 0);
+    const int64_t from_available = std::min(provider, held[available].micros());
+    add("_a", billing::kRefundProvider, available, from_available);
+    provider -= std::max<int64_t>(from_available, 0);
+    // Paid out already: the platform gives it back (a commission refund in the books).
+    add("_x", billing::kRefundFee, std::string(billing::kPlatformCommission), provider);
+    auto posted = billing::Post(tx, out.transfers);
+    if (!posted.ok()) {
+      if (posted.status().code() == StatusCode::kFailedPrecondition) {
+        return FailedPrecondition(
+            "the platform's commission account does not hold enough for this refund");
+      }
+      return posted.status();
+    }
+    r->refunded = Usdc::Micros(r->refunded.micros() + req.amount.micros());
+    r->updated_at = now;
+    GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(*r));
+    GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r->customer_id));
+    notify::Notice n;
+    n.kind = "rental.refunded";
+    n.title = "Your rental " + r->id + " was refunded " + Micros(req.amount);
+    n.text = "An operator refunded " + Micros(req.amount) + " of what your rental of " +
+             std::to_string(r->gpus) + " GPU(s) was charged: " + req.reason;
+    n.link = "/#/rentals/" + r->id;
+    GPUNEX_RETURN_IF_ERROR(
+        notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
+    out.rental = *r;
+    return accounts::Audit(
+        tx, now, p.user.id, "rental.refunded", r->id, p.ip,
+        {{"amount_micro", std::to_string(req.amount.micros())}, {"refund_id", base}});
   }));
   return out;
 }

@@ -133,6 +133,27 @@ struct BalanceView {
   int64_t running_rentals = 0;
 };
 
+// Which rentals a list holds: state "" (any), "active" (not ended) or a state's name;
+// an admin's customer_id and provider_id ("" any; ignored for other callers).
+struct RentalFilter {
+  std::string state;
+  std::string customer_id, provider_id;
+};
+
+// An operator's refund of (part of) what a rental was charged (docs/billing.md,
+// "Refunds"). `amount` at most what it was charged less what was refunded before; the
+// reason is what the customer reads on their statement.
+struct RefundRequest {
+  std::string rental_id;
+  Usdc amount;
+  std::string reason;
+  std::string idempotency_key;  // "" without one
+};
+struct RefundResult {
+  Rental rental;
+  std::vector<billing::Transfer> transfers;  // what moved, to the customer
+};
+
 class Rentals {
  public:
   // Registers the workload hook on `fleet`. REQUIRES: before the fleet is scheduled.
@@ -156,8 +177,8 @@ class Rentals {
                               const market::Offer& offer, const CreateRentalRequest& req,
                               const std::string& job_id);
   StatusOr<Rental> Get(const accounts::Principal& p, const std::string& id);
-  // The caller's rentals (every rental for admins); state "", "active" or "ended".
-  StatusOr<Page<Rental>> List(const accounts::Principal& p, const std::string& state,
+  // The caller's rentals (every rental for admins, or one customer's or provider's).
+  StatusOr<Page<Rental>> List(const accounts::Principal& p, const RentalFilter& filter,
                               const PageRequest& page);
   // The rentals on the caller's machines.
   StatusOr<Page<Rental>> ProviderRentals(const accounts::Principal& p, const std::string& state,
@@ -165,6 +186,14 @@ class Rentals {
   // The customer stops it (an admin: the platform, "operator"). kFailedPrecondition when
   // it has ended or is ending.
   StatusOr<Rental> Stop(const accounts::Principal& p, const std::string& id);
+  // Admins give back part or all of what an ended (or ending) rental was charged: the
+  // commission's share from the platform, the provider's from its pending earnings, then
+  // its available ones, and what the provider no longer holds (paid out) from the
+  // platform. Field errors name "amount_micro" (at most charged − refunded), "reason"
+  // (one line, 1 to 200 characters) and "Idempotency-Key" (used for another refund);
+  // kFailedPrecondition while the rental is still billed; kNotFound for no rental. With
+  // an idempotency key a repeat returns the first refund and moves nothing.
+  StatusOr<RefundResult> Refund(const accounts::Principal& p, const RefundRequest& req);
   StatusOr<fleet::LogPage> Logs(const accounts::Principal& p, const std::string& id,
                                 const PageRequest& page);
   StatusOr<BalanceView> Balance(const accounts::Principal& p);

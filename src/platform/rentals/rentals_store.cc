@@ -338,7 +338,10 @@ StatusOr<Page<Rental>> RentalsStore::List(const std::string& customer_id,
     q.params.emplace_back(provider_id);
   }
   if (state == "active") conds.push_back("state <> 'ended'");
-  if (state == "ended") conds.push_back("state = 'ended'");
+  if (!state.empty() && state != "active") {
+    conds.push_back("state = ?");
+    q.params.emplace_back(state);
+  }
   for (size_t i = 0; i < conds.size(); ++i) q.where += (i ? " AND " : "") + conds[i];
   q.key = {{"created_at", store::KeyColumn::Type::kInt}, {"id", store::KeyColumn::Type::kText}};
   q.descending = true;

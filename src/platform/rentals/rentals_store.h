@@ -32,7 +32,8 @@ class RentalsStore {
   StatusOr<std::optional<Rental>> Find(const std::string& id);
   StatusOr<std::optional<Rental>> FindByKey(const std::string& customer_id, const std::string& key);
   StatusOr<std::optional<Rental>> FindByWorkload(const std::string& workload_id);
-  // `customer_id` / `provider_id` empty: any. `state`: "" any, "active", "ended".
+  // `customer_id` / `provider_id` empty: any. `state`: "" any, "active" (not ended), or a
+  // state's name.
   StatusOr<Page<Rental>> List(const std::string& customer_id, const std::string& provider_id,
                               const std::string& state, const PageRequest& page);
   // The ids of the provider's rentals, in every state.

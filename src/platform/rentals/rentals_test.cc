@@ -626,8 +626,8 @@ TEST_P(RentalsTest, EachPartySeesOnlyWhatIsTheirs) {
   EXPECT_TRUE(rentals_->Get(As(pia_), r->id).ok());  // on its machine
   EXPECT_EQ(rentals_->Stop(As(pia_), r->id).status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(rentals_->Stop(As(oscar_), r->id).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(rentals_->List(As(oscar_), "", {})->items.size(), 0u);
-  EXPECT_EQ(rentals_->List(As(customer_), "", {})->items.size(), 1u);
+  EXPECT_EQ(rentals_->List(As(oscar_), {}, {})->items.size(), 0u);
+  EXPECT_EQ(rentals_->List(As(customer_), {}, {})->items.size(), 1u);
   EXPECT_EQ(rentals_->ProviderRentals(As(pia_), "", {})->items.size(), 1u);
   EXPECT_EQ(rentals_->ProviderRentals(As(oscar_), "", {})->items.size(), 0u);
   EXPECT_EQ(rentals_->ProviderRentals(As(customer_), "", {}).status().code(),
@@ -701,6 +701,111 @@ TEST_P(RentalsTest, EnterpriseProvidersPayTheirOwnCommission) {
   EXPECT_EQ(x.charged.micros(), 450'000);
   EXPECT_EQ(x.fee.micros(), 67'500);
   EXPECT_EQ(x.provider_part.micros(), 382'500);
+}
+
+// docs/billing.md, "Refunds": an operator gives back part of an ended rental's charge, the
+// commission's share from the platform and the provider's from its pending earnings, then
+// its available ones, then (paid out) the platform; never more than was charged less what
+// was refunded; a keyed repeat moves nothing; a release after it makes available only
+// what the pending account still holds.
+TEST_P(RentalsTest, AnOperatorRefundsAnEndedRentalUpToWhatItWasCharged) {
+  Credit(customer_, 10'000'000);
+  auto r = rentals_->Create(As(customer_), Request());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Run(*r);
+  clock_.Advance(Seconds(3600));
+  Meter();
+  auto refund = [&](int64_t micros, std::string reason, std::string key = "", std::string as = "") {
+    return rentals_->Refund(As(as.empty() ? admin_ : as),
+                            {r->id, Usdc::Micros(micros), std::move(reason), std::move(key)});
+  };
+  EXPECT_EQ(refund(1000, "late start").status().code(), StatusCode::kFailedPrecondition)
+      << "still billed";
+  ASSERT_TRUE(rentals_->Stop(As(customer_), r->id).ok());
+  agent_->Event(r->workload_id, "stopped", 0);
+  const Rental end = Load(r->id);
+  ASSERT_EQ(end.charged.micros(), 450'000);
+  ASSERT_EQ(end.fee.micros(), 90'000);
+  const std::string pending = billing::ProviderPendingAccount(pia_);
+  const std::string available = billing::ProviderAvailableAccount(pia_);
+  const std::string platform(billing::kPlatformCommission);
+  auto balance = [&](const std::string& account) {
+    return Number("SELECT COALESCE(SUM(balance), 0) FROM ledger_accounts WHERE id = ?", {account});
+  };
+  const int64_t paid = 10'000'000 - 450'000;
+  ASSERT_EQ(Balance(customer_), paid);
+
+  // Refused, and nothing moves: not an operator, bad amounts and reasons, too much.
+  EXPECT_EQ(refund(1000, "x", "", customer_).status().code(), StatusCode::kPermissionDenied);
+  for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{450'001}}) {
+    auto st = refund(bad, "late start").status();
+    EXPECT_EQ(st.code(), StatusCode::kValidationFailed) << bad;
+    EXPECT_TRUE(st.fields().contains("amount_micro")) << st.ToString();
+  }
+  for (std::string bad : {std::string(), std::string(201, 'x'), std::string("two\nlines")}) {
+    auto st = refund(1000, bad).status();
+    EXPECT_TRUE(st.fields().contains("reason")) << st.ToString();
+  }
+  EXPECT_EQ(rentals_->Refund(As(admin_), {"rnt_none", Usdc::Micros(1), "x", ""}).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(Balance(customer_), paid);
+  EXPECT_EQ(Load(r->id).refunded.micros(), 0);
+
+  // A part: 20 % of it from the commission, the rest from the pending earnings.
+  auto first = refund(100'000, "the image pull was slow", "k1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->transfers.size(), 2u);
+  EXPECT_EQ(first->transfers[0].kind, billing::kRefundFee);
+  EXPECT_EQ(first->transfers[0].amount.micros(), 20'000);
+  EXPECT_EQ(first->transfers[1].kind, billing::kRefundProvider);
+  EXPECT_EQ(first->transfers[1].debit_account, pending);
+  EXPECT_EQ(first->transfers[1].amount.micros(), 80'000);
+  EXPECT_EQ(first->transfers[1].reference, "refund: the image pull was slow");
+  EXPECT_EQ(first->rental.refunded.micros(), 100'000);
+  EXPECT_EQ(Balance(customer_), paid + 100'000);
+  EXPECT_EQ(balance(pending), 360'000 - 80'000);
+  EXPECT_EQ(balance(platform), 90'000 - 20'000);
+  // The same request again (a lost answer): the first refund, nothing moves.
+  auto again = refund(100'000, "the image pull was slow", "k1");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->transfers.size(), 2u);
+  EXPECT_EQ(Balance(customer_), paid + 100'000);
+  EXPECT_TRUE(refund(5, "another", "k1").status().fields().contains("Idempotency-Key"));
+  EXPECT_TRUE(refund(350'001, "too much").status().fields().contains("amount_micro"));
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'rental.refunded'"), 1);
+  ExpectLedgerOk();
+
+  // The hold ends: the release makes available what pending still holds, not the usage.
+  clock_.Advance(Seconds(25 * 3600));
+  ASSERT_TRUE(rentals_->ReleaseEarnings().ok());
+  EXPECT_EQ(balance(pending), 0);
+  EXPECT_EQ(balance(available), 280'000);
+  // A payout took part of it; the platform has other commissions.
+  ASSERT_TRUE(
+      db().Transact([&](store::Tx& tx) -> Status {
+            return billing::Post(
+                       tx, {{"t_paid", "payout_sent", available, billing::ProviderPaidAccount(pia_),
+                             Usdc::Micros(200'000), std::nullopt, "", clock_.Now()},
+                            {"t_other", "usage_fee", std::string(billing::kWorldOperator), platform,
+                             Usdc::Micros(500'000), std::nullopt, "", clock_.Now()}})
+                .status();
+          })
+          .ok());
+  // The rest: the commission's share, what is available, the paid-out part from the platform.
+  auto rest = refund(350'000, "the machine was slow");
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  ASSERT_EQ(rest->transfers.size(), 3u);
+  EXPECT_EQ(rest->transfers[0].amount.micros(), 70'000);  // 90,000 in all
+  EXPECT_EQ(rest->transfers[1].debit_account, available);
+  EXPECT_EQ(rest->transfers[1].amount.micros(), 80'000);
+  EXPECT_EQ(rest->transfers[2].kind, billing::kRefundFee);
+  EXPECT_EQ(rest->transfers[2].debit_account, platform);
+  EXPECT_EQ(rest->transfers[2].amount.micros(), 200'000);
+  EXPECT_EQ(Load(r->id).refunded.micros(), 450'000);
+  EXPECT_EQ(Balance(customer_), 10'000'000);
+  EXPECT_EQ(balance(available), 0);
+  EXPECT_TRUE(refund(1, "more").status().fields().contains("amount_micro"));
+  ExpectLedgerOk();
 }
 
 // docs/billing.md, "A worked example": two GPUs at 2.20 USDC per GPU-hour, Community
