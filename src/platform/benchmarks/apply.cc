@@ -209,7 +209,8 @@ Status Benchmarks::ApplyResult(store::Tx& tx, Timestamp now, const std::string& 
   if (!jumps.empty()) {
     std::string list;
     for (const auto& j : jumps) list += "\n  - " + j;
-    GPUNEX_RETURN_IF_ERROR(fleet::AddMachineEvent(tx, machine_id, "benchmark_jump",
+    GPUNEX_RETURN_IF_ERROR(fleet::AddMachineEvent(tx, machine_id,
+                                                  fleet::MachineEventKind::kBenchmarkJump,
                                                   {{"run_id", run.id}, {"gpus", list}}, now));
     GPUNEX_ASSIGN_OR_RETURN(std::vector<std::string> admins,
                             accounts::UsersWithRole(tx, accounts::kRoleAdmin));

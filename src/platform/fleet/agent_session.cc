@@ -45,7 +45,7 @@ MachineGpu GpuFromHello(const protocol::Gpu& g, const std::string& machine_id) {
 // Defined in machines.cc: moves a machine to `state` when it is not
 // there yet, with its interval, event and listing.
 Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
-                  std::string_view reason, Timestamp now);
+                  IntervalEndReason reason, Timestamp now);
 
 AgentSession::AgentSession(Fleet& fleet, std::string provider_id, std::string token_id,
                            std::shared_ptr<AgentChannel> channel, std::string remote_addr)
@@ -161,7 +161,8 @@ void AgentSession::OnClose() {
     fleet_.Unregister(mid, this);
     const Timestamp now = fleet_.options().clock->Now();
     Status st = fleet_.db().Transact([&](store::Tx& tx) {
-      return AddMachineEvent(tx, mid, "disconnected", {{"remote", remote_addr_}}, now);
+      return AddMachineEvent(tx, mid, MachineEventKind::kDisconnected, {{"remote", remote_addr_}},
+                             now);
     });
     if (!st.ok()) LogWarn("agent.disconnect_event_failed", {{"error", st.ToString()}});
   }
@@ -223,14 +224,14 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
           {machine_id, provider_id_, key_hash,
            h.host.hostname.empty() ? std::string("machine") : h.host.hostname,
            MachineStatus::kOffline, emulated, h.agent_version, h.host, "", now, now, now}));
-      GPUNEX_RETURN_IF_ERROR(
-          AddMachineEvent(tx, machine_id, "registered", {{"remote", remote_addr_}}, now));
+      GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, MachineEventKind::kRegistered,
+                                             {{"remote", remote_addr_}}, now));
     }
     facts.machine_id = machine_id;
     const std::string inventory = InventoryHash(h);
     if (old_inventory != inventory) {
       facts.inventory_changed = true;
-      GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, "inventory_changed",
+      GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, MachineEventKind::kInventoryChanged,
                                              {{"gpus", static_cast<int64_t>(h.gpus.size())}}, now));
     }
     GPUNEX_RETURN_IF_ERROR(
@@ -257,11 +258,11 @@ Status AgentSession::HandleHello(const protocol::Hello& h) {
     }
     // Transition refreshes the listing when the machine comes online; a machine that was
     // online already (a reconnect before the sweeper noticed) refreshes it here.
-    GPUNEX_RETURN_IF_ERROR(
-        Transition(tx, machine_id, MachineStatus::kOnline, "agent_connected", now));
+    GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, MachineStatus::kOnline,
+                                      IntervalEndReason::kAgentConnected, now));
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
     GPUNEX_RETURN_IF_ERROR(
-        AddMachineEvent(tx, machine_id, "connected",
+        AddMachineEvent(tx, machine_id, MachineEventKind::kConnected,
                         {{"remote", remote_addr_}, {"agent_version", h.agent_version}}, now));
     // Reconcile: workloads the platform expects here are kept; a started workload whose
     // container the agent no longer has is lost on the provider's side unless the agent

@@ -11,7 +11,7 @@
 namespace gpunex::platform::fleet {
 
 Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
-                  std::string_view reason,
+                  IntervalEndReason reason,
                   Timestamp now);  // machines.cc
 
 namespace {
@@ -259,7 +259,8 @@ Status Fleet::SweepOnce() {
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
       GPUNEX_ASSIGN_OR_RETURN(bool still, FleetStore(tx).IsStaleOnline(mid, cutoff));
       if (!still) return Status::Ok();
-      return Transition(tx, mid, MachineStatus::kOffline, "missed_heartbeats", now);
+      return Transition(tx, mid, MachineStatus::kOffline, IntervalEndReason::kMissedHeartbeats,
+                        now);
     }));
     LogInfo("machine.offline", {{"machine_id", mid}, {"reason", "missed_heartbeats"}});
   }

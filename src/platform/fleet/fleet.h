@@ -107,7 +107,7 @@ StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal
 using EventValue = std::variant<std::string, int64_t, std::vector<std::string>>;
 // Records an event in the machine's history (machine_events), its detail stored as a JSON
 // object of the names and values given.
-Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, MachineEventKind kind,
                        const std::vector<std::pair<std::string, EventValue>>& detail,
                        Timestamp now);
 // The ids of the machines that are online now.

@@ -164,7 +164,10 @@ const store::RowMapper<MachineInterval>& IntervalRows() {
                    const store::Cell& c) { i.state = kMachineStatusNames.ParseStored(c.Str()); }},
       {"started_at", &MachineInterval::started_at},
       {"ended_at", &MachineInterval::ended_at},
-      {"end_reason", &MachineInterval::end_reason},
+      {"end_reason",
+       [](MachineInterval& i, const store::Cell& c) {
+         if (!c.IsNull()) i.end_reason = kIntervalEndReasonNames.ParseStored(c.Str());
+       }},
   });
   return *m;
 }
@@ -472,12 +475,12 @@ Status FleetStore::SetAvailabilityFacts(const std::string& machine_id, const Ava
 // ---------------------------------------------------------------- intervals, events, telemetry
 
 Status FleetStore::CloseOpenInterval(const std::string& machine_id, Timestamp at,
-                                     std::string_view reason) {
+                                     IntervalEndReason reason) {
   return tx_
       .Exec(
           "UPDATE machine_intervals SET ended_at = ?, end_reason = ? WHERE machine_id = ? "
           "AND ended_at IS NULL",
-          {ToUnixMicros(at), std::string(reason), machine_id})
+          {ToUnixMicros(at), std::string(Name(reason)), machine_id})
       .status();
 }
 
@@ -499,11 +502,11 @@ StatusOr<std::vector<MachineInterval>> FleetStore::RecentIntervals(const std::st
   return IntervalRows().Decode(rows);
 }
 
-Status FleetStore::InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
+Status FleetStore::InsertEvent(const std::string& machine_id, Timestamp at, MachineEventKind kind,
                                const std::string& detail_json) {
   return tx_
       .Exec("INSERT INTO machine_events (id, machine_id, at, kind, detail) VALUES (?, ?, ?, ?, ?)",
-            {NewId("mev"), machine_id, ToUnixMicros(at), std::string(kind), detail_json})
+            {NewId("mev"), machine_id, ToUnixMicros(at), std::string(Name(kind)), detail_json})
       .status();
 }
 

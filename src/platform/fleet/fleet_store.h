@@ -136,10 +136,10 @@ class FleetStore {
   Status SetAvailabilityFacts(const std::string& machine_id, const AvailabilityFacts& f);
 
   // --- intervals, events, telemetry
-  Status CloseOpenInterval(const std::string& machine_id, Timestamp at, std::string_view reason);
+  Status CloseOpenInterval(const std::string& machine_id, Timestamp at, IntervalEndReason reason);
   Status OpenInterval(const std::string& machine_id, MachineStatus state, Timestamp at);
   StatusOr<std::vector<MachineInterval>> RecentIntervals(const std::string& machine_id, int limit);
-  Status InsertEvent(const std::string& machine_id, Timestamp at, std::string_view kind,
+  Status InsertEvent(const std::string& machine_id, Timestamp at, MachineEventKind kind,
                      const std::string& detail_json);
   // `loaded`: taken under load (the reliability score's throttled fraction counts those).
   Status AddTelemetrySample(const std::string& gpu_id, int64_t minute, const protocol::GpuSample& s,

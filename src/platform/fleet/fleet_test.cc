@@ -639,7 +639,7 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
   EXPECT_EQ(d.recent_intervals[1].state, MachineStatus::kOnline);
   EXPECT_EQ(d.recent_intervals[1].started_at, t0);
   EXPECT_EQ(d.recent_intervals[1].ended_at, t_off);
-  EXPECT_EQ(d.recent_intervals[1].end_reason, "missed_heartbeats");
+  EXPECT_EQ(d.recent_intervals[1].end_reason, IntervalEndReason::kMissedHeartbeats);
   EXPECT_EQ(d.recent_intervals[0].state, MachineStatus::kOffline);
   EXPECT_EQ(d.recent_intervals[0].started_at, t_off);
   EXPECT_FALSE(d.recent_intervals[0].ended_at);
@@ -655,7 +655,7 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
   d = Detail(mid);
   ASSERT_THAT(d.recent_intervals, SizeIs(3));
   EXPECT_EQ(d.recent_intervals[1].ended_at, t_back);
-  EXPECT_EQ(d.recent_intervals[1].end_reason, "heartbeat_resumed");
+  EXPECT_EQ(d.recent_intervals[1].end_reason, IntervalEndReason::kHeartbeatResumed);
   EXPECT_EQ(d.recent_intervals[0].state, MachineStatus::kOnline);
   EXPECT_EQ(d.recent_intervals[0].started_at, t_back);
 
@@ -679,11 +679,11 @@ TEST_P(FleetTest, OfflineAfterMissedHeartbeatsWithIntervalsThatChain) {
   for (size_t i = 0; i + 1 < ivs.size(); ++i) {
     ASSERT_TRUE(ivs[i].ended_at) << i;
     EXPECT_EQ(*ivs[i].ended_at, ivs[i + 1].started_at) << "no gap, no overlap at " << i;
-    EXPECT_TRUE(ivs[i].end_reason && !ivs[i].end_reason->empty()) << i;
+    EXPECT_TRUE(ivs[i].end_reason) << i;
   }
   EXPECT_FALSE(ivs.back().ended_at);
   EXPECT_EQ(ivs.back().started_at, clock_.Now());
-  EXPECT_EQ(ivs[3].end_reason, "agent_connected");
+  EXPECT_EQ(ivs[3].end_reason, IntervalEndReason::kAgentConnected);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM machine_intervals WHERE machine_id = ? "
                    "AND ended_at IS NULL",
                    {mid}),

@@ -15,7 +15,8 @@ const store::RowMapper<MachineSummary>& SummaryRows() {
       {"id", &M::id},
       {"provider_id", &M::provider_id},
       {"name", &M::name},
-      {"status", &M::status},
+      {"status",
+       [](M& m, const store::Cell& c) { m.status = kMachineStatusNames.ParseStored(c.Str()); }},
       {"created_at", &M::created_at},
       {"gpu_id",
        [](M& m, const store::Cell& c) {

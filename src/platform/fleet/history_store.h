@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/fleet/end_party.h"
+#include "platform/fleet/machine.h"
 #include "platform/store/db.h"
 
 namespace gpunex::platform::fleet {
@@ -23,7 +24,7 @@ struct MachineSummary {
   std::string id;
   std::string provider_id;
   std::string name;
-  std::string status;  // online | offline
+  MachineStatus status = MachineStatus::kOffline;
   Timestamp created_at;
   std::vector<std::string> gpu_ids;  // present GPUs (machine_gpus.id), by index
 };

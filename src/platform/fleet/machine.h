@@ -24,6 +24,47 @@ inline constexpr EnumNames<MachineStatus, 2> kMachineStatusNames{{{
 }}};
 inline std::string_view Name(MachineStatus s) { return kMachineStatusNames.Name(s); }
 
+// Why a machine's interval ended (machine_intervals.end_reason): its agent connected (it
+// goes online), its heartbeats resumed after a gap (online again), or stopped coming (it
+// goes offline).
+enum class IntervalEndReason { kAgentConnected, kHeartbeatResumed, kMissedHeartbeats };
+inline constexpr EnumNames<IntervalEndReason, 3> kIntervalEndReasonNames{{{
+    {IntervalEndReason::kAgentConnected, "agent_connected"},
+    {IntervalEndReason::kHeartbeatResumed, "heartbeat_resumed"},
+    {IntervalEndReason::kMissedHeartbeats, "missed_heartbeats"},
+}}};
+inline std::string_view Name(IntervalEndReason r) { return kIntervalEndReasonNames.Name(r); }
+
+// What an entry of a machine's history (machine_events) records: its agent registered it,
+// connected or disconnected; it went online or offline (a MachineStatus: EventOf); its
+// GPUs changed; its network isolation was checked again; its benchmark scores jumped
+// (benchmarks/).
+enum class MachineEventKind {
+  kRegistered,
+  kConnected,
+  kDisconnected,
+  kOnline,
+  kOffline,
+  kInventoryChanged,
+  kNetworkIsolation,
+  kBenchmarkJump,
+};
+inline constexpr EnumNames<MachineEventKind, 8> kMachineEventKindNames{{{
+    {MachineEventKind::kRegistered, "registered"},
+    {MachineEventKind::kConnected, "connected"},
+    {MachineEventKind::kDisconnected, "disconnected"},
+    {MachineEventKind::kOnline, "online"},
+    {MachineEventKind::kOffline, "offline"},
+    {MachineEventKind::kInventoryChanged, "inventory_changed"},
+    {MachineEventKind::kNetworkIsolation, "network_isolation"},
+    {MachineEventKind::kBenchmarkJump, "benchmark_jump"},
+}}};
+inline std::string_view Name(MachineEventKind k) { return kMachineEventKindNames.Name(k); }
+// The event of a machine's move to status `s`.
+constexpr MachineEventKind EventOf(MachineStatus s) {
+  return s == MachineStatus::kOnline ? MachineEventKind::kOnline : MachineEventKind::kOffline;
+}
+
 // What NVML says of a GPU beyond its identity.
 struct GpuInfo {
   std::string driver_version;
@@ -76,7 +117,7 @@ struct MachineInterval {
   MachineStatus state = MachineStatus::kOffline;
   Timestamp started_at;
   std::optional<Timestamp> ended_at;  // none: the open one
-  std::optional<std::string> end_reason;
+  std::optional<IntervalEndReason> end_reason;
 };
 
 // The longest machine name, in bytes (PATCH /machines/{id}).

@@ -12,7 +12,7 @@
 
 namespace gpunex::platform::fleet {
 
-Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string_view kind,
+Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, MachineEventKind kind,
                        const std::vector<std::pair<std::string, EventValue>>& detail,
                        Timestamp now) {
   json::object o;
@@ -35,7 +35,7 @@ Status AddMachineEvent(store::Tx& tx, const std::string& machine_id, std::string
 // Moves a machine to `state` when it is not there yet: closes the
 // open interval, opens the next one, and decides its GPUs' listing again.
 Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus state,
-                  std::string_view reason, Timestamp now) {
+                  IntervalEndReason reason, Timestamp now) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, s.FindMachine(machine_id));
   if (!m) return NotFound("no such machine");
@@ -217,7 +217,7 @@ Status Fleet::HandleNetworkIsolation(const std::string& machine_id,
     GPUNEX_RETURN_IF_ERROR(s.SetMachineHost(machine_id, m->host));
     std::vector<std::string> reached(report.reached.begin(), report.reached.end());
     GPUNEX_RETURN_IF_ERROR(AddMachineEvent(
-        tx, machine_id, "network_isolation",
+        tx, machine_id, MachineEventKind::kNetworkIsolation,
         {{"state", report.state}, {"reached", std::move(reached)}, {"detail", report.detail}},
         now));
     return RefreshListing(tx, now, machine_id);
@@ -230,8 +230,8 @@ Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Hea
   return db_.Transact([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_RETURN_IF_ERROR(s.TouchMachine(machine_id, now));
-    GPUNEX_RETURN_IF_ERROR(
-        Transition(tx, machine_id, MachineStatus::kOnline, "heartbeat_resumed", now));
+    GPUNEX_RETURN_IF_ERROR(Transition(tx, machine_id, MachineStatus::kOnline,
+                                      IntervalEndReason::kHeartbeatResumed, now));
     for (const auto& g : h.gpus) {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<std::string> gid, s.GpuIdByUuid(machine_id, g.uuid));
       if (!gid) return FieldError("gpus", "GPU " + g.uuid + " was not reported in hello");
