@@ -46,9 +46,12 @@ server=$!
 agent=""
 engine_dir=""
 stop_all() {
+  trap - EXIT INT TERM
   kill $agent $server $chain 2>/dev/null
-  wait 2>/dev/null
+  # Not a bare `wait`: a private engine's dockerd.sh stays a child until it is stopped.
+  wait $agent $server $chain 2>/dev/null
   if [ -n "$engine_dir" ]; then src/agent/runtime/testdata/dockerd.sh stop "$engine_dir" >/dev/null 2>&1 || true; fi
+  exit 0
 }
 trap stop_all EXIT INT TERM
 for _ in $(seq 100); do curl -fs "$base/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -81,6 +84,7 @@ fi
 # takes one rule on the host for the workload bridges (gpxwl*), which the demo adds once
 # (a private engine keeps its own).
 isolation_note="the demo agent's workload bridges (gpxwl*) are kept from this host: iptables -I INPUT -i gpxwl+ -j REJECT"
+[ -z "$engine_dir" ] || isolation_note="the private engine keeps its workloads from each other and from this host in its own network namespace"
 if [ -z "$engine_dir" ] && [ -S /var/run/docker.sock ] && command -v iptables >/dev/null; then
   if ! iptables -C INPUT -i gpxwl+ -j REJECT 2>/dev/null; then
     iptables -I INPUT -i gpxwl+ -j REJECT 2>/dev/null ||
