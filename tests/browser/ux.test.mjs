@@ -957,6 +957,10 @@ describe("offers, busy offers and the provider's money pages (issue 30, items 10
 
       // ---- Earnings: the chart's axis scales to a few cents
       await p.goto(`${srv.base}/#/provider/earnings`);
+      assert.match(
+        await p.locator(".earn-pending").textContent(),
+        /In the hold for 24 hours after the usage/,
+      );
       const chart = p.locator(".earnings-chart svg.chart");
       await chart.locator("circle.point").first().waitFor();
       const ticks = (await chart.locator("text.tick").allTextContents()).filter(

@@ -57,11 +57,17 @@ function periodCard(e: api.Earnings): HTMLElement {
   );
 }
 
-function totalTiles(t: api.EarningsTotals): HTMLElement {
+// `holdS`: how long earnings stay pending (the payout settings' earnings_hold_s); null
+// when unknown.
+function totalTiles(t: api.EarningsTotals, holdS: number | null): HTMLElement {
+  const hold =
+    holdS === null
+      ? "In the hold after the usage, for refunds"
+      : `In the hold for ${holdS % 3600 === 0 ? plural(holdS / 3600, "hour") : plural(Math.round(holdS / 60), "minute")} after the usage, for refunds`;
   return h(
     "div",
     { class: "balance-tiles earnings-tiles" },
-    tile("Pending", t.pending_micro, "earn-pending", "In the hold after the usage, for refunds"),
+    tile("Pending", t.pending_micro, "earn-pending", hold),
     tile("Available", t.available_micro, "earn-available", "Paid with your next payout"),
     tile("In payment", t.in_payment_micro, "earn-in-payment", "In a payout on its way"),
     tile("Paid out", t.paid_micro, "earn-paid", "Paid to you so far"),
@@ -357,11 +363,12 @@ export const earningsTab: ProviderTab = {
     const query = new URLSearchParams({ from: range.from, to: addDays(range.to, 1) });
     const get = (group: string) =>
       api.get<api.Earnings>(`/providers/me/earnings?${query}&group=${group}`, { signal: v.signal });
-    const [byGpu, byModel, byDay, machines] = await Promise.all([
+    const [byGpu, byModel, byDay, machines, settings] = await Promise.all([
       get("gpu"),
       get("model"),
       get("day"),
       api.get<api.Page<api.Machine>>("/machines?limit=500", { signal: v.signal }).catch(() => null),
+      api.get<api.PayoutSettings>("/providers/me/payout-settings", { signal: v.signal }).catch(() => null),
       loadModelNames(v.signal),
     ]);
     const machineById = new Map((machines?.items ?? []).map((m) => [m.id, m]));
@@ -416,7 +423,7 @@ export const earningsTab: ProviderTab = {
     append(
       panel,
       periodCard(byModel),
-      totalTiles(byModel.totals),
+      totalTiles(byModel.totals, settings?.earnings_hold_s ?? null),
       h(
         "section",
         { class: "card earnings-range", "aria-labelledby": "earn-range-title" },
