@@ -230,6 +230,11 @@ class CliTest(ServerTestCase):
                                            f"price<=0.36 gpu={L4} gpus>=1")), len(api))
         _, ids, _ = self.cli("-q", "offers", "search", "--gpu", L4)
         self.assertEqual(ids.split(), [o["id"] for o in api])
+        # --include-busy: offers whose GPUs are all busy too (the API's include_busy=true).
+        busy = self.cli_json("offers", "search", "--gpu", L4, "--include-busy", "--limit", "0")
+        self.assertEqual(busy, self.srv.client().get(
+            f"{API}/offers?gpu_model={L4}&include_busy=true&limit=100").body["items"])
+        self.assertIn(SHARED["offer"]["id"], [o["id"] for o in busy])
         # SkyPilot's catalog: the header, and one row per power of two of the free GPUs.
         _, csv, _ = self.cli("-o", "csv", "offers", "search", "--gpu", L4, "--columns", "skypilot")
         lines = csv.strip().splitlines()
