@@ -620,6 +620,12 @@ class MarketplaceMixin(ApiAssertions):
                 self.assertAlmostEqual(o["ram_gb_per_gpu"], host["ram_mb"] / 1024 / present)
                 self.assertAlmostEqual(o["cpu_cores_per_gpu"], host["cpu_cores"] / present)
                 self.assertAlmostEqual(o["storage"]["disk_free_gb"], host["disk_free_mb"] / 1024)
+                # The whole machine, as its agent reported it (nothing else of the host).
+                self.assertEqual(o["host"], {"cpu_model": host["cpu_model"],
+                                             "cpu_cores": host["cpu_cores"],
+                                             "ram_gb": host["ram_mb"] / 1024,
+                                             "disk_total_gb": host["disk_total_mb"] / 1024,
+                                             "disk_free_gb": host["disk_free_mb"] / 1024})
                 self.assertIsNotNone(o["down_mbps"])
                 self.assertIsNotNone(o["storage"]["seq_read_mb_s"])
                 # The offer was not on the marketplace before its GPUs were listed (the
