@@ -257,6 +257,13 @@ def first_reliability(provider, machine_id):
                       15, f"the reliability of {machine_id} computed")
 
 
+def notices(user, kind):
+    """The user's notifications of `kind`, newest first."""
+    r = user.c.get(f"{API}/notifications", query={"limit": "100"})
+    assert r.status == 200, r
+    return [n for n in r.body["items"] if n["kind"] == kind]
+
+
 def host_ram_mb():
     with open("/proc/meminfo", encoding="ascii") as f:
         return next(int(line.split()[1]) // 1024 for line in f if line.startswith("MemTotal:"))
@@ -498,6 +505,7 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertEqual(ended["refunded_micro"], 0)
         # Stopping again: it has ended.
         self.assertError(cust.c.post(f"{API}/rentals/{rid}/stop"), 409)
+        self.assertEqual(notices(cust, "rental.ended"), [], "its own stop tells it nothing")
 
         b = balance(cust)
         self.assertEqual(b["balance_micro"], 20 * USDC - ended["charged_micro"], b)
@@ -621,6 +629,12 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertEqual(balance(cust)["balance_micro"], USDC - ended["charged_micro"])
         self.assertStatementMatches(cust, USDC, [ended])
         self.assertLedgerOk()
+        # The customer is told of an end it did not ask for; the provider is not (its side
+        # did nothing wrong).
+        told = notices(cust, "rental.ended")
+        self.assertEqual(len(told), 1, told)
+        self.assertIn(ended["detail"].rstrip("."), told[0]["body"])
+        self.assertEqual(notices(prov, "rental.ended_provider_side"), [])
         # A completed job of the customer's: the completion rises from its prior, no
         # provider-side ending appears, the score does not fall.
         after = wait_until(
@@ -664,6 +678,18 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertLess(rel["components"]["completion"], before["components"]["completion"], rel)
         self.assertLess(rel["score"], before["score"], rel)
         wait_until(lambda: free_gpus(cust.c, offer["id"]) == 1, 15, "the GPU offered again")
+        # Both are told (issue 30 item 1): the customer in its sentence, the provider what
+        # to fix there, with what the machine said.
+        told = notices(cust, "rental.ended")
+        self.assertEqual(len(told), 1, told)
+        self.assertIn("The container was removed on the provider's machine", told[0]["body"])
+        self.assertEqual(told[0]["link"], f"/#/rentals/{rid}")
+        told = notices(prov, "rental.ended_provider_side")
+        self.assertEqual(len(told), 1, told)
+        self.assertIn("was refunded to the customer", told[0]["body"])
+        self.assertIn("leave containers labelled io.gpunex.* alone", told[0]["body"])
+        self.assertIn(f"What the machine said: {w['end_reason']}", told[0]["body"])
+        self.assertEqual(notices(cust, "rental.ended_provider_side"), [])
 
     # -- limits: max_cost, the balance
 

@@ -92,6 +92,8 @@ struct BenchmarkFacts {
 
 // The machine with its GPUs; nullopt when there is none.
 StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id);
+// The workload; nullopt when there is none.
+StatusOr<std::optional<Workload>> LoadWorkload(store::Tx& tx, const std::string& workload_id);
 // Who may do what with a machine: its provider reads and changes it, admins read it.
 struct MachineOwner {
   std::string provider_id;

@@ -433,8 +433,13 @@ TEST_P(FleetTest, AMachineWhoseWorkloadsAreNotIsolatedIsNotListed) {
   EXPECT_EQ(ListingOf(gpus[0]), "network_not_isolated");
   EXPECT_THAT(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {gpus[0]}),
               HasSubstr("older than the check"));
-  // No engine: nothing can run, the agent checks before a workload; listed.
+  // No engine answers (it had one: its hello named a Docker version): delisted, the note
+  // saying what to start, until a check passes again.
   a.Send(protocol::NetworkIsolation{protocol::kIsolationNoEngine, {}, "no socket"});
+  EXPECT_EQ(ListingOf(gpus[0]), "engine_down");
+  EXPECT_EQ(Text("SELECT listing_note FROM machine_gpus WHERE id = ?", {gpus[0]}),
+            listing::kEngineDownNote);
+  a.Send(fixed);
   EXPECT_EQ(ListingOf(gpus[0]), "listed");
 }
 

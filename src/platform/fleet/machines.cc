@@ -43,8 +43,8 @@ Status Transition(store::Tx& tx, const std::string& machine_id, MachineStatus st
   GPUNEX_RETURN_IF_ERROR(s.CloseOpenInterval(machine_id, now, reason));
   GPUNEX_RETURN_IF_ERROR(s.OpenInterval(machine_id, state, now));
   GPUNEX_RETURN_IF_ERROR(s.SetMachineStatus(machine_id, state, now));
-  GPUNEX_RETURN_IF_ERROR(
-      AddMachineEvent(tx, machine_id, Name(state), {{"reason", std::string(reason)}}, now));
+  GPUNEX_RETURN_IF_ERROR(AddMachineEvent(tx, machine_id, EventOf(state),
+                                         {{"reason", std::string(Name(reason))}}, now));
   return RefreshListing(tx, now, machine_id);
 }
 
@@ -79,6 +79,10 @@ StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& m
   return std::optional<Machine>(MachineFrom(std::move(*row), std::move(gpus)));
 }
 
+StatusOr<std::optional<Workload>> LoadWorkload(store::Tx& tx, const std::string& workload_id) {
+  return FleetStore(tx).FindWorkload(workload_id);
+}
+
 StatusOr<MachineOwner> AuthorizeMachine(store::Tx& tx, const accounts::Principal& p,
                                         const std::string& machine_id, MachineAccess access) {
   GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineRow> m, FleetStore(tx).FindMachine(machine_id));
@@ -110,6 +114,8 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     f.present = g.present;
     f.enabled = g.enabled;
     f.machine_online = m->status == MachineStatus::kOnline;
+    f.engine_running =
+        listing::EngineRunning(m->host.network_isolation, m->emulated, m->host.docker_version);
     f.benchmark = g.benchmark_verdict;
     f.benchmark_note = g.benchmark_note;
     f.benchmarking = g.benchmarking;

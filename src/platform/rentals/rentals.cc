@@ -652,7 +652,8 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, EndReason reason, E
   }
   r.updated_at = now;
   GPUNEX_RETURN_IF_ERROR(RentalsStore(tx).Update(r));
-  if (who != EndParty::kCustomer) {
+  // The customer is told of every end but its own stop (issue 30 item 1).
+  if (why != EndReason::kStopped) {
     GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r.customer_id));
     notify::Notice n;
     n.kind = "rental.ended";
@@ -667,12 +668,32 @@ Status Rentals::End(store::Tx& tx, Timestamp now, Rental& r, EndReason reason, E
     GPUNEX_RETURN_IF_ERROR(
         notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices));
   }
+  if (who == EndParty::kProvider) GPUNEX_RETURN_IF_ERROR(NoticeProvider(tx, now, r));
   LogInfo("rental.ended", {{"rental_id", r.id},
                            {"reason", std::string(Name(why))},
                            {"party", std::string(Name(who))},
                            {"billed_seconds", r.billed_seconds},
                            {"charged_micro", r.charged.micros()}});
   return Status::Ok();
+}
+
+Status Rentals::NoticeProvider(store::Tx& tx, Timestamp now, const Rental& r) {
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Workload> w, fleet::LoadWorkload(tx, r.workload_id));
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<fleet::Machine> m, fleet::LoadMachine(tx, r.machine_id));
+  GPUNEX_ASSIGN_OR_RETURN(accounts::User u, accounts::LoadUser(tx, r.provider_id));
+  std::string machine = r.machine_id;  // as the dashboard names it: its name, else its host's
+  if (m && !m->name.empty()) machine = m->name;
+  if (m && m->name.empty() && !m->host.hostname.empty()) machine = m->host.hostname;
+  notify::Notice n;
+  n.kind = "rental.ended_provider_side";
+  n.title = "A rental on " + machine + " ended because of the machine";
+  n.text = "A customer's rental of " + std::to_string(r.gpus) + " GPU(s) on " + machine +
+           " ended on your machine's side";
+  n.text += r.refunded.is_positive() ? ", and was refunded to the customer. " : ". ";
+  n.text += w ? fleet::ProviderAdvice(*w) : fleet::ProviderAdvice(fleet::Workload{});
+  n.link = "/#/provider/overview";
+  n.email = true;
+  return notify::SendNotice(tx, now, {u.id, u.email, u.name}, n, options_.notices);
 }
 
 Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w) {

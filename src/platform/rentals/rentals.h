@@ -243,6 +243,9 @@ class Rentals {
   };
   StatusOr<Cap> Meter(Timestamp now, Timestamp until, Rental& r, Usdc& balance,
                       std::vector<billing::Transfer>& transfers) const;
+  // Tells the machine's provider (dashboard and email) that `r` ended on its side, and
+  // what to fix there.
+  Status NoticeProvider(store::Tx& tx, Timestamp now, const Rental& r);
   // Decides the end of an active rental: bills it to `billing_end`, asks the agent to
   // remove its container (unless `workload_ended`), refunds an early provider fault.
   Status End(store::Tx& tx, Timestamp now, Rental& r, EndReason reason, EndParty party,

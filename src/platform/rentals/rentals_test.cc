@@ -307,6 +307,7 @@ TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
     std::string end_reason, party, sentence;  // sentence: a prefix
   };
   const std::string words = "docker: dial tcp 10.9.8.7:2375: connect: connection refused";
+  int64_t provider_told = 0;
   for (const Row& row : std::vector<Row>{
            {"exited", protocol::kCauseExited, 3, "exited", "customer",
             "The workload ended by itself with exit code 3."},
@@ -340,10 +341,23 @@ TEST_P(RentalsTest, EveryEndingOfARunningRentalIsPutDownToWhoCausedIt) {
     ExpectFormulas(end);
     EXPECT_TRUE(end.detail.starts_with(row.sentence)) << end.detail;
     EXPECT_EQ(end.detail.find("10.9.8.7"), std::string::npos) << end.detail;
+    // The customer is told of every end but its own stop, in the same sentence.
+    EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'rental.ended' AND "
+                     "user_id = ? AND body LIKE ?",
+                     {customer_, "%ended: " + end.detail.substr(0, end.detail.size() - 1) +
+                                     ". It was billed%"}),
+              1);
+    // The provider, of an end on its side: what to fix, and the machine's own words.
+    const int64_t told_provider = Number(
+        "SELECT COUNT(*) FROM notifications WHERE kind = 'rental.ended_provider_side' AND "
+        "user_id = ? AND body LIKE ?",
+        {pia_, "%ended on your machine's side, and was refunded to the customer. %" +
+                   std::string("What the machine said: ") + words});
+    provider_told += row.party == "provider" ? 1 : 0;
+    EXPECT_EQ(told_provider, provider_told);
     if (row.party == "provider") {
       EXPECT_EQ(end.refunded, end.charged) << "the early-fault refund";
       EXPECT_EQ(Balance(customer_), balance);
-      // The customer is told, in the same sentence.
       EXPECT_EQ(Number("SELECT COUNT(*) FROM notifications WHERE kind = 'rental.ended' AND "
                        "body LIKE ?",
                        {"%ended: " + end.detail.substr(0, end.detail.size() - 1) +
