@@ -168,6 +168,7 @@ json::object EntryJson(const billing::Entry& e) {
           {"at", FormatRfc3339(t.at)},
           {"kind", t.kind},
           {"amount_micro", e.signed_amount.micros()},
+          {"balance_after_micro", e.balance_after.micros()},
           {"rental_id", OptJson(t.rental_id)},
           {"reference", t.reference}};
 }

@@ -144,6 +144,19 @@ StatusOr<Page<Transfer>> BillingStore::TransfersOf(std::string_view account, Tim
   return TransferRows().DecodePage(rows);
 }
 
+StatusOr<int64_t> BillingStore::SignedSumAfter(std::string_view account, Timestamp at,
+                                               const std::string& id) {
+  const int64_t micros = ToUnixMicros(at);
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      tx_.Query(
+          "SELECT COALESCE(SUM(CASE WHEN credit_account = ? THEN amount ELSE -amount END), "
+          "0) AS n FROM ledger_transfers WHERE (debit_account = ? OR credit_account = ?) "
+          "AND (at > ? OR (at = ? AND id > ?))",
+          {std::string(account), std::string(account), std::string(account), micros, micros, id}));
+  return rows[0]["n"].Int();
+}
+
 StatusOr<std::map<std::string, int64_t>> BillingStore::StoredBalances() {
   GPUNEX_ASSIGN_OR_RETURN(store::Rows rows, tx_.Query("SELECT id, balance FROM ledger_accounts"));
   std::map<std::string, int64_t> out;

@@ -35,6 +35,9 @@ class BillingStore {
   StatusOr<std::map<std::string, int64_t>> Balances(const std::vector<std::string>& accounts);
   StatusOr<Page<Transfer>> TransfersOf(std::string_view account, Timestamp from, Timestamp to,
                                        const PageRequest& page);
+  // Σ of what the transfers into (+) and out of (−) `account` after (at, id), in the
+  // order TransfersOf pages (for the balance after each entry of a statement).
+  StatusOr<int64_t> SignedSumAfter(std::string_view account, Timestamp at, const std::string& id);
   StatusOr<std::map<std::string, int64_t>> StoredBalances();
   // Σ credits − Σ debits per account, from the transfers.
   StatusOr<std::map<std::string, int64_t>> ComputedBalances();

@@ -135,12 +135,21 @@ StatusOr<std::map<std::string, Usdc>> Balances(store::Tx& tx,
 
 StatusOr<Page<Entry>> Statement(store::Tx& tx, std::string_view account, Timestamp from,
                                 Timestamp to, const PageRequest& page) {
-  GPUNEX_ASSIGN_OR_RETURN(Page<Transfer> ts, BillingStore(tx).TransfersOf(account, from, to, page));
+  BillingStore s(tx);
+  GPUNEX_ASSIGN_OR_RETURN(Page<Transfer> ts, s.TransfersOf(account, from, to, page));
   Page<Entry> out;
   out.next = ts.next;
+  if (ts.items.empty()) return out;
+  // The balance after the newest entry: today's, less what moved after it (beyond `to`).
+  GPUNEX_ASSIGN_OR_RETURN(Usdc now, Balance(tx, account));
+  GPUNEX_ASSIGN_OR_RETURN(int64_t later,
+                          s.SignedSumAfter(account, ts.items.front().at, ts.items.front().id));
+  int64_t balance = now.micros() - later;
   for (Transfer& t : ts.items) {
     Entry e;
     e.signed_amount = t.credit_account == account ? t.amount : Usdc::Micros(-t.amount.micros());
+    e.balance_after = Usdc::Micros(balance);
+    balance -= e.signed_amount.micros();
     e.transfer = std::move(t);
     out.items.push_back(std::move(e));
   }

@@ -91,6 +91,7 @@ StatusOr<std::map<std::string, Usdc>> Balances(store::Tx& tx,
 struct Entry {
   Transfer transfer;
   Usdc signed_amount;  // + into the account, − out of it
+  Usdc balance_after;  // the account's balance once this and every older transfer moved
 };
 StatusOr<Page<Entry>> Statement(store::Tx& tx, std::string_view account, Timestamp from,
                                 Timestamp to, const PageRequest& page);

@@ -187,6 +187,22 @@ TEST_P(LedgerTest, AStatementListsTheCustomersTransfersNewestFirstWithinTheDates
   auto rest = billing_->Statement(As(customer_), t0, t0 + Seconds(7200), one);
   ASSERT_EQ(rest->items.size(), 1u);
   EXPECT_EQ(rest->items[0].transfer.id, "t1");
+  // The balance after each entry runs back from today's, on every page and within any
+  // dates: a transfer after the dates counts in it (t4 here).
+  clock_.Advance(Seconds(3600));
+  ASSERT_TRUE(PostAll({T("t4", kUsageFee, c, std::string(kPlatformCommission), 7, "rnt_1")}).ok());
+  all = billing_->Statement(As(customer_), t0, t0 + Seconds(7200), {});
+  ASSERT_EQ(all->items.size(), 2u);
+  EXPECT_EQ(all->items[0].balance_after.micros(), 900);
+  EXPECT_EQ(all->items[1].balance_after.micros(), 1000);
+  one.after = std::nullopt;
+  auto newest = billing_->Statement(As(customer_), t0, t0 + Seconds(3 * 3600), one);
+  EXPECT_EQ(newest->items[0].balance_after.micros(), 893) << "today's balance";
+  page = billing_->Statement(As(customer_), t0, t0 + Seconds(7200), one);
+  one.after = page->next;
+  rest = billing_->Statement(As(customer_), t0, t0 + Seconds(7200), one);
+  EXPECT_EQ(page->items[0].balance_after.micros(), 900);
+  EXPECT_EQ(rest->items[0].balance_after.micros(), 1000);
 }
 
 TEST_P(LedgerTest, TheCheckFindsABalanceThatDoesNotMatchItsTransfers) {
