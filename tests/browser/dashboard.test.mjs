@@ -2667,7 +2667,9 @@ describe("dashboard", () => {
         await form
           .getByLabel("Environment variables (optional)")
           .fill("EPOCHS=3\nWANDB_MODE=offline");
-        await form.getByLabel("Ports (optional)").fill("8080, 7000/tcp");
+        await form
+          .getByLabel("Ports (optional)")
+          .fill("8080, 7000/tcp, 22/tcp");
         await form.getByLabel("Password or token").fill("");
         await form.getByLabel("GPUs").selectOption("1");
         await start.click();
@@ -2927,6 +2929,11 @@ describe("dashboard", () => {
             `ssh -p ${ssh.port} -N -L 8080:localhost:8080 ${rid}@${ssh.host}`,
           ),
           commands.join("\n"),
+        );
+        // With port 22 declared, the image's own SSH server through the gateway.
+        assert.equal(
+          commands.at(-1),
+          `ssh -J ${rid}@${ssh.host}:${ssh.port} -p 22 USER@localhost`,
         );
         assert.equal(
           await sshCard.locator(".ssh-host-key code").textContent(),

@@ -32,6 +32,11 @@ export function sshCommands(rental: api.Rental, host: string, port: number): Arr
       `ssh -p ${p} -N -L ${d.port}:localhost:${d.port} ${target}`,
     ]);
   }
+  // A declared TCP port 22: the image's own SSH server, through the gateway (scp, sftp and
+  // VS Code Remote-SSH end to end; docs/access.md). "USER" is the image's user.
+  if ((rental.ports ?? []).some((d) => d.port === 22 && d.protocol === "tcp")) {
+    rows.push(["The image's own SSH server", `ssh -J ${target}:${p} -p 22 USER@localhost`]);
+  }
   return rows;
 }
 
