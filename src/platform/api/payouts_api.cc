@@ -311,7 +311,7 @@ void RegisterPayoutRoutes(http::Router& r, const ApiContext& ctx) {
                                                {"to", payouts::DateOf(e->period_to)}}},
                                              {"from", FormatRfc3339(e->from)},
                                              {"to", FormatRfc3339(e->to)},
-                                             {"group", e->group},
+                                             {"group", Name(e->group)},
                                              {"rows", std::move(rows)}});
   });
 

@@ -356,14 +356,14 @@ Status Payouts::WriteSettings(const accounts::Principal& p, const SettingsUpdate
 StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timestamp from,
                                            Timestamp to, const std::string& group) {
   GPUNEX_RETURN_IF_ERROR(RequireProvider(p));
-  if (group != "gpu" && group != "model" && group != "day")
-    return FieldError("group", "must be \"gpu\", \"model\" or \"day\"");
+  const std::optional<EarningsGroup> by = kEarningsGroupNames.Parse(group);
+  if (!by) return FieldError("group", "must be " + kEarningsGroupNames.Listed());
   if (to <= from) return FieldError("to", "must be after from");
   const Timestamp now = options_.clock->Now();
   EarningsReport out;
   out.from = from;
   out.to = to;
-  out.group = group;
+  out.group = *by;
   std::vector<RentalUsage> usage, period_usage;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     PayoutsStore s(tx);
@@ -381,7 +381,7 @@ StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timesta
     out.totals.available = b[billing::ProviderAvailableAccount(u)];
     out.totals.in_payment = b[billing::ProviderInPaymentAccount(u)];
     out.totals.paid = b[billing::ProviderPaidAccount(u)];
-    GPUNEX_ASSIGN_OR_RETURN(usage, Usage(tx, u, from, to, group == "day"));
+    GPUNEX_ASSIGN_OR_RETURN(usage, Usage(tx, u, from, to, *by == EarningsGroup::kDay));
     GPUNEX_ASSIGN_OR_RETURN(period_usage, Usage(tx, u, period.from, period.to, false));
     return Status::Ok();
   }));
@@ -409,10 +409,10 @@ StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timesta
     rentals_of[key].insert(x.rental_id);
   };
   for (const auto& x : usage) {
-    if (group == "model") {
+    if (*by == EarningsGroup::kModel) {
       add(x.gpu_model, x, 1, 1);
       rows[x.gpu_model].gpu_model = rows[x.gpu_model].label = x.gpu_model;
-    } else if (group == "day") {
+    } else if (*by == EarningsGroup::kDay) {
       const std::string day = DateOf(FromUnixMicros(x.day * 86'400'000'000));
       add(day, x, 1, 1);
       rows[day].day = rows[day].label = day;
@@ -435,7 +435,7 @@ StatusOr<EarningsReport> Payouts::Earnings(const accounts::Principal& p, Timesta
     r.rentals = static_cast<int64_t>(rentals_of[key].size());
     out.rows.push_back(r);
   }
-  if (group != "day") {
+  if (*by != EarningsGroup::kDay) {
     std::stable_sort(out.rows.begin(), out.rows.end(),
                      [](const EarningsRow& a, const EarningsRow& b) { return a.net > b.net; });
   }

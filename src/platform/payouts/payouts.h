@@ -177,12 +177,21 @@ struct EarningsTotals {
   Usdc pending, available, in_payment, paid, period;
 };
 
+// How an earnings report groups its rows: per GPU, per GPU model or per UTC day.
+enum class EarningsGroup { kGpu, kModel, kDay };
+inline constexpr EnumNames<EarningsGroup, 3> kEarningsGroupNames{{{
+    {EarningsGroup::kGpu, "gpu"},
+    {EarningsGroup::kModel, "model"},
+    {EarningsGroup::kDay, "day"},
+}}};
+inline std::string_view Name(EarningsGroup g) { return kEarningsGroupNames.Name(g); }
+
 struct EarningsReport {
   EarningsTotals totals;
   Schedule schedule = Schedule::kWeekly;
   Timestamp period_from, period_to;
   Timestamp from, to;
-  std::string group;  // gpu | model | day
+  EarningsGroup group = EarningsGroup::kModel;
   std::vector<EarningsRow> rows;
 };
 
@@ -259,7 +268,8 @@ class Payouts {
   StatusOr<SettingsView> PutSettings(const accounts::Principal& p, const SettingsUpdate& u);
   const PayoutsOptions& options() const { return options_; }
 
-  // Earnings in [from, to) grouped by "gpu", "model" or "day".
+  // Earnings in [from, to) grouped by `group`, a name of kEarningsGroupNames (a field
+  // error on "group" otherwise).
   StatusOr<EarningsReport> Earnings(const accounts::Principal& p, Timestamp from, Timestamp to,
                                     const std::string& group);
   StatusOr<MonthlyStatement> Statement(const accounts::Principal& p, const std::string& month);
