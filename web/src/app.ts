@@ -115,6 +115,7 @@ function renderHeader(): void {
     if (hasRole("admin"))
       links.push(
         navLink("/review", "Review queue"),
+        navLink("/admin", "Admin"),
         navLink("/admin/billing", "Credits & ledger"),
         navLink("/admin/payouts", "Payouts"),
       );

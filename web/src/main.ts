@@ -4,6 +4,14 @@ import * as api from "./api";
 import { mountShell, render, route, session, signedIn, signedOut } from "./app";
 import { accountPage } from "./pages/account";
 import { adminBillingPage } from "./pages/admin";
+import {
+  adminMachinesPage,
+  adminProvidersPage,
+  adminRentalPage,
+  adminRentalsPage,
+  adminUserPage,
+  adminUsersPage,
+} from "./pages/admin_console";
 import { applicationPage, applyPage } from "./pages/application";
 import { loginPage, signupPage } from "./pages/auth";
 import { balancePage } from "./pages/balance";
@@ -43,6 +51,13 @@ route("/jobs/:id", "Job", jobPage);
 route("/balance", "Balance", balancePage);
 route("/balance/top-up", "Top up", topupPage);
 route("/balance/top-ups/:id", "Top-up", topupDetailPage);
+route("/admin", "Users", adminUsersPage);
+route("/admin/users", "Users", adminUsersPage);
+route("/admin/users/:id", "User", adminUserPage);
+route("/admin/providers", "Providers", adminProvidersPage);
+route("/admin/machines", "Machines", adminMachinesPage);
+route("/admin/rentals", "All rentals", adminRentalsPage);
+route("/admin/rentals/:id", "Rental (admin)", adminRentalPage);
 route("/admin/billing", "Credits and ledger", adminBillingPage);
 route("/admin/payouts", "Payouts", adminPayoutsPage);
 route("/admin/payouts/:id", "Payout run", adminPayoutRunPage);

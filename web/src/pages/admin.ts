@@ -10,6 +10,7 @@ import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { plural } from "../format";
 import { parseUsdc, signedUsdc, usdc } from "../money";
+import { adminTabs } from "./admin_console";
 
 type CreditBody = { user_id?: string; email?: string; amount_micro: number; reference: string };
 
@@ -66,11 +67,13 @@ function userSearch(use: (u: UserFound) => void): HTMLElement {
   return h("div", { class: "user-finder" }, slot.el, form, results);
 }
 
-function creditSection(afterCredit: () => void): HTMLElement {
+function creditSection(afterCredit: () => void, email = ""): HTMLElement {
   const slot = new StatusSlot();
   const userId = h("input", { type: "text", autocomplete: "off", spellcheck: false, maxlength: 254, class: "mono" });
   const amount = h("input", { type: "text", inputmode: "decimal", autocomplete: "off", maxlength: 32 });
   const reference = h("input", { type: "text", autocomplete: "off", maxlength: 200 });
+  // From a user's page (#/admin/users/ID): that user's email, ready to credit.
+  userId.value = email;
   const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Credit…");
   const confirmArea = h("div", { class: "confirm-area" });
   const form = h(
@@ -278,7 +281,8 @@ export async function adminBillingPage(v: View): Promise<void> {
   append(
     v.main,
     pageHeader("Credits and ledger", "Customer balances are kept in a double-entry ledger in micro-USDC."),
-    creditSection(() => void ledger.check()),
+    adminTabs("/admin/billing"),
+    creditSection(() => void ledger.check(), v.query.get("email") ?? ""),
     ledger.el,
   );
   await ledger.check();
