@@ -63,7 +63,7 @@ StatusOr<fleet::CreateWorkloadRequest> DecodeCreate(const json::object& body) {
 // and reads the end as the sentence a customer reads (fleet/endings.h), as the agent's
 // words may name what is on the provider's host and network.
 json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w) {
-  const bool rental = w.purpose == fleet::kRentalPurpose;
+  const bool rental = w.purpose == fleet::WorkloadPurpose::kRental;
   const bool machine_side = p.IsAdmin() || p.IsProvider(w.provider_id);
   json::object spec = protocol::ToJson(w.spec);
   json::value end_reason = nullptr;
@@ -72,7 +72,7 @@ json::object WorkloadJson(const accounts::Principal& p, const fleet::Workload& w
         machine_side ? json::value(*w.end_reason) : json::value(fleet::CustomerSentence(w));
   }
   json::object o{{"id", w.id},
-                 {"purpose", w.purpose},
+                 {"purpose", Name(w.purpose)},
                  {"state", Name(w.state)},
                  {"exit_code", w.exit_code ? json::value(*w.exit_code) : json::value(nullptr)},
                  {"end_reason", std::move(end_reason)},

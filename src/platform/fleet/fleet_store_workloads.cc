@@ -58,7 +58,8 @@ const store::RowMapper<Workload>& WorkloadRows() {
       {"machine_id", &W::machine_id},
       {"provider_id", &W::provider_id},
       {"created_by", &W::created_by},
-      {"purpose", &W::purpose},
+      {"purpose",
+       [](W& w, const store::Cell& c) { w.purpose = kWorkloadPurposeNames.ParseStored(c.Str()); }},
       {"spec", [](W& w, const store::Cell& c) { w.spec = SpecFrom(c.Str()); }},
       {"gpu_ids",
        [](W& w, const store::Cell& c) {
@@ -101,7 +102,7 @@ Status FleetStore::InsertWorkload(const Workload& w) {
       .Exec(
           "INSERT INTO workloads (id, machine_id, provider_id, created_by, purpose, spec, "
           "gpu_ids, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          {w.id, w.machine_id, w.provider_id, w.created_by, w.purpose,
+          {w.id, w.machine_id, w.provider_id, w.created_by, std::string(Name(w.purpose)),
            ToJsonText(protocol::ToJson(w.spec)), IdsText(w.gpu_ids), std::string(Name(w.state)),
            ToUnixMicros(w.created_at), ToUnixMicros(w.updated_at)})
       .status();
@@ -127,9 +128,9 @@ StatusOr<Page<Workload>> FleetStore::ListWorkloads(const WorkloadFilter& filter,
       q.params.emplace_back(filter.provider_id);
     }
     if (!filter.customer_id.empty()) {
-      whose += std::string(whose.empty() ? "" : " OR ") + "(created_by = ? AND purpose = ?)";
+      whose += std::string(whose.empty() ? "" : " OR ") +
+               "(created_by = ? AND purpose = " + SqlLiteral(WorkloadPurpose::kRental) + ")";
       q.params.emplace_back(filter.customer_id);
-      q.params.emplace_back(std::string(kRentalPurpose));
     }
     where = "(" + (whose.empty() ? std::string("1 = 0") : whose) + ")";
   }

@@ -38,16 +38,21 @@ constexpr bool WorkloadMayGo(WorkloadState from, WorkloadState to) {
   return IsActiveWorkloadState(from) && static_cast<int>(to) > static_cast<int>(from);
 }
 
-// Workload::purpose of the workloads rentals/ runs for their customers (the others are
-// "custom": a provider's or an admin's own).
-inline constexpr std::string_view kRentalPurpose = "rental";
+// Whom a workload is for: its provider's or an admin's own (custom), or a customer's
+// rental (rentals/ runs those).
+enum class WorkloadPurpose { kCustom, kRental };
+inline constexpr EnumNames<WorkloadPurpose, 2> kWorkloadPurposeNames{{{
+    {WorkloadPurpose::kCustom, "custom"},
+    {WorkloadPurpose::kRental, "rental"},
+}}};
+inline std::string_view Name(WorkloadPurpose p) { return kWorkloadPurposeNames.Name(p); }
 
 struct Workload {
   std::string id;
   std::string machine_id;
   std::string provider_id;
   std::string created_by;
-  std::string purpose;  // "custom" | "rental" (rentals/)
+  WorkloadPurpose purpose = WorkloadPurpose::kCustom;
   protocol::StartWorkload spec;
   std::vector<std::string> gpu_ids;  // machine_gpus ids
   WorkloadState state = WorkloadState::kPending;

@@ -14,7 +14,7 @@ namespace {
 // scope does not), and the customer whose rental it runs.
 bool Visible(const accounts::Principal& p, const Workload& w) {
   return p.IsAdmin() || p.IsProvider(w.provider_id) ||
-         (w.purpose == kRentalPurpose && w.created_by == p.user.id);
+         (w.purpose == WorkloadPurpose::kRental && w.created_by == p.user.id);
 }
 
 StatusOr<Workload> LoadVisible(store::Tx& tx, const accounts::Principal& p, const std::string& id) {
@@ -146,7 +146,7 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
         return ValidationFailed(std::move(errors));
       }
     }
-    GPUNEX_ASSIGN_OR_RETURN(w, CreateInTx(tx, now, p.user.id, "custom", req));
+    GPUNEX_ASSIGN_OR_RETURN(w, CreateInTx(tx, now, p.user.id, WorkloadPurpose::kCustom, req));
     return accounts::Audit(tx, now, p.user.id, "workload.created", w.id, p.ip,
                            {{"machine_id", req.machine_id}});
   }));
@@ -154,7 +154,7 @@ StatusOr<Workload> Workloads::Create(const accounts::Principal& p,
 }
 
 StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
-                                         const std::string& created_by, std::string purpose,
+                                         const std::string& created_by, WorkloadPurpose purpose,
                                          const CreateWorkloadRequest& req, const Machine* loaded,
                                          const std::set<std::string>* loaded_busy) {
   FieldErrors errors = ValidateWorkloadRequest(req, fleet_.options().images);
@@ -163,7 +163,7 @@ StatusOr<Workload> Workloads::CreateInTx(store::Tx& tx, Timestamp now,
   Workload w;
   w.id = NewId("wl");
   w.created_by = created_by;
-  w.purpose = std::move(purpose);
+  w.purpose = purpose;
   w.machine_id = req.machine_id;
   w.gpu_ids = req.gpu_ids;
   w.state = WorkloadState::kPending;
@@ -295,7 +295,7 @@ StatusOr<Workload> Workloads::Stop(const accounts::Principal& p, const std::stri
                                 ")");
     }
     // A customer's rental ends through the rental (rentals/), which says who ended it.
-    if (out.purpose == kRentalPurpose) {
+    if (out.purpose == WorkloadPurpose::kRental) {
       return FailedPrecondition("the workload is a customer's rental; it ends through the rental");
     }
     GPUNEX_RETURN_IF_ERROR(

@@ -83,12 +83,12 @@ class Workloads {
                          const PageRequest& page);
 
   // In the caller's transaction, without authorization (the caller decided it): a
-  // workload made by `created_by` for `purpose` ("rental"), with the same validation,
+  // workload made by `created_by` for `purpose` (a rental), with the same validation,
   // the same isolation policy and the same checks of the GPUs as Create. A caller that
   // loaded the machine and its busy GPUs in this transaction passes them (`loaded`,
   // `loaded_busy`) instead of their being read again.
   StatusOr<Workload> CreateInTx(store::Tx& tx, Timestamp now, const std::string& created_by,
-                                std::string purpose, const CreateWorkloadRequest& req,
+                                WorkloadPurpose purpose, const CreateWorkloadRequest& req,
                                 const Machine* loaded = nullptr,
                                 const std::set<std::string>* loaded_busy = nullptr);
   // Asks the agent to stop the workload, in the caller's transaction; nothing when it has

@@ -247,7 +247,7 @@ TEST_P(WorkloadsTest, TheStartCommandCarriesTheTypedSpec) {
   EXPECT_EQ(w.machine_id, mid);
   EXPECT_EQ(w.provider_id, pia_);
   EXPECT_EQ(w.created_by, pia_);
-  EXPECT_EQ(w.purpose, "custom");
+  EXPECT_EQ(w.purpose, WorkloadPurpose::kCustom);
   EXPECT_THAT(w.gpu_ids, ElementsAre(g[2], g[0]));
   EXPECT_FALSE(w.exit_code);
   EXPECT_EQ(w.created_at, clock_.Now());
@@ -711,7 +711,7 @@ TEST_P(WorkloadsTest, ARentalsWorkloadIsItsCustomersAndAProviderActsAsOneOnlyWit
   ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
                     GPUNEX_ASSIGN_OR_RETURN(Workload w,
                                             workloads_->CreateInTx(tx, clock_.Now(), customer_,
-                                                                   std::string(kRentalPurpose),
+                                                                   WorkloadPurpose::kRental,
                                                                    Req(a.machine_id, {g[1]})));
                     rental = w.id;
                     return Status::Ok();

@@ -323,9 +323,9 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
                             static_cast<double>(total),
                         protocol::kMinCpus, protocol::kMaxCpus);
   }
-  GPUNEX_ASSIGN_OR_RETURN(fleet::Workload wl,
-                          workloads_.CreateInTx(tx, now, customer_id,
-                                                std::string(fleet::kRentalPurpose), w, &*m, &busy));
+  GPUNEX_ASSIGN_OR_RETURN(
+      fleet::Workload wl,
+      workloads_.CreateInTx(tx, now, customer_id, fleet::WorkloadPurpose::kRental, w, &*m, &busy));
   r.workload_id = wl.id;
   GPUNEX_RETURN_IF_ERROR(s.Insert(r));
   return r;
@@ -697,7 +697,7 @@ Status Rentals::NoticeProvider(store::Tx& tx, Timestamp now, const Rental& r) {
 }
 
 Status Rentals::OnWorkloadChange(store::Tx& tx, Timestamp now, const fleet::Workload& w) {
-  if (w.purpose != fleet::kRentalPurpose) return Status::Ok();
+  if (w.purpose != fleet::WorkloadPurpose::kRental) return Status::Ok();
   RentalsStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::optional<Rental> found, s.FindByWorkload(w.id));
   if (!found || found->state == kEnded) return Status::Ok();
