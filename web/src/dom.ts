@@ -103,6 +103,30 @@ export function field(
   );
 }
 
+// A table of `rows` under a row of column heads, in a wrapper that scrolls it sideways on
+// a narrow screen; `caption` names it for screen readers.
+export function dataTable(cls: string, heads: string[], rows: Node[], caption?: string): HTMLElement {
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: cls },
+      caption ? h("caption", { class: "visually-hidden" }, caption) : null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          heads.map((x) => h("th", { scope: "col" }, x)),
+        ),
+      ),
+      h("tbody", null, rows),
+    ),
+  );
+}
+
 export function button(
   text: string,
   onclick: (ev: Event) => void,

@@ -3,7 +3,7 @@
 // here (an environment line that is not NAME=value, an amount that is not one) is
 // reported under the API's field names, next to the same inputs as the API's own errors.
 import * as api from "../api";
-import { field, h, replace } from "../dom";
+import { append, field, h, replace } from "../dom";
 import { StatusSlot } from "../errors";
 import { parseUsdc } from "../money";
 
@@ -319,7 +319,23 @@ export class IdempotentSubmit {
 
   // After the outcome of a request made with keyFor()'s key.
   settled(err: unknown): void {
-    const unanswered = err instanceof api.ApiError && (err.status === 0 || err.status >= 500);
-    if (!unanswered) this.key = null;
+    if (!unanswered(err)) this.key = null;
   }
+
+  // After a request made with keyFor()'s key failed: `slot` says what was not done
+  // (`nothing`), with the fields' errors beside them, and where no answer came that trying
+  // again is safe (`again`). Returns whether the server answered (the form may be sent
+  // anew).
+  failed(err: unknown, slot: StatusSlot, form: HTMLElement, nothing: string, again: string): boolean {
+    this.settled(err);
+    slot.formError(form, err, nothing, nothing);
+    if (!unanswered(err)) return true;
+    append(slot.el, h("p", { class: "small" }, again));
+    return false;
+  }
+}
+
+// A failure that gave no answer (the network, a 5xx): the request may have been done.
+function unanswered(err: unknown): boolean {
+  return err instanceof api.ApiError && (err.status === 0 || err.status >= 500);
 }

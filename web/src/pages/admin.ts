@@ -109,18 +109,17 @@ function creditSection(afterCredit: () => void, email = ""): HTMLElement {
         submit.disabled = false;
         afterCredit();
       } catch (e) {
-        attempts.settled(e);
-        const unanswered = e instanceof api.ApiError && (e.status === 0 || e.status >= 500);
-        if (!unanswered) {
+        const answered = attempts.failed(
+          e,
+          slot,
+          form,
+          "Nothing was credited",
+          "Try again: the same credit is booked once however often it is sent.",
+        );
+        if (answered) {
           replace(confirmArea);
           submit.disabled = false;
         }
-        slot.formError(form, e, "Nothing was credited", "Nothing was credited");
-        if (unanswered)
-          append(
-            slot.el,
-            h("p", { class: "small" }, "Try again: the same credit is booked once however often it is sent."),
-          );
       }
     });
 

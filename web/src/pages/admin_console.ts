@@ -9,7 +9,7 @@ import { pageHeader, type View } from "../app";
 import { facts } from "../components/details";
 import { gpusText, loadModelNames, rentalStateBadge } from "../components/rental";
 import { IdempotentSubmit } from "../components/workload";
-import { append, busy, button, field, h, replace } from "../dom";
+import { append, busy, button, dataTable as table, field, h, replace } from "../dom";
 import { clearFieldErrors, errorBanner, isAbort, StatusSlot } from "../errors";
 import { ago, duration, tierName, when } from "../format";
 import { parseUsdc, usdc } from "../money";
@@ -73,27 +73,6 @@ export function adminTabs(current: string): HTMLElement {
           ),
         ),
       ),
-    ),
-  );
-}
-
-function table(cls: string, heads: string[], rows: Node[]): HTMLElement {
-  return h(
-    "div",
-    { class: "table-wrap" },
-    h(
-      "table",
-      { class: cls },
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          heads.map((x) => h("th", { scope: "col" }, x)),
-        ),
-      ),
-      h("tbody", null, rows),
     ),
   );
 }
@@ -638,18 +617,17 @@ function refundSection(r: AdminRental, done: (r: AdminRental, a: RefundAnswer) =
         reason.value = "";
         done(ans.rental, ans);
       } catch (e) {
-        attempts.settled(e);
-        const unanswered = e instanceof api.ApiError && (e.status === 0 || e.status >= 500);
-        if (!unanswered) {
+        const answered = attempts.failed(
+          e,
+          slot,
+          form,
+          "Nothing was refunded",
+          "Try again: the same refund is made once however often it is sent.",
+        );
+        if (answered) {
           replace(confirmArea);
           submit.disabled = false;
         }
-        slot.formError(form, e, "Nothing was refunded", "Nothing was refunded");
-        if (unanswered)
-          append(
-            slot.el,
-            h("p", { class: "small" }, "Try again: the same refund is made once however often it is sent."),
-          );
       }
     });
   form.addEventListener("submit", (ev) => {

@@ -10,7 +10,7 @@ import { navigate, type View } from "../../app";
 import { chartLegend, fitChart, lineChart, type ChartSeries } from "../../components/chart";
 import { loadModelNames, modelName } from "../../components/rental";
 import { methodLine, payoutAmount, payoutReference, payoutStateBadge } from "../../components/payout";
-import { append, button, field, h, replace } from "../../dom";
+import { append, button, dataTable, field, h, replace } from "../../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../../errors";
 import { addDays, dayText, gpuHours, isDay, monthText, plural, utcDay } from "../../format";
 import { usdc, usdcText } from "../../money";
@@ -98,25 +98,7 @@ function moneyCells(r: {
 }
 
 function table(cls: string, caption: string, heads: string[], rows: HTMLElement[]): HTMLElement {
-  return h(
-    "div",
-    { class: "table-wrap" },
-    h(
-      "table",
-      { class: `earnings-table ${cls}` },
-      h("caption", { class: "visually-hidden" }, caption),
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          heads.map((x) => h("th", { scope: "col" }, x)),
-        ),
-      ),
-      h("tbody", null, rows),
-    ),
-  );
+  return dataTable(`earnings-table ${cls}`, heads, rows, caption);
 }
 
 function csvLink(query: URLSearchParams, group: string, name: string): HTMLAnchorElement {
