@@ -147,7 +147,8 @@ std::shared_ptr<const MachineOffers> MakeMachine(int64_t i, std::mt19937_64& rng
   o.region = regions[region];
   o.country = std::string(kCountries[(region * 5 + rng() % 5) % kCountries.size()]);
   o.city = "City " + std::to_string(rng() % 200);
-  o.tier = unit(rng) < 0.15 ? "enterprise" : "community";
+  o.tier = unit(rng) < 0.15 ? platform::providers::Tier::kEnterprise
+                            : platform::providers::Tier::kCommunity;
   if (unit(rng) < 0.9) {
     o.down_mbps = 100 + 9900 * unit(rng);
     o.up_mbps = *o.down_mbps * (0.2 + 0.8 * unit(rng));

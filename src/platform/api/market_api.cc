@@ -53,7 +53,7 @@ json::object OfferJson(const Offer& o, bool sees_machine) {
       {"country", o.country},
       {"region", o.region},
       {"city", o.city},
-      {"tier", o.tier},
+      {"tier", providers::Name(o.tier)},
       {"down_mbps", OptNumber(o.down_mbps)},
       {"up_mbps", OptNumber(o.up_mbps)},
       {"latency_ms", OptNumber(o.latency_ms)},
@@ -234,11 +234,8 @@ StatusOr<SearchRequest> ParseSearch(const http::Request& req, const ApiContext& 
     }
   }
   if (auto v = r.Text("tier")) {
-    if (*v != "community" && *v != "enterprise") {
-      r.Fail("tier", "must be community or enterprise");
-    } else {
-      q.tier = *v;
-    }
+    q.tier = providers::kTierNames.Parse(*v);
+    if (!q.tier) r.Fail("tier", "must be community or enterprise");
   }
   q.min_reliability = r.Number("min_reliability", 0, 100);
   q.min_performance = r.Number("min_performance", 0, 1e6);

@@ -6,7 +6,7 @@ namespace {
 
 json::object ProviderJson(const providers::Provider& p) {
   return {{"user_id", p.user_id},
-          {"tier", p.tier},
+          {"tier", providers::Name(p.tier)},
           {"status", Name(p.status)},
           {"application_id", p.application_id},
           {"approved_at", FormatRfc3339(p.approved_at)}};

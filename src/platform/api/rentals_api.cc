@@ -568,7 +568,7 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     for (const auto& role : user->roles) roles.emplace_back(role);
     json::value prov = nullptr;
     if (provider) {
-      prov = json::object{{"tier", provider->tier},
+      prov = json::object{{"tier", providers::Name(provider->tier)},
                           {"status", Name(provider->status)},
                           {"application_id", provider->application_id},
                           {"approved_at", FormatRfc3339(provider->approved_at)}};

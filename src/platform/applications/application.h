@@ -22,6 +22,7 @@
 #include "common/countries.h"
 #include "common/enum_names.h"
 #include "common/status.h"
+#include "platform/providers/provider_status.h"
 
 namespace gpunex::platform::applications {
 
@@ -72,14 +73,9 @@ constexpr bool ApplicationMayGo(ApplicationStatus from, ApplicationStatus to) {
 }
 
 // A provider's tier (REV-3): Enterprise (UPS-backed, suggested for 24/7 machines with a
-// commitment and fast links) or Community. As the wire and the database name them, in
-// the order a field error lists them.
-enum class Tier { kCommunity, kEnterprise };
-inline constexpr EnumNames<Tier, 2> kTierNames{{{
-    {Tier::kCommunity, "community"},
-    {Tier::kEnterprise, "enterprise"},
-}}};
-inline std::string_view Name(Tier t) { return kTierNames.Name(t); }
+// commitment and fast links) or Community; providers/provider_status.h names it.
+using providers::kTierNames;
+using providers::Tier;
 
 // What an entry of an application's history records: its creation, an edit, the
 // applicant's reply to a request for information, a submission (the first, or one after

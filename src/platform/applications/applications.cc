@@ -448,8 +448,7 @@ StatusOr<Application> Applications::Decide(const accounts::Principal& p, const s
     const std::string link = options_.public_url + "/#/applications/" + a.id;
     const std::string reviewer_note = message ? "\n\nMessage from the reviewer:\n" + *message : "";
     if (to == ApplicationStatus::kApproved) {
-      GPUNEX_RETURN_IF_ERROR(
-          providers::UpsertProvider(tx, now, a.user_id, std::string(Name(*tier)), a.id, p.user.id));
+      GPUNEX_RETURN_IF_ERROR(providers::UpsertProvider(tx, now, a.user_id, *tier, a.id, p.user.id));
       GPUNEX_ASSIGN_OR_RETURN(providers::NewAgentToken token,
                               providers::IssueAgentToken(tx, now, a.user_id, "first agent"));
       const std::string tier_name = *tier == Tier::kEnterprise ? "Enterprise" : "Community";

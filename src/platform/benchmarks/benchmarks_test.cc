@@ -237,8 +237,8 @@ class BenchmarksTest : public testing::PlatformTest {
     if (!u.ok()) return {};
     accounts::Principal p;
     Status st = faulty().Transact([&](store::Tx& tx) -> Status {
-      GPUNEX_RETURN_IF_ERROR(providers::UpsertProvider(tx, clock_.Now(), u->id, "community",
-                                                       "app_" + u->id, admin_.user.id));
+      GPUNEX_RETURN_IF_ERROR(providers::UpsertProvider(
+          tx, clock_.Now(), u->id, providers::Tier::kCommunity, "app_" + u->id, admin_.user.id));
       GPUNEX_ASSIGN_OR_RETURN(p.user, accounts::LoadUser(tx, u->id));
       return Status::Ok();
     });

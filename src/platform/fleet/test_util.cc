@@ -297,7 +297,8 @@ std::string FleetTestBase::NewProvider(const std::string& name) {
   EXPECT_TRUE(user.ok()) << user.status().ToString();
   if (!user.ok()) return "";
   Status st = db().Transact([&](store::Tx& tx) {
-    return providers::UpsertProvider(tx, clock_.Now(), user->id, "community", NewId("app"), admin_);
+    return providers::UpsertProvider(tx, clock_.Now(), user->id, providers::Tier::kCommunity,
+                                     NewId("app"), admin_);
   });
   EXPECT_TRUE(st.ok()) << st.ToString();
   return user->id;

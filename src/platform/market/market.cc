@@ -351,7 +351,7 @@ StatusOr<OwnOffers> Market::ProviderOffers(const accounts::Principal& p) {
                          std::to_string(static_cast<int>(o->reliability_score)) +
                          "): every point of uptime kept in the schedule counts.");
     }
-    if (o->tier != "enterprise") {
+    if (o->tier != providers::Tier::kEnterprise) {
       r.advice.push_back("Enterprise providers rank 10% higher (tier factor 1.10).");
     }
     if (o->commitment_months < 12) {

@@ -121,7 +121,7 @@ TEST_P(MarketTest, TheIndexFollowsPricesDisabledGpusAndMachinesGoingOffline) {
   EXPECT_EQ(o.country, "IT");
   EXPECT_EQ(o.region, "eu-south");
   EXPECT_EQ(o.commitment_months, 6);
-  EXPECT_EQ(o.tier, "community");
+  EXPECT_EQ(o.tier, providers::Tier::kCommunity);
   EXPECT_EQ(o.pseudonym, Pseudonym(pia_));
   EXPECT_NE(o.pseudonym, Pseudonym(oscar_));
   EXPECT_TRUE(o.reliability_new);
@@ -156,14 +156,15 @@ TEST_P(MarketTest, AFullReloadFindsWhatNoStampMarked) {
   ASSERT_EQ(Offers().size(), 1u);
   // A tier change marks no stamp; the periodic full reload picks it up.
   ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
-                    return providers::UpsertProvider(tx, clock_.Now(), pia_, "enterprise",
-                                                     "app_" + pia_, admin_);
+                    return providers::UpsertProvider(tx, clock_.Now(), pia_,
+                                                     providers::Tier::kEnterprise, "app_" + pia_,
+                                                     admin_);
                   })
                   .ok());
   clock_.Advance(std::chrono::minutes(1));
-  EXPECT_EQ(Offers()[0]->tier, "community");
+  EXPECT_EQ(Offers()[0]->tier, providers::Tier::kCommunity);
   clock_.Advance(std::chrono::minutes(5));
-  EXPECT_EQ(Offers()[0]->tier, "enterprise");
+  EXPECT_EQ(Offers()[0]->tier, providers::Tier::kEnterprise);
   EXPECT_EQ(Offers()[0]->machine_id, a.machine_id);
 }
 

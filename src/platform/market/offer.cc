@@ -112,7 +112,7 @@ StatusOr<MachineOffers> LoadMachineOffers(store::Tx& tx, const std::string& mach
     o.gpu_model = model_id;
     o.gpu_name = model ? model->nvml_name : gpus.front()->name;
     o.price = price->second;
-    o.tier = provider ? provider->tier : "community";
+    o.tier = provider ? provider->tier : providers::Tier::kCommunity;
     if (terms) {
       o.country = terms->location.country.value_or("");
       o.region = terms->location.region;

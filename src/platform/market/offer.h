@@ -62,7 +62,7 @@ struct Offer {
   std::optional<double> uptime_30d;
   Usdc price;  // per GPU-hour
   std::string country, region, city;
-  std::string tier;  // community | enterprise
+  providers::Tier tier = providers::Tier::kCommunity;
   // Measured by the newest benchmark run that measured the machine's network and storage.
   std::optional<double> down_mbps, up_mbps, latency_ms;
   std::optional<double> storage_read_mb_s, storage_write_mb_s, storage_read_iops;

@@ -22,8 +22,8 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-double TierFactor(std::string_view tier) {
-  return tier == "enterprise" ? kEnterpriseFactor : kCommunityFactor;
+double TierFactor(providers::Tier tier) {
+  return tier == providers::Tier::kEnterprise ? kEnterpriseFactor : kCommunityFactor;
 }
 
 double CommitFactor(int64_t months) {

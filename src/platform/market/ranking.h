@@ -24,6 +24,7 @@
 
 #include "common/money.h"
 #include "common/time.h"
+#include "platform/providers/provider_status.h"
 
 namespace gpunex::platform::market {
 
@@ -36,7 +37,7 @@ struct RankInputs {
   double reliability = 100;  // R, 0..100
   double performance = 0;    // the offer's performance score (its GPUs' minimum)
   Usdc price;                // per GPU-hour
-  std::string_view tier;     // "enterprise" | "community"
+  providers::Tier tier = providers::Tier::kCommunity;
   int64_t commitment_months = 0;
   std::optional<double> uptime_30d;
   Timestamp listed_since;
@@ -58,7 +59,7 @@ struct Explanation {
 double Value(double performance, Usdc price);
 // The median of `values` (the mean of the two middle ones for an even count); 0 when empty.
 double Median(std::vector<double> values);
-double TierFactor(std::string_view tier);
+double TierFactor(providers::Tier tier);
 double CommitFactor(int64_t commitment_months);
 // The rank of `offer` among offers whose median value is `median_value`. A median of 0
 // (no offer has a value) gives every offer a value factor of 1.

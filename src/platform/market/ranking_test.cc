@@ -13,6 +13,9 @@
 namespace gpunex::platform::market {
 namespace {
 
+constexpr providers::Tier kEnterprise = providers::Tier::kEnterprise;
+constexpr providers::Tier kCommunity = providers::Tier::kCommunity;
+
 Timestamp At(std::string_view rfc3339) { return ParseRfc3339(rfc3339).value(); }
 
 // ------------------------------------------------------------------ the worked example
@@ -23,17 +26,17 @@ Timestamp At(std::string_view rfc3339) { return ParseRfc3339(rfc3339).value(); }
 
 std::vector<RankInputs> Example() {
   return {
-      {98.0, 28.5, Usdc::Micros(450'000), "enterprise", 12, 0.995, At("2026-09-01T08:00:00Z"),
+      {98.0, 28.5, Usdc::Micros(450'000), kEnterprise, 12, 0.995, At("2026-09-01T08:00:00Z"),
        "ofr_a"},
-      {98.0, 28.5, Usdc::Micros(450'000), "enterprise", 12, 0.999, At("2026-10-01T08:00:00Z"),
+      {98.0, 28.5, Usdc::Micros(450'000), kEnterprise, 12, 0.999, At("2026-10-01T08:00:00Z"),
        "ofr_b"},
-      {95.0, 27.6, Usdc::Micros(400'000), "community", 6, 0.980, At("2026-07-15T12:00:00Z"),
+      {95.0, 27.6, Usdc::Micros(400'000), kCommunity, 6, 0.980, At("2026-07-15T12:00:00Z"),
        "ofr_c"},
-      {95.0, 27.6, Usdc::Micros(400'000), "community", 6, 0.980, At("2026-08-15T12:00:00Z"),
+      {95.0, 27.6, Usdc::Micros(400'000), kCommunity, 6, 0.980, At("2026-08-15T12:00:00Z"),
        "ofr_d"},
-      {99.5, 29.1, Usdc::Micros(520'000), "community", 0, 0.9995, At("2026-06-01T09:30:00Z"),
+      {99.5, 29.1, Usdc::Micros(520'000), kCommunity, 0, 0.9995, At("2026-06-01T09:30:00Z"),
        "ofr_e"},
-      {88.0, 26.4, Usdc::Micros(320'000), "community", 3, 0.930, At("2026-11-20T16:00:00Z"),
+      {88.0, 26.4, Usdc::Micros(320'000), kCommunity, 3, 0.930, At("2026-11-20T16:00:00Z"),
        "ofr_f"},
   };
 }
@@ -208,7 +211,7 @@ TEST(RankingExample, PriceForNextPlace) {
 // ------------------------------------------------------------------ the pieces
 
 TEST(Ranking, TiesGoToHigherUptimeThenOlderListingThenId) {
-  RankInputs a{90, 30,   Usdc::Micros(400'000),      "community",
+  RankInputs a{90, 30,   Usdc::Micros(400'000),      kCommunity,
                0,  0.99, At("2026-10-01T00:00:00Z"), "ofr_1"};
   RankInputs b = a;
   b.id = "ofr_2";
@@ -227,7 +230,7 @@ TEST(Ranking, TiesGoToHigherUptimeThenOlderListingThenId) {
 }
 
 TEST(Ranking, NoUptimeYetCountsAsZero) {
-  RankInputs a{90, 30,           Usdc::Micros(400'000),      "community",
+  RankInputs a{90, 30,           Usdc::Micros(400'000),      kCommunity,
                0,  std::nullopt, At("2026-10-01T00:00:00Z"), "ofr_1"};
   RankInputs b = a;
   b.id = "ofr_2";
@@ -241,9 +244,9 @@ TEST(Ranking, NoUptimeYetCountsAsZero) {
 }
 
 TEST(Ranking, SortKeysComeBeforeRank) {
-  const RankInputs cheap{80, 20,  Usdc::Micros(300'000),      "community",
+  const RankInputs cheap{80, 20,  Usdc::Micros(300'000),      kCommunity,
                          0,  0.9, At("2026-10-01T00:00:00Z"), "ofr_cheap"};
-  const RankInputs fast{99, 40,   Usdc::Micros(500'000),      "enterprise",
+  const RankInputs fast{99, 40,   Usdc::Micros(500'000),      kEnterprise,
                         12, 0.99, At("2026-10-01T00:00:00Z"), "ofr_fast"};
   // fast has the higher rank, the performance, the reliability and the value (80 vs 66.7).
   EXPECT_TRUE(Before(Sort::kRank, fast, 2.0, cheap, 1.0));
@@ -283,10 +286,11 @@ TEST(Ranking, CommitFactorSteps) {
 }
 
 TEST(Ranking, TierFactor) {
-  EXPECT_EQ(TierFactor("enterprise"), 1.10);
-  EXPECT_EQ(TierFactor("community"), 1.00);
-  EXPECT_EQ(TierFactor(""), 1.00);
-  EXPECT_EQ(TierFactor("Enterprise"), 1.00);  // the stored form only
+  EXPECT_EQ(TierFactor(kEnterprise), 1.10);
+  EXPECT_EQ(TierFactor(kCommunity), 1.00);
+  // A tier is read in its stored form only.
+  EXPECT_EQ(providers::kTierNames.Parse("enterprise"), kEnterprise);
+  EXPECT_EQ(providers::kTierNames.Parse("Enterprise"), std::nullopt);
 }
 
 TEST(Ranking, ValueOfZeroPriceIsZero) {
@@ -296,7 +300,7 @@ TEST(Ranking, ValueOfZeroPriceIsZero) {
   EXPECT_DOUBLE_EQ(Value(30, Usdc::Micros(1'500'000)), 20);
   // With others priced, an unpriced offer's value factor is 0, and so is its rank.
   const RankInputs free{
-      100, 30, Usdc::Zero(), "enterprise", 12, 1.0, At("2026-10-01T00:00:00Z"), "ofr_free"};
+      100, 30, Usdc::Zero(), kEnterprise, 12, 1.0, At("2026-10-01T00:00:00Z"), "ofr_free"};
   const Explanation e = Rank(free, 50);
   EXPECT_EQ(e.value, 0);
   EXPECT_EQ(e.value_factor, 0);
@@ -305,7 +309,7 @@ TEST(Ranking, ValueOfZeroPriceIsZero) {
 
 TEST(Ranking, MedianZeroGivesValueFactorOne) {
   // No offer has a value (no performance score yet): the rank is R/100 · tier · commit.
-  const RankInputs o{90, 0,   Usdc::Micros(400'000),      "enterprise",
+  const RankInputs o{90, 0,   Usdc::Micros(400'000),      kEnterprise,
                      6,  0.9, At("2026-10-01T00:00:00Z"), "ofr_new"};
   const Explanation e = Rank(o, 0);
   EXPECT_EQ(e.value, 0);
@@ -315,7 +319,7 @@ TEST(Ranking, MedianZeroGivesValueFactorOne) {
 }
 
 TEST(Ranking, ReliabilityIsClampedToHundred) {
-  RankInputs o{120, 30,  Usdc::Micros(300'000),      "community",
+  RankInputs o{120, 30,  Usdc::Micros(300'000),      kCommunity,
                0,   1.0, At("2026-10-01T00:00:00Z"), "ofr_x"};
   EXPECT_EQ(Rank(o, 100).reliability, 1.0);
   EXPECT_EQ(Rank(o, 100).rank, 1.0);

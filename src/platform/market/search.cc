@@ -106,7 +106,7 @@ bool Matches(const OfferQuery& q, const Offer& o) {
   if (q.max_price && o.price > *q.max_price) return false;
   if (!q.country.empty() && o.country != q.country) return false;
   if (!q.region.empty() && o.region != q.region) return false;
-  if (!q.tier.empty() && o.tier != q.tier) return false;
+  if (q.tier && o.tier != *q.tier) return false;
   if (q.min_reliability && o.reliability_score < *q.min_reliability) return false;
   if (q.min_performance && o.performance_score < *q.min_performance) return false;
   if (q.min_down_mbps && o.down_mbps.value_or(0) < *q.min_down_mbps) return false;

@@ -61,7 +61,7 @@ struct OfferQuery {
   std::optional<Usdc> max_price;
   std::string country;  // "" : any (ISO 3166-1 alpha-2, upper case)
   std::string region;
-  std::string tier;
+  std::optional<providers::Tier> tier;  // nullopt: any
   std::optional<double> min_reliability, min_performance;
   std::optional<double> min_down_mbps, min_up_mbps;
   std::optional<int64_t> min_cuda;  // ParseCudaVersion's form

@@ -36,7 +36,7 @@ Offer MakeOffer(std::string machine_id, std::string model = "l4-24gb") {
   o.country = "IT";
   o.region = "eu-south";
   o.city = "Milan";
-  o.tier = "community";
+  o.tier = providers::Tier::kCommunity;
   o.down_mbps = 1000;
   o.up_mbps = 500;
   o.cuda_version = "12.4";
@@ -93,8 +93,8 @@ TEST(Search, EachFilter) {
       {"country", [](OfferQuery& q) { q.country = "IT"; }, [](Offer& o) { o.country = "DE"; }},
       {"region", [](OfferQuery& q) { q.region = "eu-south"; },
        [](Offer& o) { o.region = "eu-central"; }},
-      {"tier", [](OfferQuery& q) { q.tier = "community"; },
-       [](Offer& o) { o.tier = "enterprise"; }},
+      {"tier", [](OfferQuery& q) { q.tier = providers::Tier::kCommunity; },
+       [](Offer& o) { o.tier = providers::Tier::kEnterprise; }},
       {"min_reliability", [](OfferQuery& q) { q.min_reliability = 95; },
        [](Offer& o) { o.reliability_score = 94.99; }},
       {"min_performance", [](OfferQuery& q) { q.min_performance = 28; },
@@ -141,7 +141,7 @@ TEST(Search, EveryFilterAtOnceAndNone) {
   q.max_price = o.price;
   q.country = "IT";
   q.region = "eu-south";
-  q.tier = "community";
+  q.tier = providers::Tier::kCommunity;
   q.min_reliability = 95;
   q.min_performance = 28;
   q.min_down_mbps = 1000;

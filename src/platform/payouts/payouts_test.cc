@@ -309,8 +309,9 @@ class PayoutsTest : public testing::PlatformTest {
     auto u = accounts_->SignUp({email, "provider-password", name}, "192.0.2.8");
     EXPECT_TRUE(u.ok()) << u.status().ToString();
     EXPECT_TRUE(db().Transact([&](store::Tx& tx) {
-                      return providers::UpsertProvider(tx, clock_.Now(), u->id, "community",
-                                                       NewId("app"), admin_);
+                      return providers::UpsertProvider(tx, clock_.Now(), u->id,
+                                                       providers::Tier::kCommunity, NewId("app"),
+                                                       admin_);
                     })
                     .ok());
     return u->id;

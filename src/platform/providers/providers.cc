@@ -49,11 +49,10 @@ StatusOr<NewAgentToken> IssueToken(store::Tx& tx, Timestamp now, const std::stri
 
 }  // namespace
 
-Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id,
-                      std::string_view tier, const std::string& application_id,
-                      const std::string& approved_by) {
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, Tier tier,
+                      const std::string& application_id, const std::string& approved_by) {
   GPUNEX_RETURN_IF_ERROR(ProvidersStore(tx).UpsertProvider(
-      {user_id, std::string(tier), ProviderStatus::kActive, application_id, now, approved_by}));
+      {user_id, tier, ProviderStatus::kActive, application_id, now, approved_by}));
   return accounts::GrantRole(tx, now, user_id, accounts::kRoleProvider, approved_by);
 }
 

@@ -22,7 +22,7 @@ namespace gpunex::platform::providers {
 
 struct Provider {
   std::string user_id;
-  std::string tier;  // "community" | "enterprise"
+  Tier tier = Tier::kCommunity;
   ProviderStatus status = ProviderStatus::kActive;
   std::string application_id;
   Timestamp approved_at;
@@ -48,9 +48,8 @@ inline constexpr size_t kMaxTokenName = 100;
 
 // Creates or updates the provider record and grants the provider role, in the caller's
 // transaction.
-Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id,
-                      std::string_view tier, const std::string& application_id,
-                      const std::string& approved_by);
+Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, Tier tier,
+                      const std::string& application_id, const std::string& approved_by);
 
 // The provider record of `user_id`; nullopt when the user is not a provider.
 StatusOr<std::optional<Provider>> FindProvider(store::Tx& tx, const std::string& user_id);

@@ -23,7 +23,8 @@ const store::RowMapper<AgentTokenRow>& TokenRows() {
 const store::RowMapper<ProviderRow>& ProviderRows() {
   static const auto* const m = new store::RowMapper<ProviderRow>({
       {"user_id", &ProviderRow::user_id},
-      {"tier", &ProviderRow::tier},
+      {"tier",
+       [](ProviderRow& p, const store::Cell& c) { p.tier = kTierNames.ParseStored(c.Str()); }},
       {"status",
        [](ProviderRow& p, const store::Cell& c) {
          p.status = kProviderStatusNames.ParseStored(c.Str());
@@ -51,7 +52,7 @@ Status ProvidersStore::UpsertProvider(const ProviderRow& p) {
           "approved_by) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id) DO UPDATE "
           "SET tier = excluded.tier, application_id = excluded.application_id, "
           "approved_at = excluded.approved_at, approved_by = excluded.approved_by",
-          {p.user_id, p.tier, std::string(Name(p.status)), p.application_id,
+          {p.user_id, std::string(Name(p.tier)), std::string(Name(p.status)), p.application_id,
            ToUnixMicros(p.approved_at), p.approved_by})
       .status();
 }

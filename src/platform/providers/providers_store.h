@@ -18,7 +18,7 @@ namespace gpunex::platform::providers {
 
 struct ProviderRow {
   std::string user_id;
-  std::string tier;  // "community" | "enterprise"
+  Tier tier = Tier::kCommunity;
   ProviderStatus status = ProviderStatus::kActive;
   std::string application_id;
   Timestamp approved_at;

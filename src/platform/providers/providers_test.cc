@@ -36,7 +36,7 @@ class ProvidersTest : public testing::PlatformTest {
     return p;
   }
 
-  Status Approve(const std::string& user_id, std::string_view tier = "community") {
+  Status Approve(const std::string& user_id, Tier tier = Tier::kCommunity) {
     return faulty().Transact([&](store::Tx& tx) {
       return UpsertProvider(tx, clock_.Now(), user_id, tier, "app_" + user_id, admin_id_);
     });
@@ -79,7 +79,7 @@ TEST_P(ProvidersTest, UpsertProviderCreatesTheRecordAndGrantsTheRole) {
   auto got = providers_->Get(p);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->user_id, p.user.id);
-  EXPECT_EQ(got->tier, "community");
+  EXPECT_EQ(got->tier, Tier::kCommunity);
   EXPECT_EQ(Name(got->status), "active");
   EXPECT_EQ(got->application_id, "app_" + p.user.id);
   EXPECT_EQ(got->approved_at, approved_at);
@@ -99,10 +99,10 @@ TEST_P(ProvidersTest, UpsertProviderCreatesTheRecordAndGrantsTheRole) {
 
   // A second approval updates the record and keeps one role.
   clock_.Advance(kOneHour);
-  ASSERT_TRUE(Approve(p.user.id, "enterprise").ok());
+  ASSERT_TRUE(Approve(p.user.id, Tier::kEnterprise).ok());
   got = providers_->Get(p);
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->tier, "enterprise");
+  EXPECT_EQ(got->tier, Tier::kEnterprise);
   EXPECT_EQ(got->approved_at, clock_.Now());
   EXPECT_EQ(Number("SELECT COUNT(*) FROM providers"), 1);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM user_roles WHERE user_id = ? AND role = 'provider'",

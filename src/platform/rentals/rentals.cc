@@ -176,9 +176,9 @@ Rentals::Rentals(store::Database& db, fleet::Fleet& fleet, fleet::Workloads& wor
   });
 }
 
-int64_t Rentals::CommissionBps(std::string_view tier) const {
-  return tier == "enterprise" ? options_.commission_enterprise_bps
-                              : options_.commission_community_bps;
+int64_t Rentals::CommissionBps(providers::Tier tier) const {
+  return tier == providers::Tier::kEnterprise ? options_.commission_enterprise_bps
+                                              : options_.commission_community_bps;
 }
 
 StatusOr<Rental> Rentals::Create(const accounts::Principal& p, const CreateRentalRequest& req) {
@@ -267,7 +267,7 @@ StatusOr<Rental> Rentals::CreateInTx(store::Tx& tx, Timestamp now, const std::st
   r.gpu_ids = gpu_ids;
   r.gpus = req.gpus;
   r.price = price->second;
-  r.fee_bps = CommissionBps(prov ? prov->tier : "community");
+  r.fee_bps = CommissionBps(prov ? prov->tier : providers::Tier::kCommunity);
   r.state = kPending;
   r.created_at = r.updated_at = now;
   r.next_meter_at = now;

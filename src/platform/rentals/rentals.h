@@ -46,6 +46,7 @@
 #include "platform/fleet/workloads.h"
 #include "platform/market/market.h"
 #include "platform/notify/notify.h"
+#include "platform/providers/provider_status.h"
 #include "platform/rentals/job.h"
 #include "platform/rentals/rental.h"
 #include "platform/store/db.h"
@@ -198,7 +199,7 @@ class Rentals {
                                 const PageRequest& page);
   StatusOr<BalanceView> Balance(const accounts::Principal& p);
   // The commission of a provider's tier, in basis points.
-  int64_t CommissionBps(std::string_view tier) const;
+  int64_t CommissionBps(providers::Tier tier) const;
   // What workload images may name (the fleet's, from [fleet]).
   const fleet::ImagePolicy& image_policy() const { return fleet_.options().images; }
 

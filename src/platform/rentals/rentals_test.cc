@@ -700,8 +700,9 @@ TEST_P(RentalsTest, ACrashAfterAMeteringCommitNeitherLosesNorDoublesATransfer) {
 
 TEST_P(RentalsTest, EnterpriseProvidersPayTheirOwnCommission) {
   ASSERT_TRUE(db().Transact([&](store::Tx& tx) -> Status {
-                    return providers::UpsertProvider(tx, clock_.Now(), pia_, "enterprise",
-                                                     "app_" + pia_, admin_);
+                    return providers::UpsertProvider(tx, clock_.Now(), pia_,
+                                                     providers::Tier::kEnterprise, "app_" + pia_,
+                                                     admin_);
                   })
                   .ok());
   Credit(customer_, 10'000'000);
@@ -756,7 +757,7 @@ TEST_P(RentalsTest, AnOperatorRefundsAnEndedRentalUpToWhatItWasCharged) {
     EXPECT_EQ(st.code(), StatusCode::kValidationFailed) << bad;
     EXPECT_TRUE(st.fields().contains("amount_micro")) << st.ToString();
   }
-  for (std::string bad : {std::string(), std::string(201, 'x'), std::string("two\nlines")}) {
+  for (const std::string& bad : {std::string(), std::string(201, 'x'), std::string("two\nlines")}) {
     auto st = refund(1000, bad).status();
     EXPECT_TRUE(st.fields().contains("reason")) << st.ToString();
   }
