@@ -1583,7 +1583,7 @@ describe("dashboard", () => {
         await row.waitFor();
         assert.match(
           await row.locator(".effective").textContent(),
-          /^0\.45 USDC\/h \(your price\)$/,
+          /^0\.45 USDC\/h \(your price\), you keep 0\.36 USDC\/h \(after the 20 % commission\)$/,
         );
         await row
           .getByLabel("Price on this machine (USDC per GPU-hour)")
@@ -1598,7 +1598,7 @@ describe("dashboard", () => {
           .waitFor();
         assert.equal(
           await row.locator(".effective").textContent(),
-          "0.19 USDC/h (this machine's override)",
+          "0.19 USDC/h (this machine's override), you keep 0.152 USDC/h (after the 20 % commission)",
         );
         assert.deepEqual(
           (await api("GET", `/machines/${mid}/prices`)).items.map((x) => [
