@@ -20,3 +20,25 @@ export function confirmIn(
   replace(cell, h("span", { class: "confirm" }, what, " ", confirmBtn, " ", cancel));
   confirmBtn.focus();
 }
+
+// Below a form, in `area`: `what` asked before money moves, with `label`'s button (focused:
+// `onYes` gets it, to show it busy) and Cancel, which clears `area` and lets the form's
+// `submit` be pressed again. `submit` stays disabled while it is asked.
+export function askBelow(
+  area: HTMLElement,
+  submit: HTMLButtonElement,
+  aria: string,
+  what: string,
+  label: string,
+  onYes: (yes: HTMLButtonElement) => void,
+): void {
+  submit.disabled = true;
+  const yes = button(label, () => onYes(yes), { kind: "primary" });
+  const no = button("Cancel", () => {
+    replace(area);
+    submit.disabled = false;
+    submit.focus();
+  });
+  replace(area, h("div", { class: "confirm", role: "group", "aria-label": aria }, h("span", null, what), yes, no));
+  yes.focus();
+}

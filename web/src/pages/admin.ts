@@ -4,6 +4,7 @@
 // every account's stored balance against the sum of its transfers, and the sum of all
 // balances, which must be zero.
 import * as api from "../api";
+import { askBelow } from "../components/confirm";
 import { pageHeader, type View } from "../app";
 import { IdempotentSubmit } from "../components/workload";
 import { append, busy, button, field, h, replace } from "../dom";
@@ -145,24 +146,14 @@ function creditSection(afterCredit: () => void, email = ""): HTMLElement {
       ? { email: who, amount_micro: parsed.micro, reference: reference.value.trim() }
       : { user_id: who, amount_micro: parsed.micro, reference: reference.value.trim() };
     // Asked first: money moves. The fields stay as they are until it is answered.
-    submit.disabled = true;
-    const yes = button(`Credit ${usdc(body.amount_micro)}`, () => void send(body, yes), { kind: "primary" });
-    const no = button("Cancel", () => {
-      replace(confirmArea);
-      submit.disabled = false;
-      submit.focus();
-    });
-    replace(
+    askBelow(
       confirmArea,
-      h(
-        "div",
-        { class: "confirm", role: "group", "aria-label": "Confirm the credit" },
-        h("span", null, `Credit ${usdc(body.amount_micro)} to ${who || "(no user)"}?`),
-        yes,
-        no,
-      ),
+      submit,
+      "Confirm the credit",
+      `Credit ${usdc(body.amount_micro)} to ${who || "(no user)"}?`,
+      `Credit ${usdc(body.amount_micro)}`,
+      (yes) => void send(body, yes),
     );
-    yes.focus();
   });
 
   return h(

@@ -5,6 +5,7 @@
 // rental filtered by state; one rental with the refund form at #/admin/rentals/ID).
 // A tab bar links them with Credits & ledger and Payouts.
 import * as api from "../api";
+import { askBelow } from "../components/confirm";
 import { pageHeader, type View } from "../app";
 import { facts } from "../components/details";
 import { gpusText, loadModelNames, rentalStateBadge } from "../components/rental";
@@ -644,24 +645,14 @@ function refundSection(r: AdminRental, done: (r: AdminRental, a: RefundAnswer) =
       return;
     }
     const body = { amount_micro: parsed.micro, reason: reason.value.trim() };
-    submit.disabled = true;
-    const yes = button(`Refund ${usdc(body.amount_micro)}`, () => void send(body, yes), { kind: "primary" });
-    const no = button("Cancel", () => {
-      replace(confirmArea);
-      submit.disabled = false;
-      submit.focus();
-    });
-    replace(
+    askBelow(
       confirmArea,
-      h(
-        "div",
-        { class: "confirm", role: "group", "aria-label": "Confirm the refund" },
-        h("span", null, `Give back ${usdc(body.amount_micro)} to the customer?`),
-        yes,
-        no,
-      ),
+      submit,
+      "Confirm the refund",
+      `Give back ${usdc(body.amount_micro)} to the customer?`,
+      `Refund ${usdc(body.amount_micro)}`,
+      (yes) => void send(body, yes),
     );
-    yes.focus();
   });
   const billed = r.state === "ended" || r.state === "ending";
   return h(
