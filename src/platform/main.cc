@@ -249,40 +249,94 @@ http::ServerOptions ServerOptionsOf(const Config& c) {
   return so;
 }
 
-// Builds the platform and serves it; with `list_routes`, prints the routes it would serve
-// instead (nothing listens then).
-int Serve(Config config, bool list_routes) {
-  // Signals are taken by a dedicated thread; block them everywhere else first.
+// The routes the server serves itself (kServerRoutes), installed in its options before
+// it binds; their handlers are filled in once the API exists (Fill), and until then
+// nothing can reach them (the server has not started).
+class ServerRouteHandlers {
+ public:
+  void Install(http::ServerOptions& so) {
+    auto forward = [](http::WebSocketAcceptor& to) {
+      return [&to](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
+        return to(req, std::move(c));
+      };
+    };
+    so.websocket_routes[std::string(api::kAgentConnectPath)] = forward(agent_);
+    so.websocket_routes[std::string(kDataChannelPath)] = forward(data_);
+    so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_);
+    so.websocket_routes[std::string(relay::kExecPattern)] = forward(exec_);
+    so.proxy_routes[std::string(relay::kFilesPattern)] = [this](const http::ProxyRequest& req) {
+      return files_(req);
+    };
+    auto bench = [this](const http::Request& req) { return bench_(req); };
+    so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {
+        http::StreamRoute::Kind::kDownload, bench};
+    so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {http::StreamRoute::Kind::kUpload,
+                                                                 bench};
+  }
+
+  void Fill(const api::ApiContext& ctx) {
+    agent_ = api::AgentChannelAcceptor(ctx);
+    data_ = relay::DataChannelAcceptor(ctx);
+    port_ = relay::PortConnectAcceptor(ctx);
+    exec_ = relay::ExecAcceptor(ctx);
+    files_ = relay::FilesAuthorizer(ctx);
+    bench_ = api::AgentBenchAuthorizer(ctx);
+  }
+
+ private:
+  http::WebSocketAcceptor agent_, data_, port_, exec_;
+  http::ProxyAuthorizer files_;
+  http::StreamAuthorizer bench_;
+};
+
+// The access listener: rentals' HTTP ports, on an origin of their own (docs/access.md),
+// bound; nullptr when the configuration names none.
+StatusOr<std::unique_ptr<http::Server>> BindAccessListener(const Config& config,
+                                                           const api::ApiContext& ctx) {
+  access::Access& access = ctx.services.Get<access::Access>();
+  const access::AccessOptions& ao = access.options();
+  if (ao.listen.empty()) return std::unique_ptr<http::Server>();
+  http::ServerOptions aso = ServerOptionsOf(config);
+  aso.listen = ao.listen;
+  aso.tls_cert_file = ao.tls_cert_file;
+  aso.tls_key_file = ao.tls_key_file;
+  aso.idle_timeout = ao.idle_timeout;
+  aso.proxy = access::Gate(access, ctx.accounts, ctx.services.Get<relay::Relay>(), ctx.db);
+  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<http::Server> server,
+                          http::Server::Create(aso, [](http::Request&) {
+                            return http::ErrorResponse(NotFound("not served here"));
+                          }));
+  std::string host = ao.listen.substr(0, ao.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "localhost";
+  access.Bound(std::string(ao.tls_cert_file.empty() ? "http://" : "https://") + host + ":" +
+               std::to_string(server->port()));
+  LogInfo("access.started", {{"port", server->port()}, {"domain", ao.domain}});
+  return server;
+}
+
+// SIGTERM and SIGINT, blocked in every thread started after this (a dedicated thread
+// takes them with sigwait); SIGPIPE ignored.
+sigset_t BlockStopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+// Builds the platform and serves it; with `list_routes`, prints the routes it would serve
+// instead (nothing listens then).
+int Serve(Config config, bool list_routes) {
+  sigset_t signals = BlockStopSignals();
 
   // Bind first, so that a derived public URL carries the real port (listen port 0). The
   // agent's channel and its throughput benchmark are routed before the API exists.
   http::ServerOptions so = ServerOptionsOf(config);
+  ServerRouteHandlers server_routes;
+  server_routes.Install(so);
   std::function<http::Response(http::Request&)> dispatch;
-  http::WebSocketAcceptor websocket_acceptor, data_acceptor, port_acceptor, exec_acceptor;
-  http::StreamAuthorizer bench_authorizer;
-  auto forward = [](http::WebSocketAcceptor& to) {
-    return [&to](const http::Request& req, std::shared_ptr<http::WebSocketConnection> c) {
-      return to(req, std::move(c));
-    };
-  };
-  so.websocket_routes[std::string(api::kAgentConnectPath)] = forward(websocket_acceptor);
-  so.websocket_routes[std::string(kDataChannelPath)] = forward(data_acceptor);
-  so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_acceptor);
-  so.websocket_routes[std::string(relay::kExecPattern)] = forward(exec_acceptor);
-  http::ProxyAuthorizer files_authorizer;
-  so.proxy_routes[std::string(relay::kFilesPattern)] =
-      [&files_authorizer](const http::ProxyRequest& req) { return files_authorizer(req); };
-  auto bench = [&bench_authorizer](const http::Request& req) { return bench_authorizer(req); };
-  so.stream_routes[std::string(api::kAgentBenchDownloadPath)] = {http::StreamRoute::Kind::kDownload,
-                                                                 bench};
-  so.stream_routes[std::string(api::kAgentBenchUploadPath)] = {http::StreamRoute::Kind::kUpload,
-                                                               bench};
   std::unique_ptr<http::Server> server;
   if (!list_routes) {
     auto created =
@@ -308,38 +362,14 @@ int Serve(Config config, bool list_routes) {
   http::Router router(&(*platform)->metrics());
   api::RegisterRoutes(router, ctx, Modules());
   if (list_routes) return PrintRoutes(router, so);
-  websocket_acceptor = api::AgentChannelAcceptor(ctx);
-  data_acceptor = relay::DataChannelAcceptor(ctx);
-  port_acceptor = relay::PortConnectAcceptor(ctx);
-  exec_acceptor = relay::ExecAcceptor(ctx);
-  files_authorizer = relay::FilesAuthorizer(ctx);
-  bench_authorizer = api::AgentBenchAuthorizer(ctx);
+  server_routes.Fill(ctx);
   dispatch = [&ctx, &router](http::Request& req) {
     return api::WithCommonHeaders(req, api::Dispatch(ctx, router, req));
   };
-  // The access listener: rentals' HTTP ports, on an origin of their own (docs/access.md).
-  std::unique_ptr<http::Server> access_server;
-  access::Access& access = ctx.services.Get<access::Access>();
-  if (!access.options().listen.empty()) {
-    const access::AccessOptions& ao = access.options();
-    http::ServerOptions aso = ServerOptionsOf(config);
-    aso.listen = ao.listen;
-    aso.tls_cert_file = ao.tls_cert_file;
-    aso.tls_key_file = ao.tls_key_file;
-    aso.idle_timeout = ao.idle_timeout;
-    aso.proxy = access::Gate(access, ctx.accounts, ctx.services.Get<relay::Relay>(), ctx.db);
-    auto created = http::Server::Create(
-        aso, [](http::Request&) { return http::ErrorResponse(NotFound("not served here")); });
-    if (!created.ok()) return Fail(created.status());
-    access_server = std::move(*created);
-    std::string host = ao.listen.substr(0, ao.listen.rfind(':'));
-    if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "localhost";
-    access.Bound(std::string(ao.tls_cert_file.empty() ? "http://" : "https://") + host + ":" +
-                 std::to_string(access_server->port()));
-    LogInfo("access.started", {{"port", access_server->port()}, {"domain", ao.domain}});
-  }
+  auto access_server = BindAccessListener(config, ctx);
+  if (!access_server.ok()) return Fail(access_server.status());
   std::thread access_thread;
-  if (access_server) access_thread = std::thread([&] { access_server->Run(); });
+  if (*access_server) access_thread = std::thread([&] { (*access_server)->Run(); });
 
   Background background;
   (*platform)->ScheduleOn(background);
@@ -349,7 +379,7 @@ int Serve(Config config, bool list_routes) {
     sigwait(&signals, &sig);
     LogInfo("gpunexd.stopping", {{"signal", sig}});
     ready = false;
-    if (access_server) access_server->Shutdown();
+    if (*access_server) (*access_server)->Shutdown();
     server->Shutdown();
   });
   ready = true;

@@ -518,6 +518,25 @@ class AccessTest(ServerTestCase):
         bad = self.customer.c.post(f"{API}/rentals/{rid}/access-tokens", {"port": 1})
         self.assertStatus(bad, 422)
 
+        # A rental holds at most 20 live tokens ([access] max_tokens_per_rental): the next is
+        # refused until one is revoked; revoked ones do not count.
+        def live():
+            items = self.customer.c.get(f"{API}/rentals/{rid}/access-tokens").body["items"]
+            return [t["id"] for t in items if t["revoked_at"] is None]
+        made_here = []
+        while len(live()) < 20:
+            made_here.append(self.access_token()["id"])
+        refused = self.customer.c.post(f"{API}/rentals/{rid}/access-tokens", {})
+        self.assertStatus(refused, 409)
+        self.assertIn("revoke one first", refused.body["error"]["message"])
+        self.assertEqual(len(live()), 20)
+        self.assertStatus(self.customer.c.delete(f"{API}/rentals/{rid}/access-tokens/{live()[0]}"),
+                          204)
+        made_here.append(self.access_token()["id"])
+        for token_id in set(live()) & set(made_here):  # the later tests make their own
+            self.assertStatus(self.customer.c.delete(f"{API}/rentals/{rid}/access-tokens/{token_id}"),
+                              204)
+
     def test_websockets_and_server_sent_events_pass_through(self):
         tok = self.access_token()["token"]
 

@@ -5,7 +5,6 @@
 #include "common/ascii.h"
 #include "common/ids.h"
 #include "platform/rentals/rentals.h"
-#include "platform/store/rows.h"
 
 namespace gpunex::platform::access {
 
@@ -25,18 +24,6 @@ int PortNumber(std::string_view s) {
 
 bool IsIdChar(char c) {
   return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
-
-const store::RowMapper<AccessToken>& TokenRows() {
-  static const auto* const m = new store::RowMapper<AccessToken>({
-      {"id", &AccessToken::id},
-      {"rental_id", &AccessToken::rental_id},
-      {"customer_id", &AccessToken::customer_id},
-      {"created_at", &AccessToken::created_at},
-      {"expires_at", &AccessToken::expires_at},
-      {"revoked_at", &AccessToken::revoked_at},
-  });
-  return *m;
 }
 
 }  // namespace
@@ -145,23 +132,14 @@ StatusOr<NewAccessToken> Access::CreateToken(const rentals::Rental& r,
                           .expires_at = now + life,
                           .revoked_at = std::nullopt};
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT COUNT(*) AS n FROM access_tokens WHERE rental_id = ? AND "
-                 "revoked_at IS NULL AND expires_at > ?",
-                 {r.id, ToUnixMicros(now)}));
-    if (rows[0]["n"].Int() >= options_.max_tokens_per_rental) {
+    AccessStore tokens(tx);
+    GPUNEX_ASSIGN_OR_RETURN(const int64_t live, tokens.CountLive(r.id, now));
+    if (live >= options_.max_tokens_per_rental) {
       return FailedPrecondition("the rental holds " +
                                 std::to_string(options_.max_tokens_per_rental) +
                                 " live access tokens: revoke one first");
     }
-    return tx
-        .Exec(
-            "INSERT INTO access_tokens (id, rental_id, customer_id, token_hash, created_at, "
-            "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-            {out.token.id, r.id, r.customer_id, Sha256Hex(out.secret), ToUnixMicros(now),
-             ToUnixMicros(out.token.expires_at)})
-        .status();
+    return tokens.Insert(out.token, Sha256Hex(out.secret));
   }));
   return out;
 }
@@ -169,12 +147,7 @@ StatusOr<NewAccessToken> Access::CreateToken(const rentals::Rental& r,
 StatusOr<std::vector<AccessToken>> Access::ListTokens(const std::string& rental_id) {
   std::vector<AccessToken> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT " + TokenRows().Select() +
-                     " FROM access_tokens WHERE rental_id = ? ORDER BY created_at DESC, id DESC",
-                 {rental_id}));
-    GPUNEX_ASSIGN_OR_RETURN(out, TokenRows().Decode(rows));
+    GPUNEX_ASSIGN_OR_RETURN(out, AccessStore(tx).OfRental(rental_id));
     return Status::Ok();
   }));
   return out;
@@ -182,14 +155,10 @@ StatusOr<std::vector<AccessToken>> Access::ListTokens(const std::string& rental_
 
 Status Access::RevokeToken(const std::string& rental_id, const std::string& token_id) {
   return db_.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                            tx.Query("SELECT id FROM access_tokens WHERE id = ? AND rental_id = ?",
-                                     {token_id, rental_id}));
-    if (rows.empty()) return NotFound("the rental has no access token " + token_id);
-    return tx
-        .Exec("UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-              {ToUnixMicros(options_.clock->Now()), token_id})
-        .status();
+    AccessStore tokens(tx);
+    GPUNEX_ASSIGN_OR_RETURN(std::optional<AccessToken> token, tokens.Find(rental_id, token_id));
+    if (!token) return NotFound("the rental has no access token " + token_id);
+    return tokens.Revoke(token_id, options_.clock->Now());
   });
 }
 
@@ -199,37 +168,13 @@ StatusOr<AccessToken> Access::CheckToken(std::string_view secret) {
   }
   std::optional<AccessToken> found;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows,
-        tx.Query("SELECT " + TokenRows().Select() + " FROM access_tokens WHERE token_hash = ?",
-                 {Sha256Hex(secret)}));
-    GPUNEX_ASSIGN_OR_RETURN(found, TokenRows().First(rows));
+    GPUNEX_ASSIGN_OR_RETURN(found, AccessStore(tx).ByHash(Sha256Hex(secret)));
     return Status::Ok();
   }));
   if (!found || found->revoked_at || found->expires_at <= options_.clock->Now()) {
     return Unauthenticated("the access token is unknown, expired or revoked");
   }
   return *found;
-}
-
-std::vector<store::Migration> AccessMigrations() {
-  return {
-      {20,
-       "access",
-       "access: tokens that open a rental's HTTP ports",
-       {
-           R"(CREATE TABLE access_tokens (
-                id TEXT PRIMARY KEY,
-                rental_id TEXT NOT NULL REFERENCES rentals(id),
-                customer_id TEXT NOT NULL REFERENCES users(id),
-                token_hash TEXT NOT NULL UNIQUE,
-                created_at BIGINT NOT NULL,
-                expires_at BIGINT NOT NULL,
-                revoked_at BIGINT))",
-           "CREATE INDEX access_tokens_rental ON access_tokens (rental_id, created_at)",
-       },
-       {}},
-  };
 }
 
 }  // namespace gpunex::platform::access

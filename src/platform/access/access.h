@@ -22,9 +22,9 @@
 #include "common/status.h"
 #include "common/thread_annotations.h"
 #include "common/time.h"
+#include "platform/access/access_store.h"
 #include "platform/http/proxy.h"
 #include "platform/store/db.h"
-#include "platform/store/migrations.h"
 
 namespace gpunex::platform {
 namespace accounts {
@@ -105,15 +105,6 @@ struct PortUrls {
   std::string path_url;  // {public_url}/r/{rental_id}/{port}/
 };
 
-struct AccessToken {
-  std::string id;
-  std::string rental_id;
-  std::string customer_id;
-  Timestamp created_at;
-  Timestamp expires_at;
-  std::optional<Timestamp> revoked_at;
-};
-
 struct NewAccessToken {
   AccessToken token;
   std::string secret;  // shown once; only its SHA-256 is kept
@@ -154,8 +145,5 @@ class Access {
 // the relay; strips the platform's credentials from what the container gets.
 http::ProxyAuthorizer Gate(Access& access, accounts::Accounts& accounts, relay::Relay& relay,
                            store::Database& db);
-
-// The migrations of the access tokens' table.
-std::vector<store::Migration> AccessMigrations();
 
 }  // namespace gpunex::platform::access

@@ -8,7 +8,7 @@
 #include "platform/accounts/directory.h"
 #include "platform/api/api.h"
 #include "platform/providers/providers.h"
-#include "platform/relay/traffic.h"
+#include "platform/relay/traffic_store.h"
 #include "platform/rentals/jobs.h"
 #include "platform/rentals/rentals.h"
 
@@ -99,7 +99,7 @@ json::object RentalJson(const ApiContext& ctx, const accounts::Principal& p,
   return o;
 }
 
-// One rental, with the bytes its ports moved through the platform (relay/traffic.h):
+// One rental, with the bytes its ports moved through the platform (relay/traffic_store.h):
 // `traffic` in all, and each port's own.
 http::Response RentalReply(const ApiContext& ctx, int status, const accounts::Principal& p,
                            const StatusOr<rentals::Rental>& r) {

@@ -847,7 +847,7 @@ TEST_P(FleetTest, RegistryCredentialsGoWithTheCommandAndAreNeverStored) {
   EXPECT_EQ(sent_auth(cid), (protocol::RegistryCredentials{"robot", "s3cret-pa55"}));
   // The result arrives: forgotten, so a later send (the result lost on the way back)
   // goes without them.
-  a.Result(cid, true, "", json::object{{"workload_id", "wl_private"}});
+  a.Result(cid, true, "", {{"workload_id", "wl_private"}});
   ASSERT_TRUE(
       test_db().Exec("UPDATE agent_commands SET state = 'pending' WHERE id = ?", {cid}).ok());
   a.Connect();
@@ -892,7 +892,7 @@ TEST_P(FleetTest, ARepeatedResultIsAppliedOnce) {
   const std::string cid = Enqueue(a.machine_id, "wl_once");
   clock_.Advance(Seconds(2));
   const Timestamp t_done = clock_.Now();
-  a.Result(cid, true, "", json::object{{"container_id", "abc"}});
+  a.Result(cid, true, "", {{"container_id", "abc"}});
   EXPECT_EQ(StoredCommandState(cid), "done");
   EXPECT_EQ(Number("SELECT done_at FROM agent_commands WHERE id = ?", {cid}), ToUnixMicros(t_done));
   EXPECT_EQ(Number("SELECT ok FROM agent_commands WHERE id = ?", {cid}), 1);

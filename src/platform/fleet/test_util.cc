@@ -183,8 +183,10 @@ void FakeAgent::Heartbeat(int64_t utilization_pct, int64_t temperature_c) {
 void FakeAgent::Ack(const std::string& command_id) { Send(protocol::Ack{command_id}); }
 
 void FakeAgent::Result(const std::string& command_id, bool ok, std::string error,
-                       json::object data) {
-  Send(protocol::Result{command_id, ok, std::move(error), std::move(data)});
+                       const std::map<std::string, std::string>& data) {
+  json::object members;
+  for (const auto& [name, value] : data) members[name] = value;
+  Send(protocol::Result{command_id, ok, std::move(error), std::move(members)});
 }
 
 void FakeAgent::Event(const std::string& workload_id, const std::string& state,

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,8 +72,9 @@ class FakeAgent {
   void SendText(const std::string& text);
   void Heartbeat(int64_t utilization_pct = 37, int64_t temperature_c = 55);
   void Ack(const std::string& command_id);
+  // `data`: the result's string members (the agent protocol's `data` object).
   void Result(const std::string& command_id, bool ok, std::string error = "",
-              json::object data = {});
+              const std::map<std::string, std::string>& data = {});
   void Event(const std::string& workload_id, const std::string& state,
              std::optional<int64_t> exit_code = std::nullopt, const std::string& reason = "",
              const std::string& container_id = "", const std::string& cause = "");

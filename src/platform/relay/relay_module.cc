@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "platform/http/metrics.h"
-#include "platform/relay/traffic.h"
+#include "platform/relay/traffic_store.h"
 #include "platform/rentals/rentals.h"
 #include "platform/store/db.h"
 

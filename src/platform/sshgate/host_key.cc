@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "platform/sshgate/host_key_store.h"
 #include "platform/sshkeys/ssh_key.h"
 
 namespace gpunex::platform::sshgate {
@@ -61,46 +62,22 @@ StatusOr<HostKey> HostKeyOf(const std::string& private_key) {
 }
 
 StatusOr<HostKey> LoadOrCreateHostKey(store::Database& db, const Clock& clock) {
-  std::string kept;
+  std::optional<std::string> kept;
   GPUNEX_RETURN_IF_ERROR(db.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                            tx.Query("SELECT private_key FROM ssh_host_key WHERE id = 1", {}));
-    if (!rows.empty()) {
-      kept = rows[0]["private_key"].Str();
-      return Status::Ok();
-    }
-    GPUNEX_ASSIGN_OR_RETURN(kept, NewPrivateKey());
-    return tx
-        .Exec(
-            "INSERT INTO ssh_host_key (id, private_key, created_at) VALUES (1, ?, ?) "
-            "ON CONFLICT (id) DO NOTHING",
-            {kept, ToUnixMicros(clock.Now())})
-        .status();
+    HostKeyStore keys(tx);
+    GPUNEX_ASSIGN_OR_RETURN(kept, keys.Kept());
+    if (kept) return Status::Ok();
+    GPUNEX_ASSIGN_OR_RETURN(std::string made, NewPrivateKey());
+    return keys.KeepFirst(made, clock.Now());
   }));
   // Another instance may have kept its key first: the kept one is the platform's.
-  GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
-    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
-                            tx.Query("SELECT private_key FROM ssh_host_key WHERE id = 1", {}));
-    if (rows.empty()) return Internal("the SSH host key was not kept");
-    kept = rows[0]["private_key"].Str();
-    return Status::Ok();
-  }));
-  return HostKeyOf(kept);
-}
-
-std::vector<store::Migration> HostKeyMigrations() {
-  return {
-      {22,
-       "sshgate",
-       "sshgate: the SSH gateway's host key, made once for the platform",
-       {
-           R"(CREATE TABLE ssh_host_key (
-                id INTEGER PRIMARY KEY CHECK (id = 1),
-                private_key TEXT NOT NULL,
-                created_at BIGINT NOT NULL))",
-       },
-       {}},
-  };
+  if (!kept) {
+    GPUNEX_RETURN_IF_ERROR(db.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(kept, HostKeyStore(tx).Kept());
+      return kept ? Status::Ok() : Internal("the SSH host key was not kept");
+    }));
+  }
+  return HostKeyOf(*kept);
 }
 
 }  // namespace gpunex::platform::sshgate

@@ -12,7 +12,6 @@
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/store/db.h"
-#include "platform/store/migrations.h"
 
 namespace gpunex::platform::sshgate {
 
@@ -33,7 +32,5 @@ StatusOr<HostKey> LoadOrCreateHostKey(store::Database& db, const Clock& clock);
 // The public half and fingerprint of an OpenSSH private key; kInvalidArgument when it is
 // none.
 StatusOr<HostKey> HostKeyOf(const std::string& private_key);
-
-std::vector<store::Migration> HostKeyMigrations();
 
 }  // namespace gpunex::platform::sshgate

@@ -8,6 +8,7 @@
 #include "platform/http/metrics.h"
 #include "platform/relay/relay.h"
 #include "platform/sshgate/gateway.h"
+#include "platform/sshgate/host_key_store.h"
 
 namespace gpunex::platform::sshgate {
 

@@ -1,4 +1,4 @@
-#include "platform/relay/traffic.h"
+#include "platform/relay/traffic_store.h"
 
 namespace gpunex::platform::relay {
 
