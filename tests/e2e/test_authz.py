@@ -301,6 +301,9 @@ MATRIX = [
     dict(route=("GET", "/agent/install.sh"), path="/agent/install.sh", expect=everyone(200)),
     dict(route=("GET", "/api/v1/machines"), path=f"{API}/machines",
          expect=only(["provA", "provB", "admin"], 200, 403)),
+    # An admin lists one provider's machines; a provider may name only itself.
+    dict(route=("GET", "/api/v1/machines"), path=f"{API}/machines?provider_id={{usr_A}}&status=online",
+         expect=only(["provA", "admin"], 200, 403, provB=422)),
     dict(route=("GET", "/api/v1/machines/{id}"), path=f"{API}/machines/{{mch_A}}",
          expect=only(["provA", "admin"], 200, 404, customer=403)),
     # The provider names the machine; an admin may read it but not rename it.
@@ -369,6 +372,8 @@ MATRIX = [
     dict(route=("GET", "/api/v1/admin/users"), path=f"{API}/admin/users?q=example",
          expect=only(["admin"], 200, 403)),
     dict(route=("GET", "/api/v1/admin/users/{id}"), path=f"{API}/admin/users/{{usr_C}}",
+         expect=only(["admin"], 200, 403)),
+    dict(route=("GET", "/api/v1/admin/providers"), path=f"{API}/admin/providers",
          expect=only(["admin"], 200, 403)),
     # An admin's filters of the rentals list: anybody else is told it is an operator's.
     dict(route=("GET", "/api/v1/rentals"), path=f"{API}/rentals?customer_id={{usr_C}}",
@@ -613,6 +618,7 @@ ACCESS = {
         ("POST", "/api/v1/admin/credits"),
         ("GET", "/api/v1/admin/users"),
         ("GET", "/api/v1/admin/users/{id}"),
+        ("GET", "/api/v1/admin/providers"),
         ("POST", "/api/v1/admin/rentals/{id}/refund"),
         ("GET", "/api/v1/admin/ledger/check"),
         ("POST", "/api/v1/admin/payout-runs"),
@@ -951,7 +957,7 @@ class AuthzMixin:
                              tok_A_del=tok_a_del, tok_A_rot=tok_a_rot, ntf_A=ntf_a,
                              mch_A=mch_a, gpu_A=gpu_a, wl_A=wl_a, mnt_A=mnt_a, ofr_A=ofr_a,
                              ses_A=ses_a, mch_R=mch_r, ofr_R=ofr_r, rnt_C1=rentals[0],
-                             rnt_C2=rentals[1], job_C=job_c, usr_C=customer.id,
+                             rnt_C2=rentals[1], job_C=job_c, usr_C=customer.id, usr_A=prov_a.id,
                              login_email=login_user.email,
                              customer_contact=customer_contact,
                              verify_token=srv.verification_token(customer.id, customer.email),

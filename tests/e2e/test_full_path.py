@@ -168,6 +168,20 @@ class FullPathMixin:
         self.assertEqual(r.body["tier"], "enterprise")
         self.assertEqual(r.body["status"], "active")
         self.assertEqual(r.body["application_id"], app_id)
+        # The operators' list of providers shows her, with no machine yet.
+        listed = admin.c.get(f"{API}/admin/providers", query={"limit": "200"})
+        self.assertStatus(listed, 200)
+        mine = [p for p in listed.body["items"] if p["user_id"] == ada.id]
+        self.assertEqual(len(mine), 1, listed.body)
+        self.assertEqual({k: mine[0][k] for k in ("email", "name", "tier", "status", "application_id",
+                                                  "machines", "machines_online", "gpus")},
+                         {"email": ada.email, "name": ada.c.get(f"{API}/me").body["name"],
+                          "tier": "enterprise",
+                          "status": "active", "application_id": app_id, "machines": 0,
+                          "machines_online": 0, "gpus": 0})
+        self.assertEqual(mine[0]["commission_bps"], r.body["commission_bps"])
+        self.assertError(ada.c.get(f"{API}/admin/providers"), 403)
+        self.assertError(admin.c.get(f"{API}/admin/providers", query={"limit": "201"}), 422)
 
         r = ada.c.get(f"{API}/providers/me/agent-tokens")
         self.assertStatus(r, 200)

@@ -90,7 +90,12 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto page = ParsePageRequest(req, {50, 500});
     if (!page.ok()) return http::ErrorResponse(page.status());
-    auto machines = ctx.fleet.ListMachines(*p, *page);
+    std::optional<fleet::MachineStatus> status;
+    if (const std::string s = req.Query("status"); !s.empty()) {
+      status = fleet::kMachineStatusNames.Parse(s);
+      if (!status) return http::ErrorResponse(FieldError("status", "must be online or offline"));
+    }
+    auto machines = ctx.fleet.ListMachines(*p, *page, req.Query("provider_id"), status);
     if (!machines.ok()) return http::ErrorResponse(machines.status());
     json::array items;
     for (const auto& m : machines->items) {

@@ -1,4 +1,5 @@
 // /api/v1/providers/me and its agent tokens
+#include "platform/accounts/directory.h"
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
@@ -46,6 +47,52 @@ StatusOr<std::string> DecodeTokenName(const http::Request& req) {
 }  // namespace
 
 void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
+  // The operators' list of providers: each with who they are, their commission and what
+  // they run (the fleet's counts), oldest approval first.
+  r.Add("GET", "/api/v1/admin/providers", kAdmin, [&ctx](http::Request& req) {
+    auto p = RequireUser(req, ctx);
+    if (!p.ok()) return http::ErrorResponse(p.status());
+    if (!p->IsAdmin())
+      return http::ErrorResponse(PermissionDenied("only operators list providers"));
+    auto page = ParsePageRequest(req, {50, 200});
+    if (!page.ok()) return http::ErrorResponse(page.status());
+    Page<providers::Provider> found;
+    std::vector<std::optional<accounts::UserDetail>> users;
+    std::map<std::string, fleet::MachineCounts> counts;
+    Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(found, providers::ListProviders(tx, *page));
+      std::vector<std::string> ids;
+      users.clear();
+      for (const providers::Provider& prov : found.items) {
+        ids.push_back(prov.user_id);
+        GPUNEX_ASSIGN_OR_RETURN(std::optional<accounts::UserDetail> user,
+                                accounts::FindUserDetail(tx, prov.user_id));
+        users.push_back(std::move(user));
+      }
+      GPUNEX_ASSIGN_OR_RETURN(counts, fleet::MachineCountsOf(tx, ids));
+      return Status::Ok();
+    });
+    if (!read.ok()) return http::ErrorResponse(read);
+    json::array items;
+    for (size_t i = 0; i < found.items.size(); ++i) {
+      const providers::Provider& prov = found.items[i];
+      json::object o = ProviderJson(prov);
+      o["email"] = users[i] ? users[i]->summary.email : "";
+      o["name"] = users[i] ? users[i]->summary.name : "";
+      o["commission_bps"] = ctx.rentals.CommissionBps(prov.tier);
+      const fleet::MachineCounts c =
+          counts.contains(prov.user_id) ? counts.at(prov.user_id) : fleet::MachineCounts{};
+      o["machines"] = c.machines;
+      o["machines_online"] = c.online;
+      o["gpus"] = c.gpus;
+      items.push_back(std::move(o));
+    }
+    return http::Response::Json(
+        200, json::object{{"items", std::move(items)},
+                          {"next_cursor",
+                           found.next ? json::value(found.next->Encode()) : json::value(nullptr)}});
+  });
+
   r.Add("GET", "/api/v1/providers/me", kProvider, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);
     if (!p.ok()) return http::ErrorResponse(p.status());

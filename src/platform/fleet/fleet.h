@@ -92,6 +92,10 @@ struct BenchmarkFacts {
 
 // The machine with its GPUs; nullopt when there is none.
 StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& machine_id);
+// How many machines, online machines and GPUs each of `provider_ids` has (a provider with
+// none is not in the answer).
+StatusOr<std::map<std::string, MachineCounts>> MachineCountsOf(
+    store::Tx& tx, const std::vector<std::string>& provider_ids);
 // The workload; nullopt when there is none.
 StatusOr<std::optional<Workload>> LoadWorkload(store::Tx& tx, const std::string& workload_id);
 // Who may do what with a machine: its provider reads and changes it, admins read it.
@@ -232,7 +236,10 @@ class Fleet {
   Status RunWorkloadHooks(store::Tx& tx, Timestamp now, const std::string& id) const;
 
   // Providers see their own machines, admins all; others are refused.
-  StatusOr<Page<Machine>> ListMachines(const accounts::Principal& p, const PageRequest& page);
+  // `provider_id`: one provider's (a provider may name only itself); `status`: only those.
+  StatusOr<Page<Machine>> ListMachines(const accounts::Principal& p, const PageRequest& page,
+                                       const std::string& provider_id = "",
+                                       std::optional<MachineStatus> status = std::nullopt);
   // The owner and admins; anyone else gets kNotFound.
   StatusOr<MachineDetail> GetMachine(const accounts::Principal& p, const std::string& machine_id);
   // Whether the GPU is offered (the owner only; admins are refused).

@@ -279,15 +279,46 @@ Status FleetStore::SetMachineStatus(const std::string& id, MachineStatus status,
 }
 
 StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_id,
+                                                    std::optional<MachineStatus> status,
                                                     const PageRequest& page) {
   store::PageQuery q{
       MachineRows().Select(), "FROM machines", "", {}, {{"id", KeyColumn::Type::kText}}};
+  std::vector<std::string> where;
   if (!provider_id.empty()) {
-    q.where = "provider_id = ?";
-    q.params = {provider_id};
+    where.push_back("provider_id = ?");
+    q.params.push_back(provider_id);
   }
+  if (status) where.push_back("status = " + SqlLiteral(*status));
+  for (const std::string& w : where) q.where += (q.where.empty() ? "" : " AND ") + w;
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
   return MachineRows().DecodePage(rows);
+}
+
+StatusOr<std::map<std::string, MachineCounts>> FleetStore::MachineCountsOf(
+    const std::vector<std::string>& provider_ids) {
+  std::map<std::string, MachineCounts> out;
+  if (provider_ids.empty()) return out;
+  const std::vector<store::Value> params(provider_ids.begin(), provider_ids.end());
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows machines,
+      tx_.Query("SELECT provider_id, COUNT(*) AS machines, SUM(CASE WHEN status = " +
+                    SqlLiteral(MachineStatus::kOnline) +
+                    " THEN 1 ELSE 0 END) AS online FROM machines WHERE provider_id IN (" +
+                    store::InList(params.size()) + ") GROUP BY provider_id",
+                params));
+  for (const store::Row& r : machines) {
+    MachineCounts& c = out[r["provider_id"].Str()];
+    c.machines = r["machines"].Int();
+    c.online = r["online"].Int();
+  }
+  GPUNEX_ASSIGN_OR_RETURN(
+      store::Rows gpus,
+      tx_.Query("SELECT m.provider_id AS provider_id, COUNT(*) AS gpus FROM machine_gpus g "
+                "JOIN machines m ON m.id = g.machine_id WHERE m.provider_id IN (" +
+                    store::InList(params.size()) + ") GROUP BY m.provider_id",
+                params));
+  for (const store::Row& r : gpus) out[r["provider_id"].Str()].gpus = r["gpus"].Int();
+  return out;
 }
 
 StatusOr<std::vector<std::string>> FleetStore::StaleOnlineMachines(Timestamp cutoff) {

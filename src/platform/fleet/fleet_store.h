@@ -6,6 +6,7 @@
 // transaction's status.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -103,7 +104,14 @@ class FleetStore {
   StatusOr<bool> SetMachineName(const std::string& id, const std::string& name);
   Status SetMachineStatus(const std::string& id, MachineStatus status, Timestamp since);
   // The provider's machines (all with `provider_id` empty), by id.
-  StatusOr<Page<MachineRow>> ListMachines(const std::string& provider_id, const PageRequest& page);
+  // The machines of `provider_id` ("": every provider's), of `status` when one is given.
+  StatusOr<Page<MachineRow>> ListMachines(const std::string& provider_id,
+                                          std::optional<MachineStatus> status,
+                                          const PageRequest& page);
+  // How many machines each of `provider_ids` has, online and in all, and their GPUs; a
+  // provider without a machine is not in the answer.
+  StatusOr<std::map<std::string, MachineCounts>> MachineCountsOf(
+      const std::vector<std::string>& provider_ids);
   // Online machines whose last heartbeat is before `cutoff`.
   StatusOr<std::vector<std::string>> StaleOnlineMachines(Timestamp cutoff);
   StatusOr<bool> IsStaleOnline(const std::string& id, Timestamp cutoff);

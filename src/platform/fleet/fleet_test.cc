@@ -35,6 +35,7 @@ using ::testing::Not;
 using ::testing::SizeIs;
 using testing::Snapshot;
 using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
 
 std::vector<std::string> CommandIds(const std::vector<protocol::Command>& commands) {
   std::vector<std::string> out;
@@ -1265,6 +1266,59 @@ TEST_P(FleetTest, VisibilityOfMachines) {
   EXPECT_EQ(fleet().GetMachine(As(oscar_), a.machine_id).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(fleet().GetMachine(As(customer_), a.machine_id).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(fleet().GetMachine(As(pia_), a.machine_id).ok());
+}
+
+TEST_P(FleetTest, MachinesFilteredByProviderAndStatusAndCountedPerProvider) {
+  FakeAgent& a = NewAgent(pia_);
+  FakeAgent& b = NewAgent(oscar_);
+  FakeAgent& c = NewAgent(oscar_, 3);
+  ASSERT_TRUE(a.Join());
+  ASSERT_TRUE(b.Join());
+  ASSERT_TRUE(c.Join());
+  // c's heartbeats stop: the sweep finds it offline.
+  c.Disconnect();
+  clock_.Advance(Seconds(fleet().options().offline_after_s) + std::chrono::microseconds(1));
+  a.Heartbeat();
+  b.Heartbeat();
+  ASSERT_TRUE(fleet().SweepOnce().ok());
+  ASSERT_EQ(StoredMachineStatus(c.machine_id), "offline");
+  ASSERT_EQ(StoredMachineStatus(b.machine_id), "online");
+  auto ids = [](const StatusOr<Page<Machine>>& p) {
+    std::vector<std::string> out;
+    if (p.ok()) {
+      for (const auto& m : p->items) out.push_back(m.id);
+    }
+    return out;
+  };
+  EXPECT_THAT(ids(fleet().ListMachines(As(admin_), {}, oscar_)),
+              UnorderedElementsAre(b.machine_id, c.machine_id));
+  EXPECT_THAT(ids(fleet().ListMachines(As(admin_), {}, oscar_, MachineStatus::kOffline)),
+              ElementsAre(c.machine_id));
+  EXPECT_THAT(ids(fleet().ListMachines(As(admin_), {}, "", MachineStatus::kOnline)),
+              UnorderedElementsAre(a.machine_id, b.machine_id));
+  EXPECT_THAT(ids(fleet().ListMachines(As(pia_), {}, pia_)), ElementsAre(a.machine_id));
+  // A provider names only itself.
+  auto other = fleet().ListMachines(As(pia_), {}, oscar_);
+  EXPECT_EQ(other.status().code(), StatusCode::kValidationFailed);
+  EXPECT_TRUE(other.status().fields().contains("provider_id"));
+
+  auto gpus_of = [&](const std::string& machine_id) {
+    auto m = fleet().GetMachine(As(admin_), machine_id);
+    return m.ok() ? static_cast<int64_t>(m->machine.gpus.size()) : -1;
+  };
+  std::map<std::string, MachineCounts> counts;
+  ASSERT_TRUE(db().Read([&](store::Tx& tx) -> Status {
+                    GPUNEX_ASSIGN_OR_RETURN(counts, MachineCountsOf(tx, {pia_, oscar_, customer_}));
+                    return Status::Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(counts.size(), 2u);  // the customer has no machine
+  EXPECT_EQ(counts[pia_].machines, 1);
+  EXPECT_EQ(counts[pia_].online, 1);
+  EXPECT_EQ(counts[pia_].gpus, gpus_of(a.machine_id));
+  EXPECT_EQ(counts[oscar_].machines, 2);
+  EXPECT_EQ(counts[oscar_].online, 1);
+  EXPECT_EQ(counts[oscar_].gpus, gpus_of(b.machine_id) + gpus_of(c.machine_id));
 }
 
 TEST_P(FleetTest, RevokingATokenEndsItsSessions) {

@@ -120,6 +120,13 @@ struct MachineInterval {
   std::optional<IntervalEndReason> end_reason;
 };
 
+// What one provider has: its machines, those online, and their GPUs.
+struct MachineCounts {
+  int64_t machines = 0;
+  int64_t online = 0;
+  int64_t gpus = 0;
+};
+
 // The longest machine name, in bytes (PATCH /machines/{id}).
 inline constexpr size_t kMaxMachineName = 100;
 

@@ -79,6 +79,11 @@ StatusOr<std::optional<Machine>> LoadMachine(store::Tx& tx, const std::string& m
   return std::optional<Machine>(MachineFrom(std::move(*row), std::move(gpus)));
 }
 
+StatusOr<std::map<std::string, MachineCounts>> MachineCountsOf(
+    store::Tx& tx, const std::vector<std::string>& provider_ids) {
+  return FleetStore(tx).MachineCountsOf(provider_ids);
+}
+
 StatusOr<std::optional<Workload>> LoadWorkload(store::Tx& tx, const std::string& workload_id) {
   return FleetStore(tx).FindWorkload(workload_id);
 }
@@ -178,7 +183,7 @@ Status Fleet::RefreshAllListings() {
     Page<MachineRow> batch;
     const Timestamp now = options_.clock->Now();
     GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-      GPUNEX_ASSIGN_OR_RETURN(batch, FleetStore(tx).ListMachines("", page));
+      GPUNEX_ASSIGN_OR_RETURN(batch, FleetStore(tx).ListMachines("", std::nullopt, page));
       for (const auto& m : batch.items) GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, m.id));
       return Status::Ok();
     }));
@@ -250,15 +255,20 @@ Status Fleet::HandleHeartbeat(const std::string& machine_id, const protocol::Hea
   });
 }
 
-StatusOr<Page<Machine>> Fleet::ListMachines(const accounts::Principal& p, const PageRequest& page) {
+StatusOr<Page<Machine>> Fleet::ListMachines(const accounts::Principal& p, const PageRequest& page,
+                                            const std::string& provider_id,
+                                            std::optional<MachineStatus> status) {
   if (!p.IsAdmin() && !p.user.HasRole(accounts::kRoleProvider)) {
     return PermissionDenied("only providers and admins have machines");
+  }
+  if (!p.IsAdmin() && !provider_id.empty() && provider_id != p.user.id) {
+    return FieldError("provider_id", "names another provider: a provider lists its own machines");
   }
   Page<Machine> out;
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     FleetStore s(tx);
     GPUNEX_ASSIGN_OR_RETURN(Page<MachineRow> rows,
-                            s.ListMachines(p.IsAdmin() ? "" : p.user.id, page));
+                            s.ListMachines(p.IsAdmin() ? provider_id : p.user.id, status, page));
     out = {};
     for (auto& r : rows.items) {
       GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(r.id));

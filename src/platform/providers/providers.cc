@@ -66,6 +66,17 @@ std::string InstallCommand(std::string_view public_url, std::string_view token) 
          "/agent/install.sh | GPUNEX_TOKEN=" + std::string(token) + " bash";
 }
 
+StatusOr<Page<Provider>> ListProviders(store::Tx& tx, const PageRequest& page) {
+  GPUNEX_ASSIGN_OR_RETURN(Page<ProviderRow> rows, ProvidersStore(tx).ListProviders(page));
+  Page<Provider> out;
+  for (ProviderRow& r : rows.items) {
+    out.items.push_back(Provider{std::move(r.user_id), r.tier, r.status,
+                                 std::move(r.application_id), r.approved_at});
+  }
+  out.next = std::move(rows.next);
+  return out;
+}
+
 StatusOr<std::optional<Provider>> FindProvider(store::Tx& tx, const std::string& user_id) {
   GPUNEX_ASSIGN_OR_RETURN(std::optional<ProviderRow> row, ProvidersStore(tx).FindProvider(user_id));
   if (!row) return std::optional<Provider>();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/accounts/accounts.h"
@@ -53,6 +54,10 @@ Status UpsertProvider(store::Tx& tx, Timestamp now, const std::string& user_id, 
 
 // The provider record of `user_id`; nullopt when the user is not a provider.
 StatusOr<std::optional<Provider>> FindProvider(store::Tx& tx, const std::string& user_id);
+
+// Every provider, oldest approval first, in the caller's transaction (the operators'
+// list: the caller checks the role).
+StatusOr<Page<Provider>> ListProviders(store::Tx& tx, const PageRequest& page);
 
 // Issues a new agent token in the caller's transaction. kFailedPrecondition when the
 // provider has too many active tokens.

@@ -1,5 +1,6 @@
 #include "platform/providers/providers_store.h"
 
+#include "platform/store/paging.h"
 #include "platform/store/rows.h"
 
 namespace gpunex::platform::providers {
@@ -43,6 +44,17 @@ StatusOr<std::optional<ProviderRow>> ProvidersStore::FindProvider(const std::str
                                                           " FROM providers WHERE user_id = ?",
                                                       {user_id}));
   return ProviderRows().First(rows);
+}
+
+StatusOr<Page<ProviderRow>> ProvidersStore::ListProviders(const PageRequest& page) {
+  const store::PageQuery q{
+      ProviderRows().Select(),
+      "FROM providers",
+      "",
+      {},
+      {{"approved_at", store::KeyColumn::Type::kInt}, {"user_id", store::KeyColumn::Type::kText}}};
+  GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
+  return ProviderRows().DecodePage(rows);
 }
 
 Status ProvidersStore::UpsertProvider(const ProviderRow& p) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/paging.h"
 #include "common/status.h"
 #include "common/time.h"
 #include "platform/providers/provider_status.h"
@@ -42,6 +43,8 @@ class ProvidersStore {
   explicit ProvidersStore(store::Tx& tx) : tx_(tx) {}
 
   StatusOr<std::optional<ProviderRow>> FindProvider(const std::string& user_id);
+  // Every provider, oldest approval first.
+  StatusOr<Page<ProviderRow>> ListProviders(const PageRequest& page);
   // Inserts, or updates tier, application and approval of the existing record.
   Status UpsertProvider(const ProviderRow& p);
 

@@ -5,9 +5,12 @@
 #include "common/json.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::rentals {
 namespace {
+
+using store::InList;
 
 template <typename E>
 requires std::is_enum_v<E> store::Value Opt(const std::optional<E>& v) {
@@ -110,12 +113,6 @@ StatusOr<std::optional<Rental>> One(store::Tx& tx, const std::string& where,
   GPUNEX_ASSIGN_OR_RETURN(std::vector<Rental> rs, Rentals(tx, where, params));
   if (rs.empty()) return std::optional<Rental>();
   return std::optional<Rental>(std::move(rs[0]));
-}
-
-std::string InList(size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += i ? ", ?" : "?";
-  return s;
 }
 
 // --- jobs
