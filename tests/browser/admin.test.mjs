@@ -16,6 +16,7 @@ import { after, before, describe, test } from "node:test";
 import {
   ADMIN,
   Agent,
+  badAmounts,
   DESKTOP,
   dockerMissing,
   Gpunexd,
@@ -169,6 +170,7 @@ describe("admin pages", () => {
         assert.match(text, /Petra Provider/);
         assert.match(text, /Community/);
         assert.match(text, /1 of 1 online/);
+        assert.match(text, /20 %/); // the Community commission
         await shoot(a, "admin-03-providers");
 
         // --- machines, all and by status; from the provider's row its own
@@ -323,7 +325,7 @@ describe("admin pages", () => {
         await amount.fill((half / 1e6).toFixed(6));
         await reason.fill("the image pull was slow");
         await a.getByRole("button", { name: "Refund…" }).click();
-        const yes = a.getByRole("button", { name: /^Refund \d/ });
+        const yes = a.getByRole("button", { name: /^Refund (\d|<)/ });
         await yes.waitFor();
         await shoot(a, "admin-09-refund-confirm");
         await yes.click();
@@ -338,6 +340,14 @@ describe("admin pages", () => {
           half,
           "the rental shows the refund",
         );
+        // Amounts two decimals (issue 30 item 12); the exact amount on hover.
+        assert.equal(
+          await a.locator(".refund-done .amount").first().getAttribute("title"),
+          `${(half / 1e6).toFixed(6).replace(/0{1,4}$/, "")} USDC`,
+        );
+        const amounts = await badAmounts(a);
+        assert.deepEqual(amounts.bad, []);
+        assert.ok(amounts.count >= 4, `${amounts.count} amounts`);
         await shoot(a, "admin-10-refund-done");
         // What is left now is the most the server takes: one micro more is refused there.
         const over = await server.api(
@@ -352,7 +362,8 @@ describe("admin pages", () => {
         await a.getByRole("button", { name: "All of it" }).click();
         await reason.fill("the rest, goodwill");
         await a.getByRole("button", { name: "Refund…" }).click();
-        await a.getByRole("button", { name: /^Refund \d/ }).click();
+        // (Refund 0.01 USDC, or Refund <0.01 USDC for less than half a cent.)
+        await a.getByRole("button", { name: /^Refund (\d|<)/ }).click();
         await a.getByText("Nothing is left to refund.").waitFor();
         assert.equal(await balance(), 20_000_000);
         await shoot(a, "admin-11-refunded-in-full");

@@ -65,6 +65,7 @@ import { after, before, describe, test } from "node:test";
 import {
   ADMIN,
   Agent,
+  badAmounts,
   DESKTOP,
   dockerMissing,
   Gpunexd,
@@ -78,6 +79,7 @@ import {
   uniqueEmail,
   unlabelled,
   until,
+  usdcShown,
   watch,
 } from "./harness.mjs";
 
@@ -209,8 +211,11 @@ function nav(page, name) {
   return page.locator("header nav").getByRole("link", { name });
 }
 
-// 450000 → "0.45", as the dashboard shows micro-USDC (web/src/money.ts).
-function usdcText(micro) {
+// 123456 → "0.12", as the dashboard shows an amount (web/src/money.ts).
+const usdcText = (micro) => usdcShown(micro);
+
+// 123456 → "0.123456", 500000 → "0.50": the exact amount an amount's title gives on hover.
+function exactText(micro) {
   const digits = String(Math.abs(micro)).padStart(7, "0");
   let frac = digits.slice(-6).replace(/0+$/, "");
   if (frac.length < 2) frac = frac.padEnd(2, "0");
@@ -1598,7 +1603,12 @@ describe("dashboard", () => {
           .waitFor();
         assert.equal(
           await row.locator(".effective").textContent(),
-          "0.19 USDC/h (this machine's override), you keep 0.152 USDC/h (after the 20 % commission)",
+          "0.19 USDC/h (this machine's override), you keep 0.15 USDC/h (after the 20 % commission)",
+        );
+        // Amounts show two decimals; the exact amount is the title, on hover.
+        assert.equal(
+          await row.locator(".effective .share .amount").getAttribute("title"),
+          "0.152 USDC/h",
         );
         assert.deepEqual(
           (await api("GET", `/machines/${mid}/prices`)).items.map((x) => [
@@ -2619,9 +2629,16 @@ describe("dashboard", () => {
         await form.getByLabel("GPUs").selectOption("2");
         await form
           .getByText(
-            /^Costs 0\.90 USDC\/h \(2 GPUs × 0\.45 USDC\/h\); at most 0\.0075 USDC over 30 s\.$/,
+            /^Costs 0\.90 USDC\/h \(2 GPUs × 0\.45 USDC\/h\); at most 0\.01 USDC over 30 s\.$/,
           )
           .waitFor();
+        // 0.0075 USDC is shown to the cent, the exact amount on hover.
+        assert.equal(
+          await form
+            .locator(".estimate .amount", { hasText: /^0\.01 USDC$/ })
+            .getAttribute("title"),
+          "0.0075 USDC",
+        );
         const start = form.getByRole("button", { name: "Start the rental" });
         await start.click();
         const envError = form.locator('.field-error[data-path="env"]');
@@ -2763,7 +2780,7 @@ describe("dashboard", () => {
         );
         assert.match(
           await c.locator(".rental-cost dd.time-left").textContent(),
-          /^(\d+ min|1 h( \d+ min)?) at your balance of 0\.\d+ USDC$/,
+          /^(\d+ min|1 h( \d+ min)?) at your balance of 0\.\d\d USDC$/,
         );
         // 0.50 USDC lasts about 66 minutes at 0.45 USDC/h: under the 70 of "low".
         await c
@@ -2772,7 +2789,7 @@ describe("dashboard", () => {
           .waitFor();
         assert.match(
           await c.locator(".rental-cost dd.charged").textContent(),
-          /^0\.\d+ USDC$/,
+          /^(0\.\d\d|<0\.01) USDC$/,
         );
         // The cost moves by the second between meter ticks: with the rental's answer held
         // still (the meter's figures frozen), the page still counts up.
@@ -2787,8 +2804,9 @@ describe("dashboard", () => {
         );
         const billedText = () =>
           c.locator(".rental-cost dd.billed").textContent();
+        // (The exact cost, on hover: shown to the cent, it moves by a cent in 80 s.)
         const chargedText = () =>
-          c.locator(".rental-cost dd.charged").textContent();
+          c.locator(".rental-cost dd.charged .amount").getAttribute("title");
         const billedNow = await billedText();
         const chargedNow = await chargedText();
         await until(
@@ -2953,7 +2971,7 @@ describe("dashboard", () => {
         );
         assert.match(
           await row.locator("td[data-label='Cost so far']").textContent(),
-          /^0\.\d+ USDC$/,
+          /^(0\.\d\d|<0\.01) USDC$/,
         );
         await c.locator(".low-balance").waitFor();
         await shoot(c, "85-rentals-list");
@@ -3015,6 +3033,12 @@ describe("dashboard", () => {
           await c.locator(".rental-cost dd.charged").textContent(),
           `${usdcText(ended.charged_micro)} USDC`,
         );
+        assert.equal(
+          await c
+            .locator(".rental-cost dd.charged .amount")
+            .getAttribute("title"),
+          `${exactText(ended.charged_micro)} USDC`,
+        );
         await shoot(c, "86-rental-stopped");
         // The balance is what the credit left after the rental's cost.
         await nav(c, "Balance").click();
@@ -3069,6 +3093,17 @@ describe("dashboard", () => {
           .locator("td[data-label='Balance after']")
           .allTextContents();
         assert.equal(balances[0], usdcText(500000 - ended.charged_micro));
+        // Each charge of a metering tick (a few thousandths of a USDC) to the cent, or
+        // "<0.01", with the exact amount on hover.
+        const amounts = await badAmounts(c);
+        assert.deepEqual(amounts.bad, []);
+        assert.ok(amounts.count >= count + 3, `${amounts.count} amounts`);
+        assert.equal(
+          await group
+            .locator("td[data-label=Amount] .amount")
+            .getAttribute("title"),
+          `${exactText(-ended.charged_micro)} USDC`,
+        );
         await shoot(c, "86b-statement-grouped");
         await group.getByRole("button", { name: "Hide transfers" }).click();
         assert.equal(await items.first().isVisible(), false);
@@ -3159,7 +3194,7 @@ describe("dashboard", () => {
         await c
           .locator(".job-form .balance-line")
           .getByText(
-            /^The first hour costs at most 0\.45 USDC; yours: 0\.49\d* USDC\.$/,
+            /^The first hour costs at most 0\.45 USDC; yours: 0\.\d\d USDC\.$/,
           )
           .waitFor();
         await submitJob.click();
@@ -3649,6 +3684,10 @@ describe("earnings, payouts and top-ups", () => {
       });
       await nav(a, "Payouts").click();
       await heading(a, "Payouts");
+      // Among the operator's sections, marked as the one shown.
+      await a
+        .locator('.admin-tabs a[aria-current="page"]', { hasText: "Payouts" })
+        .waitFor();
       await a
         .locator(".wallet-key .ident", { hasText: platform.public_key })
         .waitFor();

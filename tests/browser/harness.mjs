@@ -1016,3 +1016,59 @@ export async function contrastViolations(page) {
   });
   return result;
 }
+
+// An amount as the dashboard shows it (web/src/money.ts), from the exact one: 123456 →
+// "0.12", to the cent and half away from zero; "<0.01" for a nonzero amount that rounds
+// to nothing; "−" before a negative one, and "+" before a positive one when `signed`.
+export function usdcShown(micro, signed = false) {
+  const m = BigInt(micro);
+  const abs = m < 0n ? -m : m;
+  const sign = m < 0n ? "−" : signed && m > 0n ? "+" : "";
+  const cents = (abs + 5000n) / 10000n;
+  if (cents === 0n && abs > 0n) return `${sign}<0.01`;
+  const digits = cents.toString().padStart(3, "0");
+  return `${sign}${digits.slice(0, -2)}.${digits.slice(-2)}`;
+}
+
+// The amounts on `page` (span.amount) that are not shown the one way: two decimals (or
+// "<0.01") worked out from the exact amount in the title ("0.123456 USDC", "+0.50 USDC",
+// "0.45 USDC/h"), the unit after them or not. `count`: how many there are in all.
+export async function badAmounts(page) {
+  const shown = await page
+    .locator("span.amount")
+    .evaluateAll((els) => els.map((e) => [e.textContent, e.title]));
+  const bad = [];
+  for (const [text, title] of shown) {
+    const t = title.match(/^([+−]?)(\d+)\.(\d{2,6}) (USDC|USDC\/h)$/);
+    if (!t) {
+      bad.push(`${text} (title ${JSON.stringify(title)})`);
+      continue;
+    }
+    const abs = BigInt(t[2]) * 1000000n + BigInt(t[3].padEnd(6, "0"));
+    const micro = t[1] === "−" ? -abs : abs;
+    const value = usdcShown(micro, t[1] === "+");
+    if (text !== value && text !== `${value} ${t[4]}`)
+      bad.push(`${text} (title ${title})`);
+  }
+  return { count: shown.length, bad };
+}
+
+// web/src/money.ts itself, to call in node: TypeScript (web/node_modules) strips its
+// types; it imports nothing.
+export async function loadMoney() {
+  const require = createRequire(path.join(SOURCE_DIR, "web", "package.json"));
+  const ts = require("typescript");
+  const source = fs.readFileSync(
+    path.join(SOURCE_DIR, "web", "src", "money.ts"),
+    "utf8",
+  );
+  const js = ts.transpileModule(source, {
+    compilerOptions: {
+      module: ts.ModuleKind.ESNext,
+      target: ts.ScriptTarget.ES2020,
+    },
+  }).outputText;
+  return import(
+    `data:text/javascript;base64,${Buffer.from(js).toString("base64")}`
+  );
+}

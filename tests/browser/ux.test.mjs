@@ -18,11 +18,13 @@ import { after, before, describe, test } from "node:test";
 import {
   ADMIN,
   Agent,
+  badAmounts,
   contrastViolations,
   DESKTOP,
   dockerMissing,
   Gpunexd,
   launchBrowser,
+  loadMoney,
   SCREENSHOT_DIR,
   shoot,
   sleep,
@@ -658,6 +660,50 @@ describe("the dashboard's first impressions (items 10-17)", () => {
 // Pricing, one minimum per payout method and the earnings hold on Payments, and an
 // earnings chart whose axis scales to a few cents. Against a gpunexd of its own, with an
 // agent whose workloads run in a private Docker engine.
+// One way to show an amount (issue 30 item 12): web/src/money.ts's text, in node.
+test("amounts: two decimals, half away from zero, <0.01, the exact amount for hover and inputs", async () => {
+  const m = await loadMoney();
+  const cases = [
+    [0, "0.00", "0.00"],
+    [1, "<0.01", "0.000001"],
+    [4999, "<0.01", "0.004999"],
+    [5000, "0.01", "0.005"],
+    [7500, "0.01", "0.0075"],
+    [123456, "0.12", "0.123456"],
+    [124999, "0.12", "0.124999"],
+    [125000, "0.13", "0.125"],
+    [450000, "0.45", "0.45"],
+    [2000000, "2.00", "2.00"],
+    [-1, "−<0.01", "−0.000001"],
+    [-5000, "−0.01", "−0.005"],
+    [-125000, "−0.13", "−0.125"],
+    [720_000_000, "720.00", "720.00"],
+    // Past what a float keeps to the micro-USDC: still exact.
+    [9_007_199_254_740_991, "9007199254.74", "9007199254.740991"],
+    [9_007_199_254_735_000, "9007199254.74", "9007199254.735"],
+  ];
+  for (const [micro, cents, exact] of cases) {
+    assert.equal(m.centsText(micro), cents, String(micro));
+    assert.equal(m.exactText(micro), exact, String(micro));
+  }
+  assert.equal(m.usdc(123456), "0.12 USDC");
+  assert.equal(m.usdc(null), "—");
+  assert.equal(m.perHour(152000), "0.15 USDC/h");
+  assert.equal(m.signedUsdc(500000), "+0.50");
+  assert.equal(m.signedUsdc(-7500), "−0.01");
+  assert.equal(m.signedUsdc(1500), "+<0.01");
+  assert.equal(m.signedUsdc(0), "0.00");
+  assert.equal(m.exactUsdc(123456), "0.123456 USDC");
+  assert.equal(m.exactUsdc(152000, { unit: "USDC/h" }), "0.152 USDC/h");
+  assert.equal(m.exactUsdc(500000, { signed: true }), "+0.50 USDC");
+  // What is typed comes back as it was: parse and exact text are inverses.
+  for (const text of ["0.123456", "12.50", "0.0075", "720.00"]) {
+    const p = m.parseUsdc(text);
+    assert.ok(p.ok, text);
+    assert.equal(m.exactText(p.micro), text);
+  }
+});
+
 describe("offers, busy offers and the provider's money pages (issue 30, items 10-11)", () => {
   test(
     "host facts, performance scale, include busy, share after commission, recommendation reason, minimums, hold, chart scale",
@@ -774,6 +820,9 @@ describe("offers, busy offers and the provider's money pages (issue 30, items 10
       );
       const busySwitch = v.getByRole("switch", { name: "Include busy offers" });
       assert.equal(await busySwitch.isChecked(), false);
+      // What "Min. GPUs" counts follows the switch.
+      const minGpusHint = v.locator('[data-field="min_gpus"] ~ .hint');
+      assert.equal(await minGpusHint.textContent(), "Free now, one machine");
       await shoot(v, "ux30-10-offer-card");
 
       // ---- its only GPU rented: gone from the default search, shown with the switch
@@ -819,6 +868,10 @@ describe("offers, busy offers and the provider's money pages (issue 30, items 10
       await busySwitch.check();
       await card.waitFor();
       assert.match(v.url(), /include_busy=true/);
+      assert.equal(
+        await minGpusHint.textContent(),
+        "On one machine, free or busy",
+      );
       assert.match(
         await v.locator(".result-count").textContent(),
         /^1 offer \(busy ones included\)/,
@@ -831,6 +884,10 @@ describe("offers, busy offers and the provider's money pages (issue 30, items 10
       // The address keeps the switch: a reload shows the busy offer again.
       await v.reload();
       await card.waitFor();
+      assert.equal(
+        await minGpusHint.textContent(),
+        "On one machine, free or busy",
+      );
       assert.equal(
         await v
           .getByRole("switch", { name: "Include busy offers" })
@@ -973,6 +1030,10 @@ describe("offers, busy offers and the provider's money pages (issue 30, items 10
         .locator("circle.point")
         .evaluateAll((cs) => cs.map((c) => Number(c.getAttribute("cy"))));
       assert.ok(Math.min(...cys) < 100, `points at ${cys}`);
+      // Every amount on it two decimals, the exact amount on hover (issue 30 item 12).
+      const amounts = await badAmounts(p);
+      assert.deepEqual(amounts.bad, []);
+      assert.ok(amounts.count >= 4, `${amounts.count} amounts`);
       await shoot(p, "ux30-11-earnings");
 
       assert.deepEqual(V.problems, []);

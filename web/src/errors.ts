@@ -1,7 +1,7 @@
 // Showing failures: a banner for the request as a whole, and the API's field errors
 // ({"gpus[0].quantity": "must be at least 1"}) next to the inputs they name.
 import { ApiError } from "./api";
-import { h, replace, uid } from "./dom";
+import { type Child, h, replace, uid } from "./dom";
 
 export function messageOf(err: unknown): string {
   if (err instanceof ApiError) return err.message;
@@ -19,7 +19,7 @@ export function errorBanner(err: unknown, prefix = ""): HTMLDivElement {
   return h("div", { class: "banner banner-error", role: "alert" }, prefix ? `${prefix}: ${text}` : text);
 }
 
-export function noticeBanner(text: string, kind: "ok" | "info" = "ok"): HTMLDivElement {
+export function noticeBanner(text: Child, kind: "ok" | "info" = "ok"): HTMLDivElement {
   return h("div", { class: `banner banner-${kind}`, role: "status" }, text);
 }
 
@@ -32,7 +32,7 @@ export class StatusSlot {
     replace(this.el, errorBanner(err, prefix));
   }
 
-  ok(text: string): void {
+  ok(text: Child): void {
     replace(this.el, noticeBanner(text, "ok"));
   }
 

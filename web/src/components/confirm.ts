@@ -1,13 +1,13 @@
 // A confirm step in a table row or a cell: the button that started it gives way to a
 // sentence, the button that does it and Cancel, which puts the starting button back.
-import { busy, button, h, replace } from "../dom";
+import { busy, button, type Child, h, replace } from "../dom";
 
 // In `cell`, in place of `trigger`: `what` says what happens, `label` names the button
 // that does it (focused), `work` runs while that button is busy.
 export function confirmIn(
   cell: HTMLElement,
   trigger: HTMLButtonElement,
-  what: string,
+  what: Child,
   label: string,
   kind: "danger" | "primary",
   work: () => Promise<void>,
@@ -28,7 +28,7 @@ export function askBelow(
   area: HTMLElement,
   submit: HTMLButtonElement,
   aria: string,
-  what: string,
+  what: Child,
   label: string,
   onYes: (yes: HTMLButtonElement) => void,
 ): void {

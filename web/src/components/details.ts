@@ -1,7 +1,7 @@
 // Read-only views of an application: its answers, the suggested tier and its history
 // with the reviewer's messages. Shared by the applicant's page and the review queue.
 import type * as api from "../api";
-import { h } from "../dom";
+import { type Child, h } from "../dom";
 import { actionName, commitmentName, kDayNames, statusName, tierName, when } from "../format";
 import { modelLabel } from "./appform";
 
@@ -15,7 +15,7 @@ function dl(rows: Array<[string, string | Node | null | undefined]>): HTMLDListE
 
 // Label and value rows, those without a value left out; a row's third element is its
 // value's class.
-export function facts(rows: Array<[string, string | Node | null | undefined, string?]>): HTMLDListElement {
+export function facts(rows: Array<[string, Child, string?]>): HTMLDListElement {
   return h(
     "dl",
     { class: "facts" },

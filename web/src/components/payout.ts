@@ -5,7 +5,7 @@
 import type * as api from "../api";
 import { button, h, replace } from "../dom";
 import { when } from "../format";
-import { usdc } from "../money";
+import { amount } from "../money";
 import { copy } from "./copy";
 
 const kStates: Record<string, [string, string]> = {
@@ -61,11 +61,11 @@ export function payoutAmount(p: api.Payout): HTMLElement {
   return h(
     "span",
     { class: "payout-amount" },
-    h("span", { class: "usdc" }, usdc(net)),
+    h("span", { class: "usdc" }, amount(net)),
     p.amount_minor !== null && p.currency !== "USDC"
       ? h("span", { class: "small muted minor" }, ` = ${minorText(p.amount_minor, p.currency)}`)
       : null,
-    p.fee_micro > 0 ? h("span", { class: "small muted fee" }, ` (fee ${usdc(p.fee_micro)})`) : null,
+    p.fee_micro > 0 ? h("span", { class: "small muted fee" }, " (fee ", amount(p.fee_micro), ")") : null,
   );
 }
 

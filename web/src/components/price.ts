@@ -3,7 +3,7 @@
 // as such until it is saved (a PUT replaces the whole set: what is left out has no price
 // afterwards, so leaving a field empty never removes a price by accident).
 import { button, field, h, replace, uid } from "../dom";
-import { parseUsdc, usdcText } from "../money";
+import { parseUsdc, exactText } from "../money";
 
 export type PriceValue =
   | { kind: "none" } // no price, none asked for
@@ -39,7 +39,7 @@ export class PriceField {
       spellcheck: "false",
       class: "price-input",
       id: uid("price"),
-      value: o.initial === null ? "" : usdcText(o.initial),
+      value: o.initial === null ? "" : exactText(o.initial),
       placeholder: "not set",
     });
     this.input.addEventListener("input", () => o.onChange());
@@ -65,9 +65,11 @@ export class PriceField {
   // What saving would change, in words; null when nothing.
   change(): string | null {
     const v = this.value();
-    if (v.kind === "removed") return `${usdcText(this.initial ?? 0)} removed`;
+    if (v.kind === "removed") return `${exactText(this.initial ?? 0)} removed`;
     if (v.kind !== "price" || v.micro === this.initial) return null;
-    return this.initial === null ? `set to ${usdcText(v.micro)}` : `${usdcText(this.initial)} → ${usdcText(v.micro)}`;
+    return this.initial === null
+      ? `set to ${exactText(v.micro)}`
+      : `${exactText(this.initial)} → ${exactText(v.micro)}`;
   }
 
   // The price stored now (micro-USDC); null: none.
@@ -87,7 +89,7 @@ export class PriceField {
 
   fill(micro: number): void {
     this.removed = false;
-    this.input.value = usdcText(micro);
+    this.input.value = exactText(micro);
     this.renderRemove();
     this.o.onChange();
   }
@@ -96,7 +98,7 @@ export class PriceField {
   saved(micro: number | null): void {
     this.initial = micro;
     this.removed = false;
-    this.input.value = micro === null ? "" : usdcText(micro);
+    this.input.value = micro === null ? "" : exactText(micro);
     this.renderRemove();
   }
 

@@ -3,9 +3,9 @@
 //   value = performance score / price in USDC per GPU-hour,
 // each with the figures it comes from. Shared by the Marketplace and the Pricing tab.
 import type * as api from "../api";
-import { h } from "../dom";
+import { type Child, h } from "../dom";
 import { tierName } from "../format";
-import { usdcText } from "../money";
+import { amount } from "../money";
 
 function f(x: number, digits: number): string {
   return Number.isFinite(x) ? x.toFixed(digits) : "—";
@@ -17,7 +17,7 @@ function commitmentText(months: number): string {
 
 // `among` says which offers the median is over ("the offers this search matched").
 export function rankFactors(e: api.RankExplain, o: api.Offer, among: string): HTMLElement {
-  const row = (name: string, value: string, how: string) =>
+  const row = (name: string, value: string, how: Child) =>
     h(
       "div",
       { class: "factor" },
@@ -41,11 +41,10 @@ export function rankFactors(e: api.RankExplain, o: api.Offer, among: string): HT
       "dl",
       { class: "factors" },
       row("Reliability", f(e.reliability, 4), `R/100, from the reliability score ${f(o.reliability_score, 2)}`),
-      row(
-        "Value",
-        f(e.value, 2),
-        `performance per USDC: ${f(o.performance_score, 2)} / ${usdcText(o.price_micro)} USDC/h`,
-      ),
+      row("Value", f(e.value, 2), [
+        `performance per USDC: ${f(o.performance_score, 2)} / `,
+        amount(o.price_micro, { unit: "USDC/h" }),
+      ]),
       row("Median value", f(e.median_value, 2), `of ${among}`),
       row("Value factor", f(e.value_factor, 4), `(${f(e.value, 2)} / ${f(e.median_value, 2)})^0.5`),
       row("Tier", f(e.tier_factor, 2), `${tierName(o.tier)} (Enterprise 1.10, Community 1.00)`),

@@ -3,9 +3,9 @@
 // warning of a balance about to run out.
 import type * as api from "../api";
 import { gpuModels } from "../catalog";
-import { h } from "../dom";
+import { type Child, h } from "../dom";
 import { duration } from "../format";
-import { perHour, usdc } from "../money";
+import { amount } from "../money";
 
 const kStateNames: Record<api.RentalState, string> = {
   pending: "Pending",
@@ -109,10 +109,15 @@ export function endTerms(r: api.Rental, viewer: Viewer): HTMLElement | string {
 }
 
 // "0.90 USDC/h" and, for several GPUs, how it is made up.
-export function rateText(r: api.Rental): string {
+export function rateText(r: api.Rental): Child {
   return r.gpus > 1
-    ? `${perHour(r.cost_per_hour_micro)} (${r.gpus} × ${perHour(r.price_micro)})`
-    : perHour(r.price_micro);
+    ? [
+        amount(r.cost_per_hour_micro, { unit: "USDC/h" }),
+        ` (${r.gpus} × `,
+        amount(r.price_micro, { unit: "USDC/h" }),
+        ")",
+      ]
+    : amount(r.price_micro, { unit: "USDC/h" });
 }
 
 // GPU model names by catalog id, for rentals (which carry the id only).
@@ -148,9 +153,14 @@ export function lowBalanceBanner(b: api.Balance): HTMLElement | null {
     h(
       "p",
       null,
+      amount(b.balance_micro),
       b.seconds_left === null
-        ? `${usdc(b.balance_micro)} left.`
-        : `${usdc(b.balance_micro)} left: about ${duration(b.seconds_left)} of your running rentals at ${perHour(b.running_cost_per_hour_micro)}.`,
+        ? " left."
+        : [
+            ` left: about ${duration(b.seconds_left)} of your running rentals at `,
+            amount(b.running_cost_per_hour_micro, { unit: "USDC/h" }),
+            ".",
+          ],
       " Rentals end when it runs out. Ask an operator to credit your account (",
       h("a", { href: "#/balance" }, "Balance"),
       ").",

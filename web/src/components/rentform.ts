@@ -4,10 +4,10 @@
 // start a second rental. On success the rental's page opens.
 import * as api from "../api";
 import { flash, navigate } from "../app";
-import { append, busy, button, field, h, replace, uid } from "../dom";
+import { append, busy, button, type Child, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { duration } from "../format";
-import { costOver, perHour, usdc } from "../money";
+import { amount, costOver } from "../money";
 import { IdempotentSubmit, showLocalErrors, TopUpHint, workloadFields } from "./workload";
 
 export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () => void): HTMLFormElement {
@@ -44,7 +44,8 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
       h(
         "p",
         { class: "small muted" },
-        `${perHour(offer.price_micro)} per GPU from ${offer.provider.pseudonym}; billed by the second while it runs.`,
+        amount(offer.price_micro, { unit: "USDC/h" }),
+        ` per GPU from ${offer.provider.pseudonym}; billed by the second while it runs.`,
       ),
     ),
     slot.el,
@@ -63,11 +64,11 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
   const update = () => {
     const perHourMicro = Number(gpus.value) * offer.price_micro;
     const maxS = work.maxDurationSeconds();
-    const parts: Array<string | Node> = [h("strong", null, perHour(perHourMicro))];
-    if (Number(gpus.value) > 1) parts.push(` (${gpus.value} GPUs × ${perHour(offer.price_micro)})`);
-    if (maxS) {
-      parts.push(`; at most ${usdc(costOver(perHourMicro, maxS))} over ${duration(maxS)}`);
+    const parts: Child[] = [h("strong", null, amount(perHourMicro, { unit: "USDC/h" }))];
+    if (Number(gpus.value) > 1) {
+      parts.push(` (${gpus.value} GPUs × `, amount(offer.price_micro, { unit: "USDC/h" }), ")");
     }
+    if (maxS) parts.push("; at most ", amount(costOver(perHourMicro, maxS)), ` over ${duration(maxS)}`);
     replace(estimate, "Costs ", parts, ".");
     if (balance) {
       const lasts = perHourMicro > 0 ? Math.floor((balance.balance_micro * 3600) / perHourMicro) : null;
@@ -76,7 +77,8 @@ export function rentForm(offer: api.Offer, signal: AbortSignal, onCancel?: () =>
         h(
           "p",
           { class: "small" },
-          `Yours: ${usdc(balance.balance_micro)}`,
+          "Yours: ",
+          amount(balance.balance_micro),
           lasts !== null ? `, enough for about ${duration(lasts)} at this rate` : "",
           balance.running_rentals ? ` (with nothing else running; ${balance.running_rentals} running now)` : "",
           ". ",

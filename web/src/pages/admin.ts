@@ -10,7 +10,7 @@ import { IdempotentSubmit } from "../components/workload";
 import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { plural } from "../format";
-import { parseUsdc, signedUsdc, usdc } from "../money";
+import { amount as amountOf, parseUsdc, usdc } from "../money";
 import { adminTabs } from "./admin_console";
 
 type CreditBody = { user_id?: string; email?: string; amount_micro: number; reference: string };
@@ -101,9 +101,13 @@ function creditSection(afterCredit: () => void, email = ""): HTMLElement {
         const ans = await api.post<api.CreditAnswer>("/admin/credits", body, { headers: { "Idempotency-Key": key } });
         attempts.settled(null);
         replace(confirmArea);
-        slot.ok(
-          `Credited ${usdc(ans.transfer.amount_micro)} to ${body.email ?? body.user_id}: their balance is ${usdc(ans.balance_micro)} now.`,
-        );
+        slot.ok([
+          "Credited ",
+          amountOf(ans.transfer.amount_micro),
+          ` to ${body.email ?? body.user_id}: their balance is `,
+          amountOf(ans.balance_micro),
+          " now.",
+        ]);
         userId.value = "";
         amount.value = "";
         reference.value = "";
@@ -150,7 +154,7 @@ function creditSection(afterCredit: () => void, email = ""): HTMLElement {
       confirmArea,
       submit,
       "Confirm the credit",
-      `Credit ${usdc(body.amount_micro)} to ${who || "(no user)"}?`,
+      ["Credit ", amountOf(body.amount_micro), ` to ${who || "(no user)"}?`],
       `Credit ${usdc(body.amount_micro)}`,
       (yes) => void send(body, yes),
     );
@@ -214,7 +218,7 @@ function ledgerSection(v: View): { el: HTMLElement; check: () => Promise<void> }
         h("dt", null, "Transfers"),
         h("dd", { class: "transfers" }, String(c.transfers)),
         h("dt", null, "Sum of all balances"),
-        h("dd", { class: "sum" }, `${usdc(c.sum_micro)} (must be 0.00)`),
+        h("dd", { class: "sum" }, amountOf(c.sum_micro), " (must be 0.00)"),
       ),
       c.mismatches.length
         ? h(
@@ -240,12 +244,12 @@ function ledgerSection(v: View): { el: HTMLElement; check: () => Promise<void> }
                     "tr",
                     null,
                     h("td", { "data-label": "Account", class: "mono" }, m.account),
-                    h("td", { "data-label": "Stored", class: "num" }, usdc(m.stored_micro)),
-                    h("td", { "data-label": "From transfers", class: "num" }, usdc(m.computed_micro)),
+                    h("td", { "data-label": "Stored", class: "num" }, amountOf(m.stored_micro)),
+                    h("td", { "data-label": "From transfers", class: "num" }, amountOf(m.computed_micro)),
                     h(
                       "td",
                       { "data-label": "Difference", class: "num" },
-                      signedUsdc(m.stored_micro - m.computed_micro),
+                      amountOf(m.stored_micro - m.computed_micro, { signed: true }),
                     ),
                   ),
                 ),

@@ -1,9 +1,10 @@
 // The operator's pages (admins): users (#/admin/users, found by part of their email or
 // name; one user's roles, balance and rentals at #/admin/users/ID), providers
-// (#/admin/providers: the approved applications with their machines), machines
-// (#/admin/machines, every machine with its status) and rentals (#/admin/rentals, every
-// rental filtered by state; one rental with the refund form at #/admin/rentals/ID).
-// A tab bar links them with Credits & ledger and Payouts.
+// (#/admin/providers: every provider with its tier, commission and machines' counts),
+// machines (#/admin/machines, every machine with its status, or one provider's) and
+// rentals (#/admin/rentals, every rental filtered by state; one rental with the refund
+// form at #/admin/rentals/ID). The lists page through the API 50 rows at a time (a More
+// button), filtered there. A tab bar links them with Credits & ledger and Payouts.
 import * as api from "../api";
 import { askBelow } from "../components/confirm";
 import { pageHeader, type View } from "../app";
@@ -13,7 +14,7 @@ import { IdempotentSubmit } from "../components/workload";
 import { append, busy, button, dataTable as table, field, h, replace } from "../dom";
 import { clearFieldErrors, errorBanner, isAbort, StatusSlot } from "../errors";
 import { ago, duration, tierName, when } from "../format";
-import { parseUsdc, usdc } from "../money";
+import { amount as amountOf, exactText, exactUsdc, parseUsdc, usdc } from "../money";
 
 interface AdminUser {
   id: string;
@@ -51,30 +52,31 @@ const kTabs: Array<[string, string]> = [
   ["/admin/payouts", "Payouts"],
 ];
 
-// The operator's sections, `current` marked.
-export function adminTabs(current: string): HTMLElement {
+// A row of links that choose what a page shows, the current one marked: [href, label, current].
+function filterNav(cls: string, label: string, links: Array<[string, string, boolean]>): HTMLElement {
   return h(
     "nav",
-    { class: "filter-tabs admin-tabs", "aria-label": "Admin sections" },
+    { class: `filter-tabs ${cls}`.trim(), "aria-label": label },
     h(
       "ul",
       null,
-      kTabs.map(([path, label]) =>
+      links.map(([href, text, current]) =>
         h(
           "li",
           null,
-          h(
-            "a",
-            {
-              href: `#${path}`,
-              class: path === current ? "active" : null,
-              "aria-current": path === current ? "page" : null,
-            },
-            label,
-          ),
+          h("a", { href, class: current ? "active" : null, "aria-current": current ? "page" : null }, text),
         ),
       ),
     ),
+  );
+}
+
+// The operator's sections, `current` marked.
+export function adminTabs(current: string): HTMLElement {
+  return filterNav(
+    "admin-tabs",
+    "Admin sections",
+    kTabs.map(([path, label]) => [`#${path}`, label, path === current]),
   );
 }
 
@@ -182,8 +184,8 @@ function rentalRows(items: AdminRental[], withCustomer: boolean): Node[] {
           )
         : null,
       h("td", { "data-label": "Billed time", class: "num" }, duration(r.billed_seconds)),
-      h("td", { "data-label": "Charged", class: "num" }, usdc(r.charged_micro)),
-      h("td", { "data-label": "Refunded", class: "num" }, r.refunded_micro ? usdc(r.refunded_micro) : "—"),
+      h("td", { "data-label": "Charged", class: "num" }, amountOf(r.charged_micro)),
+      h("td", { "data-label": "Refunded", class: "num" }, r.refunded_micro ? amountOf(r.refunded_micro) : "—"),
       h("td", { "data-label": "Started" }, when(r.started_at)),
     ),
   );
@@ -222,7 +224,7 @@ export async function adminUserPage(v: View): Promise<void> {
         ["Id", u.id, "mono"],
         ["Email", u.email],
         ["Roles", h("span", { class: "roles" }, roleBadges(u.roles))],
-        ["Balance", usdc(u.balance_micro), "balance num"],
+        ["Balance", amountOf(u.balance_micro), "balance num"],
         ["Signed up", when(u.created_at)],
         ["Status", u.disabled ? h("span", { class: "badge badge-off" }, "Disabled") : "Active"],
         [
@@ -282,81 +284,128 @@ export async function adminUserPage(v: View): Promise<void> {
 
 // --- providers and machines
 
-async function allMachines(signal: AbortSignal): Promise<AdminMachine[]> {
-  const out: AdminMachine[] = [];
+interface AdminProvider {
+  user_id: string;
+  email: string;
+  name: string;
+  tier: string;
+  status: string;
+  application_id: string;
+  approved_at: string;
+  commission_bps: number;
+  machines: number;
+  machines_online: number;
+  gpus: number;
+}
+
+// A table whose rows come a page at a time from the API, with a "More" button while
+// there are more; `rows` turns a page's items into rows (it may fetch what it needs).
+function pagedTable<T>(
+  v: View,
+  cls: string,
+  heads: string[],
+  url: (cursor: string | null) => string,
+  rows: (items: T[]) => Promise<Node[]>,
+  opts: { empty: string; failed: string },
+): { el: HTMLElement; load: () => Promise<void> } {
+  const slot = new StatusSlot();
+  const tbody = h("tbody");
+  const more = button("More", () => {}, { attrs: { hidden: true, class: "btn btn-secondary more-btn" } });
+  const empty = h("p", { class: "muted", hidden: true }, opts.empty);
   let cursor: string | null = null;
-  for (let i = 0; i < 20; i++) {
-    const q = new URLSearchParams({ limit: "500" });
-    if (cursor) q.set("cursor", cursor);
-    const page: api.Page<AdminMachine> = await api.get<api.Page<AdminMachine>>(`/machines?${q}`, { signal });
-    out.push(...page.items);
-    cursor = page.next_cursor;
-    if (!cursor) break;
-  }
-  return out;
+  const load = async () => {
+    try {
+      const page = await api.get<api.Page<T>>(url(cursor), { signal: v.signal });
+      append(tbody, await rows(page.items));
+      cursor = page.next_cursor;
+      more.hidden = !cursor;
+      empty.hidden = tbody.childElementCount > 0;
+    } catch (e) {
+      if (!isAbort(e)) slot.error(e, opts.failed);
+    }
+  };
+  more.addEventListener("click", () => void busy(more, load));
+  const el = h(
+    "div",
+    null,
+    slot.el,
+    h(
+      "div",
+      { class: "table-wrap" },
+      h(
+        "table",
+        { class: cls },
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            heads.map((x) => h("th", { scope: "col" }, x)),
+          ),
+        ),
+        tbody,
+      ),
+    ),
+    empty,
+    h("div", { class: "actions" }, more),
+  );
+  return { el, load };
+}
+
+function providerRow(p: AdminProvider): HTMLElement {
+  return h(
+    "tr",
+    { "data-provider-id": p.user_id },
+    h(
+      "td",
+      { "data-label": "Provider" },
+      h("a", { href: userHref(p.user_id) }, p.name || p.email || p.user_id),
+      h("div", { class: "small muted mono" }, p.email),
+    ),
+    h(
+      "td",
+      { "data-label": "Tier" },
+      tierName(p.tier),
+      p.status !== "active" ? [" ", h("span", { class: "badge badge-warn" }, p.status)] : null,
+    ),
+    h(
+      "td",
+      { "data-label": "Commission", class: "num" },
+      `${(p.commission_bps / 100).toFixed(2).replace(/\.?0+$/, "")} %`,
+    ),
+    h("td", { "data-label": "Approved" }, when(p.approved_at)),
+    h(
+      "td",
+      { "data-label": "Machines", class: "num" },
+      p.machines
+        ? h(
+            "a",
+            { href: `#/admin/machines?provider=${encodeURIComponent(p.user_id)}` },
+            `${p.machines_online} of ${p.machines} online`,
+          )
+        : "none yet",
+    ),
+    h("td", { "data-label": "GPUs", class: "num" }, String(p.gpus)),
+  );
 }
 
 export async function adminProvidersPage(v: View): Promise<void> {
+  const list = pagedTable<AdminProvider>(
+    v,
+    "admin-providers",
+    ["Provider", "Tier", "Commission", "Approved", "Machines", "GPUs"],
+    (cursor) => `/admin/providers?${new URLSearchParams({ limit: "50", ...(cursor ? { cursor } : {}) })}`,
+    async (items) => items.map(providerRow),
+    { empty: "No provider has been approved yet.", failed: "The providers could not be loaded" },
+  );
   append(
     v.main,
-    pageHeader("Providers", "Approved providers, their tier and their machines."),
+    pageHeader("Providers", "Every approved provider, oldest approval first, with their tier and machines."),
     adminTabs("/admin/providers"),
+    h("section", { class: "card" }, list.el),
   );
-  let apps: api.Page<api.Application>;
-  let machines: AdminMachine[];
-  try {
-    [apps, machines] = await Promise.all([
-      api.get<api.Page<api.Application>>("/provider-applications?status=approved&limit=200", { signal: v.signal }),
-      allMachines(v.signal),
-    ]);
-  } catch (e) {
-    if (!isAbort(e)) append(v.main, errorBanner(e, "The providers could not be loaded"));
-    return;
-  }
-  const byProvider = new Map<string, AdminMachine[]>();
-  for (const m of machines) byProvider.set(m.provider_id, [...(byProvider.get(m.provider_id) ?? []), m]);
-  append(
-    v.main,
-    h(
-      "section",
-      { class: "card" },
-      apps.items.length
-        ? table(
-            "admin-providers",
-            ["Provider", "Tier", "Approved", "Machines", "GPUs"],
-            apps.items.map((a) => {
-              const ms = byProvider.get(a.user_id) ?? [];
-              const online = ms.filter((m) => m.status === "online").length;
-              return h(
-                "tr",
-                { "data-provider-id": a.user_id },
-                h(
-                  "td",
-                  { "data-label": "Provider" },
-                  h("a", { href: userHref(a.user_id) }, a.contact.full_name || a.contact.email || a.user_id),
-                  h("div", { class: "small muted mono" }, a.contact.email ?? ""),
-                ),
-                h("td", { "data-label": "Tier" }, tierName(a.tier ?? a.suggested_tier)),
-                h("td", { "data-label": "Approved" }, when(a.decided_at)),
-                h(
-                  "td",
-                  { "data-label": "Machines", class: "num" },
-                  ms.length
-                    ? h(
-                        "a",
-                        { href: `#/admin/machines?provider=${encodeURIComponent(a.user_id)}` },
-                        `${online} of ${ms.length} online`,
-                      )
-                    : "none yet",
-                ),
-                h("td", { "data-label": "GPUs", class: "num" }, String(ms.reduce((n, m) => n + m.gpus.length, 0))),
-              );
-            }),
-          )
-        : h("p", { class: "muted" }, "No provider has been approved yet."),
-      apps.next_cursor ? h("p", { class: "small muted" }, "The 200 oldest approvals are shown.") : null,
-    ),
-  );
+  await list.load();
 }
 
 const kMachineFilters: Array<[string, string]> = [
@@ -375,6 +424,61 @@ export async function adminMachinesPage(v: View): Promise<void> {
     const qs = q.toString();
     return qs ? `#/admin/machines?${qs}` : "#/admin/machines";
   };
+  // The providers' names, read once each as their machines come.
+  const names = new Map<string, string>();
+  const nameAll = async (ids: string[]) => {
+    await Promise.all(
+      [...new Set(ids)]
+        .filter((id) => !names.has(id))
+        .map(async (id) => {
+          try {
+            const u = await api.get<AdminUser>(`/admin/users/${encodeURIComponent(id)}`, { signal: v.signal });
+            names.set(id, u.name || u.email);
+          } catch (e) {
+            if (isAbort(e)) throw e;
+            names.set(id, id);
+          }
+        }),
+    );
+  };
+  const list = pagedTable<AdminMachine>(
+    v,
+    "admin-machines",
+    ["Machine", "Status", "Provider", "GPUs", "Agent", "Last seen"],
+    (cursor) => {
+      const q = new URLSearchParams({ limit: "50" });
+      if (status) q.set("status", status);
+      if (provider) q.set("provider_id", provider);
+      if (cursor) q.set("cursor", cursor);
+      return `/machines?${q}`;
+    },
+    async (items) => {
+      await nameAll(items.map((m) => m.provider_id));
+      return items.map((m) =>
+        h(
+          "tr",
+          { "data-machine-id": m.id },
+          h(
+            "td",
+            { "data-label": "Machine" },
+            m.name || m.id,
+            m.emulated ? [" ", h("span", { class: "badge badge-warn" }, "emulated")] : null,
+            h("div", { class: "small muted mono" }, m.id),
+          ),
+          h("td", { "data-label": "Status" }, machineBadge(m.status)),
+          h(
+            "td",
+            { "data-label": "Provider" },
+            h("a", { href: userHref(m.provider_id) }, names.get(m.provider_id) ?? m.provider_id),
+          ),
+          h("td", { "data-label": "GPUs", class: "num" }, String(m.gpus.length)),
+          h("td", { "data-label": "Agent", class: "mono small" }, m.agent_version || "—"),
+          h("td", { "data-label": "Last seen" }, m.last_seen ? ago(m.last_seen) : "—"),
+        ),
+      );
+    },
+    { empty: "No machine matches.", failed: "The machines could not be loaded" },
+  );
   append(
     v.main,
     pageHeader(
@@ -382,48 +486,13 @@ export async function adminMachinesPage(v: View): Promise<void> {
       provider ? "The machines of one provider, with their status." : "Every machine on the platform, with its status.",
     ),
     adminTabs("/admin/machines"),
-  );
-  let machines: AdminMachine[];
-  const names = new Map<string, string>();
-  try {
-    const [ms, apps] = await Promise.all([
-      allMachines(v.signal),
-      api.get<api.Page<api.Application>>("/provider-applications?status=approved&limit=200", { signal: v.signal }),
-    ]);
-    machines = ms;
-    for (const a of apps.items) names.set(a.user_id, a.contact.full_name || a.contact.email || a.user_id);
-  } catch (e) {
-    if (!isAbort(e)) append(v.main, errorBanner(e, "The machines could not be loaded"));
-    return;
-  }
-  const shown = machines.filter((m) => (!status || m.status === status) && (!provider || m.provider_id === provider));
-  append(
-    v.main,
     h(
       "section",
       { class: "card" },
-      h(
-        "nav",
-        { class: "filter-tabs", "aria-label": "Show machines" },
-        h(
-          "ul",
-          null,
-          kMachineFilters.map(([value, label]) =>
-            h(
-              "li",
-              null,
-              h(
-                "a",
-                {
-                  href: link(value),
-                  class: value === status ? "active" : null,
-                  "aria-current": value === status ? "page" : null,
-                },
-                label,
-              ),
-            ),
-          ),
-        ),
+      filterNav(
+        "",
+        "Show machines",
+        kMachineFilters.map(([value, label]) => [link(value), label, value === status]),
       ),
       provider
         ? h(
@@ -436,36 +505,10 @@ export async function adminMachinesPage(v: View): Promise<void> {
             ),
           )
         : null,
-      shown.length
-        ? table(
-            "admin-machines",
-            ["Machine", "Status", "Provider", "GPUs", "Agent", "Last seen"],
-            shown.map((m) =>
-              h(
-                "tr",
-                { "data-machine-id": m.id },
-                h(
-                  "td",
-                  { "data-label": "Machine" },
-                  m.name || m.id,
-                  m.emulated ? [" ", h("span", { class: "badge badge-warn" }, "emulated")] : null,
-                  h("div", { class: "small muted mono" }, m.id),
-                ),
-                h("td", { "data-label": "Status" }, machineBadge(m.status)),
-                h(
-                  "td",
-                  { "data-label": "Provider" },
-                  h("a", { href: userHref(m.provider_id) }, names.get(m.provider_id) ?? m.provider_id),
-                ),
-                h("td", { "data-label": "GPUs", class: "num" }, String(m.gpus.length)),
-                h("td", { "data-label": "Agent", class: "mono small" }, m.agent_version || "—"),
-                h("td", { "data-label": "Last seen" }, m.last_seen ? ago(m.last_seen) : "—"),
-              ),
-            ),
-          )
-        : h("p", { class: "muted" }, "No machine matches."),
+      list.el,
     ),
   );
+  await list.load();
 }
 
 // --- rentals
@@ -482,10 +525,19 @@ const kRentalFilters: Array<[string, string]> = [
 
 export async function adminRentalsPage(v: View): Promise<void> {
   const state = v.query.get("state") ?? "";
-  const slot = new StatusSlot();
-  const tbody = h("tbody");
-  const more = button("More", () => {}, { attrs: { hidden: true, class: "btn btn-secondary more-btn" } });
-  const empty = h("p", { class: "muted", hidden: true }, "No rental in this state.");
+  const list = pagedTable<AdminRental>(
+    v,
+    "admin-rentals",
+    ["Rental", "State", "Customer", "Billed time", "Charged", "Refunded", "Started"],
+    (cursor) => {
+      const q = new URLSearchParams({ limit: "50" });
+      if (state) q.set("state", state);
+      if (cursor) q.set("cursor", cursor);
+      return `/rentals?${q}`;
+    },
+    async (items) => rentalRows(items, true),
+    { empty: "No rental in this state.", failed: "The rentals could not be loaded" },
+  );
   append(
     v.main,
     pageHeader("Rentals", "Every rental on the platform, newest first. Open one to refund what it was charged."),
@@ -493,76 +545,24 @@ export async function adminRentalsPage(v: View): Promise<void> {
     h(
       "section",
       { class: "card" },
-      h(
-        "nav",
-        { class: "filter-tabs rental-states", "aria-label": "Show rentals" },
-        h(
-          "ul",
-          null,
-          kRentalFilters.map(([value, label]) =>
-            h(
-              "li",
-              null,
-              h(
-                "a",
-                {
-                  href: value ? `#/admin/rentals?state=${value}` : "#/admin/rentals",
-                  class: value === state ? "active" : null,
-                  "aria-current": value === state ? "page" : null,
-                },
-                label,
-              ),
-            ),
-          ),
-        ),
+      filterNav(
+        "rental-states",
+        "Show rentals",
+        kRentalFilters.map(([value, label]) => [
+          value ? `#/admin/rentals?state=${value}` : "#/admin/rentals",
+          label,
+          value === state,
+        ]),
       ),
-      slot.el,
-      h(
-        "div",
-        { class: "table-wrap" },
-        h(
-          "table",
-          { class: "admin-rentals" },
-          h(
-            "thead",
-            null,
-            h(
-              "tr",
-              null,
-              ["Rental", "State", "Customer", "Billed time", "Charged", "Refunded", "Started"].map((x) =>
-                h("th", { scope: "col" }, x),
-              ),
-            ),
-          ),
-          tbody,
-        ),
-      ),
-      empty,
-      h("div", { class: "actions" }, more),
+      list.el,
     ),
   );
-  let cursor: string | null = null;
-  const load = async () => {
-    const q = new URLSearchParams({ limit: "50" });
-    if (state) q.set("state", state);
-    if (cursor) q.set("cursor", cursor);
-    try {
-      const page = await api.get<api.Page<AdminRental>>(`/rentals?${q}`, { signal: v.signal });
-      append(tbody, rentalRows(page.items, true));
-      cursor = page.next_cursor;
-      more.hidden = !cursor;
-      empty.hidden = tbody.childElementCount > 0;
-    } catch (e) {
-      if (!isAbort(e)) slot.error(e, "The rentals could not be loaded");
-    }
-  };
-  more.addEventListener("click", () => void busy(more, load));
   try {
     await loadModelNames(v.signal);
   } catch {
     // the model ids stand in for their names
   }
-  await load();
+  await list.load();
 }
 
 // Where a refund's money came from (RefundAnswer's `from`), in words.
@@ -582,14 +582,14 @@ function refundSection(r: AdminRental, done: (r: AdminRental, a: RefundAnswer) =
   const all = button(
     "All of it",
     () => {
-      amount.value = (left / 1_000_000).toFixed(6).replace(/\.?0+$/, "");
+      amount.value = exactText(left);
       amount.focus();
     },
     { kind: "link" },
   );
   const amountField = field("Amount (USDC)", amount, {
     field: "amount_micro",
-    hint: `At most ${usdc(left)}: what the rental was charged less what was refunded.`,
+    hint: `At most ${exactUsdc(left)}: what the rental was charged less what was refunded.`,
   });
   amountField.querySelector(".hint")?.append(" ", all);
   const form = h(
@@ -638,7 +638,7 @@ function refundSection(r: AdminRental, done: (r: AdminRental, a: RefundAnswer) =
     const errors: Record<string, string> = {};
     const parsed = parseUsdc(amount.value);
     if (!parsed.ok) errors.amount_micro = parsed.error;
-    else if (parsed.micro > left) errors.amount_micro = `is more than the ${usdc(left)} left to refund`;
+    else if (parsed.micro > left) errors.amount_micro = `is more than the ${exactUsdc(left)} left to refund`;
     if (!reason.value.trim()) errors.reason = "is required: say why, the customer reads it";
     if (Object.keys(errors).length || !parsed.ok) {
       slot.formError(form, new api.ApiError(422, "validation_failed", "", errors), "", "Nothing was refunded");
@@ -649,7 +649,7 @@ function refundSection(r: AdminRental, done: (r: AdminRental, a: RefundAnswer) =
       confirmArea,
       submit,
       "Confirm the refund",
-      `Give back ${usdc(body.amount_micro)} to the customer?`,
+      ["Give back ", amountOf(body.amount_micro), " to the customer?"],
       `Refund ${usdc(body.amount_micro)}`,
       (yes) => void send(body, yes),
     );
@@ -704,8 +704,14 @@ export async function adminRentalPage(v: View): Promise<void> {
         ? h(
             "div",
             { class: "banner banner-ok refund-done", role: "status" },
-            `Refunded ${usdc(last.transfers.reduce((n, t) => n + t.amount_micro, 0))}: `,
-            last.transfers.map((t) => `${usdc(t.amount_micro)} from ${kFromWords[t.from] ?? t.from}`).join(", "),
+            "Refunded ",
+            amountOf(last.transfers.reduce((n, t) => n + t.amount_micro, 0)),
+            ": ",
+            last.transfers.map((t, i) => [
+              i ? ", " : "",
+              amountOf(t.amount_micro),
+              ` from ${kFromWords[t.from] ?? t.from}`,
+            ]),
             ".",
           )
         : null,
@@ -726,9 +732,9 @@ export async function adminRentalPage(v: View): Promise<void> {
           ["Ended", r.ended_at ? when(r.ended_at) : null],
           ["End", r.detail || r.end_reason],
           ["Billed time", duration(r.billed_seconds)],
-          ["Charged", usdc(r.charged_micro), "charged num"],
-          ["Commission", usdc(r.fee_micro), "num"],
-          ["Refunded", usdc(r.refunded_micro), "refunded num"],
+          ["Charged", amountOf(r.charged_micro), "charged num"],
+          ["Commission", amountOf(r.fee_micro), "num"],
+          ["Refunded", amountOf(r.refunded_micro), "refunded num"],
         ]),
         h("p", null, h("a", { href: `#/rentals/${encodeURIComponent(r.id)}` }, "The rental's own page (logs, ports)")),
       ),

@@ -10,7 +10,7 @@ import { lowBalanceBanner } from "../components/rental";
 import { append, button, field, h, replace } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { duration, plural, when } from "../format";
-import { perHour, signedUsdc, usdc, usdcText } from "../money";
+import { amount } from "../money";
 
 const kPollMs = 10000;
 const kPageSize = 50;
@@ -72,10 +72,10 @@ export async function balancePage(v: View): Promise<void> {
     replace(low, lowBalanceBanner(b));
     replace(
       tiles,
-      tile("Balance", usdc(b.balance_micro), "balance-now"),
+      tile("Balance", amount(b.balance_micro), "balance-now"),
       tile(
         "Running cost",
-        b.running_rentals ? perHour(b.running_cost_per_hour_micro) : "Nothing running",
+        b.running_rentals ? amount(b.running_cost_per_hour_micro, { unit: "USDC/h" }) : "Nothing running",
         "running-cost",
         b.running_rentals ? plural(b.running_rentals, "running rental") : null,
       ),
@@ -259,9 +259,13 @@ function transferRow(t: api.StatementItem, inGroup: boolean): HTMLTableRowElemen
     h(
       "td",
       { "data-label": "Amount", class: `num amount ${t.amount_micro >= 0 ? "amount-in" : "amount-out"}` },
-      signedUsdc(t.amount_micro),
+      amount(t.amount_micro, { bare: true, signed: true }),
     ),
-    h("td", { "data-label": "Balance after", class: "num balance-after" }, usdcText(t.balance_after_micro)),
+    h(
+      "td",
+      { "data-label": "Balance after", class: "num balance-after" },
+      amount(t.balance_after_micro, { bare: true }),
+    ),
     h("td", { "data-label": "Reference", class: "reference" }, t.reference || "—"),
   );
 }
@@ -305,7 +309,11 @@ class RentalGroup {
         this.toggle,
       ),
       this.sumCell,
-      h("td", { "data-label": "Balance after", class: "num balance-after" }, usdcText(first.balance_after_micro)),
+      h(
+        "td",
+        { "data-label": "Balance after", class: "num balance-after" },
+        amount(first.balance_after_micro, { bare: true }),
+      ),
       h("td", { "data-label": "Reference", class: "reference" }, "—"),
     );
   }
@@ -317,7 +325,7 @@ class RentalGroup {
     this.items.push(row);
     this.sum += t.amount_micro;
     this.oldest = t.at;
-    this.sumCell.textContent = signedUsdc(this.sum);
+    replace(this.sumCell, amount(this.sum, { bare: true, signed: true }));
     this.sumCell.className = `num amount ${this.sum >= 0 ? "amount-in" : "amount-out"}`;
     const n = this.items.length;
     this.span.textContent =

@@ -21,7 +21,7 @@ import {
 import { append, busy, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, noticeBanner, StatusSlot } from "../errors";
 import { duration, when } from "../format";
-import { parseUsdc, perHour, usdc } from "../money";
+import { amount, parseUsdc } from "../money";
 
 const kPollMs = 3000;
 const kPageSize = 20;
@@ -80,7 +80,7 @@ function jobRow(j: api.Job, names: Map<string, string>, cancel: (j: api.Job, cel
       h("a", { href: `#/jobs/${encodeURIComponent(j.id)}`, class: "job-link" }, `${jobModels(j, names)} × ${j.gpus}`),
       h("div", { class: "small muted mono" }, j.id),
     ),
-    h("td", { "data-label": "Max. price", class: "num" }, `${perHour(j.max_price_micro)} per GPU`),
+    h("td", { "data-label": "Max. price", class: "num" }, amount(j.max_price_micro, { unit: "USDC/h" }), " per GPU"),
     h("td", { "data-label": "Submitted" }, when(j.created_at)),
     h(
       "td",
@@ -305,12 +305,12 @@ export async function jobPage(v: View): Promise<void> {
         h("h2", { id: "job-ask-title" }, "What it asked for"),
         facts([
           ["GPUs", `${jobModels(job, names)} × ${job.gpus}`],
-          ["Max. price", `${perHour(job.max_price_micro)} per GPU`],
+          ["Max. price", [amount(job.max_price_micro, { unit: "USDC/h" }), " per GPU"]],
           ["Requirements", requirements.join(" · ")],
           ["Image", h("code", null, job.image)],
           ["Command", job.command?.length ? argvList(job.command) : "The image's own command", "command"],
           ["Max. duration", job.max_duration_s ? duration(job.max_duration_s) : null],
-          ["Max. cost", job.max_cost_micro ? usdc(job.max_cost_micro) : null],
+          ["Max. cost", job.max_cost_micro ? amount(job.max_cost_micro) : null],
         ]),
       ),
     );
@@ -369,8 +369,8 @@ export async function newJobPage(v: View): Promise<void> {
     const hour = price.ok && Number.isInteger(n) && n > 0 ? price.micro * n : null;
     replace(
       balanceText,
-      hour !== null ? `The first hour costs at most ${usdc(hour)}` : "It needs the first hour at the maximum price",
-      balance ? `; yours: ${usdc(balance.balance_micro)}.` : ".",
+      hour !== null ? ["The first hour costs at most ", amount(hour)] : "It needs the first hour at the maximum price",
+      balance ? ["; yours: ", amount(balance.balance_micro), "."] : ".",
     );
   };
   maxPrice.addEventListener("input", updateBalance);

@@ -17,7 +17,7 @@ import { rentForm } from "../components/rentform";
 import { append, button, field, h, replace, uid } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { plural, tierName } from "../format";
-import { parseUsdc, usdcText } from "../money";
+import { amount, exactText, parseUsdc } from "../money";
 
 const kPageSize = 20;
 
@@ -29,10 +29,14 @@ const kSorts: Array<[string, string]> = [
   ["-reliability", "Highest reliability"],
 ];
 
+// What min_gpus counts: the free GPUs of one machine, or with include_busy all of them.
+const kMinGpusFree = "Free now, one machine";
+const kMinGpusAll = "On one machine, free or busy";
+
 // The filters of GET /offers shown as text fields: [parameter, label, hint, inputmode].
 type TextFilter = [string, string, string, "numeric" | "decimal" | "text"];
 const kMainFilters: TextFilter[] = [
-  ["min_gpus", "Min. GPUs", "Free now, one machine", "numeric"],
+  ["min_gpus", "Min. GPUs", kMinGpusFree, "numeric"],
   ["region", "Region", "e.g. eu-south", "text"],
 ];
 const kMoreFilters: TextFilter[] = [
@@ -211,7 +215,7 @@ function offerCard(o: api.SearchHit, sort: string, signal: AbortSignal): HTMLEle
         h(
           "p",
           { class: "offer-price" },
-          h("strong", null, usdcText(o.price_micro)),
+          h("strong", null, amount(o.price_micro, { unit: "USDC/h", bare: true })),
           h("span", { class: "small muted" }, " USDC per GPU-hour"),
         ),
       ),
@@ -279,8 +283,13 @@ export async function marketplacePage(v: View): Promise<void> {
       maxlength: 64,
     });
     controls.set(name, input);
-    return field(label, input, { field: name, hint });
+    const shown = name === "min_gpus" && query.get("include_busy") === "true" ? kMinGpusAll : hint;
+    const wrapper = field(label, input, { field: name, hint: shown });
+    const hintEl = wrapper.querySelector<HTMLElement>(".hint");
+    if (hintEl) hints.set(name, hintEl);
+    return wrapper;
   };
+  const hints = new Map<string, HTMLElement>();
 
   // GPU models: checkboxes, filled in when the catalog arrives; until then (or if it does
   // not) the address's choice stands.
@@ -298,7 +307,7 @@ export async function marketplacePage(v: View): Promise<void> {
     type: "text",
     inputmode: "decimal",
     autocomplete: "off",
-    value: /^\d+$/.test(priceText) ? usdcText(Number(priceText)) : priceText,
+    value: /^\d+$/.test(priceText) ? exactText(Number(priceText)) : priceText,
   });
   const tier = h(
     "select",
@@ -325,7 +334,11 @@ export async function marketplacePage(v: View): Promise<void> {
     id: uid("cb"),
   });
   busy.dataset.field = "include_busy";
-  busy.addEventListener("change", () => search());
+  busy.addEventListener("change", () => {
+    const minGpusHint = hints.get("min_gpus");
+    if (minGpusHint) minGpusHint.textContent = busy.checked ? kMinGpusAll : kMinGpusFree;
+    search();
+  });
 
   const moreNames = [...kMoreFilters.map((f) => f[0]), "tier", "verified_only"];
   const more = h(

@@ -18,9 +18,10 @@ import {
   payoutStateBadge,
 } from "../components/payout";
 import { append, busy, button, field, h, replace } from "../dom";
+import { adminTabs } from "./admin_console";
 import { clearFieldErrors, errorBanner, isAbort, StatusSlot } from "../errors";
 import { addDays, dayText, plural, utcDay, when } from "../format";
-import { usdc } from "../money";
+import { amount } from "../money";
 
 const kPollMs = 2000;
 
@@ -109,7 +110,12 @@ function walletCard(v: View): { el: HTMLElement; load: () => Promise<void> } {
             "div",
             { class: "banner banner-warn wallet-short", role: "alert" },
             h("strong", null, "Short of funds. "),
-            `The Solana payouts waiting need ${usdc(w.needed_micro)}${w.needed_lamports ? ` and ${solText(w.needed_lamports)} for fees and new token accounts` : ""}; the wallet holds ${usdc(w.usdc_micro)} and ${solText(w.sol_lamports)}. They are sent once it is funded.`,
+            "The Solana payouts waiting need ",
+            amount(w.needed_micro),
+            w.needed_lamports ? ` and ${solText(w.needed_lamports)} for fees and new token accounts` : "",
+            "; the wallet holds ",
+            amount(w.usdc_micro),
+            ` and ${solText(w.sol_lamports)}. They are sent once it is funded.`,
           )
         : null,
       h(
@@ -120,11 +126,11 @@ function walletCard(v: View): { el: HTMLElement; load: () => Promise<void> } {
         h("dt", null, "USDC token account"),
         h("dd", { class: "wallet-token-account" }, copyable(w.token_account, "the USDC token account")),
         h("dt", null, "USDC"),
-        h("dd", { class: "wallet-usdc" }, usdc(w.usdc_micro)),
+        h("dd", { class: "wallet-usdc" }, amount(w.usdc_micro)),
         h("dt", null, "SOL"),
         h("dd", { class: "wallet-sol" }, solText(w.sol_lamports)),
         h("dt", null, "Needed by waiting payouts"),
-        h("dd", { class: "wallet-needed" }, usdc(w.needed_micro)),
+        h("dd", { class: "wallet-needed" }, amount(w.needed_micro)),
       ),
     );
   };
@@ -249,7 +255,7 @@ function runsTable(runs: api.PayoutRun[]): HTMLElement {
             h("td", { "data-label": "State" }, runStateBadge(r.state)),
             h("td", { "data-label": "Payouts", class: "run-counts" }, countsText(r.counts, kCountNames, "none")),
             h("td", { "data-label": "Skipped", class: "run-skips" }, countsText(r.counts, kSkipNames, "none")),
-            h("td", { "data-label": "Total", class: "num" }, usdc(r.total_micro)),
+            h("td", { "data-label": "Total", class: "num" }, amount(r.total_micro)),
             h("td", { "data-label": "Files", class: "num" }, String(r.files.length)),
             h("td", { "data-label": "Started", class: "nowrap" }, when(r.created_at)),
           ),
@@ -266,6 +272,7 @@ export async function adminPayoutsPage(v: View): Promise<void> {
   append(
     v.main,
     pageHeader("Payouts", "Weekly and monthly payout runs to providers: USDC on Solana, SEPA and ACH files."),
+    adminTabs("/admin/payouts"),
     wallet.el,
     startRunCard(),
     h(
@@ -468,6 +475,7 @@ export async function adminPayoutRunPage(v: View): Promise<void> {
   append(
     v.main,
     head,
+    adminTabs("/admin/payouts"),
     slot.el,
     summary,
     h(
@@ -522,7 +530,7 @@ export async function adminPayoutRunPage(v: View): Promise<void> {
           h("dt", null, "Run"),
           h("dd", { class: "mono small" }, run.id),
           h("dt", null, "Total"),
-          h("dd", { class: "run-total" }, usdc(run.total_micro)),
+          h("dd", { class: "run-total" }, amount(run.total_micro)),
           h("dt", null, "Payouts"),
           h("dd", { class: "run-counts" }, countsText(run.counts, kCountNames, "none")),
           h("dt", null, "Skipped providers"),

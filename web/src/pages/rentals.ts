@@ -21,10 +21,10 @@ import { argvList } from "../components/workload";
 import { portsSection } from "../components/ports";
 import { sshSection } from "../components/ssh";
 import { terminalSection } from "../components/terminal";
-import { append, busy, button, h, replace } from "../dom";
+import { append, busy, button, type Child, h, replace } from "../dom";
 import { errorBanner, isAbort, noticeBanner, StatusSlot } from "../errors";
 import { duration, when } from "../format";
-import { perHour, usdc } from "../money";
+import { amount } from "../money";
 
 const kListPollMs = 5000;
 const kDetailPollMs = 2000;
@@ -54,9 +54,9 @@ function rentalRow(r: api.Rental): HTMLTableRowElement {
       h("div", { class: "small muted mono" }, r.id),
     ),
     h("td", { "data-label": "State" }, rentalStateBadge(r.state)),
-    h("td", { "data-label": "Rate", class: "num" }, perHour(r.cost_per_hour_micro)),
+    h("td", { "data-label": "Rate", class: "num" }, amount(r.cost_per_hour_micro, { unit: "USDC/h" })),
     h("td", { "data-label": "Billed time", class: "num" }, duration(r.billed_seconds)),
-    h("td", { "data-label": "Cost so far", class: "num" }, usdc(r.charged_micro)),
+    h("td", { "data-label": "Cost so far", class: "num" }, amount(r.charged_micro)),
     h("td", { "data-label": "Started" }, when(r.started_at)),
   );
 }
@@ -203,11 +203,11 @@ export async function rentalsPage(v: View): Promise<void> {
 
 // ---- one rental
 
-function limitsText(r: api.Rental): string | null {
-  const parts = [];
+function limitsText(r: api.Rental): Child {
+  const parts: Child[] = [];
   if (r.max_duration_s) parts.push(`at most ${duration(r.max_duration_s)}`);
-  if (r.max_cost_micro) parts.push(`at most ${usdc(r.max_cost_micro)}`);
-  return parts.length ? parts.join(", ") : "None";
+  if (r.max_cost_micro) parts.push(["at most ", amount(r.max_cost_micro)]);
+  return parts.length ? parts.map((p, i) => (i ? [", ", p] : p)) : "None";
 }
 
 // The argument list that runs, each argument apart.
@@ -234,18 +234,18 @@ export function timeLeft(
   b: api.Balance,
   now: { seconds: number; micro: number },
   sinceLoadS: number,
-): string {
-  const ends: Array<[number, string]> = [];
+): Child {
+  const ends: Array<[number, Child]> = [];
   if (b.seconds_left !== null) {
-    ends.push([b.seconds_left - sinceLoadS, ` at your balance of ${usdc(b.balance_micro)}`]);
+    ends.push([b.seconds_left - sinceLoadS, [" at your balance of ", amount(b.balance_micro)]]);
   }
   if (r.max_duration_s) ends.push([r.max_duration_s - now.seconds, ", then it reaches its max. duration"]);
   if (r.max_cost_micro && r.cost_per_hour_micro > 0) {
     ends.push([((r.max_cost_micro - now.micro) * 3600) / r.cost_per_hour_micro, ", then it reaches its max. cost"]);
   }
-  if (!ends.length) return `Balance ${usdc(b.balance_micro)}`;
+  if (!ends.length) return ["Balance ", amount(b.balance_micro)];
   const [seconds, why] = ends.reduce((a, e) => (e[0] < a[0] ? e : a));
-  return `${duration(Math.max(0, seconds))}${why}`;
+  return [duration(Math.max(0, seconds)), why];
 }
 
 export async function rentalPage(v: View): Promise<void> {
@@ -407,17 +407,19 @@ export async function rentalPage(v: View): Promise<void> {
       facts([
         ["Rate", rateText(rental), "rate"],
         ["Billed time", duration(now.seconds), "billed"],
-        [active ? "Cost so far" : "Total cost", usdc(now.micro), "charged"],
-        ["Refunded", rental.refunded_micro ? usdc(rental.refunded_micro) : null, "refunded"],
+        [active ? "Cost so far" : "Total cost", amount(now.micro), "charged"],
+        ["Refunded", rental.refunded_micro ? amount(rental.refunded_micro) : null, "refunded"],
         ["Limits", limitsText(rental)],
         ["Time left", left, "time-left"],
-        ["Provider's share", providerView ? usdc(rental.provider_micro) : null],
+        ["Provider's share", providerView ? amount(rental.provider_micro) : null],
       ]),
       showLeft && balance && balance.running_rentals > 1
         ? h(
             "p",
             { class: "small muted" },
-            `Your balance pays for ${balance.running_rentals} running rentals at ${perHour(balance.running_cost_per_hour_micro)} together.`,
+            `Your balance pays for ${balance.running_rentals} running rentals at `,
+            amount(balance.running_cost_per_hour_micro, { unit: "USDC/h" }),
+            " together.",
           )
         : null,
     );
@@ -526,7 +528,7 @@ export async function rentalPage(v: View): Promise<void> {
     loadedAt = Date.now();
     if (stopping && !isActive(rental)) {
       stopping = false;
-      slot.ok(`The rental is stopped. It cost ${usdc(rental.charged_micro)} in all.`);
+      slot.ok(["The rental is stopped. It cost ", amount(rental.charged_micro), " in all."]);
     }
     render();
   };

@@ -12,7 +12,7 @@ import { copyable, explorerUrl } from "../components/payout";
 import { append, busy, button, field, h, replace } from "../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../errors";
 import { when } from "../format";
-import { parseUsdc, usdc } from "../money";
+import { amount as amountOf, exactUsdc, parseUsdc, usdc } from "../money";
 
 const kPollMs = 2500;
 const kExpiredPollMs = 15000;
@@ -148,13 +148,9 @@ export async function topupPage(v: View): Promise<void> {
               { "data-label": "Created", class: "nowrap" },
               h("a", { href: `#/balance/top-ups/${encodeURIComponent(t.id)}` }, when(t.created_at)),
             ),
-            h("td", { "data-label": "Amount", class: "num" }, usdc(t.amount_micro)),
+            h("td", { "data-label": "Amount", class: "num" }, amountOf(t.amount_micro)),
             h("td", { "data-label": "Status" }, statusBadge(t.status)),
-            h(
-              "td",
-              { "data-label": "Credited", class: "num" },
-              t.credited_micro === null ? "—" : usdc(t.credited_micro),
-            ),
+            h("td", { "data-label": "Credited", class: "num" }, amountOf(t.credited_micro)),
             h(
               "td",
               { "data-label": "Signature" },
@@ -188,7 +184,7 @@ function payPanel(t: api.Topup): HTMLElement {
   return h(
     "section",
     { class: "card topup-pay", "aria-labelledby": "pay-title" },
-    h("h2", { id: "pay-title" }, `Pay ${usdc(t.amount_micro)} with a Solana wallet`),
+    h("h2", { id: "pay-title" }, "Pay ", amountOf(t.amount_micro), " with a Solana wallet"),
     h(
       "div",
       { class: "topup-grid" },
@@ -212,7 +208,7 @@ function payPanel(t: api.Topup): HTMLElement {
           "dl",
           { class: "facts compact topup-facts" },
           h("dt", null, "Amount"),
-          h("dd", null, `${usdc(t.amount_micro)} (exactly)`),
+          h("dd", { class: "topup-exact" }, `${exactUsdc(t.amount_micro)} (exactly)`),
           h("dt", null, "Reference"),
           h("dd", { class: "topup-reference" }, copyable(t.reference, "the reference")),
           h("dt", null, "Recipient"),
@@ -243,14 +239,14 @@ function statusPanel(t: api.Topup): HTMLElement {
     return h(
       "div",
       { class: "banner banner-ok topup-credited", role: "status" },
-      h("h2", null, `${usdc(t.credited_micro ?? t.amount_micro)} added to your balance`),
+      h("h2", null, amountOf(t.credited_micro ?? t.amount_micro), " added to your balance"),
       h(
         "dl",
         { class: "facts compact" },
         h("dt", null, "Credited"),
-        h("dd", { class: "credited-amount" }, usdc(t.credited_micro ?? t.amount_micro)),
+        h("dd", { class: "credited-amount" }, amountOf(t.credited_micro ?? t.amount_micro)),
         t.credited_micro !== null && t.credited_micro !== t.amount_micro
-          ? [h("dt", null, "Asked"), h("dd", null, usdc(t.amount_micro))]
+          ? [h("dt", null, "Asked"), h("dd", null, amountOf(t.amount_micro))]
           : null,
         h("dt", null, "When"),
         h("dd", null, when(t.credited_at)),
@@ -296,7 +292,7 @@ export async function topupDetailPage(v: View): Promise<void> {
     const key = JSON.stringify([t.status, t.detail, t.signature]);
     if (key === last) return;
     last = key;
-    head.querySelector("h1")!.textContent = `Top-up of ${usdc(t.amount_micro)}`;
+    replace(head.querySelector("h1")!, "Top-up of ", amountOf(t.amount_micro));
     replace(state, statusPanel(t));
     if (t.status === "credited") replace(pay);
     else if (!pay.firstChild) replace(pay, payPanel(t));

@@ -13,7 +13,7 @@ import { methodLine, payoutAmount, payoutReference, payoutStateBadge } from "../
 import { append, button, dataTable, field, h, replace } from "../../dom";
 import { clearFieldErrors, isAbort, StatusSlot } from "../../errors";
 import { addDays, dayText, gpuHours, isDay, monthText, plural, utcDay } from "../../format";
-import { usdc, usdcText } from "../../money";
+import { amount, usdc } from "../../money";
 import { gpuLabel, machineTitle } from "./overview";
 import type { ProviderTab } from "./tabs";
 
@@ -25,7 +25,7 @@ function tile(label: string, micro: number, cls: string, note: string): HTMLElem
     "div",
     { class: `money-tile ${cls}` },
     h("div", { class: "money-label" }, label),
-    h("div", { class: "money-value" }, usdc(micro)),
+    h("div", { class: "money-value" }, amount(micro)),
     h("div", { class: "small muted" }, note),
   );
 }
@@ -40,7 +40,7 @@ function periodCard(e: api.Earnings): HTMLElement {
     h(
       "p",
       { class: "period-total" },
-      h("span", { class: "money-value" }, usdc(e.totals.period_micro)),
+      h("span", { class: "money-value" }, amount(e.totals.period_micro)),
       " ",
       h("span", { class: "muted" }, "earned so far"),
     ),
@@ -90,10 +90,10 @@ function moneyCells(r: {
   return [
     ...cells,
     h("td", { "data-label": "GPU-hours", class: "num" }, gpuHours(r.gpu_seconds)),
-    h("td", { "data-label": "Gross", class: "num" }, usdcText(r.gross_micro)),
-    h("td", { "data-label": "Commission", class: "num" }, usdcText(r.commission_micro)),
-    h("td", { "data-label": "Refunds", class: "num" }, usdcText(r.refunds_micro)),
-    h("td", { "data-label": "Net", class: "num net" }, h("strong", null, usdcText(r.net_micro))),
+    h("td", { "data-label": "Gross", class: "num" }, amount(r.gross_micro, { bare: true })),
+    h("td", { "data-label": "Commission", class: "num" }, amount(r.commission_micro, { bare: true })),
+    h("td", { "data-label": "Refunds", class: "num" }, amount(r.refunds_micro, { bare: true })),
+    h("td", { "data-label": "Net", class: "num net" }, h("strong", null, amount(r.net_micro, { bare: true }))),
   ];
 }
 
@@ -198,15 +198,15 @@ function statementView(s: api.MonthlyStatement): HTMLElement {
       h("dt", null, "GPU-hours"),
       h("dd", null, gpuHours(s.gpu_seconds)),
       h("dt", null, "Gross"),
-      h("dd", null, usdc(s.gross_micro)),
+      h("dd", null, amount(s.gross_micro)),
       h("dt", null, "Commission"),
-      h("dd", null, usdc(s.commission_micro)),
+      h("dd", null, amount(s.commission_micro)),
       h("dt", null, "Refunds"),
-      h("dd", null, usdc(s.refunds_micro)),
+      h("dd", null, amount(s.refunds_micro)),
       h("dt", null, "Net earned"),
-      h("dd", { class: "net" }, h("strong", null, usdc(s.net_micro))),
+      h("dd", { class: "net" }, h("strong", null, amount(s.net_micro))),
       h("dt", null, "Paid out"),
-      h("dd", { class: "paid" }, usdc(s.paid_micro)),
+      h("dd", { class: "paid" }, amount(s.paid_micro)),
     ),
     s.lines.length
       ? table(
@@ -413,7 +413,9 @@ export const earningsTab: ProviderTab = {
         h(
           "p",
           { class: "small muted" },
-          `${rangeText}: ${usdc(sumNet(byModel.rows))} net. Net is what you earned: the rentals' gross less the platform's commission and refunds. Days are UTC days.`,
+          `${rangeText}: `,
+          amount(sumNet(byModel.rows)),
+          " net. Net is what you earned: the rentals' gross less the platform's commission and refunds. Days are UTC days.",
         ),
         slot.el,
         filter,

@@ -11,7 +11,7 @@ import { endTerms, gpusText, loadModelNames, rentalStateBadge } from "../../comp
 import { append, busy, button, field, h, replace, replaceKeepingFocus } from "../../dom";
 import { clearFieldErrors, errorBanner, StatusSlot } from "../../errors";
 import { ago, bpsPercent, gib, tierName, when } from "../../format";
-import { perHour, usdc } from "../../money";
+import { amount } from "../../money";
 import type { ProviderTab } from "./tabs";
 
 const kPollMs = 3000;
@@ -700,12 +700,12 @@ function rentalsSection(v: View, names: Map<string, string>): { el: HTMLElement;
         { "data-label": "GPUs", class: "nowrap" },
         h("a", { href: `#/rentals/${encodeURIComponent(r.id)}`, "data-focus": `prental-${r.id}` }, gpusText(r)),
       ),
-      h("td", { "data-label": "Price per GPU", class: "num" }, perHour(r.price_micro)),
+      h("td", { "data-label": "Price per GPU", class: "num" }, amount(r.price_micro, { unit: "USDC/h" })),
       h("td", { "data-label": "Started" }, when(r.started_at)),
       h("td", { "data-label": "Customer" }, h("span", { class: "pseudonym" }, r.customer ?? "—")),
       h("td", { "data-label": "State" }, rentalStateBadge(r.state)),
       h("td", { "data-label": "End" }, endTerms(r, "other")),
-      h("td", { "data-label": "Your share", class: "num" }, usdc(r.provider_micro)),
+      h("td", { "data-label": "Your share", class: "num" }, amount(r.provider_micro)),
     );
   const rerender = () => {
     replaceKeepingFocus(

@@ -32,10 +32,10 @@ import {
   payoutReference,
   payoutStateBadge,
 } from "../../components/payout";
-import { append, busy, button, field, h, replace, uid } from "../../dom";
+import { append, busy, button, type Child, field, h, replace, uid } from "../../dom";
 import { clearFieldErrors, isAbort, noticeBanner, StatusSlot } from "../../errors";
 import { dayText, plural, when } from "../../format";
-import { parseUsdc, usdc, usdcText } from "../../money";
+import { amount, exactText, parseUsdc } from "../../money";
 import type { ProviderTab } from "./tabs";
 
 const kHistoryPage = 20;
@@ -53,9 +53,9 @@ function payoutMinimum(t: api.MethodTerms, s: api.PayoutSettings): { micro: numb
   return { micro: schedule, why: weekly ? "your weekly threshold" : "the monthly minimum" };
 }
 
-function termsText(t: api.MethodTerms, s: api.PayoutSettings): string {
-  const fee = t.fee_micro > 0 ? `fee ${usdc(t.fee_micro)} per payout` : "no fee";
-  return `Paid in ${t.currency} · minimum payout ${usdc(payoutMinimum(t, s).micro)} · ${fee}`;
+function termsText(t: api.MethodTerms, s: api.PayoutSettings): Child {
+  const fee = t.fee_micro > 0 ? ["fee ", amount(t.fee_micro), " per payout"] : "no fee";
+  return [`Paid in ${t.currency} · minimum payout `, amount(payoutMinimum(t, s).micro), " · ", fee];
 }
 
 // Where the minimum of termsText comes from (in words: one amount per method).
@@ -67,11 +67,11 @@ function minimumWhy(t: api.MethodTerms, s: api.PayoutSettings): string {
 }
 
 // The minimum of the method set now, or why there is none.
-function currentMinimumText(s: api.PayoutSettings): string {
+function currentMinimumText(s: api.PayoutSettings): Child {
   const t = s.method ? s.methods.find((x) => x.kind === s.method?.kind) : undefined;
   if (!t) return "— (choose a method below)";
   const min = payoutMinimum(t, s);
-  return `${usdc(min.micro)} (${min.why})`;
+  return [amount(min.micro), ` (${min.why})`];
 }
 
 // 86400 → "24 hours", 90 → "90 seconds", 5400 → "90 minutes".
@@ -121,7 +121,7 @@ function nextPayoutCard(s: api.PayoutSettings): HTMLElement {
       h("dt", null, "Date"),
       h("dd", { class: "next-date" }, `${dayText(n.date)} (${n.schedule === "monthly" ? "monthly" : "weekly"}, UTC)`),
       h("dt", null, "Available now"),
-      h("dd", { class: "next-estimate" }, usdc(n.estimate_micro)),
+      h("dd", { class: "next-estimate" }, amount(n.estimate_micro)),
       h("dt", null, "Minimum payout"),
       h("dd", { class: "next-minimum" }, currentMinimumText(s)),
       h("dt", null, "Status"),
@@ -507,7 +507,7 @@ function methodCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, msg:
 
 // ---- the schedule
 
-function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, msg: string) => void): HTMLElement {
+function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, msg: Child) => void): HTMLElement {
   const slot = new StatusSlot();
   const weekly = h("input", {
     type: "radio",
@@ -527,7 +527,7 @@ function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, ms
     autocomplete: "off",
     maxlength: 20,
     class: "short",
-    value: usdcText(s.threshold_micro),
+    value: exactText(s.threshold_micro),
   });
   const thresholdField = field("Weekly threshold (USDC)", threshold, {
     field: "threshold_micro",
@@ -566,7 +566,10 @@ function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, ms
           "span",
           null,
           h("strong", null, "Monthly"),
-          ` — on the first business day of the month (UTC), from ${s.monthly_minimum_micro === undefined ? "the method's minimum" : `${usdc(s.monthly_minimum_micro)}, or the method's minimum when higher`}`,
+          " — on the first business day of the month (UTC), from ",
+          s.monthly_minimum_micro === undefined
+            ? "the method's minimum"
+            : [amount(s.monthly_minimum_micro), ", or the method's minimum when higher"],
         ),
       ),
     ),
@@ -597,7 +600,7 @@ function scheduleCard(s: api.PayoutSettings, onSaved: (s: api.PayoutSettings, ms
         onSaved(
           saved,
           saved.schedule === "weekly"
-            ? `Schedule saved: weekly, from ${usdc(saved.threshold_micro)}.`
+            ? ["Schedule saved: weekly, from ", amount(saved.threshold_micro), "."]
             : "Schedule saved: monthly.",
         );
       } catch (e) {
@@ -711,7 +714,7 @@ export const paymentsTab: ProviderTab = {
   async render(v, panel) {
     const top = h("div", { class: "payments-top" });
     const history = historyCard(v);
-    const draw = (s: api.PayoutSettings, message?: string) => {
+    const draw = (s: api.PayoutSettings, message?: Child) => {
       const note = message ? noticeBanner(message, "ok") : null;
       if (note) note.tabIndex = -1;
       replace(

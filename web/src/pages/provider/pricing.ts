@@ -16,10 +16,10 @@ import { modelLabel } from "../../components/appform";
 import { pageThrough } from "../../components/paging";
 import { PriceField } from "../../components/price";
 import { rankFactors } from "../../components/rank";
-import { append, busy, button, field, h, replace } from "../../dom";
+import { append, busy, button, type Child, field, h, replace } from "../../dom";
 import { clearFieldErrors, errorBanner, isAbort, StatusSlot } from "../../errors";
 import { bpsPercent, percent, plural, when } from "../../format";
-import { perHour, usdcText } from "../../money";
+import { amount, centsText, exactUsdc, perHour } from "../../money";
 import { listingText, machineTitle } from "./overview";
 import { machinePicker } from "./picker";
 import type { ProviderTab } from "./tabs";
@@ -76,7 +76,9 @@ function shareLine(micro: number, bps: number | undefined): HTMLElement | null {
   return h(
     "span",
     { class: "small muted share" },
-    `you keep ${perHour(providerShare(micro, bps))} (after the ${bpsPercent(bps)} commission)`,
+    "you keep ",
+    amount(providerShare(micro, bps), { unit: "USDC/h" }),
+    ` (after the ${bpsPercent(bps)} commission)`,
   );
 }
 
@@ -215,11 +217,18 @@ function recommendationView(
   const where = rec.region ? `in ${rec.region}` : "in every region";
   const window = (w: api.MarketWindow) =>
     `${w.rented_gpu_hours.toFixed(1)} of ${w.listed_gpu_hours.toFixed(1)} GPU-hours rented, ${plural(w.rentals, "rental")}`;
-  const market =
+  const market: Child =
     stats.offers === 0
       ? `No ${model.name} offers ${where} on the marketplace now.`
-      : `On the marketplace ${where} now: ${plural(stats.offers, "offer")}, ${plural(stats.listed_gpus, "GPU")} (${stats.available_gpus} free), ` +
-        `prices ${usdcText(stats.price_p25_micro ?? 0)}–${usdcText(stats.price_p75_micro ?? 0)} USDC/h (median ${usdcText(stats.price_median_micro ?? 0)}).`;
+      : [
+          `On the marketplace ${where} now: ${plural(stats.offers, "offer")}, ${plural(stats.listed_gpus, "GPU")} (${stats.available_gpus} free), prices `,
+          amount(stats.price_p25_micro ?? 0, { unit: "USDC/h", bare: true }),
+          "–",
+          amount(stats.price_p75_micro ?? 0, { unit: "USDC/h" }),
+          " (median ",
+          amount(stats.price_median_micro ?? 0, { unit: "USDC/h" }),
+          ").",
+        ];
   return h(
     "div",
     { class: `recommendation basis-${rec.basis}`, "data-basis": rec.basis },
@@ -227,7 +236,7 @@ function recommendationView(
     h(
       "p",
       { class: "rec-line" },
-      h("strong", { class: "rec-price" }, perHour(rec.price_micro)),
+      h("strong", { class: "rec-price" }, amount(rec.price_micro, { unit: "USDC/h" })),
       " ",
       h("span", { class: `badge ${rec.basis === "catalog" ? "badge-warn" : "badge-ok"} rec-basis` }, basisText(rec)),
     ),
@@ -245,7 +254,7 @@ function recommendationView(
       h(
         "dd",
         null,
-        rec.median_price_micro === null ? "— (no rentals)" : perHour(rec.median_price_micro),
+        rec.median_price_micro === null ? "— (no rentals)" : amount(rec.median_price_micro, { unit: "USDC/h" }),
         rec.median_price_micro !== null && rec.utilization_factor !== null && rec.utilization_factor !== undefined
           ? h("span", { class: "muted" }, ` × ${rec.utilization_factor.toFixed(3)} (utilization factor)`)
           : null,
@@ -253,17 +262,18 @@ function recommendationView(
       h("dt", null, "Sample"),
       h("dd", { class: "rec-sample" }, plural(rec.sample_rentals, "rental")),
       h("dt", null, "Catalog default"),
-      h("dd", null, perHour(rec.catalog_price_micro)),
+      h("dd", null, amount(rec.catalog_price_micro, { unit: "USDC/h" })),
       rec.region ? [h("dt", null, `In ${rec.region}`), h("dd", null, window(rec.region_window))] : null,
       h("dt", null, "In every region"),
       h("dd", null, window(rec.global_window)),
     ),
     h("p", { class: "small muted rec-market" }, market),
-    button(`Use ${usdcText(rec.price_micro)}`, () => price.fill(rec.price_micro), {
+    button(`Use ${centsText(rec.price_micro)}`, () => price.fill(rec.price_micro), {
       kind: "secondary",
       attrs: {
         class: "btn btn-secondary btn-small",
         "aria-label": `Use the recommended price ${perHour(rec.price_micro)} for ${model.name}`,
+        title: `Fills in ${exactUsdc(rec.price_micro, { unit: "USDC/h" })}`,
       },
     }),
   );
@@ -282,12 +292,18 @@ function reasonView(rec: api.Recommendation): HTMLElement | null {
   );
 }
 
-function nextPlaceText(o: api.OwnOffer): string {
+function nextPlaceText(o: api.OwnOffer): Child {
   const r = o.rank;
   if (r.position === null) return "Not in search results now: none of its GPUs is free.";
   if (r.position === 1) return "First place: no offer ranks higher.";
   if (r.price_for_next_place_micro === null) return "No price alone would move it up a place.";
-  return `To move up one place: ${perHour(r.price_for_next_place_micro)} or less (now ${perHour(o.price_micro)}).`;
+  return [
+    "To move up one place: ",
+    amount(r.price_for_next_place_micro, { unit: "USDC/h" }),
+    " or less (now ",
+    amount(o.price_micro, { unit: "USDC/h" }),
+    ").",
+  ];
 }
 
 function rankView(
@@ -327,7 +343,9 @@ function rankView(
         h(
           "p",
           { class: "small muted" },
-          `${m ? machineTitle(m) : "A machine"} · ${perHour(o.price_micro)}${o.price_micro !== price ? " (this machine's override)" : ""}`,
+          `${m ? machineTitle(m) : "A machine"} · `,
+          amount(o.price_micro, { unit: "USDC/h" }),
+          o.price_micro !== price ? " (this machine's override)" : "",
           bps !== undefined ? [", ", shareLine(o.price_micro, bps)] : null,
           ` · ${o.gpus_available} of ${plural(o.gpus_total, "GPU")} free`,
         ),
@@ -650,7 +668,7 @@ function overrideForm(
         p === undefined
           ? h("span", { class: "listing not-listed" }, "No price: its GPUs are not listed")
           : [
-              h("strong", null, perHour(p)),
+              h("strong", null, amount(p, { unit: "USDC/h" })),
               h("span", { class: "muted" }, own.has(id) ? " (this machine's override)" : " (your price)"),
               bps !== undefined ? [", ", shareLine(p, bps)] : null,
             ],
@@ -740,12 +758,20 @@ function overrideForm(
 
 // ---- the history of changes
 
-function changeText(c: api.PriceChange): string {
-  if (c.old_price_micro === null && c.new_price_micro !== null) return `set to ${perHour(c.new_price_micro)}`;
-  if (c.new_price_micro === null) {
-    return c.old_price_micro === null ? "removed" : `removed (was ${perHour(c.old_price_micro)})`;
+function changeText(c: api.PriceChange): Child {
+  if (c.old_price_micro === null && c.new_price_micro !== null) {
+    return ["set to ", amount(c.new_price_micro, { unit: "USDC/h" })];
   }
-  return `${usdcText(c.old_price_micro ?? 0)} → ${perHour(c.new_price_micro)}`;
+  if (c.new_price_micro === null) {
+    return c.old_price_micro === null
+      ? "removed"
+      : ["removed (was ", amount(c.old_price_micro, { unit: "USDC/h" }), ")"];
+  }
+  return [
+    amount(c.old_price_micro ?? 0, { unit: "USDC/h", bare: true }),
+    " → ",
+    amount(c.new_price_micro, { unit: "USDC/h" }),
+  ];
 }
 
 function historySection(
