@@ -4,7 +4,9 @@
 #
 #   bench/http_bench.sh [GPUNEXD_BINARY]     (default build/release/src/platform/gpunexd)
 #   env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 32), BENCH_THREADS (default 2),
-#        GPUNEX_DATABASE_URL (optional: benchmark on PostgreSQL)
+#        GPUNEX_DATABASE_URL (optional: benchmark on PostgreSQL),
+#        CREDENTIAL_CACHE_MS (default 1000: [auth] credential_cache_ms; 0 asks the store on
+#        every request)
 #
 # The server runs on loopback with a fresh SQLite database (or the given PostgreSQL
 # database); the authenticated read lists a provider's own 1 application.
@@ -27,6 +29,8 @@ log_level = "info"
 [http]
 io_threads = 2
 worker_threads = 8
+[auth]
+credential_cache_ms = ${CREDENTIAL_CACHE_MS:-1000}
 TOML
 "$bin" serve --config "$work/gpunexd.toml" 2>"$work/log" &
 pid=$!
@@ -64,5 +68,5 @@ h=$(echo "$healthz_out" | rps)
 a=$(echo "$apps_out" | rps)
 echo "gpunexd HTTP benchmark: ${secs}s per endpoint, $conns connections, $threads wrk threads, backend ${GPUNEX_DATABASE_URL:+postgresql}${GPUNEX_DATABASE_URL:-sqlite}, $(nproc) cores"
 printf 'GET /healthz                          %10.0f req/s\n' "$h"
-printf 'GET /api/v1/provider-applications     %10.0f req/s  (bearer session)\n' "$a"
+printf 'GET /api/v1/provider-applications     %10.0f req/s  (bearer session, credential cache %s ms)\n' "$a" "${CREDENTIAL_CACHE_MS:-1000}"
 awk -v h="$h" -v a="$a" 'BEGIN { printf "ratio authenticated/healthz           %10.3f\n", a / h }'

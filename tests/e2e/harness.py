@@ -493,13 +493,20 @@ class Gpunexd:
     """One gpunexd on its own data dir (and database). start() / kill() / restart() keep
     the data; stop() ends it gracefully."""
 
-    def __init__(self, backend_name="sqlite", smtp_url=None, extra_toml="", root_toml=""):
+    def __init__(self, backend_name="sqlite", smtp_url=None, extra_toml="", root_toml="",
+                 share_database_of=None):
+        """`share_database_of`: another Gpunexd on PostgreSQL whose database this one uses
+        too (two instances of one platform); the other one drops it."""
         self.binary = gpunexd_binary()
         self.tmp = tempfile.mkdtemp(prefix="gpunex-e2e-")
         self.data_dir = os.path.join(self.tmp, "data")
         os.makedirs(self.data_dir)
         self.config_path = os.path.join(self.tmp, "gpunexd.toml")
-        if backend_name == "postgresql":
+        self.owns_database = share_database_of is None
+        if share_database_of is not None:
+            assert share_database_of.backend.name == "postgresql", "instances share PostgreSQL"
+            self.backend = share_database_of.backend
+        elif backend_name == "postgresql":
             if not PG_URL:
                 raise unittest.SkipTest(PG_SKIP_REASON)
             self.backend = PostgresBackend(PG_URL)
@@ -663,7 +670,8 @@ class Gpunexd:
 
     def cleanup(self, keep=False):
         self.stop()
-        self.backend.drop()
+        if self.owns_database:
+            self.backend.drop()
         if not keep and not os.environ.get("GPUNEX_E2E_KEEP"):
             shutil.rmtree(self.tmp, ignore_errors=True)
 

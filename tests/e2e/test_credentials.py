@@ -3,9 +3,10 @@ API keys act only within their scopes and cannot make more credentials, a passwo
 ends every other session, and a user sees their sessions and ends them. A real gpunexd.
 """
 
+import time
 import unittest
 
-from harness import API, PASSWORD, ServerTestCase, approved_provider
+from harness import API, PASSWORD, Gpunexd, ServerTestCase, approved_provider
 
 
 class CredentialsTest(ServerTestCase):
@@ -93,6 +94,39 @@ class CredentialsTest(ServerTestCase):
         items = u.c.get(f"{API}/me/sessions").body["items"]
         self.assertEqual([s["id"] for s in items], [mine["id"]])
         self.assertEqual(len(stranger.c.get(f"{API}/me/sessions").body["items"]), 1)
+
+
+class CredentialsAcrossInstancesTest(ServerTestCase):
+    """Two gpunexd instances on one PostgreSQL database. Each keeps the credentials it
+    checked for at most [auth] credential_cache_ms (1 s; docs/security.md): a key revoked
+    on one is refused there at once and on the other within that second (accounts_test
+    proves the bound on a fake clock; this, that two real instances behave so)."""
+    BACKEND = "postgresql"
+    SMTP = False
+
+    def test_a_key_revoked_on_one_instance_is_refused_on_the_other_within_a_second(self):
+        other = Gpunexd(share_database_of=self.srv)
+        self.addCleanup(other.cleanup)
+        other.start()
+        u = self.srv.user("Cleo Cluster")
+        r = u.c.post(f"{API}/api-keys", {"name": "ci"})
+        self.assertStatus(r, 201)
+        key, key_id = r.body["key"], r.body["id"]
+        here, there = self.srv.client(key), other.client(key)
+        # Both instances take it, and keep it checked.
+        for _ in range(3):
+            self.assertStatus(here.get(f"{API}/me"), 200)
+            self.assertStatus(there.get(f"{API}/me"), 200)
+        self.assertStatus(u.c.delete(f"{API}/api-keys/{key_id}"), 204)
+        revoked_at = time.monotonic()
+        self.assertError(here.get(f"{API}/me"), 401)
+        while there.get(f"{API}/me").status == 200:
+            self.assertLess(time.monotonic() - revoked_at, 5, "the other instance still takes it")
+            time.sleep(0.02)
+        waited = time.monotonic() - revoked_at
+        # The entry's second, and this machine's scheduling on top of it.
+        self.assertLess(waited, 2.0)
+        self.assertError(there.get(f"{API}/me"), 401)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "common/json.h"
 #include "common/utf8.h"
 #include "platform/accounts/accounts_store.h"
+#include "platform/accounts/credential_cache.h"
 #include "platform/accounts/password_policy.h"
 #include "platform/notify/verify.h"
 
@@ -153,11 +154,15 @@ Accounts::Accounts(store::Database& db, AccountsOptions options)
       options_(options),
       gate_(std::make_unique<PasswordGate>(
           options.password_hash_concurrency, options.password_hash_waiting,
-          std::chrono::milliseconds(options.password_hash_max_wait_ms))) {
+          std::chrono::milliseconds(options.password_hash_max_wait_ms))),
+      credentials_(std::make_unique<CredentialCache>(options.credential_cache_ttl,
+                                                     options.credential_cache_entries)) {
   if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
   auto h = HashPassword("gpunex-timing-equaliser");
   dummy_hash_ = h.ok() ? *h : "";
 }
+
+Accounts::~Accounts() = default;
 
 StatusOr<std::string> Accounts::HashPassword(std::string_view password) const {
   GPUNEX_ASSIGN_OR_RETURN(PasswordGate::Pass pass, gate_->Enter());
@@ -323,11 +328,22 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
   if (!is_session && !(is_key && !from_cookie)) return Unauthenticated("invalid credentials");
   const std::string hash = Sha256Hex(token);
   const Timestamp now = options_.clock->Now();
+  if (std::optional<Principal> cached = credentials_->Find(hash, now)) {
+    // A session's kind of use (bearer or cookie) is the request's, as is the address.
+    if (is_session) {
+      cached->via = from_cookie ? Principal::Via::kCookieSession : Principal::Via::kBearerSession;
+    }
+    cached->ip = std::string(ip);
+    return *std::move(cached);
+  }
+  const uint64_t generation = CredentialCache::Generation();
   const Timestamp idle_since = now - std::chrono::minutes(options_.session_idle_minutes);
   Principal p;
   p.ip = std::string(ip);
   bool touch = false;
   std::vector<std::string> scopes;
+  // When the credential stops working by itself (a session's expiry or idle limit).
+  Timestamp usable_until = Timestamp::max();
   GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     std::string user_id;
@@ -340,6 +356,9 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
       p.csrf_token = session->csrf_token;
       p.via = from_cookie ? Principal::Via::kCookieSession : Principal::Via::kBearerSession;
       touch = session->last_seen_at < now - kLastUsedGranularity;
+      usable_until =
+          std::min(session->expires_at, std::max(session->last_seen_at, session->created_at) +
+                                            std::chrono::minutes(options_.session_idle_minutes));
     } else {
       GPUNEX_ASSIGN_OR_RETURN(std::optional<ApiKeyRow> key, s.FindActiveApiKey(hash));
       if (!key) return Unauthenticated("the API key is unknown or revoked");
@@ -372,6 +391,7 @@ StatusOr<Principal> Accounts::Authenticate(std::string_view token, bool from_coo
                           : AccountsStore(tx).TouchSession(p.credential_id, now);
     }));
   }
+  credentials_->Put(hash, p, now, usable_until, generation);
   return p;
 }
 

@@ -99,6 +99,11 @@ struct AccountsOptions {
   // Sign-ups one client address may make per hour (a token bucket with this burst; the
   // API refuses beyond with 429).
   int signups_per_address_per_hour = 20;
+  // How long a credential, once checked against the store, is taken without asking it
+  // again (credential_cache.h): a revocation on another instance of a cluster takes
+  // effect within this; on this one at once. Zero: every request asks the store.
+  Duration credential_cache_ttl = kOneSecond;
+  size_t credential_cache_entries = 10000;
   const Clock* clock = &SystemClock();
   // Sends the link that verifies a new account's address, and tells the owner of a taken
   // one; null: neither (tools, tests).
@@ -176,9 +181,12 @@ StatusOr<User> LoadUser(store::Tx& tx, const std::string& user_id);
 // error message, or "" when valid. Normalises to lower case in `*normalized`.
 std::string CheckEmail(std::string_view email, std::string* normalized);
 
+class CredentialCache;
+
 class Accounts {
  public:
   Accounts(store::Database& db, AccountsOptions options);
+  ~Accounts();
 
   const AccountsOptions& options() const { return options_; }
 
@@ -247,6 +255,7 @@ class Accounts {
   store::Database& db_;
   AccountsOptions options_;
   std::unique_ptr<PasswordGate> gate_;
+  std::unique_ptr<CredentialCache> credentials_;
   std::string dummy_hash_;  // verified against on unknown emails, so timing does not tell
 };
 

@@ -33,6 +33,11 @@ StatusOr<std::any> Parse(ConfigTable& t, const EnvGetter&) {
   GPUNEX_RETURN_IF_ERROR(t.Int("login_max_delay_s", &o.login_max_delay_s, 1, 3600));
   GPUNEX_RETURN_IF_ERROR(t.Int("argon2_opslimit", &o.argon2_opslimit, 1, 20));
   GPUNEX_RETURN_IF_ERROR(t.Int("argon2_memlimit_bytes", &o.argon2_memlimit_bytes, 8192, 4ll << 30));
+  // At most a second, so that a revocation reaches every instance within one.
+  int64_t cache_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(o.credential_cache_ttl).count();
+  GPUNEX_RETURN_IF_ERROR(t.Int("credential_cache_ms", &cache_ms, 0, 1000));
+  o.credential_cache_ttl = std::chrono::milliseconds(cache_ms);
   return std::any(settings);
 }
 
@@ -49,6 +54,8 @@ login_max_delay_s = 60           # failures elsewhere make an account wait at mo
 login_window_minutes = 15
 argon2_opslimit = 2              # Argon2id cost (libsodium "interactive")
 argon2_memlimit_bytes = 67108864
+credential_cache_ms = 1000       # a checked session or API key is taken this long without the
+                                 # database; a revocation on another instance waits this long
 )";
 
 }  // namespace

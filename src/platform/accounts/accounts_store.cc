@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/ids.h"
+#include "platform/accounts/credential_cache.h"
 #include "platform/store/rows.h"
 
 namespace gpunex::platform::accounts {
@@ -135,6 +136,7 @@ Status AccountsStore::InsertUser(const UserRow& u) {
 }
 
 Status AccountsStore::SetPasswordHash(const std::string& user_id, const std::string& hash) {
+  CredentialCache::ForgetAfterCommit(tx_);
   return tx_.Exec("UPDATE users SET password_hash = ? WHERE id = ?", {hash, user_id}).status();
 }
 
@@ -158,6 +160,7 @@ StatusOr<std::vector<std::string>> AccountsStore::UsersWithRole(const std::strin
 
 StatusOr<bool> AccountsStore::InsertRole(const std::string& user_id, const std::string& role,
                                          Timestamp at, const std::string& granted_by) {
+  CredentialCache::ForgetAfterCommit(tx_);
   GPUNEX_ASSIGN_OR_RETURN(int64_t n,
                           tx_.Exec("INSERT INTO user_roles (user_id, role, granted_at, "
                                    "granted_by) VALUES (?, ?, ?, ?) ON CONFLICT (user_id, "
@@ -207,6 +210,7 @@ StatusOr<std::vector<SessionRow>> AccountsStore::LiveSessionsOf(const std::strin
 
 StatusOr<bool> AccountsStore::RevokeSessionOf(const std::string& user_id,
                                               const std::string& session_id, Timestamp at) {
+  CredentialCache::ForgetAfterCommit(tx_);
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
       tx_.Exec("UPDATE sessions SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS "
@@ -217,6 +221,7 @@ StatusOr<bool> AccountsStore::RevokeSessionOf(const std::string& user_id,
 
 StatusOr<int64_t> AccountsStore::RevokeOtherSessions(const std::string& user_id,
                                                      const std::string& keep, Timestamp at) {
+  CredentialCache::ForgetAfterCommit(tx_);
   return tx_.Exec(
       "UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND id <> ? AND revoked_at IS NULL "
       "AND expires_at > ?",
@@ -230,6 +235,7 @@ Status AccountsStore::TouchSession(const std::string& session_id, Timestamp at) 
 }
 
 Status AccountsStore::RevokeSession(const std::string& session_id, Timestamp at) {
+  CredentialCache::ForgetAfterCommit(tx_);
   return tx_
       .Exec("UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
             {ToUnixMicros(at), session_id})
@@ -268,6 +274,7 @@ StatusOr<std::vector<ApiKeyRow>> AccountsStore::ListApiKeys(const std::string& u
 
 StatusOr<bool> AccountsStore::RevokeApiKey(const std::string& key_id, const std::string& user_id,
                                            Timestamp at) {
+  CredentialCache::ForgetAfterCommit(tx_);
   GPUNEX_ASSIGN_OR_RETURN(
       int64_t n,
       tx_.Exec(

@@ -213,6 +213,83 @@ TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
             StatusCode::kUnauthenticated);
 }
 
+// The credential cache (credential_cache.h): another instance's revocation, which this
+// process hears nothing of, takes effect once the entry's second is over; this process's
+// own changes at once; and no entry outlives its session.
+TEST_P(AccountsTest, ACachedCredentialLastsAtMostItsSecondAndItsOwnLife) {
+  SignUp("d@example.com");
+  Principal p = LogIn("d@example.com");
+  auto key = accounts_->CreateApiKey(p, "ci", {"read", "write"});
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(accounts_->Authenticate(key->secret, false, "10.0.0.2").ok());
+  // Another instance revokes it: the database changes, this process is not told.
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
+                    return tx
+                        .Exec("UPDATE api_keys SET revoked_at = ? WHERE id = ?",
+                              {ToUnixMicros(clock_.Now()), key->key.id})
+                        .status();
+                  })
+                  .ok());
+  clock_.Advance(std::chrono::milliseconds(999));
+  auto cached = accounts_->Authenticate(key->secret, false, "10.0.0.3");
+  ASSERT_TRUE(cached.ok()) << "within its second the entry stands";
+  EXPECT_EQ(cached->ip, "10.0.0.3") << "the address is the request's, not the cached one's";
+  EXPECT_EQ(cached->credential_id, key->key.id);
+  EXPECT_EQ(cached->scopes, (std::vector<std::string>{"read", "write"}));
+  clock_.Advance(std::chrono::milliseconds(1));
+  EXPECT_EQ(accounts_->Authenticate(key->secret, false, "").status().code(),
+            StatusCode::kUnauthenticated);
+
+  // This process's own changes: a role granted and a session revoked, at once.
+  auto login = accounts_->Login({"d@example.com", "0123456789"}, "10.0.0.1", "test");
+  ASSERT_TRUE(login.ok());
+  auto before = accounts_->Authenticate(login->token, true, "");
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->via, Principal::Via::kCookieSession);
+  EXPECT_FALSE(before->user.HasRole(kRoleProvider));
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
+                    return GrantRole(tx, clock_.Now(), p.user.id, kRoleProvider, "test");
+                  })
+                  .ok());
+  auto after = accounts_->Authenticate(login->token, false, "");
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->user.HasRole(kRoleProvider));
+  EXPECT_EQ(after->via, Principal::Via::kBearerSession) << "bearer or cookie is the request's";
+  ASSERT_TRUE(accounts_->RevokeSession(p, after->credential_id).ok());
+  EXPECT_FALSE(accounts_->Authenticate(login->token, false, "").ok());
+
+  // A session ends at its expiry even when its entry was made just before.
+  auto last = accounts_->Login({"d@example.com", "0123456789"}, "10.0.0.1", "test");
+  ASSERT_TRUE(last.ok());
+  // Used every 11 hours (its idle limit is 12), then just before its 24 hours are over.
+  clock_.Advance(std::chrono::hours(11));
+  ASSERT_TRUE(accounts_->Authenticate(last->token, false, "").ok());
+  clock_.Advance(std::chrono::hours(11));
+  ASSERT_TRUE(accounts_->Authenticate(last->token, false, "").ok());
+  clock_.Advance(std::chrono::hours(2) - std::chrono::milliseconds(500));
+  ASSERT_TRUE(accounts_->Authenticate(last->token, false, "").ok());
+  clock_.Advance(std::chrono::milliseconds(500));
+  EXPECT_FALSE(accounts_->Authenticate(last->token, false, "").ok());
+}
+
+TEST_P(AccountsTest, WithoutTheCacheEveryRequestAsksTheStore) {
+  AccountsOptions o = FastAccountsOptions();
+  o.credential_cache_ttl = Duration::zero();
+  Accounts uncached(db(), o);
+  SignUp("e@example.com");
+  auto login = uncached.Login({"e@example.com", "0123456789"}, "10.0.0.1", "test");
+  ASSERT_TRUE(login.ok());
+  ASSERT_TRUE(uncached.Authenticate(login->token, false, "").ok());
+  ASSERT_TRUE(db().Transact([&](store::Tx& tx) {
+                    return tx
+                        .Exec("UPDATE sessions SET revoked_at = ? WHERE token_hash = ?",
+                              {ToUnixMicros(clock_.Now()), Sha256Hex(login->token)})
+                        .status();
+                  })
+                  .ok());
+  EXPECT_FALSE(uncached.Authenticate(login->token, false, "").ok());
+}
+
 TEST_P(AccountsTest, CreateAdminGrantsTheRole) {
   auto admin = accounts_->CreateAdmin("root@example.com", "0123456789", "Root");
   ASSERT_TRUE(admin.ok());
