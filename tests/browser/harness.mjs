@@ -1017,19 +1017,6 @@ export async function contrastViolations(page) {
   return result;
 }
 
-// An amount as the dashboard shows it (web/src/money.ts), from the exact one: 123456 →
-// "0.12", to the cent and half away from zero; "<0.01" for a nonzero amount that rounds
-// to nothing; "−" before a negative one, and "+" before a positive one when `signed`.
-export function usdcShown(micro, signed = false) {
-  const m = BigInt(micro);
-  const abs = m < 0n ? -m : m;
-  const sign = m < 0n ? "−" : signed && m > 0n ? "+" : "";
-  const cents = (abs + 5000n) / 10000n;
-  if (cents === 0n && abs > 0n) return `${sign}<0.01`;
-  const digits = cents.toString().padStart(3, "0");
-  return `${sign}${digits.slice(0, -2)}.${digits.slice(-2)}`;
-}
-
 // The amounts on `page` (span.amount) that are not shown the one way: two decimals (or
 // "<0.01") worked out from the exact amount in the title ("0.123456 USDC", "+0.50 USDC",
 // "0.45 USDC/h"), the unit after them or not. `count`: how many there are in all.
@@ -1046,7 +1033,7 @@ export async function badAmounts(page) {
     }
     const abs = BigInt(t[2]) * 1000000n + BigInt(t[3].padEnd(6, "0"));
     const micro = t[1] === "−" ? -abs : abs;
-    const value = usdcShown(micro, t[1] === "+");
+    const value = usdcShown(Number(micro), t[1] === "+");
     if (text !== value && text !== `${value} ${t[4]}`)
       bad.push(`${text} (title ${title})`);
   }
@@ -1071,4 +1058,12 @@ export async function loadMoney() {
   return import(
     `data:text/javascript;base64,${Buffer.from(js).toString("base64")}`
   );
+}
+
+// An amount as the dashboard shows it, from the exact one: money.ts's own centsText
+// (123456 → "0.12"; "+" before a positive one when `signed`). The ux suite pins what it
+// gives, case by case.
+const money = await loadMoney();
+export function usdcShown(micro, signed = false) {
+  return money.centsText(micro, signed);
 }

@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "platform/accounts/credential_cache.h"
 #include "platform/store/rows.h"
+#include "platform/store/sql_literal.h"
 
 namespace gpunex::platform::accounts {
 namespace {
@@ -109,19 +110,19 @@ StatusOr<std::vector<UserRow>> AccountsStore::SearchUsers(const std::string& tex
   return UserRows().Decode(rows);
 }
 
-StatusOr<std::map<std::string, std::string>> AccountsStore::NamesOf(
-    const std::vector<std::string>& ids) {
-  std::map<std::string, std::string> out;
+StatusOr<std::vector<UserRow>> AccountsStore::UsersOf(const std::vector<std::string>& ids) {
+  std::vector<UserRow> out;
   constexpr size_t kChunk = 400;
   for (size_t start = 0; start < ids.size(); start += kChunk) {
     const size_t n = std::min(kChunk, ids.size() - start);
     std::vector<store::Value> params(ids.begin() + static_cast<std::ptrdiff_t>(start),
                                      ids.begin() + static_cast<std::ptrdiff_t>(start + n));
-    std::string in;
-    for (size_t i = 0; i < n; ++i) in += i ? ", ?" : "?";
-    GPUNEX_ASSIGN_OR_RETURN(
-        store::Rows rows, tx_.Query("SELECT id, name FROM users WHERE id IN (" + in + ")", params));
-    for (const auto& r : rows) out[r["id"].Str()] = r["name"].Str();
+    GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                            tx_.Query(std::string("SELECT ") + UserRows().Select() +
+                                          " FROM users WHERE id IN (" + store::InList(n) + ")",
+                                      params));
+    GPUNEX_ASSIGN_OR_RETURN(std::vector<UserRow> chunk, UserRows().Decode(rows));
+    for (UserRow& u : chunk) out.push_back(std::move(u));
   }
   return out;
 }

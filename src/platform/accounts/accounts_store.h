@@ -71,8 +71,8 @@ class AccountsStore {
   StatusOr<std::optional<UserRow>> FindActiveUser(const std::string& user_id);
   // Disabled users too.
   StatusOr<std::optional<UserRow>> FindUser(const std::string& user_id);
-  // The names of the users among `ids` that exist (disabled ones too), by id.
-  StatusOr<std::map<std::string, std::string>> NamesOf(const std::vector<std::string>& ids);
+  // The users among `ids` that exist (disabled ones included), in no particular order.
+  StatusOr<std::vector<UserRow>> UsersOf(const std::vector<std::string>& ids);
   // Users whose email or name holds `text` (lower case, any position), by email; at most
   // `limit`.
   StatusOr<std::vector<UserRow>> SearchUsers(const std::string& text, int limit);

@@ -22,10 +22,6 @@ namespace gpunex::platform::accounts {
 // depend on this folder, which depends on it.
 StatusOr<std::optional<std::string>> AccountEmail(store::Tx& tx, const std::string& user_id);
 
-// The names of the users among `ids` that exist, by id.
-StatusOr<std::map<std::string, std::string>> UserNames(store::Tx& tx,
-                                                       const std::vector<std::string>& ids);
-
 // A user as an operator finds them.
 struct UserSummary {
   std::string id;
@@ -34,6 +30,13 @@ struct UserSummary {
   Timestamp created_at;
   bool disabled = false;
 };
+
+// The names of the users among `ids` that exist, by id.
+StatusOr<std::map<std::string, std::string>> UserNames(store::Tx& tx,
+                                                       const std::vector<std::string>& ids);
+// The users among `ids` that exist, by id (one read for the lot).
+StatusOr<std::map<std::string, UserSummary>> UserSummaries(store::Tx& tx,
+                                                           const std::vector<std::string>& ids);
 
 // The longest search text, and the most users one search gives.
 inline constexpr size_t kMaxUserSearchChars = 254;

@@ -1,4 +1,5 @@
 // /api/v1/machines
+#include "platform/accounts/directory.h"
 #include "platform/api/api.h"
 
 namespace gpunex::platform::api {
@@ -97,10 +98,21 @@ void RegisterMachineRoutes(http::Router& r, const ApiContext& ctx) {
     }
     auto machines = ctx.fleet.ListMachines(*p, *page, req.Query("provider_id"), status);
     if (!machines.ok()) return http::ErrorResponse(machines.status());
+    // Each machine's provider by name, read once for the page (the admins' list shows it).
+    std::map<std::string, std::string> names;
+    Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
+      std::vector<std::string> ids;
+      for (const auto& m : machines->items) ids.push_back(m.provider_id);
+      GPUNEX_ASSIGN_OR_RETURN(names, accounts::UserNames(tx, ids));
+      return Status::Ok();
+    });
+    if (!read.ok()) return http::ErrorResponse(read);
     json::array items;
     for (const auto& m : machines->items) {
       auto j = MachineJson(ctx, m);
       if (!j.ok()) return http::ErrorResponse(j.status());
+      const auto name = names.find(m.provider_id);
+      (*j)["provider_name"] = name != names.end() ? name->second : "";
       items.push_back(std::move(*j));
     }
     return http::Response::Json(

@@ -57,34 +57,29 @@ void RegisterProviderRoutes(http::Router& r, const ApiContext& ctx) {
     auto page = ParsePageRequest(req, {50, 200});
     if (!page.ok()) return http::ErrorResponse(page.status());
     Page<providers::Provider> found;
-    std::vector<std::optional<accounts::UserDetail>> users;
+    std::map<std::string, accounts::UserSummary> users;
     std::map<std::string, fleet::MachineCounts> counts;
     Status read = ctx.db.Read([&](store::Tx& tx) -> Status {
       GPUNEX_ASSIGN_OR_RETURN(found, providers::ListProviders(tx, *page));
       std::vector<std::string> ids;
-      users.clear();
-      for (const providers::Provider& prov : found.items) {
-        ids.push_back(prov.user_id);
-        GPUNEX_ASSIGN_OR_RETURN(std::optional<accounts::UserDetail> user,
-                                accounts::FindUserDetail(tx, prov.user_id));
-        users.push_back(std::move(user));
-      }
+      for (const providers::Provider& prov : found.items) ids.push_back(prov.user_id);
+      GPUNEX_ASSIGN_OR_RETURN(users, accounts::UserSummaries(tx, ids));
       GPUNEX_ASSIGN_OR_RETURN(counts, fleet::MachineCountsOf(tx, ids));
       return Status::Ok();
     });
     if (!read.ok()) return http::ErrorResponse(read);
     json::array items;
-    for (size_t i = 0; i < found.items.size(); ++i) {
-      const providers::Provider& prov = found.items[i];
+    for (const providers::Provider& prov : found.items) {
       json::object o = ProviderJson(prov);
-      o["email"] = users[i] ? users[i]->summary.email : "";
-      o["name"] = users[i] ? users[i]->summary.name : "";
+      const auto user = users.find(prov.user_id);
+      o["email"] = user != users.end() ? user->second.email : "";
+      o["name"] = user != users.end() ? user->second.name : "";
       o["commission_bps"] = ctx.rentals.CommissionBps(prov.tier);
-      const fleet::MachineCounts c =
-          counts.contains(prov.user_id) ? counts.at(prov.user_id) : fleet::MachineCounts{};
-      o["machines"] = c.machines;
-      o["machines_online"] = c.online;
-      o["gpus"] = c.gpus;
+      const auto c = counts.find(prov.user_id);
+      const fleet::MachineCounts n = c != counts.end() ? c->second : fleet::MachineCounts{};
+      o["machines"] = n.machines;
+      o["machines_online"] = n.online;
+      o["gpus"] = n.gpus;
       items.push_back(std::move(o));
     }
     return http::Response::Json(

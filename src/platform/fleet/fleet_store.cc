@@ -283,13 +283,11 @@ StatusOr<Page<MachineRow>> FleetStore::ListMachines(const std::string& provider_
                                                     const PageRequest& page) {
   store::PageQuery q{
       MachineRows().Select(), "FROM machines", "", {}, {{"id", KeyColumn::Type::kText}}};
-  std::vector<std::string> where;
   if (!provider_id.empty()) {
-    where.push_back("provider_id = ?");
-    q.params.push_back(provider_id);
+    q.where = "provider_id = ?";
+    q.params = {provider_id};
   }
-  if (status) where.push_back("status = " + SqlLiteral(*status));
-  for (const std::string& w : where) q.where += (q.where.empty() ? "" : " AND ") + w;
+  if (status) q.where += (q.where.empty() ? "status = " : " AND status = ") + SqlLiteral(*status);
   GPUNEX_ASSIGN_OR_RETURN(Page<store::Row> rows, store::QueryPage(tx_, q, page));
   return MachineRows().DecodePage(rows);
 }

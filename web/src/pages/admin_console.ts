@@ -36,7 +36,7 @@ interface UserFound {
 }
 
 type AdminRental = api.Rental & { customer_id?: string; provider_id?: string };
-type AdminMachine = api.Machine & { provider_id: string; created_at?: string };
+type AdminMachine = api.Machine & { provider_id: string; provider_name: string; created_at?: string };
 
 interface RefundAnswer {
   rental: AdminRental;
@@ -299,13 +299,13 @@ interface AdminProvider {
 }
 
 // A table whose rows come a page at a time from the API, with a "More" button while
-// there are more; `rows` turns a page's items into rows (it may fetch what it needs).
+// there are more; `rows` turns a page's items into rows.
 function pagedTable<T>(
   v: View,
   cls: string,
   heads: string[],
   url: (cursor: string | null) => string,
-  rows: (items: T[]) => Promise<Node[]>,
+  rows: (items: T[]) => Node[],
   opts: { empty: string; failed: string },
 ): { el: HTMLElement; load: () => Promise<void> } {
   const slot = new StatusSlot();
@@ -316,7 +316,7 @@ function pagedTable<T>(
   const load = async () => {
     try {
       const page = await api.get<api.Page<T>>(url(cursor), { signal: v.signal });
-      append(tbody, await rows(page.items));
+      append(tbody, rows(page.items));
       cursor = page.next_cursor;
       more.hidden = !cursor;
       empty.hidden = tbody.childElementCount > 0;
@@ -396,7 +396,7 @@ export async function adminProvidersPage(v: View): Promise<void> {
     "admin-providers",
     ["Provider", "Tier", "Commission", "Approved", "Machines", "GPUs"],
     (cursor) => `/admin/providers?${new URLSearchParams({ limit: "50", ...(cursor ? { cursor } : {}) })}`,
-    async (items) => items.map(providerRow),
+    (items) => items.map(providerRow),
     { empty: "No provider has been approved yet.", failed: "The providers could not be loaded" },
   );
   append(
@@ -424,23 +424,6 @@ export async function adminMachinesPage(v: View): Promise<void> {
     const qs = q.toString();
     return qs ? `#/admin/machines?${qs}` : "#/admin/machines";
   };
-  // The providers' names, read once each as their machines come.
-  const names = new Map<string, string>();
-  const nameAll = async (ids: string[]) => {
-    await Promise.all(
-      [...new Set(ids)]
-        .filter((id) => !names.has(id))
-        .map(async (id) => {
-          try {
-            const u = await api.get<AdminUser>(`/admin/users/${encodeURIComponent(id)}`, { signal: v.signal });
-            names.set(id, u.name || u.email);
-          } catch (e) {
-            if (isAbort(e)) throw e;
-            names.set(id, id);
-          }
-        }),
-    );
-  };
   const list = pagedTable<AdminMachine>(
     v,
     "admin-machines",
@@ -452,9 +435,8 @@ export async function adminMachinesPage(v: View): Promise<void> {
       if (cursor) q.set("cursor", cursor);
       return `/machines?${q}`;
     },
-    async (items) => {
-      await nameAll(items.map((m) => m.provider_id));
-      return items.map((m) =>
+    (items) =>
+      items.map((m) =>
         h(
           "tr",
           { "data-machine-id": m.id },
@@ -469,14 +451,13 @@ export async function adminMachinesPage(v: View): Promise<void> {
           h(
             "td",
             { "data-label": "Provider" },
-            h("a", { href: userHref(m.provider_id) }, names.get(m.provider_id) ?? m.provider_id),
+            h("a", { href: userHref(m.provider_id) }, m.provider_name || m.provider_id),
           ),
           h("td", { "data-label": "GPUs", class: "num" }, String(m.gpus.length)),
           h("td", { "data-label": "Agent", class: "mono small" }, m.agent_version || "—"),
           h("td", { "data-label": "Last seen" }, m.last_seen ? ago(m.last_seen) : "—"),
         ),
-      );
-    },
+      ),
     { empty: "No machine matches.", failed: "The machines could not be loaded" },
   );
   append(
@@ -535,7 +516,7 @@ export async function adminRentalsPage(v: View): Promise<void> {
       if (cursor) q.set("cursor", cursor);
       return `/rentals?${q}`;
     },
-    async (items) => rentalRows(items, true),
+    (items) => rentalRows(items, true),
     { empty: "No rental in this state.", failed: "The rentals could not be loaded" },
   );
   append(
