@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/gpu_catalog.h"
+#include "common/log.h"
 
 namespace gpunex::agent {
 
@@ -141,9 +142,19 @@ protocol::BenchmarkResult RunBenchmark(const protocol::RunBenchmark& req, GpuSou
     result.gpus.push_back(GpuResult(want.uuid, figures));
   }
   if (!req.machine_phases) return result;
-  auto rtt = steps.round_trips(req.pings);
-  auto net = rtt.ok() ? steps.throughput(req.network_mb << 20)
-                      : StatusOr<bench::NetworkResult>(rtt.status());
+  // The network phase measures a path that can drop or stall for a moment; a failed
+  // measurement is taken once more before it is reported.
+  StatusOr<std::vector<double>> rtt = Unavailable("not measured");
+  StatusOr<bench::NetworkResult> net = Unavailable("not measured");
+  for (int attempt = 0; attempt < 2 && !net.ok(); ++attempt) {
+    if (attempt > 0) {
+      LogWarn("agent.benchmark_network_retry",
+              {{"benchmark_id", req.benchmark_id}, {"error", net.status().ToString()}});
+    }
+    rtt = steps.round_trips(req.pings);
+    net = rtt.ok() ? steps.throughput(req.network_mb << 20)
+                   : StatusOr<bench::NetworkResult>(rtt.status());
+  }
   if (net.ok()) {
     result.network = NetworkFigures(*rtt, *net);
   } else {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace gpunex::agent {
 namespace {
 
@@ -139,6 +141,7 @@ struct FakeSteps {
   StatusOr<json::object> gpubench = json::object{{"tool", "gpunex-gpubench"}};
   StatusOr<std::vector<double>> round_trips = std::vector<double>{30, 10, 20};
   StatusOr<bench::NetworkResult> throughput = bench::NetworkResult{900, 400, 1, 1};
+  std::vector<Status> throughput_first;  // answered, in order, before `throughput`
   StatusOr<bench::StorageResult> storage = bench::StorageResult{1000, 2000, 90000, 80, 300};
   std::vector<std::string> calls;
 
@@ -154,6 +157,11 @@ struct FakeSteps {
     };
     s.throughput = [this](int64_t bytes) {
       calls.push_back("throughput " + std::to_string(bytes));
+      if (!throughput_first.empty()) {
+        Status first = throughput_first.front();
+        throughput_first.erase(throughput_first.begin());
+        return StatusOr<bench::NetworkResult>(first);
+      }
       return throughput;
     };
     s.storage = [this](int64_t file_bytes, double seconds) {
@@ -229,8 +237,10 @@ TEST(RunBenchmark, RecordsWhatCouldNotBeMeasured) {
   steps.round_trips = Unavailable("the platform channel is down");
   steps.storage = FailedPrecondition("the disk would get too full");
   auto r = RunBenchmark(Request({RealGpu().uuid}, true), gpus, steps.Steps());
-  // No throughput without the channel.
-  EXPECT_EQ(steps.calls.size(), 3u);
+  // No throughput without the channel; the network phase is tried twice.
+  EXPECT_THAT(steps.calls,
+              ::testing::ElementsAre("gpubench " + RealGpu().uuid + " 30", "round_trips 5",
+                                     "round_trips 5", "storage 67108864 1.500000"));
   ASSERT_EQ(r.gpus.size(), 1u);
   EXPECT_FALSE(r.gpus[0].ok);
   EXPECT_FALSE(r.gpus[0].result.has_value());
@@ -245,6 +255,27 @@ TEST(RunBenchmark, RecordsWhatCouldNotBeMeasured) {
   r = RunBenchmark(Request({}, true), gpus, steps.Steps());
   EXPECT_THAT(r.network_error, ::testing::HasSubstr("revoked"));
   EXPECT_TRUE(r.storage.has_value());
+}
+
+TEST(RunBenchmark, TakesTheNetworkPhaseOnceMoreAfterAFailure) {
+  FakeGpus gpus({RealGpu()}, false);
+  FakeSteps steps;
+  steps.throughput_first = {Unavailable("the upload stalled")};
+  auto r = RunBenchmark(Request({}, true), gpus, steps.Steps());
+  ASSERT_TRUE(r.network.has_value());
+  EXPECT_EQ(r.network_error, "");
+  EXPECT_THAT(steps.calls,
+              ::testing::ElementsAre("round_trips 5", "throughput 8388608", "round_trips 5",
+                                     "throughput 8388608", "storage 67108864 1.500000"));
+
+  // Twice failed: reported, not tried a third time.
+  steps = FakeSteps();
+  steps.throughput_first = {Unavailable("the upload stalled"),
+                            Unavailable("the upload stalled again")};
+  r = RunBenchmark(Request({}, true), gpus, steps.Steps());
+  EXPECT_FALSE(r.network.has_value());
+  EXPECT_THAT(r.network_error, ::testing::HasSubstr("stalled again"));
+  EXPECT_EQ(std::count(steps.calls.begin(), steps.calls.end(), "throughput 8388608"), 2);
 }
 
 }  // namespace

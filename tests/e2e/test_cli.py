@@ -20,6 +20,7 @@ busybox-static (skips otherwise); GPUNEX_CLI names the client's binary.
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -283,6 +284,7 @@ class CliTest(ServerTestCase):
 
         # cp out (a directory, unpacked) and in (a file, then read back with exec).
         dest = tempfile.mkdtemp(prefix="gpunex-cli-cp-")
+        self.addCleanup(shutil.rmtree, dest, ignore_errors=True)
         self.cli("rentals", "cp", f"{rid}:/scratch/out", dest, key=key)
         with open(os.path.join(dest, "out", "f.txt")) as f:
             self.assertEqual(f.read(), "payload\n")
