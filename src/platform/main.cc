@@ -243,6 +243,7 @@ http::ServerOptions ServerOptionsOf(const Config& c) {
   so.max_body_bytes = c.max_body_bytes;
   so.io_threads = c.io_threads;
   so.worker_threads = c.worker_threads;
+  so.message_threads = c.message_threads;
   so.max_connections_per_address = c.max_connections_per_address;
   so.tls_cert_file = c.tls_cert_file;
   so.tls_key_file = c.tls_key_file;

@@ -120,12 +120,23 @@ class RentalsRulesMixin:
         self.assertEqual(self.q("SELECT COUNT(*) FROM jobs")[0][0], FLOODERS * BOUND)
 
         # A job that the offer will take, behind all of them.
+        # Its answer waits for a scheduling round (no worker thread does) and still goes
+        # through what every answer does: the common headers, the idempotency record.
         fay = self.srv.user("Fay Fits")
         self.credit(fay, 10 * USDC)
-        r = fay.c.post(JOBS, FITS)
+        key = {"Idempotency-Key": "fay-fits-1"}
+        r = fay.c.post(JOBS, FITS, headers=key)
         self.assertStatus(r, 201)
         self.assertEqual(r.body["state"], "queued", r.body)
+        self.assertEqual(r.header("x-content-type-options"), "nosniff")
+        self.assertEqual(r.header("cache-control"), "no-store")
         job = r.body["id"]
+        again = fay.c.post(JOBS, FITS, headers=key)
+        self.assertStatus(again, 201)
+        self.assertEqual(again.header("idempotent-replayed"), "true")
+        self.assertEqual(again.body["id"], job)
+        self.assertEqual(self.q("SELECT COUNT(*) FROM jobs WHERE customer_id = ?",
+                                (fay.id,))[0][0], 1)
         r = prov.c.request("PATCH", f"{API}/machines/{mid}/gpus/{gpu}", {"enabled": True})
         self.assertStatus(r, 200)
         wait_until(lambda: self.offer_on(mid, 1), 10, "the offer back on the marketplace")

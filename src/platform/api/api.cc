@@ -106,14 +106,15 @@ http::Response Reply(int status, const StatusOr<json::object>& result) {
 }
 
 http::Response WithCommonHeaders(const http::Request& req, http::Response resp) {
-  resp.SetHeader("X-Content-Type-Options", "nosniff");
-  resp.SetHeader("X-Frame-Options", "DENY");
-  resp.SetHeader("Referrer-Policy", "same-origin");
-  if (req.path.starts_with("/api/") && resp.GetHeader("Cache-Control").empty()) {
-    resp.SetHeader("Cache-Control", "no-store");
-  }
-  if (req.tls) resp.SetHeader("Strict-Transport-Security", "max-age=31536000");
-  return resp;
+  return std::move(resp).Then(
+      [api = req.path.starts_with("/api/"), tls = req.tls](http::Response r) {
+        r.SetHeader("X-Content-Type-Options", "nosniff");
+        r.SetHeader("X-Frame-Options", "DENY");
+        r.SetHeader("Referrer-Policy", "same-origin");
+        if (api && r.GetHeader("Cache-Control").empty()) r.SetHeader("Cache-Control", "no-store");
+        if (tls) r.SetHeader("Strict-Transport-Security", "max-age=31536000");
+        return r;
+      });
 }
 
 namespace {
@@ -226,14 +227,18 @@ http::Response RunIdempotent(const ApiContext& ctx, const accounts::Principal& p
     resp.SetHeader("Idempotent-Replayed", "true");
     return resp;
   }
-  http::Response resp = handler(req);
-  Status kept = resp.status >= 500 ? ctx.idempotency.Abandon(p.user.id, key, *claim)
-                                   : ctx.idempotency.Complete(
-                                         p.user.id, key, *claim,
-                                         {resp.status, resp.GetHeader("Content-Type"), resp.body});
-  if (!kept.ok())
-    LogWarn("api.idempotency_record_failed", {{"path", req.path}, {"error", kept.ToString()}});
-  return resp;
+  // Kept once the answer is known (a deferred one's when it comes).
+  return handler(req).Then(
+      [&ctx, user = p.user.id, key, claim = *claim, path = req.path](http::Response resp) {
+        Status kept =
+            resp.status >= 500
+                ? ctx.idempotency.Abandon(user, key, claim)
+                : ctx.idempotency.Complete(
+                      user, key, claim, {resp.status, resp.GetHeader("Content-Type"), resp.body});
+        if (!kept.ok())
+          LogWarn("api.idempotency_record_failed", {{"path", path}, {"error", kept.ToString()}});
+        return resp;
+      });
 }
 
 // "scheme://host[:port]" of a URL.

@@ -371,7 +371,11 @@ void RegisterRentalRoutes(http::Router& r, const ApiContext& ctx) {
     if (!p.ok()) return http::ErrorResponse(p.status());
     auto job = DecodeJob(req);
     if (!job.ok()) return http::ErrorResponse(job.status());
-    return JobReply(201, ctx.jobs.Submit(*p, *job));
+    // Answered when the job's round has decided it; no worker thread waits for the round.
+    auto [resp, responder] = http::Response::Defer();
+    ctx.jobs.SubmitThen(*p, *job,
+                        [reply = responder](StatusOr<rentals::Job> j) { reply(JobReply(201, j)); });
+    return std::move(resp);
   });
   r.Add("GET", "/api/v1/jobs", kUser, [&ctx](http::Request& req) {
     auto p = RequireUser(req, ctx);

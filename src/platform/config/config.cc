@@ -137,6 +137,7 @@ Status ApplyToml(const toml::table& root, const EnvGetter& env,
     GPUNEX_RETURN_IF_ERROR(s.Int("max_body_bytes", &c->max_body_bytes, 1024, 64ll << 20));
     GPUNEX_RETURN_IF_ERROR(s.Int("io_threads", &c->io_threads, 1, 64));
     GPUNEX_RETURN_IF_ERROR(s.Int("worker_threads", &c->worker_threads, 1, 256));
+    GPUNEX_RETURN_IF_ERROR(s.Int("message_threads", &c->message_threads, 1, 256));
     GPUNEX_RETURN_IF_ERROR(
         s.Int("max_connections_per_address", &c->max_connections_per_address, 0, 1'000'000));
     GPUNEX_RETURN_IF_ERROR(s.RejectUnknown());

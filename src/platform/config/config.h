@@ -89,6 +89,7 @@ struct Config {
   size_t max_body_bytes = 1 << 20;
   int io_threads = 2;
   int worker_threads = 8;
+  int message_threads = 4;  // agents' and terminals' WebSocket messages, apart from requests
   int max_connections_per_address = 256;  // open connections one client address may hold
 
   // Review (REV-1): applications older than this many business days are overdue.

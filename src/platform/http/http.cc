@@ -119,6 +119,71 @@ Response Response::NoContent() {
   return r;
 }
 
+std::pair<Response, Responder> Response::Defer() {
+  Response placeholder;
+  placeholder.status = 0;
+  placeholder.deferred = std::make_shared<Deferred>();
+  return {std::move(placeholder),
+          Responder(std::make_shared<Responder::Once>(placeholder.deferred))};
+}
+
+Response Response::Then(std::function<Response(Response)> f) && {
+  if (!deferred) return f(std::move(*this));
+  deferred->AddThen(std::move(f));
+  return std::move(*this);
+}
+
+struct Responder::Once {
+  explicit Once(std::shared_ptr<Deferred> d) : deferred(std::move(d)) {}
+  Once(const Once&) = delete;
+  Once& operator=(const Once&) = delete;
+  ~Once() { deferred->Answer(ErrorResponse(Internal("an internal error occurred"))); }
+  const std::shared_ptr<Deferred> deferred;
+};
+
+void Responder::operator()(Response resp) const { once_->deferred->Answer(std::move(resp)); }
+
+void Deferred::Answer(Response resp) {
+  std::function<void()> wake;
+  {
+    MutexLock lock(&mu_);
+    if (answered_) return;
+    answered_ = true;
+    answer_ = std::move(resp);
+    wake = std::move(wake_);
+  }
+  if (wake) wake();
+}
+
+void Deferred::OnAnswer(std::function<void()> wake) {
+  {
+    MutexLock lock(&mu_);
+    if (!answered_) {
+      wake_ = std::move(wake);
+      return;
+    }
+  }
+  wake();
+}
+
+Response Deferred::Finish() {
+  Response resp;
+  std::vector<std::function<Response(Response)>> thens;
+  {
+    MutexLock lock(&mu_);
+    if (answer_) resp = std::move(*answer_);
+    answer_.reset();
+    thens.swap(thens_);
+  }
+  for (auto& f : thens) resp = std::move(resp).Then(std::move(f));
+  return resp;
+}
+
+void Deferred::AddThen(std::function<Response(Response)> f) {
+  MutexLock lock(&mu_);
+  thens_.push_back(std::move(f));
+}
+
 int HttpStatusFor(StatusCode code) {
   switch (code) {
     case StatusCode::kOk:

@@ -7,6 +7,7 @@
 #include <any>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "common/json.h"
 #include "common/status.h"
+#include "common/thread_annotations.h"
 
 namespace gpunex::platform::http {
 
@@ -46,10 +48,18 @@ struct Request {
   std::vector<std::string> QueryValues(std::string_view name) const;
 };
 
+class Deferred;
+class Responder;
+
 struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // Set by Defer: this is a placeholder, and the answer comes later through the Responder.
+  // The server frees the worker thread meanwhile and writes the answer when it comes;
+  // whoever handles responses on the way out (headers, metrics, idempotency) goes through
+  // Then, never through the placeholder's fields.
+  std::shared_ptr<Deferred> deferred;
 
   void SetHeader(std::string name, std::string value);
   std::string GetHeader(std::string_view name) const;
@@ -58,6 +68,49 @@ struct Response {
   static Response Text(int status, std::string body,
                        std::string content_type = "text/plain; charset=utf-8");
   static Response NoContent();
+
+  // A response that a handler cannot give yet because it waits for other work (a job
+  // waits for its scheduling round): the handler returns the placeholder and passes the
+  // Responder to whoever finishes the work. No worker thread waits.
+  static std::pair<Response, Responder> Defer();
+  // `f` applied to the response: at once to a plain one; to a deferred one's answer when
+  // it comes (on a worker thread, before it is written; Thens apply in the order added).
+  Response Then(std::function<Response(Response)> f) &&;
+};
+
+// Gives a deferred response its answer: once, from any thread; later calls do nothing.
+// Copies share the one answer. When the last copy goes without having answered, the
+// answer is a 500 (the work that held it was dropped).
+class Responder {
+ public:
+  void operator()(Response resp) const;
+
+ private:
+  friend struct Response;
+  struct Once;
+  explicit Responder(std::shared_ptr<Once> once) : once_(std::move(once)) {}
+  std::shared_ptr<Once> once_;
+};
+
+// The answer of a deferred response, between its Responder and the server.
+// Thread-safety: safe to share.
+class Deferred {
+ public:
+  // The first answer counts; later ones are dropped.
+  void Answer(Response resp) EXCLUDES(mu_);
+  // Called once, by the server: `wake` runs when the answer is in: at once, on this
+  // thread, when it is in already; otherwise on the thread that answers.
+  void OnAnswer(std::function<void()> wake) EXCLUDES(mu_);
+  // The answer with the Thens applied; only after `wake`.
+  Response Finish() EXCLUDES(mu_);
+  void AddThen(std::function<Response(Response)> f) EXCLUDES(mu_);
+
+ private:
+  Mutex mu_;
+  std::optional<Response> answer_ GUARDED_BY(mu_);
+  bool answered_ GUARDED_BY(mu_) = false;
+  std::function<void()> wake_ GUARDED_BY(mu_);
+  std::vector<std::function<Response(Response)>> thens_ GUARDED_BY(mu_);
 };
 
 // Serves one request. Handlers run on the server's worker threads, so a Handler shared by

@@ -202,11 +202,14 @@ Response Router::Dispatch(Request& req) const {
     resp = ErrorResponse(NotFound("no such resource"));
   }
 
-  if (metrics_ != nullptr) {
+  if (metrics_ == nullptr) return resp;
+  // A deferred response is observed when its answer comes.
+  return std::move(resp).Then([metrics = metrics_, method = MethodLabel(req.method),
+                               route = std::string(route_label), start](Response r) {
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    metrics_->ObserveRequest(MethodLabel(req.method), route_label, resp.status, elapsed.count());
-  }
-  return resp;
+    metrics->ObserveRequest(method, route, r.status, elapsed.count());
+    return r;
+  });
 }
 
 }  // namespace gpunex::platform::http

@@ -217,22 +217,40 @@ asio::awaitable<void> ServerImpl::Drain(std::shared_ptr<std::promise<void>> stop
       });
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + state_.options.shutdown_grace;
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  for (;;) {
-    size_t open;
+  // Until every connection has closed or `deadline`; false at the deadline.
+  auto closed_by = [&](std::chrono::steady_clock::time_point deadline) -> asio::awaitable<bool> {
+    for (;;) {
+      size_t open;
+      {
+        MutexLock lock(&state_.mu);
+        open = state_.connections.size();
+      }
+      if (open == 0) co_return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        LogWarn("http.shutdown_grace_expired", {{"open_connections", open}});
+        co_return false;
+      }
+      timer.expires_after(std::min<std::chrono::steady_clock::duration>(10ms, deadline - now));
+      co_await timer.async_wait(kAwait);
+    }
+  };
+  auto in_grace = closed_by(std::chrono::steady_clock::now() + state_.options.shutdown_grace);
+  if (!co_await std::move(in_grace)) {
+    // Deferred answers that did not come within the grace period will not: those
+    // requests are answered 503, which takes the sessions a moment to write.
+    std::set<std::shared_ptr<Deferred>> waiting;
     {
       MutexLock lock(&state_.mu);
-      open = state_.connections.size();
+      state_.stopped_waiting = true;
+      waiting.swap(state_.waiting);
     }
-    if (open == 0) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      LogWarn("http.shutdown_grace_expired", {{"open_connections", open}});
-      break;
+    for (const auto& d : waiting) d->Answer(ErrorResponse(Unavailable("the server is stopping")));
+    if (!waiting.empty()) {
+      auto written = closed_by(std::chrono::steady_clock::now() + 1s);
+      co_await std::move(written);
     }
-    timer.expires_after(std::min<std::chrono::steady_clock::duration>(10ms, deadline - now));
-    co_await timer.async_wait(kAwait);
   }
   for (const auto& ioc : state_.loops) ioc->stop();
 }
@@ -296,14 +314,15 @@ ServerState::ServerState(ServerOptions options_in, Handler handler_in,
       handler(std::move(handler_in)),
       tls(std::move(tls_in)),
       loops(MakeLoops(options.io_threads)),
-      pool(static_cast<size_t>(options.worker_threads)) {}
+      pool(static_cast<size_t>(options.worker_threads)),
+      message_pool(static_cast<size_t>(options.message_threads)) {}
 
 }  // namespace internal
 
 StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options, Handler handler) {
   if (!handler) return InvalidArgument("the server needs a handler");
-  if (options.io_threads < 1 || options.worker_threads < 1) {
-    return InvalidArgument("io_threads and worker_threads must be at least 1");
+  if (options.io_threads < 1 || options.worker_threads < 1 || options.message_threads < 1) {
+    return InvalidArgument("io_threads, worker_threads and message_threads must be at least 1");
   }
   if (options.max_body_bytes == 0 || options.max_header_bytes == 0) {
     return InvalidArgument("max_body_bytes and max_header_bytes must be positive");

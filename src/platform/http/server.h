@@ -50,6 +50,7 @@ struct ServerOptions {
   size_t max_header_bytes = 16 * 1024;  // request line and header fields together
   int io_threads = 2;                   // threads running network event loops, one each
   int worker_threads = 8;               // threads running handlers
+  int message_threads = 4;              // threads running WebSocket sessions' OnMessage and OnClose
   // A request (its headers and body) must arrive within this, counted from its first
   // byte, or from the connection's opening for the first request; also bounds a TLS
   // handshake and the writing of a response.

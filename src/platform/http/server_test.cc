@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -374,6 +375,104 @@ TEST(Server, RunsHandlersConcurrently) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kClients);
+}
+
+// Deferred responses (Response::Defer): the handlers keep their Responders here.
+struct Responders {
+  Mutex mu;
+  CondVar cv;
+  std::vector<Responder> kept GUARDED_BY(mu);
+
+  void Keep(Responder r) {
+    MutexLock lock(&mu);
+    kept.push_back(std::move(r));
+    cv.SignalAll();
+  }
+  // Waits for the n-th Responder kept (1-based) and returns it.
+  std::optional<Responder> Nth(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    MutexLock lock(&mu);
+    while (kept.size() < n) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+      cv.WaitFor(&mu, left);
+    }
+    return kept[n - 1];
+  }
+};
+
+TEST(Server, ADeferredResponseHoldsNoWorkerWhileItsAnswerIsAwaited) {
+  ServerOptions options = TestOptions();
+  options.worker_threads = 1;
+  Responders responders;
+  TestServer ts(options, [&](Request& req) {
+    if (req.path == "/now") return Response::Text(200, "now");
+    auto [resp, responder] = Response::Defer();
+    if (req.path == "/answered-at-once") responder(Response::Text(200, "at once"));
+    if (req.path == "/later") responders.Keep(responder);
+    // Whoever handles the response on the way out sees the answer, in order.
+    return std::move(resp)
+        .Then([](Response r) {
+          r.body += "+first";
+          return r;
+        })
+        .Then([](Response r) {
+          r.body += "+second";
+          r.SetHeader("X-Seen", std::to_string(r.status));
+          return r;
+        });
+  });
+
+  std::promise<BeastResponse> later;
+  std::thread waiting([&] { later.set_value(Client(ts.port()).Get("/later")); });
+  std::optional<Responder> responder = responders.Nth(1);
+  ASSERT_TRUE(responder.has_value());
+  // The one worker thread is free while /later waits.
+  for (int i = 0; i < 3; ++i) {
+    BeastResponse now = Client(ts.port()).Get("/now");
+    EXPECT_EQ(now.result_int(), 200);
+    EXPECT_EQ(now.body(), "now");
+  }
+  std::future<BeastResponse> answered = later.get_future();
+  EXPECT_EQ(answered.wait_for(100ms), std::future_status::timeout);
+  std::thread([r = *responder] { r(Response::Text(201, "later")); }).join();
+  (*responder)(Response::Text(500, "a second answer is dropped"));
+  BeastResponse res = answered.get();
+  waiting.join();
+  EXPECT_EQ(res.result_int(), 201);
+  EXPECT_EQ(res.body(), "later+first+second");
+  EXPECT_EQ(res[("X-Seen")], "201");
+
+  // Answered before the handler returned.
+  res = Client(ts.port()).Get("/answered-at-once");
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body(), "at once+first+second");
+  // Never answered: the Responder was dropped.
+  res = Client(ts.port()).Get("/dropped");
+  EXPECT_EQ(res.result_int(), 500);
+  EXPECT_EQ(res[("X-Seen")], "500");
+}
+
+TEST(Server, ShutdownAnswersTheDeferredResponsesStillAwaited503) {
+  ServerOptions options = TestOptions();
+  options.shutdown_grace = 1s;
+  Responders responders;
+  TestServer ts(options, [&](Request&) {
+    auto [resp, responder] = Response::Defer();
+    responders.Keep(responder);
+    return std::move(resp);
+  });
+  std::promise<BeastResponse> answer;
+  std::thread waiting([&] { answer.set_value(Client(ts.port()).Get("/")); });
+  std::optional<Responder> responder = responders.Nth(1);
+  ASSERT_TRUE(responder.has_value());
+  ts.server().Shutdown();
+  EXPECT_TRUE(ts.WaitForRun(2s));
+  BeastResponse res = answer.get_future().get();
+  waiting.join();
+  EXPECT_EQ(res.result_int(), 503);
+  EXPECT_NE(res.body().find("stopping"), std::string::npos) << res.body();
+  (*responder)(Response::Text(200, "after the server stopped"));  // dropped, harmlessly
 }
 
 TEST(Server, ClosesIdleConnectionsAfterIdleTimeout) {

@@ -118,6 +118,19 @@ Jobs::Jobs(store::Database& db, Rentals& rentals, market::Market& market, JobsOp
     : db_(db), rentals_(rentals), market_(market), options_(options), clock_(options_.clock) {}
 
 StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest& req) {
+  auto promise = std::make_shared<std::promise<StatusOr<Job>>>();
+  std::future<StatusOr<Job>> answer = promise->get_future();
+  SubmitThen(p, req, [promise](StatusOr<Job> j) { promise->set_value(std::move(j)); });
+  return answer.get();
+}
+
+void Jobs::Submission::Answer(StatusOr<Job> j) {
+  if (answered.exchange(true)) return;
+  answer(std::move(j));
+}
+
+void Jobs::SubmitThen(const accounts::Principal& p, const SubmitJobRequest& req,
+                      std::function<void(StatusOr<Job>)> answer) {
   const JobConstraints& c = req.constraints;
   FieldErrors errors;
   if (c.gpu_models.empty() || c.gpu_models.size() > 16) {
@@ -156,7 +169,10 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   for (auto& [field, message] : ValidateRental(as_rental, rentals_.image_policy())) {
     errors.emplace(field, message);
   }
-  if (!errors.empty()) return ValidationFailed(std::move(errors));
+  if (!errors.empty()) {
+    answer(ValidationFailed(std::move(errors)));
+    return;
+  }
 
   Job j;
   j.id = NewId("job");
@@ -172,7 +188,7 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
   auto submission = std::make_shared<Submission>();
   submission->job = std::move(j);
   submission->deadline_s = req.deadline_s.value_or(kDefaultDeadlineS);
-  std::future<StatusOr<Job>> answer = submission->promise.get_future();
+  submission->answer = std::move(answer);
   bool run_here = false;
   {
     MutexLock lock(&mu_);
@@ -180,11 +196,14 @@ StatusOr<Job> Jobs::Submit(const accounts::Principal& p, const SubmitJobRequest&
     // Without the scheduled rounds (tests, a stopping server) the caller runs the round.
     run_here = !rounds_.running();
   }
-  if (!run_here) rounds_.Wake();
-  while (run_here && answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    GPUNEX_RETURN_IF_ERROR(ScheduleOnce().status());
+  if (!run_here) {
+    rounds_.Wake();
+    return;
   }
-  return answer.get();
+  // A failed round answers the jobs it took; this one may still wait in the inbox.
+  while (!submission->answered) {
+    if (Status st = ScheduleOnce().status(); !st.ok()) submission->Answer(st);
+  }
 }
 
 namespace {
@@ -267,7 +286,7 @@ StatusOr<int64_t> Jobs::ScheduleOnce() {
   const bool sweep = now - last_sweep_ >= Seconds(1) || batch.empty();
   auto placed = Round(batch, sweep, now);
   if (!placed.ok()) {
-    for (auto& sub : batch) sub->promise.set_value(placed.status());
+    for (auto& sub : batch) sub->Answer(placed.status());
     return placed.status();
   }
   if (sweep) last_sweep_ = now;
@@ -557,7 +576,7 @@ StatusOr<int64_t> Jobs::Round(const std::vector<std::shared_ptr<Submission>>& ba
   for (size_t i = 0; i < batch.size(); ++i) {
     if (same_as[i] != std::string::npos) answers[i] = answers[same_as[i]];
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i]->promise.set_value(std::move(answers[i]));
+  for (size_t i = 0; i < batch.size(); ++i) batch[i]->Answer(std::move(answers[i]));
   return placed;
 }
 

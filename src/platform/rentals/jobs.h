@@ -22,6 +22,7 @@
 // Thread-safety: Jobs is safe to share.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <map>
@@ -98,6 +99,11 @@ class Jobs {
   // fits now (its rental under Rentals::Create's balance rule); kFailedPrecondition when
   // it would wait and the customer has max_queued_per_customer jobs queued already.
   StatusOr<Job> Submit(const accounts::Principal& p, const SubmitJobRequest& req);
+  // Submit without waiting: `answer` gets what Submit would return, once, on the thread
+  // of the round that decides it (or on this one, for a bad request or while the rounds
+  // are not scheduled). It must be quick: the round's other submitters wait behind it.
+  void SubmitThen(const accounts::Principal& p, const SubmitJobRequest& req,
+                  std::function<void(StatusOr<Job>)> answer);
   StatusOr<Job> Get(const accounts::Principal& p, const std::string& id);
   StatusOr<Page<Job>> List(const accounts::Principal& p, const PageRequest& page);
   // kFailedPrecondition unless it is queued.
@@ -120,7 +126,9 @@ class Jobs {
   struct Submission {
     Job job;
     int64_t deadline_s = 0;
-    std::promise<StatusOr<Job>> promise;
+    std::function<void(StatusOr<Job>)> answer;
+    std::atomic<bool> answered{false};
+    void Answer(StatusOr<Job> j);  // the first answer counts
   };
   StatusOr<int64_t> Round(const std::vector<std::shared_ptr<Submission>>& batch, bool sweep,
                           Timestamp now) REQUIRES(schedule_mu_);

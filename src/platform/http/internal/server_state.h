@@ -78,10 +78,18 @@ struct ServerState {
   std::map<std::string, int> per_address GUARDED_BY(mu);
   // Set (under mu) when Shutdown() starts draining: no new requests on any connection.
   std::atomic<bool> draining{false};
+  // Deferred responses (Response::Defer) whose answer a session waits for. When the
+  // shutdown's grace period is over, those still waiting are answered 503, and so is any
+  // that would start waiting afterwards (`stopped_waiting`).
+  std::set<std::shared_ptr<Deferred>> waiting GUARDED_BY(mu);
+  bool stopped_waiting GUARDED_BY(mu) = false;
 
   // One per I/O thread; the first also runs the acceptor.
   const std::vector<std::unique_ptr<asio::io_context>> loops;
-  asio::thread_pool pool;  // runs handlers, acceptors, authorizers and OnMessage/OnClose
+  asio::thread_pool pool;  // runs handlers, acceptors, authorizers and deferred answers' Thens
+  // Runs the WebSocket sessions' OnMessage/OnClose (agents' heartbeats among them), so
+  // that they never queue behind request handlers, nor handlers behind them.
+  asio::thread_pool message_pool;
 };
 
 // Logs the exception that ended a detached coroutine, if any.

@@ -55,6 +55,28 @@ Response InvokeHandler(const Handler& handler, Request& req) {
       [] { return ErrorResponse(Internal("an internal error occurred")); });
 }
 
+// Waits, without a thread, until `d` has its answer (or the server stops waiting: then
+// the answer is a 503). Resumes on the caller's strand.
+asio::awaitable<void> Answered(ServerState& state, std::shared_ptr<Deferred> d) {
+  {
+    MutexLock lock(&state.mu);
+    if (state.stopped_waiting) {
+      d->Answer(ErrorResponse(Unavailable("the server is stopping")));
+    } else {
+      state.waiting.insert(d);
+    }
+  }
+  auto initiate = [d](auto handler) {
+    // The handler is move-only and std::function copies: it is shared, and called once.
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    d->OnAnswer([shared] { asio::post(std::move(*shared)); });
+  };
+  co_await asio::async_initiate<decltype(asio::use_awaitable), void()>(std::move(initiate),
+                                                                       asio::use_awaitable);
+  MutexLock lock(&state.mu);
+  state.waiting.erase(d);
+}
+
 asio::awaitable<Response> RunHandler(ServerState& state, std::shared_ptr<Request> req) {
   // The handler may block, so it runs on the pool; this coroutine resumes on its strand
   // when it is done. The pool's coroutine owns the request, so a handler that outlives
@@ -66,6 +88,19 @@ asio::awaitable<Response> RunHandler(ServerState& state, std::shared_ptr<Request
   };
   auto on_pool = asio::co_spawn(state.pool, std::move(invoke), asio::use_awaitable);
   Response resp = co_await std::move(on_pool);
+  // A deferred response: no thread waits for its answer; its Thens run on the pool.
+  while (resp.deferred) {
+    std::shared_ptr<Deferred> d = std::move(resp.deferred);
+    auto answered = Answered(state, d);
+    co_await std::move(answered);
+    auto finish = [req, d]() -> asio::awaitable<Response> {
+      co_return Guarded(
+          *req, [&] { return d->Finish(); },
+          [] { return ErrorResponse(Internal("an internal error occurred")); });
+    };
+    auto finishing = asio::co_spawn(state.pool, std::move(finish), asio::use_awaitable);
+    resp = co_await std::move(finishing);
+  }
   co_return resp;
 }
 
@@ -187,7 +222,7 @@ asio::awaitable<void> Serve(ServerState& state, Stream& stream, Connection& conn
     } else {
       req->route = ws_route->first;
       auto ws_conn =
-          std::make_shared<WsConnection>(conn.executor, state.pool.get_executor(), remote);
+          std::make_shared<WsConnection>(conn.executor, state.message_pool.get_executor(), remote);
       auto accepting = RunAcceptor(state, ws_route->second, req, ws_conn);
       auto [status, session] = co_await std::move(accepting);
       if (status.ok()) {
