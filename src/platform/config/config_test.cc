@@ -127,6 +127,12 @@ TEST(Config, ErrorsNameTheSetting) {
   auto range = LoadConfig(WriteFile("[http]\nio_threads = 0\n"), Env({}));
   ASSERT_FALSE(range.ok());
   EXPECT_TRUE(range.status().fields().count("http.io_threads"));
+  range = LoadConfig(WriteFile("[http]\nmessage_threads = 0\n"), Env({}));
+  ASSERT_FALSE(range.ok());
+  EXPECT_TRUE(range.status().fields().count("http.message_threads"));
+  auto threads = LoadConfig(WriteFile("[http]\nmessage_threads = 6\n"), Env({}));
+  ASSERT_TRUE(threads.ok()) << threads.status().ToString();
+  EXPECT_EQ(threads->message_threads, 6);
   auto env = LoadConfig("", Env({{"GPUNEX_ALLOW_EMULATED_GPUS", "yes"}}));
   ASSERT_FALSE(env.ok());
   EXPECT_TRUE(env.status().fields().count("GPUNEX_ALLOW_EMULATED_GPUS"));

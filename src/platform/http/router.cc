@@ -204,8 +204,9 @@ Response Router::Dispatch(Request& req) const {
 
   if (metrics_ == nullptr) return resp;
   // A deferred response is observed when its answer comes.
+  // The label is a route's pattern (or a literal), which lives as long as the router.
   return std::move(resp).Then([metrics = metrics_, method = MethodLabel(req.method),
-                               route = std::string(route_label), start](Response r) {
+                               route = route_label, start](Response r) {
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     metrics->ObserveRequest(method, route, r.status, elapsed.count());
     return r;

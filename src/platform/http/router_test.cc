@@ -5,6 +5,7 @@
 #include <any>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -180,6 +181,29 @@ TEST(Router, ReportsToMetrics) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("/api/v1/machines/m1"), std::string::npos);  // never raw paths
+}
+
+TEST(Router, ReportsADeferredResponseWhenItsAnswerComes) {
+  Metrics metrics;
+  Router router(&metrics);
+  std::optional<Responder> kept;
+  router.Add("POST", "/api/v1/jobs", [&](Request&) {
+    auto [resp, responder] = Response::Defer();
+    kept = responder;
+    return std::move(resp);
+  });
+  Request req = Req("POST", "/api/v1/jobs");
+  Response resp = router.Dispatch(req);
+  ASSERT_NE(resp.deferred, nullptr);
+  const std::string series =
+      "http_requests_total{method=\"POST\",route=\"/api/v1/jobs\",status=\"201\"} 1\n";
+  EXPECT_EQ(metrics.Render().find("route=\"/api/v1/jobs\""), std::string::npos);
+  ASSERT_TRUE(kept.has_value());
+  (*kept)(Response::Text(201, "placed"));
+  Response answer = resp.deferred->Finish();
+  EXPECT_EQ(answer.status, 201);
+  EXPECT_EQ(answer.body, "placed");
+  EXPECT_NE(metrics.Render().find(series), std::string::npos) << metrics.Render();
 }
 
 TEST(Router, AsHandlerDispatches) {
