@@ -72,7 +72,7 @@ phase() { echo "== $1 (at ${SECONDS} s)"; }
 # side; a test that checks latencies or runs many containers takes several slots
 # (tests/CMakeLists.txt). The sign-up flood's latency comparison runs alone on the machine,
 # after the unit tests.
-slots=${E2E_SLOTS:-$((3 * jobs))}
+slots=${E2E_SLOTS:-$((2 * jobs))}
 asan_slots=${ASAN_E2E_SLOTS:-1}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=()

@@ -125,21 +125,10 @@ class Probe {
     // and create it all the same), and a container the engine stopped listing while its
     // removal failed underneath (runc exit 255), which then comes back as exited, seen in
     // CI more than a second after it vanished (so one second of quiet was not enough).
-    // The list can leave out a container whose removal is failing underneath, so "none"
-    // also needs the engine to answer 404 for each container this check made.
     const auto deadline = std::chrono::steady_clock::now() + kSweepFor;
     int quiet = 0;  // seconds in a row with none listed
     for (;;) {
       auto list = docker_.ListContainers(std::string(kLabelProbe) + "=" + id_);
-      if (list.ok() && list->empty()) {
-        for (const auto& id : containers) {
-          auto seen = docker_.InspectContainer(id);
-          if (seen.status().code() == StatusCode::kNotFound) continue;
-          ContainerSummary hidden;
-          hidden.id = id;
-          list->push_back(std::move(hidden));
-        }
-      }
       if (list.ok() && list->empty()) {
         if (++quiet > kQuietFor.count()) break;
         std::this_thread::sleep_for(std::chrono::seconds(1));
