@@ -1,6 +1,7 @@
 #include "platform/http/http.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <utility>
 
@@ -137,11 +138,18 @@ struct Responder::Once {
   explicit Once(std::shared_ptr<Deferred> d) : deferred(std::move(d)) {}
   Once(const Once&) = delete;
   Once& operator=(const Once&) = delete;
-  ~Once() { deferred->Answer(ErrorResponse(Internal("an internal error occurred"))); }
+  // The 500 is built only for a Responder that never answered (not for every job).
+  ~Once() {
+    if (!used) deferred->Answer(ErrorResponse(Internal("an internal error occurred")));
+  }
   const std::shared_ptr<Deferred> deferred;
+  std::atomic<bool> used{false};
 };
 
-void Responder::operator()(Response resp) const { once_->deferred->Answer(std::move(resp)); }
+void Responder::operator()(Response resp) const {
+  once_->used = true;
+  once_->deferred->Answer(std::move(resp));
+}
 
 void Deferred::Answer(Response resp) {
   std::function<void()> wake;
