@@ -16,6 +16,8 @@
 #   GET /healthz
 #   GET /api/v1/offers                                        (first page of 50, ranked)
 #   GET /api/v1/offers?gpu_model=l4-24gb&max_price_micro=450000&min_reliability=90
+#   GET /api/v1/offers?fields=gpu_model,price_micro,reliability_score,gpus_available,position
+#                                                             (the same page, compact)
 # and the script prints each rate, the ratios to healthz, and how long one
 # GET /api/v1/providers/me/offers (the provider's rank view of all its offers) takes.
 set -euo pipefail
@@ -126,10 +128,13 @@ filters="gpu_model=l4-24gb&max_price_micro=450000&min_reliability=90"
 h=$(run /healthz)
 o=$(run /api/v1/offers -H "Authorization: Bearer $customer")
 f=$(run "/api/v1/offers?$filters" -H "Authorization: Bearer $customer")
-[ -n "$h" ] && [ -n "$o" ] && [ -n "$f" ] || exit 1
+fields="fields=gpu_model,price_micro,reliability_score,gpus_available,position"
+c=$(run "/api/v1/offers?$fields" -H "Authorization: Bearer $customer")
+[ -n "$h" ] && [ -n "$o" ] && [ -n "$f" ] && [ -n "$c" ] || exit 1
 filtered=$(api GET "/api/v1/offers?$filters&limit=1" "$customer" |
   sed -n 's/.*"matched":\([0-9]*\).*/\1/p')
 page_kb=$(api GET /api/v1/offers "$customer" | wc -c | awk '{printf "%.1f", $1 / 1024}')
+compact_kb=$(api GET "/api/v1/offers?$fields" "$customer" | wc -c | awk '{printf "%.1f", $1 / 1024}')
 own_s=$(curl -fsS --max-time 600 -o /dev/null -w '%{time_total}' "$base/api/v1/providers/me/offers" \
   -H "Authorization: Bearer $provider")
 
@@ -139,8 +144,11 @@ printf '%-44s %10.0f req/s  (%s matched, page of 50: %s KiB; bearer session)\n' 
   "GET /api/v1/offers" "$o" "$held" "$page_kb"
 printf '%-44s %10.0f req/s  (%s matched)\n' "GET /api/v1/offers?<3 filters>" "$f" "$filtered"
 echo "  <3 filters>: $filters"
-awk -v h="$h" -v o="$o" -v f="$f" 'BEGIN {
+printf '%-44s %10.0f req/s  (page of 50: %s KiB)\n' "GET /api/v1/offers?<fields>" "$c" "$compact_kb"
+echo "  <fields>: $fields"
+awk -v h="$h" -v o="$o" -v f="$f" -v c="$c" 'BEGIN {
   printf "%-44s %10.3f\n", "ratio offers / healthz", o / h
-  printf "%-44s %10.3f\n", "ratio filtered offers / healthz", f / h }'
+  printf "%-44s %10.3f\n", "ratio filtered offers / healthz", f / h
+  printf "%-44s %10.3f\n", "ratio compact offers / healthz", c / h }'
 printf '%-44s %10.3f s      (one request, %s offers of one model and region)\n' \
   "GET /api/v1/providers/me/offers" "$own_s" "$held"

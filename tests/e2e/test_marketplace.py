@@ -771,6 +771,31 @@ class MarketplaceMixin(ApiAssertions):
                     self.assertEqual(pages, max(1, math.ceil(len(want) / 2)), label)
         self.stable(check)
 
+    def test_fields_choose_an_offers_members_in_its_order(self):
+        def check(base):
+            # Every field named: the same items as naming none (for each kind of caller,
+            # who see different fields); a few named: those and the id, in the offer's order.
+            for client, sees_machines in ((self.customer.c, False), (self.admin.c, True),
+                                          (self.srv.client(), False)):
+                whole = self._search_all(client)
+                names = sorted({k for o in whole for k in o}, reverse=True)
+                self.assertEqual("machine_id" in names, sees_machines, names)
+                self.assertEqual(self._search_all(client, fields=",".join(names)), whole)
+            chosen = self._search_all(fields="price_micro,position,host,reliability_score")
+            self.assertEqual(chosen, [{k: o[k] for k in o
+                                       if k in ("id", "price_micro", "position", "host",
+                                                "reliability_score")} for o in base])
+            self.assertEqual([list(o) for o in chosen[:1]],
+                             [["id", "reliability_score", "price_micro", "host", "position"]])
+            # The explanation only when asked for and named.
+            r = self.customer.c.get(f"{API}/offers",
+                                    query={"fields": "explain,gpu_model", "limit": "200"})
+            self.assertStatus(r, 200)
+            self.assertEqual(r.body["items"], [{"id": o["id"], "gpu_model": o["gpu_model"]}
+                                               for o in base])
+            self.assertEqual(r.body["matched"], len(base))
+        self.stable(check)
+
     # ------------------------------------------------------------------ who sees what
 
     def test_anonymous_search_shows_pseudonyms_only(self):
@@ -1108,10 +1133,10 @@ class MarketplaceMixin(ApiAssertions):
         mine = f"{API}/machines/{{mCora2}}/prices"
         V = "validation_failed"
 
-        def search(label, fields, **q):
+        def search(label, bad, **q):
             return (f"search {label}", "GET", f"{o}?{urllib.parse.urlencode(q)}", "customer",
                     None, 422,
-                    fields, V)
+                    bad, V)
 
         def put(label, body, fields, path=mp, who="owner", status=422, code=V):
             return (f"prices {label}", "PUT", path, who, body, status, fields, code)
@@ -1155,6 +1180,10 @@ class MarketplaceMixin(ApiAssertions):
             search("sort cheap", ["sort"], sort="cheap"),
             search("sort performance without the minus", ["sort"], sort="performance"),
             search("explain maybe", ["explain"], explain="maybe"),
+            search("fields unknown", ["fields"], fields="id,price"),
+            search("fields empty", ["fields"], fields=""),
+            search("fields a trailing comma", ["fields"], fields="id,"),
+            search("fields upper case", ["fields"], fields="ID"),
             search("limit 0", ["limit"], limit="0"),
             search("limit 201", ["limit"], limit="201"),
             search("cursor junk", ["cursor"], cursor="junk"),

@@ -2,6 +2,8 @@
 // /api/v1/market/stats: the marketplace (MKT-1..4, PRC-3). Search, the recommendation and
 // the summary are open to anonymous visitors, rate-limited per address; they show
 // pseudonyms and aggregates, and an offer's machine id only to its provider and admins.
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <memory>
@@ -182,10 +184,112 @@ class QueryReader {
   FieldErrors errors_;
 };
 
+// The top-level fields of an offer in a search's items, which `fields=` chooses among.
+// test_marketplace checks that naming them all gives what naming none gives.
+constexpr std::array<std::string_view, 33> kOfferFields = {
+    "id",
+    "gpu_model",
+    "gpu_name",
+    "gpus_available",
+    "gpus_total",
+    "vram_gb",
+    "performance_score",
+    "gpu_performance_scores",
+    "reliability_score",
+    "reliability_status",
+    "uptime_30d",
+    "price_micro",
+    "price_usdc",
+    "country",
+    "region",
+    "city",
+    "tier",
+    "down_mbps",
+    "up_mbps",
+    "latency_ms",
+    "storage",
+    "cuda_version",
+    "driver_version",
+    "ram_gb_per_gpu",
+    "cpu_cores_per_gpu",
+    "host",
+    "commitment_months",
+    "listed_since",
+    "emulated",
+    "provider",
+    "machine_id",
+    "position",
+    "explain",
+};
+
 struct SearchRequest {
   market::OfferQuery query;
   bool explain = false;
+  // Only these fields of each offer (and always its id); empty: all of them.
+  std::set<std::string, std::less<>> fields;
 };
+
+// The `fields` parameter: a comma-separated choice of kOfferFields.
+void ParseFields(QueryReader& r, std::set<std::string, std::less<>>& fields) {
+  auto list = r.Text("fields");
+  if (!list) return;
+  size_t start = 0;
+  while (start <= list->size()) {
+    size_t comma = list->find(',', start);
+    if (comma == std::string::npos) comma = list->size();
+    const std::string name = list->substr(start, comma - start);
+    if (std::find(kOfferFields.begin(), kOfferFields.end(), name) == kOfferFields.end()) {
+      r.Fail("fields", "\"" + name.substr(0, 64) +
+                           "\" is not a field of an offer (a comma-separated list of id, "
+                           "gpu_model, price_micro, reliability_score, ...)");
+      return;
+    }
+    fields.insert(name);
+    start = comma + 1;
+  }
+  fields.insert("id");
+}
+
+// Appends the members of `object` (an object's JSON text as this file renders it, with or
+// without its closing brace) whose names are in `fields`, separated by commas. The JSON is
+// our own serializer's, so member names carry no escapes.
+void AppendChosenMembers(std::string_view object, const std::set<std::string, std::less<>>& fields,
+                         std::string& out) {
+  bool first = true;
+  size_t i = 1;  // past '{'
+  while (i < object.size() && object[i] != '}') {
+    const size_t start = i;
+    int depth = 0;
+    bool in_string = false;
+    for (; i < object.size(); ++i) {
+      const char c = object[i];
+      if (in_string) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (depth == 0) break;  // the object's own closing brace
+        --depth;
+      } else if (c == ',' && depth == 0) {
+        break;
+      }
+    }
+    const std::string_view member = object.substr(start, i - start);
+    const size_t name_end = member.find('"', 1);
+    if (name_end != std::string_view::npos && fields.count(member.substr(1, name_end - 1))) {
+      if (!first) out += ',';
+      out += member;
+      first = false;
+    }
+    if (i < object.size() && object[i] == ',') ++i;
+  }
+}
 
 StatusOr<SearchRequest> ParseSearch(const http::Request& req, const ApiContext& ctx) {
   SearchRequest out;
@@ -256,6 +360,7 @@ StatusOr<SearchRequest> ParseSearch(const http::Request& req, const ApiContext& 
     }
   }
   if (auto v = r.Flag("explain")) out.explain = *v;
+  ParseFields(r, out.fields);
   r.Text("limit");
   r.Text("cursor");
   r.RejectUnknown();
@@ -365,16 +470,24 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     if (!result.ok()) return http::ErrorResponse(result.status());
     // Each offer's public fields as rendered once (Offer::rendered), then what this search
     // adds: the machine id for those who see it, the position and the explanation.
+    // With `fields`, the members chosen of that (a compact page for tools that want few).
     std::string body = "{\"items\":[";
+    std::string whole;  // an item's every field, when `fields` chooses among them
     for (size_t i = 0; i < result->items.size(); ++i) {
       const market::SearchHit& h = result->items[i];
       if (i > 0) body += ',';
-      body += PublicOfferPrefix(*h.offer);
+      std::string& item = search->fields.empty() ? body : whole;
+      if (!search->fields.empty()) item.clear();
+      item += PublicOfferPrefix(*h.offer);
       if (market::Market::SeesMachine(*p, *h.offer)) {
-        body += ",\"machine_id\":" + ToJsonText(json::value(h.offer->machine_id));
+        item += ",\"machine_id\":" + ToJsonText(json::value(h.offer->machine_id));
       }
-      body += ",\"position\":" + std::to_string(h.position);
-      if (search->explain) body += ",\"explain\":" + ToJsonText(ExplainJson(h.explain));
+      item += ",\"position\":" + std::to_string(h.position);
+      if (search->explain) item += ",\"explain\":" + ToJsonText(ExplainJson(h.explain));
+      if (!search->fields.empty()) {
+        body += '{';
+        AppendChosenMembers(whole, search->fields, body);
+      }
       body += '}';
     }
     body += "]," + ToJsonText(json::object{
