@@ -4,6 +4,7 @@
 // pseudonyms and aggregates, and an offer's machine id only to its provider and admins.
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <charconv>
 #include <cmath>
 #include <memory>
@@ -222,15 +223,27 @@ constexpr std::array<std::string_view, 33> kOfferFields = {
     "explain",
 };
 
+constexpr size_t kNoField = kOfferFields.size();
+
+size_t FieldIndex(std::string_view name, size_t from = 0) {
+  for (size_t i = from; i < kOfferFields.size(); ++i) {
+    if (kOfferFields[i] == name) return i;
+  }
+  return kNoField;
+}
+
+// The fields a search gives of each offer: bit i for kOfferFields[i].
+using FieldSet = std::bitset<kOfferFields.size()>;
+
 struct SearchRequest {
   market::OfferQuery query;
   bool explain = false;
-  // Only these fields of each offer (and always its id); empty: all of them.
-  std::set<std::string, std::less<>> fields;
+  // Only these fields of each offer (and always its id); none: all of them.
+  FieldSet fields;
 };
 
 // The `fields` parameter: a comma-separated choice of kOfferFields.
-void ParseFields(QueryReader& r, std::set<std::string, std::less<>>& fields) {
+void ParseFields(QueryReader& r, FieldSet& fields) {
   auto list = r.Text("fields");
   if (!list) return;
   size_t start = 0;
@@ -238,56 +251,71 @@ void ParseFields(QueryReader& r, std::set<std::string, std::less<>>& fields) {
     size_t comma = list->find(',', start);
     if (comma == std::string::npos) comma = list->size();
     const std::string name = list->substr(start, comma - start);
-    if (std::find(kOfferFields.begin(), kOfferFields.end(), name) == kOfferFields.end()) {
+    const size_t i = FieldIndex(name);
+    if (i == kNoField) {
       r.Fail("fields", "\"" + name.substr(0, 64) +
                            "\" is not a field of an offer (a comma-separated list of id, "
                            "gpu_model, price_micro, reliability_score, ...)");
       return;
     }
-    fields.insert(name);
+    fields.set(i);
     start = comma + 1;
   }
-  fields.insert("id");
+  fields.set(FieldIndex("id"));
 }
 
-// Appends the members of `object` (an object's JSON text as this file renders it, with or
-// without its closing brace) whose names are in `fields`, separated by commas. The JSON is
-// our own serializer's, so member names carry no escapes.
-void AppendChosenMembers(std::string_view object, const std::set<std::string, std::less<>>& fields,
-                         std::string& out) {
-  bool first = true;
-  size_t i = 1;  // past '{'
-  while (i < object.size() && object[i] != '}') {
-    const size_t start = i;
+// Where the JSON value that starts at `i` of `text` ends (one past it). The text is our
+// own serializer's: a value is a string, a number, true, false, null, an array or an
+// object.
+size_t EndOfValue(std::string_view text, size_t i) {
+  if (i >= text.size()) return text.size();
+  if (text[i] == '"') {
+    for (size_t j = i + 1;;) {
+      j = text.find_first_of("\"\\", j);
+      if (j == std::string_view::npos) return text.size();
+      if (text[j] == '"') return j + 1;
+      j += 2;  // an escaped character
+    }
+  }
+  if (text[i] == '{' || text[i] == '[') {
     int depth = 0;
-    bool in_string = false;
-    for (; i < object.size(); ++i) {
-      const char c = object[i];
-      if (in_string) {
-        if (c == '\\') {
-          ++i;
-        } else if (c == '"') {
-          in_string = false;
-        }
-      } else if (c == '"') {
-        in_string = true;
+    for (size_t j = i; j < text.size(); ++j) {
+      const char c = text[j];
+      if (c == '"') {
+        j = EndOfValue(text, j) - 1;
       } else if (c == '{' || c == '[') {
         ++depth;
-      } else if (c == '}' || c == ']') {
-        if (depth == 0) break;  // the object's own closing brace
-        --depth;
-      } else if (c == ',' && depth == 0) {
-        break;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        return j + 1;
       }
     }
-    const std::string_view member = object.substr(start, i - start);
-    const size_t name_end = member.find('"', 1);
-    if (name_end != std::string_view::npos && fields.count(member.substr(1, name_end - 1))) {
+    return text.size();
+  }
+  const size_t end = text.find_first_of(",}]", i);  // a number or a literal
+  return end == std::string_view::npos ? text.size() : end;
+}
+
+// Appends the members of `object` (the JSON text of an object as OfferJson renders it,
+// with or without its closing brace) that `fields` chooses, each after a comma unless
+// `first`. Member names carry no escapes, and come in kOfferFields' order.
+void AppendChosenMembers(std::string_view object, const FieldSet& fields, std::string& out,
+                         bool& first) {
+  size_t field = 0;
+  size_t i = 1;  // past '{'
+  while (i < object.size() && object[i] == '"') {
+    const size_t name_end = object.find('"', i + 1);
+    if (name_end == std::string_view::npos) return;
+    const std::string_view name = object.substr(i + 1, name_end - i - 1);
+    const size_t end = EndOfValue(object, name_end + 2);  // past `":`
+    field = FieldIndex(name, field);
+    if (field == kNoField) field = FieldIndex(name);  // out of order: look it up whole
+    if (field != kNoField && fields.test(field)) {
       if (!first) out += ',';
-      out += member;
+      out.append(object.substr(i, end - i));
       first = false;
     }
-    if (i < object.size() && object[i] == ',') ++i;
+    if (field == kNoField) field = 0;
+    i = end < object.size() && object[end] == ',' ? end + 1 : end;
   }
 }
 
@@ -472,22 +500,35 @@ void RegisterMarketRoutes(http::Router& r, const ApiContext& ctx) {
     // adds: the machine id for those who see it, the position and the explanation.
     // With `fields`, the members chosen of that (a compact page for tools that want few).
     std::string body = "{\"items\":[";
-    std::string whole;  // an item's every field, when `fields` chooses among them
+    const FieldSet& chosen = search->fields;
+    auto wants = [&](std::string_view name) {
+      return chosen.none() || chosen.test(FieldIndex(name));
+    };
     for (size_t i = 0; i < result->items.size(); ++i) {
       const market::SearchHit& h = result->items[i];
       if (i > 0) body += ',';
-      std::string& item = search->fields.empty() ? body : whole;
-      if (!search->fields.empty()) item.clear();
-      item += PublicOfferPrefix(*h.offer);
-      if (market::Market::SeesMachine(*p, *h.offer)) {
-        item += ",\"machine_id\":" + ToJsonText(json::value(h.offer->machine_id));
-      }
-      item += ",\"position\":" + std::to_string(h.position);
-      if (search->explain) item += ",\"explain\":" + ToJsonText(ExplainJson(h.explain));
-      if (!search->fields.empty()) {
+      bool first = false;
+      if (chosen.none()) {
+        body += PublicOfferPrefix(*h.offer);
+      } else {
         body += '{';
-        AppendChosenMembers(whole, search->fields, body);
+        first = true;
+        AppendChosenMembers(PublicOfferPrefix(*h.offer), chosen, body, first);
       }
+      auto member = [&](std::string_view name, const std::string& value) {
+        if (!wants(name)) return;
+        if (!first) body += ',';
+        body += '"';
+        body += name;
+        body += "\":";
+        body += value;
+        first = false;
+      };
+      if (market::Market::SeesMachine(*p, *h.offer)) {
+        member("machine_id", ToJsonText(json::value(h.offer->machine_id)));
+      }
+      member("position", std::to_string(h.position));
+      if (search->explain) member("explain", ToJsonText(ExplainJson(h.explain)));
       body += '}';
     }
     body += "]," + ToJsonText(json::object{
