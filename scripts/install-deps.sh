@@ -55,9 +55,12 @@ done
 # /etc/ssh/sshd_not_to_be_run (Debian's ssh.service, ssh.socket and init script start
 # nothing while it exists; remove it to run a server here) is made before the package,
 # and a policy-rc.d that exits 101 keeps the install from starting any service (one
-# already there is kept as it is).
+# already there is kept as it is). HAProxy, which the cluster test (tests/e2e/test_cluster.py)
+# starts on loopback in front of its instances, comes the same way: its program, no service.
 ssh_server=false
 installed openssh-server || ssh_server=true
+servers=()
+installed haproxy || servers+=(haproxy)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -65,7 +68,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-if ((${#missing[@]})) || $ssh_server; then
+if ((${#missing[@]})) || $ssh_server || ((${#servers[@]})); then
   $SUDO apt-get update -qq
 fi
 if ((${#missing[@]})); then
@@ -73,18 +76,21 @@ if ((${#missing[@]})); then
   apt_install "${missing[@]}"
 fi
 if $ssh_server; then
-  echo "installing: openssh-server (for its sshd program; no SSH server is started)"
+  servers+=(openssh-server)
   $SUDO mkdir -p /etc/ssh
   $SUDO touch /etc/ssh/sshd_not_to_be_run
+fi
+if ((${#servers[@]})); then
+  echo "installing: ${servers[*]} (for their programs; no service is started)"
   policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     policy=/usr/sbin/policy-rc.d
     trap '$SUDO rm -f "$policy"' EXIT
-    printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts while it installs openssh-server\nexit 101\n' |
+    printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts while it installs %s\nexit 101\n' "${servers[*]}" |
       $SUDO tee "$policy" >/dev/null
     $SUDO chmod 755 "$policy"
   fi
-  apt_install openssh-server
+  apt_install "${servers[@]}"
   if [ -n "$policy" ]; then
     $SUDO rm -f "$policy"
     trap - EXIT

@@ -1,0 +1,303 @@
+"""Three gpunexd instances on one PostgreSQL database behind HAProxy (issue 28, SPEC OPS-2),
+all started here on loopback: HAProxy from Debian with deploy/cluster/haproxy.cfg's
+settings, the instances' own ports, a real agent whose workloads run in a private Docker
+engine (dockerenv.TestDockerd), EMULATED GPUs.
+
+The seed's path with its steps spread over the instances: the agent connects through
+HAProxy (to whichever instance its token hashes to), the provider prices through another,
+the admin credits and the customer rents through a third, the rental is read through a
+fourth route. Then the instance that holds the agent is SIGKILLed: the agent reconnects
+through HAProxy to a live instance within 15 s, the rental keeps running (its container is
+the same), a stop sent through yet another instance reaches the agent (commands queued for
+an agent held elsewhere go out at that instance's next sweep, within a second), and the
+rental is billed each second once, although the three instances all run the meter: the
+charge is the formula's, the seconds billed no more than it ran, the ledger holds.
+
+Needs root, dockerd (docker.io), busybox-static, haproxy, and GPUNEX_TEST_PG_URL (skips
+with the reason otherwise); GPUNEX_AGENT names the agent binary.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import dockerenv
+from harness import (API, Client, Gpunexd, ServerTestCase, free_port, provider_with_agent_token,
+                     source_dir, wait_until)
+from test_rentals import (BUSYBOX_REF, L4, LONG_COMMAND, USDC, DockerAgent, EngineAgentsMixin,
+                          expected_money, ledger_check, offer_of, parse_time,
+                          setUpModule, tearDownModule, wait_machine_listed)
+
+__all__ = ["setUpModule", "tearDownModule"]
+
+HEARTBEAT_S = 1
+# Long enough that the agent's move to another instance (its backoff, HAProxy's health
+# check) never ends the rental as agent_lost; the point is that it keeps running.
+AGENT_LOST_GRACE_S = 60
+CLUSTER_TOML = f"""
+[fleet]
+heartbeat_interval_s = {HEARTBEAT_S}
+offline_after_s = 3
+allow_private_registries = true
+
+[rentals]
+meter_interval_s = 1
+agent_lost_grace_s = {AGENT_LOST_GRACE_S}
+sweep_ms = 200
+"""
+
+
+def haproxy_config(port, backends):
+    """deploy/cluster/haproxy.cfg's defaults and backend, on loopback: `backends` is a list
+    of (name, port)."""
+    with open(os.path.join(source_dir(), "deploy", "cluster", "haproxy.cfg"),
+              encoding="utf-8") as f:
+        shipped = f.read()
+    # Everything but the frontend's bind and the servers comes from the shipped file.
+    text = re.sub(r"(?m)^\s*log .*\n", "", shipped)
+    text = text.replace("    option httplog\n", "")
+    text = re.sub(r"(?m)^    bind :8080$", f"    bind 127.0.0.1:{port}", text)
+    text = re.sub(r"(?m)^    server .*\n", "", text)
+    # A few connections here (the shipped maxconn needs a raised open-file limit), and
+    # checks twice as often as shipped, so that the test's waits stay short.
+    text = re.sub(r"(?m)^    maxconn \d+$", "    maxconn 1000", text)
+    text = text.replace("maxconn 10000", "maxconn 500")
+    text = text.replace("default-server inter 1s", "default-server inter 500ms")
+    text = text.rstrip("\n") + "\n" + "".join(
+        f"    server {name} 127.0.0.1:{p} check\n" for name, p in backends)
+    assert f"bind 127.0.0.1:{port}" in text and "balance hdr(Authorization)" in text, text
+    return text
+
+
+class HAProxy:
+    """Debian's haproxy in the foreground on a loopback port, in front of `backends`."""
+
+    def __init__(self, backends):
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        if not os.path.exists(binary):
+            raise unittest.SkipTest("haproxy is not installed (scripts/install-deps.sh)")
+        self.dir = tempfile.mkdtemp(prefix="gpunex-haproxy-")
+        self.port = free_port()
+        self.cfg = os.path.join(self.dir, "haproxy.cfg")
+        with open(self.cfg, "w", encoding="utf-8") as f:
+            f.write(haproxy_config(self.port, backends))
+        check = subprocess.run([binary, "-c", "-f", self.cfg], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        self._log = open(os.path.join(self.dir, "haproxy.log"), "wb")
+        self.proc = subprocess.Popen([binary, "-db", "-f", self.cfg], stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+
+    def client(self, token=None):
+        return Client(self.port, token)
+
+    def ready(self):
+        """Whether it answers /readyz with 200 (an instance behind it is ready)."""
+        assert self.proc.poll() is None, "haproxy exited:\n" + self.log()
+        try:
+            return self.client().get("/readyz").status == 200
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def log(self):
+        with open(os.path.join(self.dir, "haproxy.log"), "rb") as f:
+            return f.read().decode("utf-8", errors="replace")
+
+    def cleanup(self, keep=False):
+        self.stop()
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def holds_agent(instance, machine_id, since=0):
+    """Whether `instance`'s log says it took the machine's agent (from its `since`-th line)."""
+    lines = instance.logs().splitlines()[since:]
+    return any('"agent.connected"' in l and machine_id in l for l in lines)
+
+
+class ClusterTest(EngineAgentsMixin, ServerTestCase):
+    BACKEND = "postgresql"
+    EXTRA_TOML = CLUSTER_TOML
+    ROOT_TOML = "allow_emulated_gpus = true"
+
+    def setUp(self):
+        if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
+            self.skipTest("haproxy is not installed (scripts/install-deps.sh)")
+        super().setUp()
+        # self.srv is the first instance (it made the database); two more share it.
+        self.instances = [self.srv]
+        for _ in range(2):
+            other = Gpunexd(share_database_of=self.srv, extra_toml=CLUSTER_TOML,
+                            root_toml=self.ROOT_TOML)
+            self.addCleanup(self._cleanup_instance, other)
+            other.start()
+            self.instances.append(other)
+        self.lb = HAProxy([(f"gpunexd-{i + 1}", s.port) for i, s in enumerate(self.instances)])
+        self.addCleanup(self._cleanup_lb)
+        wait_until(self.lb.ready, 15, "HAProxy to answer /readyz")
+
+    def _cleanup_instance(self, instance):
+        failed = self._outcome_failed()
+        if failed:
+            print(f"\n--- gpunexd {instance.port} ---\n" + instance.logs()[-4000:])
+        instance.cleanup(keep=failed)
+
+    def _cleanup_lb(self):
+        failed = self._outcome_failed()
+        if failed:
+            print("\n--- haproxy ---\n" + self.lb.log()[-3000:])
+        self.lb.cleanup(keep=failed)
+
+    def via(self, instance, user):
+        """`user`'s client on one instance (a session is the database's, valid on all)."""
+        return Client(instance.port, user.token)
+
+    def test_the_seed_path_across_instances_survives_the_agents_instance_dying(self):
+        a, b, c = self.instances
+        prov, token, _ = provider_with_agent_token(a, self.admin, name="Clara", priced=False)
+        r = self.via(b, prov).put(f"{API}/providers/me/prices",
+                                  {"items": [{"gpu_model": L4, "price_micro": 360_000}]})
+        self.assertStatus(r, 200)
+        # The agent knows the platform by HAProxy's address only.
+        agent = DockerAgent(self.lb, token, f"{L4}:2", self.dock, name="clara")
+        self.agents.append(agent)
+        agent.start()
+        mid = wait_machine_listed(self.admin, prov, 2)
+        holder = wait_until(lambda: next((s for s in self.instances if holds_agent(s, mid)), None),
+                            10, "the instance that took the agent")
+        others = [s for s in self.instances if s is not holder]
+        offer = offer_of(self.admin, mid, min_free=1)
+        self.assertEqual(offer["price_micro"], 360_000)
+
+        customer = a.user("Carl Cluster")
+        admin_there, customer_there = self.via(others[0], self.admin), self.via(others[0], customer)
+        self.assertStatus(admin_there.post(f"{API}/admin/credits",
+                                           {"user_id": customer.id, "amount_micro": 50 * USDC,
+                                            "reference": "cluster credit"}), 201)
+        r = customer_there.post(f"{API}/rentals",
+                                {"offer_id": offer["id"], "gpus": 1, "image": BUSYBOX_REF,
+                                 "command": LONG_COMMAND})
+        self.assertStatus(r, 201)
+        rid = r.body["id"]
+        reader = self.via(others[1], customer)
+
+        def state():
+            got = reader.get(f"{API}/rentals/{rid}")
+            self.assertStatus(got, 200)
+            return got.body
+        wait_until(lambda: state()["state"] == "running", 60, "the rental running")
+        def container_ids():
+            return [ct["Id"] for ct in self.dock.containers("io.gpunex.managed=true")]
+        containers = container_ids()
+        self.assertEqual(len(containers), 1, containers)
+
+        # The instance holding the agent dies. The agent comes back through HAProxy to a
+        # live one within 15 s, and the rental runs on in the same container.
+        lines = {id(s): len(s.logs().splitlines()) for s in others}
+        holder.kill()
+        killed_at = time.monotonic()
+        new_holder = wait_until(
+            lambda: next((s for s in others if holds_agent(s, mid, lines[id(s)])), None), 15,
+            "the agent to reconnect through HAProxy to a live instance")
+        reconnect_s = time.monotonic() - killed_at
+        print(f"\nthe agent reconnected to another instance {reconnect_s:.1f} s after the kill")
+        live = [s for s in others if s is not new_holder][0]
+        watcher = self.via(live, customer)
+        # Heartbeats reach the database again, so the machine is online where it is not held.
+        wait_until(lambda: self.via(live, prov).get(f"{API}/machines/{mid}").body["status"]
+                   == "online", 10, "the machine online again, as the other instance reads it")
+        time.sleep(3)  # metering goes on on both live instances meanwhile
+        now = watcher.get(f"{API}/rentals/{rid}").body
+        self.assertEqual(now["state"], "running", now)
+        self.assertEqual(container_ids(), containers, "the same container runs on")
+
+        # A stop through the instance that does not hold the agent reaches it.
+        stop = watcher.post(f"{API}/rentals/{rid}/stop")
+        self.assertStatus(stop, 200)
+        self.assertIn(stop.body["state"], ("ending", "ended"), stop.body)
+        stopped_at = time.monotonic()
+        wait_until(lambda: watcher.get(f"{API}/rentals/{rid}").body["state"] == "ended", 15,
+                   "the rental ended")
+        wait_until(lambda: container_ids() == [], 15,
+                   "the container removed by the agent")
+        print(f"stopped through the other instance: container gone "
+              f"{time.monotonic() - stopped_at:.1f} s after the stop")
+
+        # Billed each second once, by whichever instance metered it: no more seconds than
+        # it ran, the formula's money, one usage charge in the statement, the ledger whole.
+        ended = watcher.get(f"{API}/rentals/{rid}").body
+        self.assertEqual((ended["end_reason"], ended["end_party"]), ("stopped", "customer"),
+                         ended)
+        ran_s = (parse_time(ended["ended_at"]) - parse_time(ended["running_at"])).total_seconds()
+        self.assertGreater(ended["billed_seconds"], 0, ended)
+        self.assertLessEqual(ended["billed_seconds"], ran_s + 1, ended)
+        charged, fee, provider_part = expected_money(ended)
+        self.assertEqual((ended["charged_micro"], ended["fee_micro"], ended["provider_micro"]),
+                         (charged, fee, provider_part), ended)
+        self.assertGreater(charged, 0, ended)
+        items = self.via(live, customer).get(f"{API}/me/statement",
+                                             query={"limit": "100"}).body["items"]
+        usage = [i for i in items if i["rental_id"] == rid]
+        self.assertEqual(-sum(i["amount_micro"] for i in usage
+                              if i["kind"] in ("usage_provider", "usage_fee")), charged, usage)
+        balance = self.via(live, customer).get(f"{API}/me/balance").body
+        self.assertEqual(balance["balance_micro"], 50 * USDC - charged, balance)
+        chk = ledger_check(_Admin(self.via(live, self.admin)))
+        self.assertIs(chk["ok"], True, chk)
+        self.assertEqual(chk["sum_micro"], 0, chk)
+
+
+class ShippedClusterFilesTest(unittest.TestCase):
+    """deploy/cluster's instance settings are a configuration gpunexd takes (its secrets and
+    paths overridden by the environment, as the unit file does), and its HAProxy file passes
+    haproxy's own check once its servers resolve."""
+
+    def test_the_instance_settings_load_and_migrate_a_database(self):
+        if not (shutil.which("haproxy") or os.path.exists("/usr/sbin/haproxy")):
+            self.skipTest("haproxy is not installed (scripts/install-deps.sh)")
+        owner = Gpunexd("postgresql")  # makes a throw-away database; not started
+        self.addCleanup(owner.cleanup)
+        env = owner.env()
+        env["GPUNEX_DATA_DIR"] = owner.data_dir
+        toml = os.path.join(source_dir(), "deploy", "cluster", "gpunexd.toml")
+        run = subprocess.run([owner.binary, "migrate", "--config", toml], env=env,
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("schema at version", run.stdout + run.stderr)
+        self.assertIn("ledger_transfers", owner.backend.tables())
+        # The shipped HAProxy file, its servers on loopback: haproxy -c accepts it.
+        lb_dir = tempfile.mkdtemp(prefix="gpunex-haproxy-check-")
+        self.addCleanup(shutil.rmtree, lb_dir, True)
+        with open(os.path.join(source_dir(), "deploy", "cluster", "haproxy.cfg"),
+                  encoding="utf-8") as f:
+            shipped = re.sub(r"10\.0\.0\.1\d:8080", "127.0.0.1:8080", f.read())
+        cfg = os.path.join(lb_dir, "haproxy.cfg")
+        with open(cfg, "w", encoding="utf-8") as f:
+            f.write(shipped)
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        check = subprocess.run([binary, "-c", "-f", cfg], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+
+class _Admin:
+    """An object with the admin's client as `.c`, for test_rentals' helpers."""
+
+    def __init__(self, client):
+        self.c = client
+
+
+if __name__ == "__main__":
+    unittest.main()
