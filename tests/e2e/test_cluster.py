@@ -17,6 +17,7 @@ Needs root, dockerd (docker.io), busybox-static, haproxy, and GPUNEX_TEST_PG_URL
 with the reason otherwise); GPUNEX_AGENT names the agent binary.
 """
 
+import json
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ import time
 import unittest
 
 import dockerenv
+import wsclient
 from harness import (API, Client, Gpunexd, ServerTestCase, free_port, provider_with_agent_token,
                      source_dir, wait_until)
 from test_rentals import (BUSYBOX_REF, L4, LONG_COMMAND, USDC, DockerAgent, EngineAgentsMixin,
@@ -258,6 +260,31 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         chk = ledger_check(_Admin(self.via(live, self.admin)))
         self.assertIs(chk["ok"], True, chk)
         self.assertEqual(chk["sum_micro"], 0, chk)
+
+
+    def test_a_token_revoked_through_one_instance_ends_its_connection_on_another(self):
+        a, b, c = self.instances
+        prov, token, token_id = provider_with_agent_token(a, self.admin, name="Rory")
+        # A connection to b with the token (not yet a machine: its hello may wait 10 s).
+        ws = wsclient.connect(b.port, f"{API}/agent/connect",
+                              headers={"Authorization": f"Bearer {token}"})
+        self.addCleanup(ws.abort)
+        self.assertStatus(self.via(c, prov).delete(f"{API}/providers/me/agent-tokens/{token_id}"),
+                          204)
+        revoked_at = time.monotonic()
+        code, reason, seen = ws.wait_closed(5)
+        waited = time.monotonic() - revoked_at
+        errors = [m for m in (json.loads(t) for t in seen) if m.get("type") == "error"]
+        self.assertEqual((code, [e["code"] for e in errors]), (1008, ["token_revoked"]),
+                         (reason, seen))
+        # Each instance looks for revocations once a second.
+        self.assertLess(waited, 3.0)
+        print(f"\nthe connection on the other instance ended {waited:.2f} s after the revocation")
+        for instance in self.instances:
+            with self.assertRaises(wsclient.HandshakeRefused) as refused:
+                wsclient.connect(instance.port, f"{API}/agent/connect",
+                                 headers={"Authorization": f"Bearer {token}"})
+            self.assertEqual(refused.exception.status, 401)
 
 
 class ShippedClusterFilesTest(unittest.TestCase):

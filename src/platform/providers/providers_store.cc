@@ -134,6 +134,16 @@ Status ProvidersStore::TouchToken(const std::string& token_id, Timestamp at) {
       .status();
 }
 
+StatusOr<std::vector<std::string>> ProvidersStore::TokensRevokedSince(Timestamp since) {
+  GPUNEX_ASSIGN_OR_RETURN(store::Rows rows,
+                          tx_.Query("SELECT id FROM agent_tokens WHERE revoked_at >= ? ORDER BY id",
+                                    {ToUnixMicros(since)}));
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(r["id"].Str());
+  return out;
+}
+
 std::vector<store::Migration> ProvidersMigrations() {
   return {
       {2,
@@ -158,6 +168,16 @@ std::vector<store::Migration> ProvidersMigrations() {
                 revoked_at BIGINT,
                 replaced_by TEXT))",
            "CREATE INDEX agent_tokens_provider ON agent_tokens (provider_id)",
+       },
+       {}},
+      // Every instance looks for the tokens revoked in the last minute each second, to
+      // close its own connections of them (providers_module.cc).
+      {23,
+       "providers",
+       "providers: agent tokens by the time of their revocation",
+       {
+           "CREATE INDEX agent_tokens_revoked ON agent_tokens (revoked_at) "
+           "WHERE revoked_at IS NOT NULL",
        },
        {}},
   };

@@ -59,6 +59,8 @@ class ProvidersStore {
   // The active token with this hash whose provider is active.
   StatusOr<std::optional<AgentTokenRow>> FindLiveTokenByHash(const std::string& token_hash);
   Status TouchToken(const std::string& token_id, Timestamp at);
+  // The ids of the tokens revoked (or rotated) at `since` or later, by any instance.
+  StatusOr<std::vector<std::string>> TokensRevokedSince(Timestamp since);
 
  private:
   store::Tx& tx_;

@@ -5,9 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/ids.h"
 #include "common/testing/enum_names.h"
 #include "platform/accounts/accounts.h"
+#include "platform/providers/providers_store.h"
 #include "platform/testing/platform_test.h"
 
 namespace gpunex::platform::providers {
@@ -271,6 +274,39 @@ TEST_P(ProvidersTest, RotateTokenReplacesItWithOneOfTheSameName) {
   // A revoked token cannot be rotated again.
   EXPECT_EQ(providers_->RotateToken(p, old.token.id).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM agent_tokens WHERE provider_id = ?", {p.user.id}), 2);
+}
+
+// What every instance of a cluster reads each second to end its own connections of a
+// revoked token (providers_module.cc): revocations and rotations from a time on.
+TEST_P(ProvidersTest, TokensRevokedSinceATimeAreTheRevokedAndRotatedOnesFromThen) {
+  accounts::Principal p = NewProvider("ana@example.com");
+  Create(p, "kept");  // never revoked: never listed
+  NewAgentToken early = Create(p, "early");
+  NewAgentToken revoked = Create(p, "revoked");
+  NewAgentToken rotated = Create(p, "rotated");
+  ASSERT_TRUE(providers_->RevokeToken(p, early.token.id).ok());
+  clock_.Advance(kOneMinute);
+  const Timestamp from = clock_.Now();
+  ASSERT_TRUE(providers_->RevokeToken(p, revoked.token.id).ok());
+  clock_.Advance(kOneMinute);
+  auto fresh = providers_->RotateToken(p, rotated.token.id);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  auto since = [&](Timestamp t) {
+    std::vector<std::string> ids;
+    Status st = faulty().Read([&](store::Tx& tx) -> Status {
+      GPUNEX_ASSIGN_OR_RETURN(ids, ProvidersStore(tx).TokensRevokedSince(t));
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  std::vector<std::string> want = {revoked.token.id, rotated.token.id};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(since(from), want);
+  EXPECT_EQ(since(clock_.Now()), std::vector<std::string>{rotated.token.id});
+  EXPECT_EQ(since(clock_.Now() + Seconds(1)), std::vector<std::string>{});
+  EXPECT_EQ(since(from - kOneMinute).size(), 3u);
 }
 
 TEST_P(ProvidersTest, ARotationThatFailsHalfwayChangesNothing) {
