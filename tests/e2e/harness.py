@@ -915,6 +915,19 @@ class ServerTestCase(ApiAssertions, unittest.TestCase):
 # --------------------------------------------------------------------------- the agent
 
 
+def terminate(proc, timeout=10):
+    """SIGTERM to `proc` (a subprocess.Popen, or None) if it runs, SIGKILL after `timeout`
+    seconds; returns once it has exited."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def agent_binary():
     """$GPUNEX_AGENT (the gpunex-agent binary) or "" when it is not set."""
     return os.environ.get("GPUNEX_AGENT", "")
@@ -962,13 +975,7 @@ class RealAgent:
         self._close_log()
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self._close_log()
 
     def _close_log(self):

@@ -29,7 +29,8 @@ import unittest
 import dockerenv
 import wsclient
 from harness import (API, Client, Gpunexd, ServerTestCase, free_port, provider_with_agent_token,
-                     source_dir, wait_until)
+                     source_dir, terminate, wait_until)
+from test_agent_channel import H100, FakeAgent
 from test_rentals import (BUSYBOX_REF, L4, LONG_COMMAND, USDC, DockerAgent, EngineAgentsMixin,
                           expected_money, ledger_check, offer_of, parse_time,
                           setUpModule, tearDownModule, wait_machine_listed)
@@ -105,13 +106,7 @@ class HAProxy:
             return False
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self._log.close()
 
     def log(self):
@@ -261,6 +256,36 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         self.assertIs(chk["ok"], True, chk)
         self.assertEqual(chk["sum_micro"], 0, chk)
 
+
+    def test_a_command_written_through_one_instance_reaches_the_agent_on_another_at_once(self):
+        """A command is written in the transaction that decides it; the instance holding
+        the agent sends it when that commits (a PostgreSQL NOTIFY that instance listens
+        for), not at its next sweep (every second)."""
+        a, b, c = self.instances
+        prov, token, _ = provider_with_agent_token(a, self.admin, name="Lina")
+        agent = FakeAgent(a, token, models=[H100] * 32)
+        self.addCleanup(agent.cleanup)
+        agent.join()
+        mid = agent.machine_id
+        through_b = self.via(b, prov)
+        gpu_ids = [g["id"] for g in through_b.get(f"{API}/machines/{mid}").body["gpus"]]
+        self.assertEqual(len(gpu_ids), 32)
+        took = []
+        for gid in gpu_ids:
+            started = time.monotonic()
+            r = through_b.post(f"{API}/workloads", {
+                "machine_id": mid, "gpu_ids": [gid], "image": "gpunex-test/busybox:1",
+                "command": ["sleep", "60"]})
+            self.assertStatus(r, 201)
+            cmd = agent.expect_command("start_workload", timeout=5)
+            took.append(time.monotonic() - started)
+            self.assertEqual(cmd["payload"]["workload_id"], r.body["id"])
+        took.sort()
+        p50, worst = took[len(took) // 2], took[-1]
+        print(f"\nrequest through one instance to the command at the agent on another: "
+              f"p50 {p50 * 1000:.0f} ms, max {worst * 1000:.0f} ms of {len(took)}")
+        # Left to the sweep, a command would wait half a second on average.
+        self.assertLess(p50, 0.25, took)
 
     def test_a_token_revoked_through_one_instance_ends_its_connection_on_another(self):
         a, b, c = self.instances

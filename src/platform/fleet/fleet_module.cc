@@ -1,10 +1,15 @@
 #include "platform/fleet/fleet_module.h"
 
+#include <memory>
+#include <utility>
+
+#include "common/log.h"
 #include "platform/api/api.h"
 #include "platform/fleet/fleet.h"
 #include "platform/fleet/fleet_store.h"
 #include "platform/fleet/workloads.h"
 #include "platform/http/metrics.h"
+#include "platform/store/signals.h"
 
 namespace gpunex::platform::fleet {
 
@@ -49,6 +54,37 @@ Status Build(ModuleEnv& env) {
   return Status::Ok();
 }
 
+// Commands written by other instances for the machines whose agents this one holds are
+// sent as soon as their transaction commits: each instance listens for kCommandsSignal
+// (on PostgreSQL; store/signals.h) and, when it names a machine connected here, runs the
+// sweep's delivery at once. The sweep still delivers, within sweep_interval_ms, what a
+// signal lost while the listening connection was down.
+void Schedule(Services& services, const Config& config, Background& background) {
+  Fleet& fleet = services.Get<Fleet>();
+  fleet.ScheduleOn(background);
+  std::shared_ptr<store::SignalListener> listener =
+      store::SignalListener::For(config.database_url, kCommandsSignal);
+  if (!listener) return;
+  // A database away is said once, not at every pass (Wait waits out its timeout then).
+  auto lost = std::make_shared<bool>(false);
+  background.Add({.name = "fleet.signals",
+                  .every = std::chrono::milliseconds(0),
+                  .pass = [&fleet, listener, lost]() -> Status {
+                    auto machines = listener->Wait(std::chrono::milliseconds(500));
+                    if (!machines.ok()) {
+                      if (!std::exchange(*lost, true)) {
+                        LogWarn("fleet.signals_lost", {{"error", machines.status().ToString()}});
+                      }
+                      return Status::Ok();
+                    }
+                    if (std::exchange(*lost, false)) LogInfo("fleet.signals_back");
+                    for (const std::string& mid : *machines) {
+                      if (fleet.Connected(mid)) return fleet.SweepOnce();
+                    }
+                    return Status::Ok();
+                  }});
+}
+
 void Routes(http::Router& router, const api::ApiContext& ctx) {
   api::RegisterMachineRoutes(router, ctx);
   api::RegisterWorkloadRoutes(router, ctx);
@@ -79,7 +115,7 @@ Module FleetModule() {
       // Listings follow the rules of the release that runs.
       .start = [](Services& s) { return s.Get<Fleet>().RefreshAllListings(); },
       .routes = Routes,
-      .schedule = ScheduleService<Fleet>,
+      .schedule = Schedule,
       .metrics = CollectMetrics,
   };
 }

@@ -4,6 +4,7 @@
 #include "common/json.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/signals.h"
 
 namespace gpunex::platform::fleet {
 namespace {
@@ -567,13 +568,13 @@ Status FleetStore::AddTelemetrySample(const std::string& gpu_id, int64_t minute,
 // ---------------------------------------------------------------- agent commands
 
 Status FleetStore::InsertCommand(const CommandRow& c) {
-  return tx_
-      .Exec(
-          "INSERT INTO agent_commands (id, machine_id, kind, payload, state, created_at) "
-          "VALUES (?, ?, ?, ?, ?, ?)",
-          {c.id, c.machine_id, c.kind, c.payload_json, std::string(Name(c.state)),
-           ToUnixMicros(c.created_at)})
-      .status();
+  GPUNEX_RETURN_IF_ERROR(
+      tx_.Exec("INSERT INTO agent_commands (id, machine_id, kind, payload, state, created_at) "
+               "VALUES (?, ?, ?, ?, ?, ?)",
+               {c.id, c.machine_id, c.kind, c.payload_json, std::string(Name(c.state)),
+                ToUnixMicros(c.created_at)})
+          .status());
+  return store::Signal(tx_, kCommandsSignal, c.machine_id);
 }
 
 StatusOr<std::vector<CommandRow>> FleetStore::UnfinishedCommands(const std::string& machine_id) {

@@ -82,6 +82,9 @@ struct CommandRow {
 
 using LogChunk = LogChunkView;
 
+// The signal of a command written for a machine (its payload: the machine's id).
+inline constexpr char kCommandsSignal[] = "gpunex_agent_commands";
+
 class FleetStore {
  public:
   explicit FleetStore(store::Tx& tx) : tx_(tx) {}
@@ -154,6 +157,8 @@ class FleetStore {
                             bool throttled, bool loaded);
 
   // --- agent commands
+  // Also signals kCommandsSignal with the machine's id (store/signals.h), so that the
+  // instance holding the machine's agent sends it at once.
   Status InsertCommand(const CommandRow& c);
   // Commands of the machine not done yet, oldest first.
   StatusOr<std::vector<CommandRow>> UnfinishedCommands(const std::string& machine_id);

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "platform/store/migrations.h"
 #include "platform/store/paging.h"
 #include "platform/store/rows.h"
+#include "platform/store/signals.h"
 #include "platform/store/testing/fault_injection.h"
 #include "platform/store/testing/test_database.h"
 
@@ -91,6 +94,62 @@ std::vector<Migration> TestMigrations() {
        {"CREATE TABLE beta (id TEXT PRIMARY KEY REFERENCES alpha(id))"},
        {}},
   };
+}
+
+// Instances hear a committed transaction's signals at once (store/signals.h): on
+// PostgreSQL through LISTEN on a connection of the listener's own; SQLite has no listener.
+TEST_P(StoreConformance, ASignalReachesItsListenersWhenItsTransactionCommits) {
+  constexpr char kChannel[] = "gpunex_test_signals";
+  if (db_->Backend() == BackendKind::kSqlite) {
+    EXPECT_EQ(SignalListener::For("", kChannel), nullptr);
+    Status st = db_->Transact([&](Tx& tx) { return Signal(tx, kChannel, "m1"); });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return;
+  }
+  // This test's database on the server GPUNEX_TEST_PG_URL names: NOTIFY and LISTEN are
+  // per database.
+  auto name = ReadRows("SELECT current_database() AS name");
+  ASSERT_TRUE(name.ok()) << name.status().ToString();
+  std::string url = std::getenv("GPUNEX_TEST_PG_URL");
+  url = url.substr(0, url.find('?'));
+  url = url.substr(0, url.rfind('/') + 1) + name->at(0)["name"].Str();
+  std::unique_ptr<SignalListener> listener = SignalListener::For(url, kChannel);
+  std::unique_ptr<SignalListener> other = SignalListener::For(url, "gpunex_test_other");
+  ASSERT_NE(listener, nullptr);
+  ASSERT_NE(other, nullptr);
+  for (auto* l : {listener.get(), other.get()}) {  // connects and listens: nothing yet
+    auto none = l->Wait(std::chrono::milliseconds(10));
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_TRUE(none->empty());
+  }
+  Status st = db_->Transact([&](Tx& tx) -> Status {
+    GPUNEX_RETURN_IF_ERROR(Signal(tx, kChannel, "rolled back"));
+    return FailedPrecondition("the transaction rolls back");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  st = db_->Transact([&](Tx& tx) -> Status {
+    GPUNEX_RETURN_IF_ERROR(Signal(tx, kChannel, "m1"));
+    GPUNEX_RETURN_IF_ERROR(Signal(tx, kChannel, "m2"));
+    return Signal(tx, kChannel, "m1");  // the same again: heard once
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<std::string> heard;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (heard.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    auto got = listener->Wait(std::chrono::milliseconds(200));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    heard.insert(heard.end(), got->begin(), got->end());
+  }
+  EXPECT_EQ(heard, (std::vector<std::string>{"m1", "m2"}));
+  auto more = listener->Wait(std::chrono::milliseconds(100));
+  ASSERT_TRUE(more.ok());
+  EXPECT_TRUE(more->empty()) << (*more)[0];
+  auto elsewhere = other->Wait(std::chrono::milliseconds(100));
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_TRUE(elsewhere->empty()) << "another channel's listener hears nothing";
+  // A payload too long for NOTIFY is refused before it is sent.
+  st = db_->Transact([&](Tx& tx) { return Signal(tx, kChannel, std::string(7001, 'x')); });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
 }
 
 TEST_P(StoreConformance, ALockIsHeldByOneHolderAtATime) {
