@@ -28,8 +28,8 @@ import unittest
 
 import dockerenv
 import wsclient
-from harness import (API, Client, Gpunexd, ServerTestCase, free_port, provider_with_agent_token,
-                     source_dir, terminate, wait_until)
+from harness import (API, Client, Gpunexd, RealAgent, ServerTestCase, free_port,
+                     provider_with_agent_token, source_dir, terminate, wait_until)
 from test_agent_channel import H100, FakeAgent
 from test_rentals import (BUSYBOX_REF, L4, LONG_COMMAND, USDC, DockerAgent, EngineAgentsMixin,
                           expected_money, ledger_check, offer_of, parse_time,
@@ -256,6 +256,39 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         self.assertIs(chk["ok"], True, chk)
         self.assertEqual(chk["sum_micro"], 0, chk)
 
+
+    def test_an_instance_stopped_with_sigterm_hands_its_agents_to_the_others(self):
+        """SIGTERM: the instance stops taking connections (HAProxy's check fails and
+        `redispatch` sends a refused connection elsewhere), finishes what is in flight,
+        closes its agents' connections and exits; the agents reconnect through HAProxy to
+        a live instance, and HAProxy answers throughout."""
+        a, b, c = self.instances
+        prov, token, _ = provider_with_agent_token(a, self.admin, name="Tess")
+        agent = RealAgent(self.lb, token, f"{L4}:1", name="tess")
+        self.agents.append(agent)
+        agent.start()
+
+        def held():
+            machines = self.via(b, prov).get(f"{API}/machines").body["items"]
+            if not machines:
+                return None
+            return next((s for s in self.instances if holds_agent(s, machines[0]["id"])), None)
+        holder = wait_until(held, 30, "the instance that took the agent")
+        mid = self.via(b, prov).get(f"{API}/machines").body["items"][0]["id"]
+        others = [s for s in self.instances if s is not holder]
+        lines = {id(s): len(s.logs().splitlines()) for s in others}
+        stopped_at = time.monotonic()
+        holder.stop(timeout=30)
+        self.assertEqual(holder.proc.returncode, 0, "a clean exit after SIGTERM")
+        print(f"\nthe instance took {time.monotonic() - stopped_at:.1f} s to stop")
+        wait_until(lambda: any(holds_agent(s, mid, lines[id(s)]) for s in others), 15,
+                   "the agent to reconnect through HAProxy to a live instance")
+        print(f"the agent was on another instance {time.monotonic() - stopped_at:.1f} s "
+              f"after the SIGTERM")
+        self.assertTrue(self.lb.ready(), "HAProxy answers /readyz from the live instances")
+        live = self.via(others[0], prov)
+        wait_until(lambda: live.get(f"{API}/machines/{mid}").body["status"] == "online", 10,
+                   "the machine online")
 
     def test_a_command_written_through_one_instance_reaches_the_agent_on_another_at_once(self):
         """A command is written in the transaction that decides it; the instance holding
