@@ -1119,6 +1119,62 @@ class PayoutsMixin(PayoutsFixture):
         self.assertLedgerOk()
 
 
+class PayoutsAcrossInstancesTest(PayoutsFixture, unittest.TestCase):
+    """Three gpunexd on one PostgreSQL database (issue 28; docs/operations.md): a payout run
+    asked of all three at the same moment is one run, carried forward by the instance that
+    holds the payout lock, and pays once."""
+    BACKEND = "postgresql"
+
+    def test_a_run_asked_of_three_instances_at_once_pays_once(self):
+        keypair = os.path.join(self.front.tmp, "platform-key.json")
+        instances = [self.srv]
+        for _ in range(2):
+            other = PayoutsGpunexd(free_port(), self.clock.path, share_database_of=self.srv,
+                                   smtp_url=None, root_toml="allow_emulated_gpus = true",
+                                   extra_toml=payouts_toml(self.front, keypair, self.BATCH,
+                                                           self.holidays()))
+            self.addCleanup(other.cleanup)
+            other.start()
+            instances.append(other)
+        (a,) = self.providers(["Ana"])
+        a.earned = sum(r["provider_micro"] for r in self.earn([a])[a.id])
+        wallet = self.front.new_wallet()["public_key"]
+        a.token_account = associated_token_address(wallet, self.front.mint)
+        self.put_settings(a, {"schedule": "weekly", "method": {"kind": "solana", "wallet": wallet},
+                              "password": PASSWORD})
+        self.clock.advance(25 * 3600)
+        wait_until(lambda: self.totals(a)["pending_micro"] == 0, 20, "the earnings released")
+        as_of = monday_on_or_before(self.clock.now().date())
+        answers, lock = [], threading.Lock()
+        barrier = threading.Barrier(len(instances))
+
+        def post(instance):
+            c = Client(instance.port, self.admin.token)
+            barrier.wait()
+            r = c.post(f"{API}/admin/payout-runs", {"as_of": as_of.isoformat(),
+                                                    "schedule": "weekly", "eur_rate": EUR_RATE})
+            with lock:
+                answers.append(r)
+
+        threads = [threading.Thread(target=post, args=(i,)) for i in instances]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([r.status for r in answers], [201] * 3, answers)
+        self.assertEqual(len({r.body["id"] for r in answers}), 1, answers)
+        run = self.wait_run(answers[0].body["id"], ("done",))
+        self.assertEqual(len(self.get(self.admin, "/admin/payout-runs")["items"]), 1)
+        self.assertEqual([p["provider_id"] for p in run["payouts"]], [a.id], run)
+        po = self.payout_of(run, a)
+        self.assertEqual(po["amount_micro"], a.earned, po)
+        self.assertSolanaPaid(a, po, wallet)  # one transaction, the exact amount
+        t = self.totals(a)
+        self.assertEqual((t["available_micro"], t["in_payment_micro"], t["paid_micro"]),
+                         (0, 0, a.earned), t)
+        self.assertLedgerOk()
+
+
 class PayoutsSqliteTest(PayoutsMixin, unittest.TestCase):
     BACKEND = "sqlite"
 
