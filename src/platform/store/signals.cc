@@ -76,6 +76,8 @@ StatusOr<std::vector<std::string>> SignalListener::Wait(std::chrono::millisecond
       s.connection->await_notification(static_cast<long>(us / 1'000'000),
                                        static_cast<long>(us % 1'000'000));
     }
+    // libpqxx may report a connection it found broken only by closing it.
+    if (!s.connection->is_open()) throw pqxx::broken_connection("the connection was closed");
     out.swap(s.heard);
     return out;
   } catch (const std::exception& e) {

@@ -147,6 +147,32 @@ TEST_P(StoreConformance, ASignalReachesItsListenersWhenItsTransactionCommits) {
   auto elsewhere = other->Wait(std::chrono::milliseconds(100));
   ASSERT_TRUE(elsewhere.ok());
   EXPECT_TRUE(elsewhere->empty()) << "another channel's listener hears nothing";
+  // A listener whose connection is cut says so, then listens again on a new one.
+  auto cut = ReadRows(
+      "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = "
+      "current_database() AND query LIKE 'LISTEN%gpunex_test_signals%'");
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_EQ(cut->size(), 1u);
+  bool said = false;
+  for (int i = 0; i < 25 && !said; ++i) {
+    auto got = listener->Wait(std::chrono::milliseconds(200));
+    if (!got.ok()) {
+      EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().ToString();
+      said = true;
+    }
+  }
+  EXPECT_TRUE(said) << "a cut connection is reported";
+  auto again = listener->Wait(std::chrono::milliseconds(10));  // listens anew
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  st = db_->Transact([&](Tx& tx) { return Signal(tx, kChannel, "m3"); });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  heard.clear();
+  for (int i = 0; i < 25 && heard.empty(); ++i) {
+    auto got = listener->Wait(std::chrono::milliseconds(200));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    heard = *got;
+  }
+  EXPECT_EQ(heard, std::vector<std::string>{"m3"});
   // A payload too long for NOTIFY is refused before it is sent.
   st = db_->Transact([&](Tx& tx) { return Signal(tx, kChannel, std::string(7001, 'x')); });
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
