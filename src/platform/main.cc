@@ -3,8 +3,11 @@
 //   gpunexd admin create --email E --password P [--name N] [--config FILE]
 //   gpunexd migrate [--config FILE]
 //   gpunexd routes
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -89,6 +93,41 @@ std::unique_ptr<Clock> TestClockFromEnv() {
           {{"message", "the clock is moved by a test file: never in production"}, {"file", path}});
   return std::make_unique<FileOffsetClock>(path);
 }
+
+// One gpunexd serves a SQLite data directory at a time. Two would each take the database
+// for their own: on SQLite the payout lock is the process's (store::Database::TryLock) and
+// the outbox takes back every email claim at start, so a second process could carry a
+// payout run forward beside the first and send emails twice (docs/operations.md). The lock
+// is the kernel's (flock on <data_dir>/gpunexd.lock): it ends with the process, however
+// the process ends. On PostgreSQL several instances are the design: nothing is taken.
+class DataDirLock {
+ public:
+  static StatusOr<std::unique_ptr<DataDirLock>> Take(const Config& config) {
+    if (!config.database_url.empty()) return std::unique_ptr<DataDirLock>();
+    std::error_code ec;
+    std::filesystem::create_directories(config.data_dir, ec);
+    const std::string path = (std::filesystem::path(config.data_dir) / "gpunexd.lock").string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return Unavailable("cannot open " + path + ": " + std::generic_category().message(errno));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return FailedPrecondition("another gpunexd serves the data directory " + config.data_dir +
+                                " (it holds " + path +
+                                "): run one gpunexd per SQLite data directory, or several "
+                                "on one PostgreSQL database");
+    }
+    return std::unique_ptr<DataDirLock>(new DataDirLock(fd));
+  }
+  ~DataDirLock() { ::close(fd_); }
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+
+ private:
+  explicit DataDirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 StatusOr<std::unique_ptr<store::Database>> OpenAndMigrate(const Config& config) {
   GPUNEX_ASSIGN_OR_RETURN(auto db, store::OpenDatabase(config.database_url, config.data_dir));
@@ -351,6 +390,12 @@ int Serve(Config config, bool list_routes) {
     }
   }
 
+  std::unique_ptr<DataDirLock> data_dir_lock;
+  if (!list_routes) {
+    auto taken = DataDirLock::Take(config);
+    if (!taken.ok()) return Fail(taken.status());
+    data_dir_lock = std::move(*taken);
+  }
   auto db = OpenAndMigrate(config);
   if (!db.ok()) return Fail(db.status());
   LogInfo("store.opened", {{"backend", store::BackendName((*db)->Backend())}});

@@ -19,6 +19,7 @@ Runs on SQLite and, with GPUNEX_TEST_PG_URL, on PostgreSQL.
 
 import collections
 import http.client
+import subprocess
 import threading
 import time
 import unittest
@@ -247,6 +248,29 @@ class CrashMixin:
                 self.assertStatus(r, 200)
                 sink.wait_for_addr(contact, 1, timeout=10 + self.SINK_DELAY_S * 4, links=False)
                 break
+
+
+class OneServerPerSqliteDataTest(ServerTestCase):
+    """One gpunexd serves a SQLite data directory at a time (docs/operations.md): on SQLite
+    the payout lock and the outbox's email claims are the process's own, so a second one
+    could pay a run again or send emails twice. A second `serve` refuses to start, naming
+    the directory; the first goes on; once it is gone, SIGKILLed included, the next starts."""
+    BACKEND = "sqlite"
+    SMTP = False
+
+    def test_a_second_gpunexd_on_a_served_sqlite_data_directory_refuses_to_start(self):
+        srv = self.srv
+        second = subprocess.run([srv.binary, "serve", "--config", srv.config_path],
+                                env=srv.env(), cwd=srv.tmp, capture_output=True, text=True,
+                                timeout=60)
+        self.assertNotEqual(second.returncode, 0, second.stderr)
+        self.assertIn("another gpunexd serves the data directory " + srv.data_dir,
+                      second.stderr)
+        self.assertStatus(srv.client().get("/readyz"), 200)
+        # The lock is the kernel's: it ends with the process that held it.
+        srv.kill()
+        srv.start()
+        self.assertStatus(srv.client().get("/readyz"), 200)
 
 
 class CrashSqliteTest(CrashMixin, ServerTestCase):
