@@ -1,17 +1,23 @@
 """Three gpunexd instances on one PostgreSQL database behind HAProxy (issue 28, SPEC OPS-2),
 all started here on loopback: HAProxy from Debian with deploy/cluster/haproxy.cfg's
-settings, the instances' own ports, a real agent whose workloads run in a private Docker
-engine (dockerenv.TestDockerd), EMULATED GPUs.
+settings, the instances' own ports, real or fake agents, EMULATED GPUs; rentals run in a
+private Docker engine (dockerenv.TestDockerd).
 
-The seed's path with its steps spread over the instances: the agent connects through
-HAProxy (to whichever instance its token hashes to), the provider prices through another,
-the admin credits and the customer rents through a third, the rental is read through a
-fourth route. Then the instance that holds the agent is SIGKILLed: the agent reconnects
-through HAProxy to a live instance within 15 s, the rental keeps running (its container is
-the same), a stop sent through yet another instance reaches the agent (commands queued for
-an agent held elsewhere go out at that instance's next sweep, within a second), and the
-rental is billed each second once, although the three instances all run the meter: the
-charge is the formula's, the seconds billed no more than it ran, the ledger holds.
+- The seed's path with its steps spread over the instances: the agent connects through
+  HAProxy (to whichever instance its token hashes to), the provider prices through
+  another, the admin credits and the customer rents through a third, the rental is read
+  through another. Then the instance that holds the agent is SIGKILLed: the agent
+  reconnects through HAProxy to a live instance within 15 s, the rental keeps running in
+  the same container, a stop sent through the instance that does not hold the agent
+  reaches it, and the rental is billed each second once although all the instances run
+  the meter: the formula's charge, no more seconds than it ran, the ledger holds.
+- SIGTERM: the instance exits cleanly and its agent moves to a live instance.
+- A command written through one instance reaches the agent held by another at once (the
+  writing transaction's NOTIFY), not at that instance's next sweep.
+- An agent token revoked through one instance ends its connection on another within a
+  second.
+- deploy/cluster's files: the instance settings load and migrate, haproxy -c takes the
+  HAProxy file.
 
 Needs root, dockerd (docker.io), busybox-static, haproxy, and GPUNEX_TEST_PG_URL (skips
 with the reason otherwise); GPUNEX_AGENT names the agent binary.
