@@ -243,10 +243,14 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
   const Timestamp window_start = now - std::chrono::minutes(options_.login_window_minutes);
   const std::string ip_s(ip);
 
-  // Throttle check and user lookup.
+  // Throttle check and user lookup. An attempt that passes the check is written down as a
+  // failure in the same transaction, before its password is checked, and struck off if the
+  // password is right: attempts made at the same moment (on this instance or on others)
+  // each count the ones before them, so no more than the limit are ever checked at once.
+  // One that dies in between stays counted.
   std::optional<UserRow> user;
   std::string throttled;  // why, when the attempt is refused
-  GPUNEX_RETURN_IF_ERROR(db_.Read([&](store::Tx& tx) -> Status {
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
     AccountsStore s(tx);
     throttled.clear();
     GPUNEX_ASSIGN_OR_RETURN(int64_t by_ip, s.CountLoginFailuresByIp(ip_s, window_start));
@@ -271,7 +275,8 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
     }
     GPUNEX_ASSIGN_OR_RETURN(user, s.FindUserByEmail(email));
     if (user && user->disabled) user.reset();
-    return Status::Ok();
+    if (!throttled.empty()) return Status::Ok();
+    return s.InsertLoginFailure(email, ip_s, now);
   }));
   const std::optional<std::string> user_id = user ? std::optional(user->id) : std::nullopt;
   if (!throttled.empty()) {
@@ -283,10 +288,9 @@ StatusOr<LoginResult> Accounts::Login(const LoginRequest& req, std::string_view 
                           VerifyPassword(user ? user->password_hash : dummy_hash_, req.password));
   const bool ok = verified && user;
   if (!ok) {
-    GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
-      GPUNEX_RETURN_IF_ERROR(AccountsStore(tx).InsertLoginFailure(email, ip_s, now));
-      return Audit(tx, now, user_id, "login.failed", email, ip);
-    }));
+    // Counted already, above.
+    GPUNEX_RETURN_IF_ERROR(db_.Transact(
+        [&](store::Tx& tx) { return Audit(tx, now, user_id, "login.failed", email, ip); }));
     return Unauthenticated("wrong email or password");
   }
 

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <latch>
+#include <thread>
+#include <vector>
+
 #include "common/ids.h"
 #include "platform/accounts/directory.h"
 #include "platform/notify/verify.h"
@@ -187,6 +192,36 @@ TEST_P(AccountsTest, AStrangerCannotLockTheOwnerOut) {
       << waiting.status().message();
   clock_.Advance(Seconds(8));
   EXPECT_TRUE(accounts_->Login({"d@example.com", "0123456789"}, "203.0.113.5", "ua").ok());
+}
+
+// Attempts that arrive at the same moment each count the ones before them: no more than
+// login_max_failures passwords are checked for an address, however many come at once (on
+// one instance or several: the count is the database's).
+TEST_P(AccountsTest, AttemptsAtTheSameMomentCountEachOther) {
+  SignUp("e@example.com");
+  constexpr int kAttempts = 8;
+  const int max = 3;  // the fixture's login_max_failures
+  std::vector<StatusCode> codes(kAttempts, StatusCode::kOk);
+  std::latch start(kAttempts);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kAttempts; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      codes[static_cast<size_t>(i)] =
+          accounts_->Login({"e@example.com", "guess-guess"}, "198.51.100.7", "ua").status().code();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), StatusCode::kUnauthenticated), max);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), StatusCode::kResourceExhausted),
+            kAttempts - max);
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM login_failures WHERE email = 'e@example.com'"), max);
+  // The owner, from elsewhere after the growing wait, gets in: a right password strikes
+  // its own attempt off with the others.
+  clock_.Advance(kOneSecond);
+  auto owner = accounts_->Login({"e@example.com", "0123456789"}, "203.0.113.9", "ua");
+  EXPECT_TRUE(owner.ok()) << owner.status().ToString();
+  EXPECT_EQ(Number("SELECT COUNT(*) FROM login_failures WHERE email = 'e@example.com'"), 0);
 }
 
 TEST_P(AccountsTest, ApiKeysAreShownOnceAndRevocable) {
