@@ -3,11 +3,11 @@
 // the summary are open to anonymous visitors, rate-limited per address; they show
 // pseudonyms and aggregates, and an offer's machine id only to its provider and admins.
 #include <algorithm>
-#include <array>
 #include <bitset>
 #include <charconv>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "common/ascii.h"
 #include "platform/api/api.h"
@@ -185,55 +185,32 @@ class QueryReader {
   FieldErrors errors_;
 };
 
-// The top-level fields of an offer in a search's items, which `fields=` chooses among.
-// test_marketplace checks that naming them all gives what naming none gives.
-constexpr std::array<std::string_view, 33> kOfferFields = {
-    "id",
-    "gpu_model",
-    "gpu_name",
-    "gpus_available",
-    "gpus_total",
-    "vram_gb",
-    "performance_score",
-    "gpu_performance_scores",
-    "reliability_score",
-    "reliability_status",
-    "uptime_30d",
-    "price_micro",
-    "price_usdc",
-    "country",
-    "region",
-    "city",
-    "tier",
-    "down_mbps",
-    "up_mbps",
-    "latency_ms",
-    "storage",
-    "cuda_version",
-    "driver_version",
-    "ram_gb_per_gpu",
-    "cpu_cores_per_gpu",
-    "host",
-    "commitment_months",
-    "listed_since",
-    "emulated",
-    "provider",
-    "machine_id",
-    "position",
-    "explain",
-};
+// The fields a search gives of each offer: bit i for OfferFields()[i] (an offer has about
+// 30; a bit past 64 throws).
+using FieldSet = std::bitset<64>;
 
-constexpr size_t kNoField = kOfferFields.size();
-
-size_t FieldIndex(std::string_view name, size_t from = 0) {
-  for (size_t i = from; i < kOfferFields.size(); ++i) {
-    if (kOfferFields[i] == name) return i;
-  }
-  return kNoField;
+// The top-level fields of an offer in a search's items, in their order, which `fields=`
+// chooses among: OfferJson's (as one who sees the machine gets them), then what a search
+// adds.
+const std::vector<std::string>& OfferFields() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& member : OfferJson(Offer{}, true)) out.emplace_back(member.key());
+    out.emplace_back("position");
+    out.emplace_back("explain");
+    return out;
+  }();
+  return names;
 }
 
-// The fields a search gives of each offer: bit i for kOfferFields[i].
-using FieldSet = std::bitset<kOfferFields.size()>;
+// Where `name` is in OfferFields() from `from` on; npos when it is not.
+size_t FieldIndex(std::string_view name, size_t from = 0) {
+  const std::vector<std::string>& names = OfferFields();
+  for (size_t i = from; i < names.size(); ++i) {
+    if (names[i] == name) return i;
+  }
+  return std::string::npos;
+}
 
 struct SearchRequest {
   market::OfferQuery query;
@@ -242,7 +219,7 @@ struct SearchRequest {
   FieldSet fields;
 };
 
-// The `fields` parameter: a comma-separated choice of kOfferFields.
+// The `fields` parameter: a comma-separated choice of OfferFields().
 void ParseFields(QueryReader& r, FieldSet& fields) {
   auto list = r.Text("fields");
   if (!list) return;
@@ -252,7 +229,7 @@ void ParseFields(QueryReader& r, FieldSet& fields) {
     if (comma == std::string::npos) comma = list->size();
     const std::string name = list->substr(start, comma - start);
     const size_t i = FieldIndex(name);
-    if (i == kNoField) {
+    if (i == std::string::npos) {
       r.Fail("fields", "\"" + name.substr(0, 64) +
                            "\" is not a field of an offer (a comma-separated list of id, "
                            "gpu_model, price_micro, reliability_score, ...)");
@@ -297,7 +274,7 @@ size_t EndOfValue(std::string_view text, size_t i) {
 
 // Appends the members of `object` (the JSON text of an object as OfferJson renders it,
 // with or without its closing brace) that `fields` chooses, each after a comma unless
-// `first`. Member names carry no escapes, and come in kOfferFields' order.
+// `first`. Member names carry no escapes, and come in OfferFields()' order.
 void AppendChosenMembers(std::string_view object, const FieldSet& fields, std::string& out,
                          bool& first) {
   size_t field = 0;
@@ -308,13 +285,13 @@ void AppendChosenMembers(std::string_view object, const FieldSet& fields, std::s
     const std::string_view name = object.substr(i + 1, name_end - i - 1);
     const size_t end = EndOfValue(object, name_end + 2);  // past `":`
     field = FieldIndex(name, field);
-    if (field == kNoField) field = FieldIndex(name);  // out of order: look it up whole
-    if (field != kNoField && fields.test(field)) {
+    if (field == std::string::npos) field = FieldIndex(name);  // out of order: look it up whole
+    if (field != std::string::npos && fields.test(field)) {
       if (!first) out += ',';
       out.append(object.substr(i, end - i));
       first = false;
     }
-    if (field == kNoField) field = 0;
+    if (field == std::string::npos) field = 0;
     i = end < object.size() && object[end] == ',' ? end + 1 : end;
   }
 }

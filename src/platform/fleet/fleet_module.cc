@@ -45,12 +45,20 @@ allow_private_registries = false # workload images may name a registry on a loop
 )"};
 }
 
+// The listener of kCommandsSignal on PostgreSQL; none on SQLite.
+struct CommandSignals {
+  explicit CommandSignals(std::unique_ptr<store::SignalListener> l) : listener(std::move(l)) {}
+  std::shared_ptr<store::SignalListener> listener;
+};
+
 Status Build(ModuleEnv& env) {
   FleetOptions o = env.config.Section<FleetOptions>("fleet");
   o.allow_emulated_gpus = env.config.allow_emulated_gpus;
   o.clock = &env.clock;
   Fleet& fleet = env.services.Own(std::make_unique<Fleet>(env.db, o));
   env.services.Own(std::make_unique<Workloads>(env.db, fleet, &env.clock));
+  env.services.Own(std::make_unique<CommandSignals>(
+      store::SignalListener::For(env.db, env.config.database_url, kCommandsSignal)));
   return Status::Ok();
 }
 
@@ -59,11 +67,10 @@ Status Build(ModuleEnv& env) {
 // (on PostgreSQL; store/signals.h) and, when it names a machine connected here, runs the
 // sweep's delivery at once. The sweep still delivers, within sweep_interval_ms, what a
 // signal lost while the listening connection was down.
-void Schedule(Services& services, const Config& config, Background& background) {
+void Schedule(Services& services, const Config&, Background& background) {
   Fleet& fleet = services.Get<Fleet>();
   fleet.ScheduleOn(background);
-  std::shared_ptr<store::SignalListener> listener =
-      store::SignalListener::For(config.database_url, kCommandsSignal);
+  std::shared_ptr<store::SignalListener> listener = services.Get<CommandSignals>().listener;
   if (!listener) return;
   // A database away is said once, not at every pass (Wait waits out its timeout then).
   auto lost = std::make_shared<bool>(false);

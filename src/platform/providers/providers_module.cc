@@ -26,6 +26,9 @@ class RevocationWatch {
   RevocationWatch(store::Database& db, const Clock& clock)
       : db_(db), clock_(clock), since_(clock.Now()) {}
 
+  // Only where several instances share the database: one process serves a SQLite one.
+  bool Needed() const { return db_.Backend() == store::BackendKind::kPostgres; }
+
   Status Pass(fleet::Fleet& fleet) {
     const Timestamp now = clock_.Now();
     std::vector<std::string> revoked;
@@ -60,8 +63,8 @@ Module ProvidersModule() {
       .schedule =
           [](Services& services, const Config&, Background& background) {
             auto* fleet = services.Find<fleet::Fleet>();
-            if (fleet == nullptr) return;  // no agents connect here
             RevocationWatch& watch = services.Get<RevocationWatch>();
+            if (fleet == nullptr || !watch.Needed()) return;  // no agents, or no other instance
             background.Add({.name = "providers.revocations",
                             .every = std::chrono::seconds(1),
                             .pass = [&watch, fleet] { return watch.Pass(*fleet); }});

@@ -20,10 +20,6 @@ class Receiver : public pqxx::notification_receiver {
   std::vector<std::string>& sink_;
 };
 
-bool IsPostgresUrl(const std::string& url) {
-  return url.starts_with("postgresql://") || url.starts_with("postgres://");
-}
-
 }  // namespace
 
 Status Signal(Tx& tx, std::string_view channel, std::string_view payload) {
@@ -52,11 +48,11 @@ SignalListener::~SignalListener() {
   if (impl_) impl_->Drop();
 }
 
-std::unique_ptr<SignalListener> SignalListener::For(const std::string& database_url,
+std::unique_ptr<SignalListener> SignalListener::For(const Database& db, std::string database_url,
                                                     std::string channel) {
-  if (!IsPostgresUrl(database_url)) return nullptr;
+  if (db.Backend() != BackendKind::kPostgres) return nullptr;
   auto impl = std::make_unique<Impl>();
-  impl->url = database_url;
+  impl->url = std::move(database_url);
   impl->channel = std::move(channel);
   return std::unique_ptr<SignalListener>(new SignalListener(std::move(impl)));
 }

@@ -27,9 +27,10 @@ Status Signal(Tx& tx, std::string_view channel, std::string_view payload);
 
 class SignalListener {
  public:
-  // A listener of `channel` over a connection of its own to `database_url`, opened at the
-  // first Wait; null when the URL is not PostgreSQL's (nothing to listen to).
-  static std::unique_ptr<SignalListener> For(const std::string& database_url, std::string channel);
+  // A listener of `channel` over a connection of its own to `database_url` (`db`'s URL),
+  // opened at the first Wait; null when `db` is not PostgreSQL (nothing to listen to).
+  static std::unique_ptr<SignalListener> For(const Database& db, std::string database_url,
+                                             std::string channel);
   ~SignalListener();
   SignalListener(const SignalListener&) = delete;
   SignalListener& operator=(const SignalListener&) = delete;

@@ -101,7 +101,7 @@ std::vector<Migration> TestMigrations() {
 TEST_P(StoreConformance, ASignalReachesItsListenersWhenItsTransactionCommits) {
   constexpr char kChannel[] = "gpunex_test_signals";
   if (db_->Backend() == BackendKind::kSqlite) {
-    EXPECT_EQ(SignalListener::For("", kChannel), nullptr);
+    EXPECT_EQ(SignalListener::For(*db_, "", kChannel), nullptr);
     Status st = db_->Transact([&](Tx& tx) { return Signal(tx, kChannel, "m1"); });
     EXPECT_TRUE(st.ok()) << st.ToString();
     return;
@@ -113,8 +113,8 @@ TEST_P(StoreConformance, ASignalReachesItsListenersWhenItsTransactionCommits) {
   std::string url = std::getenv("GPUNEX_TEST_PG_URL");
   url = url.substr(0, url.find('?'));
   url = url.substr(0, url.rfind('/') + 1) + name->at(0)["name"].Str();
-  std::unique_ptr<SignalListener> listener = SignalListener::For(url, kChannel);
-  std::unique_ptr<SignalListener> other = SignalListener::For(url, "gpunex_test_other");
+  std::unique_ptr<SignalListener> listener = SignalListener::For(*db_, url, kChannel);
+  std::unique_ptr<SignalListener> other = SignalListener::For(*db_, url, "gpunex_test_other");
   ASSERT_NE(listener, nullptr);
   ASSERT_NE(other, nullptr);
   for (auto* l : {listener.get(), other.get()}) {  // connects and listens: nothing yet
