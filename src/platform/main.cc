@@ -39,6 +39,7 @@
 #include "platform/modules.h"
 #include "platform/notify/notify.h"
 #include "platform/notify/outbox.h"
+#include "platform/relay/peer.h"
 #include "platform/relay/relay_module.h"
 #include "platform/schema.h"
 #include "platform/store/db.h"
@@ -151,6 +152,7 @@ constexpr ServerRoute kServerRoutes[] = {
     {"GET", api::kAgentBenchDownloadPath, "agent"}, {"POST", api::kAgentBenchUploadPath, "agent"},
     {"GET", relay::kPortConnectPattern, "user"},    {"GET", relay::kFilesPattern, "user"},
     {"PUT", relay::kFilesPattern, "user"},          {"GET", relay::kExecPattern, "user"},
+    {"GET", relay::kPeerPath, "instance"},
 };
 
 // Prints `router`'s routes, each with the access it declares, in the order they were
@@ -304,6 +306,7 @@ class ServerRouteHandlers {
     so.websocket_routes[std::string(kDataChannelPath)] = forward(data_);
     so.websocket_routes[std::string(relay::kPortConnectPattern)] = forward(port_);
     so.websocket_routes[std::string(relay::kExecPattern)] = forward(exec_);
+    so.websocket_routes[std::string(relay::kPeerPath)] = forward(peer_);
     so.proxy_routes[std::string(relay::kFilesPattern)] = [this](const http::ProxyRequest& req) {
       return files_(req);
     };
@@ -319,12 +322,13 @@ class ServerRouteHandlers {
     data_ = relay::DataChannelAcceptor(ctx);
     port_ = relay::PortConnectAcceptor(ctx);
     exec_ = relay::ExecAcceptor(ctx);
+    peer_ = relay::PeerAcceptor(ctx);
     files_ = relay::FilesAuthorizer(ctx);
     bench_ = api::AgentBenchAuthorizer(ctx);
   }
 
  private:
-  http::WebSocketAcceptor agent_, data_, port_, exec_;
+  http::WebSocketAcceptor agent_, data_, port_, exec_, peer_;
   http::ProxyAuthorizer files_;
   http::StreamAuthorizer bench_;
 };
@@ -383,6 +387,9 @@ int Serve(Config config, bool list_routes) {
         http::Server::Create(so, [&dispatch](http::Request& req) { return dispatch(req); });
     if (!created.ok()) return Fail(created.status());
     server = std::move(*created);
+    // The real port in listen too (an instance's URL in a cluster comes from it).
+    config.listen =
+        config.listen.substr(0, config.listen.rfind(':')) + ":" + std::to_string(server->port());
     if (config.public_url_from_listen) {
       std::string host = config.listen.substr(0, config.listen.rfind(':'));
       config.public_url = config.public_url.substr(0, config.public_url.find("://") + 3) + host +

@@ -679,7 +679,8 @@ def key_expect(row, key):
     owner, scopes = KEYS[key]
     method, _ = row["route"]
     access = ROUTE_ACCESS.get(tuple(row["route"]), "user")
-    if access in ("public", "agent"):  # an agent's route refuses a key as its owner
+    # An agent's or an instance's route refuses a key as it refuses its owner.
+    if access in ("public", "agent", "instance"):
         return row["expect"][owner], [], "owner"
     # What flows over a WebSocket can change things: its key needs the write scope.
     needed = "read" if method in ("GET", "HEAD") and not row.get("ws") else "write"

@@ -6,9 +6,11 @@ private Docker engine (dockerenv.TestDockerd).
 - The seed's path with its steps spread over the instances: the agent connects through
   HAProxy (to whichever instance its token hashes to), the provider prices through
   another, the admin credits and the customer rents through a third, the rental is read
-  through another. Then the instance that holds the agent is SIGKILLed: the agent
-  reconnects through HAProxy to a live instance within 15 s, the rental keeps running in
-  the same container, a stop sent through the instance that does not hold the agent
+  through another, and the container is reached (an exec) through an instance that does
+  not hold the agent: the stream goes through the one that does. Then the instance that
+  holds the agent is SIGKILLed: the agent reconnects through HAProxy to a live instance
+  within 15 s, the rental keeps running in the same container and is reached again through
+  the instance that does not hold it, a stop sent through the instance that does not hold the agent
   reaches it, and the rental is billed each second once although all the instances run
   the meter: the formula's charge, no more seconds than it ran, the ledger holds.
 - SIGTERM: the instance exits cleanly and its agent moves to a live instance.
@@ -31,6 +33,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.parse
 
 import dockerenv
 import wsclient
@@ -168,6 +171,26 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         """`user`'s client on one instance (a session is the database's, valid on all)."""
         return Client(instance.port, user.token)
 
+    def exec_through(self, instance, user, rid, command, stdin=b""):
+        """Runs `command` in the rental through `instance`'s exec WebSocket: (stdout, status)."""
+        q = "&".join("command=" + urllib.parse.quote(a, safe="") for a in command)
+        ws = wsclient.connect(instance.port, f"{API}/rentals/{rid}/exec?{q}",
+                              {"Authorization": f"Bearer {user.token}",
+                               "Sec-WebSocket-Protocol": "v5.channel.k8s.io"})
+        if stdin:
+            ws.send_binary(b"\x00" + stdin)
+        ws.send_binary(b"\xff\x00")  # stdin is done
+        out = b""
+        while True:
+            m = ws.recv(timeout=30)
+            self.assertEqual(m.kind, "binary", m)
+            channel, payload = m.data[0], m.data[1:]
+            if channel == 3:
+                ws.wait_closed(timeout=10)
+                return out, json.loads(payload)
+            if channel == 1:
+                out += payload
+
     def test_the_seed_path_across_instances_survives_the_agents_instance_dying(self):
         a, b, c = self.instances
         prov, token, _ = provider_with_agent_token(a, self.admin, name="Clara", priced=False)
@@ -206,6 +229,13 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
             return [ct["Id"] for ct in self.dock.containers("io.gpunex.managed=true")]
         containers = container_ids()
         self.assertEqual(len(containers), 1, containers)
+        # The container reached through an instance that does not hold the agent: the
+        # stream goes through the one that does (its peer connection).
+        out, status = self.exec_through(others[1], customer, rid,
+                                        ["sh", "-c", "echo reached; cat"], stdin=b"through C\n")
+        self.assertEqual((out, status["status"]), (b"reached\nthrough C\n", "Success"), status)
+        self.assertIn('"relay.peer_open"', others[1].logs())
+        self.assertIn('"relay.peer_attached"', holder.logs())
 
         # The instance holding the agent dies. The agent comes back through HAProxy to a
         # live one within 15 s, and the rental runs on in the same container.
@@ -226,6 +256,10 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         now = watcher.get(f"{API}/rentals/{rid}").body
         self.assertEqual(now["state"], "running", now)
         self.assertEqual(container_ids(), containers, "the same container runs on")
+        # Reached again through the instance that does not hold it: the route follows the
+        # agent to its new instance.
+        out, status = self.exec_through(live, customer, rid, ["echo", "moved"])
+        self.assertEqual((out, status["status"]), (b"moved\n", "Success"), status)
 
         # A stop through the instance that does not hold the agent reaches it.
         stop = watcher.post(f"{API}/rentals/{rid}/stop")
@@ -369,6 +403,12 @@ class ShippedClusterFilesTest(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertIn("schema at version", run.stdout + run.stderr)
         self.assertIn("ledger_transfers", owner.backend.tables())
+        # Each instance's own address comes from the environment, checked.
+        env["GPUNEX_INSTANCE_URL"] = "http://10.0.0.11:8080/gpunex"
+        bad = subprocess.run([owner.binary, "migrate", "--config", toml], env=env,
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0, bad.stdout + bad.stderr)
+        self.assertIn("cluster.instance_url", bad.stdout + bad.stderr)
         # The shipped HAProxy file, its servers on loopback: haproxy -c accepts it.
         lb_dir = tempfile.mkdtemp(prefix="gpunex-haproxy-check-")
         self.addCleanup(shutil.rmtree, lb_dir, True)

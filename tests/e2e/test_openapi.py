@@ -25,6 +25,7 @@ WEBSOCKETS = {
     ("GET", "/api/v1/agent/data"),
     ("GET", "/api/v1/rentals/{id}/ports/{port}/connect"),
     ("GET", "/api/v1/rentals/{id}/exec"),
+    ("GET", "/api/v1/cluster/streams"),
 }
 # The state-changing requests under /api/v1/ that ignore Idempotency-Key (docs/api.md):
 # their answer holds a secret shown once or starts a session.
@@ -53,6 +54,7 @@ def expected_security(access, method, websocket):
         "session": session,
         "provider_session": [{"sessionToken": ["provider"]}, {"sessionCookie": ["provider"]}],
         "agent": [{"agentToken": []}],
+        "instance": [{"instanceToken": []}],
     }[access]
 
 

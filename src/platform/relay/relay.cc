@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "platform/relay/peer.h"
 
 namespace gpunex::platform::relay {
 
@@ -19,6 +20,10 @@ struct Relay::Shared {
   CondVar cv;
   bool stopping GUARDED_BY(mu) = false;
   std::map<std::string, std::shared_ptr<DataChannel>> channels GUARDED_BY(mu);
+  // The channels to other instances (PeerRoute), by instance id, and their connections
+  // (until their threads have ended).
+  std::map<std::string, std::shared_ptr<DataChannel>> peers GUARDED_BY(mu);
+  std::vector<std::shared_ptr<PeerLink>> links GUARDED_BY(mu);
   std::deque<std::shared_ptr<DataChannel>> due GUARDED_BY(mu);
   // Over every channel, ever.
   std::atomic<int64_t> bytes_to_agents{0};
@@ -59,11 +64,15 @@ struct Relay::Shared {
 // One agent's data channel: the mux session over its WebSocket.
 class DataChannel final : public std::enable_shared_from_this<DataChannel> {
  public:
+  // `machine_id`: the agent's machine; with `peer`, the id of the instance that holds the
+  // machines this channel's streams reach (each open names its machine).
   DataChannel(std::string machine_id, std::shared_ptr<http::WebSocketConnection> ws,
-              const RelayOptions& options, std::weak_ptr<Relay::Shared> shared)
+              const RelayOptions& options, std::weak_ptr<Relay::Shared> shared, bool peer = false)
       : machine_id_(std::move(machine_id)),
         ws_(std::move(ws)),
         shared_(std::move(shared)),
+        peer_(peer),
+        holding_(peer ? nullptr : options.holding),
         max_per_workload_(options.max_streams_per_workload),
         session_(mux::Session::Role::kInitiator, options.mux, SteadyClock::now()) {}
 
@@ -101,14 +110,22 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   void Closed() EXCLUDES(mu_) {
     {
       MutexLock lock(&mu_);
-      EndAllLocked(mux::Code::kShutdown, "the machine's data channel closed");
+      EndAllLocked(mux::Code::kShutdown, peer_ ? "the connection to the instance holding the "
+                                                 "machine's agent closed"
+                                               : "the machine's data channel closed");
       ScheduleLocked();
     }
+    bool was_current = false;
     if (auto shared = shared_.lock()) {
       MutexLock lock(&shared->mu);
-      auto it = shared->channels.find(machine_id_);
-      if (it != shared->channels.end() && it->second.get() == this) shared->channels.erase(it);
+      auto& map = peer_ ? shared->peers : shared->channels;
+      auto it = map.find(machine_id_);
+      if (it != map.end() && it->second.get() == this) {
+        map.erase(it);
+        was_current = true;
+      }
     }
+    if (was_current && holding_) holding_(machine_id_, false);
   }
 
   // Replaced by a newer channel of the machine, or the relay stops.
@@ -128,15 +145,17 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
 
   // --- from streams' users ---
 
-  StatusOr<uint32_t> Open(const StreamTarget& target, std::weak_ptr<StreamSink> sink,
-                          const std::string& rental_id) EXCLUDES(mu_) {
+  StatusOr<uint32_t> Open(const std::string& machine_id, const StreamTarget& target,
+                          std::weak_ptr<StreamSink> sink, const std::string& rental_id)
+      EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     if (closed_) return Unavailable("the machine's data channel is closing");
     if (per_workload_[target.workload_id] >= max_per_workload_) {
       return ResourceExhausted("the rental has " + std::to_string(max_per_workload_) +
                                " connections open already");
     }
-    GPUNEX_ASSIGN_OR_RETURN(uint32_t id, session_.Open(EncodeStreamTarget(target)));
+    GPUNEX_ASSIGN_OR_RETURN(uint32_t id, session_.Open(peer_ ? EncodePeerOpen(machine_id, target)
+                                                             : EncodeStreamTarget(target)));
     ++per_workload_[target.workload_id];
     streams_[id] = Entry{std::move(sink), target.workload_id, rental_id, target.port};
     AfterLocked();
@@ -367,6 +386,8 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   const std::string machine_id_;
   const std::shared_ptr<http::WebSocketConnection> ws_;
   const std::weak_ptr<Relay::Shared> shared_;
+  const bool peer_;
+  const std::function<void(const std::string&, bool)> holding_;
   const int max_per_workload_;
 
   Mutex mu_;
@@ -510,15 +531,26 @@ Relay::Relay(RelayOptions options) : options_(options), shared_(std::make_shared
 }
 
 Relay::~Relay() {
-  std::map<std::string, std::shared_ptr<DataChannel>> channels;
+  std::map<std::string, std::shared_ptr<DataChannel>> channels, peers;
+  std::vector<std::shared_ptr<PeerLink>> links;
   {
     MutexLock lock(&shared_->mu);
     shared_->stopping = true;
     channels.swap(shared_->channels);
+    peers.swap(shared_->peers);
+    links.swap(shared_->links);
   }
   shared_->cv.SignalAll();
   thread_.join();
   for (auto& [machine, channel] : channels) channel->Shutdown(1001, "the platform is stopping");
+  for (auto& [instance, channel] : peers) channel->Shutdown(1001, "the platform is stopping");
+  // A link's thread calls into its channel until it ends: wait for it (its close handshake
+  // takes at most a few seconds).
+  for (auto& link : links) {
+    if (!link->WaitEnded(std::chrono::seconds(6))) {
+      LogWarn("relay.peer_link_stuck", {{"peer", link->RemoteAddr()}});
+    }
+  }
   Meter();  // what the ended streams moved since the last call is not lost at a stop
 }
 
@@ -539,6 +571,11 @@ void Relay::Run() {
         shared_->due.pop_front();
       } else {
         for (auto& [machine, channel] : shared_->channels) tick.push_back(channel);
+        for (auto& [instance, channel] : shared_->peers) tick.push_back(channel);
+        // Links whose threads have ended are let go.
+        std::erase_if(shared_->links, [](const std::shared_ptr<PeerLink>& l) {
+          return l->WaitEnded(std::chrono::milliseconds(0));
+        });
         next_tick = SteadyClock::now() + options_.tick;
       }
     }
@@ -557,6 +594,7 @@ void Relay::Meter() {
   {
     MutexLock lock(&shared_->mu);
     for (auto& [machine, channel] : shared_->channels) channels.push_back(channel);
+    for (auto& [instance, channel] : shared_->peers) channels.push_back(channel);
   }
   for (auto& channel : channels) channel->Meter();
   if (!options_.meter) return;
@@ -609,14 +647,15 @@ std::shared_ptr<http::WebSocketSession> Relay::Attach(
   }
   if (old) old->Shutdown(4000, "replaced by a newer data channel of the machine");
   LogInfo("relay.channel_open", {{"machine_id", machine_id}, {"remote", ws->RemoteAddr()}});
+  if (options_.holding) options_.holding(machine_id, true);
   channel->Tick();  // the first ping
   return std::make_shared<ChannelSession>(std::move(channel), std::move(ws));
 }
 
-StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
-                                              const StreamTarget& target,
-                                              std::weak_ptr<StreamSink> sink,
-                                              const std::string& rental_id) {
+StatusOr<std::unique_ptr<Stream>> Relay::OpenHere(const std::string& machine_id,
+                                                  const StreamTarget& target,
+                                                  std::weak_ptr<StreamSink> sink,
+                                                  const std::string& rental_id) {
   std::shared_ptr<DataChannel> channel;
   {
     MutexLock lock(&shared_->mu);
@@ -624,8 +663,66 @@ StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
     if (it != shared_->channels.end()) channel = it->second;
   }
   if (!channel) return Unavailable("the machine's agent has no data channel open");
-  GPUNEX_ASSIGN_OR_RETURN(uint32_t id, channel->Open(target, std::move(sink), rental_id));
+  GPUNEX_ASSIGN_OR_RETURN(uint32_t id,
+                          channel->Open(machine_id, target, std::move(sink), rental_id));
   return std::make_unique<Stream>(std::move(channel), id);
+}
+
+StatusOr<std::unique_ptr<Stream>> Relay::Open(const std::string& machine_id,
+                                              const StreamTarget& target,
+                                              std::weak_ptr<StreamSink> sink,
+                                              const std::string& rental_id) {
+  if (!options_.route || Connected(machine_id)) {
+    return OpenHere(machine_id, target, std::move(sink), rental_id);
+  }
+  GPUNEX_ASSIGN_OR_RETURN(std::optional<PeerRoute> route, options_.route(machine_id));
+  if (!route) return Unavailable("the machine's agent is not connected");
+  GPUNEX_ASSIGN_OR_RETURN(std::shared_ptr<DataChannel> peer, PeerChannel(*route));
+  GPUNEX_ASSIGN_OR_RETURN(uint32_t id, peer->Open(machine_id, target, std::move(sink), rental_id));
+  return std::make_unique<Stream>(std::move(peer), id);
+}
+
+StatusOr<std::shared_ptr<DataChannel>> Relay::PeerChannel(const PeerRoute& route) {
+  {
+    MutexLock lock(&shared_->mu);
+    auto it = shared_->peers.find(route.instance_id);
+    if (it != shared_->peers.end()) return it->second;
+  }
+  auto link = PeerLink::Connect(route);
+  if (!link.ok()) {
+    LogWarn("relay.peer_unreachable",
+            {{"instance_id", route.instance_id}, {"error", link.status().ToString()}});
+    return Unavailable("the instance that holds the machine's agent cannot be reached");
+  }
+  auto channel = std::make_shared<DataChannel>(route.instance_id, *link, options_, shared_,
+                                               /*peer=*/true);
+  {
+    MutexLock lock(&shared_->mu);
+    if (shared_->stopping) return Unavailable("the platform is stopping");
+    auto& slot = shared_->peers[route.instance_id];
+    // Another open connected first: its channel serves (this connection closes unused).
+    if (slot) return slot;
+    slot = channel;
+    shared_->links.push_back(*link);
+  }
+  LogInfo("relay.peer_open", {{"instance_id", route.instance_id}, {"url", route.url}});
+  (*link)->Start(std::make_shared<ChannelSession>(channel, *link));
+  channel->Tick();  // the first ping
+  return channel;
+}
+
+std::shared_ptr<http::WebSocketSession> Relay::AttachPeer(
+    std::shared_ptr<http::WebSocketConnection> ws) {
+  LogInfo("relay.peer_attached", {{"remote", ws->RemoteAddr()}});
+  return ServePeer(*this, std::move(ws), options_.mux);
+}
+
+std::vector<std::string> Relay::Machines() const {
+  MutexLock lock(&shared_->mu);
+  std::vector<std::string> out;
+  out.reserve(shared_->channels.size());
+  for (const auto& [machine, channel] : shared_->channels) out.push_back(machine);
+  return out;
 }
 
 StatusOr<std::unique_ptr<http::Upstream>> Relay::OpenUpstream(
@@ -654,6 +751,10 @@ RelayFigures Relay::Figures() const {
   }
   RelayFigures f;
   f.channels = static_cast<int64_t>(channels.size());
+  {
+    MutexLock lock(&shared_->mu);
+    f.peer_links = static_cast<int64_t>(shared_->peers.size());
+  }
   for (auto& c : channels) f.streams += static_cast<int64_t>(c->open_streams());
   f.bytes_to_agents = shared_->bytes_to_agents.load();
   f.bytes_from_agents = shared_->bytes_from_agents.load();

@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -112,6 +113,16 @@ struct PortTraffic {
   int64_t out_bytes = 0;
 };
 
+// Where another instance of the cluster holds a machine's data channel (docs/operations.md,
+// "Streams across instances"). This instance opens the streams to that machine through
+// that instance: over one WebSocket to it (peer.h, kPeerPath) whose opens name the machine.
+struct PeerRoute {
+  std::string instance_id;
+  std::string url;            // http(s)://host:port of the instance, with kPeerPath
+  std::string authorization;  // the Authorization header that instance checks
+  std::string ca_file;        // https: the CA certificates to trust; "" the system's
+};
+
 struct RelayOptions {
   mux::Options mux;
   // Streams one workload may have open at once (on top of the mux's per-machine cap).
@@ -128,6 +139,13 @@ struct RelayOptions {
   // added per write or read beyond that.)
   std::function<void(const std::vector<PortTraffic>&)> meter;
   std::chrono::milliseconds meter_interval{5000};
+  // The instance that holds `machine_id`'s data channel when this one does not; nullopt
+  // when none does. Null: one instance, no routes (called outside the relay's locks).
+  std::function<StatusOr<std::optional<PeerRoute>>(const std::string& machine_id)> route;
+  // A machine's data channel attached here (true) or gone from here (false), for the
+  // cluster's record of which instance holds which agent. Null: not recorded. Called
+  // outside the relay's locks, on the thread of the channel's connection.
+  std::function<void(const std::string& machine_id, bool held)> holding;
 };
 
 // Figures for /metrics.
@@ -136,6 +154,7 @@ struct RelayFigures {
   int64_t streams = 0;
   int64_t bytes_to_agents = 0;    // stream bytes sent (what customers wrote)
   int64_t bytes_from_agents = 0;  // stream bytes received (what the ports answered)
+  int64_t peer_links = 0;         // connections to other instances (PeerRoute) open
   // Since start, per rental and port, for the rentals that have not ended: as of the
   // last meter_interval.
   std::vector<PortTraffic> ports;
@@ -156,12 +175,25 @@ class Relay {
                                                  std::shared_ptr<http::WebSocketConnection> ws);
 
   // Opens a stream to `target` through `machine_id`'s agent; `sink` hears what happens
-  // (kept weakly: the user keeps it alive). kUnavailable when the machine has no data
-  // channel here; kResourceExhausted at a cap (the machine's or the workload's).
+  // (kept weakly: the user keeps it alive). Through the instance that holds the machine's
+  // data channel when this one does not (RelayOptions::route). kUnavailable when no
+  // instance has it; kResourceExhausted at a cap (the machine's or the workload's).
   // `rental_id` names the rental whose traffic the stream is metered to.
   StatusOr<std::unique_ptr<Stream>> Open(const std::string& machine_id, const StreamTarget& target,
                                          std::weak_ptr<StreamSink> sink,
                                          const std::string& rental_id = "");
+  // As Open, on a data channel held here only (what another instance asks for).
+  StatusOr<std::unique_ptr<Stream>> OpenHere(const std::string& machine_id,
+                                             const StreamTarget& target,
+                                             std::weak_ptr<StreamSink> sink,
+                                             const std::string& rental_id = "");
+
+  // Another instance's connection (PeerRoute), its credentials checked: the session that
+  // opens the streams it asks for on the data channels held here (peer.h).
+  std::shared_ptr<http::WebSocketSession> AttachPeer(std::shared_ptr<http::WebSocketConnection> ws);
+
+  // The machines whose data channels are here.
+  std::vector<std::string> Machines() const;
 
   // Open, as an upstream of the HTTP server's proxy (http/proxy.h): how a stream ends
   // becomes the answer the client gets when none has begun (410: the rental ended; 502:
@@ -185,6 +217,8 @@ class Relay {
   void EndUnreachable(const std::vector<std::shared_ptr<DataChannel>>& channels);
   // Hands the traffic since the last call to options_.meter.
   void Meter();
+  // The channel to the instance `route` names, connected when there is none.
+  StatusOr<std::shared_ptr<DataChannel>> PeerChannel(const PeerRoute& route);
 
   const RelayOptions options_;
   const std::shared_ptr<Shared> shared_;

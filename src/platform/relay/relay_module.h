@@ -18,6 +18,10 @@ namespace gpunex::platform::relay {
 
 Module RelayModule();
 
+// GET kPeerPath (peer.h): another instance of the cluster, which opens streams to the agents
+// held here; its Authorization header shows the secret it registered (cluster.h).
+http::WebSocketAcceptor PeerAcceptor(const api::ApiContext& ctx);
+
 // GET kDataChannelPath?machine_id=...: an agent's data channel, with the agent token of
 // the machine's connected control channel.
 http::WebSocketAcceptor DataChannelAcceptor(const api::ApiContext& ctx);

@@ -21,6 +21,7 @@
 #include "common/thread_annotations.h"
 #include "platform/http/server.h"
 #include "platform/http/testing/test_server.h"
+#include "platform/relay/peer.h"
 
 namespace gpunex::platform::relay {
 namespace {
@@ -565,6 +566,182 @@ TEST_F(RelayMeterTest, EachRentalsPortIsMeteredBothWaysAndLeavesTheFiguresWhenIt
   for (int i = 0; i < 100 && !relay_.Figures().ports.empty(); ++i)
     std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(relay_.Figures().ports.empty());
+}
+
+// Two instances of a cluster: the agent's data channel is on the relay behind the server
+// (the holding instance, relay_), and `opener_` holds none: its route names the holding
+// instance's peer path, with credentials the server checks.
+constexpr char kPeerSecret[] = "Bearer ins_test.secret";
+
+class PeerRelayTest : public RelayTest {
+ protected:
+  void SetUp() override {
+    http::ServerOptions o = TestOptions();
+    o.websocket_routes["/api/v1/agent/data"] =
+        [this](const http::Request&, std::shared_ptr<http::WebSocketConnection> conn)
+        -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
+      return relay_.Attach(kMachine, std::move(conn));
+    };
+    o.websocket_routes[std::string(kPeerPath)] =
+        [this](const http::Request& req, std::shared_ptr<http::WebSocketConnection> conn)
+        -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
+      if (req.Header("authorization") != kPeerSecret) return Unauthenticated("not an instance");
+      return relay_.AttachPeer(std::move(conn));
+    };
+    server_ = std::make_unique<TestServer>(o);
+    RelayOptions x;
+    x.tick = 100ms;
+    x.meter_interval = 100ms;
+    x.meter = [this](const std::vector<PortTraffic>& t) {
+      MutexLock lock(&mu_);
+      for (const PortTraffic& p : t) {
+        metered_in_ += p.in_bytes;
+        metered_out_ += p.out_bytes;
+        EXPECT_EQ(p.rental_id, "rnt_test");
+      }
+    };
+    x.route = [this](const std::string& machine) -> StatusOr<std::optional<PeerRoute>> {
+      if (machine != kMachine) return std::optional<PeerRoute>();
+      return std::optional<PeerRoute>(PeerRoute{
+          .instance_id = "ins_test",
+          .url = "http://127.0.0.1:" + std::to_string(server_->port()) + std::string(kPeerPath),
+          .authorization = authorization_,
+          .ca_file = ""});
+    };
+    opener_ = std::make_unique<Relay>(x);
+  }
+
+  void TearDown() override {
+    opener_.reset();
+    RelayTest::TearDown();
+  }
+
+  std::unique_ptr<Stream> OpenThroughPeer(const std::shared_ptr<TestSink>& sink,
+                                          uint16_t port = 7) {
+    auto s = opener_->Open(kMachine, StreamTarget{kWorkload, port}, sink, "rnt_test");
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return nullptr;
+    sink->Bind(s->get());
+    return std::move(*s);
+  }
+
+  std::string authorization_ = kPeerSecret;
+  std::unique_ptr<Relay> opener_;
+  Mutex mu_;
+  int64_t metered_in_ GUARDED_BY(mu_) = 0;
+  int64_t metered_out_ GUARDED_BY(mu_) = 0;
+};
+
+TEST_F(PeerRelayTest, BytesThroughTheHoldingInstanceGoToThePortAndBackExactly) {
+  StartAgent();
+  std::vector<std::shared_ptr<TestSink>> sinks;
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::string> sent;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<TestSink>());
+    streams.push_back(OpenThroughPeer(sinks.back()));
+    ASSERT_NE(streams.back(), nullptr);
+    sent.push_back(RandomBytes((4 << 20) + i, 40 + i));
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(sinks[i]->WriteAll(sent[i])) << i;
+    ASSERT_TRUE(streams[i]->Finish().ok());
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(sinks[i]->WaitEnded()) << i;
+    EXPECT_TRUE(sinks[i]->end()->clean) << i << ": " << sinks[i]->end()->reason;
+    EXPECT_TRUE(sinks[i]->got() == sent[i]) << i << ": " << sinks[i]->got().size();
+  }
+  // One connection to the holding instance carried them all; it holds the agent, this
+  // instance none.
+  const RelayFigures x = opener_->Figures();
+  EXPECT_EQ(x.peer_links, 1);
+  EXPECT_EQ(x.channels, 0);
+  EXPECT_EQ(relay_.Figures().channels, 1);
+  EXPECT_FALSE(opener_->Connected(kMachine));
+  // The opener meters its rental's bytes (the holding instance does not: its streams name
+  // no rental).
+  int64_t total = 0;
+  for (const std::string& d : sent) total += static_cast<int64_t>(d.size());
+  for (int i = 0; i < 100; ++i) {
+    {
+      MutexLock lock(&mu_);
+      if (metered_in_ == total && metered_out_ == total) break;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  MutexLock lock(&mu_);
+  EXPECT_EQ(metered_in_, total);
+  EXPECT_EQ(metered_out_, total);
+}
+
+TEST_F(PeerRelayTest, TheAgentsRefusalComesThroughTheHoldingInstance) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenThroughPeer(sink, 9);
+  ASSERT_NE(stream, nullptr);
+  ASSERT_TRUE(sink->WaitEnded());
+  EXPECT_TRUE(sink->end()->refused);
+  EXPECT_EQ(sink->end()->code, mux::Code::kRefused);
+  EXPECT_NE(sink->end()->reason.find("not declared"), std::string::npos) << sink->end()->reason;
+}
+
+TEST_F(PeerRelayTest, AnInstanceThatNoLongerHoldsTheAgentRefusesAndTheNextOpenWorks) {
+  // The route names the holding instance, but the agent is not (or no longer) there.
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenThroughPeer(sink);
+  ASSERT_NE(stream, nullptr);
+  ASSERT_TRUE(sink->WaitEnded());
+  EXPECT_TRUE(sink->end()->refused);
+  EXPECT_EQ(sink->end()->code, mux::Code::kShutdown);
+  // It comes back there: the same link serves the next stream.
+  StartAgent();
+  auto again = std::make_shared<TestSink>();
+  auto s2 = OpenThroughPeer(again);
+  ASSERT_NE(s2, nullptr);
+  ASSERT_TRUE(again->WriteAll("hello"));
+  ASSERT_TRUE(s2->Finish().ok());
+  ASSERT_TRUE(again->WaitEnded());
+  EXPECT_TRUE(again->end()->clean) << again->end()->reason;
+  EXPECT_EQ(again->got(), "hello");
+  EXPECT_EQ(opener_->Figures().peer_links, 1);
+}
+
+TEST_F(PeerRelayTest, TheAgentLeavingTheHoldingInstanceEndsTheStreamsThroughIt) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto stream = OpenThroughPeer(sink);
+  ASSERT_NE(stream, nullptr);
+  ASSERT_TRUE(sink->WriteAll("ping"));
+  ASSERT_TRUE(sink->WaitBytes(4));
+  StopAgent();
+  ASSERT_TRUE(sink->WaitEnded());
+  EXPECT_FALSE(sink->end()->clean);
+  EXPECT_EQ(sink->end()->code, mux::Code::kShutdown) << sink->end()->reason;
+}
+
+TEST_F(PeerRelayTest, NoRouteOrWrongCredentialsOpenNothing) {
+  StartAgent();
+  auto sink = std::make_shared<TestSink>();
+  auto none = opener_->Open("mch_elsewhere", StreamTarget{kWorkload, 7}, sink);
+  EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+  authorization_ = "Bearer ins_test.wrong";
+  auto refused = opener_->Open(kMachine, StreamTarget{kWorkload, 7}, sink);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(opener_->Figures().peer_links, 0);
+}
+
+TEST(PeerOpenTest, AnOpenNamesTheMachineThenTheTarget) {
+  const StreamTarget t{kWorkload, 8080};
+  const std::string payload = EncodePeerOpen("mch_1", t);
+  auto back = ParsePeerOpen(payload);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->machine_id, "mch_1");
+  EXPECT_EQ(back->target, t);
+  for (const std::string& bad : {std::string("no newline"), "\n" + EncodeStreamTarget(t),
+                                 "mch 1\n" + EncodeStreamTarget(t), std::string("mch_1\n{}")}) {
+    EXPECT_EQ(ParsePeerOpen(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace
