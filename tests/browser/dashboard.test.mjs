@@ -3047,6 +3047,19 @@ describe("dashboard", () => {
             hasText: `${usdcText(500000 - ended.charged_micro)} USDC`,
           })
           .waitFor();
+        // The rental is billed every second in these tests (two transfers a tick), so its
+        // transfers can fill more than the first page on a slow machine: the customer
+        // pages through all of them, as the group's sum needs.
+        const more = c.getByRole("button", { name: "More", exact: true });
+        await c.locator("table.statement tr.rental-group").waitFor();
+        while (await more.isVisible()) {
+          await more.click();
+          await until(
+            async () => !(await more.isDisabled()),
+            10000,
+            "the next page of the statement",
+          );
+        }
         await credit.waitFor();
         // The statement (issue 30 item 8): the rental's charges are one row, their sum,
         // with the balance after it; each transfer behind a toggle, with its own balance.
