@@ -6,8 +6,8 @@ private Docker engine (dockerenv.TestDockerd).
 - The seed's path with its steps spread over the instances: the agent connects through
   HAProxy (to whichever instance its token hashes to), the provider prices through
   another, the admin credits and the customer rents through a third, the rental is read
-  through another, and the container is reached (an exec) through an instance that does
-  not hold the agent: the stream goes through the one that does. Then the instance that
+  through another, and the container is reached (an exec, its files) through an instance
+  that does not hold the agent: the stream goes through the one that does. Then the instance that
   holds the agent is SIGKILLed: the agent reconnects through HAProxy to a live instance
   within 15 s, the rental keeps running in the same container and is reached again through
   the instance that does not hold it, a stop sent through the instance that does not hold the agent
@@ -25,11 +25,14 @@ Needs root, dockerd (docker.io), busybox-static, haproxy, and GPUNEX_TEST_PG_URL
 with the reason otherwise); GPUNEX_AGENT names the agent binary.
 """
 
+import http.client
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
 import unittest
@@ -236,6 +239,16 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         self.assertEqual((out, status["status"]), (b"reached\nthrough C\n", "Success"), status)
         self.assertIn('"relay.peer_open"', others[1].logs())
         self.assertIn('"relay.peer_attached"', holder.logs())
+        # Its files too (an HTTP exchange relayed through the holding instance).
+        c = http.client.HTTPConnection("127.0.0.1", others[1].port, timeout=60)
+        c.request("GET", f"{API}/rentals/{rid}/files?path=/bin/busybox",
+                  headers={"Authorization": f"Bearer {customer.token}"})
+        got = c.getresponse()
+        data = got.read()
+        c.close()
+        self.assertEqual(got.status, 200, data[:300])
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            self.assertEqual([m.name for m in t.getmembers()], ["busybox"])
 
         # The instance holding the agent dies. The agent comes back through HAProxy to a
         # live one within 15 s, and the rental runs on in the same container.

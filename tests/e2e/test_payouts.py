@@ -1122,28 +1122,51 @@ class PayoutsMixin(PayoutsFixture):
 class PayoutsAcrossInstancesTest(PayoutsFixture, unittest.TestCase):
     """Three gpunexd on one PostgreSQL database (issue 28; docs/operations.md): a payout run
     asked of all three at the same moment is one run, carried forward by the instance that
-    holds the payout lock, and pays once."""
+    holds the payout lock, and pays once; when that instance dies in the middle of a
+    payment, another takes the lock and finishes the run without paying twice."""
     BACKEND = "postgresql"
 
-    def test_a_run_asked_of_three_instances_at_once_pays_once(self):
+    def more_instances(self, n):
+        """`n` more gpunexd on the first one's database, test clock and Solana node."""
         keypair = os.path.join(self.front.tmp, "platform-key.json")
-        instances = [self.srv]
-        for _ in range(2):
+        out = []
+        for _ in range(n):
             other = PayoutsGpunexd(free_port(), self.clock.path, share_database_of=self.srv,
                                    smtp_url=None, root_toml="allow_emulated_gpus = true",
                                    extra_toml=payouts_toml(self.front, keypair, self.BATCH,
                                                            self.holidays()))
             self.addCleanup(other.cleanup)
             other.start()
-            instances.append(other)
-        (a,) = self.providers(["Ana"])
+            out.append(other)
+        return out
+
+    def provider_due(self, name):
+        """A provider with released earnings and a Solana wallet, paid weekly."""
+        (a,) = self.providers([name])
         a.earned = sum(r["provider_micro"] for r in self.earn([a])[a.id])
-        wallet = self.front.new_wallet()["public_key"]
-        a.token_account = associated_token_address(wallet, self.front.mint)
-        self.put_settings(a, {"schedule": "weekly", "method": {"kind": "solana", "wallet": wallet},
+        a.wallet = self.front.new_wallet()["public_key"]
+        a.token_account = associated_token_address(a.wallet, self.front.mint)
+        self.put_settings(a, {"schedule": "weekly",
+                              "method": {"kind": "solana", "wallet": a.wallet},
                               "password": PASSWORD})
         self.clock.advance(25 * 3600)
         wait_until(lambda: self.totals(a)["pending_micro"] == 0, 20, "the earnings released")
+        return a
+
+    def assertPaidOnce(self, run, a):
+        self.assertEqual(len(self.get(self.admin, "/admin/payout-runs")["items"]), 1)
+        self.assertEqual([p["provider_id"] for p in run["payouts"]], [a.id], run)
+        po = self.payout_of(run, a)
+        self.assertEqual(po["amount_micro"], a.earned, po)
+        self.assertSolanaPaid(a, po, a.wallet)  # one transaction, the exact amount
+        t = self.totals(a)
+        self.assertEqual((t["available_micro"], t["in_payment_micro"], t["paid_micro"]),
+                         (0, 0, a.earned), t)
+        self.assertLedgerOk()
+
+    def test_a_run_asked_of_three_instances_at_once_pays_once(self):
+        instances = [self.srv] + self.more_instances(2)
+        a = self.provider_due("Ana")
         as_of = monday_on_or_before(self.clock.now().date())
         answers, lock = [], threading.Lock()
         barrier = threading.Barrier(len(instances))
@@ -1163,16 +1186,47 @@ class PayoutsAcrossInstancesTest(PayoutsFixture, unittest.TestCase):
             t.join()
         self.assertEqual([r.status for r in answers], [201] * 3, answers)
         self.assertEqual(len({r.body["id"] for r in answers}), 1, answers)
-        run = self.wait_run(answers[0].body["id"], ("done",))
-        self.assertEqual(len(self.get(self.admin, "/admin/payout-runs")["items"]), 1)
-        self.assertEqual([p["provider_id"] for p in run["payouts"]], [a.id], run)
-        po = self.payout_of(run, a)
-        self.assertEqual(po["amount_micro"], a.earned, po)
-        self.assertSolanaPaid(a, po, wallet)  # one transaction, the exact amount
-        t = self.totals(a)
-        self.assertEqual((t["available_micro"], t["in_payment_micro"], t["paid_micro"]),
-                         (0, 0, a.earned), t)
-        self.assertLedgerOk()
+        self.assertPaidOnce(self.wait_run(answers[0].body["id"], ("done",)), a)
+
+    def test_when_the_instance_holding_the_payout_lock_dies_another_finishes_the_run(self):
+        a = self.provider_due("Ben")
+        # The first instance, alone, holds the payout lock; started again, it kills itself
+        # once it has sent the payment's transaction and before it records that it did.
+        self.srv.kill()
+        self.srv.crash_at = "payout.after_send"
+        self.srv.start()
+        wait_until(lambda: '"payouts.lock_taken"' in self.srv.logs(), 10,
+                   "the first instance to take the payout lock")
+        others = self.more_instances(2)
+        as_of = monday_on_or_before(self.clock.now().date())
+        r = Client(others[0].port, self.admin.token).post(
+            f"{API}/admin/payout-runs",
+            {"as_of": as_of.isoformat(), "schedule": "weekly", "eur_rate": EUR_RATE})
+        self.assertStatus(r, 201)
+        try:
+            rc = self.srv.proc.wait(timeout=30)
+        except Exception:
+            raise AssertionError("the lock holder did not reach payout.after_send in 30 s")
+        self.assertEqual(rc, -9, f"the lock holder exited with {rc}, not SIGKILL")
+        self.srv.kill()  # closes its log
+        self.assertIn('"point":"payout.after_send"', self.srv.logs())
+        died_at = time.monotonic()
+        # It comes back as an instance like the others (the test reads through it); the
+        # lock is held by then.
+        self.srv.crash_at = None
+        self.srv.start()
+        # Another instance takes the lock (the dead one's ended with its connection), finds
+        # the transaction on chain and does not send a second payment.
+        run = self.wait_run(r.body["id"], ("done",), timeout=60)
+        print(f"\nthe run was finished {time.monotonic() - died_at:.1f} s after the lock "
+              "holder died")
+        self.assertEqual(sum('"payouts.lock_taken"' in o.logs() for o in others), 1,
+                         "one of the live instances took the lock")
+        with open(self.srv.log_paths[-1], "rb") as f:
+            self.assertNotIn(b'"payouts.lock_taken"', f.read(),
+                             "the instance started again after its death does not hold the lock")
+        self.assertPaidOnce(run, a)
+        self.assertEqual(len(self.memo_txs(self.payout_of(run, a)["id"])), 1)
 
 
 class PayoutsSqliteTest(PayoutsMixin, unittest.TestCase):

@@ -297,6 +297,8 @@ StatusOr<int64_t> Payouts::Tick() {
     run_lock_.reset();
     GPUNEX_ASSIGN_OR_RETURN(run_lock_, db_.TryLock(kRunLock));
     if (!run_lock_) return 0;  // another instance is carrying the runs forward
+    // This instance carries the runs forward now (at start, or after the holder died).
+    LogInfo("payouts.lock_taken");
   }
   store::Lock* lock = run_lock_.get();
   const Timestamp now = options_.clock->Now();

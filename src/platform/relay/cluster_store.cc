@@ -1,4 +1,4 @@
-#include "platform/relay/cluster.h"
+#include "platform/relay/cluster_store.h"
 
 #include <chrono>
 

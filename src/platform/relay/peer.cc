@@ -161,6 +161,16 @@ void PeerLink::Close(int code, std::string reason) {
 
 std::string PeerLink::RemoteAddr() const { return state_->address; }
 
+void SendWhatMayGo(mux::Session& session, http::WebSocketConnection& ws) {
+  const auto now = SteadyClock::now();
+  while (ws.Writable()) {
+    std::optional<std::string> m = session.NextMessage(now);
+    if (!m) return;
+    if (!ws.SendBinary(std::move(*m))) return;  // closing: the session's OnClose follows
+  }
+  if (session.WantsToSend()) ws.NotifyWhenWritable();
+}
+
 // --- the holding instance's end ---
 
 namespace {
@@ -379,14 +389,7 @@ class PeerServer final : public http::WebSocketSession,
   }
 
   void PumpLocked() REQUIRES(mu_) {
-    if (closed_) return;
-    const auto now = SteadyClock::now();
-    while (ws_->Writable()) {
-      std::optional<std::string> m = session_.NextMessage(now);
-      if (!m) return;
-      if (!ws_->SendBinary(std::move(*m))) return;  // closing: OnClose follows
-    }
-    if (session_.WantsToSend()) ws_->NotifyWhenWritable();
+    if (!closed_) SendWhatMayGo(session_, *ws_);
   }
 
   Relay& relay_;

@@ -24,7 +24,7 @@
 namespace gpunex::platform::relay {
 
 // The holding instance's WebSocket route; the Authorization header names the calling
-// instance and its secret (cluster.h).
+// instance and its secret (cluster_store.h).
 inline constexpr std::string_view kPeerPath = "/api/v1/cluster/streams";
 
 // A peer open's payload: the machine's id, a newline, then the target as the agent reads it
@@ -70,6 +70,10 @@ class PeerLink final : public http::WebSocketConnection,
   explicit PeerLink(std::shared_ptr<State> state) : state_(std::move(state)) {}
   const std::shared_ptr<State> state_;
 };
+
+// Sends the messages `session` gives while `ws` takes them, and asks `ws` for OnWritable
+// when some are left: the pump of the data channel's and the peer connection's sessions.
+void SendWhatMayGo(mux::Session& session, http::WebSocketConnection& ws);
 
 // The holding instance's end of a peer connection (Relay::AttachPeer).
 std::shared_ptr<http::WebSocketSession> ServePeer(Relay& relay,

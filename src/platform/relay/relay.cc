@@ -335,14 +335,7 @@ class DataChannel final : public std::enable_shared_from_this<DataChannel> {
   }
 
   void PumpLocked() REQUIRES(mu_) {
-    if (closed_) return;
-    const auto now = SteadyClock::now();
-    while (ws_->Writable()) {
-      std::optional<std::string> m = session_.NextMessage(now);
-      if (!m) return;
-      if (!ws_->SendBinary(std::move(*m))) return;  // closing: Closed() follows
-    }
-    if (session_.WantsToSend()) ws_->NotifyWhenWritable();
+    if (!closed_) SendWhatMayGo(session_, *ws_);
   }
 
   void ScheduleLocked() REQUIRES(mu_) {

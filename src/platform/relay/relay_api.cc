@@ -8,7 +8,7 @@
 #include "common/ascii.h"
 #include "common/log.h"
 #include "platform/api/api.h"
-#include "platform/relay/cluster.h"
+#include "platform/relay/cluster_store.h"
 #include "platform/relay/relay_module.h"
 #include "platform/rentals/rentals.h"
 
@@ -288,7 +288,7 @@ http::WebSocketAcceptor PortConnectAcceptor(const api::ApiContext& ctx) {
 http::WebSocketAcceptor PeerAcceptor(const api::ApiContext& ctx) {
   return [&ctx](const http::Request& req, std::shared_ptr<http::WebSocketConnection> conn)
              -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
-    // Only a live instance of the cluster, by the secret it registered (cluster.h).
+    // Only a live instance of the cluster, by the secret it registered (cluster_store.h).
     Cluster* cluster = ctx.services.Find<Cluster>();
     if (cluster == nullptr || !cluster->Verify(req.Header("authorization"))) {
       return Unauthenticated("only the instances of this cluster connect here");

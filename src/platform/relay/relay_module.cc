@@ -3,7 +3,7 @@
 #include "common/background.h"
 #include "common/log.h"
 #include "platform/http/metrics.h"
-#include "platform/relay/cluster.h"
+#include "platform/relay/cluster_store.h"
 #include "platform/relay/traffic_store.h"
 #include "platform/rentals/rentals.h"
 #include "platform/store/db.h"

@@ -19,7 +19,7 @@ namespace gpunex::platform::relay {
 Module RelayModule();
 
 // GET kPeerPath (peer.h): another instance of the cluster, which opens streams to the agents
-// held here; its Authorization header shows the secret it registered (cluster.h).
+// held here; its Authorization header shows the secret it registered (cluster_store.h).
 http::WebSocketAcceptor PeerAcceptor(const api::ApiContext& ctx);
 
 // GET kDataChannelPath?machine_id=...: an agent's data channel, with the agent token of

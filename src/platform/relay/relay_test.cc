@@ -228,12 +228,17 @@ class RelayTest : public ::testing::Test {
 
   void SetUp() override {
     http::ServerOptions o = TestOptions();
+    AddRoutes(o);
+    server_ = std::make_unique<TestServer>(o);
+  }
+
+  // The server's routes: the agent's data channel.
+  virtual void AddRoutes(http::ServerOptions& o) {
     o.websocket_routes["/api/v1/agent/data"] =
         [this](const http::Request&, std::shared_ptr<http::WebSocketConnection> conn)
         -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
       return relay_.Attach(kMachine, std::move(conn));
     };
-    server_ = std::make_unique<TestServer>(o);
   }
 
   void TearDown() override { StopAgent(); }
@@ -575,20 +580,19 @@ constexpr char kPeerSecret[] = "Bearer ins_test.secret";
 
 class PeerRelayTest : public RelayTest {
  protected:
-  void SetUp() override {
-    http::ServerOptions o = TestOptions();
-    o.websocket_routes["/api/v1/agent/data"] =
-        [this](const http::Request&, std::shared_ptr<http::WebSocketConnection> conn)
-        -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
-      return relay_.Attach(kMachine, std::move(conn));
-    };
+  // The agent's data channel, and other instances' connections with the secret.
+  void AddRoutes(http::ServerOptions& o) override {
+    RelayTest::AddRoutes(o);
     o.websocket_routes[std::string(kPeerPath)] =
         [this](const http::Request& req, std::shared_ptr<http::WebSocketConnection> conn)
         -> StatusOr<std::shared_ptr<http::WebSocketSession>> {
       if (req.Header("authorization") != kPeerSecret) return Unauthenticated("not an instance");
       return relay_.AttachPeer(std::move(conn));
     };
-    server_ = std::make_unique<TestServer>(o);
+  }
+
+  void SetUp() override {
+    RelayTest::SetUp();
     RelayOptions x;
     x.tick = 100ms;
     x.meter_interval = 100ms;
