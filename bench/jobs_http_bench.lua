@@ -5,6 +5,9 @@
 --                      "image":"registry.example/bench:1"}
 -- and each answer is counted: 201 with "state":"placed", 201 with "state":"queued", another
 -- 2xx state, and every other status by its code (the first such body is kept as a sample).
+-- JOBS_TOKEN may name several customers' sessions, comma-separated: each request carries
+-- the next one, so that a proxy balancing on the Authorization header spreads the jobs over
+-- its instances (bench/cluster_bench.sh).
 -- Without it, the request is wrk's own (GET of the URL) and nothing is counted; with
 -- PACE_MS set above 0, each connection waits that long between its requests (a probe at a
 -- known rate instead of as many requests as the server answers).
@@ -12,15 +15,25 @@
 -- done() prints one line for the script to read:
 --   result requests=N seconds=S rps=R p50_ms= p90_ms= p99_ms= p999_ms= max_ms=
 --          errors=E [placed=P queued=Q other2xx=O non2xx=N statuses=CODE:COUNT,... sample=BODY]
-local token = os.getenv("JOBS_TOKEN") or ""
-local jobs = token ~= ""
+local tokens = {}
+for t in (os.getenv("JOBS_TOKEN") or ""):gmatch("[^,]+") do table.insert(tokens, t) end
+local jobs = #tokens > 0
 
 if jobs then
   wrk.method = "POST"
   wrk.body = '{"gpu_model":"l4-24gb","gpus":1,"max_price_micro":1000000,' ..
              '"image":"registry.example/bench:1"}'
   wrk.headers["Content-Type"] = "application/json"
-  wrk.headers["Authorization"] = "Bearer " .. token
+  wrk.headers["Authorization"] = "Bearer " .. tokens[1]
+end
+
+if #tokens > 1 then
+  local sent = 0
+  function request()
+    sent = sent + 1
+    wrk.headers["Authorization"] = "Bearer " .. tokens[sent % #tokens + 1]
+    return wrk.format()
+  end
 end
 
 local pace = tonumber(os.getenv("PACE_MS") or "") or 0
