@@ -175,7 +175,11 @@ StatusOr<AgentIdentity> Providers::AuthenticateAgent(std::string_view token) {
 
 Status Providers::TouchAgentToken(const std::string& token_id) {
   const Timestamp now = options_.clock->Now();
-  return db_.Transact([&](store::Tx& tx) { return ProvidersStore(tx).TouchToken(token_id, now); });
+  // To the minute, as for API keys: a token that many machines share is written once a
+  // minute at most, however many of them connect at once.
+  return db_.Transact([&](store::Tx& tx) {
+    return ProvidersStore(tx).TouchToken(token_id, now, now - kOneMinute);
+  });
 }
 
 }  // namespace gpunex::platform::providers

@@ -128,9 +128,12 @@ StatusOr<std::optional<AgentTokenRow>> ProvidersStore::FindLiveTokenByHash(
   return TokenRows().First(rows);
 }
 
-Status ProvidersStore::TouchToken(const std::string& token_id, Timestamp at) {
+Status ProvidersStore::TouchToken(const std::string& token_id, Timestamp at, Timestamp since) {
   return tx_
-      .Exec("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?", {ToUnixMicros(at), token_id})
+      .Exec(
+          "UPDATE agent_tokens SET last_used_at = ? WHERE id = ? AND "
+          "(last_used_at IS NULL OR last_used_at < ?)",
+          {ToUnixMicros(at), token_id, ToUnixMicros(since)})
       .status();
 }
 

@@ -58,7 +58,9 @@ class ProvidersStore {
                              Timestamp at, const std::optional<std::string>& replaced_by);
   // The active token with this hash whose provider is active.
   StatusOr<std::optional<AgentTokenRow>> FindLiveTokenByHash(const std::string& token_hash);
-  Status TouchToken(const std::string& token_id, Timestamp at);
+  // Sets last_used_at to `at` unless it is `since` or later already: a provider's agents
+  // that connect together (after an instance went away) do not all write the token's row.
+  Status TouchToken(const std::string& token_id, Timestamp at, Timestamp since);
   // The ids of the tokens revoked (or rotated) at `since` or later, by any instance.
   StatusOr<std::vector<std::string>> TokensRevokedSince(Timestamp since);
 

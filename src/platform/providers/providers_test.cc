@@ -380,6 +380,14 @@ TEST_P(ProvidersTest, TouchAgentTokenRecordsTheLastUse) {
   EXPECT_EQ((*list)[1].last_used_at, std::nullopt);
   clock_.Advance(kOneHour);
   ASSERT_TRUE(providers_->TouchAgentToken(t.token.id).ok());
+  const Timestamp touched = clock_.Now();
+  EXPECT_EQ((*providers_->ListTokens(p))[0].last_used_at, touched);
+  // To the minute: the machines that share a token and connect together write it once.
+  clock_.Advance(std::chrono::seconds(59));
+  ASSERT_TRUE(providers_->TouchAgentToken(t.token.id).ok());
+  EXPECT_EQ((*providers_->ListTokens(p))[0].last_used_at, touched);
+  clock_.Advance(std::chrono::seconds(2));
+  ASSERT_TRUE(providers_->TouchAgentToken(t.token.id).ok());
   EXPECT_EQ((*providers_->ListTokens(p))[0].last_used_at, clock_.Now());
 }
 
