@@ -55,12 +55,21 @@ Status Cluster::Register() {
   return Status::Ok();
 }
 
-Status Cluster::Heartbeat(const std::vector<std::string>& held) {
+StatusOr<bool> Cluster::Heartbeat(const std::vector<std::string>& held) {
   const Timestamp now = clock_.Now();
-  return db_.Transact([&](store::Tx& tx) -> Status {
-    GPUNEX_RETURN_IF_ERROR(
-        tx.Exec("UPDATE cluster_instances SET seen_at = ? WHERE id = ?", {ToUnixMicros(now), id_})
-            .status());
+  bool again = false;
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
+    GPUNEX_ASSIGN_OR_RETURN(
+        int64_t seen,
+        tx.Exec("UPDATE cluster_instances SET seen_at = ? WHERE id = ?", {ToUnixMicros(now), id_}));
+    again = seen == 0;
+    if (again) {
+      GPUNEX_RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO cluster_instances (id, url, secret_hash, started_at, seen_at) "
+                  "VALUES (?, ?, ?, ?, ?)",
+                  {id_, url_, Sha256Hex(secret_), ToUnixMicros(now), ToUnixMicros(now)})
+              .status());
+    }
     for (const std::string& machine : held) {
       GPUNEX_RETURN_IF_ERROR(
           tx.Exec("INSERT INTO relay_holders (machine_id, instance_id, since) VALUES (?, ?, ?) "
@@ -75,7 +84,9 @@ Status Cluster::Heartbeat(const std::vector<std::string>& held) {
                                    {forget})
                                .status());
     return tx.Exec("DELETE FROM cluster_instances WHERE seen_at < ?", {forget}).status();
-  });
+  }));
+  if (again) LogWarn("cluster.registered_again", {{"instance_id", id_}});
+  return again;
 }
 
 void Cluster::Holding(const std::string& machine_id, bool held) {

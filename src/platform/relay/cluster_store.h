@@ -55,8 +55,10 @@ class Cluster {
   // Inserts this instance's row.
   Status Register();
   // Says this instance is alive, records `held` (the machines whose data channels are
-  // here) as held here, and forgets instances silent for an hour.
-  Status Heartbeat(const std::vector<std::string>& held);
+  // here) as held here, and forgets instances silent for an hour. True when this instance's
+  // own row had been forgotten (its clock, or another's, jumped) and was written again: the
+  // caller then records every machine it holds at once.
+  StatusOr<bool> Heartbeat(const std::vector<std::string>& held);
   // Records that `machine_id`'s data channel arrived here (true) or left (false); a failure
   // is logged, and the next heartbeat records it again.
   void Holding(const std::string& machine_id, bool held);

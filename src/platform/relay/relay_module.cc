@@ -137,10 +137,16 @@ Module RelayModule() {
             // the agents held here (a write that failed when one arrived is made good).
             background.Add({.name = "cluster.heartbeat",
                             .every = std::chrono::seconds(co.heartbeat_s),
-                            .pass = [cluster, &relay, beat = 0]() mutable {
+                            .pass = [cluster, &relay, beat = 0]() mutable -> Status {
                               const bool all = beat++ % 15 == 0;
-                              return cluster->Heartbeat(all ? relay.Machines()
-                                                            : std::vector<std::string>{});
+                              GPUNEX_ASSIGN_OR_RETURN(
+                                  bool again, cluster->Heartbeat(all ? relay.Machines()
+                                                                     : std::vector<std::string>{}));
+                              // Forgotten, and its holdings with it: all of them again now.
+                              if (again && !all) {
+                                return cluster->Heartbeat(relay.Machines()).status();
+                              }
+                              return Status::Ok();
                             }});
           },
       .metrics = CollectMetrics,
