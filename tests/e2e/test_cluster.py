@@ -356,20 +356,26 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
         through_b = self.via(b, prov)
         gpu_ids = [g["id"] for g in through_b.get(f"{API}/machines/{mid}").body["gpus"]]
         self.assertEqual(len(gpu_ids), 32)
-        took = []
+        took, answered = [], []
         for gid in gpu_ids:
             started = time.monotonic()
             r = through_b.post(f"{API}/workloads", {
                 "machine_id": mid, "gpu_ids": [gid], "image": "gpunex-test/busybox:1",
                 "command": ["sleep", "60"]})
             self.assertStatus(r, 201)
+            answered.append(time.monotonic() - started)
             cmd = agent.expect_command("start_workload", timeout=5)
             took.append(time.monotonic() - started)
             self.assertEqual(cmd["payload"]["workload_id"], r.body["id"])
         took.sort()
+        answered.sort()
         p50, worst = took[len(took) // 2], took[-1]
+        # The request's own answer apart: a slow one waits on the machine's rows, which the
+        # agent's heartbeat (every second, each GPU's telemetry) writes too.
         print(f"\nrequest through one instance to the command at the agent on another: "
-              f"p50 {p50 * 1000:.0f} ms, max {worst * 1000:.0f} ms of {len(took)}")
+              f"p50 {p50 * 1000:.0f} ms, max {worst * 1000:.0f} ms of {len(took)} "
+              f"(the request's answer alone: p50 {answered[len(answered) // 2] * 1000:.0f} ms, "
+              f"max {answered[-1] * 1000:.0f} ms)")
         # Left to the sweep, a command would wait half a second on average.
         self.assertLess(p50, 0.25, took)
 

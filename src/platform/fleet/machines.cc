@@ -113,7 +113,7 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
   GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
   GPUNEX_ASSIGN_OR_RETURN(std::set<std::string> busy, GpusInActiveWorkloads(tx, machine_id));
   GPUNEX_ASSIGN_OR_RETURN(AvailabilityFacts avail, s.AvailabilityFactsOf(machine_id));
-  bool changed = false;
+  std::vector<std::pair<std::string, listing::ListingDecision>> changes;
   for (const MachineGpu& g : gpus) {
     listing::ListingFacts f;
     f.present = g.present;
@@ -145,10 +145,13 @@ Status RefreshListing(store::Tx& tx, Timestamp now, const std::string& machine_i
     if (const GpuModel* model = FindGpuModel(g.catalog_id)) f.model_name = model->nvml_name;
     const listing::ListingDecision d = listing::DecideListing(f);
     if (d.state == g.listing.state && d.note == g.listing.note) continue;
-    GPUNEX_RETURN_IF_ERROR(s.SetListing(g.id, d, now));
-    changed = true;
+    changes.emplace_back(g.id, d);
   }
-  if (changed) GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
+  if (changes.empty()) return Status::Ok();
+  // The machine's row before its GPUs' rows, as a heartbeat writes them: two transactions
+  // that lock them in opposite orders deadlock on PostgreSQL.
+  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
+  for (const auto& [gpu_id, d] : changes) GPUNEX_RETURN_IF_ERROR(s.SetListing(gpu_id, d, now));
   return Status::Ok();
 }
 
@@ -156,11 +159,12 @@ Status ReportPriceFacts(store::Tx& tx, Timestamp now, const std::string& machine
                         const std::set<std::string>& priced_catalog_ids) {
   FleetStore s(tx);
   GPUNEX_ASSIGN_OR_RETURN(std::vector<MachineGpu> gpus, s.GpusOf(machine_id));
+  // The machine's row first (see RefreshListing).
+  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   for (const MachineGpu& g : gpus) {
     const bool priced = priced_catalog_ids.count(g.catalog_id) > 0;
     if (priced != g.priced) GPUNEX_RETURN_IF_ERROR(s.SetPriced(g.id, priced));
   }
-  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   return RefreshListing(tx, now, machine_id);
 }
 
@@ -204,6 +208,9 @@ Status ReportAvailabilityFacts(store::Tx& tx, Timestamp now, const std::string& 
 Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& machine_id,
                             const std::map<std::string, BenchmarkFacts>& by_gpu_id) {
   FleetStore s(tx);
+  // The scores and figures a run measured show in the machine's offers. The machine's row
+  // first (see RefreshListing).
+  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   for (const auto& [gpu_id, f] : by_gpu_id) {
     GPUNEX_ASSIGN_OR_RETURN(std::optional<MachineGpu> g, s.FindGpu(machine_id, gpu_id));
     if (!g) return NotFound("no GPU " + gpu_id + " on machine " + machine_id);
@@ -211,8 +218,6 @@ Status ReportBenchmarkFacts(store::Tx& tx, Timestamp now, const std::string& mac
                                                f.verdict ? f.note : g->benchmark_note,
                                                f.benchmarking));
   }
-  // The scores and figures a run measured show in the machine's offers.
-  GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
   return RefreshListing(tx, now, machine_id);
 }
 
@@ -304,6 +309,8 @@ StatusOr<MachineDetail> Fleet::SetGpuEnabled(const accounts::Principal& p,
     if (!m || (m->provider_id != p.user.id && !p.IsAdmin())) return NotFound("no such machine");
     if (m->provider_id != p.user.id)
       return PermissionDenied("only the machine's provider designates its GPUs");
+    // The machine's row before the GPU's (see RefreshListing).
+    GPUNEX_RETURN_IF_ERROR(s.TouchOffers(machine_id, now));
     GPUNEX_ASSIGN_OR_RETURN(bool changed, s.SetGpuEnabled(machine_id, gpu_id, enabled));
     if (!changed) return NotFound("no such GPU on this machine");
     GPUNEX_RETURN_IF_ERROR(RefreshListing(tx, now, machine_id));
