@@ -123,7 +123,9 @@ class FakeAgent:
     def hello(self, containers=(), machine_id=None, **over):
         """Sends hello; returns the welcome (raises AgentRefused on an error + close)."""
         self.send(self.hello_msg(containers, machine_id, **over))
-        welcome = self.expect(lambda m: m["type"] in ("welcome", "error"), 10, "welcome")
+        # A hello is one SERIALIZABLE transaction on PostgreSQL, retried on a conflict; under
+        # ASan on a loaded machine its retries took more than 10 s once.
+        welcome = self.expect(lambda m: m["type"] in ("welcome", "error"), 30, "welcome")
         if welcome["type"] == "error":
             code, reason, seen = self.ws.wait_closed(5)
             raise AgentRefused(welcome, code, reason, seen)
