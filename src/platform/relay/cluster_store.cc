@@ -40,22 +40,24 @@ Cluster::~Cluster() {
   if (registered_) Leave();
 }
 
+Status Cluster::InsertRow(store::Tx& tx, int64_t now) {
+  return tx
+      .Exec(
+          "INSERT INTO cluster_instances (id, url, secret_hash, started_at, seen_at) "
+          "VALUES (?, ?, ?, ?, ?)",
+          {id_, url_, Sha256Hex(secret_), now, now})
+      .status();
+}
+
 Status Cluster::Register() {
   const int64_t now = ToUnixMicros(clock_.Now());
-  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) {
-    return tx
-        .Exec(
-            "INSERT INTO cluster_instances (id, url, secret_hash, started_at, seen_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            {id_, url_, Sha256Hex(secret_), now, now})
-        .status();
-  }));
+  GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) { return InsertRow(tx, now); }));
   registered_ = true;
   LogInfo("cluster.registered", {{"instance_id", id_}, {"url", url_}});
   return Status::Ok();
 }
 
-StatusOr<bool> Cluster::Heartbeat(const std::vector<std::string>& held) {
+StatusOr<bool> Cluster::Heartbeat(const std::vector<std::string>* held) {
   const Timestamp now = clock_.Now();
   bool again = false;
   GPUNEX_RETURN_IF_ERROR(db_.Transact([&](store::Tx& tx) -> Status {
@@ -63,14 +65,9 @@ StatusOr<bool> Cluster::Heartbeat(const std::vector<std::string>& held) {
         int64_t seen,
         tx.Exec("UPDATE cluster_instances SET seen_at = ? WHERE id = ?", {ToUnixMicros(now), id_}));
     again = seen == 0;
-    if (again) {
-      GPUNEX_RETURN_IF_ERROR(
-          tx.Exec("INSERT INTO cluster_instances (id, url, secret_hash, started_at, seen_at) "
-                  "VALUES (?, ?, ?, ?, ?)",
-                  {id_, url_, Sha256Hex(secret_), ToUnixMicros(now), ToUnixMicros(now)})
-              .status());
-    }
-    for (const std::string& machine : held) {
+    if (again) GPUNEX_RETURN_IF_ERROR(InsertRow(tx, ToUnixMicros(now)));
+    if (held == nullptr) return Status::Ok();
+    for (const std::string& machine : *held) {
       GPUNEX_RETURN_IF_ERROR(
           tx.Exec("INSERT INTO relay_holders (machine_id, instance_id, since) VALUES (?, ?, ?) "
                   "ON CONFLICT (machine_id) DO UPDATE SET instance_id = excluded.instance_id, "

@@ -54,11 +54,12 @@ class Cluster {
 
   // Inserts this instance's row.
   Status Register();
-  // Says this instance is alive, records `held` (the machines whose data channels are
-  // here) as held here, and forgets instances silent for an hour. True when this instance's
-  // own row had been forgotten (its clock, or another's, jumped) and was written again: the
-  // caller then records every machine it holds at once.
-  StatusOr<bool> Heartbeat(const std::vector<std::string>& held);
+  // Says this instance is alive. With `held` (the machines whose data channels are here),
+  // also records them as held here and forgets instances silent for an hour: the rarer,
+  // fuller beat. True when this instance's own row had been forgotten (its clock, or
+  // another's, jumped) and was written again: the caller then records every machine it
+  // holds at once.
+  StatusOr<bool> Heartbeat(const std::vector<std::string>* held = nullptr);
   // Records that `machine_id`'s data channel arrived here (true) or left (false); a failure
   // is logged, and the next heartbeat records it again.
   void Holding(const std::string& machine_id, bool held);
@@ -71,6 +72,9 @@ class Cluster {
   void Leave();
 
  private:
+  // This instance's row, seen `now` (unix microseconds).
+  Status InsertRow(store::Tx& tx, int64_t now);
+
   store::Database& db_;
   const Clock& clock_;
   const ClusterOptions options_;

@@ -69,21 +69,23 @@ TEST_P(ClusterTest, ASilentInstanceIsTakenForDeadThenForgottenAndComesBackWhenIt
   clock_.Advance(11s);                                // both silent past stale_after_s (10 s)
   EXPECT_FALSE(RouteFrom(*b_, "mch_1").has_value());  // a is taken for dead
   EXPECT_FALSE(a_->Verify(route->authorization));     // and so is b, the caller
-  ASSERT_TRUE(b_->Heartbeat({}).ok());
+  ASSERT_TRUE(b_->Heartbeat().ok());
   EXPECT_TRUE(a_->Verify(route->authorization));
   EXPECT_FALSE(RouteFrom(*b_, "mch_1").has_value());
-  ASSERT_TRUE(a_->Heartbeat({}).ok());
+  ASSERT_TRUE(a_->Heartbeat().ok());
   EXPECT_TRUE(RouteFrom(*b_, "mch_1").has_value());
 
   // An hour of silence (or a clock that jumped): b forgets a and what it held; a's next
   // heartbeat writes it again, and a records its machines at once.
   clock_.Advance(2h);
-  auto b_again = b_->Heartbeat({});
+  const std::vector<std::string> none;
+  auto b_again = b_->Heartbeat(&none);
   ASSERT_TRUE(b_again.ok());
   EXPECT_FALSE(*b_again);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM cluster_instances"), 1);
   EXPECT_EQ(Number("SELECT COUNT(*) FROM relay_holders"), 0);
-  auto a_again = a_->Heartbeat({"mch_1"});
+  const std::vector<std::string> mine = {"mch_1"};
+  auto a_again = a_->Heartbeat(&mine);
   ASSERT_TRUE(a_again.ok());
   EXPECT_TRUE(*a_again);
   auto back = RouteFrom(*b_, "mch_1");

@@ -3,12 +3,10 @@
 #include <poll.h>
 
 #include <atomic>
-#include <cctype>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "common/agent_protocol.h"
 #include "common/event_fd.h"
 #include "common/log.h"
 #include "common/net/websocket_client.h"
@@ -32,10 +30,9 @@ StatusOr<PeerOpen> ParsePeerOpen(std::string_view payload) {
   }
   PeerOpen out;
   out.machine_id = std::string(payload.substr(0, nl));
-  for (char c : out.machine_id) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) {
-      return InvalidArgument("a peer open's machine id has a character ids do not have");
-    }
+  // Ids share the syntax of a workload's id.
+  if (!protocol::IsWorkloadId(out.machine_id)) {
+    return InvalidArgument("a peer open's machine id is not an id");
   }
   GPUNEX_ASSIGN_OR_RETURN(out.target, ParseStreamTarget(payload.substr(nl + 1)));
   return out;
@@ -52,9 +49,9 @@ struct PeerLink::State {
   Mutex mu;
   int close_code GUARDED_BY(mu) = 0;
   std::string close_reason GUARDED_BY(mu);
-  std::mutex ended_mu;
-  std::condition_variable ended_cv;
-  bool ended = false;  // guarded by ended_mu
+  Mutex ended_mu;
+  CondVar ended_cv;
+  bool ended GUARDED_BY(ended_mu) = false;
   std::thread thread;
 
   bool Writable() const {
@@ -97,9 +94,9 @@ struct PeerLink::State {
     }
     session->OnClose();
     session.reset();
-    std::lock_guard lock(ended_mu);
+    MutexLock lock(&ended_mu);
     ended = true;
-    ended_cv.notify_all();
+    ended_cv.SignalAll();
   }
 };
 
@@ -132,8 +129,12 @@ void PeerLink::Start(std::shared_ptr<http::WebSocketSession> session) {
 }
 
 bool PeerLink::WaitEnded(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(state_->ended_mu);
-  return state_->ended_cv.wait_for(lock, timeout, [&] { return state_->ended; });
+  const auto deadline = SteadyClock::now() + timeout;
+  MutexLock lock(&state_->ended_mu);
+  while (!state_->ended && SteadyClock::now() < deadline) {
+    state_->ended_cv.WaitFor(&state_->ended_mu, deadline - SteadyClock::now());
+  }
+  return state_->ended;
 }
 
 bool PeerLink::Send(std::string) { return false; }  // the data channel sends binary only

@@ -134,17 +134,20 @@ Module RelayModule() {
             Relay& relay = services.Get<Relay>();
             const auto& co = config.Section<ClusterOptions>("cluster");
             // Every heartbeat says the instance is alive; every fifteenth also records again
-            // the agents held here (a write that failed when one arrived is made good).
+            // the agents held here (a write that failed when one arrived is made good) and
+            // forgets the instances silent for an hour.
             background.Add({.name = "cluster.heartbeat",
                             .every = std::chrono::seconds(co.heartbeat_s),
                             .pass = [cluster, &relay, beat = 0]() mutable -> Status {
                               const bool all = beat++ % 15 == 0;
-                              GPUNEX_ASSIGN_OR_RETURN(
-                                  bool again, cluster->Heartbeat(all ? relay.Machines()
-                                                                     : std::vector<std::string>{}));
+                              std::vector<std::string> held;
+                              if (all) held = relay.Machines();
+                              GPUNEX_ASSIGN_OR_RETURN(bool again,
+                                                      cluster->Heartbeat(all ? &held : nullptr));
                               // Forgotten, and its holdings with it: all of them again now.
                               if (again && !all) {
-                                return cluster->Heartbeat(relay.Machines()).status();
+                                held = relay.Machines();
+                                return cluster->Heartbeat(&held).status();
                               }
                               return Status::Ok();
                             }});
