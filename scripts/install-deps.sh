@@ -7,6 +7,8 @@ packages=(
   # toolchain; clang for the thread-safety analysis and the sanitizer builds, its
   # sanitizer runtimes, clang-tidy and clang-format for the checks
   g++ cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev clang-tidy clang-format
+  # the linker (CMakeLists.txt: links several times faster than the default one)
+  mold
   # libraries
   libboost1.81-dev libboost-json1.81-dev libssl-dev libsqlite3-dev libpqxx-dev
   libsodium-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev libcli11-dev
