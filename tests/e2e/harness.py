@@ -324,8 +324,10 @@ class Client:
                 conn.request(method, path, body=data, headers=hdrs)
             except (BrokenPipeError, ConnectionResetError):
                 # The server may answer (413) and close before the whole body is sent;
-                # the answer is still readable.
-                pass
+                # the answer is still readable. A connection reset before it was made (a
+                # gpunexd killed with connections in its backlog) has no answer to read.
+                if conn.sock is None:
+                    raise
             resp = conn.getresponse()
             payload = resp.read()
             answer = Response(resp.status, resp.getheaders(), payload)

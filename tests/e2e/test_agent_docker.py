@@ -676,6 +676,9 @@ class PlatformRestartTest(AgentDockerTest):
         self.assertStatus(r, 201)
         wid = r.body["id"]
         self.wait_workload(prov, wid, "running", 20)
+        # The output before the kill is stored first: log frames carry no acknowledgement,
+        # so one in flight when gpunexd dies is lost (docs/agent-protocol.md, "Log data").
+        wait_until(lambda: "early" in self.logs(prov, wid)["stdout"], 10, "the first line")
         self.srv.kill()
         # It ends, and the agent cleans up, while the platform is down.
         wait_until(lambda: not self.wl_containers(wid), 30, "the container gone")

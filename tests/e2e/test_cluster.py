@@ -213,6 +213,12 @@ class ClusterTest(EngineAgentsMixin, ServerTestCase):
 
         customer = a.user("Carl Cluster")
         admin_there, customer_there = self.via(others[0], self.admin), self.via(others[0], customer)
+        # Each instance's offer index takes in changes on its own poll: the customer rents
+        # what the instance it reached lists.
+        wait_until(lambda: any(o["id"] == offer["id"] for o in
+                               customer_there.get(f"{API}/offers", query={"gpu_model": L4, "limit": "200"})
+                               .body.get("items", [])),
+                   30, "the offer listed on the instance the customer reaches")
         self.assertStatus(admin_there.post(f"{API}/admin/credits",
                                            {"user_id": customer.id, "amount_micro": 50 * USDC,
                                             "reference": "cluster credit"}), 201)
