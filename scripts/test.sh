@@ -17,9 +17,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 phase() { echo "== $1 (at ${SECONDS} s)"; }
-# The run's start, for the lines of the tests that run in a shell of their own.
-test_started=$(($(date +%s) - SECONDS))
-export test_started
 
 phase "dependencies, the dashboard, formatting and the API's description"
 scripts/install-deps.sh
@@ -76,49 +73,26 @@ export GPUNEX_TEST_PG_URL
 logs=$pgdir/logs
 mkdir -p "$logs"
 
-# Two kinds of tests, run side by side. The end-to-end and browser tests mostly wait (on
-# heartbeats, meter ticks, containers, a browser): they run in more slots than cores
-# (E2E_SLOTS), the release build's and the sanitizer build's side by side; a test that
-# checks latencies or runs many containers takes several slots (tests/CMakeLists.txt).
-# While they wait, the cores would be idle about a third of the time: the tests that keep
-# the cores busy run beside them, one per core and at a lower priority (nice), so that
-# they take the idle time and yield where an end-to-end test wants a core: the release
-# build's NDEBUG unit tests and the benchmarks' smoke runs, the ThreadSanitizer tests,
-# then every unit test in the sanitizer build. The sign-up flood's latency comparison runs
-# first, alone on the machine.
+# Two kinds of tests, run in two ways. The unit tests and the benchmarks' smoke runs keep
+# the cores busy: `ctest -j <cores>`, one configuration after the other. The end-to-end and
+# browser tests mostly wait (on heartbeats, meter ticks, containers, a browser): they run in
+# more slots than cores (E2E_SLOTS), the release build's and the sanitizer build's side by
+# side; a test that checks latencies or runs many containers takes several slots
+# (tests/CMakeLists.txt). The sign-up flood's latency comparison runs alone on the machine,
+# after the unit tests.
 slots=${E2E_SLOTS:-$((2 * jobs))}
 asan_slots=${ASAN_E2E_SLOTS:-1}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=()
 
-phase "release build: the sign-up flood's latency comparison, alone"
+# Every unit test runs in the sanitizer build; the release build runs those whose code
+# differs there (NDEBUG) and the benchmarks' smoke runs.
+phase "release build: benchmarks' smoke runs and the NDEBUG unit tests"
+ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 \
+  -R '^common_test\.InvariantTest$|^bench_' 2>&1 | tee "$logs/release-unit" || failed+=("release unit tests")
 ctest --test-dir build/release --output-on-failure -R '^e2e_test_signup_flood$' 2>&1 |
   tee "$logs/release-flood" || failed+=("the sign-up flood")
-
-# Under ASan+UBSan the end-to-end tests that reach the most of gpunexd's request handling
-# run again: every bad input (the parsers and validators of every domain), every route
-# with every kind of caller (test_authz), HTTP framing, the full provider path, crashes,
-# idempotency, the rental and job rules, top-ups; of a module split by backend
-# (tests/CMakeLists.txt) its SQLite share only (the PostgreSQL store runs under the
-# sanitizers in store_test's conformance suite, and every end-to-end test on PostgreSQL in
-# the release build). The others run in the release build only: their domains' unit tests
-# run under the sanitizers, and test_authz and the bad-input tests reach their routes
-# there (the dashboard in a browser, the agent in Docker and its network isolation check,
-# which agent_isolation_test runs under the sanitizers, the agent channel, benchmarks,
-# drafts, reviews, the reliability score's timed outages, the marketplace's fleet of real
-# agents, the sign-up flood's latency comparison, the rentals in Docker with their kills of
-# gpunexd, and the payouts with theirs; the bank files' independent checker is Python).
-asan_e2e_tests='^(e2e_test_bad_inputs|e2e_test_bad_inputs_schedules|e2e_test_bad_inputs_rentals_sqlite|e2e_test_bad_inputs_payouts_sqlite|e2e_test_authz_sqlite|e2e_test_http_framing|e2e_test_full_path_sqlite|e2e_test_crash_sqlite|e2e_test_idempotency|e2e_test_rentals_rules|e2e_test_topups_sqlite|e2e_test_login_lockout|e2e_test_credentials)$'
-phase "end-to-end and browser tests: release build (${slots} slots) and sanitizer build (${asan_slots}), beside the unit tests (nice)"
-# The release build's progress is shown as it goes; the others' are in their logs, shown
-# at the end where something failed.
-(ctest --test-dir build/release --output-on-failure -j "$slots" --timeout 600 \
-  -LE '^(unit|bench)$' -E '^e2e_test_signup_flood$' 2>&1 | tee "$logs/release-e2e") &
-release_e2e=$!
-ctest --test-dir build/asan --output-on-failure -j "$asan_slots" --timeout 900 -R "$asan_e2e_tests" \
-  >"$logs/asan-e2e" 2>&1 &
-asan_e2e=$!
-
+phase "thread sanitizer tests"
 # One binary per core at a time; each one's output is shown when it ends.
 tsan_one() {  # test binary path under build/tsan
   local log
@@ -134,34 +108,39 @@ tsan_one() {  # test binary path under build/tsan
 }
 export -f tsan_one
 export logs
-unit_tests() {  # one after the other; what failed is written to $logs/unit-failed
-  # Every unit test runs in the sanitizer build; the release build runs those whose code
-  # differs there (NDEBUG) and the benchmarks' smoke runs.
-  ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 \
-    -R '^common_test\.InvariantTest$|^bench_' >"$logs/release-unit" 2>&1 ||
-    echo "release unit tests" >>"$logs/unit-failed"
-  echo "-- release build's NDEBUG unit tests and benchmarks' smoke runs: done (at $(($(date +%s) - test_started)) s)"
-  printf '%s\n' "${tsan_tests[@]}" | xargs -P "$jobs" -I{} bash -c 'tsan_one {}' ||
-    echo "ThreadSanitizer tests" >>"$logs/unit-failed"
-  echo "-- ThreadSanitizer tests: done (at $(($(date +%s) - test_started)) s)"
-  ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -L '^unit$' \
-    >"$logs/asan-unit" 2>&1 || echo "sanitizer unit tests" >>"$logs/unit-failed"
-  echo "-- sanitizer build's unit tests: done (at $(($(date +%s) - test_started)) s)"
-}
-nice -n 10 bash -c "$(declare -f unit_tests); $(declare -p tsan_tests jobs); unit_tests" &
-unit=$!
+printf '%s\n' "${tsan_tests[@]}" | xargs -P "$jobs" -I{} bash -c 'tsan_one {}' ||
+  failed+=("ThreadSanitizer tests")
+phase "sanitizer build: unit tests"
+ctest --test-dir build/asan --output-on-failure -j "$jobs" --timeout 900 -L '^unit$' 2>&1 |
+  tee "$logs/asan-unit" || failed+=("sanitizer unit tests")
 
+# Under ASan+UBSan the end-to-end tests that reach the most of gpunexd's request handling
+# run again: every bad input (the parsers and validators of every domain), every route
+# with every kind of caller (test_authz), HTTP framing, the full provider path, crashes,
+# idempotency, the rental and job rules, top-ups; of a module split by backend
+# (tests/CMakeLists.txt) its SQLite share only (the PostgreSQL store runs under the
+# sanitizers in store_test's conformance suite, and every end-to-end test on PostgreSQL in
+# the release build). The others run in the release build only: their domains' unit tests
+# run under the sanitizers, and test_authz and the bad-input tests reach their routes
+# there (the dashboard in a browser, the agent in Docker and its network isolation check,
+# which agent_isolation_test runs under the sanitizers, the agent channel, benchmarks,
+# drafts, reviews, the reliability score's timed outages, the marketplace's fleet of real
+# agents, the sign-up flood's latency comparison, the rentals in Docker with their kills of
+# gpunexd, and the payouts with theirs; the bank files' independent checker is Python).
+asan_e2e_tests='^(e2e_test_bad_inputs|e2e_test_bad_inputs_schedules|e2e_test_bad_inputs_rentals_sqlite|e2e_test_bad_inputs_payouts_sqlite|e2e_test_authz_sqlite|e2e_test_http_framing|e2e_test_full_path_sqlite|e2e_test_crash_sqlite|e2e_test_idempotency|e2e_test_rentals_rules|e2e_test_topups_sqlite|e2e_test_login_lockout|e2e_test_credentials)$'
+phase "end-to-end and browser tests: release build (${slots} slots) and sanitizer build (${asan_slots}) side by side"
+# The release build's progress is shown as it goes; the sanitizer build's is in its log,
+# shown at the end where something failed.
+(ctest --test-dir build/release --output-on-failure -j "$slots" --timeout 600 \
+  -LE '^(unit|bench)$' -E '^e2e_test_signup_flood$' 2>&1 | tee "$logs/release-e2e") &
+release_e2e=$!
+ctest --test-dir build/asan --output-on-failure -j "$asan_slots" --timeout 900 -R "$asan_e2e_tests" \
+  >"$logs/asan-e2e" 2>&1 &
+asan_e2e=$!
 wait "$release_e2e" || failed+=("release end-to-end tests")
 phase "release build's end-to-end tests done"
 wait "$asan_e2e" || failed+=("sanitizer end-to-end tests")
 tail -n 12 "$logs/asan-e2e"
-wait "$unit" || true
-phase "unit tests done"
-tail -q -n 3 "$logs/release-unit" "$logs/asan-unit"
-if [ -f "$logs/unit-failed" ]; then
-  mapfile -t unit_failed <"$logs/unit-failed"
-  failed+=("${unit_failed[@]}")
-fi
 for log in release-unit release-flood asan-unit release-e2e asan-e2e; do
   if grep -Eq " [1-9][0-9]* tests failed out of" "$logs/$log"; then
     echo "== $log: what failed"
