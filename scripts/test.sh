@@ -76,13 +76,11 @@ mkdir -p "$logs"
 # Two kinds of tests, run in two ways. The unit tests and the benchmarks' smoke runs keep
 # the cores busy: `ctest -j <cores>`, one configuration after the other. The end-to-end and
 # browser tests mostly wait (on heartbeats, meter ticks, containers, a browser): they run in
-# three times as many slots as cores (E2E_SLOTS), the release build's and the sanitizer
-# build's side by side; a test that checks latencies or runs many containers takes two
-# slots (tests/CMakeLists.txt). With twice as many, the four such tests that come first
-# (the rentals' and their crashes') ran two at a time for ten minutes with the cores 40 %
-# idle. The sign-up flood's latency comparison runs alone on the machine, after the unit
-# tests.
-slots=${E2E_SLOTS:-$((3 * jobs))}
+# more slots than cores (E2E_SLOTS), the release build's and the sanitizer build's side by
+# side; a test that checks latencies or runs many containers takes several slots
+# (tests/CMakeLists.txt). The sign-up flood's latency comparison runs alone on the machine,
+# after the unit tests.
+slots=${E2E_SLOTS:-$((2 * jobs))}
 asan_slots=${ASAN_E2E_SLOTS:-1}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=()
