@@ -253,8 +253,8 @@ void Agent::IsolationLoop() {
   isolation::IsolationCheckOptions o;
   o.work_dir = state_.dir();
   o.owner = isolation::CheckOwner(state_.machine_key());
-  while (!stopping_) {
-    protocol::NetworkIsolation report = isolation::CheckNetworkIsolation(*docker_, o);
+  // The verdict is said as soon as the check has it, before its probes are removed.
+  o.on_verdict = [this](const protocol::NetworkIsolation& report) {
     bool changed;
     {
       MutexLock lock(&mu_);
@@ -274,6 +274,9 @@ void Agent::IsolationLoop() {
       }
       Queue(report);
     }
+  };
+  while (!stopping_) {
+    const protocol::NetworkIsolation report = isolation::CheckNetworkIsolation(*docker_, o);
     const bool settled =
         report.state == protocol::kIsolated || report.state == protocol::kNotIsolated;
     const auto until =

@@ -489,33 +489,42 @@ std::optional<protocol::NetworkIsolation> EngineUnanswered(DockerClient& docker)
 
 protocol::NetworkIsolation CheckNetworkIsolation(DockerClient& docker,
                                                  const IsolationCheckOptions& options) {
-  if (auto unanswered = EngineUnanswered(docker)) return *std::move(unanswered);
+  auto verdict = [&options](protocol::NetworkIsolation report) {
+    LogInfo("isolation.checked", {{"state", report.state}, {"detail", report.detail}});
+    if (options.on_verdict) options.on_verdict(report);
+    return report;
+  };
+  if (auto unanswered = EngineUnanswered(docker)) return verdict(*std::move(unanswered));
   if (options.owner.empty()) {
-    return Report(protocol::kIsolationUnverified, "the check has no owner (a bug of the agent)");
+    return verdict(
+        Report(protocol::kIsolationUnverified, "the check has no owner (a bug of the agent)"));
   }
   DirLock lock(options.work_dir);
   auto image = EnsureSelfImage(docker, options.work_dir);
   if (!image.ok()) {
-    return Report(protocol::kIsolationUnverified,
-                  "cannot make the probe image: " + image.status().message());
+    return verdict(Report(protocol::kIsolationUnverified,
+                          "cannot make the probe image: " + image.status().message()));
   }
   protocol::NetworkIsolation report;
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  constexpr int kAttempts = 2;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
     if (attempt > 0) {
       LogWarn("isolation.confirming", {{"detail", report.detail}});
       std::this_thread::sleep_for(options.confirm_after);
     }
-    {
-      Probe probe(docker, *image, options);
-      probe.RemoveLeftovers();
-      auto ran = probe.Run();
-      report = ran.ok() ? JudgeProbe(ran->first, ran->second)
-                        : Report(protocol::kIsolationUnverified,
-                                 "the check could not run: " + ran.status().message());
+    Probe probe(docker, *image, options);
+    probe.RemoveLeftovers();
+    auto ran = probe.Run();
+    report = ran.ok() ? JudgeProbe(ran->first, ran->second)
+                      : Report(protocol::kIsolationUnverified,
+                               "the check could not run: " + ran.status().message());
+    // Final unless something was reached the first time: told now, and the probe's
+    // containers removed afterwards (its destructor).
+    if (report.state != protocol::kNotIsolated || attempt + 1 == kAttempts) {
+      report = verdict(std::move(report));
+      break;
     }
-    if (report.state != protocol::kNotIsolated) break;
   }
-  LogInfo("isolation.checked", {{"state", report.state}, {"detail", report.detail}});
   return report;
 }
 

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,11 @@ struct IsolationCheckOptions {
   // check on the same engine, say) may lack their rules for an instant, and one such
   // instant must not delist the machine. A real hole is found twice.
   std::chrono::milliseconds confirm_after{2000};
+  // Called once per check with its report as soon as that is final, before the probe's
+  // containers and networks are removed: the removal waits until the engine has listed
+  // none of them for a few seconds (kQuietFor), which need not delay the verdict (the
+  // agent's first listing waited for it). Called on the checking thread.
+  std::function<void(const protocol::NetworkIsolation&)> on_verdict;
 };
 
 // The owner of the checks of the agent with this machine key (the key is secret, the
@@ -74,7 +80,8 @@ std::optional<protocol::NetworkIsolation> EngineUnanswered(DockerClient& docker)
 
 // Runs one check on `docker`. Never fails: an engine that does not answer is
 // kIsolationNoEngine, a check that cannot finish kIsolationUnverified with the reason in
-// `detail`.
+// `detail`. Returns once everything the check made is removed; options.on_verdict has the
+// report before that.
 protocol::NetworkIsolation CheckNetworkIsolation(DockerClient& docker,
                                                  const IsolationCheckOptions& options);
 

@@ -39,11 +39,20 @@ class EngineSuite : public ::testing::Test {
     if (!engine_) GTEST_SKIP() << "dockerd could not start here: " << skip_reason_;
   }
 
-  protocol::NetworkIsolation Check() {
+  // One check; its verdict is told exactly once, the report it returns. `during`: the
+  // probe's objects in the engine when the verdict was told.
+  protocol::NetworkIsolation Check(std::string* during = nullptr) {
     IsolationCheckOptions o;
     o.work_dir = engine_->dir();
     o.owner = "tester";
-    return CheckNetworkIsolation(*client_, o);
+    std::vector<protocol::NetworkIsolation> told;
+    o.on_verdict = [&](const protocol::NetworkIsolation& r) {
+      told.push_back(r);
+      if (during) *during = Leftovers();
+    };
+    auto r = CheckNetworkIsolation(*client_, o);
+    EXPECT_THAT(told, ElementsAre(r)) << "the verdict is told once, and is what the check says";
+    return r;
   }
 
   // The probe's containers and networks left in the engine.
@@ -114,6 +123,16 @@ TEST_F(IsolatingEngine, PassesAndLeavesNothingBehind) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_EQ(Check().state, protocol::kIsolated);
   EXPECT_EQ(Leftovers(), "");
+}
+
+TEST_F(IsolatingEngine, TellsItsVerdictBeforeRemovingItsProbes) {
+  // The removal waits for the engine to list none of the probe's objects for a few
+  // seconds; an agent's first listing need not wait for it.
+  std::string during;
+  EXPECT_EQ(Check(&during).state, protocol::kIsolated);
+  EXPECT_THAT(during, HasSubstr("container gpunex-probe-"));
+  EXPECT_THAT(during, HasSubstr("network gpunex-probe-"));
+  EXPECT_EQ(Leftovers(), "") << "and everything is removed before the check returns";
 }
 
 TEST_F(DockerRulesOnlyEngine, FindsTheHostReachable) {
