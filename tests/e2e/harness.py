@@ -891,14 +891,16 @@ class ServerTestCase(ApiAssertions, unittest.TestCase):
     SINK_DELAY_S = 0.0
     ROOT_TOML = ""   # extra root-table lines of the gpunexd config
     EXTRA_TOML = ""  # extra tables appended to the gpunexd config
+    SERVER = None    # a subclass of Gpunexd to start instead of it
 
     def setUp(self):
         if self.BACKEND == "postgresql" and not PG_URL:
             self.skipTest(PG_SKIP_REASON)
         self.sink = SmtpSink(self.SINK_DELAY_S) if self.SMTP else None
         self.addCleanup(self._stop_sink)
-        self.srv = Gpunexd(self.BACKEND, self.sink.url if self.sink else None,
-                           extra_toml=self.EXTRA_TOML, root_toml=self.ROOT_TOML)
+        self.srv = (self.SERVER or Gpunexd)(self.BACKEND, self.sink.url if self.sink else None,
+                                            extra_toml=self.EXTRA_TOML,
+                                            root_toml=self.ROOT_TOML)
         self.addCleanup(self._cleanup_server)
         self.srv.start()
 

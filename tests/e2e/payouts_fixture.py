@@ -9,9 +9,11 @@ price high enough that a few seconds earn some USDC.
 Standard library + the harness only; the Solana chain is tests/solana (node).
 """
 
+import contextlib
 import datetime as dt
 import json
 import os
+import threading
 import time
 
 from harness import API, Gpunexd, set_prices, wait_until
@@ -25,7 +27,8 @@ EARNINGS_HOLD_S = 60  # the smallest [rentals] earnings_hold_s
 
 class ClockGpunexd(Gpunexd):
     """A gpunexd whose clock is the system clock plus `offset` seconds (the test clock
-    file, re-read every 50 ms). Move it forward only, and only while no rental runs."""
+    file, re-read every 50 ms). Move it forward only, and only while no rental runs, or
+    within fast_clock (where heartbeats keep coming, test_rentals)."""
 
     def __init__(self, *args, env_extra=None, **kw):
         super().__init__(*args, **kw)
@@ -50,6 +53,26 @@ class ClockGpunexd(Gpunexd):
         self.offset += int(seconds)
         self._write_clock()
         time.sleep(0.12)  # past the 50 ms re-read
+
+    @contextlib.contextmanager
+    def fast_clock(self, step_s=1, every_s=0.1):
+        """Within the block the clock gains `step_s` every `every_s` of real time (11 times
+        as fast by default) and stays where it got to. gpunexd bills a rental to its
+        machine's last heartbeat, which then comes every 11 s of its clock: offline_after_s
+        and agent_lost_grace_s must allow for that."""
+        stop = threading.Event()
+
+        def run():
+            while not stop.wait(every_s):
+                self.offset += step_s
+                self._write_clock()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join()
 
     def now(self):
         """gpunexd's now (UTC)."""

@@ -41,6 +41,7 @@ import unittest
 import dockerenv
 from harness import (API, Gpunexd, RealAgent, ServerTestCase, provider_with_agent_token,
                      set_prices, source_dir, wait_until)
+from payouts_fixture import ClockGpunexd
 
 BUSYBOX_REF = "gpunex-test/busybox:1"
 L4 = "l4-24gb"
@@ -349,10 +350,10 @@ class EngineAgentsMixin:
         self.dock.remove_all()
 
 
-class RentalsMixin(EngineAgentsMixin):
-    EXTRA_TOML = RENTALS_TOML
+class RentalsHelpers(EngineAgentsMixin):
+    """The fixture pieces and checks of the rentals tests (no tests of its own)."""
 
-    # -- fixture pieces
+    EXTRA_TOML = RENTALS_TOML
 
     def provider_machine(self, gpus=4, price=360_000, tier="community", name="Prov"):
         """An approved provider pricing L4 at `price`, its agent with `gpus` EMULATED L4s
@@ -422,6 +423,9 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertLessEqual({i["kind"] for i in items if not i["kind"].startswith("refund")},
                              {"operator_credit", "usage_provider", "usage_fee"}, items)
         return items
+
+
+class RentalsMixin(RentalsHelpers):
 
     # -- a rental from offer to stop
 
@@ -712,91 +716,6 @@ class RentalsMixin(EngineAgentsMixin):
         self.assertLedgerOk()
         wait_until(lambda: not self.managed_containers(), 15, "the container removed")
 
-    def test_a_minute_of_max_duration_or_of_balance_ends_at_exactly_its_cost(self):
-        """Three customers rent on one machine at once (each case waits a minute of real
-        time, so they wait it together; one agent, as agents on one engine would remove
-        each other's containers), at 100 micro-USDC per GPU-second:
-
-        - max_duration_s = 60 ends a rental at 60 s billed, 6 000 micro-USDC;
-        - the balance runs out at exactly zero: two rentals of one GPU each, each with
-          max_duration_s = 60, for a customer credited exactly the first minute of both
-          (12 000); a third is refused though a GPU is free, as the balance is held for the
-          first two's minutes (issue 24: each rental needs the balance less what the
-          customer's active rentals will still draw in their first hour). The two draw on
-          it together and end at 60 s (by max_duration or by the balance, whichever the
-          tick sees first), the balance exactly 0 and never below on the way;
-        - one hour of balance for one minute: the balance covers exactly max_duration_s
-          (60 s, shorter than an hour); one micro-USDC less is refused, and so is a rental
-          without max_duration_s (an hour is needed); it ends at 60 s at a balance of 0."""
-        prov, mid, offer = self.provider_machine(gpus=5, price=360_000)
-        dora = self.customer(1 * USDC, name="Dora Duration")
-        tess = self.customer(12000, name="Tess Twice")
-        mia = self.customer(6000, name="Mia Minute")
-        short = self.customer(5999, name="Sam Short")
-
-        # max_duration_s
-        by_duration = self.rent(dora, offer["id"], max_duration_s=60)["id"]
-        # Two rentals made before either runs (billing starts when a container runs); a GPU
-        # is free, but the balance is not.
-        twice = [self.rent(tess, offer["id"], max_duration_s=60)["id"] for _ in range(2)]
-        r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
-        self.assertError(r, 422, fields=["balance"])
-        # One micro-USDC short of a minute is refused; without max_duration_s an hour is
-        # needed.
-        r = short.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
-        self.assertError(r, 422, fields=["balance"])
-        r = mia.c.post(f"{API}/rentals", rental_body(offer["id"]))
-        self.assertError(r, 422, fields=["balance"])
-        minute = self.rent(mia, offer["id"], max_duration_s=60)["id"]
-        self.assertGreaterEqual(free_gpus(dora.c, offer["id"]), 1, "a GPU is still free")
-        wait_running(dora, by_duration)
-        for rid in twice:
-            wait_running(tess, rid)
-        wait_running(mia, minute)
-
-        lowest = None
-        deadline = time.monotonic() + 90
-        while True:
-            b = balance(tess)["balance_micro"]
-            lowest = b if lowest is None else min(lowest, b)
-            self.assertGreaterEqual(b, 0, "the balance never goes below 0")
-            rs = [get_rental(tess, x) for x in twice]
-            if all(r["state"] == "ended" for r in rs):
-                break
-            self.assertLess(time.monotonic(), deadline, rs)
-            time.sleep(0.25)
-
-        with self.subTest(case="max_duration_s"):
-            ended = wait_ended(dora, by_duration, 30)
-            self.assertEqual((ended["end_reason"], ended["end_party"]),
-                             ("max_duration", "customer"), ended)
-            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
-                             ended)
-            self.assertMoney(ended)
-            self.assertEqual(balance(dora)["balance_micro"], 1 * USDC - 6000)
-        with self.subTest(case="the balance runs out at exactly zero"):
-            for r in rs:
-                self.assertIn((r["end_reason"], r["end_party"]),
-                              (("max_duration", "customer"), ("balance_exhausted", "platform")),
-                              r)
-                self.assertEqual((r["billed_seconds"], r["charged_micro"]), (60, 6000), r)
-                self.assertMoney(r)
-            self.assertEqual(balance(tess)["balance_micro"], 0)
-            self.assertEqual(lowest, 0)
-            self.assertStatementMatches(tess, 12000, rs)
-            # A balance of 0 rents nothing.
-            r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
-            self.assertError(r, 422, fields=["balance"])
-        with self.subTest(case="one hour of balance for one minute"):
-            ended = wait_ended(mia, minute, 30)
-            self.assertIn(ended["end_reason"], ("max_duration", "balance_exhausted"), ended)
-            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
-                             ended)
-            self.assertMoney(ended)
-            self.assertEqual(balance(mia)["balance_micro"], 0)
-        self.assertLedgerOk()
-        wait_until(lambda: not self.managed_containers(), 15, "the containers removed")
-
     # -- the provider's fault
 
     def test_agent_killed_mid_rental_ends_as_agent_lost(self):
@@ -977,6 +896,112 @@ def cust_rentals(user):
     return [x["id"] for x in r.body["items"]]
 
 
+# With the clock 11 times as fast, a heartbeat every second of real time is 11 s of
+# gpunexd's: machines must not count as offline or lost meanwhile.
+FAST_CLOCK_TOML = RENTALS_TOML.replace(
+    f"offline_after_s = {OFFLINE_AFTER_S}", "offline_after_s = 60").replace(
+    f"agent_lost_grace_s = {AGENT_LOST_GRACE_S}", "agent_lost_grace_s = 120")
+assert "offline_after_s = 60" in FAST_CLOCK_TOML and "agent_lost_grace_s = 120" in FAST_CLOCK_TOML
+
+
+class FastClockRentalsMixin(RentalsHelpers):
+    """Rentals whose caps are a minute of gpunexd's clock, which the test runs fast rather
+    than wait a minute of real time. The containers run in real time; gpunexd bills to each
+    machine's last heartbeat, so the clock is only ever ahead of what it bills."""
+
+    EXTRA_TOML = FAST_CLOCK_TOML
+    SERVER = ClockGpunexd
+
+    def test_a_minute_of_max_duration_or_of_balance_ends_at_exactly_its_cost(self):
+        """Three customers rent on one machine at once (each case waits a minute of
+        gpunexd's clock, run fast, so they wait it together; one agent, as agents on one
+        engine would remove each other's containers), at 100 micro-USDC per GPU-second:
+
+        - max_duration_s = 60 ends a rental at 60 s billed, 6 000 micro-USDC;
+        - the balance runs out at exactly zero: two rentals of one GPU each, each with
+          max_duration_s = 60, for a customer credited exactly the first minute of both
+          (12 000); a third is refused though a GPU is free, as the balance is held for the
+          first two's minutes (issue 24: each rental needs the balance less what the
+          customer's active rentals will still draw in their first hour). The two draw on
+          it together and end at 60 s (by max_duration or by the balance, whichever the
+          tick sees first), the balance exactly 0 and never below on the way;
+        - one hour of balance for one minute: the balance covers exactly max_duration_s
+          (60 s, shorter than an hour); one micro-USDC less is refused, and so is a rental
+          without max_duration_s (an hour is needed); it ends at 60 s at a balance of 0."""
+        prov, mid, offer = self.provider_machine(gpus=5, price=360_000)
+        dora = self.customer(1 * USDC, name="Dora Duration")
+        tess = self.customer(12000, name="Tess Twice")
+        mia = self.customer(6000, name="Mia Minute")
+        short = self.customer(5999, name="Sam Short")
+
+        # max_duration_s
+        by_duration = self.rent(dora, offer["id"], max_duration_s=60)["id"]
+        # Two rentals made before either runs (billing starts when a container runs); a GPU
+        # is free, but the balance is not.
+        twice = [self.rent(tess, offer["id"], max_duration_s=60)["id"] for _ in range(2)]
+        r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
+        # One micro-USDC short of a minute is refused; without max_duration_s an hour is
+        # needed.
+        r = short.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+        self.assertError(r, 422, fields=["balance"])
+        r = mia.c.post(f"{API}/rentals", rental_body(offer["id"]))
+        self.assertError(r, 422, fields=["balance"])
+        minute = self.rent(mia, offer["id"], max_duration_s=60)["id"]
+        self.assertGreaterEqual(free_gpus(dora.c, offer["id"]), 1, "a GPU is still free")
+        wait_running(dora, by_duration)
+        for rid in twice:
+            wait_running(tess, rid)
+        wait_running(mia, minute)
+
+        lowest = None
+        deadline = time.monotonic() + 90
+        with self.srv.fast_clock():
+            while True:
+                b = balance(tess)["balance_micro"]
+                lowest = b if lowest is None else min(lowest, b)
+                self.assertGreaterEqual(b, 0, "the balance never goes below 0")
+                rs = [get_rental(tess, x) for x in twice]
+                if all(r["state"] == "ended" for r in rs):
+                    break
+                self.assertLess(time.monotonic(), deadline, rs)
+                time.sleep(0.25)
+            # The other two end at the same minute of the clock.
+            ended_by_duration = wait_ended(dora, by_duration, 30)
+            ended_minute = wait_ended(mia, minute, 30)
+
+        with self.subTest(case="max_duration_s"):
+            ended = ended_by_duration
+            self.assertEqual((ended["end_reason"], ended["end_party"]),
+                             ("max_duration", "customer"), ended)
+            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
+                             ended)
+            self.assertMoney(ended)
+            self.assertEqual(balance(dora)["balance_micro"], 1 * USDC - 6000)
+        with self.subTest(case="the balance runs out at exactly zero"):
+            for r in rs:
+                self.assertIn((r["end_reason"], r["end_party"]),
+                              (("max_duration", "customer"), ("balance_exhausted", "platform")),
+                              r)
+                self.assertEqual((r["billed_seconds"], r["charged_micro"]), (60, 6000), r)
+                self.assertMoney(r)
+            self.assertEqual(balance(tess)["balance_micro"], 0)
+            self.assertEqual(lowest, 0)
+            self.assertStatementMatches(tess, 12000, rs)
+            # A balance of 0 rents nothing.
+            r = tess.c.post(f"{API}/rentals", rental_body(offer["id"], max_duration_s=60))
+            self.assertError(r, 422, fields=["balance"])
+        with self.subTest(case="one hour of balance for one minute"):
+            ended = ended_minute
+            self.assertIn(ended["end_reason"], ("max_duration", "balance_exhausted"), ended)
+            self.assertEqual((ended["billed_seconds"], ended["charged_micro"]), (60, 6000),
+                             ended)
+            self.assertMoney(ended)
+            self.assertEqual(balance(mia)["balance_micro"], 0)
+        self.assertLedgerOk()
+        wait_until(lambda: not self.managed_containers(), 15, "the containers removed")
+
+
 class RentalsSqliteTest(RentalsMixin, ServerTestCase):
     BACKEND = "sqlite"
 
@@ -1008,6 +1033,14 @@ class RentalsSqliteTest(RentalsMixin, ServerTestCase):
 
 
 class RentalsPostgresTest(RentalsMixin, ServerTestCase):
+    BACKEND = "postgresql"
+
+
+class FastClockRentalsSqliteTest(FastClockRentalsMixin, ServerTestCase):
+    BACKEND = "sqlite"
+
+
+class FastClockRentalsPostgresTest(FastClockRentalsMixin, ServerTestCase):
     BACKEND = "postgresql"
 
 

@@ -246,6 +246,9 @@ class RentalsCrashMixin(ApiAssertions):
         srv = self.srv
         admin = srv.admin()
         provs = []
+        # Both agents start before either is waited for: their network isolation checks
+        # (on two engines) run side by side.
+        started = []
         for i, ((tier, price, bps), dock) in enumerate(zip(PROVIDERS, self.engines)):
             prov, token, _ = provider_with_agent_token(srv, admin, name=f"Crash{i}", tier=tier,
                                                        priced=False)
@@ -253,6 +256,8 @@ class RentalsCrashMixin(ApiAssertions):
             agent = DockerAgent(srv, token, f"{L4}:{GPUS_PER_MACHINE}", dock, name=f"crash{i}")
             self.agents.append(agent)
             agent.start()
+            started.append((prov, price, bps, dock))
+        for prov, price, bps, dock in started:
             mid = wait_machine_listed(admin, prov, GPUS_PER_MACHINE)
             offer = offer_of(admin, mid, min_free=GPUS_PER_MACHINE)
             self.assertEqual(offer["price_micro"], price)
