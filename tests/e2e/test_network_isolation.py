@@ -148,6 +148,12 @@ class IsolationTestBase(ServerTestCase):
             "cpus": 0.5})
 
     def assert_no_leftovers(self):
+        """Nothing of the checks is left in the engine. A check tells its verdict before
+        it removes its probes, which takes until the engine has listed none of them for
+        5 s (at most 15 s more of retries): what is left is waited for that long."""
+        wait_until(lambda: not self.dock.containers("io.gpunex.probe")
+                   and not self.dock.networks("io.gpunex.probe"), 30,
+                   "the checks' containers and networks removed")
         self.assertEqual(self.dock.containers("io.gpunex.probe"), [])
         self.assertEqual(self.dock.networks("io.gpunex.probe"), [])
 

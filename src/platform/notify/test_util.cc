@@ -62,10 +62,7 @@ std::vector<store::Migration> TestMigrations() {
 }
 
 StatusOr<std::unique_ptr<store::testing::TestDatabase>> OpenMigratedDb(const std::string& backend) {
-  GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<store::testing::TestDatabase> db,
-                          store::testing::TestDatabase::Open(backend));
-  GPUNEX_RETURN_IF_ERROR(db->Migrate(TestMigrations()));
-  return db;
+  return store::testing::TestDatabase::OpenMigrated(backend, TestMigrations());
 }
 
 Status InsertUser(store::Database& db, const std::string& user_id, Timestamp created_at) {

@@ -5,11 +5,10 @@
 namespace gpunex::platform::testing {
 
 void PlatformTest::SetUp() {
-  auto t = store::testing::TestDatabase::Open(GetParam());
+  auto t = store::testing::TestDatabase::OpenMigrated(GetParam(), schema::AllMigrations());
   if (t.status().code() == StatusCode::kFailedPrecondition) GTEST_SKIP() << t.status().message();
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   test_db_ = std::move(*t);
-  ASSERT_TRUE(test_db_->Migrate(schema::AllMigrations()).ok());
   faulty_ = std::make_unique<store::testing::FaultInjectingDatabase>(test_db_->db());
 }
 

@@ -1,6 +1,7 @@
 #include "platform/store/testing/test_database.h"
 
 #include <cstdlib>
+#include <map>
 #include <pqxx/pqxx>
 #include <random>
 
@@ -50,6 +51,65 @@ std::string PgUrl() {
   return url ? url : "";
 }
 
+// What tells two sets of migrations apart: each version with its name and statements.
+std::string MigrationsKey(const std::vector<Migration>& migrations) {
+  std::string key;
+  for (const Migration& m : migrations) {
+    key += std::to_string(m.version) + "\x1f" + m.name + "\x1f";
+    for (const std::string& st : m.statements) key += st + "\x1e";
+  }
+  return key;
+}
+
+// This process's migrated PostgreSQL templates, one per set of migrations, on the
+// server of GPUNEX_TEST_PG_URL; dropped when the process exits.
+class Templates {
+ public:
+  static Templates& Get() {
+    static Templates* t = new Templates();  // never destroyed: exit drops through atexit
+    return *t;
+  }
+
+  // The name of the template at `migrations`, made on first use.
+  StatusOr<std::string> For(const std::string& admin_url,
+                            const std::vector<Migration>& migrations) {
+    MutexLock lock(&mu_);
+    const std::string key = MigrationsKey(migrations);
+    if (auto it = names_.find(key); it != names_.end()) return it->second;
+    const std::string name = "gpunex_tmpl_" + RandomSuffix();
+    GPUNEX_RETURN_IF_ERROR(AdminExec(admin_url, "CREATE DATABASE " + name));
+    {
+      // Closed before it is copied: PostgreSQL copies no database others are connected to.
+      GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
+                              OpenPostgresDatabase(WithDatabase(admin_url, name)));
+      if (Status st = Migrate(*db, migrations); !st.ok()) {
+        db.reset();
+        (void)AdminExec(admin_url, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        return st;
+      }
+    }
+    if (names_.empty()) {
+      admin_url_ = admin_url;
+      std::atexit([] { Get().DropAll(); });
+    }
+    names_.emplace(key, name);
+    return name;
+  }
+
+ private:
+  void DropAll() {
+    MutexLock lock(&mu_);
+    for (const auto& [key, name] : names_) {
+      (void)AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+    }
+    names_.clear();
+  }
+
+  Mutex mu_;
+  std::map<std::string, std::string> names_ GUARDED_BY(mu_);  // key → database name
+  std::string admin_url_ GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 std::vector<std::string> TestBackends() {
@@ -75,6 +135,25 @@ StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Open(const std::string& ba
   t->dbname_ = "gpunex_t_" + RandomSuffix();
   GPUNEX_RETURN_IF_ERROR(AdminExec(t->admin_url_, "CREATE DATABASE " + t->dbname_));
   GPUNEX_ASSIGN_OR_RETURN(t->db_, OpenPostgresDatabase(WithDatabase(t->admin_url_, t->dbname_)));
+  return t;
+}
+
+StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::OpenMigrated(
+    const std::string& backend, const std::vector<Migration>& migrations) {
+  if (backend != "postgresql" || PgUrl().empty()) {
+    GPUNEX_ASSIGN_OR_RETURN(std::unique_ptr<TestDatabase> t, Open(backend));
+    GPUNEX_RETURN_IF_ERROR(t->Migrate(migrations));
+    return t;
+  }
+  std::unique_ptr<TestDatabase> t(new TestDatabase());
+  t->admin_url_ = PgUrl();
+  GPUNEX_ASSIGN_OR_RETURN(std::string source, Templates::Get().For(t->admin_url_, migrations));
+  t->dbname_ = "gpunex_t_" + RandomSuffix();
+  GPUNEX_RETURN_IF_ERROR(
+      AdminExec(t->admin_url_, "CREATE DATABASE " + t->dbname_ + " TEMPLATE " + source));
+  GPUNEX_ASSIGN_OR_RETURN(t->db_, OpenPostgresDatabase(WithDatabase(t->admin_url_, t->dbname_)));
+  // Nothing left to apply; checks that the copy is at the template's version.
+  GPUNEX_RETURN_IF_ERROR(t->Migrate(migrations));
   return t;
 }
 
