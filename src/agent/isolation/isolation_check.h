@@ -17,7 +17,8 @@
 //   3. a prober on network a connects to all of them at once: the control, the container
 //      on b, and the host listener through every host address (its own gateway among
 //      them);
-//   4. everything is removed, whatever happened.
+//   4. everything is removed, whatever happened (after the verdict is told:
+//      IsolationCheckOptions::on_verdict).
 // The containers run the agent's own image (self_image.h) as nobody, without capabilities,
 // read-only, with small memory and PID limits. Objects carry the labels io.gpunex.probe
 // (the check) and io.gpunex.probe-owner (who ran it), not io.gpunex.managed, so a
